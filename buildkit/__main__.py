@@ -1,0 +1,3 @@
+from buildkit.cli import main
+
+main()

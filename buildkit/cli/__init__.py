@@ -1,0 +1,63 @@
+"""The ``buildkit`` command: a thin click group.
+
+Each sub-command lives in its own module under :mod:`buildkit.cli` and is imported only when it
+is invoked, so ``buildkit plan`` does not pay for importing the docker SDK or auditwheel.
+Expected failures (:class:`buildkit.errors.BuildkitError`) are printed without a traceback and
+exit with their own code; Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any
+
+import click
+
+from buildkit import __version__
+from buildkit.errors import BuildkitError, Interrupted
+
+# command name -> "module:attribute" (module relative to buildkit.cli)
+COMMANDS: dict[str, str] = {
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        module = importlib.import_module(f"buildkit.cli.{module_name}")
+        command: click.Command = getattr(module, attr)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="buildkit")
+def cli() -> None:
+    """rocm-buildkit: gated manylinux wheels of HIP extensions from a YAML recipe."""
+
+
+def main(argv: list[str] | None = None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="buildkit", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("interrupted", err=True)
+        sys.exit(Interrupted.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted: partial outputs were removed", err=True)
+        sys.exit(Interrupted.exit_code)
+    except BuildkitError as exc:
+        click.echo(str(exc), err=True)
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)

@@ -1,0 +1,113 @@
+"""Errors a user can act on, one class per exit code.
+
+The CLI catches :class:`BuildkitError` and prints ``str(err)`` without a traceback, exiting
+with ``err.exit_code``. Anything else is a bug in rocm-buildkit and keeps its traceback.
+
+Exit codes (stable, documented in the README):
+
+====  ===========================  ===============================================
+code  class                        meaning
+====  ===========================  ===============================================
+0     -                            success
+1     -                            internal error (a bug: traceback printed)
+2     UsageError                   bad command-line usage (click's own code)
+3     RecipeError                  recipe malformed or invalid (file:line:column)
+4     ArchError                    no usable GPU arch / invalid target id
+5     ArchesDropped                ``--strict`` and some requested arch was dropped
+6     WheelReadError               a wheel cannot be read (corrupt, hostile, not a wheel)
+7     GateFailed                   the gate ran and the wheel failed it
+8     DockerUnavailable            no Docker engine answers / image missing
+9     BuildFailed                  a build step failed (compiler, cibuildwheel, repair)
+10    PublishRefused               publish refused (manifest missing/failed/mismatch)
+11    SmokeFailed                  a smoke test failed in its runtime container
+130   Interrupted                  Ctrl-C; partial outputs were removed
+====  ===========================  ===============================================
+"""
+
+from __future__ import annotations
+
+
+class BuildkitError(Exception):
+    """Base class of expected failures: printed without traceback."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(BuildkitError):
+    exit_code = 2
+
+
+class RecipeError(BuildkitError):
+    """A recipe problem, located at ``file:line:column`` when the position is known."""
+
+    exit_code = 3
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.column = column
+        self.hint = hint
+        where = ""
+        if file is not None:
+            where = file
+            if line is not None:
+                where += f":{line}"
+                if column is not None:
+                    where += f":{column}"
+            where += ": "
+        text = f"{where}error: {message}"
+        if hint:
+            text += f"\n  hint: {hint}"
+        super().__init__(text)
+        self.detail = message
+
+
+class ArchError(BuildkitError):
+    exit_code = 4
+
+
+class ArchesDropped(BuildkitError):
+    exit_code = 5
+
+
+class WheelReadError(BuildkitError):
+    exit_code = 6
+
+
+class GateFailed(BuildkitError):
+    exit_code = 7
+
+
+class DockerUnavailable(BuildkitError):
+    exit_code = 8
+
+
+class BuildFailed(BuildkitError):
+    exit_code = 9
+
+
+class PublishRefused(BuildkitError):
+    exit_code = 10
+
+
+class SmokeFailed(BuildkitError):
+    exit_code = 11
+
+
+class Interrupted(BuildkitError):
+    exit_code = 130
