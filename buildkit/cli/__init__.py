@@ -19,6 +19,12 @@ from buildkit.errors import BuildkitError, Interrupted
 
 # command name -> "module:attribute" (module relative to buildkit.cli)
 COMMANDS: dict[str, str] = {
+    "build": "build:build",
+    "archs": "archs:archs",
+    "rocm": "rocm:rocm",
+    "image": "image:image",
+    "check": "check:check",
+    "plan": "plan:plan",
 }
 
 

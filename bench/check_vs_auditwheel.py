@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""``buildkit check`` against ``auditwheel show`` and the decompress-only floor, on real GPU wheels.
+
+Usage::
+
+    python bench/check_vs_auditwheel.py            # fetch (cached) and measure every wheel
+    python bench/check_vs_auditwheel.py --fetch-only
+    python bench/check_vs_auditwheel.py --wheels a.whl b.whl   # measure given files
+
+Wheels are real third-party ROCm and CUDA wheels from PyPI (40-300 MiB compressed), pinned by
+name and version below, downloaded through PyPI's JSON API into ``~/.cache/rocm-buildkit/bench-wheels``
+(``$BUILDKIT_BENCH_CACHE``) and checked against the sha256 PyPI publishes.
+
+Each of the three contestants runs as its own subprocess, one after another, so each pays the same
+interpreter start-up and is measured the same way:
+
+* ``check``: ``python -m buildkit check --json WHEEL`` (with its default parallel workers);
+* ``auditwheel``: ``auditwheel show --json WHEEL``;
+* ``floor``: this script with ``--floor WHEEL``: one single-threaded pass that decompresses every ELF
+  member (``zipfile`` read in 1 MiB chunks, discarded) and nothing else.
+
+Per child: wall time; peak RSS (``ru_maxrss`` from ``os.wait4``); bytes written to disk: the child's
+``/proc/<pid>/io`` ``write_bytes`` (sampled until it exits) plus the peak size of its private
+``TMPDIR`` (a fresh empty directory per child, sampled every 50 ms; auditwheel extracts the wheel
+there). Agreement compares ``sym_tag``, the external libraries and the overall tag with auditwheel's
+``show --json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+# (name, version, GPU stack): pinned so every run measures the same bytes
+WHEELS: tuple[tuple[str, str, str], ...] = (
+    ("cupy-rocm-5-0", "13.3.0", "ROCm"),
+    ("nvidia-curand-cu12", "10.3.10.19", "CUDA"),
+    ("jax-rocm7-pjrt", "0.12.0", "ROCm"),
+    ("cupy-cuda12x", "14.2.0", "CUDA"),
+    ("pytorch-triton-rocm", "2.1.0", "ROCm"),
+    ("nvidia-nccl-cu12", "2.21.5", "CUDA"),
+)
+CACHE = Path(
+    os.environ.get("BUILDKIT_BENCH_CACHE", Path.home() / ".cache" / "rocm-buildkit" / "bench-wheels")
+)
+CHUNK = 1 << 20
+ELF_MAGIC = b"\x7fELF"
+
+
+# --------------------------------------------------------------------------- fetching
+def _pick_file(urls: list[dict[str, Any]]) -> dict[str, Any]:
+    def score(u: dict[str, Any]) -> int:
+        fn = u["filename"]
+        if not fn.endswith(".whl") or "x86_64" not in fn or "manylinux" not in fn:
+            return -1
+        return 2 if "-cp311-" in fn else 1 if "-py3-none-" in fn else -1
+
+    best = max(urls, key=score, default=None)
+    if best is None or score(best) < 0:
+        raise SystemExit(
+            "no cp311/py3 manylinux x86_64 wheel among " + ", ".join(u["filename"] for u in urls)
+        )
+    return best
+
+
+def fetch(name: str, version: str) -> Path:
+    """Download one pinned wheel into the cache (atomically), verifying PyPI's sha256."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    index = f"https://pypi.org/pypi/{name}/json"
+    with urllib.request.urlopen(index, timeout=60) as resp:
+        meta = json.load(resp)
+    if version not in meta.get("releases", {}):
+        raise SystemExit(f"{name} {version} is not on PyPI")
+    info = _pick_file(meta["releases"][version])
+    target = CACHE / info["filename"]
+    want = info["digests"]["sha256"]
+    if target.exists() and target.stat().st_size == info["size"]:
+        return target
+    print(f"fetching {info['filename']} ({info['size'] / 2**20:.0f} MiB)", file=sys.stderr, flush=True)
+    digest = hashlib.sha256()
+    with tempfile.NamedTemporaryFile(dir=CACHE, delete=False, suffix=".part") as tmp:
+        try:
+            url = urllib.parse.urljoin(index, info["url"])  # mirrors may give relative links
+            with urllib.request.urlopen(url, timeout=120) as resp:
+                while block := resp.read(CHUNK):
+                    digest.update(block)
+                    tmp.write(block)
+            if digest.hexdigest() != want:
+                raise SystemExit(f"{info['filename']}: sha256 mismatch with PyPI")
+            os.replace(tmp.name, target)
+        finally:
+            if os.path.exists(tmp.name):
+                os.unlink(tmp.name)
+    return target
+
+
+# --------------------------------------------------------------------------- the floor
+def floor(path: Path) -> int:
+    """Decompress every ELF member once, single-threaded; return the decompressed bytes."""
+    total = 0
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            if info.is_dir():
+                continue
+            with zf.open(info) as fh:
+                head = fh.read(4)
+                if head != ELF_MAGIC:
+                    continue
+                total += len(head)
+                while block := fh.read(CHUNK):
+                    total += len(block)
+    return total
+
+
+# --------------------------------------------------------------------------- measuring a child
+@dataclass
+class Run:
+    wall: float
+    maxrss_mib: float
+    write_bytes: int
+    tmp_peak: int
+    returncode: int
+    stdout: str
+    stderr: str = field(repr=False, default="")
+
+
+def _dir_size(root: str) -> int:
+    total = 0
+    for dirpath, _dirs, files in os.walk(root):
+        for f in files:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, f)).st_size
+    return total
+
+
+def _io_write_bytes(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/io") as fh:
+            for line in fh:
+                if line.startswith("write_bytes:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def measure(argv: list[str]) -> Run:
+    """Run ``argv`` to completion; its stdout/stderr go to pipes (not files), so any byte it writes
+    to disk is its own doing."""
+    tmpdir = tempfile.mkdtemp(prefix="bench-tmp-", dir=CACHE)
+    env = {**os.environ, "TMPDIR": tmpdir}
+    peak_tmp = 0
+    last_write = 0
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    captured: dict[str, bytes] = {}
+    done = threading.Event()
+
+    def drain(name: str, stream: IO[bytes]) -> None:
+        captured[name] = stream.read()
+
+    def sample() -> None:
+        nonlocal peak_tmp, last_write
+        while not done.wait(0.05):
+            peak_tmp = max(peak_tmp, _dir_size(tmpdir))
+            wb = _io_write_bytes(proc.pid)
+            if wb is not None:
+                last_write = max(last_write, wb)
+
+    assert proc.stdout is not None and proc.stderr is not None
+    threads = [
+        threading.Thread(target=drain, args=("out", proc.stdout), daemon=True),
+        threading.Thread(target=drain, args=("err", proc.stderr), daemon=True),
+        threading.Thread(target=sample, daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    done.set()
+    for t in threads:
+        t.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    shutil.rmtree(tmpdir, ignore_errors=True)
+    return Run(
+        wall=wall,
+        maxrss_mib=usage.ru_maxrss / 1024,
+        write_bytes=max(last_write, usage.ru_oublock * 512),
+        tmp_peak=peak_tmp,
+        returncode=proc.returncode,
+        stdout=captured.get("out", b"").decode("utf-8", "replace"),
+        stderr=captured.get("err", b"").decode("utf-8", "replace"),
+    )
+
+
+# --------------------------------------------------------------------------- comparing verdicts
+def compare(check_json: dict[str, Any], aw_json: dict[str, Any]) -> dict[str, bool]:
+    wheel = check_json["wheels"][0]
+    ours_ext = sorted(wheel["external_libraries"])
+    theirs_ext = sorted(aw_json.get("external_libs", {}))
+    return {
+        "sym_tag": wheel["platform"]["sym_tag"] == aw_json.get("sym_tag"),
+        "external": ours_ext == theirs_ext,
+        "overall": wheel["platform"]["overall_tag"] == aw_json.get("overall_tag"),
+    }
+
+
+def mib(n: float) -> str:
+    return f"{n / 2**20:.1f}"
+
+
+def bench(paths: list[Path]) -> int:
+    aw = shutil.which("auditwheel")
+    if aw is None:
+        raise SystemExit("auditwheel is not on PATH")
+    rows = []
+    for path in paths:
+        size = path.stat().st_size
+        print(f"== {path.name} ({mib(size)} MiB)", file=sys.stderr, flush=True)
+        fl = measure([sys.executable, __file__, "--floor", str(path)])
+        ck = measure(
+            [sys.executable, "-m", "buildkit", "check", "--json", "--size-warn", "1000GiB", str(path)]
+        )
+        au = measure([aw, "show", "--json", str(path)])
+        if ck.returncode not in (0, 6, 7):
+            print(ck.stderr, file=sys.stderr)
+            raise SystemExit(f"buildkit check crashed on {path.name} (exit {ck.returncode})")
+        check_doc = json.loads(ck.stdout)["wheels"][0]
+        try:
+            aw_json = json.loads(au.stdout)
+        except json.JSONDecodeError:
+            aw_json = {"error": au.stderr.strip().splitlines()[-1:] or ["no output"]}
+        readable = "error" not in check_doc
+        agree = compare(json.loads(ck.stdout), aw_json) if readable and "sym_tag" in aw_json else {}
+        row = {
+            "wheel": path.name,
+            "size_mib": round(size / 2**20, 1),
+            "floor_bytes": int(fl.stdout.strip() or 0),
+            "floor_s": round(fl.wall, 2),
+            "check_s": round(ck.wall, 2),
+            "auditwheel_s": round(au.wall, 2),
+            "speedup_vs_auditwheel": round(au.wall / ck.wall, 1),
+            "check_vs_floor": round(ck.wall / fl.wall, 2),
+            "check_rss_mib": round(ck.maxrss_mib, 1),
+            "auditwheel_rss_mib": round(au.maxrss_mib, 1),
+            "floor_rss_mib": round(fl.maxrss_mib, 1),
+            # the same bytes seen two ways (block-layer writes, files in TMPDIR): report the larger
+            "check_written": max(ck.write_bytes, ck.tmp_peak),
+            "auditwheel_written": max(au.write_bytes, au.tmp_peak),
+            "auditwheel_tmp_peak": au.tmp_peak,
+            "agree": agree,
+            "auditwheel_sym_tag": aw_json.get("sym_tag"),
+            "check_sym_tag": check_doc["platform"]["sym_tag"] if readable else None,
+            "check_error": check_doc.get("error"),
+            "check_exit": ck.returncode,
+        }
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+
+    header = (
+        f"{'wheel':<72} {'MiB':>6} {'floor s':>8} {'check s':>8} {'aw s':>8} {'aw/check':>8} "
+        f"{'chk/floor':>9} {'RSS MiB':>8} {'written':>10} {'aw written':>11}  agree(sym,ext,overall)"
+    )
+    print(header)
+    for r in rows:
+        a = r["agree"]
+        agree_txt = (
+            ",".join("yes" if a.get(k) else "NO" for k in ("sym_tag", "external", "overall")) if a else "n/a"
+        )
+        print(
+            f"{r['wheel'][:72]:<72} {r['size_mib']:>6} {r['floor_s']:>8} {r['check_s']:>8} "
+            f"{r['auditwheel_s']:>8} "
+            f"{r['speedup_vs_auditwheel']:>8} {r['check_vs_floor']:>9} {r['check_rss_mib']:>8} "
+            f"{r['check_written']:>10} {r['auditwheel_written']:>11}  {agree_txt}"
+        )
+    largest = max(rows, key=lambda r: r["size_mib"])
+    targets = {
+        "largest: check >= 30x faster than auditwheel show": largest["speedup_vs_auditwheel"] >= 30,
+        "largest: check no slower than the floor": largest["check_vs_floor"] <= 1.0,
+        "every wheel: check peak RSS < 100 MiB": all(r["check_rss_mib"] < 100 for r in rows),
+        "every wheel: check writes nothing": all(r["check_written"] == 0 for r in rows),
+        "every wheel: symbol verdicts agree": all(r["agree"].get("sym_tag") for r in rows),
+    }
+    print()
+    for name, ok in targets.items():
+        print(f"{'MET ' if ok else 'MISS'}  {name}")
+    out = CACHE / "last-results.json"
+    out.write_text(json.dumps({"rows": rows, "targets": targets}, indent=2))
+    print(f"\nraw figures: {out}")
+    return 0 if all(targets.values()) else 1
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--fetch-only", action="store_true")
+    ap.add_argument("--floor", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--wheels", nargs="+", type=Path, help="measure these files instead of the pinned set")
+    args = ap.parse_args()
+    if args.floor:
+        print(floor(args.floor))
+        return 0
+    paths = args.wheels or [fetch(n, v) for n, v, _ in WHEELS]
+    if args.fetch_only:
+        for p in paths:
+            print(p)
+        return 0
+    return bench(paths)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

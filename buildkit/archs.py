@@ -1,0 +1,365 @@
+"""GPU arch resolution: which AMDGPU targets a build compiles for, and why.
+
+Sources, by precedence (the first that yields anything wins; the trail records every one tried):
+``--archs``, the recipe, ``PYTORCH_ROCM_ARCH``, ``GPU_ARCHS``, ``rocm_agent_enumerator``
+(``gfx000``, the CPU agent, is ignored). Lists may be separated by ``;``, ``,`` or whitespace.
+
+Normalisation: every entry must be a target ID (``gfx90a``, ``gfx90a:xnack-``,
+``gfx90a:sramecc+:xnack-``; features limited to what the processor accepts, see
+``buildkit/rocm/targets.yaml``); features are put in alphabetical order (clang's canonical form);
+duplicates collapse; a bare processor listed next to a featured variant of itself is dropped (clang
+refuses that combination); the result is sorted by :func:`buildkit.rocm.processor_sort_key`.
+
+Intersection, in order, each drop recorded with its reason: the pinned ROCm release's ``archs``
+(or, when a toolchain is given, the toolchain's compilable archs instead -- a distribution
+toolchain such as Debian's 5.7.1 is not AMD's release), then the recipe's allow-list.
+Nothing left is an :class:`~buildkit.errors.ArchError` naming what was asked and what is supported.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from buildkit import rocm as rocmdata
+from buildkit.errors import ArchError
+
+__all__ = [
+    "ArchSet",
+    "Decision",
+    "TargetId",
+    "host_enumerator",
+    "parse_target_id",
+    "resolve",
+    "split_arch_list",
+]
+
+_PROCESSOR = re.compile(r"^gfx(?:[0-9]{1,2}[0-9a-f]{2}|[0-9]{1,2}(?:-[0-9]+)?-generic)$")
+_FEATURE = re.compile(r"^([a-z][a-z0-9-]*)([+-])$")
+_SEPARATORS = re.compile(r"[;,\s]+")
+
+
+@dataclass(frozen=True, order=False)
+class TargetId:
+    """An AMDGPU target ID: a processor and its target-ID features (``("xnack-",)``)."""
+
+    name: str
+    features: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return ":".join((self.name, *self.features))
+
+    @property
+    def sort_key(self) -> tuple[int, int, int, str]:
+        return rocmdata.processor_sort_key(str(self))
+
+
+def parse_target_id(text: str) -> TargetId:
+    """Parse and canonicalise a target ID; raise :class:`ArchError` naming what is wrong."""
+    raw = text.strip()
+    parts = raw.split(":")
+    name = parts[0].lower()
+    if not _PROCESSOR.match(name):
+        raise ArchError(
+            f"invalid GPU arch {text!r}: expected an AMDGPU processor such as gfx90a or gfx1100, "
+            "optionally with features (gfx90a:xnack-, gfx90a:sramecc+:xnack-)"
+        )
+    accepted = rocmdata.feature_processors()
+    features: dict[str, str] = {}
+    for part in parts[1:]:
+        m = _FEATURE.match(part)
+        if not m:
+            raise ArchError(f"invalid GPU arch {text!r}: feature {part!r} must look like xnack+ or xnack-")
+        feature, sign = m.groups()
+        if feature not in accepted:
+            raise ArchError(
+                f"invalid GPU arch {text!r}: {feature!r} is not a target-ID feature "
+                f"(known: {', '.join(sorted(accepted))})"
+            )
+        if name not in accepted[feature]:
+            raise ArchError(f"invalid GPU arch {text!r}: {name} does not support the {feature} feature")
+        if feature in features:
+            raise ArchError(f"invalid GPU arch {text!r}: feature {feature} given twice")
+        features[feature] = sign
+    return TargetId(name, tuple(f"{k}{features[k]}" for k in sorted(features)))
+
+
+def split_arch_list(text: str) -> list[str]:
+    """``"gfx908;gfx90a, gfx942"`` -> ``["gfx908", "gfx90a", "gfx942"]``."""
+    return [t for t in _SEPARATORS.split(text.strip()) if t]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What happened to one requested arch."""
+
+    arch: str
+    kept: bool
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.arch}: {self.reason}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"arch": self.arch, "kept": self.kept, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class ArchSet:
+    """The resolved archs of one build, with the reasons for each arch kept or dropped."""
+
+    rocm: str
+    kept: tuple[TargetId, ...]
+    dropped: tuple[Decision, ...]
+    source: str
+    requested: tuple[str, ...]
+    trail: tuple[str, ...]
+    decisions: tuple[Decision, ...] = ()
+
+    def _joined(self) -> str:
+        return ";".join(str(t) for t in self.kept)
+
+    def pytorch_rocm_arch(self) -> str:
+        return self._joined()
+
+    def gpu_archs(self) -> str:
+        return self._joined()
+
+    def offload_arch_flags(self) -> list[str]:
+        return [f"--offload-arch={t}" for t in self.kept]
+
+    def cmake_hip_architectures(self) -> str:
+        return self._joined()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rocm": self.rocm,
+            "source": self.source,
+            "requested": list(self.requested),
+            "kept": [str(t) for t in self.kept],
+            "dropped": [d.to_json() for d in self.dropped],
+            "PYTORCH_ROCM_ARCH": self.pytorch_rocm_arch(),
+            "GPU_ARCHS": self.gpu_archs(),
+            "offload_arch_flags": self.offload_arch_flags(),
+            "CMAKE_HIP_ARCHITECTURES": self.cmake_hip_architectures(),
+            "trail": list(self.trail),
+        }
+
+
+def host_enumerator() -> list[str]:
+    """Run ``rocm_agent_enumerator`` if it is on PATH; [] otherwise or when it fails."""
+    exe = shutil.which("rocm_agent_enumerator")
+    if exe is None:
+        return []
+    try:
+        out = subprocess.run([exe], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if out.returncode != 0:
+        return []
+    return split_arch_list(out.stdout)
+
+
+def _choose_source(
+    cli_archs: str | None,
+    recipe_archs: Sequence[str] | None,
+    env: Mapping[str, str],
+    enumerator: Callable[[], list[str]],
+    trail: list[str],
+) -> tuple[str, list[str]]:
+    candidates: list[tuple[str, Callable[[], list[str] | None]]] = [
+        ("--archs", lambda: split_arch_list(cli_archs) if cli_archs is not None else None),
+        ("recipe", lambda: [a for r in recipe_archs for a in split_arch_list(r)] if recipe_archs else None),
+        (
+            "PYTORCH_ROCM_ARCH",
+            lambda: split_arch_list(env["PYTORCH_ROCM_ARCH"]) if "PYTORCH_ROCM_ARCH" in env else None,
+        ),
+        ("GPU_ARCHS", lambda: split_arch_list(env["GPU_ARCHS"]) if "GPU_ARCHS" in env else None),
+    ]
+    for name, get in candidates:
+        values = get()
+        if values is None:
+            trail.append(f"source {name}: not set")
+        elif not values:
+            trail.append(f"source {name}: set but empty, skipped")
+        else:
+            trail.append(f"source {name}: {';'.join(values)} (chosen: highest precedence that is set)")
+            return name, values
+    agents = enumerator()
+    found = [a for a in agents if a.strip() and a.strip() != "gfx000"]
+    if "gfx000" in agents:
+        trail.append("source rocm_agent_enumerator: gfx000 (the CPU agent) ignored")
+    if found:
+        trail.append(f"source rocm_agent_enumerator: {';'.join(found)} (chosen: the GPUs of this host)")
+        return "rocm_agent_enumerator", found
+    trail.append("source rocm_agent_enumerator: no GPU agent found")
+    raise ArchError(
+        "no GPU arch requested: pass --archs, list archs in the recipe, set PYTORCH_ROCM_ARCH or "
+        "GPU_ARCHS, or run where rocm_agent_enumerator reports a GPU"
+    )
+
+
+def _normalise(
+    source: str, values: Sequence[str], trail: list[str], decisions: list[Decision]
+) -> list[TargetId]:
+    parsed: list[TargetId] = []
+    for value in values:
+        try:
+            target = parse_target_id(value)
+        except ArchError as exc:
+            raise ArchError(f"{exc} (from {source})") from None
+        if str(target) != value:
+            trail.append(f"{value}: written canonically as {target}")
+        if target in parsed:
+            trail.append(f"{target}: listed more than once, kept once")
+            continue
+        parsed.append(target)
+    by_name: dict[str, list[TargetId]] = {}
+    for target in parsed:
+        by_name.setdefault(target.name, []).append(target)
+    result: list[TargetId] = []
+    for target in parsed:
+        variants = by_name[target.name]
+        featured = [v for v in variants if v.features]
+        if not target.features and featured:
+            decisions.append(
+                Decision(
+                    str(target),
+                    False,
+                    f"dropped: listed together with {', '.join(map(str, featured))}; clang rejects a "
+                    "processor both with and without target-ID features",
+                )
+            )
+            continue
+        keysets = {tuple(f[:-1] for f in v.features) for v in featured}
+        if len(keysets) > 1:
+            raise ArchError(
+                f"conflicting target IDs for {target.name} (from {source}): "
+                f"{', '.join(map(str, featured))}; every variant of a processor must name the same "
+                "features (e.g. gfx90a:xnack+ and gfx90a:xnack-)"
+            )
+        result.append(target)
+    return sorted(result, key=lambda t: t.sort_key)
+
+
+def resolve(
+    *,
+    rocm: str,
+    cli_archs: str | None = None,
+    recipe_archs: Sequence[str] | None = None,
+    allow: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    enumerator: Callable[[], list[str]] | None = None,
+    toolchain_archs: Sequence[str] | None = None,
+    toolchain: str | None = None,
+) -> ArchSet:
+    """Resolve the archs of a build pinned to ROCm ``rocm`` (see the module docstring).
+
+    ``env`` defaults to ``os.environ``; ``enumerator`` to :func:`host_enumerator`.
+    ``toolchain_archs`` (with its name in ``toolchain``) replaces the release's list as the set
+    of supported archs; the release must then still be a known one only if no toolchain is given.
+    """
+    env = os.environ if env is None else env
+    enumerator = host_enumerator if enumerator is None else enumerator
+    trail: list[str] = []
+    decisions: list[Decision] = []
+
+    release = None
+    if toolchain_archs is None:
+        release = rocmdata.get_release(rocm)
+        pinned = release.version
+    else:
+        try:
+            release = rocmdata.get_release(rocm)
+            pinned = release.version
+        except rocmdata.UnknownRelease:
+            pinned = rocm
+
+    source, values = _choose_source(cli_archs, recipe_archs, env, enumerator, trail)
+    targets = _normalise(source, values, trail, decisions)
+
+    if toolchain_archs is not None:
+        label = toolchain or "the toolchain"
+        supported: tuple[str, ...] = tuple(sorted(set(toolchain_archs), key=rocmdata.processor_sort_key))
+        trail.append(
+            f"supported set: {label} (ROCm {pinned}) can compile {len(supported)} processors; "
+            "it replaces AMD's release list"
+        )
+    else:
+        assert release is not None
+        supported = release.archs
+        trail.append(
+            f"supported set: ROCm {pinned} archs (official + rocBLAS kernel targets): {', '.join(supported)}"
+        )
+
+    kept: list[TargetId] = []
+    for target in targets:
+        if target.name in supported:
+            kept.append(target)
+            continue
+        if toolchain_archs is not None:
+            reason = f"not compilable by toolchain {toolchain or '?'} (ROCm {pinned})"
+        else:
+            assert release is not None
+            first = rocmdata.min_release_for(target.name)
+            withheld = release.withheld.get(target.name)
+            if first is not None and rocmdata.version_key(first) > rocmdata.version_key(pinned):
+                reason = f"needs ROCm >= {first}, pinned {pinned}"
+            else:
+                reason = f"not supported by ROCm {pinned}"
+            if withheld:
+                reason += f" ({withheld})"
+        decisions.append(Decision(str(target), False, f"dropped: {reason}"))
+
+    if allow:
+        allowed = [parse_target_id(a) for a in allow]
+        trail.append(f"allow-list: {', '.join(map(str, allowed))}")
+        still: list[TargetId] = []
+        for target in kept:
+            if any(a == target or (not a.features and a.name == target.name) for a in allowed):
+                still.append(target)
+            else:
+                decisions.append(
+                    Decision(
+                        str(target),
+                        False,
+                        f"dropped: not in the recipe's allow-list ({', '.join(map(str, allowed))})",
+                    )
+                )
+        kept = still
+
+    for target in kept:
+        decisions.append(
+            Decision(str(target), True, f"kept: supported by {_basis(toolchain_archs, toolchain, pinned)}")
+        )
+    ordered = sorted(decisions, key=lambda d: (rocmdata.processor_sort_key(d.arch), not d.kept))
+    trail.extend(f"{d.arch}: {d.reason}" for d in ordered)
+    dropped = tuple(d for d in ordered if not d.kept)
+
+    if not kept:
+        why = "; ".join(str(d) for d in dropped)
+        raise ArchError(
+            f"no GPU arch left for ROCm {pinned}: asked {';'.join(values)} (from {source}); {why}. "
+            f"Supported: {', '.join(supported)}"
+            + (f"; allowed by the recipe: {', '.join(allow)}" if allow else "")
+        )
+    return ArchSet(
+        rocm=pinned,
+        kept=tuple(kept),
+        dropped=dropped,
+        source=source,
+        requested=tuple(values),
+        trail=tuple(trail),
+        decisions=tuple(ordered),
+    )
+
+
+def _basis(toolchain_archs: Sequence[str] | None, toolchain: str | None, pinned: str) -> str:
+    if toolchain_archs is not None:
+        return f"toolchain {toolchain or '?'}"
+    return f"ROCm {pinned}"

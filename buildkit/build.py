@@ -1,0 +1,409 @@
+"""``buildkit build``: one cibuildwheel run per job in a pinned builder image, then the gate.
+
+For each job: the recipe's pre-build checks (tuned CSVs) run first, so a bad table stops the build
+before any compiler starts; the source is staged into a private folder (cibuildwheel copies it to
+the fixed path ``/project`` of a container that gets no host mount); cibuildwheel builds and
+repairs; the wheel is inspected and gated; only a passing wheel and its manifest are moved into
+``<out>/<job-id>/``, by a rename from a staging folder beside ``<out>``. A failed, gated or
+interrupted job leaves nothing in ``<out>`` and no container behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from packaging.utils import parse_wheel_filename
+
+from buildkit import cibw, manifest
+from buildkit.errors import BuildFailed, BuildkitError, GateFailed, Interrupted, RecipeError
+from buildkit.plan import Job, Plan
+from buildkit.recipe import Recipe
+
+Echo = Callable[[str], None]
+
+#: SOURCE_DATE_EPOCH when the source has no git history: 1980-01-01, the zip format's epoch
+DEFAULT_EPOCH = 315532800
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+_SOURCE_IGNORE = shutil.ignore_patterns(
+    ".git", "build", "dist", "wheelhouse", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", "*.so"
+)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    out_dir: Path
+    log_dir: Path
+    use_cache: bool = True
+    ca_bundle: Path | None = HOST_CA_BUNDLE
+    build_isolation: bool = True
+    parallel_jobs: int = 2
+
+
+@dataclass
+class JobResult:
+    job: str
+    status: str  # "passed" | "gate-failed" | "build-failed" | "interrupted"
+    wheel: Path | None = None
+    seconds: float = 0.0
+    message: str = ""
+    log: Path | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+# --------------------------------------------------------------------------- source staging
+def source_date_epoch(source: Path) -> int:
+    """The commit time of the source's git HEAD, else :data:`DEFAULT_EPOCH` (never "now")."""
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        return int(os.environ["SOURCE_DATE_EPOCH"])
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(source), "log", "-1", "--format=%ct"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout.strip()
+        return int(out) if out else DEFAULT_EPOCH
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return DEFAULT_EPOCH
+
+
+def fetch_source(recipe: Recipe, into: Path) -> Path:
+    """The recipe's source as a local folder: a path source as is, a git source cloned at its ref."""
+    local = recipe.source_dir()
+    if local is not None:
+        if not local.is_dir():
+            raise recipe.error(f"source.path: {local} is not a directory", ("source", "path"))
+        return local
+    assert recipe.source.git is not None
+    dest = into / "git"
+    cmd = ["git", "clone", "--quiet", "--depth", "1"]
+    if recipe.source.ref:
+        cmd += ["--branch", recipe.source.ref]
+    try:
+        subprocess.run([*cmd, recipe.source.git, str(dest)], check=True, capture_output=True, timeout=600)
+    except (OSError, subprocess.SubprocessError) as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        raise BuildFailed(
+            f"cannot clone {recipe.source.git} at {recipe.source.ref}: "
+            f"{detail.decode(errors='replace').strip()}"
+        ) from None
+    return dest / recipe.source.subdirectory if recipe.source.subdirectory else dest
+
+
+def stage_source(source: Path, dest: Path, ca_bundle: Path | None) -> bool:
+    """Copy ``source`` to ``dest`` without build litter; add the CA bundle pip needs in the container."""
+    shutil.copytree(source, dest, ignore=_SOURCE_IGNORE, symlinks=True)
+    if ca_bundle is not None and ca_bundle.is_file():
+        (dest / ".buildkit").mkdir(exist_ok=True)
+        shutil.copyfile(ca_bundle, dest / ".buildkit" / "ca-bundle.crt")
+        return True
+    return False
+
+
+def run_prebuild_checks(recipe: Recipe, source: Path) -> list[Path]:
+    from buildkit.tuned import check_tuned_csvs
+
+    return check_tuned_csvs(source, recipe.tuned_csv)
+
+
+# --------------------------------------------------------------------------- docker helpers
+def ccache_volume(job: Job, image_tag: str) -> str:
+    """One compiler-cache volume per (image, job): jobs with other flags or toolchains never share."""
+    import hashlib
+
+    key = hashlib.sha256(f"{image_tag}\0{job.id}".encode()).hexdigest()[:12]
+    return f"rocm-buildkit-ccache-{key}"
+
+
+def cibuildwheel_containers(client: Any) -> set[str]:
+    return {c.name for c in client.containers.list(all=True, filters={"name": "cibuildwheel-"})}
+
+
+def toolchain_versions(client: Any, image: str) -> dict[str, str]:
+    """Versions read inside the builder image (no network, removed afterwards)."""
+    script = (
+        "echo hipcc=$(hipcc --version 2>/dev/null | grep -m1 -o 'HIP version: .*' || echo none);"
+        "echo clang=$( (hipcc --version 2>/dev/null || clang --version) "
+        "| grep -m1 'clang version' || echo none);"
+        "echo python=$(/opt/python/cp313-cp313/bin/python --version 2>&1 || echo none);"
+        "echo auditwheel=$(auditwheel --version 2>&1 | head -1);"
+        "echo patchelf=$(patchelf --version 2>&1 | head -1);"
+        "echo gcc=$(gcc --version 2>/dev/null | head -1 || echo none);"
+        "echo glibc=$(ldd --version 2>&1 | head -1)"
+    )
+    raw = client.containers.run(image, ["sh", "-c", script], remove=True, network_disabled=True)
+    out: dict[str, str] = {}
+    for line in raw.decode(errors="replace").splitlines():
+        key, _, value = line.partition("=")
+        if key:
+            out[key.strip()] = value.strip()
+    return out
+
+
+# --------------------------------------------------------------------------- one job
+@contextlib.contextmanager
+def _log_file(path: Path) -> Iterator[TextIO]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        yield fh
+
+
+def _run_cibuildwheel(
+    staged: Path, out: Path, env: Mapping[str, str], log: TextIO, echo: Echo, *, verbose: bool
+) -> None:
+    cmd = [sys.executable, "-m", "cibuildwheel", "--platform", "linux", "--output-dir", str(out), "."]
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=staged,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # our Ctrl-C handling decides when it stops
+    )
+    assert proc.stdout is not None
+    tail: list[str] = []
+    try:
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            log.write(line + "\n")
+            tail = [*tail[-30:], line]
+            if verbose:
+                echo("    " + line)
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        # let cibuildwheel remove its container itself, then make sure
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        raise
+    if rc != 0:
+        raise BuildFailed(
+            f"cibuildwheel failed (exit {rc}); last lines:\n      " + "\n      ".join(tail[-15:])
+        )
+
+
+def build_job(
+    recipe: Recipe,
+    job: Job,
+    options: BuildOptions,
+    *,
+    client: Any,
+    image: Any,
+    source: Path,
+    echo: Echo,
+    verbose: bool = False,
+) -> JobResult:
+    """Build, repair, gate and publish-to-``out`` one job. Never leaves partial output."""
+    from buildkit.gate import GateConfig, evaluate
+    from buildkit.inspect import inspect_wheel
+    from buildkit.report import render_human, verdict_to_json
+
+    started = time.monotonic()
+    log_path = options.log_dir / f"{job.id}.log"
+    result = JobResult(job=job.id, status="build-failed", log=log_path)
+    options.out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".buildkit-{job.id}-", dir=options.out_dir.parent))
+    before = cibuildwheel_containers(client)
+    try:
+        with _log_file(log_path) as log:
+            staged = work / "src"
+            with_ca = stage_source(source, staged, options.ca_bundle)
+            epoch = source_date_epoch(source)
+            settings = cibw.CibwSettings(
+                image=image.tag,
+                source_date_epoch=epoch,
+                ccache_volume=ccache_volume(job, image.tag) if options.use_cache else None,
+                with_ca_bundle=with_ca,
+                build_isolation=options.build_isolation,
+                parallel_jobs=options.parallel_jobs,
+            )
+            cibw_options = cibw.cibuildwheel_options(job, settings)
+            for line in cibw.describe(cibw_options):
+                log.write(line + "\n")
+            env = cibw.subprocess_environment(os.environ, cibw_options)
+            env["SOURCE_DATE_EPOCH"] = str(epoch)
+            raw_out = work / "wheelhouse"
+            t0 = time.monotonic()
+            _run_cibuildwheel(staged, raw_out, env, log, echo, verbose=verbose)
+            result.timings["cibuildwheel"] = time.monotonic() - t0
+            wheels = sorted(raw_out.glob("*.whl"))
+            if len(wheels) != 1:
+                raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
+            wheel = wheels[0]
+            _check_version(wheel, job)
+
+            t0 = time.monotonic()
+            report = inspect_wheel(wheel)
+            verdict = evaluate(report, GateConfig.from_job(job, **_size_budget(recipe)))
+            result.timings["gate"] = time.monotonic() - t0
+            human = render_human(verdict)
+            log.write(human + "\n")
+            if not verdict.passed:
+                result.status = "gate-failed"
+                raise GateFailed(f"{job.id}: the gate refused {wheel.name}\n{human}")
+
+            toolchain = toolchain_versions(client, image.tag)
+            manifest.write(
+                wheel,
+                {
+                    "wheel": {"filename": wheel.name, "sha256": verdict.sha256, "size": verdict.size},
+                    "recipe": {"name": recipe.name, "file": recipe.path.name, "sha256": recipe.sha256},
+                    "job": job.to_json(),
+                    "image": {"profile": job.image_profile, "tag": image.tag, "id": image.id},
+                    "toolchain": toolchain,
+                    "archs": [str(t) for t in job.archs.kept],
+                    "source": _source_info(recipe, source),
+                    "source_date_epoch": epoch,
+                    "verdict": verdict_to_json(verdict),
+                },
+            )
+            _publish_to_out(wheel, options.out_dir / job.id)
+            result.status = "passed"
+            result.wheel = options.out_dir / job.id / wheel.name
+            result.message = f"{wheel.name} ({verdict.overall_tag})"
+    except KeyboardInterrupt:
+        result.status = "interrupted"
+        raise
+    except BuildkitError as exc:
+        result.message = str(exc)
+        with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as log:
+            log.write(f"\nERROR: {exc}\n")
+    finally:
+        result.seconds = time.monotonic() - started
+        shutil.rmtree(work, ignore_errors=True)
+        for name in cibuildwheel_containers(client) - before:
+            with contextlib.suppress(Exception):
+                client.containers.get(name).remove(force=True)
+    return result
+
+
+def _size_budget(recipe: Recipe) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "warn" in recipe.size_budget:
+        out["size_warn"] = recipe.size_budget["warn"]
+    if "limit" in recipe.size_budget:
+        out["size_limit"] = recipe.size_budget["limit"]
+    return out
+
+
+def _check_version(wheel: Path, job: Job) -> None:
+    _name, version, _build, _tags = parse_wheel_filename(wheel.name)
+    if str(version) != job.version:
+        raise BuildFailed(
+            f"{wheel.name}: the package built version {version}, the plan says {job.version}; "
+            "make its build read BUILDKIT_VERSION (or SETUPTOOLS_SCM_PRETEND_VERSION)"
+        )
+
+
+def _source_info(recipe: Recipe, source: Path) -> dict[str, str]:
+    info = {k: v for k, v in vars(recipe.source).items() if v is not None}
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        commit = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+        if commit:
+            info["commit"] = commit
+    return info
+
+
+def _publish_to_out(wheel: Path, dest: Path) -> None:
+    """Move the wheel and its manifest into ``dest`` with renames: readers see all or nothing."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    ready = wheel.parent.parent / "ready"
+    ready.mkdir()
+    os.replace(wheel, ready / wheel.name)
+    os.replace(manifest.manifest_path(wheel), ready / manifest.manifest_path(wheel).name)
+    if dest.exists():
+        trash = wheel.parent.parent / "previous"
+        os.replace(dest, trash)
+    try:
+        os.replace(ready, dest)
+    except OSError:
+        # different file system: copy into a hidden sibling, then rename
+        tmp = dest.with_name(f".{dest.name}.partial")
+        shutil.copytree(ready, tmp)
+        os.replace(tmp, dest)
+
+
+# --------------------------------------------------------------------------- all jobs
+def build_plan(
+    recipe: Recipe,
+    plan: Plan,
+    job_ids: Sequence[str],
+    options: BuildOptions,
+    *,
+    echo: Echo,
+    verbose: bool = False,
+    client: Any = None,
+) -> list[JobResult]:
+    from buildkit.image import ensure_image
+
+    jobs = [plan.job(j) for j in job_ids] if job_ids else list(plan.jobs)
+    if not jobs:
+        raise RecipeError("the plan has no job to build", file=recipe.display_path)
+    if client is None:
+        from buildkit.docker_engine import connect
+
+        client = connect()
+    results: list[JobResult] = []
+    with tempfile.TemporaryDirectory(prefix="buildkit-src-") as tmp:
+        source = fetch_source(recipe, Path(tmp))
+        checked = run_prebuild_checks(recipe, source)
+        for path in checked:
+            echo(f"pre-build check: {path.relative_to(source)} ok (gfx column, unique keys)")
+        images: dict[str, Any] = {}
+        for job in jobs:
+            if job.image_profile not in images:
+                images[job.image_profile] = ensure_image(job.image_profile, client=client, progress=echo)
+            image = images[job.image_profile]
+            echo(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
+            try:
+                result = build_job(
+                    recipe,
+                    job,
+                    options,
+                    client=client,
+                    image=image,
+                    source=source,
+                    echo=echo,
+                    verbose=verbose,
+                )
+            except KeyboardInterrupt:
+                raise Interrupted(
+                    f"interrupted during {job.id}: no partial output was left in {options.out_dir}"
+                ) from None
+            results.append(result)
+            first = result.message.splitlines()[0] if result.message else ""
+            echo(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")
+            if result.status != "passed":
+                echo(result.message)
+                echo(f"    log: {result.log}")
+    return results
+
+
+def render_summary(results: Sequence[JobResult]) -> str:
+    rows = [("job", "status", "time", "wheel")]
+    for r in results:
+        rows.append((r.job, r.status, f"{r.seconds:.1f}s", r.wheel.name if r.wheel else "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows)

@@ -1,0 +1,102 @@
+"""``buildkit archs``: resolve the GPU archs of a build and print them (logic in buildkit.archs)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import click
+
+from buildkit import rocm as rocmdata
+from buildkit.archs import ArchSet, resolve
+from buildkit.errors import ArchesDropped, UsageError
+
+
+def _render(archs: ArchSet, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(archs.to_json(), indent=2, sort_keys=True)
+    if fmt == "flags":
+        return " ".join(archs.offload_arch_flags())
+    if fmt == "cmake":
+        return archs.cmake_hip_architectures()
+    return (
+        f"PYTORCH_ROCM_ARCH={shlex.quote(archs.pytorch_rocm_arch())}\n"
+        f"GPU_ARCHS={shlex.quote(archs.gpu_archs())}"
+    )
+
+
+@click.command("archs")
+@click.option(
+    "--rocm", "rocm_version", help="Pinned ROCm release (e.g. 6.4); default: the recipe's only one."
+)
+@click.option("--archs", "cli_archs", help="Archs to build, ';'/','/space separated (highest precedence).")
+@click.option(
+    "--recipe",
+    "recipe_path",
+    type=click.Path(dir_okay=False),
+    help="Take archs/allow-list/toolchain from a recipe.",
+)
+@click.option("--toolchain", help="A toolchain id from buildkit/rocm/toolchains.yaml (e.g. debian-trixie).")
+@click.option("--allow", help="Allow-list of archs (overrides the recipe's).")
+@click.option("--explain", is_flag=True, help="Print the decision trail to stderr.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["env", "json", "flags", "cmake"]), default="env", show_default=True
+)
+@click.option("--strict", is_flag=True, help="Exit 5 when any requested arch was dropped.")
+def archs(
+    rocm_version: str | None,
+    cli_archs: str | None,
+    recipe_path: str | None,
+    toolchain: str | None,
+    allow: str | None,
+    explain: bool,
+    fmt: str,
+    strict: bool,
+) -> None:
+    """Resolve GPU archs: --archs > recipe > PYTORCH_ROCM_ARCH > GPU_ARCHS > rocm_agent_enumerator.
+
+    Prints PYTORCH_ROCM_ARCH/GPU_ARCHS (env, shell-quoted), --offload-arch flags, the CMake
+    HIP architectures value, or JSON. Dropped archs are always reported on stderr.
+    """
+    from buildkit.archs import split_arch_list
+
+    recipe_archs = None
+    recipe_allow = None
+    if recipe_path is not None:
+        from buildkit.recipe import load_recipe
+
+        recipe = load_recipe(recipe_path)
+        recipe_archs = list(recipe.archs.list) if recipe.archs.list else None
+        recipe_allow = list(recipe.archs.allow) if recipe.archs.allow else None
+        toolchain = toolchain or recipe.archs.toolchain
+        if rocm_version is None:
+            if len(recipe.rocm) != 1:
+                raise UsageError(f"{recipe_path} pins ROCm {', '.join(recipe.rocm)}: choose one with --rocm")
+            rocm_version = recipe.rocm[0]
+    if rocm_version is None:
+        raise UsageError("--rocm is required (or a --recipe that pins a single ROCm release)")
+
+    toolchain_archs = None
+    if toolchain is not None:
+        tc = rocmdata.get_toolchain(toolchain)
+        toolchain_archs = list(tc.archs)
+    result = resolve(
+        rocm=rocm_version,
+        cli_archs=cli_archs,
+        recipe_archs=recipe_archs,
+        allow=split_arch_list(allow) if allow is not None else recipe_allow,
+        toolchain_archs=toolchain_archs,
+        toolchain=toolchain,
+    )
+    if explain:
+        for line in result.trail:
+            click.echo(f"explain: {line}", err=True)
+    else:
+        for decision in result.dropped:
+            click.echo(f"buildkit archs: {decision}", err=True)
+    click.echo(_render(result, fmt))
+    if strict and result.dropped:
+        raise ArchesDropped(
+            f"--strict: {len(result.dropped)} requested arch(s) dropped: "
+            + "; ".join(str(d) for d in result.dropped)
+        )

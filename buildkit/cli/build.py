@@ -1,0 +1,71 @@
+"""``buildkit build RECIPE [--job ID ...]``: build, repair and gate wheels in builder containers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from buildkit.build import BuildOptions, build_plan, render_summary
+from buildkit.errors import BuildFailed, GateFailed
+from buildkit.plan import expand
+from buildkit.recipe import load_recipe
+
+
+@click.command("build")
+@click.argument("recipe", type=click.Path(dir_okay=False))
+@click.option(
+    "--job", "job_ids", multiple=True, help="Build only this job id (repeatable). Default: all jobs."
+)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="dist",
+    show_default=True,
+    help="Passing wheels land in OUT/<job-id>/ with their manifests.",
+)
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False),
+    default="build/logs",
+    show_default=True,
+    help="One log file per job.",
+)
+@click.option("--archs", "cli_archs", default=None, help="Arch list overriding the recipe.")
+@click.option("--no-cache", is_flag=True, help="Do not mount the compiler-cache volume.")
+@click.option("--no-isolation", is_flag=True, help="Build with the image's own build dependencies (offline).")
+@click.option("-v", "--verbose", is_flag=True, help="Stream the build log to the terminal.")
+def build(
+    recipe: str,
+    job_ids: tuple[str, ...],
+    out_dir: str,
+    log_dir: str,
+    cli_archs: str | None,
+    no_cache: bool,
+    no_isolation: bool,
+    verbose: bool,
+) -> None:
+    """Build every job of RECIPE (or the --job ones) and gate each wheel."""
+    the_recipe = load_recipe(recipe)
+    the_plan = expand(the_recipe, cli_archs=cli_archs)
+    options = BuildOptions(
+        out_dir=Path(out_dir).absolute(),
+        log_dir=Path(log_dir).absolute(),
+        use_cache=not no_cache,
+        build_isolation=not no_isolation,
+        parallel_jobs=os.cpu_count() or 2,
+    )
+    results = build_plan(
+        the_recipe, the_plan, job_ids, options, echo=lambda line: click.echo(line, err=True), verbose=verbose
+    )
+    click.echo(render_summary(results))
+    failed = [r for r in results if r.status != "passed"]
+    if any(r.status == "build-failed" for r in failed):
+        raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")
+    if failed:
+        raise GateFailed(
+            f"{len(failed)} of {len(results)} jobs failed the gate; nothing of them was written to "
+            f"{options.out_dir}"
+        )

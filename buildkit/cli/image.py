@@ -1,0 +1,79 @@
+"""``buildkit image build|ls|prune|seed``: builder images (logic in buildkit.image and buildkit.seed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from buildkit import image as images
+from buildkit import seed as seeding
+from buildkit.docker_engine import connect
+
+
+def _echo_progress(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _size(n: int) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
+
+
+@click.group("image")
+def image() -> None:
+    """Builder images: content-addressed builds, listing, pruning, base seeding."""
+
+
+@image.command("build")
+@click.argument("profile", type=click.Choice(sorted(images.PROFILES)))
+@click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
+@click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), help="Build log file.")
+@click.option("--rebuild", is_flag=True, help="Build even when the content tag exists.")
+@click.option("--quiet", "-q", is_flag=True, help="Do not stream the build output.")
+def build(
+    profile: str, build_args: tuple[str, ...], log_path: Path | None, rebuild: bool, quiet: bool
+) -> None:
+    """Build PROFILE's image (reused when its content tag exists); prints the tag."""
+    ref = images.ensure_image(
+        profile,
+        build_args=images.parse_build_args(build_args),
+        client=connect(),
+        progress=None if quiet else _echo_progress,
+        log_path=log_path,
+        rebuild=rebuild,
+    )
+    state = "built" if ref.built else "reused"
+    click.echo(f"{state} {ref.tag} {ref.id[7:19]} {_size(ref.size)}", err=True)
+    click.echo(ref.tag)
+
+
+@image.command("ls")
+def ls() -> None:
+    """Our images: profile, tag, size, created, and whether their sources are current."""
+    rows = images.list_images(connect())
+    click.echo(f"{'PROFILE':<22} {'TAG':<44} {'SIZE':>9}  {'CREATED':<20} STATE")
+    for info in rows:
+        tag = ", ".join(info.tags) or "<untagged> " + info.id[7:19]
+        state = "current" if info.current else "stale"
+        click.echo(f"{info.profile:<22} {tag:<44} {_size(info.size):>9}  {info.created[:19]:<20} {state}")
+
+
+@image.command("prune")
+@click.option("--all", "remove_all", is_flag=True, help="Remove all our images, current ones too.")
+def prune(remove_all: bool) -> None:
+    """Remove our images whose Dockerfile or context changed since they were built."""
+    removed = images.prune_images(connect(), remove_all=remove_all)
+    for info in removed:
+        click.echo(f"removed {', '.join(info.tags) or info.id[7:19]} ({_size(info.size)})")
+    click.echo(f"{len(removed)} image(s) removed", err=True)
+
+
+@image.command("seed")
+@click.argument("tag")
+@click.option("--mirror", help="Debian mirror (default: the host's apt sources, else deb.debian.org).")
+@click.option("--force", is_flag=True, help="Re-create the image even when the tag exists.")
+def seed(tag: str, mirror: str | None, force: bool) -> None:
+    """Make a Debian base image TAG (e.g. debian:trixie-slim) with debootstrap + docker import."""
+    seeding.suite_of(tag)
+    result = seeding.seed_base(tag, client=connect(), mirror=mirror, progress=_echo_progress, force=force)
+    click.echo(f"{'created' if result.created else 'kept'} {result.tag} {result.id[7:19]}")

@@ -1,0 +1,79 @@
+"""``buildkit rocm``: show what rocm-buildkit knows about ROCm releases (data in buildkit/rocm/)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from buildkit import rocm as rocmdata
+
+
+@click.group("rocm")
+def rocm() -> None:
+    """ROCm releases, runtime-library sets and toolchains known to rocm-buildkit."""
+
+
+@rocm.command("ls")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def ls(as_json: bool) -> None:
+    """List known releases and toolchains."""
+    releases = rocmdata.releases()
+    toolchains = rocmdata.toolchains()
+    if as_json:
+        data = {
+            "releases": [
+                {"version": r.version, "archs": list(r.archs), "torch_index": r.torch_index} for r in releases
+            ],
+            "toolchains": [t.to_json() for t in toolchains],
+        }
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    click.echo(f"{'ROCm':<6} {'LLVM':<30} {'torch (download.pytorch.org)':<30} archs")
+    for r in releases:
+        torch = ", ".join(r.torch_versions) or "-"
+        click.echo(f"{r.version:<6} {r.llvm[:30]:<30} {torch:<30} {' '.join(r.archs)}")
+    click.echo("")
+    click.echo("toolchains (not AMD releases):")
+    for t in toolchains:
+        click.echo(f"  {t.id:<16} ROCm {t.rocm} hipcc {t.hipcc} LLVM {t.llvm}: {' '.join(t.archs)}")
+
+
+@rocm.command("show")
+@click.argument("version")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def show(version: str, as_json: bool) -> None:
+    """Show one release: targets, runtime libraries with their SONAMEs, torch indexes, sources."""
+    release = rocmdata.get_release(version)
+    data = release.to_json()
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    echo = click.echo
+    echo(f"ROCm {release.version}  (patch releases: {', '.join(release.patches) or '-'})")
+    echo(f"LLVM: {release.llvm}")
+    echo(f"archs (accepted by buildkit archs): {' '.join(release.archs)}")
+    firsts = {a: m for a, m in data["arch_min_release"].items() if m != rocmdata.releases()[0].version}
+    if firsts:
+        echo("  first release: " + ", ".join(f"{a} {m}" for a, m in firsts.items()))
+    echo(f"official (AMD compatibility matrix): {' '.join(release.official)}")
+    echo(f"  source: {release.official_source}")
+    echo(f"library targets (rocBLAS kernels): {' '.join(release.library_targets)}")
+    echo(f"  source: {release.library_source}")
+    for arch, reason in release.withheld.items():
+        echo(f"withheld {arch}: {reason}")
+    echo("runtime libraries excluded at repair (set 'rocm'):")
+    for lib in data["runtime_libraries"]:
+        echo(f"  {lib['glob']:<28} {lib['soname'] or '(SONAME major not confirmed)'}")
+    echo("torch:")
+    for index in data["torch"]["pytorch_org"]:
+        echo(f"  {index['index']}  torch {', '.join(index['torch'])}")
+    if not data["torch"]["pytorch_org"]:
+        echo("  no download.pytorch.org index known")
+    if release.amd_torch:
+        echo(f"  AMD-built PyTorch (compatibility matrix): {', '.join(release.amd_torch)}")
+    echo(f"  source: {release.torch_source}")
+    for note in release.notes:
+        echo(f"note: {note}")
+    for text in release.unverified:
+        echo(f"unverified: {text}")

@@ -1,0 +1,651 @@
+"""The wheel gate: a :class:`WheelReport` and a :class:`GateConfig` in, a :class:`Verdict` out.
+
+One function, :func:`evaluate`, serves ``build``, ``check``, CI and ``publish``. It never reads
+the wheel itself: everything comes from the streaming inspection (:mod:`buildkit.inspect`).
+
+The verdict (the best manylinux tag the wheel is consistent with) follows auditwheel's rules,
+read from auditwheel's installed policy file (:mod:`buildkit.policy`):
+
+* *symbol policy*: the best policy allowing every versioned symbol requirement of every host ELF
+  in the wheel (grafted libraries included: they are ELF members too);
+* *library policy*: the best policy under which every DT_NEEDED is whitelisted, satisfied inside
+  the wheel (grafted: a member whose SONAME or file name is that name), or excluded by a rule
+  (fnmatch globs on the name, e.g. ``librocblas.so*``: provided at run time, not counted; their
+  own requirements cannot be seen);
+* the overall tag is the worse of the two.
+
+Differences from ``auditwheel show`` (documented, tested in tests/agreement): exclusion rules
+(auditwheel show has none); auditwheel also reads the symbol versions of non-whitelisted libraries
+it finds on the *host* (this gate never looks at the host), and checks blacklisted symbols and ISA
+extensions, which need per-symbol data the inspection does not expose.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import Version
+
+from buildkit.errors import UsageError
+from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
+from buildkit.policy import (
+    CEILING_PREFIXES,
+    Policy,
+    best_symbol_policy,
+    get_policy,
+    is_dynamic_loader,
+    linux_policy,
+    parse_platform_tag,
+    policies,
+    split_symbol_version,
+    symbol_version_key,
+    version_tuple,
+)
+
+if TYPE_CHECKING:
+    from buildkit.plan import Job
+
+MiB = 1024 * 1024
+DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
+
+Severity = Literal["error", "warning"]
+LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
+
+# ELF machine names the inspection reports for host code, mapped to the wheel-tag architecture
+_HOST_MACHINES = {"x86_64": "x86_64", "aarch64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class GateConfig:
+    """What the gate enforces. Build it from flags (:meth:`from_flags`) or a plan Job (:meth:`from_job`).
+
+    ``policy`` None: the tags in the wheel's file name are still checked against the symbols, and the
+    ceilings default to the strictest manylinux tag the file name claims (none if it claims none).
+    """
+
+    policy: str | None = None
+    ceilings: Mapping[str, str] = field(default_factory=dict)  # prefix -> max version; overrides policy's
+    exclude_globs: tuple[str, ...] = ()
+    archs: tuple[str, ...] = ()  # requested target ids ("gfx90a", "gfx90a:xnack-")
+    match_features: bool = False  # compare target-id features too, not only the processor
+    torch: str | None = None  # "2.10": METADATA must require a torch compatible with 2.10 only
+    size_warn: int | None = DEFAULT_SIZE_WARN
+    size_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.policy is not None:
+            get_policy(self.policy)  # raises UsageError naming the known policies
+        for prefix, value in self.ceilings.items():
+            if prefix not in CEILING_PREFIXES:
+                raise UsageError(f"unknown ceiling {prefix!r}; known: {', '.join(CEILING_PREFIXES)}")
+            if version_tuple(value) is None:
+                raise UsageError(f"ceiling {prefix}={value!r} is not a dotted version such as 2.28")
+        if self.torch is not None:
+            parts = self.torch.split(".")
+            if len(parts) != 2 or not all(p.isdigit() for p in parts):
+                raise UsageError(f"torch pin {self.torch!r} must be MAJOR.MINOR, e.g. 2.10")
+        if self.size_limit is not None and self.size_limit <= 0:
+            raise UsageError("size limit must be positive")
+
+    @classmethod
+    def from_flags(
+        cls,
+        *,
+        policy: str | None = None,
+        max_glibc: str | None = None,
+        max_glibcxx: str | None = None,
+        max_cxxabi: str | None = None,
+        max_gcc: str | None = None,
+        exclude_globs: Iterable[str] = (),
+        archs: Iterable[str] = (),
+        match_features: bool = False,
+        torch: str | None = None,
+        size_warn: int | None = DEFAULT_SIZE_WARN,
+        size_limit: int | None = None,
+    ) -> GateConfig:
+        given = {"GLIBC": max_glibc, "GLIBCXX": max_glibcxx, "CXXABI": max_cxxabi, "GCC": max_gcc}
+        return cls(
+            policy=policy,
+            ceilings={k: v for k, v in given.items() if v is not None},
+            exclude_globs=tuple(exclude_globs),
+            archs=tuple(a.strip() for a in archs if a.strip()),
+            match_features=match_features,
+            torch=torch,
+            size_warn=size_warn,
+            size_limit=size_limit,
+        )
+
+    @classmethod
+    def from_job(cls, job: Job, **overrides: Any) -> GateConfig:
+        """A gate configuration from a plan Job (policy, ceilings, exclude globs, archs, torch pin)."""
+        ceilings = {str(k).upper(): str(v) for k, v in job.ceilings.items() if v is not None}
+        values: dict[str, Any] = {
+            "policy": job.policy,
+            "ceilings": ceilings,
+            "exclude_globs": tuple(job.exclude_globs),
+            "archs": tuple(str(t) for t in job.archs.kept),
+            "torch": job.torch,
+        }
+        values.update(overrides)
+        return cls(**values)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "ceilings": dict(self.ceilings),
+            "exclude_globs": list(self.exclude_globs),
+            "archs": list(self.archs),
+            "match_features": self.match_features,
+            "torch": self.torch,
+            "size_warn": self.size_warn,
+            "size_limit": self.size_limit,
+        }
+
+
+# --------------------------------------------------------------------------- verdict
+@dataclass(frozen=True)
+class Finding:
+    rule: str  # "ceiling", "platform-tag", "external-library", "gfx-arch", "size", "torch-pin", ...
+    severity: Severity
+    message: str
+    file: str | None = None  # wheel member
+    library: str | None = None
+    symbol: str | None = None  # the symbol version (GLIBC_2.34), target id or requirement concerned
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "severity": self.severity,
+            "file": self.file,
+            "library": self.library,
+            "symbol": self.symbol,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class SymbolMax:
+    """The highest version of one prefix required from one library, and the first file needing it."""
+
+    library: str
+    prefix: str
+    version: str  # "GLIBC_2.34"
+    file: str
+    files: tuple[str, ...]  # every member requiring exactly this version
+
+
+@dataclass(frozen=True)
+class LibraryUse:
+    library: str
+    status: LibraryStatus
+    needed_by: tuple[str, ...]
+    detail: str | None = None  # the glob that excluded it, or the member that provides it
+
+
+@dataclass(frozen=True)
+class GfxObject:
+    file: str
+    kind: Literal["bundle", "code-object"]
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    wheel: str
+    size: int
+    sha256: str
+    config: GateConfig
+    pure: bool
+    arch: str | None
+    overall_policy: Policy | None  # None for a wheel with no host ELF
+    sym_policy: Policy | None
+    lib_policy: Policy | None
+    file_tags: tuple[str, ...]
+    symbols: tuple[SymbolMax, ...]
+    libraries: tuple[LibraryUse, ...]
+    gfx: tuple[GfxObject, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "warning")
+
+    @property
+    def overall_tag(self) -> str | None:
+        return self.overall_policy.tag if self.overall_policy else None
+
+    @property
+    def sym_tag(self) -> str | None:
+        return self.sym_policy.tag if self.sym_policy else None
+
+    def external_libraries(self, policy: Policy | None = None) -> list[str]:
+        """Libraries that count against ``policy`` (default: auditwheel's JSON choice, the most
+        compatible policy): not whitelisted by it, not grafted, not excluded."""
+        if self.arch is None:
+            return []
+        pol = policy or policies(self.arch)[0]
+        return sorted(
+            u.library
+            for u in self.libraries
+            if u.status in ("external", "whitelisted") and not pol.allows_library(u.library)
+        )
+
+
+# --------------------------------------------------------------------------- evaluation
+def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
+    """Apply every gate rule to one inspected wheel."""
+    findings: list[Finding] = []
+    file_tags, tag_arch = _file_platform_tags(report.filename, findings)
+    host = [e for e in report.elves if e.machine in _HOST_MACHINES]
+    arch = _host_arch(host, tag_arch, findings)
+
+    symbols: tuple[SymbolMax, ...] = ()
+    libraries: tuple[LibraryUse, ...] = ()
+    overall = sym = lib = None
+    if arch is not None and host:
+        all_versions = {v for e in host for vs in _needs(e).values() for v in vs}
+        sym = best_symbol_policy(all_versions, arch)
+        libraries = _classify_libraries(host, config.exclude_globs, arch)
+        lib = _library_policy(libraries, arch)
+        overall = min(sym, lib, key=lambda p: p.priority)
+        symbols = _symbol_maxima(host)
+        target = _target_policy(config, file_tags, arch)
+        _check_ceilings(host, config, target, findings)
+        _check_file_tags(host, libraries, file_tags, arch, findings)
+        _check_libraries(libraries, target or policies(arch)[0], findings)
+
+    gfx = _gfx_objects(report.elves, report.code_objects)
+    for odd in report.findings:  # oddities the inspection noticed (e.g. a ".so" that is not ELF)
+        findings.append(Finding(f"inspect:{odd.kind}", "warning", odd.message, file=odd.member))
+    _check_archs(gfx, config, findings)
+    _check_size(report.size, config, findings)
+    _check_torch(report.metadata_requires, config, findings)
+
+    return Verdict(
+        wheel=report.filename,
+        size=report.size,
+        sha256=report.sha256,
+        config=config,
+        pure=not host,
+        arch=arch,
+        overall_policy=overall,
+        sym_policy=sym,
+        lib_policy=lib,
+        file_tags=file_tags,
+        symbols=symbols,
+        libraries=libraries,
+        gfx=gfx,
+        findings=tuple(findings),
+    )
+
+
+def _needs(elf: ElfInfo) -> dict[str, tuple[str, ...]]:
+    """Version needs without the dynamic loader's (auditwheel ignores ``ld-linux*``)."""
+    return {lib: tuple(vs) for lib, vs in elf.version_needs.items() if not is_dynamic_loader(lib)}
+
+
+def _file_platform_tags(filename: str, findings: list[Finding]) -> tuple[tuple[str, ...], str | None]:
+    try:
+        _, _, _, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename as exc:
+        findings.append(Finding("wheel-name", "error", f"not a valid wheel file name: {exc}"))
+        return (), None
+    platforms = tuple(sorted({t.platform for t in tags}))
+    arch = None
+    for plat in platforms:
+        parsed = parse_platform_tag(plat)
+        if parsed:
+            arch = parsed[1]
+        elif plat.startswith("linux_"):
+            arch = plat.removeprefix("linux_")
+    return platforms, arch
+
+
+def _host_arch(host: Sequence[ElfInfo], tag_arch: str | None, findings: list[Finding]) -> str | None:
+    machines = sorted({_HOST_MACHINES[e.machine] for e in host})
+    if not machines:
+        return tag_arch
+    if len(machines) > 1:
+        findings.append(
+            Finding(
+                "elf-machine", "error", f"host ELF members for several architectures: {', '.join(machines)}"
+            )
+        )
+    arch = tag_arch if tag_arch in machines else machines[0]
+    if tag_arch is not None and tag_arch != arch:
+        for e in host:
+            findings.append(
+                Finding(
+                    "elf-machine",
+                    "error",
+                    f"{e.member} is {e.machine} but the wheel is tagged for {tag_arch}",
+                    file=e.member,
+                )
+            )
+            break
+    return arch
+
+
+def _classify_libraries(
+    host: Sequence[ElfInfo], excludes: Sequence[str], arch: str
+) -> tuple[LibraryUse, ...]:
+    provided: dict[str, str] = {}
+    for e in host:
+        provided.setdefault(posixpath.basename(e.member), e.member)
+        if e.soname:
+            provided.setdefault(e.soname, e.member)
+    widest = policies(arch)[-2]  # the least compatible manylinux policy has the widest whitelist
+    needed_by: dict[str, list[str]] = {}
+    for e in host:
+        for name in e.needed:
+            if not is_dynamic_loader(name):
+                needed_by.setdefault(name, []).append(e.member)
+    out = []
+    for name in sorted(needed_by):
+        users = tuple(sorted(set(needed_by[name])))
+        glob = next((g for g in excludes if fnmatch.fnmatchcase(name, g)), None)
+        status: LibraryStatus
+        detail = None
+        if name in provided:
+            status, detail = "grafted", provided[name]
+        elif glob is not None:
+            status, detail = "excluded", glob
+        elif name in widest.whitelist:
+            status = "whitelisted"
+        else:
+            status = "external"
+        out.append(LibraryUse(name, status, users, detail))
+    return tuple(out)
+
+
+def _library_policy(libraries: Sequence[LibraryUse], arch: str) -> Policy:
+    counted = [u.library for u in libraries if u.status in ("external", "whitelisted")]
+    for p in policies(arch):
+        if all(p.allows_library(name) for name in counted):
+            return p
+    return linux_policy(arch)
+
+
+def _symbol_maxima(host: Sequence[ElfInfo]) -> tuple[SymbolMax, ...]:
+    best: dict[tuple[str, str], tuple[tuple[int, ...], str, list[str]]] = {}
+    for e in host:
+        for lib, versions in _needs(e).items():
+            for sv in versions:
+                key = symbol_version_key(sv)
+                if key is None:
+                    continue
+                prefix = split_symbol_version(sv)[0]
+                cur = best.get((lib, prefix))
+                if cur is None or key > cur[0]:
+                    best[(lib, prefix)] = (key, sv, [e.member])
+                elif key == cur[0]:
+                    cur[2].append(e.member)
+    return tuple(
+        SymbolMax(lib, prefix, sv, sorted(files)[0], tuple(sorted(set(files))))
+        for (lib, prefix), (_, sv, files) in sorted(best.items())
+    )
+
+
+def _target_policy(config: GateConfig, file_tags: Sequence[str], arch: str) -> Policy | None:
+    if config.policy is not None:
+        return get_policy(config.policy, arch)
+    claimed = [parse_platform_tag(t) for t in file_tags]
+    pols = [get_policy(p[0], arch) for p in claimed if p is not None and p[1] == arch]
+    return min(pols, key=lambda p: p.priority) if pols else None
+
+
+def _check_ceilings(
+    host: Sequence[ElfInfo], config: GateConfig, target: Policy | None, findings: list[Finding]
+) -> None:
+    ceilings = dict(target.ceilings()) if target else {}
+    ceilings.update(config.ceilings)
+    source = f"policy {target.name}" if target else "flags"
+    for prefix, ceiling in sorted(ceilings.items()):
+        top = version_tuple(ceiling)
+        assert top is not None
+        origin = "flag" if prefix in config.ceilings else source
+        for e in host:
+            for lib, versions in sorted(_needs(e).items()):
+                for sv in sorted(versions, key=lambda s: symbol_version_key(s) or ()):
+                    p, v = split_symbol_version(sv)
+                    key = version_tuple(v)
+                    if p == prefix and key is not None and key > top:
+                        findings.append(
+                            Finding(
+                                "ceiling",
+                                "error",
+                                f"{e.member} requires {sv} from {lib}, above the {prefix} ceiling "
+                                f"{ceiling} ({origin})",
+                                file=e.member,
+                                library=lib,
+                                symbol=sv,
+                            )
+                        )
+
+
+def _check_file_tags(
+    host: Sequence[ElfInfo],
+    libraries: Sequence[LibraryUse],
+    file_tags: Sequence[str],
+    arch: str,
+    findings: list[Finding],
+) -> None:
+    for tag in file_tags:
+        parsed = parse_platform_tag(tag)
+        if parsed is None:
+            continue
+        name, tag_arch = parsed
+        if tag_arch != arch:
+            findings.append(
+                Finding("platform-tag", "error", f"file name tag {tag} but the ELF code is {arch}")
+            )
+            continue
+        pol = get_policy(name, arch)
+        for e in host:
+            for lib, versions in sorted(_needs(e).items()):
+                for sv in pol.disallowed(versions):
+                    findings.append(
+                        Finding(
+                            "platform-tag",
+                            "error",
+                            f"file name claims {tag} but {e.member} requires {sv} from {lib}",
+                            file=e.member,
+                            library=lib,
+                            symbol=sv,
+                        )
+                    )
+        for use in libraries:
+            if use.status in ("external", "whitelisted") and not pol.allows_library(use.library):
+                findings.append(
+                    Finding(
+                        "platform-tag",
+                        "error",
+                        f"file name claims {tag} but {use.needed_by[0]} needs {use.library}, "
+                        f"not on the {pol.name} whitelist",
+                        file=use.needed_by[0],
+                        library=use.library,
+                    )
+                )
+
+
+def _check_libraries(libraries: Sequence[LibraryUse], target: Policy, findings: list[Finding]) -> None:
+    for use in libraries:
+        if use.status in ("external", "whitelisted") and not target.allows_library(use.library):
+            for member in use.needed_by:
+                findings.append(
+                    Finding(
+                        "external-library",
+                        "error",
+                        f"{member} needs {use.library}: not on the {target.name} whitelist, not grafted "
+                        "in the wheel and not excluded by a rule (graft it with auditwheel repair or "
+                        "exclude it with --exclude/--exclude-set)",
+                        file=member,
+                        library=use.library,
+                    )
+                )
+
+
+# --------------------------------------------------------------------------- gfx targets
+def _split_target(target_id: str) -> tuple[str, frozenset[str]]:
+    name, *features = target_id.split(":")
+    return name, frozenset(features)
+
+
+def _gfx_objects(elves: Sequence[ElfInfo], code_objects: Sequence[CodeObject]) -> tuple[GfxObject, ...]:
+    out = [GfxObject(e.member, "bundle", e.gfx_targets) for e in elves if e.gfx_targets]
+    out += [GfxObject(c.member, "code-object", (c.target_id,)) for c in code_objects]
+    return tuple(sorted(out, key=lambda g: g.file))
+
+
+def _matches(requested: str, present: str, features: bool) -> bool:
+    rname, rfeat = _split_target(requested)
+    pname, pfeat = _split_target(present)
+    return rname == pname and (not features or rfeat == pfeat)
+
+
+def _check_archs(gfx: Sequence[GfxObject], config: GateConfig, findings: list[Finding]) -> None:
+    if not config.archs:
+        return
+    # HIP host objects: each must carry every requested arch. Standalone code objects each hold one
+    # target, so together they must cover the request.
+    groups: list[tuple[str, tuple[str, ...]]] = [(g.file, g.targets) for g in gfx if g.kind == "bundle"]
+    standalone = [g for g in gfx if g.kind == "code-object"]
+    if standalone:
+        union = tuple(sorted({t for g in standalone for t in g.targets}))
+        groups.append((f"{len(standalone)} standalone code object(s)", union))
+    if not groups:
+        findings.append(
+            Finding(
+                "gfx-arch",
+                "error",
+                f"archs {', '.join(config.archs)} requested but the wheel has no HIP object or code object",
+            )
+        )
+        return
+    for where, targets in groups:
+        member = where if not where.endswith("code object(s)") else None
+        for want in config.archs:
+            if not any(_matches(want, t, config.match_features) for t in targets):
+                findings.append(
+                    Finding(
+                        "gfx-arch",
+                        "error",
+                        f"{where} lacks code for requested arch {want} (has {', '.join(targets)})",
+                        file=member,
+                        symbol=want,
+                    )
+                )
+        for t in targets:
+            if not any(_matches(want, t, config.match_features) for want in config.archs):
+                findings.append(
+                    Finding(
+                        "gfx-arch",
+                        "warning",
+                        f"{where} carries {t}, which was not requested",
+                        file=member,
+                        symbol=t,
+                    )
+                )
+
+
+# --------------------------------------------------------------------------- size and torch
+def _check_size(size: int, config: GateConfig, findings: list[Finding]) -> None:
+    mib = size / MiB
+    if config.size_limit is not None and size > config.size_limit:
+        findings.append(
+            Finding(
+                "size",
+                "error",
+                f"wheel is {mib:.1f} MiB, above the limit of {config.size_limit / MiB:.1f} MiB",
+            )
+        )
+    elif config.size_warn is not None and size > config.size_warn:
+        findings.append(
+            Finding(
+                "size",
+                "warning",
+                f"wheel is {mib:.1f} MiB, above {config.size_warn / MiB:.0f} MiB (PyPI's default file limit; "
+                "ask for an increase or publish to your own index)",
+            )
+        )
+
+
+def torch_pin_problem(requirement: Requirement, pin: str) -> str | None:
+    """Why ``requirement`` (on torch) is not compatible with ``pin`` (``"2.10"``) only; ``None`` if it is."""
+    major, minor = (int(p) for p in pin.split("."))
+    spec: SpecifierSet = requirement.specifier
+    inside = [Version(f"{major}.{minor}.{patch}") for patch in range(10)]
+    if not any(spec.contains(v, prereleases=True) for v in inside):
+        return f"{requirement} does not admit torch {pin}"
+    outside = [
+        f"{major}.{minor + 1}.0",
+        f"{major}.{minor + 1}.0.dev0",
+        f"{major}.{minor + 1}.0rc1",
+        f"{major + 1}.0.0",
+        f"{major + 1}.0.0.dev0",
+        "9999",
+    ]
+    if minor > 0:
+        outside += [f"{major}.{minor - 1}.0", f"{major}.{minor - 1}.99"]
+    if major > 0:
+        outside += [f"{major - 1}.0.0", f"{major - 1}.99.99"]
+    outside.append("0")
+    for probe in outside:
+        if spec.contains(Version(probe), prereleases=True):
+            return f"{requirement} also admits torch {probe}, built against a different ABI than {pin}"
+    return None
+
+
+def _check_torch(requires: Sequence[str], config: GateConfig, findings: list[Finding]) -> None:
+    if config.torch is None:
+        return
+    torch_reqs = []
+    for line in requires:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement as exc:
+            findings.append(
+                Finding("torch-pin", "error", f"METADATA Requires-Dist {line!r} is invalid: {exc}")
+            )
+            continue
+        if canonicalize_name(req.name) == "torch":
+            torch_reqs.append(req)
+    if not torch_reqs:
+        findings.append(
+            Finding(
+                "torch-pin",
+                "error",
+                f"torch {config.torch} is pinned but METADATA has no Requires-Dist on torch "
+                f"(expected e.g. torch=={config.torch}.*)",
+                library="torch",
+            )
+        )
+        return
+    for req in torch_reqs:
+        problem = torch_pin_problem(req, config.torch)
+        if problem:
+            findings.append(
+                Finding(
+                    "torch-pin",
+                    "error",
+                    f"{problem}; require torch=={config.torch}.* (or >={config.torch},<next minor)",
+                    library="torch",
+                    symbol=str(req),
+                )
+            )

@@ -1,0 +1,37 @@
+"""Resource limits applied while reading a wheel (zip-bomb and hostile-input guards)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB = 1024 * 1024
+GiB = 1024 * MiB
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on what a wheel may declare and on what is kept in memory while reading it.
+
+    - ``max_member_size``: largest declared uncompressed size of one member.
+    - ``max_total_size``: largest sum of declared uncompressed sizes.
+    - ``max_ratio``: largest uncompressed/compressed ratio of one member (members under
+      ``ratio_floor`` bytes are exempt: tiny files compress absurdly well).
+    - ``max_members``: most zip entries.
+    - ``max_bundle_entries``: most entries one clang offload bundle may list.
+    - ``head_bytes``/``tail_bytes``: how much of the start of an ELF member, and of the bytes just before
+      its section-header table, is kept while streaming (where .dynstr/.gnu.version_r and .shstrtab sit).
+    - ``chunk_size``: decompressed bytes read per step.
+    - ``max_second_pass_bytes``: most bytes a second pass may keep (the exact sections it needs).
+    """
+
+    max_member_size: int = 2 * GiB
+    max_total_size: int = 8 * GiB
+    max_ratio: float = 200.0
+    ratio_floor: int = 1 * MiB
+    max_members: int = 100_000
+    max_bundle_entries: int = 4096
+    head_bytes: int = 8 * MiB
+    tail_bytes: int = 1 * MiB
+    bundle_window: int = 1 * MiB
+    chunk_size: int = 1 * MiB
+    max_second_pass_bytes: int = 256 * MiB

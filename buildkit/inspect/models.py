@@ -1,0 +1,251 @@
+"""The data model of a wheel inspection: frozen dataclasses, JSON-ready via ``to_json()``.
+
+Everything here is plain data built by :func:`buildkit.inspect.inspect_wheel`; the gate reads it
+and never re-opens the wheel. Field names are the contract in ``docs/CONTRACTS.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_VERSION_RE = re.compile(r"^(?P<prefix>[A-Za-z_]+?)_(?P<version>[0-9]+(?:\.[0-9]+)*)$")
+
+
+def split_symbol_version(name: str) -> tuple[str, tuple[int, ...]] | None:
+    """``"GLIBC_2.2.5"`` -> ``("GLIBC", (2, 2, 5))``; ``None`` for names without a numeric version
+    (``"GLIBC_PRIVATE"``, ``"Qt_5"`` is ``("Qt", (5,))``)."""
+    match = _VERSION_RE.match(name)
+    if match is None:
+        return None
+    return match["prefix"], tuple(int(part) for part in match["version"].split("."))
+
+
+@dataclass(frozen=True)
+class OffloadEntry:
+    """One entry of a clang offload bundle.
+
+    ``entry_id`` is the bundle's id string, e.g. ``"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"``;
+    ``kind`` is its first field (``"hipv4"``, ``"hip"``, ``"host"``, ``"openmp"``), ``triple`` the
+    target triple (``"amdgcn-amd-amdhsa"``), ``target_id`` the processor with its features
+    (``"gfx90a:xnack-"``; ``None`` for the host entry). ``compression`` is ``None`` for a plain
+    bundle, ``"zlib"`` or ``"zstd"`` for a CCOB one. ``code_object_target`` is the target id read
+    back from the entry's own ELF header when it could be read (a cross-check), else ``None``.
+    """
+
+    entry_id: str
+    kind: str
+    triple: str
+    target_id: str | None
+    size: int
+    compression: str | None = None
+    code_object_target: str | None = None
+
+    @property
+    def is_device(self) -> bool:
+        return self.target_id is not None
+
+    @property
+    def gfx(self) -> str | None:
+        """The processor name without features (``"gfx90a"``)."""
+        return None if self.target_id is None else self.target_id.split(":", 1)[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "entry_id": self.entry_id,
+            "kind": self.kind,
+            "triple": self.triple,
+            "target_id": self.target_id,
+            "size": self.size,
+            "compression": self.compression,
+            "code_object_target": self.code_object_target,
+        }
+
+
+@dataclass(frozen=True)
+class CodeObject:
+    """A standalone AMDGPU code object (an ELF with ``e_machine == EM_AMDGPU``): ``.co``, ``.hsaco``
+    or any member whose header says so. ``target_id`` comes from ``e_flags``
+    (``"gfx90a:xnack-"``); ``code_object_version`` from ``e_ident[EI_ABIVERSION]`` (2..6)."""
+
+    member: str
+    target_id: str
+    code_object_version: int | None
+    e_flags: int
+
+    @property
+    def gfx(self) -> str:
+        return self.target_id.split(":", 1)[0]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "member": self.member,
+            "target_id": self.target_id,
+            "code_object_version": self.code_object_version,
+            "e_flags": self.e_flags,
+        }
+
+
+@dataclass(frozen=True)
+class ElfInfo:
+    """One host ELF member (shared library, extension module, executable).
+
+    ``version_needs`` maps each needed library (``"libc.so.6"``) to the version names required from
+    it (``("GLIBC_2.2.5", "GLIBC_2.34")``), sorted. ``max_versions`` is derived: per version prefix
+    (``"GLIBC"``, ``"GLIBCXX"``, ``"CXXABI"``, ``"GCC"``...) the highest numeric version required by
+    this file, as a tuple of ints. ``offload_targets`` lists every entry of every clang offload
+    bundle in the file's ``.hip_fatbin`` (host entries included; filter with ``is_device``).
+    """
+
+    member: str
+    machine: str
+    elf_class: int
+    soname: str | None
+    needed: tuple[str, ...]
+    rpath: tuple[str, ...]
+    runpath: tuple[str, ...]
+    version_needs: dict[str, tuple[str, ...]]
+    offload_targets: tuple[OffloadEntry, ...] = ()
+    offload_bundles: int = 0
+
+    @property
+    def max_versions(self) -> dict[str, tuple[int, ...]]:
+        best: dict[str, tuple[int, ...]] = {}
+        for names in self.version_needs.values():
+            for name in names:
+                parsed = split_symbol_version(name)
+                if parsed is None:
+                    continue
+                prefix, version = parsed
+                if version > best.get(prefix, ()):
+                    best[prefix] = version
+        return best
+
+    @property
+    def gfx_targets(self) -> tuple[str, ...]:
+        """Sorted, unique device target ids (``"gfx90a:xnack-"``) of this file's offload bundles."""
+        return tuple(sorted({e.target_id for e in self.offload_targets if e.target_id is not None}))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "member": self.member,
+            "machine": self.machine,
+            "elf_class": self.elf_class,
+            "soname": self.soname,
+            "needed": list(self.needed),
+            "rpath": list(self.rpath),
+            "runpath": list(self.runpath),
+            "version_needs": {lib: list(names) for lib, names in sorted(self.version_needs.items())},
+            "max_versions": {k: ".".join(map(str, v)) for k, v in sorted(self.max_versions.items())},
+            "offload_bundles": self.offload_bundles,
+            "offload_targets": [e.to_json() for e in self.offload_targets],
+        }
+
+
+@dataclass(frozen=True)
+class RecordEntry:
+    """One row of ``.dist-info/RECORD``, parsed, not yet checked."""
+
+    path: str
+    hash: str | None
+    size: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "hash": self.hash, "size": self.size}
+
+
+@dataclass(frozen=True)
+class MemberStat:
+    """What reading one member cost: ``bytes_read`` decompressed bytes consumed (a member read
+    twice counts twice), ``passes`` how many times it was streamed, ``kind`` one of ``"elf"``,
+    ``"amdgpu"``, ``"not-elf-library"``, ``"metadata"``, ``"other"``."""
+
+    name: str
+    compressed_size: int
+    file_size: int
+    bytes_read: int
+    passes: int
+    kind: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "compressed_size": self.compressed_size,
+            "file_size": self.file_size,
+            "bytes_read": self.bytes_read,
+            "passes": self.passes,
+            "kind": self.kind,
+        }
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something odd but not unreadable, for the gate to judge (e.g. ``kind="not-elf-library"``: a
+    member named like a shared library whose first bytes are not the ELF magic)."""
+
+    kind: str
+    member: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "member": self.member, "message": self.message}
+
+
+@dataclass(frozen=True)
+class WheelReport:
+    """Everything the gate needs about one wheel, read in one streaming pass."""
+
+    path: str
+    filename: str
+    size: int
+    sha256: str
+    name: str
+    version: str
+    build_tag: str | None
+    tags: tuple[str, ...]
+    wheel_tags: tuple[str, ...]
+    root_is_purelib: bool | None
+    metadata_requires: tuple[str, ...]
+    record: tuple[RecordEntry, ...]
+    uncompressed_size: int
+    members: tuple[str, ...]
+    elves: tuple[ElfInfo, ...]
+    code_objects: tuple[CodeObject, ...]
+    findings: tuple[Finding, ...] = ()
+    stats: tuple[MemberStat, ...] = field(default=(), compare=False)
+
+    @property
+    def bytes_read(self) -> int:
+        """Decompressed bytes consumed across all members (the benchmark's work figure)."""
+        return sum(s.bytes_read for s in self.stats)
+
+    @property
+    def platform_tags(self) -> tuple[str, ...]:
+        """The platform parts of the file-name tags (``"manylinux_2_28_x86_64"``), sorted, unique."""
+        return tuple(sorted({t.rsplit("-", 1)[-1] for t in self.tags}))
+
+    def elf(self, member: str) -> ElfInfo | None:
+        return next((e for e in self.elves if e.member == member), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "filename": self.filename,
+            "size": self.size,
+            "sha256": self.sha256,
+            "name": self.name,
+            "version": self.version,
+            "build_tag": self.build_tag,
+            "tags": list(self.tags),
+            "wheel_tags": list(self.wheel_tags),
+            "root_is_purelib": self.root_is_purelib,
+            "metadata_requires": list(self.metadata_requires),
+            "record": [r.to_json() for r in self.record],
+            "uncompressed_size": self.uncompressed_size,
+            "members": list(self.members),
+            "elves": [e.to_json() for e in self.elves],
+            "code_objects": [c.to_json() for c in self.code_objects],
+            "findings": [f.to_json() for f in self.findings],
+            "bytes_read": self.bytes_read,
+        }

@@ -1,0 +1,351 @@
+"""Read a wheel without extracting it: validate the zip, read the dist-info files, and hand every ELF
+member to :mod:`buildkit.inspect.elf` in a thread pool.
+
+Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 6):
+
+* not a zip, truncated or corrupt central directory, CRC or deflate errors, encrypted members;
+* more than ``Limits.max_members`` entries; a member declaring more than ``max_member_size`` bytes, all
+  members together more than ``max_total_size``, or a member over 1 MiB expanding more than
+  ``max_ratio`` times (zip bombs); the declared size is also a hard bound while streaming: zipfile never
+  yields more than it, and a member whose data would decompress further fails its CRC;
+* member names with ``..`` components, absolute paths, backslashes or NUL; duplicate names; members
+  whose data overlap (the overlapping-entries bomb);
+* no ``.dist-info/WHEEL``; malformed ELF or offload bundles (see :mod:`~buildkit.inspect.elf`).
+
+A member named like a shared library (``*.so``, ``*.so.N``) that is not ELF is *not* an error: it is a
+:class:`~buildkit.inspect.models.Finding` (``not-elf-library``) for the gate to judge (linker scripts
+are legitimate). ELF members are recognised by their first four bytes, whatever their name.
+
+Memory: each worker holds at most one member's kept ranges (``head_bytes + tail_bytes`` + section
+table + ``PT_DYNAMIC`` + bundle-header windows, or in a second pass the exact dynamic sections, capped
+at ``max_second_pass_bytes``) plus two ``chunk_size`` buffers. With the defaults and 2 workers that is
+about 25 MiB above the interpreter, whatever the wheel's size. Nothing is written to disk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import email.parser
+import email.policy
+import hashlib
+import io
+import os
+import threading
+import zipfile
+import zlib
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, cast
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from buildkit.errors import WheelReadError
+from buildkit.inspect.elf import ELF_MAGIC, read_elf_member
+from buildkit.inspect.limits import Limits, MiB
+from buildkit.inspect.models import (
+    CodeObject,
+    ElfInfo,
+    Finding,
+    MemberStat,
+    RecordEntry,
+    WheelReport,
+)
+
+_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
+_MAX_DIST_INFO_FILE = 64 * MiB
+
+
+def _looks_like_library(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return base.endswith(".so") or ".so." in base
+
+
+def _check_names(infos: list[zipfile.ZipInfo]) -> None:
+    seen: set[str] = set()
+    for info in infos:
+        name = info.filename
+        if "\x00" in name or "\\" in name:
+            raise WheelReadError(f"member name {name!r} contains a backslash or NUL")
+        if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+            raise WheelReadError(f"member name {name!r} is an absolute path")
+        if ".." in name.split("/"):
+            raise WheelReadError(f"member name {name!r} escapes the install directory ('..')")
+        if name in seen:
+            raise WheelReadError(f"member {name!r} appears twice in the zip")
+        seen.add(name)
+
+
+def _check_sizes(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: Limits) -> int:
+    if len(infos) > limits.max_members:
+        raise WheelReadError(f"wheel has {len(infos)} members (limit {limits.max_members})")
+    total = 0
+    for info in infos:
+        if info.flag_bits & 0x1:
+            raise WheelReadError(f"{info.filename}: encrypted members are not allowed in a wheel")
+        if info.file_size > limits.max_member_size:
+            raise WheelReadError(
+                f"{info.filename}: declares {info.file_size} bytes uncompressed "
+                f"(limit {limits.max_member_size})"
+            )
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > limits.ratio_floor and ratio > limits.max_ratio:
+            raise WheelReadError(
+                f"{info.filename}: expands {ratio:.0f}x (limit {limits.max_ratio:.0f}x): zip bomb?"
+            )
+        total += info.file_size
+    if total > limits.max_total_size:
+        raise WheelReadError(f"members declare {total} bytes in all (limit {limits.max_total_size})")
+    ordered = sorted(infos, key=lambda i: i.header_offset)
+    end_of_data = getattr(zf, "start_dir", None)
+    for this, following in zip(ordered, [*ordered[1:], None], strict=True):
+        limit = following.header_offset if following is not None else end_of_data
+        if limit is not None and this.header_offset + 30 + this.compress_size > limit:
+            raise WheelReadError(
+                f"{this.filename}: its data overlaps the next entry (overlapping-member zip bomb?)"
+            )
+    return total
+
+
+class _Prefixed(io.RawIOBase):
+    """A stream whose first bytes were already read (to sniff the ELF magic)."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        super().__init__()
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self._head:
+            if size is None or size < 0 or size >= len(self._head):
+                head, self._head = self._head, b""
+                more = self._rest.read(-1 if size is None or size < 0 else size - len(head))
+                return head + more
+            head, self._head = self._head[:size], self._head[size:]
+            return head
+        return self._rest.read(-1 if size is None else size)
+
+    def close(self) -> None:
+        self._rest.close()
+        super().close()
+
+
+@dataclass(frozen=True)
+class _MemberResult:
+    elf: ElfInfo | None
+    code_object: CodeObject | None
+    findings: tuple[Finding, ...]
+    stat: MemberStat
+
+
+class _Reader:
+    """Opens members from one ZipFile per thread (zipfile seeks a shared file under a lock)."""
+
+    def __init__(self, path: Path, limits: Limits) -> None:
+        self.path = path
+        self.limits = limits
+        self._local = threading.local()
+        self._opened: list[zipfile.ZipFile] = []
+        self._lock = threading.Lock()
+
+    def zip(self) -> zipfile.ZipFile:
+        zf: zipfile.ZipFile | None = getattr(self._local, "zf", None)
+        if zf is None:
+            zf = zipfile.ZipFile(self.path)
+            self._local.zf = zf
+            with self._lock:
+                self._opened.append(zf)
+        return zf
+
+    def close(self) -> None:
+        for zf in self._opened:
+            zf.close()
+
+    def member(self, info: zipfile.ZipInfo) -> _MemberResult:
+        name = info.filename
+        try:
+            return self._member(info)
+        except WheelReadError:
+            raise
+        except _READ_ERRORS as err:
+            raise WheelReadError(f"{name}: cannot read member: {err}") from None
+
+    def _member(self, info: zipfile.ZipInfo) -> _MemberResult:
+        name = info.filename
+        zf = self.zip()
+        stream = zf.open(info)
+        head = stream.read(4)
+        if head != ELF_MAGIC:
+            stream.close()
+            findings: tuple[Finding, ...] = ()
+            kind = "other"
+            if _looks_like_library(name):
+                kind = "not-elf-library"
+                findings = (
+                    Finding(
+                        "not-elf-library",
+                        name,
+                        f"{name} is named like a shared library but is not ELF (starts {head!r})",
+                    ),
+                )
+            stat = MemberStat(name, info.compress_size, info.file_size, len(head), 1, kind)
+            return _MemberResult(None, None, findings, stat)
+        first: list[IO[bytes] | None] = [cast(IO[bytes], _Prefixed(head, stream))]
+
+        def open_stream() -> IO[bytes]:
+            ready = first[0]
+            if ready is not None:
+                first[0] = None
+                return ready
+            return zf.open(info)
+
+        try:
+            result = read_elf_member(name, open_stream, info.file_size, self.limits)
+        finally:
+            stream.close()
+        kind = "amdgpu" if result.code_object is not None else "elf"
+        stat = MemberStat(name, info.compress_size, info.file_size, result.bytes_read, result.passes, kind)
+        return _MemberResult(result.elf, result.code_object, result.findings, stat)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(4 * MiB), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    if info.file_size > _MAX_DIST_INFO_FILE:
+        raise WheelReadError(f"{info.filename}: {info.file_size} bytes is too large for a dist-info file")
+    try:
+        with zf.open(info) as handle:
+            return handle.read(_MAX_DIST_INFO_FILE + 1)
+    except _READ_ERRORS as err:
+        raise WheelReadError(f"{info.filename}: cannot read member: {err}") from None
+
+
+def _headers(data: bytes, member: str) -> list[tuple[str, str]]:
+    try:
+        message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(data)
+    except Exception as err:  # email raises assorted errors on garbage
+        raise WheelReadError(f"{member}: not an RFC 822 header file: {err}") from None
+    return [(key, str(value)) for key, value in message.items()]
+
+
+def _record(data: bytes, member: str) -> tuple[RecordEntry, ...]:
+    try:
+        text = data.decode("utf-8")
+        rows = list(csv.reader(io.StringIO(text)))
+    except (UnicodeDecodeError, csv.Error) as err:
+        raise WheelReadError(f"{member}: unreadable RECORD: {err}") from None
+    entries = []
+    for row in rows:
+        if not row:
+            continue
+        path = row[0]
+        digest = row[1] if len(row) > 1 and row[1] else None
+        size: int | None = None
+        if len(row) > 2 and row[2]:
+            try:
+                size = int(row[2])
+            except ValueError:
+                raise WheelReadError(f"{member}: size {row[2]!r} of {path!r} is not a number") from None
+        entries.append(RecordEntry(path, digest, size))
+    return tuple(entries)
+
+
+def _dist_info(infos: list[zipfile.ZipInfo]) -> str:
+    dirs = sorted(
+        {i.filename.split("/", 1)[0] for i in infos if i.filename.split("/", 1)[0].endswith(".dist-info")}
+    )
+    with_wheel = [d for d in dirs if any(i.filename == f"{d}/WHEEL" for i in infos)]
+    if len(with_wheel) != 1:
+        found = ", ".join(dirs) or "none"
+        raise WheelReadError(
+            f"not a wheel: expected one top-level *.dist-info/WHEEL, found dist-info dirs: {found}"
+        )
+    return with_wheel[0]
+
+
+@contextlib.contextmanager
+def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
+    try:
+        zf = zipfile.ZipFile(path)
+    except _READ_ERRORS as err:
+        raise WheelReadError(f"{path.name}: not a readable zip: {err}") from None
+    try:
+        yield zf
+    finally:
+        zf.close()
+
+
+def inspect_wheel(
+    path: str | os.PathLike[str], *, workers: int | None = None, limits: Limits | None = None
+) -> WheelReport:
+    """Inspect a wheel without extracting it (see the module docstring for the rules)."""
+    limits = limits or Limits()
+    wheel = Path(path)
+    if not wheel.is_file():
+        raise WheelReadError(f"{wheel}: no such file")
+    try:
+        name, version, build, tags = parse_wheel_filename(wheel.name)
+    except InvalidWheelFilename as err:
+        raise WheelReadError(f"{wheel.name}: not a wheel file name: {err}") from None
+    workers = workers or min(4, os.cpu_count() or 1)
+    with _open_zip(wheel) as zf:
+        infos = zf.infolist()
+        _check_names(infos)
+        total = _check_sizes(zf, infos, limits)
+        dist_info = _dist_info(infos)
+        by_name = {i.filename: i for i in infos}
+        wheel_headers = _headers(_read_small(zf, by_name[f"{dist_info}/WHEEL"]), f"{dist_info}/WHEEL")
+        metadata_info = by_name.get(f"{dist_info}/METADATA")
+        requires: tuple[str, ...] = ()
+        if metadata_info is not None:
+            meta = _headers(_read_small(zf, metadata_info), metadata_info.filename)
+            requires = tuple(v for k, v in meta if k.lower() == "requires-dist")
+        record_info = by_name.get(f"{dist_info}/RECORD")
+        record = _record(_read_small(zf, record_info), record_info.filename) if record_info else ()
+    files = [i for i in infos if not i.is_dir() and i.file_size > 0]
+    files.sort(key=lambda i: i.file_size, reverse=True)  # largest first: better balance across workers
+    reader = _Reader(wheel, limits)
+    try:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            digest = pool.submit(_sha256, wheel)
+            results = list(pool.map(reader.member, files))
+            sha256 = digest.result()
+    finally:
+        reader.close()
+    wheel_tags = tuple(v.strip() for k, v in wheel_headers if k.lower() == "tag")
+    purelib = next(
+        (v.strip().lower() == "true" for k, v in wheel_headers if k.lower() == "root-is-purelib"), None
+    )
+    return WheelReport(
+        path=str(wheel),
+        filename=wheel.name,
+        size=wheel.stat().st_size,
+        sha256=sha256,
+        name=str(name),
+        version=str(version),
+        build_tag=None if not build else "".join(str(part) for part in build),
+        tags=tuple(sorted(str(t) for t in tags)),
+        wheel_tags=wheel_tags,
+        root_is_purelib=purelib,
+        metadata_requires=requires,
+        record=record,
+        uncompressed_size=total,
+        members=tuple(i.filename for i in infos),
+        elves=tuple(sorted((r.elf for r in results if r.elf is not None), key=lambda e: e.member)),
+        code_objects=tuple(
+            sorted((r.code_object for r in results if r.code_object is not None), key=lambda c: c.member)
+        ),
+        findings=tuple(f for r in results for f in r.findings),
+        stats=tuple(sorted((r.stat for r in results), key=lambda s: s.name)),
+    )

@@ -1,0 +1,60 @@
+"""``<wheel>.manifest.json``: what a wheel was built from and the gate's verdict on it.
+
+A manifest sits beside its wheel. ``publish`` refuses a wheel whose manifest is missing, failed,
+or names another sha256: the manifest is the proof that the gate ran on exactly these bytes.
+
+Schema version 1 (keys sorted, UTF-8, trailing newline)::
+
+    {"schema": "rocm-buildkit/manifest", "schema_version": 1,
+     "wheel": {"filename", "sha256", "size"},
+     "recipe": {"name", "file", "sha256"}, "job": <Job.to_json()>,
+     "image": {"profile", "tag", "id"}, "toolchain": {"hipcc": ..., "python": ..., ...},
+     "archs": [...], "source": {...}, "source_date_epoch": int,
+     "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]}}
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "rocm-buildkit/manifest"
+SCHEMA_VERSION = 1
+SUFFIX = ".manifest.json"
+
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def manifest_path(wheel: Path) -> Path:
+    return wheel.with_name(wheel.name + SUFFIX)
+
+
+def render(data: Mapping[str, Any]) -> str:
+    return (
+        json.dumps({"schema": SCHEMA, "schema_version": SCHEMA_VERSION, **data}, indent=2, sort_keys=True)
+        + "\n"
+    )
+
+
+def write(wheel: Path, data: Mapping[str, Any]) -> Path:
+    """Write the manifest of ``wheel`` atomically (temp file + rename in the same folder)."""
+    target = manifest_path(wheel)
+    tmp = target.with_name(f".{target.name}.tmp")
+    tmp.write_text(render(data), encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+def read(wheel: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(manifest_path(wheel).read_text(encoding="utf-8"))
+    return data

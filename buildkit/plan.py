@@ -1,0 +1,456 @@
+"""Build plans: a recipe expanded into jobs (python x rocm x torch x extra axes, zip and exclude).
+
+:func:`expand` gives a :class:`Plan` whose jobs have stable ids (``cp312-rocm7.2-torch2.10``;
+``cp313-rocm5.7`` without torch), resolved archs, the builder image profile, the wheel version,
+the symbol-version ceilings, the repair exclude globs and the build environment. Combinations left
+out are kept in :attr:`Plan.skipped` with the reason. The renderers (:func:`render_table`,
+:func:`render_json`, :func:`render_github`) give byte-identical output for identical inputs:
+sorted keys, no timestamps, no absolute paths.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import Version
+
+from buildkit import archs as archs_mod
+from buildkit import rocm as rocm_data
+from buildkit import version as ver
+from buildkit.archs import ArchSet
+from buildkit.errors import BuildkitError, RecipeError
+from buildkit.recipe import Recipe, TorchPin
+
+#: GitHub Actions refuses a matrix of more than 256 jobs.
+GITHUB_MAX_JOBS = 256
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    python: str
+    cp_tag: str
+    rocm: str
+    torch: str | None  # series, "2.10"
+    torch_requirement: str | None  # "torch==2.10.*"
+    torch_index_url: str | None
+    archs: ArchSet
+    version: str
+    policy: str
+    platform_tag: str  # "manylinux_2_28_x86_64"
+    ceilings: Mapping[str, str]
+    exclude_globs: tuple[str, ...]
+    env: Mapping[str, str]
+    image_profile: str
+    axes: Mapping[str, str] = field(default_factory=dict)  # extra matrix axes of this job
+
+    def to_json(self, archs_json: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs."""
+        return {
+            "id": self.id,
+            "python": self.python,
+            "cp_tag": self.cp_tag,
+            "rocm": self.rocm,
+            "torch": self.torch,
+            "torch_requirement": self.torch_requirement,
+            "torch_index_url": self.torch_index_url,
+            "archs": self.archs.to_json() if archs_json is None else archs_json,
+            "pytorch_rocm_arch": self.archs.pytorch_rocm_arch(),
+            "version": self.version,
+            "policy": self.policy,
+            "platform_tag": self.platform_tag,
+            "ceilings": dict(self.ceilings),
+            "exclude_globs": list(self.exclude_globs),
+            "env": dict(self.env),
+            "image_profile": self.image_profile,
+            "axes": dict(self.axes),
+        }
+
+
+@dataclass(frozen=True)
+class Skipped:
+    id: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Plan:
+    recipe: Recipe
+    jobs: tuple[Job, ...]
+    skipped: tuple[Skipped, ...]
+
+    def job(self, job_id: str) -> Job:
+        for j in self.jobs:
+            if j.id == job_id:
+                return j
+        raise RecipeError(
+            f"no job {job_id!r} in the plan of {self.recipe.name}",
+            file=self.recipe.display_path,
+            hint="known: " + ", ".join(j.id for j in self.jobs),
+        )
+
+    @staticmethod
+    def _archs_json(job: Job, memo: dict[int, dict[str, Any]]) -> dict[str, Any]:
+        key = id(job.archs)
+        if key not in memo:
+            memo[key] = job.archs.to_json()
+        return memo[key]
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.recipe
+        memo: dict[int, dict[str, Any]] = {}
+        return {
+            "recipe": {
+                "name": r.name,
+                "file": r.path.name,  # relative: output must not depend on where the checkout lives
+                "sha256": r.sha256,
+                "source": {k: v for k, v in vars(r.source).items() if v is not None},
+            },
+            "jobs": [j.to_json(self._archs_json(j, memo)) for j in self.jobs],
+            "skipped": [s.to_json() for s in self.skipped],
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# expansion
+
+
+def job_id(python: str, rocm: str, torch: str | None, axes: Sequence[tuple[str, str]] = ()) -> str:
+    """``cp312-rocm7.2-torch2.10`` (+ ``-prebuild_kernels1`` per extra axis)."""
+    out = f"cp{ver.nodot(python)}-rocm{rocm}"
+    if torch is not None:
+        out += f"-torch{torch}"
+    for name, value in axes:
+        out += "-" + _ID_UNSAFE.sub("_", f"{name.lower()}{value}")
+    return out
+
+
+def _combinations(recipe: Recipe) -> Iterator[dict[str, str | None]]:
+    """Every combination of axis values: zipped axes move together, the rest form a product."""
+    axes: list[tuple[str, tuple[str | None, ...]]] = [
+        ("python", recipe.python),
+        ("rocm", recipe.rocm),
+        ("torch", tuple(t.series for t in recipe.torch) or (None,)),
+        *recipe.matrix.axes,
+    ]
+    zipped = set(recipe.matrix.zip)
+    groups: list[list[dict[str, str | None]]] = []
+    zip_group: list[dict[str, str | None]] | None = None
+    for name, values in axes:
+        if name in zipped:
+            if zip_group is None:
+                zip_names = [n for n, _ in axes if n in zipped]
+                columns = [dict(axes)[n] for n in zip_names]
+                zip_group = [dict(zip(zip_names, row, strict=True)) for row in zip(*columns, strict=True)]
+                groups.append(zip_group)
+            continue
+        groups.append([{name: v} for v in values])
+    for parts in itertools.product(*groups):
+        combo: dict[str, str | None] = {}
+        for part in parts:
+            combo.update(part)
+        yield combo
+
+
+def _base_version(recipe: Recipe) -> str:
+    spec = recipe.version
+    if spec.base is not None:
+        return spec.base
+    try:
+        if recipe.source.git is not None:
+            assert recipe.source.ref is not None
+            return ver.base_from_tag(recipe.source.ref, spec.tag_pattern)
+        src = recipe.source_dir()
+        assert src is not None
+        tag, distance = ver.describe_tag(src)
+        return ver.base_from_tag(tag, spec.tag_pattern, distance)
+    except ver.VersionProblem as exc:
+        raise recipe.error(f"version.from: git-tag: {exc}", ("version", "from")) from None
+
+
+def expand(
+    recipe: Recipe,
+    env: Mapping[str, str] | None = None,
+    *,
+    cli_archs: str | None = None,
+    enumerator: Callable[[], list[str]] | None = None,
+) -> Plan:
+    """Expand ``recipe`` into a :class:`Plan`.
+
+    ``env`` (default ``os.environ``) feeds ``archs: {from: env}``; ``cli_archs`` and ``enumerator``
+    are passed to :func:`buildkit.archs.resolve`.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    base = _base_version(recipe)
+    releases = {}
+    for i, rel in enumerate(recipe.rocm):
+        try:
+            releases[rel] = rocm_data.get_release(rel)
+        except BuildkitError as exc:
+            raise recipe.error(f"rocm[{i}]: {exc}", ("rocm", i)) from None
+    toolchain_archs: tuple[str, ...] | None = None
+    toolchain_id = recipe.archs.toolchain
+    if recipe.archs.toolchain is not None:
+        try:
+            toolchain = rocm_data.get_toolchain(recipe.archs.toolchain)
+        except BuildkitError as exc:
+            raise recipe.error(f"archs.toolchain: {exc}", ("archs", "toolchain")) from None
+        for i, rel in enumerate(recipe.rocm):
+            if releases[rel].version != rocm_data.get_release(toolchain.rocm).version:
+                raise recipe.error(
+                    f"rocm[{i}]: toolchain {toolchain.id} packages ROCm {toolchain.rocm}, not {rel}",
+                    ("rocm", i),
+                    hint="a distribution toolchain builds against its own ROCm only",
+                )
+        toolchain_archs = toolchain.archs
+    pins: dict[str, tuple[int, TorchPin]] = {t.series: (i, t) for i, t in enumerate(recipe.torch)}
+    policy = recipe.manylinux.policy
+    platform_tag = f"{policy}_x86_64"
+    ceilings = dict(recipe.manylinux.ceilings)
+
+    arch_cache: dict[str, ArchSet] = {}
+    glob_cache: dict[str, tuple[str, ...]] = {}
+    version_cache: dict[tuple[tuple[str, str], ...], str] = {}
+    used_fields = set(ver.template_fields(recipe.version.local))
+    rule_hits = [0] * len(recipe.matrix.exclude)
+    jobs: list[Job] = []
+    skipped: list[Skipped] = []
+    seen_ids: set[str] = set()
+    extra_names = [n for n, _ in recipe.matrix.axes]
+
+    for combo in _combinations(recipe):
+        python = combo["python"]
+        rocm = combo["rocm"]
+        assert python is not None and rocm is not None
+        torch = combo["torch"]
+        extra = [(n, str(combo[n])) for n in extra_names]
+        jid = job_id(python, rocm, torch, extra)
+        if jid in seen_ids:
+            raise recipe.error(
+                f"two combinations share the job id {jid!r}",
+                ("matrix",),
+                hint="give matrix.axes values that differ in letters or digits",
+            )
+        seen_ids.add(jid)
+
+        reason = None
+        for n, rule in enumerate(recipe.matrix.exclude):
+            if all(combo.get(axis) == value for axis, value in rule.values):
+                rule_hits[n] += 1
+                if reason is None:
+                    why = f": {rule.reason}" if rule.reason else ""
+                    reason = f"excluded by matrix.exclude[{rule.index}]{why}"
+        pin_index, pin = pins[torch] if torch is not None else (-1, None)
+        if (
+            reason is None
+            and pin is not None
+            and pin.python is not None
+            and not pin.python.contains(Version(python))
+        ):
+            reason = (
+                f"torch {pin.series} ships no wheels for Python {python} "
+                f"(torch[{pin_index}].python is {str(pin.python)!r})"
+            )
+        if reason is not None:
+            skipped.append(Skipped(jid, reason))
+            continue
+
+        archs = arch_cache.get(rocm)
+        if archs is None:
+            archs = archs_mod.resolve(
+                rocm=rocm,
+                cli_archs=cli_archs,
+                recipe_archs=recipe.archs.list,
+                allow=recipe.archs.allow,
+                env=environ,
+                enumerator=enumerator,
+                toolchain_archs=toolchain_archs,
+                toolchain=toolchain_id,
+            )
+            arch_cache[rocm] = archs
+
+        globs = glob_cache.get(rocm)
+        if globs is None:
+            found = rocm_data.exclude_globs(recipe.exclude_sets, rocm)
+            globs = tuple(sorted(set(found) | set(recipe.exclude_patterns)))
+            glob_cache[rocm] = globs
+
+        values = ver.template_values(rocm=rocm, policy=policy, python=python, torch=torch, extra=dict(extra))
+        key = tuple(sorted((k, v) for k, v in values.items() if k in used_fields))
+        version = version_cache.get(key)
+        if version is None:
+            try:
+                version = ver.render_version(base, recipe.version.local, values)
+            except ver.VersionProblem as exc:
+                raise recipe.error(f"version.local: {exc}", ("version", "local")) from None
+            version_cache[key] = version
+
+        index_url = None
+        if pin is not None:
+            index_url = pin.index_url or releases[rocm].torch_index_for(pin.version)
+            if index_url is None:
+                raise recipe.error(
+                    f"torch[{pin_index}] has no index_url, and buildkit's ROCm data knows no index "
+                    f"serving torch {pin.series} for ROCm {rocm}",
+                    ("torch", pin_index),
+                    hint="add index_url, e.g. https://download.pytorch.org/whl/rocm7.0",
+                )
+
+        job_env = dict(recipe.env)
+        job_env.update(extra)
+        job_env["PYTORCH_ROCM_ARCH"] = archs.pytorch_rocm_arch()
+        job_env["GPU_ARCHS"] = archs.gpu_archs()
+        jobs.append(
+            Job(
+                id=jid,
+                python=python,
+                cp_tag=values["cp"],
+                rocm=rocm,
+                torch=torch,
+                torch_requirement=pin.requirement if pin is not None else None,
+                torch_index_url=index_url,
+                archs=archs,
+                version=version,
+                policy=policy,
+                platform_tag=platform_tag,
+                ceilings=ceilings,
+                exclude_globs=globs,
+                env=dict(sorted(job_env.items())),
+                image_profile=recipe.image,
+                axes=dict(extra),
+            )
+        )
+
+    for n, hits in enumerate(rule_hits):
+        if hits == 0:
+            rule = recipe.matrix.exclude[n]
+            shown = ", ".join(f"{a}={v}" for a, v in rule.values)
+            raise recipe.error(
+                f"matrix.exclude[{rule.index}] ({shown}) matches no combination",
+                ("matrix", "exclude", rule.index),
+                hint="zipped axes only combine as paired; check the values",
+            )
+    return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped))
+
+
+# --------------------------------------------------------------------------------------------
+# rendering
+
+
+def _dumps(obj: Any, *, compact: bool = False) -> str:
+    if compact:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def render_json(plan: Plan) -> str:
+    """The plan as JSON: sorted keys, one job (or skipped combination) per line.
+
+    One compact line per job keeps large plans fast to write (the C encoder) and diffs readable.
+    """
+    data = plan.to_json()
+    parts = []
+    for key in sorted(data):
+        value = data[key]
+        if isinstance(value, list) and value:
+            body = ",\n".join("  " + _dumps(item, compact=True) for item in value)
+            parts.append(f"{json.dumps(key)}: [\n{body}\n]")
+        else:
+            parts.append(f"{json.dumps(key)}: {_dumps(value, compact=True)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def github_entry(job: Job) -> dict[str, Any]:
+    """One ``strategy.matrix.include`` entry: flat strings a workflow step can use directly."""
+    return {
+        "id": job.id,
+        "python": job.python,
+        "cp_tag": job.cp_tag,
+        "rocm": job.rocm,
+        "torch": job.torch or "",
+        "torch_index_url": job.torch_index_url or "",
+        "version": job.version,
+        "policy": job.policy,
+        "image_profile": job.image_profile,
+        "pytorch_rocm_arch": job.archs.pytorch_rocm_arch(),
+    }
+
+
+def github_matrix(plan: Plan, shard_size: int = GITHUB_MAX_JOBS) -> dict[str, Any]:
+    """``{"shards": [{"include": [...]}, ...], "shard_count": n, "job_count": m}``; each shard is a
+    valid ``strategy.matrix`` of at most ``shard_size`` (<= 256) jobs."""
+    if not 1 <= shard_size <= GITHUB_MAX_JOBS:
+        raise ValueError(f"shard size must be within 1..{GITHUB_MAX_JOBS}")
+    entries = [github_entry(j) for j in plan.jobs]
+    shards = [{"include": entries[i : i + shard_size]} for i in range(0, len(entries), shard_size)]
+    return {"job_count": len(entries), "shard_count": len(shards), "shards": shards}
+
+
+def render_github(plan: Plan, shard_size: int = GITHUB_MAX_JOBS) -> str:
+    """Compact one-line JSON, ready for ``echo "matrix=$(...)" >> "$GITHUB_OUTPUT"``."""
+    return _dumps(github_matrix(plan, shard_size), compact=True) + "\n"
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def render_table(plan: Plan) -> str:
+    r = plan.recipe
+    lines = [
+        f"recipe {r.path.name} ({r.name}, sha256 {r.sha256[:12]}): "
+        f"{len(plan.jobs)} job{'s' if len(plan.jobs) != 1 else ''}, {len(plan.skipped)} skipped",
+        "",
+    ]
+    if plan.jobs:
+        rows = [["JOB", "PYTHON", "ROCM", "TORCH", "ARCHS", "IMAGE", "VERSION"]]
+        for j in plan.jobs:
+            rows.append(
+                [
+                    j.id,
+                    j.python,
+                    j.rocm,
+                    j.torch or "-",
+                    j.archs.pytorch_rocm_arch(),
+                    j.image_profile,
+                    j.version,
+                ]
+            )
+        lines += _table(rows)
+    first = plan.jobs[0] if plan.jobs else None
+    if first is not None:
+        lines.append("")
+        lines.append(
+            f"policy {first.policy}: ceilings "
+            + ", ".join(f"{k} {v}" for k, v in sorted(first.ceilings.items()))
+        )
+        seen: set[str] = set()
+        for j in plan.jobs:
+            if j.rocm in seen:
+                continue
+            seen.add(j.rocm)
+            for d in j.archs.dropped:
+                lines.append(f"ROCm {j.rocm}: {d}")
+    if plan.skipped:
+        lines.append("")
+        lines.append("skipped:")
+        lines += ["  " + line for line in _table([[s.id, s.reason] for s in plan.skipped])]
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS: dict[str, Callable[[Plan], str]] = {
+    "table": render_table,
+    "json": render_json,
+    "github": render_github,
+}

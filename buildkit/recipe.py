@@ -1,0 +1,461 @@
+"""Recipes: YAML files that say how to build, gate and publish wheels of a HIP extension.
+
+:func:`load_recipe` reads a recipe, validates it against the shipped JSON Schema
+(``buildkit/schema/recipe.schema.json``) and then against the rules a schema cannot state
+(zipped axes of equal length, known placeholders, PyPI versus local labels, ceilings within the
+policy ...). Every problem is a :class:`~buildkit.errors.RecipeError` at ``file:line:column``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from buildkit import policy as mlpolicy
+from buildkit import version as ver
+from buildkit.errors import RecipeError, UsageError
+from buildkit.recipe_schema import did_you_mean, validate
+from buildkit.yamlspan import Path as JsonPath
+from buildkit.yamlspan import Spans, load_with_spans
+
+#: Built-in matrix axes; ``matrix.axes`` adds environment-variable axes.
+BUILTIN_AXES: tuple[str, ...] = ("python", "rocm", "torch")
+_SIZE = re.compile(r"^(?P<n>[0-9]+(?:\.[0-9]+)?) ?(?P<unit>[KMG]i?B|B)$")
+_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str | None = None  # relative to the recipe, as written
+    git: str | None = None
+    ref: str | None = None
+    subdirectory: str | None = None
+
+
+@dataclass(frozen=True)
+class VersionSpec:
+    base: str | None  # normalised PEP 440, or None with from_git_tag
+    from_git_tag: bool
+    tag_pattern: str
+    local: str  # template, "" for none
+
+
+@dataclass(frozen=True)
+class TorchPin:
+    version: str  # as written: "2.10" or "2.10.0"
+    index_url: str | None
+    python: SpecifierSet | None
+
+    @property
+    def series(self) -> str:
+        return ver.series(self.version)
+
+    @property
+    def requirement(self) -> str:
+        """The requirement the wheel carries: ``torch==2.10.*`` (or ``==2.10.0`` when exact)."""
+        if self.version.count(".") >= 2:
+            return f"torch=={self.version}"
+        return f"torch=={self.version}.*"
+
+
+@dataclass(frozen=True)
+class ExcludeRule:
+    index: int
+    values: tuple[tuple[str, str], ...]  # (axis, value), sorted by axis
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class Matrix:
+    zip: tuple[str, ...] = ()
+    axes: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[ExcludeRule, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    list: tuple[str, ...] | None
+    from_env: bool
+    allow: tuple[str, ...] | None
+    toolchain: str | None  # a toolchain id from buildkit/rocm/toolchains.yaml
+
+
+@dataclass(frozen=True)
+class Manylinux:
+    policy: str
+    ceilings: Mapping[str, str]  # the policy's ceilings with the recipe's overrides applied
+    overrides: Mapping[str, str]  # what the recipe set explicitly
+
+
+@dataclass(frozen=True)
+class SmokeTest:
+    name: str
+    image: str
+    imports: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Publish:
+    kind: str  # "pypi" | "index" | "directory"
+    target: str  # "https://upload.pypi.org/legacy/", an index URL, or a directory relative to the recipe
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    sha256: str
+    name: str
+    source: Source
+    version: VersionSpec
+    python: tuple[str, ...]
+    rocm: tuple[str, ...]
+    torch: tuple[TorchPin, ...]
+    matrix: Matrix
+    archs: ArchSpec
+    manylinux: Manylinux
+    exclude_sets: tuple[str, ...]
+    exclude_patterns: tuple[str, ...]
+    env: Mapping[str, str]
+    image: str
+    smoke: tuple[SmokeTest, ...]
+    publish: Publish | None
+    tuned_csv: tuple[str, ...]
+    size_budget: Mapping[str, int]  # "limit"/"warn" -> bytes (wheel file size)
+    spans: Spans = field(repr=False, compare=False)
+
+    @property
+    def display_path(self) -> str:
+        """The recipe path as given to :func:`load_recipe` (used in messages)."""
+        return str(self.path)
+
+    def error(self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False) -> RecipeError:
+        """A :class:`RecipeError` positioned at the value (or key) at JSON path ``at``."""
+        pos = self.spans.key(at) if key else self.spans.value(at)
+        line, column = pos if pos else (None, None)
+        return RecipeError(message, file=self.display_path, line=line, column=column, hint=hint)
+
+    def source_dir(self) -> Path | None:
+        """The local source directory (path sources), resolved against the recipe's directory."""
+        if self.source.path is None:
+            return None
+        base = self.path.parent / self.source.path
+        return base / self.source.subdirectory if self.source.subdirectory else base
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return BUILTIN_AXES + tuple(name for name, _ in self.matrix.axes)
+
+    def axis_values(self, axis: str) -> tuple[str, ...]:
+        if axis == "python":
+            return self.python
+        if axis == "rocm":
+            return self.rocm
+        if axis == "torch":
+            return tuple(t.series for t in self.torch)
+        return dict(self.matrix.axes)[axis]
+
+
+def parse_size(text: str) -> int:
+    """``"450MiB"`` -> 471859200."""
+    m = _SIZE.match(text.strip())
+    if not m:
+        raise ValueError(f"not a size: {text!r}")
+    return int(float(m.group("n")) * _UNITS[m.group("unit")])
+
+
+def load_recipe(path: str | Path) -> Recipe:
+    """Read and validate a recipe; raises :class:`RecipeError` at ``file:line:column``."""
+    p = Path(path)
+    display = str(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise RecipeError(f"cannot read the recipe: {exc.strerror or exc}", file=display) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecipeError(f"the recipe is not UTF-8 text (byte {exc.start})", file=display) from None
+    return parse_recipe(text, path=p, sha256=hashlib.sha256(raw).hexdigest())
+
+
+def parse_recipe(text: str, *, path: Path, sha256: str | None = None) -> Recipe:
+    """Validate recipe ``text`` (read from ``path``, which positions errors and relative paths)."""
+    display = str(path)
+    data, spans = load_with_spans(text, display)
+    validate(data, spans, display)
+    digest = sha256 or hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return _Builder(data, spans, path, digest).build()
+
+
+class _Builder:
+    """Turns validated data into a :class:`Recipe`, checking the rules the schema cannot express."""
+
+    def __init__(self, data: dict[str, Any], spans: Spans, path: Path, digest: str) -> None:
+        self.d = data
+        self.spans = spans
+        self.path = path
+        self.digest = digest
+
+    def err(self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False) -> RecipeError:
+        pos = self.spans.key(at) if key else self.spans.value(at)
+        line, column = pos if pos else (None, None)
+        return RecipeError(message, file=str(self.path), line=line, column=column, hint=hint)
+
+    def build(self) -> Recipe:
+        d = self.d
+        src = d["source"]
+        source = Source(
+            path=src.get("path"), git=src.get("git"), ref=src.get("ref"), subdirectory=src.get("subdirectory")
+        )
+        torch = self._torch()
+        matrix = self._matrix(torch)
+        archs_raw = d["archs"]
+        archs = ArchSpec(
+            list=tuple(archs_raw["list"]) if "list" in archs_raw else None,
+            from_env=archs_raw.get("from") == "env",
+            allow=tuple(archs_raw["allow"]) if "allow" in archs_raw else None,
+            toolchain=archs_raw.get("toolchain"),
+        )
+        manylinux = self._manylinux()
+        env = dict(d.get("env", {}))
+        for name, _ in matrix.axes:
+            if name in env:
+                raise self.err(
+                    f"{name} is both a matrix axis and a fixed env value",
+                    ("env", name),
+                    key=True,
+                    hint=f"remove env.{name} or matrix.axes.{name}",
+                )
+        publish = self._publish()
+        version = self._version(torch, matrix, publish)
+        exclude = d.get("repair", {}).get("exclude", {})
+        smoke = tuple(
+            SmokeTest(
+                name=s["name"],
+                image=s["image"],
+                imports=tuple(s.get("imports", ())),
+                commands=tuple(s.get("commands", ())),
+                labels=tuple(s.get("labels", ())),
+            )
+            for s in d.get("smoke", ())
+        )
+        names = [s.name for s in smoke]
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                raise self.err(f"smoke test name {n!r} is used twice", ("smoke", i, "name"))
+        budget = {k: parse_size(v) for k, v in sorted(d.get("size_budget", {}).items())}
+        return Recipe(
+            path=self.path,
+            sha256=self.digest,
+            name=d["name"],
+            source=source,
+            version=version,
+            python=tuple(d["python"]),
+            rocm=tuple(d["rocm"]),
+            torch=torch,
+            matrix=matrix,
+            archs=archs,
+            manylinux=manylinux,
+            exclude_sets=tuple(exclude.get("sets", ())),
+            exclude_patterns=tuple(exclude.get("patterns", ())),
+            env=env,
+            image=d["image"],
+            smoke=smoke,
+            publish=publish,
+            tuned_csv=tuple(d.get("checks", {}).get("tuned_csv", ())),
+            size_budget=budget,
+            spans=self.spans,
+        )
+
+    def _torch(self) -> tuple[TorchPin, ...]:
+        pins = []
+        seen: dict[str, int] = {}
+        for i, t in enumerate(self.d.get("torch", ())):
+            spec: SpecifierSet | None = None
+            if "python" in t:
+                try:
+                    spec = SpecifierSet(t["python"])
+                except InvalidSpecifier:
+                    raise self.err(
+                        f"torch[{i}].python: {t['python']!r} is not a PEP 440 specifier",
+                        ("torch", i, "python"),
+                        hint='write e.g. ">=3.10,<3.15"',
+                    ) from None
+            pin = TorchPin(version=t["version"], index_url=t.get("index_url"), python=spec)
+            if pin.series in seen:
+                raise self.err(
+                    f"torch {pin.series} is pinned twice (torch[{seen[pin.series]}] and torch[{i}])",
+                    ("torch", i, "version"),
+                    hint="job ids name the torch series, so each series may appear once",
+                )
+            seen[pin.series] = i
+            pins.append(pin)
+        return tuple(pins)
+
+    def _matrix(self, torch: tuple[TorchPin, ...]) -> Matrix:
+        m = self.d.get("matrix", {})
+        axes = tuple((name, tuple(values)) for name, values in m.get("axes", {}).items())
+        for name, _ in axes:
+            if name.lower() in BUILTIN_AXES:
+                raise self.err(
+                    f"matrix.axes.{name} clashes with the built-in axis {name.lower()!r}",
+                    ("matrix", "axes", name),
+                    key=True,
+                )
+        known = BUILTIN_AXES + tuple(n for n, _ in axes)
+        lengths = {"python": len(self.d["python"]), "rocm": len(self.d["rocm"]), "torch": len(torch)}
+        lengths.update({n: len(v) for n, v in axes})
+        zipped: tuple[str, ...] = tuple(m.get("zip", ()))
+        for i, axis in enumerate(zipped):
+            if axis not in known:
+                raise self.err(
+                    f"matrix.zip: unknown axis {axis!r}",
+                    ("matrix", "zip", i),
+                    hint=did_you_mean(axis, known) or f"axes: {', '.join(known)}",
+                )
+            if axis == "torch" and not torch:
+                raise self.err("matrix.zip names torch, but the recipe pins no torch", ("matrix", "zip", i))
+        if zipped and len({lengths[a] for a in zipped}) > 1:
+            sizes = ", ".join(f"{a} has {lengths[a]}" for a in zipped)
+            raise self.err(
+                f"matrix.zip pairs axes element by element, so they need the same length: {sizes}",
+                ("matrix", "zip"),
+            )
+        values = {
+            "python": list(self.d["python"]),
+            "rocm": list(self.d["rocm"]),
+            "torch": [t.series for t in torch],
+        }
+        values.update({n: list(v) for n, v in axes})
+        rules = []
+        for i, rule in enumerate(m.get("exclude", ())):
+            pairs = []
+            for axis, value in rule.items():
+                if axis == "reason":
+                    continue
+                if axis not in known:
+                    raise self.err(
+                        f"matrix.exclude[{i}]: unknown axis {axis!r}",
+                        ("matrix", "exclude", i, axis),
+                        key=True,
+                        hint=did_you_mean(axis, (*known, "reason")) or f"axes: {', '.join(known)}",
+                    )
+                if value not in values[axis]:
+                    shown = ", ".join(repr(v) for v in values[axis]) or "none"
+                    raise self.err(
+                        f"matrix.exclude[{i}]: {axis} {value!r} is not one of the recipe's "
+                        f"{axis} values ({shown})",
+                        ("matrix", "exclude", i, axis),
+                        hint=did_you_mean(value, values[axis]),
+                    )
+                pairs.append((axis, value))
+            if not pairs:
+                raise self.err(
+                    f"matrix.exclude[{i}] names no axis, so it would exclude everything",
+                    ("matrix", "exclude", i),
+                )
+            rules.append(ExcludeRule(index=i, values=tuple(sorted(pairs)), reason=rule.get("reason")))
+        return Matrix(zip=zipped, axes=axes, exclude=tuple(rules))
+
+    def _manylinux(self) -> Manylinux:
+        m = self.d["manylinux"]
+        name = m["policy"]
+        try:
+            pol = mlpolicy.get_policy(name)
+        except UsageError:
+            known = [p.name for p in mlpolicy.policies() if p.name != "linux"]
+            raise self.err(
+                f"manylinux.policy: {name!r} is not a policy the installed auditwheel knows",
+                ("manylinux", "policy"),
+                hint=did_you_mean(name, known) or f"known: {', '.join(known)}",
+            ) from None
+        if pol.name == "linux":
+            raise self.err("manylinux.policy: 'linux' is not a manylinux policy", ("manylinux", "policy"))
+        base = pol.ceilings()
+        overrides = dict(m.get("ceilings", {}))
+        for lib, value in overrides.items():
+            top = base.get(lib)
+            mine = mlpolicy.version_tuple(value)
+            if top is not None and mine is not None and mine > (mlpolicy.version_tuple(top) or ()):
+                raise self.err(
+                    f"manylinux.ceilings.{lib} {value} is above what {pol.name} allows ({top})",
+                    ("manylinux", "ceilings", lib),
+                    hint=f"a ceiling may only tighten the policy; pick a newer policy to allow {lib} {value}",
+                )
+        ceilings = {**base, **overrides}
+        return Manylinux(policy=pol.name, ceilings=dict(sorted(ceilings.items())), overrides=overrides)
+
+    def _publish(self) -> Publish | None:
+        p = self.d.get("publish")
+        if p is None:
+            return None
+        if "pypi" in p:
+            return Publish("pypi", "https://upload.pypi.org/legacy/")
+        if "index" in p:
+            return Publish("index", p["index"])
+        return Publish("directory", p["directory"])
+
+    def _version(self, torch: tuple[TorchPin, ...], matrix: Matrix, publish: Publish | None) -> VersionSpec:
+        v = self.d["version"]
+        base: str | None = None
+        if "base" in v:
+            try:
+                base = ver.check_base(v["base"])
+            except ver.VersionProblem as exc:
+                raise self.err(f"version.base: {exc}", ("version", "base")) from None
+        elif "tag_pattern" in v:
+            try:
+                pattern = re.compile(v["tag_pattern"])
+            except re.error as exc:
+                raise self.err(
+                    f"version.tag_pattern is not a regular expression: {exc}", ("version", "tag_pattern")
+                ) from None
+            if pattern.groups and "version" not in pattern.groupindex:
+                raise self.err(
+                    "version.tag_pattern has groups but none named 'version'",
+                    ("version", "tag_pattern"),
+                    hint="write e.g. ^v(?P<version>.+)$",
+                )
+        if "tag_pattern" in v and "base" in v:
+            raise self.err(
+                "version.tag_pattern applies only with from: git-tag", ("version", "tag_pattern"), key=True
+            )
+        local = v.get("local", "")
+        try:
+            fields = ver.template_fields(local)
+        except ver.VersionProblem as exc:
+            raise self.err(f"version.local: {exc}", ("version", "local")) from None
+        allowed = ver.PLACEHOLDERS + tuple(n for n, _ in matrix.axes)
+        for f in fields:
+            if f not in allowed:
+                raise self.err(
+                    f"version.local: unknown placeholder {{{f}}}",
+                    ("version", "local"),
+                    hint=did_you_mean(f, allowed) or f"placeholders: {', '.join(allowed)}",
+                )
+            if f.startswith("torch") and not torch:
+                raise self.err(
+                    f"version.local uses {{{f}}} but the recipe pins no torch",
+                    ("version", "local"),
+                    hint="add a torch pin or drop the placeholder",
+                )
+        if local and publish is not None and publish.kind == "pypi":
+            raise self.err(
+                f"publish.pypi with a local version label ({local!r}): {ver.PYPI_LOCAL_REASON}",
+                ("publish", "pypi"),
+                key=True,
+            )
+        return VersionSpec(
+            base=base,
+            from_git_tag=v.get("from") == "git-tag",
+            tag_pattern=v.get("tag_pattern", ver.DEFAULT_TAG_PATTERN),
+            local=local,
+        )

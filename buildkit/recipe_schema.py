@@ -1,0 +1,214 @@
+"""The recipe's JSON Schema (shipped in the package) and its errors turned into positioned messages.
+
+jsonschema reports a path into the instance (``["torch", 0, "index_url"]``); :class:`Spans`
+maps it back to the YAML line and column. Each validator keyword gets a message that says what
+was expected, plus "did you mean" for unknown keys and enum values.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+from buildkit.errors import RecipeError
+from buildkit.yamlspan import Path, Spans
+
+# Lower sorts first among errors reported at the same position: the specific before the general.
+_PRIORITY = {"additionalProperties": 0, "propertyNames": 0, "type": 1, "enum": 2, "const": 2, "pattern": 3}
+# Errors about a whole mapping come after errors about one of its values or keys: an unknown key
+# 'pythn' explains a missing 'python' better than the other way round.
+_CONTAINER = {"required", "oneOf", "anyOf", "dependentRequired", "minProperties", "maxProperties"}
+
+
+@cache
+def recipe_schema() -> dict[str, Any]:
+    """The recipe JSON Schema (draft 2020-12) as shipped in ``buildkit/schema/``."""
+    text = resources.files("buildkit").joinpath("schema/recipe.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@cache
+def _validator() -> jsonschema.Draft202012Validator:
+    schema = recipe_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """A "did you mean" hint for ``word`` among ``choices`` (difflib), or None."""
+    close = difflib.get_close_matches(word, sorted(choices), n=3, cutoff=0.6)
+    if not close:
+        return None
+    return "did you mean " + " or ".join(repr(c) for c in close) + "?"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int):
+        return f"a number ({value})"
+    if isinstance(value, float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+_TYPE_NAMES = {
+    "string": "a string",
+    "object": "a mapping",
+    "array": "a list",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "null": "null",
+}
+
+
+def _where(path: Path) -> str:
+    if not path:
+        return "the recipe"
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+Problem = tuple[tuple[int, int, int, int], str, str | None]
+
+
+def _problems(err: ValidationError, spans: Spans) -> list[Problem]:
+    """One problem per unknown key / missing key, else one per jsonschema error."""
+    if err.validator == "additionalProperties" and isinstance(err.instance, dict):
+        allowed = err.schema.get("properties", {}) if isinstance(err.schema, Mapping) else {}
+        return [_error_for(err, spans, key=k) for k in err.instance if k not in allowed]
+    if err.validator == "required" and isinstance(err.instance, dict):
+        required: Any = err.validator_value
+        missing = [k for k in required if k not in err.instance]
+        named = [k for k in missing if err.message.startswith(repr(k))]
+        return [_error_for(err, spans, key=k) for k in (named or missing[:1])]
+    return [_error_for(err, spans)]
+
+
+def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> Problem:
+    """``(sort key, message, hint)`` for one jsonschema error (``key``: the unknown/missing key)."""
+    path: Path = tuple(err.absolute_path)
+    schema = err.schema if isinstance(err.schema, Mapping) else {}
+    where = _where(path)
+    hint: str | None = None
+    pos = spans.value(path)
+    validator = str(err.validator)
+    instance = err.instance
+    value: Any = err.validator_value
+
+    if validator == "additionalProperties" and isinstance(instance, dict):
+        allowed = list(schema.get("properties", {}))
+        key = key or next((k for k in instance if k not in allowed), "?")
+        pos = spans.key((*path, key))
+        message = f"unknown key {key!r} in {where}"
+        hint = did_you_mean(key, allowed)
+        if hint is None and allowed:
+            hint = "expected one of: " + ", ".join(allowed)
+    elif validator == "propertyNames":
+        key = str(instance)
+        pos = spans.key((*path, key))
+        expected = schema.get("x-expected") or f"a name matching {schema.get('pattern')}"
+        message = f"bad name {key!r} in {where}: expected {expected}"
+    elif validator == "type":
+        wanted = value if isinstance(value, list) else [value]
+        names = " or ".join(_TYPE_NAMES.get(str(w), str(w)) for w in wanted)
+        text = spans.text.get(path)
+        got = _kind(instance)
+        message = f"{where}: expected {names}, got {got}"
+        if "string" in wanted and isinstance(instance, (int, float, bool)) and text is not None:
+            hint = f'quote it: "{text}"'
+            if isinstance(instance, float) and str(instance) != text:
+                hint = f'YAML reads {text} as the number {instance!r}; quote it: "{text}"'
+            elif isinstance(instance, bool):
+                hint = f'YAML reads {text} as a boolean; quote it: "{text}"'
+    elif validator in ("enum", "const"):
+        options = value if validator == "enum" else [value]
+        shown = ", ".join(json.dumps(o) for o in options)
+        message = f"{where}: expected {'one of ' if len(options) > 1 else ''}{shown}, got {_kind(instance)}"
+        if isinstance(instance, str):
+            hint = did_you_mean(instance, [str(o) for o in options])
+    elif validator == "pattern":
+        expected = schema.get("x-expected") or f"a string matching {value}"
+        message = f"{where}: expected {expected}, got {instance!r}"
+    elif validator == "required":
+        missing = [key] if key else [k for k in value if isinstance(instance, dict) and k not in instance]
+        message = f"{where}: missing required key {missing[0]!r}" if missing else err.message
+        props = list(schema.get("properties", {}))
+        if missing and isinstance(instance, dict):
+            for k in instance:
+                if k not in props and did_you_mean(k, missing):
+                    hint = f"is {k!r} a misspelling of {missing[0]!r}?"
+    elif validator == "oneOf":
+        keys = [sub.get("required", [None])[0] for sub in value if isinstance(sub, Mapping)]
+        present = [k for k in keys if isinstance(instance, dict) and k in instance]
+        if all(keys):
+            if present:
+                message = (
+                    f"{where}: give only one of {', '.join(map(repr, keys))}, not {' and '.join(present)}"
+                )
+            else:
+                message = f"{where}: expected one of the keys {', '.join(map(repr, keys))}"
+        else:
+            message = f"{where}: {err.message}"
+    elif validator == "dependentRequired":
+        present_key = next((k for k in value if isinstance(instance, dict) and k in instance), "")
+        needs = value.get(present_key, []) if present_key else []
+        message = f"{where}: {present_key!r} needs {', '.join(map(repr, needs))} as well"
+        pos = spans.key((*path, present_key)) if present_key else pos
+    elif validator in ("minItems", "minLength", "minProperties"):
+        what = {"minItems": "item", "minLength": "character", "minProperties": "key"}[validator]
+        n = value
+        message = f"{where}: expected at least {n} {what}{'s' if n != 1 else ''}"
+    elif validator == "maxProperties" and isinstance(instance, dict):
+        if value == 1:
+            choices = ", ".join(schema.get("properties", {}))
+            message = f"{where}: give only one of {choices}; got {' and '.join(instance)}"
+        else:
+            message = f"{where}: expected at most {value} keys, got {len(instance)}"
+    elif validator == "uniqueItems" and isinstance(instance, list):
+        seen: set[str] = set()
+        dup_index = 0
+        for i, item in enumerate(instance):
+            k = json.dumps(item, sort_keys=True)
+            if k in seen:
+                dup_index = i
+                break
+            seen.add(k)
+        pos = spans.value((*path, dup_index))
+        message = f"{where}: duplicate item {instance[dup_index]!r}"
+    else:
+        message = f"{where}: {err.message}"
+    line, column = pos if pos else (0, 0)
+    return (int(validator in _CONTAINER), line, column, _PRIORITY.get(validator, 5)), message, hint
+
+
+def validate(data: Any, spans: Spans, file: str) -> None:
+    """Raise :class:`RecipeError` for the first schema violation (by position), if any."""
+    errors: Sequence[ValidationError] = list(_validator().iter_errors(data))
+    if not errors:
+        return
+    found = sorted((p for e in errors for p in _problems(e, spans)), key=lambda t: t[0])
+    (_, line, column, _), message, hint = found[0]
+    others = len({m for _, m, _ in found}) - 1
+    if others > 0:
+        message += f" (and {others} more problem{'s' if others > 1 else ''})"
+    raise RecipeError(message, file=file, line=line or None, column=column or None, hint=hint)

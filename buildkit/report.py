@@ -1,0 +1,147 @@
+"""Rendering gate verdicts: a human report (like the verdicts posted on release PRs) and JSON.
+
+The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema_version`` 1):
+
+.. code-block:: text
+
+    {"schema": "rocm-buildkit/check-report", "schema_version": 1, "passed": bool,
+     "wheels": [ {"wheel", "size", "sha256", "passed", "config": {...},
+                  "platform": {"overall_tag", "sym_tag", "library_tag", "file_tags", "arch", "pure"},
+                  "symbols": [{"library", "prefix", "max", "file", "files"}],
+                  "libraries": [{"library", "status", "needed_by", "detail"}],
+                  "external_libraries": [...], "gfx": [{"file", "kind", "targets"}],
+                  "findings": [{"rule", "severity", "file", "library", "symbol", "message"}]}
+                | {"wheel", "error"} ]}
+
+Version bumps: add optional fields freely; renaming or removing a field bumps ``schema_version``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from buildkit.gate import MiB, Verdict
+
+SCHEMA_ID = "rocm-buildkit/check-report"
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class ReadFailure:
+    """A wheel that could not be read (exit code 6)."""
+
+    wheel: str
+    error: str
+
+
+def load_schema() -> dict[str, Any]:
+    text = (
+        resources.files("buildkit").joinpath("schema").joinpath("check-report.schema.json").read_text("utf-8")
+    )
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+def verdict_to_json(v: Verdict) -> dict[str, Any]:
+    return {
+        "wheel": v.wheel,
+        "size": v.size,
+        "sha256": v.sha256,
+        "passed": v.passed,
+        "config": v.config.to_json(),
+        "platform": {
+            "overall_tag": v.overall_tag,
+            "sym_tag": v.sym_tag,
+            "library_tag": v.lib_policy.tag if v.lib_policy else None,
+            "file_tags": list(v.file_tags),
+            "arch": v.arch,
+            "pure": v.pure,
+        },
+        "symbols": [
+            {
+                "library": s.library,
+                "prefix": s.prefix,
+                "max": s.version,
+                "file": s.file,
+                "files": list(s.files),
+            }
+            for s in v.symbols
+        ],
+        "libraries": [
+            {"library": u.library, "status": u.status, "needed_by": list(u.needed_by), "detail": u.detail}
+            for u in v.libraries
+        ],
+        "external_libraries": v.external_libraries(),
+        "gfx": [{"file": g.file, "kind": g.kind, "targets": list(g.targets)} for g in v.gfx],
+        "findings": [f.to_json() for f in v.findings],
+    }
+
+
+def to_json(verdicts: Sequence[Verdict], failures: Sequence[ReadFailure] = ()) -> dict[str, Any]:
+    wheels: list[dict[str, Any]] = [verdict_to_json(v) for v in verdicts]
+    wheels += [{"wheel": f.wheel, "error": f.error} for f in failures]
+    return {
+        "schema": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
+        "passed": not failures and all(v.passed for v in verdicts),
+        "wheels": wheels,
+    }
+
+
+def render_human(v: Verdict) -> str:
+    """The verdict of one wheel as text: tag, symbols, libraries, gfx targets, each failed rule."""
+    lines = [f"{v.wheel}  ({v.size / MiB:.1f} MiB, sha256 {v.sha256[:12]})"]
+    status = "PASS" if v.passed else "FAIL"
+    lines.append(f"  verdict: {status} ({len(v.errors)} error(s), {len(v.warnings)} warning(s))")
+    if v.pure:
+        lines.append("  platform: no host ELF code (pure wheel)")
+    else:
+        lines.append(
+            f"  platform tag: {v.overall_tag}  (symbols allow {v.sym_tag}; "
+            f"libraries allow {v.lib_policy.tag if v.lib_policy else '-'})"
+        )
+    lines.append(f"  file name tags: {', '.join(v.file_tags) or '-'}")
+    if v.symbols:
+        lines.append("  max required symbol versions:")
+        width = max(len(s.library) for s in v.symbols)
+        for s in v.symbols:
+            more = f" (+{len(s.files) - 1} more)" if len(s.files) > 1 else ""
+            lines.append(f"    {s.library:<{width}}  {s.version:<16} {s.file}{more}")
+    if v.libraries:
+        lines.append("  needed libraries:")
+        width = max(len(u.library) for u in v.libraries)
+        for u in v.libraries:
+            detail = f" ({u.detail})" if u.detail else ""
+            lines.append(f"    {u.library:<{width}}  {u.status}{detail}")
+    ext = v.external_libraries()
+    lines.append(f"  external libraries: {', '.join(ext) if ext else 'none'}")
+    if v.gfx:
+        lines.append("  gfx targets:")
+        for g in v.gfx:
+            lines.append(f"    {g.file} [{g.kind}]: {' '.join(g.targets)}")
+    for f in v.findings:
+        where = ", ".join(
+            part
+            for part in (
+                f"file {f.file}" if f.file else "",
+                f"library {f.library}" if f.library else "",
+                f"symbol {f.symbol}" if f.symbol else "",
+            )
+            if part
+        )
+        lines.append(f"  {f.severity.upper()} [{f.rule}] {f.message}" + (f"  ({where})" if where else ""))
+    return "\n".join(lines)
+
+
+def render_all(verdicts: Sequence[Verdict], failures: Sequence[ReadFailure] = ()) -> str:
+    parts = [render_human(v) for v in verdicts]
+    parts += [f"{f.wheel}\n  verdict: UNREADABLE: {f.error}" for f in failures]
+    failed = sum(not v.passed for v in verdicts)
+    summary = f"{len(verdicts) - failed} passed, {failed} failed"
+    if failures:
+        summary += f", {len(failures)} unreadable"
+    return "\n\n".join([*parts, summary])

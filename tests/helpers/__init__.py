@@ -1,0 +1,1 @@
+"""Small builders of test inputs (shared libraries, offload bundles, wheels)."""

@@ -1,0 +1,177 @@
+"""``buildkit check``: exit codes, human report, JSON validated against the shipped schema.
+
+Wheels are built with the host's real gcc (tests/agreement/testwheels.py; ~0.1 s each)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from buildkit.cli import main
+from buildkit.report import load_schema
+
+_spec = importlib.util.spec_from_file_location(
+    "testwheels", Path(__file__).parents[1] / "agreement" / "testwheels.py"
+)
+assert _spec is not None and _spec.loader is not None
+testwheels = importlib.util.module_from_spec(_spec)
+sys.modules["testwheels"] = testwheels
+_spec.loader.exec_module(testwheels)
+
+REPO = Path(__file__).parents[2]
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    try:
+        main(["check", *args])
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code, out, _ = run(capsys, "--json", *args)
+    doc: dict[str, Any] = json.loads(out)
+    jsonschema.validate(doc, load_schema())
+    return code, doc
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("cli")
+    dirs = {n: root / n for n in ("glibc", "cxx", "ext", "hip", "torch")}
+    for d in dirs.values():
+        d.mkdir()
+    so = testwheels.compile_shared("int f(void) { return 1; }\n", dirs["torch"] / "t.so")
+    return {
+        "glibc_new": testwheels.glibc_new(dirs["glibc"]),
+        "glibcxx_new": testwheels.glibcxx_new(dirs["cxx"]),
+        "external_lib": testwheels.external_lib(dirs["ext"])[0],
+        "hip_like": testwheels.hip_like(dirs["hip"], ["gfx908", "gfx90a"]),
+        "torch_loose": testwheels.pack_wheel(
+            dirs["torch"],
+            "tpin",
+            "cp311-cp311-manylinux_2_28_x86_64",
+            {"tpin/t.so": so},
+            requires=["torch>=2.9"],
+        ),
+    }
+
+
+def test_pass_exits_0_and_json_matches_schema(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path]
+) -> None:
+    code, doc = run_json(capsys, str(built["glibcxx_new"]), "--policy", "manylinux_2_35")
+    assert code == 0
+    assert doc["schema_version"] == 1 and doc["passed"] is True
+    (w,) = doc["wheels"]
+    assert w["platform"]["sym_tag"] == "manylinux_2_35_x86_64"
+    assert {"library": "libstdc++.so.6", "prefix": "GLIBCXX", "max": "GLIBCXX_3.4.30"}.items() <= {
+        **next(s for s in w["symbols"] if s["prefix"] == "GLIBCXX")
+    }.items()
+
+
+def test_gate_failure_exits_7_naming_file_library_symbol(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path]
+) -> None:
+    code, out, err = run(capsys, str(built["glibc_new"]))
+    assert code == 7
+    assert "platform tag: manylinux_2_36_x86_64" in out
+    assert "file glibcnew/_ext.so, library libc.so.6, symbol GLIBC_2.36" in out
+    assert "gate failed" in err and "Traceback" not in err
+
+
+def test_ceiling_flags(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
+    code, doc = run_json(capsys, str(built["glibcxx_new"]), "--max-glibcxx", "3.4.24")
+    assert code == 7
+    assert [(f["rule"], f["symbol"]) for f in doc["wheels"][0]["findings"]] == [("ceiling", "GLIBCXX_3.4.30")]
+
+
+def test_unreadable_wheel_exits_6_and_others_are_reported(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path], tmp_path: Path
+) -> None:
+    bad = tmp_path / "broken-1.0-cp311-cp311-linux_x86_64.whl"
+    bad.write_bytes(b"this is not a zip file")
+    code, doc = run_json(capsys, str(built["glibcxx_new"]), str(bad))
+    assert code == 6
+    assert doc["passed"] is False
+    assert doc["wheels"][1]["wheel"] == bad.name and doc["wheels"][1]["error"]
+    assert doc["wheels"][0]["passed"] is True
+
+
+def test_exclude_glob(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
+    code, out, _ = run(capsys, str(built["external_lib"]), "--policy", "manylinux_2_28")
+    assert code == 7 and "library libtiny.so.1" in out
+    code, doc = run_json(
+        capsys, str(built["external_lib"]), "--policy", "manylinux_2_28", "--exclude", "libtiny.so*"
+    )
+    assert code == 0
+    assert doc["wheels"][0]["libraries"][0] == {
+        "library": "libtiny.so.1",
+        "status": "excluded",
+        "needed_by": ["usetiny/_ext.so"],
+        "detail": "libtiny.so*",
+    }
+
+
+def test_archs(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
+    code, out, _ = run(capsys, str(built["hip_like"]), "--archs", "gfx908,gfx90a")
+    assert code == 0 and "hipk/_ext.so [bundle]: gfx908 gfx90a" in out
+    code, doc = run_json(capsys, str(built["hip_like"]), "--archs", "gfx90a,gfx942")
+    assert code == 7
+    assert [(f["severity"], f["symbol"]) for f in doc["wheels"][0]["findings"]] == [
+        ("error", "gfx942"),
+        ("warning", "gfx908"),
+    ]
+
+
+def test_torch_pin_and_size_limit(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
+    assert run(capsys, str(built["torch_loose"]))[0] == 0
+    code, out, _ = run(capsys, str(built["torch_loose"]), "--torch", "2.10")
+    assert code == 7 and "torch-pin" in out
+    code, out, _ = run(capsys, str(built["torch_loose"]), "--size-limit", "1KiB")
+    assert code == 7 and "[size]" in out
+
+
+def test_exclude_set_from_rocm_data(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # an extension needing libamdhip64.so.6: built against a stub with that SONAME (no ROCm here)
+    stub = testwheels.compile_shared(
+        "int hipInit(int f) { return f; }\n",
+        tmp_path / "libamdhip64.so.6",
+        flags=["-Wl,-soname,libamdhip64.so.6"],
+    )
+    so = testwheels.compile_shared(
+        "int hipInit(int);\nint go(void) { return hipInit(0); }\n", tmp_path / "ext.so", libs=[str(stub)]
+    )
+    wheel = testwheels.pack_wheel(
+        tmp_path, "usehip", "cp311-cp311-manylinux_2_28_x86_64", {"usehip/ext.so": so}
+    )
+    assert run(capsys, str(wheel))[0] == 7
+    code, doc = run_json(capsys, str(wheel), "--exclude-set", "rocm", "--rocm", "7.2")
+    assert code == 0, doc
+    assert doc["wheels"][0]["libraries"][0]["status"] == "excluded"
+
+
+def test_recipe_job(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    recipe = REPO / "recipes" / "reference.yaml"
+    job = expand(load_recipe(recipe)).jobs[0]
+    code, doc = run_json(capsys, str(built["hip_like"]), "--recipe", str(recipe), "--job", job.id)
+    cfg = doc["wheels"][0]["config"]
+    assert cfg["policy"] == job.policy and cfg["archs"] == [str(t) for t in job.archs.kept]
+    assert cfg["exclude_globs"] == list(job.exclude_globs)
+    assert code == (0 if {str(t) for t in job.archs.kept} <= {"gfx908", "gfx90a"} else 7)
+    code, _, err = run(capsys, str(built["hip_like"]), "--recipe", str(recipe), "--job", "nope")
+    assert code == 2 and "no job 'nope'" in err
+    code, _, err = run(capsys, str(built["hip_like"]), "--job", job.id)
+    assert code == 2 and "--recipe and --job go together" in err

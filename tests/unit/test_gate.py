@@ -1,0 +1,268 @@
+"""buildkit.gate: every rule on WheelReports built in memory (the inspection itself is tested elsewhere;
+the real toolchain end-to-end is in tests/agreement)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from packaging.requirements import Requirement
+
+from buildkit.errors import UsageError
+from buildkit.gate import GateConfig, MiB, evaluate, torch_pin_problem
+from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, WheelReport
+
+EXT = "pkg/_ext.cpython-311-x86_64-linux-gnu.so"
+
+
+def elf(
+    member: str = EXT,
+    *,
+    needed: tuple[str, ...] = ("libc.so.6",),
+    soname: str | None = None,
+    needs: dict[str, tuple[str, ...]] | None = None,
+    targets: tuple[str, ...] = (),
+) -> ElfInfo:
+    entries = tuple(
+        OffloadEntry(f"hipv4-amdgcn-amd-amdhsa--{t}", "hipv4", "amdgcn-amd-amdhsa", t, 100) for t in targets
+    )
+    if targets:
+        entries = (
+            OffloadEntry("host-x86_64-unknown-linux-gnu-", "host", "x86_64-unknown-linux-gnu", None, 0),
+            *entries,
+        )
+    return ElfInfo(
+        member=member,
+        machine="x86_64",
+        elf_class=64,
+        soname=soname,
+        needed=needed,
+        rpath=(),
+        runpath=(),
+        version_needs=needs if needs is not None else {"libc.so.6": ("GLIBC_2.2.5",)},
+        offload_targets=entries,
+        offload_bundles=1 if targets else 0,
+    )
+
+
+def report(
+    *elves: ElfInfo,
+    tag: str = "manylinux_2_28_x86_64",
+    size: int = 1000,
+    requires: tuple[str, ...] = (),
+    code_objects: tuple[CodeObject, ...] = (),
+) -> WheelReport:
+    filename = f"pkg-1.0-cp311-cp311-{tag}.whl"
+    return WheelReport(
+        path=filename,
+        filename=filename,
+        size=size,
+        sha256="0" * 64,
+        name="pkg",
+        version="1.0",
+        build_tag=None,
+        tags=(f"cp311-cp311-{tag}",),
+        wheel_tags=(f"cp311-cp311-{tag}",),
+        root_is_purelib=False,
+        metadata_requires=requires,
+        record=(),
+        uncompressed_size=size,
+        members=tuple(e.member for e in elves),
+        elves=tuple(elves),
+        code_objects=code_objects,
+    )
+
+
+def rules(v: Any, severity: str = "error") -> list[str]:
+    return [f.rule for f in v.findings if f.severity == severity]
+
+
+def test_clean_wheel_passes_with_its_tag() -> None:
+    v = evaluate(report(elf(needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.17")})), GateConfig())
+    assert v.passed, v.findings
+    assert v.overall_tag == "manylinux_2_17_x86_64"
+    assert v.sym_tag == "manylinux_2_17_x86_64"
+    assert [(s.library, s.version, s.file) for s in v.symbols] == [("libc.so.6", "GLIBC_2.17", EXT)]
+
+
+def test_file_name_claiming_more_than_symbols_allow_fails_naming_file_library_symbol() -> None:
+    v = evaluate(report(elf(needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.34")})), GateConfig())
+    assert not v.passed
+    tag = [f for f in v.findings if f.rule == "platform-tag"]
+    assert [(f.file, f.library, f.symbol) for f in tag] == [(EXT, "libc.so.6", "GLIBC_2.34")]
+    # the default ceiling is the file name's policy: the same need breaks it too
+    ceil = [f for f in v.findings if f.rule == "ceiling"]
+    assert [(f.file, f.library, f.symbol) for f in ceil] == [(EXT, "libc.so.6", "GLIBC_2.34")]
+    assert v.overall_tag == "manylinux_2_34_x86_64"
+
+
+def test_flag_ceilings_override_and_gcc_counts() -> None:
+    e = elf(
+        needed=("libstdc++.so.6", "libgcc_s.so.1", "libc.so.6"),
+        needs={
+            "libstdc++.so.6": ("GLIBCXX_3.4.22", "CXXABI_1.3.11"),
+            "libgcc_s.so.1": ("GCC_7.0.0",),
+            "libc.so.6": ("GLIBC_2.17",),
+        },
+    )
+    ok = evaluate(report(e, tag="linux_x86_64"), GateConfig.from_flags(max_glibcxx="3.4.24"))
+    assert ok.passed, ok.findings
+    bad = evaluate(
+        report(e, tag="linux_x86_64"),
+        GateConfig.from_flags(max_glibcxx="3.4.21", max_gcc="4.8.0", max_glibc="2.17"),
+    )
+    assert sorted((f.library, f.symbol) for f in bad.errors) == [
+        ("libgcc_s.so.1", "GCC_7.0.0"),
+        ("libstdc++.so.6", "GLIBCXX_3.4.22"),
+    ]
+
+
+def test_policy_ceilings_apply_when_the_file_name_says_nothing() -> None:
+    e = elf(needs={"libc.so.6": ("GLIBC_2.29",)})
+    v = evaluate(report(e, tag="linux_x86_64"), GateConfig(policy="manylinux_2_28"))
+    assert [(f.rule, f.symbol) for f in v.errors] == [("ceiling", "GLIBC_2.29")]
+    assert evaluate(report(e, tag="linux_x86_64"), GateConfig()).passed
+
+
+def test_external_library_must_be_whitelisted_grafted_or_excluded() -> None:
+    ext = elf(needed=("libc.so.6", "libamdhip64.so.6", "libfoo-1a2b3c4d.so.1", "librocblas.so.5"))
+    grafted = elf(
+        "pkg.libs/libfoo-1a2b3c4d.so.1",
+        soname="libfoo-1a2b3c4d.so.1",
+        needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.27")},
+    )
+    v = evaluate(report(ext, grafted), GateConfig(exclude_globs=("librocblas.so*",)))
+    errs = sorted((f.rule, f.file, f.library) for f in v.errors)
+    assert errs == [("external-library", EXT, "libamdhip64.so.6"), ("platform-tag", EXT, "libamdhip64.so.6")]
+    status = {u.library: u.status for u in v.libraries}
+    assert status == {
+        "libc.so.6": "whitelisted",
+        "libamdhip64.so.6": "external",
+        "libfoo-1a2b3c4d.so.1": "grafted",
+        "librocblas.so.5": "excluded",
+    }
+    assert v.external_libraries() == ["libamdhip64.so.6"]
+    assert v.overall_tag == "linux_x86_64"
+    # the grafted library's own requirement counts
+    assert v.sym_tag == "manylinux_2_27_x86_64"
+    fixed = evaluate(report(ext, grafted), GateConfig(exclude_globs=("librocblas.so*", "libamdhip64.so*")))
+    assert fixed.passed and fixed.overall_tag == "manylinux_2_27_x86_64"
+
+
+def test_versioned_soname_is_not_matched_by_an_unversioned_glob() -> None:
+    v = evaluate(report(elf(needed=("librocblas.so.5",))), GateConfig(exclude_globs=("librocblas.so",)))
+    assert [f.library for f in v.errors if f.rule == "external-library"] == ["librocblas.so.5"]
+
+
+def test_whitelist_depends_on_policy() -> None:
+    e = elf(needed=("libc.so.6", "libexpat.so.1"))  # whitelisted from manylinux_2_12 on, not in manylinux1
+    assert evaluate(report(e), GateConfig()).passed
+    v = evaluate(report(e, tag="manylinux1_x86_64"), GateConfig())
+    assert ("platform-tag", "libexpat.so.1") in [(f.rule, f.library) for f in v.errors]
+    assert v.external_libraries() == ["libexpat.so.1"]
+
+
+def test_gfx_archs_missing_fails_extra_warns() -> None:
+    hip = elf(targets=("gfx908", "gfx90a:xnack-", "gfx942"))
+    v = evaluate(report(hip), GateConfig(archs=("gfx90a", "gfx1100", "gfx908")))
+    assert [(f.rule, f.symbol) for f in v.errors] == [("gfx-arch", "gfx1100")]
+    assert [(f.rule, f.symbol) for f in v.warnings] == [("gfx-arch", "gfx942")]
+    assert v.gfx[0].targets == ("gfx908", "gfx90a:xnack-", "gfx942")
+    strict = evaluate(
+        report(hip), GateConfig(archs=("gfx90a:xnack+", "gfx908", "gfx942"), match_features=True)
+    )
+    assert [f.symbol for f in strict.errors] == ["gfx90a:xnack+"]
+
+
+def test_every_hip_object_must_carry_every_arch() -> None:
+    a = elf("pkg/a.so", targets=("gfx908", "gfx90a"))
+    b = elf("pkg/b.so", targets=("gfx90a",))
+    v = evaluate(report(a, b), GateConfig(archs=("gfx908", "gfx90a")))
+    assert [(f.file, f.symbol) for f in v.errors] == [("pkg/b.so", "gfx908")]
+
+
+def test_standalone_code_objects_cover_the_request_together() -> None:
+    cos = tuple(CodeObject(f"pkg/kernels/k-{t}.hsaco", t, 5, 0) for t in ("gfx90a", "gfx942"))
+    v = evaluate(report(elf(), code_objects=cos), GateConfig(archs=("gfx90a", "gfx942")))
+    assert v.passed, v.findings
+    v2 = evaluate(report(elf(), code_objects=cos), GateConfig(archs=("gfx90a", "gfx950")))
+    assert [f.symbol for f in v2.errors] == ["gfx950"]
+
+
+def test_archs_requested_but_no_gpu_code() -> None:
+    v = evaluate(report(elf()), GateConfig(archs=("gfx90a",)))
+    assert rules(v) == ["gfx-arch"]
+
+
+def test_size_budget() -> None:
+    assert rules(evaluate(report(elf(), size=101 * MiB), GateConfig()), "warning") == ["size"]
+    assert evaluate(report(elf(), size=101 * MiB), GateConfig()).passed
+    assert rules(evaluate(report(elf(), size=101 * MiB), GateConfig(size_limit=100 * MiB))) == ["size"]
+    assert evaluate(report(elf(), size=99 * MiB), GateConfig()).findings == ()
+
+
+@pytest.mark.parametrize(
+    ("requirement", "ok"),
+    [
+        ("torch==2.10.*", True),
+        ("torch>=2.10,<2.11", True),
+        ("torch~=2.10.0", True),
+        ("torch==2.10.1", True),
+        ("torch>=2.10.0,<2.11.0; python_version >= '3.10'", True),
+        ("torch>=2.9", False),
+        ("torch~=2.10", False),
+        ("torch", False),
+        ("torch>=2.10,<=2.11", False),
+        ("torch==2.9.*", False),
+    ],
+)
+def test_torch_pin(requirement: str, ok: bool) -> None:
+    assert (torch_pin_problem(Requirement(requirement), "2.10") is None) is ok
+    v = evaluate(report(elf(), requires=("numpy>=1.24", requirement)), GateConfig(torch="2.10"))
+    assert v.passed is ok, v.findings
+
+
+def test_torch_pin_needs_a_torch_requirement() -> None:
+    v = evaluate(report(elf(), requires=("numpy",)), GateConfig(torch="2.10"))
+    assert [(f.rule, f.library) for f in v.errors] == [("torch-pin", "torch")]
+    assert evaluate(report(elf(), requires=("numpy",)), GateConfig()).passed  # no pin: no rule
+
+
+def test_pure_wheel_has_no_tag() -> None:
+    v = evaluate(report(tag="any"), GateConfig())
+    assert v.pure and v.overall_tag is None and v.passed
+
+
+def test_machine_mismatch_with_file_tag() -> None:
+    v = evaluate(report(elf(), tag="manylinux_2_28_aarch64"), GateConfig())
+    assert "elf-machine" in rules(v)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"policy": "manylinux_9_9"},
+        {"ceilings": {"GLIBC": "two"}},
+        {"ceilings": {"FOO": "1.0"}},
+        {"torch": "2"},
+        {"size_limit": 0},
+    ],
+)
+def test_bad_config_is_a_usage_error(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(UsageError):
+        GateConfig(**kwargs)
+
+
+def test_from_job_uses_the_jobs_fields() -> None:
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    job = expand(load_recipe(Path(__file__).parents[2] / "recipes" / "reference.yaml")).jobs[0]
+    cfg = GateConfig.from_job(job)
+    assert cfg.policy == job.policy and cfg.torch == job.torch
+    assert cfg.archs == tuple(str(t) for t in job.archs.kept) and cfg.exclude_globs == job.exclude_globs
+    assert dict(cfg.ceilings) == dict(job.ceilings)
+    assert GateConfig.from_job(job, torch="2.10", size_limit=5).torch == "2.10"
+    assert replace(cfg, size_limit=5).size_limit == 5

@@ -1,0 +1,271 @@
+"""Plans: job ids, zip/exclude, skipped combinations, versions, renderers and golden files.
+
+Golden files live in tests/data/golden/; regenerate them with
+``BUILDKIT_REGEN_GOLDEN=1 python -m pytest tests/unit/test_plan.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from buildkit.errors import ArchError, RecipeError
+from buildkit.plan import Plan, expand, github_matrix, job_id, render_github, render_json, render_table
+from buildkit.recipe import load_recipe, parse_recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = ROOT / "recipes"
+DATA = ROOT / "tests" / "data"
+GOLDEN = DATA / "golden"
+REGEN = os.environ.get("BUILDKIT_REGEN_GOLDEN") == "1"
+
+# The environment the golden plans are made in: fixed, so they do not depend on this machine.
+GOLDEN_ENV = {"PYTORCH_ROCM_ARCH": "gfx90a;gfx942;gfx950;gfx1100"}
+GOLDEN_CASES = {
+    "aiter": RECIPES / "aiter.yaml",
+    "reference": RECIPES / "reference.yaml",
+    "matrix": DATA / "recipes" / "matrix.yaml",
+}
+RENDER = {"table": render_table, "json": render_json, "github": render_github}
+
+
+def _no_agents() -> list[str]:
+    return []
+
+
+def _plan(path: Path, env: dict[str, str] | None = None) -> Plan:
+    return expand(load_recipe(path), env=GOLDEN_ENV if env is None else env, enumerator=_no_agents)
+
+
+MINIMAL = """\
+name: demo
+source: {path: ../csrc}
+version: {base: "1.0", local: "rocm{rocm}"}
+python: ["3.12", "3.13"]
+rocm: ["6.4"]
+archs: {list: [gfx90a]}
+manylinux: {policy: manylinux_2_28}
+image: manylinux_2_28-rocm
+"""
+
+
+def _parse(text: str, tmp_path: Path) -> Plan:
+    return expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={}, enumerator=_no_agents)
+
+
+# ---------------------------------------------------------------- the issue's "done when"
+
+
+def test_aiter_plan_is_the_eight_jobs() -> None:
+    plan = _plan(RECIPES / "aiter.yaml")
+    assert [j.id for j in plan.jobs] == [
+        f"cp{py}-{pair}"
+        for py in ("310", "311", "312", "313")
+        for pair in ("rocm7.0-torch2.9", "rocm7.2-torch2.10")
+    ]
+    assert plan.skipped == ()
+    job = plan.job("cp312-rocm7.2-torch2.10")
+    assert job.version == "0.1.12.post2+rocm7.2.manylinux.2.28"
+    # aiter's real wheel: amd_aiter-0.1.12.post2+rocm7.2.manylinux.2.28-cp312-cp312-manylinux_2_28_x86_64.whl
+    assert f"amd_aiter-{job.version}-{job.cp_tag}-{job.cp_tag}-{job.platform_tag}.whl" == (
+        "amd_aiter-0.1.12.post2+rocm7.2.manylinux.2.28-cp312-cp312-manylinux_2_28_x86_64.whl"
+    )
+    assert job.torch_index_url == "https://download.pytorch.org/whl/rocm7.2"
+    assert job.torch_requirement == "torch==2.10.*"
+    assert plan.job("cp310-rocm7.0-torch2.9").torch_index_url == "https://download.pytorch.org/whl/rocm7.0"
+    assert job.ceilings["GLIBC"] == "2.28" and job.ceilings["CXXABI"] == "1.3.11"
+    assert job.image_profile == "manylinux_2_28-rocm"
+    assert job.archs.pytorch_rocm_arch() == "gfx942;gfx950"
+    assert job.env["PYTORCH_ROCM_ARCH"] == "gfx942;gfx950"
+    assert job.env["PREBUILD_KERNELS"] == "1"
+    assert "librocblas.so*" in job.exclude_globs and "libmscclpp*.so*" in job.exclude_globs
+
+
+def test_reference_plan() -> None:
+    plan = _plan(RECIPES / "reference.yaml")
+    (job,) = plan.jobs
+    assert job.id == "cp313-rocm5.7"
+    assert job.torch is None and job.torch_index_url is None
+    # Debian's LLVM 17 accepts gfx942 although AMD's ROCm 5.7 does not
+    assert [str(t) for t in job.archs.kept] == ["gfx908", "gfx90a", "gfx942"]
+    assert job.policy == "manylinux_2_41"
+    assert job.image_profile == "debian-rocm"
+    assert job.version == "0.1.0+rocm5.7.manylinux.2.41"
+
+
+def test_job_ids() -> None:
+    assert job_id("3.12", "7.2", "2.10") == "cp312-rocm7.2-torch2.10"
+    assert job_id("3.13", "5.7", None) == "cp313-rocm5.7"
+    assert job_id("3.13", "5.7", None, [("PREBUILD_KERNELS", "1"), ("OPT", "a b/c")]) == (
+        "cp313-rocm5.7-prebuild_kernels1-opta_b_c"
+    )
+
+
+# ---------------------------------------------------------------- matrix semantics
+
+
+def test_product_without_zip(tmp_path: Path) -> None:
+    text = MINIMAL.replace('rocm: ["6.4"]', 'rocm: ["6.4", "7.0"]')
+    plan = _parse(text, tmp_path)
+    assert [j.id for j in plan.jobs] == ["cp312-rocm6.4", "cp312-rocm7.0", "cp313-rocm6.4", "cp313-rocm7.0"]
+
+
+def test_zip_exclude_python_range_and_axes() -> None:
+    plan = _plan(DATA / "recipes" / "matrix.yaml")
+    assert len(plan.jobs) == 24
+    reasons = {s.id: s.reason for s in plan.skipped}
+    assert reasons["cp310-rocm7.2-torch2.10-prebuild_kernels0"].startswith(
+        "excluded by matrix.exclude[0]: torch"
+    )
+    assert reasons["cp314-rocm6.4-torch2.8-prebuild_kernels0"] == (
+        "torch 2.8 ships no wheels for Python 3.14 (torch[0].python is '<3.14,>=3.9')"
+    )
+    assert reasons["cp314-rocm7.0-torch2.9-prebuild_kernels1"] == "excluded by matrix.exclude[1]"
+    # zip: never rocm 6.4 with torch 2.9
+    assert not [j for j in plan.jobs if j.rocm == "6.4" and j.torch != "2.8"]
+    job = plan.job("cp312-rocm6.4-torch2.8-prebuild_kernels1")
+    assert job.env["PREBUILD_KERNELS"] == "1" and job.axes == {"PREBUILD_KERNELS": "1"}
+    assert job.version == "2.1.0+rocm64.torch28.pk1"  # base version from the git source's tag v2.1.0
+    assert job.torch_index_url == "https://download.pytorch.org/whl/rocm6.4"  # from buildkit's ROCm data
+    assert job.ceilings["GLIBCXX"] == "3.4.22"
+    # archs from the environment, allow-list and ROCm release applied
+    assert [str(t) for t in job.archs.kept] == ["gfx90a", "gfx942"]
+    assert [str(t) for t in plan.job("cp312-rocm7.0-torch2.9-prebuild_kernels1").archs.kept] == [
+        "gfx90a",
+        "gfx942",
+        "gfx950",
+    ]
+
+
+def test_exclude_matching_nothing_is_an_error(tmp_path: Path) -> None:
+    text = (
+        MINIMAL.replace('rocm: ["6.4"]', 'rocm: ["6.4", "7.0"]')
+        + 'torch:\n  - {version: "2.8", index_url: "https://i.example/a"}\n'
+        + '  - {version: "2.9", index_url: "https://i.example/b"}\n'
+        + 'matrix:\n  zip: [rocm, torch]\n  exclude:\n    - {rocm: "6.4", torch: "2.9"}\n'
+    )
+    with pytest.raises(RecipeError) as info:
+        _parse(text, tmp_path)
+    assert "matrix.exclude[0] (rocm=6.4, torch=2.9) matches no combination" in str(info.value)
+    assert (info.value.line, info.value.column) == (15, 7)
+
+
+def test_unknown_rocm_release_is_positioned(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError) as info:
+        _parse(MINIMAL.replace('rocm: ["6.4"]', 'rocm: ["6.4", "9.9"]'), tmp_path)
+    assert (info.value.line, info.value.column) == (5, 15)
+    assert "no data for ROCm 9.9" in str(info.value)
+
+
+def test_toolchain_must_match_the_release(tmp_path: Path) -> None:
+    text = MINIMAL.replace("{list: [gfx90a]}", "{list: [gfx90a], toolchain: debian-trixie}")
+    with pytest.raises(RecipeError, match=re.escape("toolchain debian-trixie packages ROCm 5.7, not 6.4")):
+        _parse(text, tmp_path)
+    text = MINIMAL.replace("{list: [gfx90a]}", "{list: [gfx90a], toolchain: debian-sid}")
+    with pytest.raises(RecipeError, match=re.escape("archs.toolchain: unknown toolchain 'debian-sid'")):
+        _parse(text, tmp_path)
+
+
+def test_torch_without_a_known_index(tmp_path: Path) -> None:
+    text = MINIMAL + 'torch:\n  - {version: "1.13"}\n'
+    with pytest.raises(RecipeError, match=re.escape("no index serving torch 1.13 for ROCm 6.4")) as info:
+        _parse(text, tmp_path)
+    assert info.value.line == 10
+
+
+def test_no_arch_left_is_an_arch_error(tmp_path: Path) -> None:
+    with pytest.raises(ArchError):
+        _parse(MINIMAL.replace("[gfx90a]", "[gfx950]"), tmp_path)
+
+
+def test_git_tag_version_from_a_path_source(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    git = ["git", "-C", str(src), "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (src / "f").write_text("x")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    subprocess.run([*git, "tag", "v3.1.4"], check=True)
+    text = MINIMAL.replace("{path: ../csrc}", "{path: src}").replace('base: "1.0"', "from: git-tag")
+    plan = _parse(text, tmp_path)
+    assert plan.jobs[0].version == "3.1.4+rocm6.4"
+    text = text.replace("{path: src}", "{path: nowhere}")
+    with pytest.raises(RecipeError, match=re.escape("version.from: git-tag: no tag found in")):
+        _parse(text, tmp_path)
+
+
+def test_duplicate_ids_from_axis_values(tmp_path: Path) -> None:
+    text = MINIMAL + 'matrix:\n  axes:\n    OPT: ["a b", "a/b"]\n'
+    with pytest.raises(RecipeError, match="share the job id"):
+        _parse(text, tmp_path)
+
+
+# ---------------------------------------------------------------- renderers
+
+
+def test_github_shards_of_at_most_256(tmp_path: Path) -> None:
+    values = ", ".join(f'"{i}"' for i in range(300))
+    plan = _parse(MINIMAL + f"matrix:\n  axes:\n    N: [{values}]\n", tmp_path)
+    assert len(plan.jobs) == 600
+    gh = json.loads(render_github(plan))
+    assert gh["job_count"] == 600 and gh["shard_count"] == 3
+    assert [len(s["include"]) for s in gh["shards"]] == [256, 256, 88]
+    ids = [e["id"] for s in gh["shards"] for e in s["include"]]
+    assert ids == [j.id for j in plan.jobs]
+    assert [len(s["include"]) for s in github_matrix(plan, 100)["shards"]] == [100] * 6
+    with pytest.raises(ValueError):
+        github_matrix(plan, 257)
+
+
+def test_table_lists_skipped_with_reasons() -> None:
+    text = render_table(_plan(DATA / "recipes" / "matrix.yaml"))
+    assert "24 jobs, 6 skipped" in text
+    assert "cp314-rocm6.4-torch2.8-prebuild_kernels0   torch 2.8 ships no wheels for Python 3.14" in text
+    assert "ROCm 6.4: gfx950: dropped: needs ROCm >= 7.0" in text
+
+
+def test_json_is_valid_and_relative() -> None:
+    text = render_json(_plan(RECIPES / "reference.yaml"))
+    data = json.loads(text)
+    assert data["recipe"]["file"] == "reference.yaml"
+    assert data["recipe"]["source"] == {"path": "../csrc"}
+    assert str(ROOT) not in text
+
+
+@pytest.mark.parametrize("case", sorted(GOLDEN_CASES))
+@pytest.mark.parametrize("fmt", sorted(RENDER))
+def test_golden(case: str, fmt: str) -> None:
+    text = RENDER[fmt](_plan(GOLDEN_CASES[case]))
+    golden = GOLDEN / f"{case}.{fmt}"
+    if REGEN:
+        golden.write_text(text, encoding="utf-8")
+    assert golden.exists(), f"missing {golden}; run with BUILDKIT_REGEN_GOLDEN=1"
+    assert text == golden.read_text(encoding="utf-8"), f"{golden} differs; if intended, regenerate"
+
+
+def test_cli_output_is_byte_identical_and_cwd_independent(tmp_path: Path) -> None:
+    """Two runs from different directories with different recipe paths print the same bytes."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")}
+    env.update(GOLDEN_ENV)
+    outputs = []
+    for cwd, arg in (
+        (ROOT, "tests/data/recipes/matrix.yaml"),
+        (tmp_path, str(DATA / "recipes" / "matrix.yaml")),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", "buildkit", "plan", "--format", "json", arg],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            check=True,
+        )
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]
+    assert outputs[0].decode() == (GOLDEN / "matrix.json").read_text(encoding="utf-8")

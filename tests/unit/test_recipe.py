@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from buildkit.errors import RecipeError
+from buildkit.recipe import load_recipe, parse_recipe, parse_size
+from buildkit.recipe_schema import recipe_schema
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = ROOT / "recipes"
+
+MINIMAL = """\
+name: demo
+source: {path: ../csrc}
+version: {base: "1.0"}
+python: ["3.12"]
+rocm: ["6.4"]
+archs: {list: [gfx90a]}
+manylinux: {policy: manylinux_2_28}
+image: manylinux_2_28-rocm
+"""
+
+
+def test_schema_is_valid_draft_2020_12_and_documented() -> None:
+    schema = recipe_schema()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+    # every top-level key an editor completes carries a description
+    for name, prop in schema["properties"].items():
+        assert prop.get("description"), name
+    # the file in the package is plain JSON (editors read it directly)
+    path = ROOT / "buildkit" / "schema" / "recipe.schema.json"
+    assert json.loads(path.read_text()) == schema
+
+
+@pytest.mark.parametrize("name", ["aiter.yaml", "reference.yaml"])
+def test_shipped_recipes_validate_against_the_raw_schema(name: str) -> None:
+    import yaml
+
+    data = yaml.safe_load((RECIPES / name).read_text())
+    jsonschema.Draft202012Validator(recipe_schema()).validate(data)
+
+
+def test_aiter_recipe() -> None:
+    r = load_recipe(RECIPES / "aiter.yaml")
+    assert r.name == "amd-aiter"
+    assert r.python == ("3.10", "3.11", "3.12", "3.13")
+    assert r.rocm == ("7.0", "7.2")
+    assert [(t.series, t.requirement) for t in r.torch] == [
+        ("2.9", "torch==2.9.*"),
+        ("2.10", "torch==2.10.*"),
+    ]
+    assert r.torch[0].index_url == "https://download.pytorch.org/whl/rocm7.0"
+    assert r.matrix.zip == ("rocm", "torch")
+    assert r.manylinux.policy == "manylinux_2_28"
+    # ceilings come from the installed auditwheel's policy file
+    assert r.manylinux.ceilings["GLIBC"] == "2.28"
+    assert r.manylinux.ceilings["GLIBCXX"] == "3.4.24"
+    assert r.manylinux.ceilings["CXXABI"] == "1.3.11"
+    assert r.exclude_sets == ("rocm", "torch")
+    assert r.env["PREBUILD_KERNELS"] == "1"
+    assert r.image == "manylinux_2_28-rocm"
+    assert r.publish is not None and r.publish.kind == "index"
+    assert r.size_budget == {"limit": 900 * 2**20, "warn": 500 * 2**20}
+    assert r.sha256 == hashlib.sha256((RECIPES / "aiter.yaml").read_bytes()).hexdigest()
+    assert r.source.git == "https://github.com/ROCm/aiter.git"
+    assert r.source_dir() is None
+
+
+def test_reference_recipe() -> None:
+    r = load_recipe(RECIPES / "reference.yaml")
+    assert r.python == ("3.13",)
+    assert r.rocm == ("5.7",)
+    assert r.archs.list == ("gfx908", "gfx90a", "gfx942")
+    assert r.archs.toolchain == "debian-trixie"
+    assert r.image == "debian-rocm"
+    assert r.torch == ()
+    assert r.manylinux.policy == "manylinux_2_41"
+    assert r.manylinux.ceilings["GLIBC"] == "2.41"
+    src = r.source_dir()
+    assert src is not None and (src / "refkernels").is_dir()
+
+
+def test_ceiling_override_tightens(tmp_path: Path) -> None:
+    text = MINIMAL.replace(
+        "{policy: manylinux_2_28}", '{policy: manylinux_2_28, ceilings: {GLIBCXX: "3.4.19"}}'
+    )
+    r = parse_recipe(text, path=tmp_path / "r.yaml")
+    assert r.manylinux.ceilings["GLIBCXX"] == "3.4.19"
+    assert r.manylinux.ceilings["GLIBC"] == "2.28"
+    assert r.manylinux.overrides == {"GLIBCXX": "3.4.19"}
+
+
+def test_policy_alias_is_normalised(tmp_path: Path) -> None:
+    r = parse_recipe(MINIMAL.replace("manylinux_2_28}", "manylinux2014}"), path=tmp_path / "r.yaml")
+    assert r.manylinux.policy == "manylinux_2_17"
+
+
+def test_publish_pypi_without_local_label_is_fine(tmp_path: Path) -> None:
+    r = parse_recipe(MINIMAL + "publish: {pypi: true}\n", path=tmp_path / "r.yaml")
+    assert r.publish is not None and r.publish.kind == "pypi"
+
+
+def test_pypi_with_local_label_says_why(tmp_path: Path) -> None:
+    text = MINIMAL.replace('{base: "1.0"}', '{base: "1.0", local: "rocm{rocm}"}') + "publish: {pypi: true}\n"
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(text, path=tmp_path / "r.yaml")
+    assert "PyPI refuses" in str(info.value) and "PEP 503" in str(info.value)
+    assert info.value.line == 9
+
+
+def test_merge_keys_and_anchors(tmp_path: Path) -> None:
+    text = MINIMAL + 'x-common: &common {PREBUILD_KERNELS: "1"}\n'
+    with pytest.raises(RecipeError, match="unknown key 'x-common'"):
+        parse_recipe(text, path=tmp_path / "r.yaml")
+    text = MINIMAL.replace('python: ["3.12"]', 'python: &py ["3.12"]') + "env:\n  <<: {A: '1'}\n  B: '2'\n"
+    r = parse_recipe(text, path=tmp_path / "r.yaml")
+    assert dict(r.env) == {"A": "1", "B": "2"}
+
+
+@pytest.mark.parametrize(
+    ("text", "size"), [("450MiB", 450 * 2**20), ("1.5GB", 1_500_000_000), ("10 KiB", 10240)]
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+def test_errors_name_the_file_as_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("r.yaml").write_text(MINIMAL.replace('["3.12"]', "[3.12]"))
+    with pytest.raises(RecipeError) as info:
+        load_recipe("r.yaml")
+    assert str(info.value).startswith("r.yaml:4:10: error: python[0]: expected a string")
