@@ -244,7 +244,10 @@ def bench(paths: list[Path]) -> int:
         try:
             aw_json = json.loads(au.stdout)
         except json.JSONDecodeError:
-            aw_json = {"error": au.stderr.strip().splitlines()[-1:] or ["no output"]}
+            lines = au.stderr.strip().splitlines()
+            aw_json = {
+                "error": f"auditwheel show exited {au.returncode}: " + (lines[-1] if lines else "no output")
+            }
         readable = "error" not in check_doc
         agree = compare(json.loads(ck.stdout), aw_json) if readable and "sym_tag" in aw_json else {}
         row = {
@@ -267,6 +270,7 @@ def bench(paths: list[Path]) -> int:
             "auditwheel_sym_tag": aw_json.get("sym_tag"),
             "check_sym_tag": check_doc["platform"]["sym_tag"] if readable else None,
             "check_error": check_doc.get("error"),
+            "auditwheel_error": aw_json.get("error"),
             "check_exit": ck.returncode,
         }
         rows.append(row)
@@ -294,8 +298,14 @@ def bench(paths: list[Path]) -> int:
         "largest: check no slower than the floor": largest["check_vs_floor"] <= 1.0,
         "every wheel: check peak RSS < 100 MiB": all(r["check_rss_mib"] < 100 for r in rows),
         "every wheel: check writes nothing": all(r["check_written"] == 0 for r in rows),
-        "every wheel: symbol verdicts agree": all(r["agree"].get("sym_tag") for r in rows),
+        "every wheel auditwheel could judge: symbol verdicts agree": all(
+            r["agree"].get("sym_tag") for r in rows if r["auditwheel_error"] is None
+        ),
+        "every wheel: check read it": all(r["check_error"] is None for r in rows),
     }
+    for r in rows:
+        if r["auditwheel_error"] or r["check_error"]:
+            print(f"note: {r['wheel']}: auditwheel: {r['auditwheel_error']}; check: {r['check_error']}")
     print()
     for name, ok in targets.items():
         print(f"{'MET ' if ok else 'MISS'}  {name}")

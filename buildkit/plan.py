@@ -219,6 +219,8 @@ def expand(
     ceilings = dict(recipe.manylinux.ceilings)
 
     arch_cache: dict[str, ArchSet] = {}
+    arch_env: dict[str, dict[str, str]] = {}
+    values_cache: dict[tuple[str, str, str | None], dict[str, str]] = {}
     glob_cache: dict[str, tuple[str, ...]] = {}
     version_cache: dict[tuple[tuple[str, str], ...], str] = {}
     used_fields = set(ver.template_fields(recipe.version.local))
@@ -278,6 +280,7 @@ def expand(
                 toolchain=toolchain_id,
             )
             arch_cache[rocm] = archs
+            arch_env[rocm] = {"PYTORCH_ROCM_ARCH": archs.pytorch_rocm_arch(), "GPU_ARCHS": archs.gpu_archs()}
 
         globs = glob_cache.get(rocm)
         if globs is None:
@@ -285,7 +288,13 @@ def expand(
             globs = tuple(sorted(set(found) | set(recipe.exclude_patterns)))
             glob_cache[rocm] = globs
 
-        values = ver.template_values(rocm=rocm, policy=policy, python=python, torch=torch, extra=dict(extra))
+        values_key = (rocm, python, torch)
+        values = values_cache.get(values_key)
+        if values is None:
+            values = ver.template_values(rocm=rocm, policy=policy, python=python, torch=torch)
+            values_cache[values_key] = values
+        if extra:
+            values = {**values, **dict(extra)}
         key = tuple(sorted((k, v) for k, v in values.items() if k in used_fields))
         version = version_cache.get(key)
         if version is None:
@@ -306,10 +315,7 @@ def expand(
                     hint="add index_url, e.g. https://download.pytorch.org/whl/rocm7.0",
                 )
 
-        job_env = dict(recipe.env)
-        job_env.update(extra)
-        job_env["PYTORCH_ROCM_ARCH"] = archs.pytorch_rocm_arch()
-        job_env["GPU_ARCHS"] = archs.gpu_archs()
+        job_env = {**recipe.env, **dict(extra), **arch_env[rocm]}
         jobs.append(
             Job(
                 id=jid,

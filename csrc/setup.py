@@ -9,7 +9,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hipbuild import HipBuildExt
 
 setup(
-    version=os.environ.get("REFKERNELS_VERSION", "0.1.0"),
+    # rocm-buildkit passes the planned version (with its local label) as BUILDKIT_VERSION
+    version=os.environ.get("BUILDKIT_VERSION") or os.environ.get("REFKERNELS_VERSION", "0.1.0"),
     ext_modules=[
         Extension(
             "refkernels._C",

@@ -37,6 +37,8 @@ _SHT_DYNAMIC = 6
 _SHT_GNU_VERNEED = 0x6FFFFFFE
 _PT_DYNAMIC = 2
 _SHT_NOBITS = 8
+_SHSTRTAB_NAME = b"\0.shstrtab\0"
+_SHSTRTAB_REACH = 64 * 1024
 _FATBIN_SECTIONS = (".hip_fatbin",)
 _STRING_SLACK = 256  # kept past the end of a string table: pyelftools reads strings in 64-byte steps
 
@@ -160,6 +162,7 @@ class _Pass:
         self.scanner = BundleScanner(size, limits)
         self.header: _Header | None = None
         self._phdrs_done = False
+        self._shstrtab_hits = 0
         self.bytes_read = 0
         if exact is None:
             self.buf.want(0, limits.head_bytes)
@@ -170,6 +173,7 @@ class _Pass:
 
     def run(self, stream: IO[bytes], *, stop_after_header: bool = False) -> None:
         offset = 0
+        previous: tuple[int, bytes] = (0, b"")
         while offset < self.size:
             chunk = stream.read(min(self.limits.chunk_size, self.size - offset))
             if not chunk:
@@ -181,9 +185,23 @@ class _Pass:
             self._plan(offset, chunk)
             if stop_after_header and self.header is not None and self.header.machine == EM_AMDGPU:
                 return
+            self._find_shstrtab(offset, chunk, previous)
             self.scanner.feed(offset, chunk)
+            previous = (offset, chunk)
             offset += len(chunk)
         self.scanner.finish()
+
+    def _find_shstrtab(self, offset: int, chunk: bytes, previous: tuple[int, bytes]) -> None:
+        """``.shstrtab`` may sit far before the section headers (after a large ``.symtab``/``.strtab``
+        or debug info): keep the neighbourhood of the ``.shstrtab`` name, which the table holds."""
+        at = chunk.find(_SHSTRTAB_NAME)
+        if at == -1 or self._shstrtab_hits >= 8:
+            return
+        self._shstrtab_hits += 1
+        prev_offset, prev_chunk = previous
+        if self.buf.want(offset + at - _SHSTRTAB_REACH, 2 * _SHSTRTAB_REACH, available_from=prev_offset):
+            self.buf.feed(prev_offset, prev_chunk)
+            self.buf.feed(offset, chunk)
 
     def _plan(self, offset: int, chunk: bytes) -> None:
         if self.header is None and self.buf.has(0, min(64, self.size)):
@@ -354,29 +372,46 @@ def read_elf_member(
     while True:
         passes += 1
         p = _Pass(member, size, limits, exact)
-        with open_stream() as stream:
-            p.run(stream, stop_after_header=True)
-        bytes_read += p.bytes_read
-        h = p.header
-        if h is None:
-            raise WheelReadError(f"{member}: truncated ELF header ({size} bytes)")
-        if h.machine == EM_AMDGPU:
-            version = code_object_version(h.osabi, h.abiversion)
-            co = CodeObject(member, target_id_from_flags(h.flags, version), version, h.flags)
-            return ElfResult(None, co, (), bytes_read, passes)
         try:
-            info, findings = _parse(member, p)
-        except MissingRange as missing:
-            if exact is not None:
-                raise WheelReadError(
-                    f"{member}: malformed ELF: needs bytes {missing.offset}..{missing.offset + missing.size} "
-                    "outside its dynamic sections"
-                ) from None
-            exact = _exact_ranges(h, p.buf, limits, member)
+            outcome = _attempt(member, p, open_stream, limits, exact)
+        finally:
+            p.buf.clear()
+            p.scanner.clear()
+        bytes_read += p.bytes_read
+        if isinstance(outcome, list):
+            exact = outcome
             continue
-        except (ELFError, struct.error, ValueError, KeyError, IndexError, AttributeError) as err:
-            if _missing_inside(err) is None or exact is not None:
-                raise WheelReadError(f"{member}: malformed ELF: {err}") from None
-            exact = _exact_ranges(h, p.buf, limits, member)
-            continue
-        return ElfResult(info, None, findings, bytes_read, passes)
+        elf_info, code_object, findings = outcome
+        return ElfResult(elf_info, code_object, findings, bytes_read, passes)
+
+
+def _attempt(
+    member: str,
+    p: _Pass,
+    open_stream: Callable[[], IO[bytes]],
+    limits: Limits,
+    exact: list[tuple[int, int]] | None,
+) -> tuple[ElfInfo | None, CodeObject | None, tuple[Finding, ...]] | list[tuple[int, int]]:
+    """One pass: the parsed result, or the exact ranges a second pass must keep."""
+    with open_stream() as stream:
+        p.run(stream, stop_after_header=True)
+    h = p.header
+    if h is None:
+        raise WheelReadError(f"{member}: truncated ELF header ({p.size} bytes)")
+    if h.machine == EM_AMDGPU:
+        version = code_object_version(h.osabi, h.abiversion)
+        return None, CodeObject(member, target_id_from_flags(h.flags, version), version, h.flags), ()
+    try:
+        info, findings = _parse(member, p)
+    except MissingRange as missing:
+        if exact is not None:
+            raise WheelReadError(
+                f"{member}: malformed ELF: needs bytes {missing.offset}..{missing.offset + missing.size} "
+                "outside its dynamic sections"
+            ) from None
+        return _exact_ranges(h, p.buf, limits, member)
+    except (ELFError, struct.error, ValueError, KeyError, IndexError, AttributeError) as err:
+        if _missing_inside(err) is None or exact is not None:
+            raise WheelReadError(f"{member}: malformed ELF: {err}") from None
+        return _exact_ranges(h, p.buf, limits, member)
+    return info, None, findings

@@ -216,6 +216,9 @@ class BundleScanner:
     def kept_bytes(self) -> int:
         return self._buf.kept_bytes
 
+    def clear(self) -> None:
+        self._buf.clear()
+
     def _add_candidate(self, at: int) -> None:
         if at in self._parsed or at in self._pending:
             return

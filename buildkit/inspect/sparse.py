@@ -86,16 +86,25 @@ class SparseBuffer:
         return len(self.read(offset, size)) == size
 
     def read(self, offset: int, size: int) -> bytes:
-        """Up to ``size`` kept bytes from ``offset`` (short when a gap or the end follows)."""
-        best = b""
-        for window in self._windows:
-            if window.start <= offset < window.filled:
-                got = bytes(window.data[offset - window.start : offset - window.start + size])
-                if len(got) > len(best):
-                    best = got
-                    if len(got) == size:
-                        break
-        return best
+        """Up to ``size`` kept bytes from ``offset`` (short when a gap or the end follows); adjacent or
+        overlapping windows are stitched together."""
+        out = b""
+        while len(out) < size:
+            at = offset + len(out)
+            best = b""
+            for window in self._windows:
+                if window.start <= at < window.filled:
+                    got = bytes(window.data[at - window.start : at - window.start + size - len(out)])
+                    if len(got) > len(best):
+                        best = got
+            if not best:
+                break
+            out += best
+        return out
+
+    def clear(self) -> None:
+        """Release every kept byte now (parsers hold reference cycles that the GC frees late)."""
+        self._windows = []
 
     def drop(self, start: int) -> None:
         """Forget the window that starts at ``start`` (its bytes were parsed)."""

@@ -2,12 +2,31 @@
 #include <hip/hip_runtime.h>
 
 #include <cstring>
+#include <mutex>
+#include <string>
 
 #include "refkernels.h"
 
+namespace {
+// hipGetDeviceCount initialises the HIP runtime: do it once per process and keep the answer.
+// (std::call_once is also what makes a build on a new glibc need pthread_once@GLIBC_2.34: the
+// symbol the gate's manylinux_2_28 negative test names.)
+std::once_flag device_count_once;
+int device_count_cached = 0;
+hipError_t device_count_error = hipSuccess;
+std::string last_error_text;
+std::mutex last_error_mutex;
+}  // namespace
+
 extern "C" int refk_device_count(int *count) {
-    *count = 0;
-    return static_cast<int>(hipGetDeviceCount(count));
+    std::call_once(device_count_once, [] {
+        device_count_error = hipGetDeviceCount(&device_count_cached);
+        if (device_count_error != hipSuccess) {
+            device_count_cached = 0;
+        }
+    });
+    *count = device_count_cached;
+    return static_cast<int>(device_count_error);
 }
 
 extern "C" int refk_device_info(int device, char *gcn_arch, size_t gcn_arch_len, int *cu_count) {
@@ -35,5 +54,9 @@ extern "C" const char *refk_error_string(int code) {
     if (code == REFK_ERROR_UNKNOWN_KERNEL) {
         return "no kernel of that name is compiled into this extension";
     }
-    return hipGetErrorString(static_cast<hipError_t>(code));
+    // keep the text in a process-wide buffer so the C binding can hand out a stable pointer
+    std::lock_guard<std::mutex> lock(last_error_mutex);
+    last_error_text = std::string(hipGetErrorName(static_cast<hipError_t>(code))) + ": " +
+                      hipGetErrorString(static_cast<hipError_t>(code));
+    return last_error_text.c_str();
 }

@@ -59,7 +59,6 @@ def test_mutated_elf_member(tmp_path: Path, seed_library: bytes, edits: list[tup
 def test_mutated_zip_bytes(
     tmp_path: Path, seed_library: bytes, edits: list[tuple[int, bytes]], cut: int
 ) -> None:
-    buffer = io.BytesIO()
     write_wheel(tmp_path / WHEEL, {"demo/h.so": seed_library})
     data = bytearray((tmp_path / WHEEL).read_bytes())
     for at, patch in edits:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from setuptools.errors import SetupError
 
 ROOT = Path(__file__).resolve().parents[2]
 CSRC = ROOT / "csrc"
@@ -80,7 +81,7 @@ def _real_bundle() -> bytes:
     assert section is not None
     start = section.index(fatbin.BUNDLE_MAGIC)
     _, end = fatbin._parse_bundle(section, start, compressed=False)
-    return section[start:end]
+    return bytes(section[start:end])
 
 
 def _ccob(bundle: bytes, version: int, method: int, payload: bytes) -> bytes:
@@ -249,7 +250,9 @@ SIZES = st.sampled_from([16, 64, 128, 1024, 4096])
     rows=st.lists(st.tuples(ARCHS, st.sampled_from([80, 104, 304]), SIZES, SIZES, SIZES), max_size=12),
     query=st.tuples(ARCHS, st.sampled_from([80, 104, 256, 304]), SIZES, SIZES, SIZES),
 )
-def test_selection_never_uses_another_gfx(rows: list[tuple[str, int, int, int, int]], query: tuple) -> None:
+def test_selection_never_uses_another_gfx(
+    rows: list[tuple[str, int, int, int, int]], query: tuple[str, int, int, int, int]
+) -> None:
     unique = list(dict.fromkeys(rows))
     text = "gfx,cu_num,M,N,K,kernel\n" + "".join(
         f"{g},{c},{m},{n},{k},gemm_tile32\n" for g, c, m, n, k in unique
@@ -363,13 +366,13 @@ def test_requested_archs() -> None:
     ],
 )
 def test_requested_archs_errors(env: dict[str, str], message: str) -> None:
-    with pytest.raises(hipbuild.SetupError, match=message):
+    with pytest.raises(SetupError, match=message):
         hipbuild.requested_archs(env)
 
 
 def test_compiler_choice_and_ccache(tmp_path: Path) -> None:
     assert hipbuild.hip_compiler({"HIPCC": "/x/clang++ --rocm-path=/r"}) == ["/x/clang++", "--rocm-path=/r"]
-    with pytest.raises(hipbuild.SetupError, match="hipcc not found"):
+    with pytest.raises(SetupError, match="hipcc not found"):
         hipbuild.hip_compiler({"PATH": str(tmp_path)})
     tools = fake_tools(tmp_path / "bin", hipcc="exit 0\n", ccache="exit 0\n")
     assert hipbuild.hip_compiler({"PATH": tools}) == [os.path.join(tools, "hipcc")]

@@ -1,0 +1,288 @@
+"""A static PEP 503 "simple" index in a directory, for S3 or GitHub Pages hosting.
+
+Layout (relative links only, so the tree can be copied anywhere)::
+
+    ROOT/simple/index.html                     PEP 503 project list
+    ROOT/simple/index.json                     the same list, PEP 691 JSON (api-version 1.1)
+    ROOT/simple/<normalized-name>/index.html   one <a href="<wheel>#sha256=..."> per file, with
+                                               data-requires-python, data-dist-info-metadata and
+                                               data-core-metadata (PEP 658 / PEP 714)
+    ROOT/simple/<normalized-name>/index.json   PEP 691 JSON of the same files
+    ROOT/simple/<normalized-name>/<wheel>      the wheel
+    ROOT/simple/<normalized-name>/<wheel>.metadata   its METADATA file (PEP 658)
+
+Every file is written atomically (temporary file in the same folder + ``os.replace``) and the whole
+update holds an exclusive lock on ``ROOT/.buildkit-index.lock``, so two publishers cannot interleave
+and a reader never sees a half-written page. ``pip install --index-url file://ROOT/simple/`` works.
+
+Publishing is idempotent: the same file again is reported ``already``; the same file name with other
+bytes raises :class:`~buildkit.errors.PublishRefused` (an index must never change a released file).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import html
+import json
+import os
+import shutil
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name, parse_wheel_filename
+
+from buildkit.errors import PublishRefused, WheelReadError
+from buildkit.manifest import sha256_file
+
+LOCK_NAME = ".buildkit-index.lock"
+API_VERSION = "1.1"
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class IndexedFile:
+    """One file of a project page (what the HTML and JSON pages are rendered from)."""
+
+    filename: str
+    sha256: str
+    size: int
+    requires_python: str | None
+    metadata_sha256: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "filename": self.filename,
+            "url": self.filename,
+            "hashes": {"sha256": self.sha256},
+            "size": self.size,
+        }
+        if self.requires_python:
+            data["requires-python"] = self.requires_python
+        if self.metadata_sha256:
+            data["core-metadata"] = {"sha256": self.metadata_sha256}
+            data["dist-info-metadata"] = {"sha256": self.metadata_sha256}
+        return data
+
+
+@dataclass(frozen=True)
+class AddResult:
+    status: str  # "published" | "already"
+    project: str  # normalized name
+    path: Path  # where the wheel is in the index
+
+
+def _atomic_write_bytes(target: Path, data: bytes) -> None:
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _atomic_copy(source: Path, target: Path, expected_sha256: str) -> None:
+    """Copy ``source`` to ``target`` atomically, hashing the bytes actually copied."""
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    digest = hashlib.sha256()
+    try:
+        with source.open("rb") as src, tmp.open("wb") as dst:
+            while block := src.read(_CHUNK):
+                digest.update(block)
+                dst.write(block)
+            dst.flush()
+            os.fsync(dst.fileno())
+        if digest.hexdigest() != expected_sha256:
+            raise PublishRefused(
+                f"{source.name}: the file changed while it was copied (sha256 {digest.hexdigest()}, "
+                f"expected {expected_sha256}); nothing was published"
+            )
+        shutil.copystat(source, tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def wheel_metadata(wheel: Path) -> bytes:
+    """The bytes of ``<name>-<version>.dist-info/METADATA`` of ``wheel`` (PEP 658 serves them as is)."""
+    name = parse_wheel_filename(wheel.name)[0]
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            found = [
+                member
+                for member in zf.namelist()
+                if member.count("/") == 1
+                and member.endswith(".dist-info/METADATA")
+                and canonicalize_name(member.split("/")[0].rsplit("-", 1)[0]) == name
+            ]
+            if len(found) != 1:
+                raise WheelReadError(
+                    f"{wheel.name}: expected one {name}-<version>.dist-info/METADATA, found {len(found)}"
+                )
+            return zf.read(found[0])
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise WheelReadError(f"{wheel.name}: not a readable wheel: {exc}") from None
+
+
+def _requires_python(metadata: bytes) -> str | None:
+    headers = HeaderParser().parsestr(metadata.decode("utf-8", errors="replace"))
+    value = headers.get("Requires-Python")
+    return str(value).strip() if value else None
+
+
+@contextmanager
+def _locked(root: Path) -> Iterator[None]:
+    root.mkdir(parents=True, exist_ok=True)
+    with (root / LOCK_NAME).open("a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _recorded(project_dir: Path) -> dict[str, dict[str, Any]]:
+    """Files recorded in the project's index.json: filename -> PEP 691 file entry."""
+    page = project_dir / "index.json"
+    if not page.is_file():
+        return {}
+    try:
+        data = json.loads(page.read_text(encoding="utf-8"))
+        return {str(f["filename"]): f for f in data.get("files", [])}
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def _scan(project_dir: Path) -> list[IndexedFile]:
+    """Every wheel of a project folder; hashes recomputed unless index.json records the same size."""
+    recorded = _recorded(project_dir)
+    files = []
+    for wheel in sorted(project_dir.glob("*.whl")):
+        size = wheel.stat().st_size
+        entry = recorded.get(wheel.name)
+        if entry is not None and entry.get("size") == size and "sha256" in entry.get("hashes", {}):
+            sha = str(entry["hashes"]["sha256"])
+        else:
+            sha = sha256_file(wheel)
+        meta_file = wheel.with_name(wheel.name + ".metadata")
+        if meta_file.is_file():
+            meta = meta_file.read_bytes()
+            meta_sha: str | None = hashlib.sha256(meta).hexdigest()
+            requires = _requires_python(meta)
+        else:
+            meta_sha, requires = None, None
+        files.append(IndexedFile(wheel.name, sha, size, requires, meta_sha))
+    return files
+
+
+def render_project_html(name: str, files: list[IndexedFile]) -> str:
+    lines = [
+        "<!DOCTYPE html>",
+        "<html>",
+        "<head>",
+        '<meta name="pypi:repository-version" content="1.1">',
+        f"<title>Links for {html.escape(name)}</title>",
+        "</head>",
+        "<body>",
+        f"<h1>Links for {html.escape(name)}</h1>",
+    ]
+    for f in files:
+        attrs = [f'href="{html.escape(f.filename)}#sha256={f.sha256}"']
+        if f.requires_python:
+            attrs.append(f'data-requires-python="{html.escape(f.requires_python)}"')
+        if f.metadata_sha256:
+            attrs.append(f'data-dist-info-metadata="sha256={f.metadata_sha256}"')
+            attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
+        lines.append(f"<a {' '.join(attrs)}>{html.escape(f.filename)}</a><br>")
+    lines += ["</body>", "</html>", ""]
+    return "\n".join(lines)
+
+
+def render_project_json(name: str, files: list[IndexedFile]) -> str:
+    versions = sorted({str(parse_wheel_filename(f.filename)[1]) for f in files})
+    data = {
+        "meta": {"api-version": API_VERSION},
+        "name": name,
+        "versions": versions,
+        "files": [f.to_json() for f in files],
+    }
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def render_root_html(projects: list[str]) -> str:
+    lines = [
+        "<!DOCTYPE html>",
+        "<html>",
+        "<head>",
+        '<meta name="pypi:repository-version" content="1.1">',
+        "<title>Simple index</title>",
+        "</head>",
+        "<body>",
+    ]
+    lines += [f'<a href="{html.escape(p)}/">{html.escape(p)}</a><br>' for p in projects]
+    lines += ["</body>", "</html>", ""]
+    return "\n".join(lines)
+
+
+def render_root_json(projects: list[str]) -> str:
+    data = {"meta": {"api-version": API_VERSION}, "projects": [{"name": p} for p in projects]}
+    return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+def simple_dir(root: Path) -> Path:
+    return root / "simple"
+
+
+def _rewrite_pages(root: Path, project: str) -> None:
+    simple = simple_dir(root)
+    project_dir = simple / project
+    files = _scan(project_dir)
+    _atomic_write_bytes(project_dir / "index.json", render_project_json(project, files).encode())
+    _atomic_write_bytes(project_dir / "index.html", render_project_html(project, files).encode())
+    projects = sorted(p.name for p in simple.iterdir() if p.is_dir() and (p / "index.html").is_file())
+    _atomic_write_bytes(simple / "index.json", render_root_json(projects).encode())
+    _atomic_write_bytes(simple / "index.html", render_root_html(projects).encode())
+
+
+def lookup(root: Path, filename: str) -> str | None:
+    """sha256 of ``filename`` in the index at ``root`` (recomputed from the file), None when absent."""
+    project = canonicalize_name(parse_wheel_filename(filename)[0])
+    present = simple_dir(root) / project / filename
+    return sha256_file(present) if present.is_file() else None
+
+
+def add_wheel(root: Path, wheel: Path, sha256: str) -> AddResult:
+    """Add ``wheel`` (whose bytes hash to ``sha256``) to the static index at ``root``.
+
+    The same file again: ``status == "already"``, nothing is rewritten. The same file name with other
+    bytes: :class:`PublishRefused`. Otherwise the wheel, its ``.metadata`` file and the pages are
+    written atomically under the index lock.
+    """
+    name = parse_wheel_filename(wheel.name)[0]
+    project = canonicalize_name(name)
+    metadata = wheel_metadata(wheel)
+    with _locked(root):
+        project_dir = simple_dir(root) / project
+        target = project_dir / wheel.name
+        if target.is_file():
+            existing = sha256_file(target)
+            if existing != sha256:
+                raise PublishRefused(
+                    f"{wheel.name}: the index at {root} already has a file of this name with other bytes "
+                    f"(sha256 {existing}, this wheel {sha256}); a released file is never replaced: "
+                    "bump the version or a build tag"
+                )
+            return AddResult("already", project, target)
+        project_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write_bytes(target.with_name(target.name + ".metadata"), metadata)
+        _atomic_copy(wheel, target, sha256)
+        _rewrite_pages(root, project)
+        return AddResult("published", project, target)
