@@ -91,12 +91,26 @@ def render_environment(env: Mapping[str, str]) -> str:
 
 
 def repair_command(job: Job) -> str:
-    parts = ["auditwheel", "repair", "--plat", job.platform_tag]
-    for glob in job.exclude_globs:
-        parts += ["--exclude", glob]
-    parts += ["-w", "{dest_dir}", "{wheel}"]
-    # cibuildwheel substitutes {dest_dir} and {wheel}; quote everything else
-    return " ".join(p if p in ("{dest_dir}", "{wheel}") else shlex.quote(p) for p in parts)
+    """``auditwheel repair --plat <policy>`` with the exclude globs.
+
+    When auditwheel refuses the recipe's policy (symbols too recent), the wheel is repaired to the
+    best policy its symbols allow instead, so that the gate, not auditwheel, has the last word: it
+    fails the job naming the offending file, library and symbol, and nothing reaches ``dist/``.
+    """
+
+    def attempt(plat: str) -> str:
+        parts = ["auditwheel", "repair", "--plat", plat]
+        for glob in job.exclude_globs:
+            parts += ["--exclude", glob]
+        parts += ["-w", "{dest_dir}", "{wheel}"]
+        # cibuildwheel substitutes {dest_dir} and {wheel}; quote everything else
+        return " ".join(p if p in ("{dest_dir}", "{wheel}") else shlex.quote(p) for p in parts)
+
+    note = shlex.quote(
+        f"rocm-buildkit: auditwheel refused {job.platform_tag}; repairing to the best policy the "
+        "symbols allow so that the gate can name the offending symbols"
+    )
+    return f"{attempt(job.platform_tag)} || {{ echo {note} >&2; {attempt('auto')}; }}"
 
 
 def before_build(job: Job) -> str | None:

@@ -121,7 +121,7 @@ def wheel_metadata(wheel: Path) -> bytes:
                 for member in zf.namelist()
                 if member.count("/") == 1
                 and member.endswith(".dist-info/METADATA")
-                and canonicalize_name(member.split("/")[0].rsplit("-", 1)[0]) == name
+                and canonicalize_name(member[: -len(".dist-info/METADATA")].rsplit("-", 1)[0]) == name
             ]
             if len(found) != 1:
                 raise WheelReadError(

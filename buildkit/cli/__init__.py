@@ -25,6 +25,10 @@ COMMANDS: dict[str, str] = {
     "image": "image:image",
     "check": "check:check",
     "plan": "plan:plan",
+    "ceilings": "ceilings:ceilings",
+    "diff": "diff:diff",
+    "publish": "publish:publish",
+    "smoke": "smoke:smoke",
 }
 
 

@@ -1,0 +1,579 @@
+"""Symbol-version ceilings read from a runtime image: what the image's libraries *define*.
+
+A wheel runs in an image when every versioned symbol it needs (``GLIBC_2.34``, ``GLIBCXX_3.4.30``)
+is defined by the image's libc / libm / libstdc++ / libgcc_s. :func:`read_image_ceilings` reads the
+version definitions (``.gnu.version_d``, pyelftools) of those libraries out of the image and returns
+the highest ``GLIBC`` / ``GLIBCXX`` / ``CXXABI`` / ``GCC`` version each prefix reaches, plus the
+newest manylinux policy (auditwheel's policy data, :mod:`buildkit.policy`) whose ceilings all fit.
+
+Nothing from the image is run: a container is *created* (never started), the libraries are copied
+out with ``container.get_archive`` (one file per request, never the whole filesystem), symlinks in
+the returned archives (``libstdc++.so.6 -> libstdc++.so.6.0.30``, absolute or relative) are resolved
+here, inside the image's tree, and the container is removed afterwards, also on error or Ctrl-C.
+Directory symlinks on the way (``/lib -> usr/lib`` on merged-/usr systems) are resolved by the
+engine within the container's root.
+
+Results are cached by image id in ``$XDG_CACHE_HOME/rocm-buildkit/ceilings/<id>.json`` (default
+``~/.cache``). The cache holds only what was read (libraries, paths, definitions); the policy match
+is recomputed from the installed auditwheel on every call.
+
+An image without libstdc++ (or libgcc_s) reports those prefixes as absent: the policy match then
+holds only for wheels that do not need that library, and says so.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import posixpath
+import re
+import tarfile
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+from docker.client import DockerClient
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerDefSection
+
+from buildkit.errors import DockerUnavailable, UsageError
+from buildkit.policy import CEILING_PREFIXES, Policy, policies, split_symbol_version, version_tuple
+
+SCHEMA_VERSION = 1
+CACHE_SCHEMA = 2
+MAX_LIBRARY_BYTES = 256 * 1024 * 1024  # a libc/libstdc++ is a few MiB; refuse absurd files
+MAX_SYMLINK_HOPS = 40  # as the kernel's ELOOP limit
+VER_FLG_BASE = 0x1  # the verdef entry naming the file itself (its SONAME), not a version
+
+#: library -> the SONAME looked up; the prefixes each library is expected to define
+LIBRARIES: tuple[tuple[str, str], ...] = (
+    ("libc", "libc.so.6"),
+    ("libm", "libm.so.6"),
+    ("libstdc++", "libstdc++.so.6"),
+    ("libgcc_s", "libgcc_s.so.1"),
+)
+PROVIDERS: dict[str, str] = {
+    "GLIBC": "libc.so.6",
+    "GLIBCXX": "libstdc++.so.6",
+    "CXXABI": "libstdc++.so.6",
+    "GCC": "libgcc_s.so.1",
+}
+
+# docker's image Architecture -> (auditwheel arch, Debian multiarch triplet)
+_ARCHES: dict[str, tuple[str, str]] = {
+    "amd64": ("x86_64", "x86_64-linux-gnu"),
+    "arm64": ("aarch64", "aarch64-linux-gnu"),
+    "ppc64le": ("ppc64le", "powerpc64le-linux-gnu"),
+    "s390x": ("s390x", "s390x-linux-gnu"),
+}
+
+_LABEL = "io.rocm-buildkit.purpose"
+# glibc's banner (what `gnu_get_libc_version` and running libc.so.6 print), read as bytes, not run
+_GLIBC_BANNER = re.compile(rb"GNU C Library [^\n\0]{0,200}? release version (\d+\.\d+)")
+_MANYLINUX_GLIBC = re.compile(r"^manylinux_(\d+)_(\d+)$")
+
+
+def search_dirs(triplet: str) -> tuple[str, ...]:
+    """The usual library directories, in the order the dynamic loader's defaults would try them."""
+    return (f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+
+
+# --------------------------------------------------------------------------- data
+@dataclass(frozen=True)
+class LibraryVersions:
+    """One library as found in the image.
+
+    ``path`` is the regular file finally read (``None`` when not found), ``chain`` the symlinks
+    followed to it (``("/usr/lib/x86_64-linux-gnu/libstdc++.so.6",)``), ``definitions`` the version
+    names it defines (``"GLIBCXX_3.4.30"``, ``"CXXABI_TM_1"``...), sorted; ``problem`` says why a
+    library present under its name could not be read (not ELF, no version definitions, symlink loop).
+    """
+
+    soname: str
+    path: str | None
+    chain: tuple[str, ...] = ()
+    definitions: tuple[str, ...] = ()
+    problem: str | None = None
+    release: str | None = None  # libc only: "2.36" from glibc's banner
+
+    @property
+    def found(self) -> bool:
+        return self.path is not None and self.problem is None
+
+    def maxima(self) -> dict[str, str]:
+        """Highest numeric version defined per prefix (``{"GLIBC": "2.36"}``)."""
+        best: dict[str, str] = {}
+        for name in self.definitions:
+            prefix, version = split_symbol_version(name)
+            key = version_tuple(version)
+            if key is None:
+                continue
+            cur = best.get(prefix)
+            if cur is None or key > (version_tuple(cur) or ()):
+                best[prefix] = version
+        return best
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "soname": self.soname,
+            "path": self.path,
+            "chain": list(self.chain),
+            "definitions": list(self.definitions),
+            "problem": self.problem,
+            "release": self.release,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> LibraryVersions:
+        return cls(
+            soname=str(raw["soname"]),
+            path=None if raw.get("path") is None else str(raw["path"]),
+            chain=tuple(str(c) for c in raw.get("chain", ())),
+            definitions=tuple(str(d) for d in raw.get("definitions", ())),
+            problem=None if raw.get("problem") is None else str(raw["problem"]),
+            release=None if raw.get("release") is None else str(raw["release"]),
+        )
+
+
+@dataclass(frozen=True)
+class PolicyMatch:
+    """The newest manylinux policy whose ceilings the image meets.
+
+    ``policy`` is ``None`` when not even the oldest policy fits. ``absent`` lists the prefixes the
+    image does not define at all (no libstdc++: ``("GLIBCXX", "CXXABI")``): the match holds only for
+    wheels that need nothing from those libraries. ``newer`` is the next newer policy and
+    ``newer_unmet`` what keeps the image from it (``("GLIBC 2.37 > 2.36",)``).
+    """
+
+    policy: Policy | None
+    absent: tuple[str, ...]
+    newer: Policy | None
+    newer_unmet: tuple[str, ...]
+
+    def describe(self) -> str:
+        if self.policy is None:
+            text = "no manylinux policy: the image is older than the oldest policy"
+        else:
+            text = self.policy.tag
+        if self.newer is not None and self.newer_unmet:
+            text += f" (not {self.newer.name}: needs {', '.join(self.newer_unmet)})"
+        elif self.newer is None and self.policy is not None:
+            text += " (the newest policy auditwheel knows)"
+        if self.absent:
+            libs = sorted({PROVIDERS.get(p, p) for p in self.absent})
+            text += (
+                f"; {'/'.join(self.absent)} absent: only for wheels that need nothing from "
+                f"{', '.join(libs)} (or bundle it)"
+            )
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": None if self.policy is None else self.policy.name,
+            "tag": None if self.policy is None else self.policy.tag,
+            "absent": list(self.absent),
+            "newer": None if self.newer is None else self.newer.name,
+            "newer_unmet": list(self.newer_unmet),
+            "description": self.describe(),
+        }
+
+
+@dataclass(frozen=True)
+class ImageCeilings:
+    """What one image's libraries define. ``image`` as asked, ``image_id`` the engine's id."""
+
+    image: str
+    image_id: str
+    arch: str
+    libraries: tuple[LibraryVersions, ...]
+    cached: bool = False
+
+    @property
+    def ceilings(self) -> dict[str, str]:
+        """Per ceiling prefix (GLIBC, GLIBCXX, CXXABI, GCC) the highest version any library defines."""
+        best: dict[str, str] = {}
+        for lib in self.libraries:
+            for prefix, version in lib.maxima().items():
+                if prefix not in CEILING_PREFIXES:
+                    continue
+                cur = best.get(prefix)
+                if cur is None or (version_tuple(version) or ()) > (version_tuple(cur) or ()):
+                    best[prefix] = version
+        return {p: best[p] for p in CEILING_PREFIXES if p in best}
+
+    @property
+    def absent(self) -> tuple[str, ...]:
+        have = self.ceilings
+        return tuple(p for p in CEILING_PREFIXES if p not in have)
+
+    def library(self, soname: str) -> LibraryVersions | None:
+        return next((lib for lib in self.libraries if lib.soname == soname), None)
+
+    @property
+    def glibc_release(self) -> str | None:
+        libc = self.library("libc.so.6")
+        return None if libc is None else libc.release
+
+    def policy_match(self) -> PolicyMatch:
+        return match_policy(self.ceilings, self.arch, self.glibc_release)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "image": self.image,
+            "image_id": self.image_id,
+            "arch": self.arch,
+            "glibc_release": self.glibc_release,
+            "ceilings": self.ceilings,
+            "absent": list(self.absent),
+            "policy": self.policy_match().to_json(),
+            "libraries": [lib.to_json() for lib in self.libraries],
+            "cached": self.cached,
+        }
+
+
+# --------------------------------------------------------------------------- policy match
+def policy_glibc(policy: Policy) -> str | None:
+    """The glibc release a policy's name promises (``manylinux_2_37`` -> ``"2.37"``)."""
+    m = _MANYLINUX_GLIBC.match(policy.name)
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def _unmet(policy: Policy, ceilings: Mapping[str, str], glibc_release: str | None) -> list[str]:
+    out = []
+    # pip installs manylinux_2_X only where glibc >= 2.X, even when 2.X added no symbol version
+    # (2.37 did not: manylinux_2_37's GLIBC ceiling is 2.36)
+    promised = policy_glibc(policy)
+    release = glibc_release or ceilings.get("GLIBC")
+    if promised is not None and release is not None:
+        if (version_tuple(release) or ()) < (version_tuple(promised) or ()):
+            out.append(f"glibc release {promised} > {release}")
+    for prefix, needed in policy.ceilings().items():
+        have = ceilings.get(prefix)
+        if have is None:
+            continue  # absent prefixes are reported separately
+        if (version_tuple(have) or ()) < (version_tuple(needed) or ()):
+            out.append(f"{prefix} {needed} > {have}")
+    return out
+
+
+def match_policy(
+    ceilings: Mapping[str, str], arch: str = "x86_64", glibc_release: str | None = None
+) -> PolicyMatch:
+    """The newest manylinux policy (auditwheel's data) every present ceiling of which is met and
+    whose name's glibc (``manylinux_2_37`` -> 2.37) is not newer than ``glibc_release`` (default:
+    the GLIBC ceiling)."""
+    candidates = [p for p in policies(arch) if p.name != "linux"]  # best (oldest) first
+    absent = tuple(p for p in CEILING_PREFIXES if p not in ceilings)
+    newer: Policy | None = None
+    for policy in reversed(candidates):  # newest first
+        unmet = _unmet(policy, ceilings, glibc_release)
+        if not unmet:
+            newer_unmet = tuple(_unmet(newer, ceilings, glibc_release)) if newer is not None else ()
+            return PolicyMatch(policy, absent, newer, newer_unmet)
+        newer = policy
+    oldest = candidates[0]
+    return PolicyMatch(None, absent, oldest, tuple(_unmet(oldest, ceilings, glibc_release)))
+
+
+def minimum_ceilings(readings: Sequence[ImageCeilings]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Per prefix the lowest ceiling across ``readings`` (the images a wheel must run in all of).
+
+    Returns ``(ceilings, absent)``: a prefix some image does not define at all is left out of
+    ``ceilings`` and listed in ``absent`` (prefix -> images lacking it): no version of it is safe.
+    """
+    ceilings: dict[str, str] = {}
+    absent: dict[str, list[str]] = {}
+    for prefix in CEILING_PREFIXES:
+        values = []
+        for reading in readings:
+            value = reading.ceilings.get(prefix)
+            if value is None:
+                absent.setdefault(prefix, []).append(reading.image)
+            else:
+                values.append(value)
+        if values and prefix not in absent:
+            ceilings[prefix] = min(values, key=lambda v: version_tuple(v) or ())
+    return ceilings, absent
+
+
+def tighten(base: Mapping[str, str], *others: Mapping[str, str]) -> dict[str, str]:
+    """Per prefix the lowest of the given ceilings (e.g. a policy's and an image's)."""
+    out = dict(base)
+    for other in others:
+        for prefix, value in other.items():
+            cur = out.get(prefix)
+            if cur is None or (version_tuple(value) or ()) < (version_tuple(cur) or ()):
+                out[prefix] = value
+    return out
+
+
+# --------------------------------------------------------------------------- reading an image
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rocm-buildkit" / "ceilings"
+
+
+def version_definitions(data: bytes) -> tuple[str, tuple[str, ...]]:
+    """``(machine, definitions)`` of an ELF image in memory: names of ``.gnu.version_d`` entries
+    without the base entry (the file's own name). Raises ``ValueError`` when not ELF."""
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        machine = str(elf["e_machine"]).removeprefix("EM_").lower()
+        names: set[str] = set()
+        for section in elf.iter_sections():
+            if not isinstance(section, GNUVerDefSection):
+                continue
+            for verdef, aux in section.iter_versions():
+                if verdef["vd_flags"] & VER_FLG_BASE:
+                    continue
+                first = next(iter(aux), None)  # the first aux names the version, the rest its parents
+                if first is not None:
+                    names.add(str(first.name))
+    except (ELFError, ValueError, KeyError) as exc:
+        raise ValueError(f"not a readable ELF file: {exc}") from None
+    return machine, tuple(sorted(names))
+
+
+def _read_member(container: Any, path: str) -> tuple[str, bytes | str] | None:
+    """One ``get_archive`` request: ``("file", bytes)``, ``("link", target)``, ``("other", kind)``
+    or ``None`` when the path does not exist."""
+    try:
+        stream, _stat = container.get_archive(path)
+    except docker.errors.NotFound:
+        return None
+    buf = io.BytesIO()
+    for chunk in stream:
+        buf.write(chunk)
+        if buf.tell() > MAX_LIBRARY_BYTES + 1024 * 1024:
+            raise UsageError(f"{path} in the image is larger than {MAX_LIBRARY_BYTES} bytes: not a library")
+    buf.seek(0)
+    with tarfile.open(fileobj=buf, mode="r:") as tar:
+        member = tar.next()
+        if member is None:
+            return None
+        if member.issym():
+            return "link", member.linkname
+        if member.isfile():
+            handle = tar.extractfile(member)
+            assert handle is not None
+            return "file", handle.read()
+        return "other", "directory" if member.isdir() else "special file"
+
+
+def _resolve_link(path: str, target: str) -> str:
+    """The absolute in-image path a symlink at ``path`` points to (``..`` stops at the image root)."""
+    joined = target if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
+    return "/" + posixpath.normpath("/" + joined).lstrip("/")
+
+
+def _fetch_library(container: Any, soname: str, dirs: Sequence[str]) -> LibraryVersions:
+    for directory in dirs:
+        path = posixpath.join(directory, soname)
+        chain: list[str] = []
+        for _hop in range(MAX_SYMLINK_HOPS):
+            got = _read_member(container, path)
+            if got is None:
+                break  # a dangling name here: try the next directory
+            kind, value = got
+            if kind == "link":
+                assert isinstance(value, str)
+                chain.append(path)
+                path = _resolve_link(path, value)
+                continue
+            if kind == "other":
+                return LibraryVersions(soname, path, tuple(chain), problem=f"{path} is a {value}")
+            assert isinstance(value, bytes)
+            try:
+                _machine, names = version_definitions(value)
+            except ValueError as exc:
+                return LibraryVersions(soname, path, tuple(chain), problem=f"{path}: {exc}")
+            if not names:
+                problem = f"{path} defines no symbol versions (.gnu.version_d missing)"
+                return LibraryVersions(soname, path, tuple(chain), problem=problem)
+            release = None
+            if soname == "libc.so.6":
+                banner = _GLIBC_BANNER.search(value)
+                release = banner.group(1).decode() if banner else None
+            return LibraryVersions(soname, path, tuple(chain), names, release=release)
+        else:
+            return LibraryVersions(soname, path, tuple(chain), problem="symlink loop")
+    return LibraryVersions(soname, None)
+
+
+def _image(client: DockerClient, image: str) -> Any:
+    try:
+        return client.images.get(image)
+    except docker.errors.ImageNotFound:
+        raise DockerUnavailable(
+            f"image {image!r} is not in the Docker engine's local images\n"
+            "  hint: `docker pull` it (or `buildkit image seed` for the Debian bases); "
+            "`docker images` lists what is there"
+        ) from None
+    except docker.errors.APIError as exc:
+        raise DockerUnavailable(f"the Docker engine could not look up image {image!r}: {exc}") from None
+
+
+def _read_from_engine(client: DockerClient, image_id: str, triplet: str) -> tuple[LibraryVersions, ...]:
+    name = f"buildkit-ceilings-{uuid.uuid4().hex[:12]}"
+    container = None
+    try:
+        # created, never started: the command is a placeholder (imported images have none)
+        container = client.containers.create(
+            image_id,
+            command=["/buildkit-ceilings-never-started"],
+            name=name,
+            network_disabled=True,
+            labels={_LABEL: "ceilings"},
+        )
+        dirs = search_dirs(triplet)
+        return tuple(_fetch_library(container, soname, dirs) for _lib, soname in LIBRARIES)
+    except docker.errors.APIError as exc:
+        raise DockerUnavailable(f"reading libraries from image {image_id}: {exc}") from None
+    finally:
+        _remove(client, container, name)
+
+
+def _remove(client: DockerClient, container: Any, name: str) -> None:
+    try:
+        if container is None:  # interrupted between the engine's create and the SDK's return
+            container = client.containers.get(name)
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except docker.errors.APIError:  # pragma: no cover - best effort; the name says what it was
+        pass
+
+
+def _load_cache(path: Path) -> tuple[str, tuple[LibraryVersions, ...]] | None:
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+        if raw.get("cache_schema") != CACHE_SCHEMA:
+            return None
+        libs = tuple(LibraryVersions.from_json(lib) for lib in raw["libraries"])
+        return str(raw["arch"]), libs
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store_cache(path: Path, image_id: str, arch: str, libs: Iterable[LibraryVersions]) -> None:
+    payload = {
+        "cache_schema": CACHE_SCHEMA,
+        "image_id": image_id,
+        "arch": arch,
+        "libraries": [lib.to_json() for lib in libs],
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n", "utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home is no reason to fail: the next call reads the image again
+
+
+def read_image_ceilings(
+    image: str,
+    *,
+    client: DockerClient | None = None,
+    use_cache: bool = True,
+    cache: Path | None = None,
+) -> ImageCeilings:
+    """Read the libraries of ``image`` (a local image name or id) and their version definitions.
+
+    Raises :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local.
+    """
+    if client is None:
+        from buildkit.docker_engine import connect
+
+        client = connect()
+    img = _image(client, image)
+    image_id = str(img.id)
+    docker_arch = str(img.attrs.get("Architecture") or "amd64")
+    arch, triplet = _ARCHES.get(docker_arch, (docker_arch, f"{docker_arch}-linux-gnu"))
+    cache_file = (cache or cache_dir()) / f"{image_id.split(':')[-1]}.json"
+    if use_cache:
+        hit = _load_cache(cache_file)
+        if hit is not None:
+            return ImageCeilings(image, image_id, hit[0], hit[1], cached=True)
+    libs = _read_from_engine(client, image_id, triplet)
+    if libs[0].path is None:
+        raise UsageError(
+            f"image {image!r} has no libc.so.6 in {', '.join(search_dirs(triplet))}: "
+            "not a glibc-based image (musl images need musllinux wheels)"
+        )
+    _store_cache(cache_file, image_id, arch, libs)
+    return ImageCeilings(image, image_id, arch, libs)
+
+
+def ceilings_from_images(images: Sequence[str], *, client: DockerClient | None = None) -> dict[str, str]:
+    """The recipe's ``ceilings: {from_image: [...]}``: per prefix the minimum across ``images``.
+
+    A prefix that some image does not define (no libstdc++ there) is left out; use
+    :func:`read_image_ceilings` + :func:`minimum_ceilings` to see which.
+    """
+    if not images:
+        raise UsageError("ceilings from_image needs at least one image")
+    if client is None:
+        from buildkit.docker_engine import connect
+
+        client = connect()
+    readings = [read_image_ceilings(image, client=client) for image in images]
+    return minimum_ceilings(readings)[0]
+
+
+# --------------------------------------------------------------------------- output
+def report_json(readings: Sequence[ImageCeilings]) -> dict[str, Any]:
+    """The ``buildkit ceilings --json`` document (``schema_version`` 1)."""
+    ceilings, absent = minimum_ceilings(readings)
+    arch = readings[0].arch if readings else "x86_64"
+    releases = [r.glibc_release for r in readings]
+    release = None
+    if readings and all(releases):
+        release = min((r for r in releases if r), key=lambda v: version_tuple(v) or ())
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "images": [r.to_json() for r in readings],
+        "minimum": {
+            "ceilings": ceilings,
+            "absent": absent,
+            "policy": match_policy(ceilings, arch, release).to_json(),
+        },
+    }
+
+
+def render_human(readings: Sequence[ImageCeilings]) -> str:
+    lines: list[str] = []
+    for r in readings:
+        short = r.image_id.split(":")[-1][:12]
+        note = ", cached" if r.cached else ""
+        lines.append(f"{r.image}  (image {short}, {r.arch}, glibc {r.glibc_release or '?'}{note})")
+        have = r.ceilings
+        for prefix in CEILING_PREFIXES:
+            provider = PROVIDERS[prefix]
+            lib = r.library(provider)
+            value = have.get(prefix)
+            if value is None:
+                why = lib.problem if lib is not None and lib.problem else f"no {provider} in the image"
+                lines.append(f"  {prefix:<8} absent    ({why})")
+                continue
+            where = ""
+            if lib is not None and lib.path is not None:
+                where = " -> ".join([*lib.chain, lib.path])
+            lines.append(f"  {prefix:<8} {value:<9} {where}")
+        for lib in r.libraries:
+            if lib.problem and lib.soname not in PROVIDERS.values():
+                lines.append(f"  note: {lib.soname}: {lib.problem}")
+        lines.append(f"  policy   {r.policy_match().describe()}")
+    if len(readings) > 1:
+        doc = report_json(readings)["minimum"]
+        values = ", ".join(f"{p} {v}" for p, v in doc["ceilings"].items())
+        lines.append(f"minimum over {len(readings)} images: {values or '-'}")
+        for prefix, images in doc["absent"].items():
+            lines.append(f"  {prefix} absent in {', '.join(images)}")
+        lines.append(f"  policy   {doc['policy']['description']}")
+    return "\n".join(lines)

@@ -1,0 +1,32 @@
+"""``buildkit ceilings IMAGE...``: symbol-version ceilings read from runtime images (nothing run)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("ceilings")
+@click.argument("images", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
+@click.option("--no-cache", is_flag=True, help="Read the image again even when its id is cached.")
+def ceilings(images: tuple[str, ...], as_json: bool, no_cache: bool) -> None:
+    """GLIBC/GLIBCXX/CXXABI/GCC ceilings defined by IMAGE's libc, libm, libstdc++ and libgcc_s.
+
+    The libraries are copied out of a created, never started container (removed afterwards) and
+    their .gnu.version_d read; results are cached by image id. Several images: also their minimum.
+    A missing image exits 8.
+    """
+    from buildkit.ceilings import read_image_ceilings, render_human, report_json
+    from buildkit.docker_engine import connect
+
+    client = connect()
+    try:
+        readings = [read_image_ceilings(image, client=client, use_cache=not no_cache) for image in images]
+    finally:
+        client.close()
+    if as_json:
+        click.echo(json.dumps(report_json(readings), indent=2))
+    else:
+        click.echo(render_human(readings))
