@@ -48,12 +48,13 @@ class BuildOptions:
     ca_bundle: Path | None = HOST_CA_BUNDLE
     build_isolation: bool = True
     parallel_jobs: int = 2
+    force: bool = False  # rebuild even when dist/<job-id>/ holds a wheel built from the same inputs
 
 
 @dataclass
 class JobResult:
     job: str
-    status: str  # "passed" | "gate-failed" | "build-failed" | "interrupted"
+    status: str  # "passed" | "up-to-date" | "gate-failed" | "build-failed" | "interrupted"
     wheel: Path | None = None
     seconds: float = 0.0
     message: str = ""
@@ -63,12 +64,12 @@ class JobResult:
 
 # --------------------------------------------------------------------------- source staging
 def source_date_epoch(source: Path) -> int:
-    """The commit time of the source's git HEAD, else :data:`DEFAULT_EPOCH` (never "now")."""
+    """The time of the last commit touching the source folder, else :data:`DEFAULT_EPOCH` (never "now")."""
     if "SOURCE_DATE_EPOCH" in os.environ:
         return int(os.environ["SOURCE_DATE_EPOCH"])
     try:
         out = subprocess.run(
-            ["git", "-C", str(source), "log", "-1", "--format=%ct"],
+            ["git", "-C", str(source), "log", "-1", "--format=%ct", "--", "."],
             capture_output=True,
             text=True,
             check=True,
@@ -110,6 +111,59 @@ def stage_source(source: Path, dest: Path, ca_bundle: Path | None) -> bool:
         shutil.copyfile(ca_bundle, dest / ".buildkit" / "ca-bundle.crt")
         return True
     return False
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over the relative paths, modes and bytes of every file under ``root`` (sorted)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(".buildkit/"):
+            continue  # the CA bundle does not change what is built
+        digest.update(rel.encode() + b"\0")
+        if path.is_symlink():
+            digest.update(b"link:" + os.readlink(path).encode())
+        else:
+            digest.update(b"x" if os.access(path, os.X_OK) else b"-")
+            digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def inputs_key(job: Job, image_id: str, source_digest: str, epoch: int, isolation: bool) -> str:
+    """Everything a job's wheel is made from: equal keys, equal wheels (the up-to-date check)."""
+    import hashlib
+    import json
+
+    from buildkit import __version__
+
+    payload = {
+        "buildkit": __version__,
+        "job": job.to_json(),
+        "image": image_id,
+        "source": source_digest,
+        "source_date_epoch": epoch,
+        "isolation": isolation,
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def up_to_date(dest: Path, key: str) -> Path | None:
+    """The wheel in ``dest`` when its manifest records ``key`` and its bytes still match."""
+    for wheel in sorted(dest.glob("*.whl")):
+        try:
+            data = manifest.read(wheel)
+        except (OSError, ValueError):
+            continue
+        if (
+            data.get("inputs_key") == key
+            and data.get("verdict", {}).get("passed") is True
+            and data.get("wheel", {}).get("sha256") == manifest.sha256_file(wheel)
+        ):
+            return wheel
+    return None
 
 
 def run_prebuild_checks(recipe: Recipe, source: Path) -> list[Path]:
@@ -229,6 +283,14 @@ def build_job(
             staged = work / "src"
             with_ca = stage_source(source, staged, options.ca_bundle)
             epoch = source_date_epoch(source)
+            key = inputs_key(job, image.id, tree_digest(staged), epoch, options.build_isolation)
+            existing = None if options.force else up_to_date(options.out_dir / job.id, key)
+            if existing is not None:
+                log.write(f"up to date: {existing.name} was built from the same inputs ({key[:12]})\n")
+                result.status = "up-to-date"
+                result.wheel = existing
+                result.message = f"{existing.name} (inputs unchanged)"
+                return result
             settings = cibw.CibwSettings(
                 image=image.tag,
                 source_date_epoch=epoch,
@@ -274,6 +336,7 @@ def build_job(
                     "archs": [str(t) for t in job.archs.kept],
                     "source": _source_info(recipe, source),
                     "source_date_epoch": epoch,
+                    "inputs_key": key,
                     "verdict": verdict_to_json(verdict),
                 },
             )
@@ -395,7 +458,7 @@ def build_plan(
             results.append(result)
             first = result.message.splitlines()[0] if result.message else ""
             echo(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")
-            if result.status != "passed":
+            if result.status not in ("passed", "up-to-date"):
                 echo(result.message)
                 echo(f"    log: {result.log}")
     return results

@@ -249,9 +249,8 @@ def _unmet(policy: Policy, ceilings: Mapping[str, str], glibc_release: str | Non
     # (2.37 did not: manylinux_2_37's GLIBC ceiling is 2.36)
     promised = policy_glibc(policy)
     release = glibc_release or ceilings.get("GLIBC")
-    if promised is not None and release is not None:
-        if (version_tuple(release) or ()) < (version_tuple(promised) or ()):
-            out.append(f"glibc release {promised} > {release}")
+    if promised and release and (version_tuple(release) or ()) < (version_tuple(promised) or ()):
+        out.append(f"glibc release {promised} > {release}")
     for prefix, needed in policy.ceilings().items():
         have = ceilings.get(prefix)
         if have is None:
@@ -339,9 +338,16 @@ def version_definitions(data: bytes) -> tuple[str, tuple[str, ...]]:
     return machine, tuple(sorted(names))
 
 
-def _read_member(container: Any, path: str) -> tuple[str, bytes | str] | None:
-    """One ``get_archive`` request: ``("file", bytes)``, ``("link", target)``, ``("other", kind)``
-    or ``None`` when the path does not exist."""
+@dataclass(frozen=True)
+class _Member:
+    kind: str  # "file", "link", "directory", "special file"
+    data: bytes = b""
+    link: str = ""
+
+
+def _read_member(container: Any, path: str) -> _Member | None:
+    """One ``get_archive`` request for ``path``: the single tar member it returns (a regular file's
+    bytes, a symlink's target), or ``None`` when the path does not exist."""
     try:
         stream, _stat = container.get_archive(path)
     except docker.errors.NotFound:
@@ -357,12 +363,12 @@ def _read_member(container: Any, path: str) -> tuple[str, bytes | str] | None:
         if member is None:
             return None
         if member.issym():
-            return "link", member.linkname
+            return _Member("link", link=member.linkname)
         if member.isfile():
             handle = tar.extractfile(member)
             assert handle is not None
-            return "file", handle.read()
-        return "other", "directory" if member.isdir() else "special file"
+            return _Member("file", data=handle.read())
+        return _Member("directory" if member.isdir() else "special file")
 
 
 def _resolve_link(path: str, target: str) -> str:
@@ -379,15 +385,13 @@ def _fetch_library(container: Any, soname: str, dirs: Sequence[str]) -> LibraryV
             got = _read_member(container, path)
             if got is None:
                 break  # a dangling name here: try the next directory
-            kind, value = got
-            if kind == "link":
-                assert isinstance(value, str)
+            if got.kind == "link":
                 chain.append(path)
-                path = _resolve_link(path, value)
+                path = _resolve_link(path, got.link)
                 continue
-            if kind == "other":
-                return LibraryVersions(soname, path, tuple(chain), problem=f"{path} is a {value}")
-            assert isinstance(value, bytes)
+            if got.kind != "file":
+                return LibraryVersions(soname, path, tuple(chain), problem=f"{path} is a {got.kind}")
+            value = got.data
             try:
                 _machine, names = version_definitions(value)
             except ValueError as exc:

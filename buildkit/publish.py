@@ -296,6 +296,7 @@ def twine_upload(
         sys.executable,
         "-m",
         "twine",
+        "--no-color",
         "upload",
         "--non-interactive",
         "--disable-progress-bar",
@@ -306,7 +307,9 @@ def twine_upload(
     shown = scrub(" ".join(["twine", *command[3:]]), secrets)
     log(f"$ {shown}")
     result = subprocess.run(command, env=dict(env), capture_output=True, text=True, check=False)
-    output = scrub((result.stdout + result.stderr).strip(), secrets)
+    output = scrub(
+        "\n".join(line.rstrip() for line in (result.stdout + result.stderr).strip().splitlines()), secrets
+    )
     for line in output.splitlines():
         log(f"  {line}")
     if result.returncode != 0:

@@ -36,6 +36,9 @@ from buildkit.recipe import load_recipe
 @click.option("--archs", "cli_archs", default=None, help="Arch list overriding the recipe.")
 @click.option("--no-cache", is_flag=True, help="Do not mount the compiler-cache volume.")
 @click.option("--no-isolation", is_flag=True, help="Build with the image's own build dependencies (offline).")
+@click.option(
+    "--force", is_flag=True, help="Rebuild even when OUT/<job-id>/ holds a wheel built from the same inputs."
+)
 @click.option("-v", "--verbose", is_flag=True, help="Stream the build log to the terminal.")
 def build(
     recipe: str,
@@ -45,6 +48,7 @@ def build(
     cli_archs: str | None,
     no_cache: bool,
     no_isolation: bool,
+    force: bool,
     verbose: bool,
 ) -> None:
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
@@ -55,13 +59,14 @@ def build(
         log_dir=Path(log_dir).absolute(),
         use_cache=not no_cache,
         build_isolation=not no_isolation,
+        force=force,
         parallel_jobs=os.cpu_count() or 2,
     )
     results = build_plan(
         the_recipe, the_plan, job_ids, options, echo=lambda line: click.echo(line, err=True), verbose=verbose
     )
     click.echo(render_summary(results))
-    failed = [r for r in results if r.status != "passed"]
+    failed = [r for r in results if r.status not in ("passed", "up-to-date")]
     if any(r.status == "build-failed" for r in failed):
         raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")
     if failed:

@@ -6,13 +6,15 @@ Exit 0 when every wheel is published or already was, 10 (PublishRefused) when an
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
 import click
 
+from buildkit import publish as publishing
 from buildkit.errors import UsageError
-from buildkit.publish import Target, outcomes_json, parse_target, publish, scrub, secrets_from
+from buildkit.publish import Target, outcomes_json, parse_target, scrub, secrets_from
 
 
 def _recipe_target(recipe: str) -> Target:
@@ -36,9 +38,7 @@ def _recipe_target(recipe: str) -> Target:
     "(a static PEP 503 index is written there).",
 )
 @click.option("--recipe", default=None, help="Take the target from this recipe's publish section.")
-@click.option(
-    "--simple-url", default=None, help="The index's PEP 503 pages (default: UPLOAD_URL/simple/)."
-)
+@click.option("--simple-url", default=None, help="The index's PEP 503 pages (default: UPLOAD_URL/simple/).")
 @click.option(
     "--log",
     "log_file",
@@ -60,26 +60,24 @@ def publish_cmd(
         raise UsageError("give exactly one of --to TARGET or --recipe R")
     target = parse_target(to, simple_url=simple_url) if to is not None else _recipe_target(str(recipe))
     secrets = secrets_from(os.environ)
-    handle = Path(log_file).open("a", encoding="utf-8") if log_file else None
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(Path(log_file).open("a", encoding="utf-8")) if log_file else None
 
-    def log(line: str) -> None:
-        line = scrub(line, secrets)
-        if handle is not None:
-            handle.write(line + "\n")
-            handle.flush()
-        if not as_json:
-            click.echo(line, err=True)
+        def log(line: str) -> None:
+            line = scrub(line, secrets)
+            if handle is not None:
+                handle.write(line + "\n")
+                handle.flush()
+            if not as_json:
+                click.echo(line, err=True)
 
-    try:
-        log(f"publish {dist} -> {target.describe()}")
-        outcomes = publish(Path(dist), target, log=log)
-    except Exception as exc:
-        if handle is not None:  # the CLI prints the error itself; the log file keeps it too
-            handle.write(scrub(f"error: {exc}", secrets) + "\n")
-        raise
-    finally:
-        if handle is not None:
-            handle.close()
+        try:
+            log(f"publish {dist} -> {target.describe()}")
+            outcomes = publishing.publish(Path(dist), target, log=log)
+        except Exception as exc:
+            if handle is not None:  # the CLI prints the error itself; the log file keeps it too
+                handle.write(scrub(f"error: {exc}", secrets) + "\n")
+            raise
     if as_json:
         click.echo(outcomes_json(outcomes, target))
     else:

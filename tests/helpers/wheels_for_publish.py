@@ -20,18 +20,25 @@ FAILING: dict[str, Any] = {
 }
 
 
-def write_wheel(path: Path, members: dict[str, bytes], *, requires_python: str | None = None) -> Path:
+def write_wheel(
+    path: Path,
+    members: dict[str, bytes],
+    *,
+    requires_python: str | None = None,
+    requires: tuple[str, ...] = (),
+) -> Path:
     """A valid wheel (WHEEL, METADATA, RECORD) named ``path`` (``name-version-py-abi-plat.whl``)."""
     name, version, *tags = path.name[: -len(".whl")].split("-")
     dist_info = f"{name}-{version}.dist-info"
     files = dict(members)
     tag = "-".join(tags[-3:])
     files[f"{dist_info}/WHEEL"] = (
-        f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: {tag}\n".encode()
+        f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: {str(tag.endswith('-any')).lower()}\nTag: {tag}\n".encode()
     )
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     if requires_python:
         meta += f"Requires-Python: {requires_python}\n"
+    meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
     files[f"{dist_info}/METADATA"] = meta.encode()
     rows = []
     for member, data in files.items():

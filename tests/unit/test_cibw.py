@@ -67,7 +67,13 @@ def test_repair_excludes_versioned_sonames() -> None:
     globs = [cmd[i + 1] for i, tok in enumerate(cmd) if tok == "--exclude"]
     import fnmatch
 
-    for soname in ("librocblas.so.5", "libamdhip64.so.7", "libhsa-runtime64.so.1", "libtorch_cpu.so", "libc10.so"):
+    for soname in (
+        "librocblas.so.5",
+        "libamdhip64.so.7",
+        "libhsa-runtime64.so.1",
+        "libtorch_cpu.so",
+        "libc10.so",
+    ):
         assert any(fnmatch.fnmatch(soname, g) for g in globs), soname
     assert cmd[-3:] == ["-w", "{dest_dir}", "{wheel}"]
 
@@ -89,11 +95,15 @@ def test_no_cache_means_no_volume() -> None:
     assert "CCACHE_DIR" not in _parse_environment(opts["CIBW_ENVIRONMENT_LINUX"])
 
 
-@pytest.mark.parametrize("secret", ["TWINE_PASSWORD", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "PYPI_API_TOKEN"])
+@pytest.mark.parametrize(
+    "secret", ["TWINE_PASSWORD", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "PYPI_API_TOKEN"]
+)
 def test_credentials_never_reach_cibuildwheel(secret: str) -> None:
     job = _job("reference.yaml")
     opts = cibw.cibuildwheel_options(job, _settings())
-    env = cibw.subprocess_environment({"PATH": "/usr/bin", secret: "s3cr3t", "DOCKER_HOST": "unix:///x"}, opts)
+    env = cibw.subprocess_environment(
+        {"PATH": "/usr/bin", secret: "s3cr3t", "DOCKER_HOST": "unix:///x"}, opts
+    )
     assert secret not in env
     assert "s3cr3t" not in "".join(env.values())
     assert env["DOCKER_HOST"] == "unix:///x"

@@ -1,0 +1,105 @@
+"""``buildkit smoke WHEEL``: install a wheel in throwaway runtime containers and import / run it.
+
+Exit 0 when every selected test passed (skipped ones are printed with their reason), 11 (SmokeFailed)
+when one failed, 8 (DockerUnavailable) without an engine or runtime image.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from buildkit.errors import UsageError
+
+
+@click.command("smoke")
+@click.argument("wheel", type=click.Path(exists=True, dir_okay=False))
+@click.option("--image", default=None, help="Runtime image (overrides the recipe entries' images).")
+@click.option("--import", "imports", multiple=True, help="Module that must import (repeatable).")
+@click.option("--command", "commands", multiple=True, help="Shell command that must exit 0 (repeatable).")
+@click.option("--recipe", default=None, help="Run this recipe's smoke entries.")
+@click.option("--label", "labels", multiple=True, help="With --recipe: only entries with this label.")
+@click.option(
+    "--wheelhouse",
+    type=click.Path(exists=True, file_okay=False),
+    default=None,
+    help="Dependencies from these wheels (copied into the container; no network).",
+)
+@click.option("--index-url", default=None, help="Dependencies from this index (host CA bundle copied in).")
+@click.option("--python", default="python3", show_default=True, help="The runtime image's interpreter.")
+@click.option(
+    "--gpu/--no-gpu",
+    default=None,
+    help="Pass /dev/kfd and /dev/dri through (default: when this machine has them).",
+)
+@click.option("--timeout", default=900, show_default=True, help="Seconds per step.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def smoke(
+    wheel: str,
+    image: str | None,
+    imports: tuple[str, ...],
+    commands: tuple[str, ...],
+    recipe: str | None,
+    labels: tuple[str, ...],
+    wheelhouse: str | None,
+    index_url: str | None,
+    python: str,
+    gpu: bool | None,
+    timeout: int,
+    as_json: bool,
+) -> None:
+    """Install WHEEL in a container of each runtime image, then run the imports and commands."""
+    from buildkit import manifest
+    from buildkit import smoke as smoking
+    from buildkit.docker_engine import connect
+
+    path = Path(wheel)
+    smoking.check_wheel(path)
+    if wheelhouse and index_url:
+        raise UsageError("--wheelhouse and --index-url exclude each other")
+    if labels and recipe is None:
+        raise UsageError("--label selects recipe entries: give --recipe")
+    if recipe is not None:
+        if imports or commands:
+            raise UsageError("--import/--command and --recipe exclude each other")
+        from buildkit.recipe import load_recipe
+
+        data = manifest.read(path) if manifest.manifest_path(path).is_file() else None
+        specs = smoking.specs_from_recipe(
+            load_recipe(recipe).smoke, labels, image_override=image, values=smoking.job_values(data)
+        )
+    else:
+        if image is None:
+            raise UsageError("give --image IMAGE (or --recipe R)")
+        chosen = imports if imports or commands else smoking.default_imports(path)
+        specs = [smoking.SmokeSpec("cli", image, tuple(chosen), tuple(commands))]
+
+    if gpu is False:
+        access = None
+    else:
+        access = smoking.gpu_access()
+        if gpu and access is None:
+            raise UsageError("--gpu: /dev/kfd and /dev/dri are not present on this machine")
+    client = connect()
+
+    def progress(line: str) -> None:
+        if not as_json:
+            click.echo(line, err=True)
+
+    results = [
+        smoking.run_smoke(
+            path,
+            spec,
+            client=client,
+            wheelhouse=Path(wheelhouse) if wheelhouse else None,
+            index_url=index_url,
+            gpu=access,
+            python=python,
+            timeout=timeout,
+            progress=progress,
+        )
+        for spec in specs
+    ]
+    click.echo(smoking.render_json(results) if as_json else smoking.render_human(results))
+    smoking.raise_on_failure(results)

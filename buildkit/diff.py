@@ -1,0 +1,635 @@
+"""Release-over-release wheel diff: what changed between the last published wheel and a candidate.
+
+Both wheels are read by the streaming inspection (:mod:`buildkit.inspect`) and judged by the gate's
+own evaluation (:func:`buildkit.gate.evaluate` with the default config, only its facts are used: per
+library and prefix the highest symbol version, the libraries and their status, gfx targets per
+object, the manylinux tag). :func:`diff_reports` compares them:
+
+* **symbol versions** per needed library and prefix (``libc.so.6`` ``GLIBC`` 2.28 -> 2.34). A
+  regression when the new version exceeds the highest version of that prefix the old wheel needed
+  from any library (the wheel now needs a newer runtime), or when the prefix is new altogether;
+* **manylinux tag** the wheel's symbols and libraries are consistent with: less compatible = regression;
+* **platform tags** of the file name: a removed tag is a regression unless a new tag still covers it
+  (same interpreter and ABI; for manylinux, the same architecture and an older or equal glibc);
+* **external libraries** (not whitelisted, not grafted, not excluded by ``exclude_globs``): one added
+  or turned external is a regression;
+* **gfx targets per object** (offload bundles, code objects): a target removed from an object, or gone
+  from the wheel, is a regression unless a new target of the same processor with fewer features
+  covers it (``gfx90a`` covers ``gfx90a:xnack-``);
+* **size** (bytes and %), **members** added and removed: reported, never regressions.
+
+:func:`baseline_from_index` finds the newest published wheel of the same project with compatible
+tags in a PEP 503 simple index (``file://`` or ``http(s)://``), verifies the ``#sha256=`` fragment
+and downloads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Literal
+
+from packaging.tags import Tag, parse_tag
+from packaging.utils import (
+    InvalidWheelFilename,
+    canonicalize_name,
+    parse_wheel_filename,
+)
+from packaging.version import Version
+
+from buildkit.errors import UsageError, WheelReadError
+from buildkit.gate import GateConfig, Verdict, evaluate
+from buildkit.inspect.models import WheelReport
+from buildkit.policy import parse_platform_tag, split_symbol_version, version_tuple
+
+SCHEMA_VERSION = 1
+SymbolChangeKind = Literal["raised", "lowered", "added", "removed"]
+
+
+# --------------------------------------------------------------------------- result model
+@dataclass(frozen=True)
+class SymbolChange:
+    library: str  # "libc.so.6"
+    prefix: str  # "GLIBC"
+    old: str | None  # "2.28"
+    new: str | None  # "2.34"
+    change: SymbolChangeKind
+    regression: bool
+    files: tuple[str, ...]  # the new (or, when removed, old) members requiring that version
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "library": self.library,
+            "prefix": self.prefix,
+            "old": self.old,
+            "new": self.new,
+            "change": self.change,
+            "regression": self.regression,
+            "files": list(self.files),
+        }
+
+
+@dataclass(frozen=True)
+class LibraryChange:
+    library: str
+    old: str | None  # status in the old wheel ("external", "whitelisted", "grafted", "excluded")
+    new: str | None
+    regression: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"library": self.library, "old": self.old, "new": self.new, "regression": self.regression}
+
+
+@dataclass(frozen=True)
+class GfxChange:
+    file: str
+    old: tuple[str, ...]
+    new: tuple[str, ...]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    regression: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "old": list(self.old),
+            "new": list(self.new),
+            "added": list(self.added),
+            "removed": list(self.removed),
+            "regression": self.regression,
+        }
+
+
+@dataclass(frozen=True)
+class WheelDiff:
+    old: WheelReport
+    new: WheelReport
+    old_policy: str | None  # the manylinux tag each wheel's content is consistent with
+    new_policy: str | None
+    policy_regression: bool
+    symbols: tuple[SymbolChange, ...]
+    tags_added: tuple[str, ...]
+    tags_removed: tuple[str, ...]
+    tags_uncovered: tuple[str, ...]  # removed tags no new tag covers (regressions)
+    libraries: tuple[LibraryChange, ...]
+    gfx: tuple[GfxChange, ...]
+    gfx_removed: tuple[str, ...]  # targets gone from the whole wheel (regressions)
+    gfx_added: tuple[str, ...]
+    members_added: tuple[str, ...]
+    members_removed: tuple[str, ...]
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def size_delta(self) -> int:
+        return self.new.size - self.old.size
+
+    @property
+    def size_percent(self) -> float | None:
+        return None if self.old.size == 0 else 100.0 * self.size_delta / self.old.size
+
+    @property
+    def regressions(self) -> tuple[str, ...]:
+        """One sentence per regression, in a stable order."""
+        out: list[str] = []
+        if self.policy_regression:
+            out.append(f"manylinux tag {self.old_policy} -> {self.new_policy}")
+        for s in self.symbols:
+            if s.regression:
+                out.append(f"{s.library} {s.prefix} {s.old or 'none'} -> {s.new} (needed by {s.files[0]})")
+        out += [f"platform tag {t} no longer provided" for t in self.tags_uncovered]
+        for lib in self.libraries:
+            if lib.regression:
+                was = "new" if lib.old is None else f"was {lib.old}"
+                out.append(f"external library {lib.library} ({was})")
+        for g in self.gfx:
+            if g.regression:
+                out.append(f"{g.file}: gfx target(s) removed: {', '.join(g.removed)}")
+        per_object = {t for g in self.gfx if g.regression for t in g.removed}
+        out += [f"gfx target {t} gone from the wheel" for t in self.gfx_removed if t not in per_object]
+        return tuple(out)
+
+    @property
+    def regression(self) -> bool:
+        return bool(self.regressions)
+
+    def to_json(self, *, baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+        def ident(r: WheelReport) -> dict[str, Any]:
+            return {
+                "filename": r.filename,
+                "name": r.name,
+                "version": r.version,
+                "tags": list(r.tags),
+                "size": r.size,
+                "uncompressed_size": r.uncompressed_size,
+                "sha256": r.sha256,
+            }
+
+        pct = self.size_percent
+        doc: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "old": ident(self.old),
+            "new": ident(self.new),
+            "regression": self.regression,
+            "regressions": list(self.regressions),
+            "policy": {"old": self.old_policy, "new": self.new_policy, "regression": self.policy_regression},
+            "symbols": [s.to_json() for s in self.symbols],
+            "tags": {
+                "added": list(self.tags_added),
+                "removed": list(self.tags_removed),
+                "uncovered": list(self.tags_uncovered),
+            },
+            "libraries": [lib.to_json() for lib in self.libraries],
+            "gfx": {
+                "objects": [g.to_json() for g in self.gfx],
+                "added": list(self.gfx_added),
+                "removed": list(self.gfx_removed),
+            },
+            "size": {
+                "old": self.old.size,
+                "new": self.new.size,
+                "delta": self.size_delta,
+                "percent": None if pct is None else round(pct, 2),
+                "uncompressed_old": self.old.uncompressed_size,
+                "uncompressed_new": self.new.uncompressed_size,
+            },
+            "members": {"added": list(self.members_added), "removed": list(self.members_removed)},
+            "notes": list(self.notes),
+        }
+        if baseline is not None:
+            doc["baseline"] = baseline
+        return doc
+
+
+# --------------------------------------------------------------------------- comparison
+def _vkey(version: str | None) -> tuple[int, ...]:
+    return () if version is None else (version_tuple(version) or ())
+
+
+def _symbol_table(verdict: Verdict) -> dict[tuple[str, str], tuple[str, tuple[str, ...]]]:
+    out = {}
+    for s in verdict.symbols:
+        out[(s.library, s.prefix)] = (split_symbol_version(s.version)[1], s.files)
+    return out
+
+
+def _symbol_changes(old: Verdict, new: Verdict) -> list[SymbolChange]:
+    before, after = _symbol_table(old), _symbol_table(new)
+    old_top: dict[str, tuple[int, ...]] = {}
+    for (_lib, prefix), (version, _files) in before.items():
+        old_top[prefix] = max(old_top.get(prefix, ()), _vkey(version))
+    out = []
+    for key in sorted(set(before) | set(after)):
+        library, prefix = key
+        ov, of = before.get(key, (None, ()))
+        nv, nf = after.get(key, (None, ()))
+        if ov == nv:
+            continue
+        kind: SymbolChangeKind
+        if ov is None:
+            kind = "added"
+        elif nv is None:
+            kind = "removed"
+        else:
+            kind = "raised" if _vkey(nv) > _vkey(ov) else "lowered"
+        regression = nv is not None and (prefix not in old_top or _vkey(nv) > old_top[prefix])
+        out.append(SymbolChange(library, prefix, ov, nv, kind, regression, nf or of))
+    return out
+
+
+_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)$")
+
+
+def _covers(new: Tag, old: Tag) -> bool:
+    """Does a wheel tagged ``new`` install everywhere one tagged ``old`` did?"""
+    if (new.interpreter, new.abi) != (old.interpreter, old.abi):
+        return False
+    if new.platform == old.platform:
+        return True
+    pn, po = parse_platform_tag(new.platform), parse_platform_tag(old.platform)
+    if pn is None or po is None or pn[1] != po[1]:
+        return False
+    mn, mo = _MANYLINUX.match(pn[0]), _MANYLINUX.match(po[0])
+    if mn is None or mo is None:
+        return False
+    return (int(mn[1]), int(mn[2])) <= (int(mo[1]), int(mo[2]))
+
+
+def _tags(report: WheelReport) -> set[Tag]:
+    out: set[Tag] = set()
+    for text in report.tags:
+        out |= parse_tag(text)
+    return out
+
+
+def _library_changes(old: Verdict, new: Verdict) -> list[LibraryChange]:
+    before = {u.library: u.status for u in old.libraries}
+    after = {u.library: u.status for u in new.libraries}
+    out = []
+    for lib in sorted(set(before) | set(after)):
+        o, n = before.get(lib), after.get(lib)
+        if o == n:
+            continue
+        out.append(LibraryChange(lib, o, n, regression=n == "external"))
+    return out
+
+
+def _split_target(target: str) -> tuple[str, frozenset[str]]:
+    name, *features = target.split(":")
+    return name, frozenset(features)
+
+
+def _target_covered(target: str, present: Iterable[str]) -> bool:
+    """``gfx90a:xnack-`` is covered by ``gfx90a:xnack-`` or by ``gfx90a`` (any xnack mode)."""
+    name, feats = _split_target(target)
+    for other in present:
+        oname, ofeats = _split_target(other)
+        if oname == name and ofeats <= feats:
+            return True
+    return False
+
+
+def _gfx_changes(old: Verdict, new: Verdict) -> tuple[list[GfxChange], list[str], list[str]]:
+    before = {g.file: tuple(g.targets) for g in old.gfx}
+    after = {g.file: tuple(g.targets) for g in new.gfx}
+    out = []
+    for file in sorted(set(before) | set(after)):
+        o, n = before.get(file, ()), after.get(file, ())
+        if o == n:
+            continue
+        removed = tuple(t for t in o if t not in n)
+        added = tuple(t for t in n if t not in o)
+        regression = file in after and any(not _target_covered(t, n) for t in removed)
+        out.append(GfxChange(file, o, n, added, removed, regression))
+    all_old = {t for ts in before.values() for t in ts}
+    all_new = {t for ts in after.values() for t in ts}
+    gone = sorted(t for t in all_old if not _target_covered(t, all_new))
+    return out, gone, sorted(all_new - all_old)
+
+
+def _members(report: WheelReport) -> dict[str, str]:
+    """Members keyed without the version in ``NAME-VERSION.dist-info/`` / ``.data/`` (a new release
+    renames those directories; their files are not added or removed)."""
+    out = {}
+    for member in report.members:
+        top, sep, rest = member.partition("/")
+        for suffix in (".dist-info", ".data"):
+            if sep and top.endswith(suffix) and "-" in top:
+                member_key = f"{{{suffix}}}/{rest}"
+                break
+        else:
+            member_key = member
+        out[member_key] = member
+    return out
+
+
+def diff_reports(old: WheelReport, new: WheelReport, *, exclude_globs: Sequence[str] = ()) -> WheelDiff:
+    """Compare two inspected wheels; ``exclude_globs`` name libraries provided at run time."""
+    config = GateConfig(exclude_globs=tuple(exclude_globs), size_warn=None)
+    vo, vn = evaluate(old, config), evaluate(new, config)
+    notes = []
+    if canonicalize_name(old.name) != canonicalize_name(new.name):
+        notes.append(f"different projects: {old.name} vs {new.name}")
+    try:
+        if Version(new.version) <= Version(old.version):
+            notes.append(f"the new version {new.version} is not newer than {old.version}")
+    except ValueError:
+        pass
+    policy_regression = (
+        vo.overall_policy is not None
+        and vn.overall_policy is not None
+        and vn.overall_policy.priority < vo.overall_policy.priority
+    )
+    told, tnew = _tags(old), _tags(new)
+    removed = told - tnew
+    uncovered = sorted(str(t) for t in removed if not any(_covers(n, t) for n in tnew))
+    gfx, gone, gfx_added = _gfx_changes(vo, vn)
+    members_old, members_new = _members(old), _members(new)
+    return WheelDiff(
+        old=old,
+        new=new,
+        old_policy=vo.overall_tag,
+        new_policy=vn.overall_tag,
+        policy_regression=policy_regression,
+        symbols=tuple(_symbol_changes(vo, vn)),
+        tags_added=tuple(sorted(str(t) for t in tnew - told)),
+        tags_removed=tuple(sorted(str(t) for t in removed)),
+        tags_uncovered=tuple(uncovered),
+        libraries=tuple(_library_changes(vo, vn)),
+        gfx=tuple(gfx),
+        gfx_removed=tuple(gone),
+        gfx_added=tuple(gfx_added),
+        members_added=tuple(sorted(members_new[k] for k in members_new.keys() - members_old.keys())),
+        members_removed=tuple(sorted(members_old[k] for k in members_old.keys() - members_new.keys())),
+        notes=tuple(notes),
+    )
+
+
+def diff_wheels(old: Path, new: Path, *, exclude_globs: Sequence[str] = ()) -> WheelDiff:
+    from buildkit.inspect import inspect_wheel
+
+    return diff_reports(inspect_wheel(old), inspect_wheel(new), exclude_globs=exclude_globs)
+
+
+# --------------------------------------------------------------------------- human output
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def render_human(d: WheelDiff, *, baseline: str | None = None) -> str:
+    lines = [f"old: {d.old.filename}" + (f"  ({baseline})" if baseline else ""), f"new: {d.new.filename}"]
+    lines += [f"note: {n}" for n in d.notes]
+    flag = "  REGRESSION" if d.policy_regression else ""
+    if d.old_policy != d.new_policy:
+        lines.append(f"manylinux tag: {d.old_policy} -> {d.new_policy}{flag}")
+    else:
+        lines.append(f"manylinux tag: {d.new_policy or 'none (no host code)'} (unchanged)")
+    if d.symbols:
+        lines.append("symbol versions:")
+        for s in d.symbols:
+            mark = "  REGRESSION" if s.regression else ""
+            lines.append(
+                f"  {s.library:<18} {s.prefix:<8} {s.old or '-':>8} -> {s.new or '-':<8} {s.change}{mark}"
+                f"  ({s.files[0]})"
+            )
+    else:
+        lines.append("symbol versions: unchanged")
+    if d.tags_added or d.tags_removed:
+        lines.append("platform tags:")
+        lines += [f"  + {t}" for t in d.tags_added]
+        lines += [f"  - {t}" + ("  REGRESSION" if t in d.tags_uncovered else "") for t in d.tags_removed]
+    if d.libraries:
+        lines.append("libraries:")
+        for lib in d.libraries:
+            mark = "  REGRESSION" if lib.regression else ""
+            lines.append(f"  {lib.library:<28} {lib.old or '-'} -> {lib.new or '-'}{mark}")
+    if d.gfx:
+        lines.append("gfx targets:")
+        for g in d.gfx:
+            parts = [f"+{t}" for t in g.added] + [f"-{t}" for t in g.removed]
+            mark = "  REGRESSION" if g.regression else ""
+            lines.append(f"  {g.file}: {' '.join(parts)}{mark}")
+        if d.gfx_removed:
+            lines.append(f"  gone from the wheel: {', '.join(d.gfx_removed)}  REGRESSION")
+    pct = d.size_percent
+    pct_text = "" if pct is None else f", {pct:+.1f}%"
+    lines.append(
+        f"size: {_size(d.old.size)} -> {_size(d.new.size)} ({d.size_delta:+d} bytes{pct_text}); "
+        f"unpacked {_size(d.old.uncompressed_size)} -> {_size(d.new.uncompressed_size)}"
+    )
+    if d.members_added or d.members_removed:
+        lines.append(f"members: {len(d.members_added)} added, {len(d.members_removed)} removed")
+        lines += [f"  + {m}" for m in d.members_added]
+        lines += [f"  - {m}" for m in d.members_removed]
+    regs = d.regressions
+    lines.append(f"regressions: {len(regs)}" if regs else "no regression")
+    lines += [f"  - {r}" for r in regs]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- PEP 503 index
+@dataclass(frozen=True)
+class IndexFile:
+    """One wheel link of a project page."""
+
+    filename: str
+    url: str  # without fragment
+    hashes: dict[str, str]  # {"sha256": hex} from the URL fragment
+    version: Version
+    build: tuple[int, str] | tuple[()]
+    tags: frozenset[Tag]
+    yanked: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"filename": self.filename, "url": self.url, "hashes": dict(self.hashes)}
+
+
+class _LinkParser(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.base: str | None = None
+        self.links: list[dict[str, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "base" and self.base is None:
+            self.base = dict(attrs).get("href")
+        elif tag == "a":
+            self.links.append(dict(attrs))
+
+
+def _read_url(url: str, *, timeout: float = 60) -> bytes | None:
+    """The bytes at ``url`` (``file://``, ``http(s)://``); ``None`` when it does not exist (404)."""
+    scheme = urllib.parse.urlsplit(url).scheme
+    if scheme == "file":
+        path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+        if path.is_dir():
+            index = path / "index.html"
+            if index.is_file():
+                return index.read_bytes()
+            # a bare directory of files (no index.html): list it as a page would
+            names = sorted(p.name for p in path.iterdir() if p.is_file())
+            page = "".join(f'<a href="{urllib.parse.quote(n)}">{n}</a>\n' for n in names)
+            return page.encode()
+        return path.read_bytes() if path.is_file() else None
+    if scheme not in ("http", "https"):
+        raise UsageError(f"index URL must be file://, http:// or https://, not {url!r}")
+    request = urllib.request.Request(url, headers={"Accept": "text/html"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            data: bytes = response.read()
+            return data
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:
+            return None
+        raise UsageError(f"index {url} answered HTTP {exc.code}: {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise UsageError(f"cannot read index {url}: {exc}") from None
+
+
+def project_url(index_url: str, project: str) -> str:
+    """PEP 503: ``<root>/<normalized name>/``; a URL already ending with the project is kept."""
+    root = index_url if index_url.endswith("/") else index_url + "/"
+    name = canonicalize_name(project)
+    last = posixpath.basename(urllib.parse.urlsplit(root).path.rstrip("/"))
+    if canonicalize_name(last) == name:
+        return root
+    return urllib.parse.urljoin(root, name + "/")
+
+
+def project_files(index_url: str, project: str) -> tuple[str, list[IndexFile]]:
+    """``(page URL, wheels listed there)``; no page (404) gives an empty list."""
+    page = project_url(index_url, project)
+    data = _read_url(page)
+    if data is None:
+        return page, []
+    parser = _LinkParser()
+    parser.feed(data.decode("utf-8", "replace"))
+    base = urllib.parse.urljoin(page, parser.base) if parser.base else page
+    out = []
+    for attrs in parser.links:
+        href = attrs.get("href")
+        if not href:
+            continue
+        url, _, fragment = urllib.parse.urljoin(base, href).partition("#")
+        filename = urllib.parse.unquote(posixpath.basename(urllib.parse.urlsplit(url).path))
+        if not filename.endswith(".whl"):
+            continue
+        try:
+            name, version, build, tags = parse_wheel_filename(filename)
+        except InvalidWheelFilename:
+            continue
+        if name != canonicalize_name(project):
+            continue
+        hashes = {}
+        if "=" in fragment:
+            algo, _, digest = fragment.partition("=")
+            hashes[algo.lower()] = digest.lower()
+        out.append(IndexFile(filename, url, hashes, version, build, tags, "data-yanked" in attrs))
+    return page, out
+
+
+def _compatible(candidate: Iterable[Tag], wanted: Iterable[Tag]) -> bool:
+    """Same interpreter and ABI, and a platform of the same family (manylinux: the same arch)."""
+    for c in candidate:
+        for w in wanted:
+            if (c.interpreter, c.abi) != (w.interpreter, w.abi):
+                continue
+            if c.platform == w.platform:
+                return True
+            pc, pw = parse_platform_tag(c.platform), parse_platform_tag(w.platform)
+            if pc is not None and pw is not None and pc[1] == pw[1]:
+                return True
+    return False
+
+
+def choose_baseline(files: Sequence[IndexFile], new: WheelReport) -> tuple[IndexFile | None, list[str]]:
+    """The newest non-yanked wheel older than ``new`` with compatible tags, and why others were left.
+
+    Preference: the same local version label (``+rocm7.2``) when any candidate has it, then the
+    highest version, then the highest build tag, then an exact tag match.
+    """
+    wanted = _tags(new)
+    mine = Version(new.version)
+    notes = []
+    candidates = []
+    for f in files:
+        if f.yanked:
+            notes.append(f"{f.filename}: yanked")
+        elif not _compatible(f.tags, wanted):
+            continue
+        elif f.version >= mine:
+            notes.append(f"{f.filename}: not older than {new.version}")
+        else:
+            candidates.append(f)
+    same_local = [f for f in candidates if f.version.local == mine.local]
+    pool = same_local or candidates
+    if not pool:
+        return None, notes
+    best = max(pool, key=lambda f: (f.version, f.build, bool(f.tags & wanted)))
+    return best, notes
+
+
+def download(file: IndexFile, dest: Path) -> Path:
+    """Fetch ``file`` into ``dest`` verifying its URL-fragment hash; a mismatch is a WheelReadError."""
+    if "/" in file.filename or file.filename in (".", ".."):
+        raise WheelReadError(f"refusing index file name {file.filename!r}")
+    target = dest / file.filename
+    algo = next((a for a in ("sha256", "sha384", "sha512") if a in file.hashes), None)
+    digest = hashlib.new(algo or "sha256")
+    try:
+        if urllib.parse.urlsplit(file.url).scheme == "file":
+            source = Path(urllib.request.url2pathname(urllib.parse.urlsplit(file.url).path))
+            stream: Any = source.open("rb")
+        else:
+            stream = urllib.request.urlopen(file.url, timeout=300)
+        with stream, target.open("wb") as out:
+            while chunk := stream.read(1 << 20):
+                digest.update(chunk)
+                out.write(chunk)
+    except (urllib.error.URLError, OSError) as exc:
+        raise UsageError(f"cannot download {file.url}: {exc}") from None
+    if algo is not None and digest.hexdigest() != file.hashes[algo]:
+        target.unlink(missing_ok=True)
+        raise WheelReadError(
+            f"{file.filename} from the index does not match its {algo}: "
+            f"expected {file.hashes[algo]}, got {digest.hexdigest()}"
+        )
+    return target
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The wheel chosen from an index (``file`` None: no earlier compatible release)."""
+
+    page: str
+    file: IndexFile | None
+    path: Path | None
+    notes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "page": self.page,
+            "file": None if self.file is None else self.file.to_json(),
+            "verified": None if self.file is None else sorted(self.file.hashes),
+            "notes": list(self.notes),
+        }
+
+
+def baseline_from_index(index_url: str, new: WheelReport, dest: Path) -> Baseline:
+    page, files = project_files(index_url, new.name)
+    chosen, notes = choose_baseline(files, new)
+    if chosen is None:
+        return Baseline(page, None, None, tuple(notes))
+    return Baseline(page, chosen, download(chosen, dest), tuple(notes))

@@ -1,0 +1,418 @@
+"""Smoke tests: install a wheel in a throwaway container of a runtime image, import it, run commands.
+
+The runtime image is the one the wheel is meant for (a downstream vLLM ROCm image in production, a
+Debian runtime image in the tests); it must have a ``python3`` (or ``--python``) with ``venv`` or pip.
+Nothing of the host is mounted: the wheel, the wheelhouse and (with an index) the host's CA bundle are
+copied in with ``put_archive``. Steps, each with its exit code and captured output:
+
+1. ``setup``: ``python3 -m venv --system-site-packages /tmp/bk-smoke/venv`` (the image's own packages,
+   e.g. its torch, stay visible); without venv, ``pip install --target`` + ``PYTHONPATH``.
+2. ``install``: ``pip install`` of the wheel; dependencies from the wheelhouse (``--no-index
+   --find-links``), an index (``--index-url``, ``PIP_CERT`` = the copied CA bundle) or, with neither,
+   only what the image already has (the container then has no network at all).
+3. one ``import`` step per module (``python -c "import MOD"``) and one ``command`` step per shell
+   command (``sh -c``, the venv first on ``PATH``).
+
+The container is removed in every case (failure, exception, Ctrl-C). GPU: when ``/dev/kfd`` and
+``/dev/dri`` exist on the machine running buildkit, they are passed through with the groups owning
+them; otherwise tests labelled ``gpu`` are skipped and the reason is reported. With a remote engine
+(``DOCKER_HOST``), say what the engine host has with ``gpu=True``/``False``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from packaging.utils import parse_wheel_filename
+
+from buildkit.errors import DockerUnavailable, SmokeFailed, UsageError
+
+WORKDIR = "/tmp/bk-smoke"
+VENV = f"{WORKDIR}/venv"
+GPU_LABEL = "gpu"
+LABEL = "io.rocm-buildkit.smoke"
+OUTPUT_LIMIT = 64 * 1024
+DEFAULT_TIMEOUT = 900
+CA_CANDIDATES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
+
+_NOT_FOUND = re.compile(r"version [`'](?P<version>[A-Z_]+_[0-9.]+)' not found")
+_EXCEPTION = re.compile(r"^(?P<line>(?:[A-Za-z_.]+)?(?:Error|Exception|Exit)\b.*)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class SmokeSpec:
+    name: str
+    image: str
+    imports: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+
+    @property
+    def needs_gpu(self) -> bool:
+        return GPU_LABEL in self.labels
+
+
+@dataclass(frozen=True)
+class GpuAccess:
+    devices: tuple[str, ...]  # "/dev/kfd:/dev/kfd:rwm", ...
+    groups: tuple[str, ...]  # numeric gids owning the device nodes
+
+    def describe(self) -> str:
+        paths = ", ".join(d.split(":")[0] for d in self.devices)
+        return f"GPU passthrough: {paths} (groups {', '.join(self.groups) or 'none'})"
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str  # "setup" | "install" | "import" | "command"
+    what: str
+    exit_code: int
+    output: str
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+    def error(self) -> str:
+        return summarize_error(self.output) or f"exit code {self.exit_code}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "what": self.what,
+            "exit_code": self.exit_code,
+            "passed": self.passed,
+            "error": None if self.passed else self.error(),
+            "output": self.output,
+        }
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    name: str
+    image: str
+    status: str  # "passed" | "failed" | "skipped"
+    reason: str = ""  # why skipped / what failed
+    gpu: str = ""  # what was said about GPU access
+    steps: tuple[Step, ...] = field(default=())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "image": self.image,
+            "status": self.status,
+            "reason": self.reason,
+            "gpu": self.gpu,
+            "steps": [s.to_json() for s in self.steps],
+        }
+
+
+def summarize_error(output: str) -> str:
+    """The line that says what went wrong: a missing symbol version first, else the last exception."""
+    found = _NOT_FOUND.search(output)
+    if found:
+        line = next(x for x in output.splitlines() if found.group(0) in x).strip()
+        return f"{found.group('version')} not found: {line}"
+    exceptions = _EXCEPTION.findall(output)
+    if exceptions:
+        return str(exceptions[-1]).strip()
+    lines = [x.strip() for x in output.splitlines() if x.strip()]
+    return lines[-1] if lines else ""
+
+
+def gpu_access(dev: Path = Path("/dev")) -> GpuAccess | None:
+    """The AMD GPU device nodes of this machine (``/dev/kfd`` + ``/dev/dri``), None when absent."""
+    kfd, dri = dev / "kfd", dev / "dri"
+    if not kfd.exists() or not dri.is_dir():
+        return None
+    nodes = [kfd, *sorted(dri.iterdir())]
+    groups = sorted({os.stat(n).st_gid for n in nodes} - {0})
+    return GpuAccess(
+        devices=(f"{kfd}:/dev/kfd:rwm", f"{dri}:/dev/dri:rwm"),
+        groups=tuple(str(g) for g in groups),
+    )
+
+
+def default_imports(wheel: Path) -> tuple[str, ...]:
+    """Top-level importable names of a wheel: packages, modules and extension modules at the root."""
+    names: set[str] = set()
+    with zipfile.ZipFile(wheel) as zf:
+        for member in zf.namelist():
+            head, _, rest = member.partition("/")
+            if head.endswith((".dist-info", ".data")):
+                continue
+            if rest == "__init__.py":
+                names.add(head)
+            elif not rest and (head.endswith(".py") or ".so" in head):
+                names.add(head.split(".")[0])
+    return tuple(sorted(n for n in names if n.isidentifier()))
+
+
+def specs_from_recipe(
+    recipe_smoke: Iterable[Any],
+    labels: Iterable[str],
+    *,
+    image_override: str | None = None,
+    values: Mapping[str, str] | None = None,
+) -> list[SmokeSpec]:
+    """Recipe ``smoke:`` entries selected by label (any of them; all entries without labels given)."""
+    wanted = set(labels)
+    specs = []
+    for entry in recipe_smoke:
+        if wanted and not wanted & set(entry.labels):
+            continue
+        image = image_override or fill_image(entry.image, values or {}, entry.name)
+        specs.append(
+            SmokeSpec(entry.name, image, tuple(entry.imports), tuple(entry.commands), tuple(entry.labels))
+        )
+    if not specs:
+        raise UsageError(f"no smoke test of the recipe has label(s) {', '.join(sorted(wanted))}")
+    return specs
+
+
+def fill_image(template: str, values: Mapping[str, str], name: str) -> str:
+    """``rocm/vllm:rocm{rocm}`` with the wheel's job values; an unknown placeholder is a usage error."""
+    try:
+        return template.format_map(dict(values))
+    except (KeyError, IndexError, ValueError) as exc:
+        known = ", ".join(f"{k}={v}" for k, v in sorted(values.items())) or "none (no manifest job)"
+        raise UsageError(
+            f"smoke test {name!r}: cannot fill the image {template!r} ({exc}); known values: {known}; "
+            "pass --image"
+        ) from None
+
+
+def job_values(manifest_data: Mapping[str, Any] | None) -> dict[str, str]:
+    job = (manifest_data or {}).get("job") or {}
+    return {k: str(job[k]) for k in ("rocm", "torch", "python") if job.get(k) is not None}
+
+
+def host_ca_bundle() -> Path:
+    for name in ("PIP_CERT", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        value = os.environ.get(name)
+        if value and Path(value).is_file():
+            return Path(value)
+    for candidate in CA_CANDIDATES:
+        if Path(candidate).is_file():
+            return Path(candidate)
+    raise UsageError("--index-url needs the host's CA bundle: set PIP_CERT or SSL_CERT_FILE")
+
+
+def _add_file(tar: tarfile.TarFile, source: Path, arcname: str) -> None:
+    info = tar.gettarinfo(str(source), arcname)
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    info.mode = 0o644
+    with source.open("rb") as fh:
+        tar.addfile(info, fh)
+
+
+def _add_dir(tar: tarfile.TarFile, arcname: str) -> None:
+    info = tarfile.TarInfo(arcname)
+    info.type = tarfile.DIRTYPE
+    info.mode = 0o777
+    tar.addfile(info)
+
+
+def write_payload(stream: IO[bytes], wheel: Path, wheelhouse: Path | None, ca_bundle: Path | None) -> None:
+    """Write to ``stream`` (a temporary file: wheels can be large) the tar of what the container gets."""
+    with tarfile.open(fileobj=stream, mode="w") as tar:
+        _add_dir(tar, "bk-smoke")
+        _add_dir(tar, "bk-smoke/wheel")
+        _add_file(tar, wheel, f"bk-smoke/wheel/{wheel.name}")
+        _add_dir(tar, "bk-smoke/wheelhouse")
+        if wheelhouse is not None:
+            for dep in sorted(wheelhouse.glob("*.whl")):
+                if dep.name != wheel.name:
+                    _add_file(tar, dep, f"bk-smoke/wheelhouse/{dep.name}")
+        if ca_bundle is not None:
+            _add_file(tar, ca_bundle, "bk-smoke/ca-bundle.crt")
+    stream.seek(0)
+
+
+class _Container:
+    """A running throwaway container and the environment its steps run with."""
+
+    def __init__(self, container: Any, env: dict[str, str], timeout_prefix: list[str]) -> None:
+        self.container = container
+        self.env = env
+        self.timeout_prefix = timeout_prefix
+
+    def run(self, kind: str, what: str, argv: list[str], *, timeout: bool = True) -> Step:
+        command = [*self.timeout_prefix, *argv] if timeout else argv
+        result = self.container.exec_run(command, environment=self.env, workdir="/", demux=False)
+        raw: bytes = result.output or b""
+        output = raw[-OUTPUT_LIMIT:].decode("utf-8", errors="replace")
+        code = int(result.exit_code if result.exit_code is not None else 1)
+        if code == 124 and self.timeout_prefix:
+            output += f"\n(timed out after {self.timeout_prefix[-1]} s)"
+        return Step(kind, what, code, output)
+
+
+def _image_env(client: Any, image: str) -> dict[str, str]:
+    try:
+        attrs = client.images.get(image).attrs
+    except Exception:
+        try:
+            attrs = client.images.pull(image).attrs
+        except Exception as exc:
+            raise DockerUnavailable(
+                f"runtime image {image!r} is neither present nor pullable: {exc}"
+            ) from None
+    env: dict[str, str] = {}
+    for item in (attrs.get("Config") or {}).get("Env") or []:
+        key, _, value = str(item).partition("=")
+        env[key] = value
+    return env
+
+
+def run_smoke(
+    wheel: Path,
+    spec: SmokeSpec,
+    *,
+    client: Any,
+    wheelhouse: Path | None = None,
+    index_url: str | None = None,
+    gpu: GpuAccess | None = None,
+    python: str = "python3",
+    timeout: int = DEFAULT_TIMEOUT,
+    progress: Callable[[str], None] = lambda line: None,
+) -> SmokeResult:
+    """Run one smoke test of ``wheel`` in a throwaway container of ``spec.image``."""
+    gpu_note = gpu.describe() if gpu else "no GPU passthrough (/dev/kfd or /dev/dri absent)"
+    if spec.needs_gpu and gpu is None:
+        return SmokeResult(
+            spec.name,
+            spec.image,
+            "skipped",
+            f"needs a GPU (label {GPU_LABEL!r}) but /dev/kfd and /dev/dri are not available here",
+            gpu_note,
+        )
+    image_env = _image_env(client, spec.image)
+    ca_bundle = host_ca_bundle() if index_url else None
+    create: dict[str, Any] = {
+        "entrypoint": ["sleep"],
+        "command": ["infinity"],
+        "labels": {LABEL: spec.name},
+        "detach": True,
+        "network_mode": "bridge" if index_url else "none",
+    }
+    if gpu is not None:
+        create["devices"] = list(gpu.devices)
+        create["group_add"] = list(gpu.groups)
+    container = client.containers.create(spec.image, **create)
+    steps: list[Step] = []
+    try:
+        with tempfile.TemporaryFile() as payload:
+            write_payload(payload, wheel, wheelhouse, ca_bundle)
+            if not container.put_archive("/tmp", payload):
+                raise DockerUnavailable(f"could not copy {wheel.name} into the {spec.image} container")
+        container.start()
+        progress(f"[{spec.name}] container {container.short_id} of {spec.image}; {gpu_note}")
+        has_timeout = container.exec_run(["sh", "-c", "command -v timeout"]).exit_code == 0
+        base_env = {**image_env}
+        if ca_bundle is not None:
+            base_env["PIP_CERT"] = f"{WORKDIR}/ca-bundle.crt"
+        base_env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        base_env["PIP_NO_INPUT"] = "1"
+        box = _Container(container, base_env, ["timeout", "-k", "10", str(timeout)] if has_timeout else [])
+
+        setup = box.run("setup", f"{python} -m venv", [python, "-m", "venv", "--system-site-packages", VENV])
+        steps.append(setup)
+        if setup.passed:
+            py = f"{VENV}/bin/python"
+            box.env = {
+                **base_env,
+                "VIRTUAL_ENV": VENV,
+                "PATH": f"{VENV}/bin:" + base_env.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            }
+            target: list[str] = []
+        else:
+            pip_check = box.run("setup", f"{python} -m pip", [python, "-m", "pip", "--version"])
+            steps.append(pip_check)
+            if not pip_check.passed:
+                return _failed(
+                    spec, gpu_note, steps, f"the runtime image has no usable {python} with venv or pip"
+                )
+            py = python
+            box.env = {**base_env, "PYTHONPATH": f"{WORKDIR}/site"}
+            target = ["--target", f"{WORKDIR}/site"]
+
+        sources = ["--find-links", f"{WORKDIR}/wheel", "--find-links", f"{WORKDIR}/wheelhouse"]
+        sources += ["--index-url", index_url] if index_url else ["--no-index"]
+        install = box.run(
+            "install",
+            f"pip install {wheel.name}",
+            [py, "-m", "pip", "install", *target, *sources, f"{WORKDIR}/wheel/{wheel.name}"],
+        )
+        steps.append(install)
+        progress(f"[{spec.name}] install: {'ok' if install.passed else 'FAILED: ' + install.error()}")
+        if not install.passed:
+            return _failed(spec, gpu_note, steps, f"install failed: {install.error()}")
+        for module in spec.imports:
+            step = box.run("import", module, [py, "-c", f"import {module}"])
+            steps.append(step)
+            progress(f"[{spec.name}] import {module}: {'ok' if step.passed else 'FAILED: ' + step.error()}")
+        for command in spec.commands:
+            step = box.run("command", command, ["sh", "-c", command])
+            steps.append(step)
+            progress(f"[{spec.name}] $ {command}: {'ok' if step.passed else 'FAILED: ' + step.error()}")
+    finally:
+        try:
+            container.remove(force=True)
+        except Exception as exc:  # the container must go; say so when it cannot
+            progress(f"[{spec.name}] warning: could not remove container {container.short_id}: {exc}")
+    failures = [s for s in steps if s.kind in ("import", "command") and not s.passed]
+    if failures:
+        reason = "; ".join(f"{s.kind} {s.what}: {s.error()}" for s in failures)
+        return _failed(spec, gpu_note, steps, reason)
+    return SmokeResult(spec.name, spec.image, "passed", "", gpu_note, tuple(steps))
+
+
+def _failed(spec: SmokeSpec, gpu_note: str, steps: list[Step], reason: str) -> SmokeResult:
+    return SmokeResult(spec.name, spec.image, "failed", reason, gpu_note, tuple(steps))
+
+
+def check_wheel(wheel: Path) -> None:
+    if not wheel.is_file():
+        raise UsageError(f"{wheel}: no such wheel")
+    try:
+        parse_wheel_filename(wheel.name)
+    except ValueError as exc:
+        raise UsageError(f"{wheel.name}: not a wheel file name ({exc})") from None
+
+
+def render_human(results: list[SmokeResult]) -> str:
+    lines = []
+    for r in results:
+        lines.append(f"{r.status.upper():<7} {r.name} in {r.image}")
+        lines.append(f"        {r.gpu}")
+        if r.status == "skipped":
+            lines.append(f"        skipped: {r.reason}")
+        for s in r.steps:
+            mark = "ok" if s.passed else f"FAILED (exit {s.exit_code}): {s.error()}"
+            lines.append(f"        {s.kind:<8} {s.what}: {mark}")
+    passed = sum(r.status == "passed" for r in results)
+    failed = sum(r.status == "failed" for r in results)
+    skipped = sum(r.status == "skipped" for r in results)
+    lines.append(f"smoke: {passed} passed, {failed} failed, {skipped} skipped")
+    return "\n".join(lines)
+
+
+def render_json(results: list[SmokeResult]) -> str:
+    return json.dumps({"results": [r.to_json() for r in results]}, indent=2, sort_keys=True)
+
+
+def raise_on_failure(results: list[SmokeResult]) -> None:
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        raise SmokeFailed("smoke failed: " + "; ".join(f"{r.name} in {r.image}: {r.reason}" for r in failed))

@@ -1,0 +1,246 @@
+"""``buildkit smoke`` in real runtime containers, and its agreement with the gate.
+
+Runtime images: ``rocm-buildkit-test/runtime-<release>:<hash>``, built here FROM the seeded
+``debian:<release>-slim`` with python3 + python3-venv (apt), cached by a tag derived from the Dockerfile.
+The GLIBC wheel: a tiny shared library calling ``strlcpy`` (versioned GLIBC_2.38) compiled on the
+trixie builder (glibc 2.41), loaded with ctypes on import. bookworm has glibc 2.36: the import must
+fail there, pass on trixie, and the gate with bookworm's ceilings must fail it too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from buildkit import smoke
+from buildkit.gate import GateConfig, evaluate
+from buildkit.inspect import inspect_wheel
+from tests.helpers.wheels_for_publish import write_wheel
+
+# glibc / libstdc++ of the runtime images (Debian bookworm: glibc 2.36, GCC 12; trixie: 2.41, GCC 14)
+BOOKWORM = {"max_glibc": "2.36", "max_glibcxx": "3.4.30"}
+TRIXIE = {"max_glibc": "2.41", "max_glibcxx": "3.4.33"}
+
+RUNTIME_DOCKERFILE = """\
+FROM debian:{release}-slim
+RUN apt-get update \\
+ && apt-get install -y --no-install-recommends python3 python3-venv \\
+ && rm -rf /var/lib/apt/lists/*
+"""
+
+NATIVE_C = """\
+#include <string.h>
+int copy_len(const char *src) {
+    char buf[8];
+    return (int) strlcpy(buf, src, sizeof buf);
+}
+"""
+
+INIT_PY = b"""\
+import ctypes, os
+_lib = ctypes.CDLL(os.path.join(os.path.dirname(__file__), "_native.so"))
+def copy_len(text):
+    return _lib.copy_len(text.encode())
+"""
+
+
+def _containers_of(client: Any, name: str) -> list[Any]:
+    return list(client.containers.list(all=True, filters={"label": f"{smoke.LABEL}={name}"}))
+
+
+def runtime_image(client: Any, release: str) -> str:
+    dockerfile = RUNTIME_DOCKERFILE.format(release=release)
+    base_id = client.images.get(f"debian:{release}-slim").id
+    digest = hashlib.sha256((dockerfile + base_id).encode()).hexdigest()[:12]
+    tag = f"rocm-buildkit-test/runtime-{release}:{digest}"
+    try:
+        client.images.get(tag)
+    except Exception:
+        client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, forcerm=True)
+    return tag
+
+
+@pytest.fixture(scope="session")
+def bookworm(docker_client: Any) -> str:
+    return runtime_image(docker_client, "bookworm")
+
+
+@pytest.fixture(scope="session")
+def trixie(docker_client: Any) -> str:
+    return runtime_image(docker_client, "trixie")
+
+
+@pytest.fixture(scope="session")
+def glibc238_wheel(
+    docker_client: Any, debian_rocm_image: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """glibc238demo-1.0-py3-none-linux_x86_64.whl with a .so needing GLIBC_2.38, built on trixie."""
+    out = tmp_path_factory.mktemp("glibc238")
+    source = io.BytesIO()
+    with tarfile.open(fileobj=source, mode="w") as tar:
+        data = NATIVE_C.encode()
+        info = tarfile.TarInfo("src/native.c")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    container = docker_client.containers.create(
+        debian_rocm_image.tag, entrypoint=["sleep"], command=["infinity"], network_mode="none"
+    )
+    try:
+        container.put_archive("/tmp", source.getvalue())
+        container.start()
+        result = container.exec_run(
+            ["gcc", "-shared", "-fPIC", "-O2", "-o", "/tmp/src/_native.so", "/tmp/src/native.c"]
+        )
+        assert result.exit_code == 0, result.output.decode()
+        stream, _ = container.get_archive("/tmp/src/_native.so")
+        with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+            member = tar.extractfile("_native.so")
+            assert member is not None
+            native = member.read()
+    finally:
+        container.remove(force=True)
+    return write_wheel(
+        out / "glibc238demo-1.0-py3-none-linux_x86_64.whl",
+        {"glibc238demo/__init__.py": INIT_PY, "glibc238demo/_native.so": native},
+    )
+
+
+@pytest.mark.docker
+def test_smoke_and_gate_agree_on_a_glibc_238_wheel(
+    docker_client: Any, bookworm: str, trixie: str, glibc238_wheel: Path
+) -> None:
+    report = inspect_wheel(glibc238_wheel)
+    assert report.elves[0].max_versions["GLIBC"] >= (2, 38)  # the premise: strlcpy@GLIBC_2.38
+
+    spec = smoke.SmokeSpec("glibc", bookworm, imports=("glibc238demo",), commands=(
+        "python -c 'import glibc238demo; assert glibc238demo.copy_len(\"hello world\") == 11'",
+    ))  # fmt: skip
+    on_bookworm = smoke.run_smoke(glibc238_wheel, spec, client=docker_client)
+    assert on_bookworm.status == "failed"
+    assert "GLIBC_2.38 not found" in on_bookworm.reason
+    [install] = [s for s in on_bookworm.steps if s.kind == "install"]
+    assert install.passed  # the wheel installs; it is the import that fails
+    bookworm_gate = evaluate(report, GateConfig.from_flags(**BOOKWORM))
+    assert not bookworm_gate.passed
+    ceiling = [f for f in bookworm_gate.findings if f.rule == "ceiling"]
+    assert ceiling and "GLIBC_2.38" in ceiling[0].message and "2.36" in ceiling[0].message
+
+    on_trixie = smoke.run_smoke(glibc238_wheel, smoke.SmokeSpec("glibc", trixie, spec.imports, spec.commands),
+                                client=docker_client)  # fmt: skip
+    assert on_trixie.status == "passed", on_trixie.reason
+    assert [s.kind for s in on_trixie.steps] == ["setup", "install", "import", "command"]
+    trixie_gate = evaluate(report, GateConfig.from_flags(**TRIXIE))
+    assert not [f for f in trixie_gate.findings if f.rule == "ceiling"]
+    assert _containers_of(docker_client, "glibc") == []
+
+
+@pytest.mark.docker
+def test_cli_exit_11_with_the_captured_error(bookworm: str, trixie: str, glibc238_wheel: Path) -> None:
+    run = [sys.executable, "-m", "buildkit", "smoke", str(glibc238_wheel)]
+    failed = subprocess.run([*run, "--image", bookworm], capture_output=True, text=True, check=False)
+    assert failed.returncode == 11, failed.stdout + failed.stderr
+    assert "GLIBC_2.38 not found" in failed.stdout  # the report
+    assert "smoke failed: cli in " in failed.stderr and "GLIBC_2.38 not found" in failed.stderr
+    assert "no GPU passthrough" in failed.stdout  # said, not silent
+    # default imports come from the wheel's top-level packages
+    assert "import   glibc238demo" in failed.stdout
+    passed = subprocess.run([*run, "--image", trixie], capture_output=True, text=True, check=False)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "smoke: 1 passed, 0 failed, 0 skipped" in passed.stdout
+
+
+@pytest.mark.docker
+def test_dependencies_come_from_the_wheelhouse_only(docker_client: Any, trixie: str, tmp_path: Path) -> None:
+    house = tmp_path / "house"
+    house.mkdir()
+    write_wheel(house / "depdemo-2.0-py3-none-any.whl", {"depdemo/__init__.py": b"ANSWER = 42\n"})
+    wheel = tmp_path / "usesdep-1.0-py3-none-any.whl"
+    write_wheel(wheel, {"usesdep/__init__.py": b"from depdemo import ANSWER\n"})
+    _add_requirement(wheel, "depdemo==2.0")
+    spec = smoke.SmokeSpec("deps", trixie, imports=("usesdep",), commands=("python -c 'import depdemo'",))
+    with_house = smoke.run_smoke(wheel, spec, client=docker_client, wheelhouse=house)
+    assert with_house.status == "passed", with_house.reason
+    # no wheelhouse, no index: the container has no network, the dependency cannot come from anywhere
+    without = smoke.run_smoke(wheel, spec, client=docker_client)
+    assert without.status == "failed"
+    assert without.reason.startswith("install failed") and "depdemo" in without.reason
+
+
+def _add_requirement(wheel: Path, requirement: str) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as zf:
+        members = {n: zf.read(n) for n in zf.namelist() if ".dist-info/" not in n}
+    name, version = wheel.name.split("-")[:2]
+    wheel.unlink()
+    write_wheel(wheel, members, requires=(requirement,))
+    assert (
+        f"Requires-Dist: {requirement}"
+        in zipfile.ZipFile(wheel).read(f"{name}-{version}.dist-info/METADATA").decode()
+    )
+
+
+@pytest.mark.docker
+def test_container_removed_on_interrupt(docker_client: Any, trixie: str, tmp_path: Path) -> None:
+    wheel = write_wheel(tmp_path / "slow-1.0-py3-none-any.whl", {"slow/__init__.py": b""})
+    spec = smoke.SmokeSpec("interrupted", trixie, commands=("sleep 60",))
+    seen: list[int] = []
+
+    def progress(line: str) -> None:
+        seen.append(len(_containers_of(docker_client, "interrupted")))
+        if "install:" in line:  # Ctrl-C while the container runs
+            raise KeyboardInterrupt
+
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        smoke.run_smoke(wheel, spec, client=docker_client, progress=progress)
+    assert seen and seen[0] == 1  # the container existed while the test ran
+    assert _containers_of(docker_client, "interrupted") == []
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.docker
+def test_gpu_entries_are_skipped_with_the_reason(docker_client: Any, trixie: str, tmp_path: Path) -> None:
+    wheel = write_wheel(tmp_path / "gpu_demo-1.0-py3-none-any.whl", {"gpu_demo/__init__.py": b""})
+    gpu = smoke.gpu_access()
+    spec = smoke.SmokeSpec("needs-gpu", trixie, imports=("gpu_demo",), labels=("gpu",))
+    result = smoke.run_smoke(wheel, spec, client=docker_client, gpu=gpu)
+    if gpu is None:  # this machine: no /dev/kfd
+        assert result.status == "skipped"
+        assert "needs a GPU" in result.reason and "/dev/kfd" in result.reason
+        assert "skipped: needs a GPU" in smoke.render_human([result])
+    else:
+        assert result.status == "passed", result.reason
+        assert result.gpu.startswith("GPU passthrough: /dev/kfd, /dev/dri")
+
+
+def test_summarize_error() -> None:
+    out = (
+        "Traceback (most recent call last):\n  File ...\n"
+        "OSError: /tmp/x/_native.so: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.38' not found "
+        "(required by /tmp/x/_native.so)\n"
+    )
+    assert smoke.summarize_error(out).startswith("GLIBC_2.38 not found: OSError:")
+    cxx = "ImportError: /usr/lib/libstdc++.so.6: version `GLIBCXX_3.4.32' not found (required by x.so)"
+    assert smoke.summarize_error(cxx).startswith("GLIBCXX_3.4.32 not found")
+    assert smoke.summarize_error("Traceback\nModuleNotFoundError: No module named 'nope'\n") == (
+        "ModuleNotFoundError: No module named 'nope'"
+    )
+
+
+def test_gpu_access_reads_device_nodes(tmp_path: Path) -> None:
+    assert smoke.gpu_access(tmp_path) is None
+    (tmp_path / "kfd").write_text("")
+    (tmp_path / "dri").mkdir()
+    (tmp_path / "dri" / "renderD128").write_text("")
+    access = smoke.gpu_access(tmp_path)
+    assert access is not None
+    assert access.devices == (f"{tmp_path}/kfd:/dev/kfd:rwm", f"{tmp_path}/dri:/dev/dri:rwm")
