@@ -1,14 +1,12 @@
 """Compile the reference extension (csrc/) for real with hipcc inside a container.
 
-Image: ``$BUILDKIT_TEST_BUILDER_IMAGE`` when set (the Debian builder of docker/), else a
-minimal one built here from the local ``debian:trixie-slim`` (hipcc, python3-dev, setuptools,
-build), tagged by the hash of its Dockerfile and reused. The container gets no host mount and
-no network: the sources go in with ``put_archive``, the wheel comes out with ``get_archive``.
+Image: ``$BUILDKIT_TEST_BUILDER_IMAGE`` when set, else the debian-rocm builder of docker/ (the
+session fixture of tests/docker/conftest.py builds it once and reuses it by its content tag).
+The container gets no host mount and no network: the sources go in with ``put_archive``, the wheel comes out with ``get_archive``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import sys
@@ -21,8 +19,6 @@ from typing import Any
 
 import pytest
 
-docker = pytest.importorskip("docker")
-
 ROOT = Path(__file__).resolve().parents[2]
 CSRC = ROOT / "csrc"
 ARCHS = ("gfx908", "gfx90a", "gfx942")
@@ -31,15 +27,6 @@ sys.path.insert(0, str(CSRC))
 import refkernels  # noqa: E402
 
 pytestmark = pytest.mark.docker
-
-MINIMAL_DOCKERFILE = """\
-FROM debian:trixie-slim
-RUN apt-get update \\
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\
-      hipcc python3-dev python3-setuptools python3-build python3-wheel \\
- && rm -rf /var/lib/apt/lists/*
-ENV HIP_PLATFORM=amd
-"""
 
 # The first interpreter with setuptools and build: the builder's cibuildwheel Python, else Debian's.
 PICK_PYTHON = (
@@ -50,29 +37,18 @@ PICK_PYTHON = (
 
 
 @pytest.fixture(scope="module")
-def engine() -> Any:
-    try:
-        client = docker.from_env()
-        client.ping()
-    except Exception as exc:  # the SDK raises several unrelated types when no engine answers
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"no Docker engine answers (CI=true): {exc}")
-        pytest.skip(f"no Docker engine answers: {exc}")
-    return client
+def engine(docker_client: Any) -> Any:
+    return docker_client
 
 
 @pytest.fixture(scope="module")
-def builder_image(engine: Any) -> str:
+def builder_image(engine: Any, debian_rocm_image: Any) -> str:
+    """``$BUILDKIT_TEST_BUILDER_IMAGE`` when set, else the debian-rocm builder of docker/."""
     wanted = os.environ.get("BUILDKIT_TEST_BUILDER_IMAGE")
     if wanted:
         engine.images.get(wanted)  # fails loudly when the named image is missing
         return wanted
-    tag = "buildkit-test/refext-hipcc:" + hashlib.sha256(MINIMAL_DOCKERFILE.encode()).hexdigest()[:16]
-    try:
-        engine.images.get(tag)
-    except docker.errors.ImageNotFound:
-        engine.images.build(fileobj=io.BytesIO(MINIMAL_DOCKERFILE.encode()), tag=tag, rm=True, pull=False)
-    return tag
+    return str(debian_rocm_image.tag)
 
 
 def _source_tar() -> bytes:
