@@ -2,7 +2,8 @@
 
 Image: ``$BUILDKIT_TEST_BUILDER_IMAGE`` when set, else the debian-rocm builder of docker/ (the
 session fixture of tests/docker/conftest.py builds it once and reuses it by its content tag).
-The container gets no host mount and no network: the sources go in with ``put_archive``, the wheel comes out with ``get_archive``.
+The container gets no host mount and no network: the sources go in with ``put_archive``,
+the wheel comes out with ``get_archive``.
 """
 
 from __future__ import annotations
