@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from packaging.utils import parse_wheel_filename
 
-from buildkit import cibw, manifest
+from buildkit import cibw, manifest, provenance
 from buildkit.errors import BuildFailed, BuildkitError, GateFailed, Interrupted, RecipeError
 from buildkit.plan import Job, Plan
 from buildkit.recipe import Recipe
@@ -340,6 +340,9 @@ def build_job(
                     "verdict": verdict_to_json(verdict),
                 },
             )
+            provenance.record(
+                wheel, client=client, image=image, source=staged, isolation=options.build_isolation
+            )
             _publish_to_out(wheel, options.out_dir / job.id)
             result.status = "passed"
             result.wheel = options.out_dir / job.id / wheel.name
@@ -396,6 +399,8 @@ def _publish_to_out(wheel: Path, dest: Path) -> None:
     ready.mkdir()
     os.replace(wheel, ready / wheel.name)
     os.replace(manifest.manifest_path(wheel), ready / manifest.manifest_path(wheel).name)
+    for extra in provenance.companions(wheel):  # the attestation
+        os.replace(extra, ready / extra.name)
     if dest.exists():
         trash = wheel.parent.parent / "previous"
         os.replace(dest, trash)

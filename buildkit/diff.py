@@ -633,3 +633,21 @@ def baseline_from_index(index_url: str, new: WheelReport, dest: Path) -> Baselin
     if chosen is None:
         return Baseline(page, None, None, tuple(notes))
     return Baseline(page, chosen, download(chosen, dest), tuple(notes))
+
+
+def diff_against_index(
+    index_url: str, new: Path, *, exclude_globs: Sequence[str] = (), workdir: Path
+) -> tuple[Baseline, WheelDiff | None]:
+    """``new`` against the newest earlier compatible release at ``index_url`` (downloaded into
+    ``workdir``); the diff is ``None`` when the index has no such release (a first release).
+
+    This is the one call a "no regression against the last release" gate rule needs:
+    fail when ``diff is not None and diff.regression``.
+    """
+    from buildkit.inspect import inspect_wheel
+
+    report = inspect_wheel(new)
+    baseline = baseline_from_index(index_url, report, workdir)
+    if baseline.path is None:
+        return baseline, None
+    return baseline, diff_reports(inspect_wheel(baseline.path), report, exclude_globs=exclude_globs)

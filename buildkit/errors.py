@@ -20,6 +20,7 @@ code  class                        meaning
 9     BuildFailed                  a build step failed (compiler, cibuildwheel, repair)
 10    PublishRefused               publish refused (manifest missing/failed/mismatch)
 11    SmokeFailed                  a smoke test failed in its runtime container
+12    NotReproducible              verify: the rebuild differs, or the attestation fails
 130   Interrupted                  Ctrl-C; partial outputs were removed
 ====  ===========================  ===============================================
 """
@@ -107,6 +108,10 @@ class PublishRefused(BuildkitError):
 
 class SmokeFailed(BuildkitError):
     exit_code = 11
+
+
+class NotReproducible(BuildkitError):
+    exit_code = 12
 
 
 class Interrupted(BuildkitError):

@@ -15,8 +15,9 @@ copied in with ``put_archive``. Steps, each with its exit code and captured outp
 
 The container is removed in every case (failure, exception, Ctrl-C). GPU: when ``/dev/kfd`` and
 ``/dev/dri`` exist on the machine running buildkit, they are passed through with the groups owning
-them; otherwise tests labelled ``gpu`` are skipped and the reason is reported. With a remote engine
-(``DOCKER_HOST``), say what the engine host has with ``gpu=True``/``False``.
+them; otherwise tests labelled ``gpu`` are skipped and the reason is reported (never silently). The
+device check runs on the machine running buildkit: with a remote engine (``DOCKER_HOST``) on a GPU host,
+run buildkit on that host.
 """
 
 from __future__ import annotations
@@ -401,6 +402,9 @@ def render_human(results: list[SmokeResult]) -> str:
         for s in r.steps:
             mark = "ok" if s.passed else f"FAILED (exit {s.exit_code}): {s.error()}"
             lines.append(f"        {s.kind:<8} {s.what}: {mark}")
+            if not s.passed:
+                tail = [x for x in s.output.splitlines() if x.strip()][-6:]
+                lines += [f"          | {x}" for x in tail]
     passed = sum(r.status == "passed" for r in results)
     failed = sum(r.status == "failed" for r in results)
     skipped = sum(r.status == "skipped" for r in results)

@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "diff": "diff:diff",
     "publish": "publish:publish",
     "smoke": "smoke:smoke",
+    "verify": "verify:verify",
 }
 
 

@@ -42,40 +42,38 @@ def diff(
     """Compare OLD.whl with NEW.whl: symbol versions per library, tags, external libraries, gfx
     targets per object, size, members. A regression: a newer runtime needed, a tag, arch or
     platform dropped, or a new external library."""
-    from buildkit.diff import baseline_from_index, diff_wheels, render_human
+    from buildkit.diff import WheelDiff, diff_against_index, diff_wheels, render_human
 
     if index_url is None and len(wheels) != 2:
         raise UsageError("buildkit diff takes OLD.whl NEW.whl (or --against-index URL NEW.whl)")
     if index_url is not None and len(wheels) != 1:
         raise UsageError("with --against-index give only NEW.whl")
-    with tempfile.TemporaryDirectory(prefix="buildkit-diff-") as tmp:
-        baseline_json: dict[str, Any] | None = None
-        label = None
-        if index_url is not None:
-            from buildkit.inspect import inspect_wheel
-
-            new_path = wheels[0]
-            baseline = baseline_from_index(index_url, inspect_wheel(new_path), Path(tmp))
-            if baseline.path is None:
-                message = f"no earlier compatible release of {new_path.name} at {baseline.page}"
-                if require_baseline:
-                    raise UsageError(message)
-                if as_json:
-                    click.echo(json.dumps({"schema_version": 1, "baseline": baseline.to_json()}, indent=2))
-                else:
-                    click.echo(f"{message}: nothing to compare")
-                    for note in baseline.notes:
-                        click.echo(f"  skipped {note}")
-                return
-            old_path = baseline.path
-            baseline_json = baseline.to_json()
-            label = f"from {baseline.page}"
-        else:
-            old_path, new_path = wheels
-        result = diff_wheels(old_path, new_path, exclude_globs=exclude)
-        if as_json:
-            click.echo(json.dumps(result.to_json(baseline=baseline_json), indent=2))
-        else:
-            click.echo(render_human(result, baseline=label))
+    baseline_json: dict[str, Any] | None = None
+    label = None
+    result: WheelDiff | None
+    if index_url is not None:
+        with tempfile.TemporaryDirectory(prefix="buildkit-diff-") as tmp:
+            baseline, result = diff_against_index(
+                index_url, wheels[0], exclude_globs=exclude, workdir=Path(tmp)
+            )
+        if result is None:
+            message = f"no earlier compatible release of {wheels[0].name} at {baseline.page}"
+            if require_baseline:
+                raise UsageError(message)
+            if as_json:
+                click.echo(json.dumps({"schema_version": 1, "baseline": baseline.to_json()}, indent=2))
+            else:
+                click.echo(f"{message}: nothing to compare")
+                for note in baseline.notes:
+                    click.echo(f"  skipped {note}")
+            return
+        baseline_json = baseline.to_json()
+        label = f"from {baseline.page}"
+    else:
+        result = diff_wheels(wheels[0], wheels[1], exclude_globs=exclude)
+    if as_json:
+        click.echo(json.dumps(result.to_json(baseline=baseline_json), indent=2))
+    else:
+        click.echo(render_human(result, baseline=label))
     if fail_on_regression and result.regression:
         raise GateFailed(f"{len(result.regressions)} regression(s) against {result.old.filename}")

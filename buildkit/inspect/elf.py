@@ -1,63 +1,63 @@
-"""One ELF member, streamed once from the zip: machine, SONAME, DT_NEEDED, RPATH/RUNPATH, the symbol
-versions it needs (``.gnu.version_r``), its clang offload bundles, or, for an AMDGPU code object, the
-target id in its header.
+"""One ELF member, streamed from the zip: machine, SONAME, DT_NEEDED, RPATH/RUNPATH, the symbol
+versions it needs, its clang offload bundles, or, for an AMDGPU code object, the target id in its
+header.
 
-How memory stays bounded: the member is decompressed front to back in ``limits.chunk_size`` pieces and
-only chosen ranges are kept (:class:`~buildkit.inspect.sparse.SparseBuffer`): the first
-``limits.head_bytes`` (ELF and program headers, and in practice ``.dynsym``/``.dynstr``/``.gnu.version_r``,
-which linkers put at the start), the section-header table and the ``limits.tail_bytes`` before it (where
-``.shstrtab`` sits), ``PT_DYNAMIC``, and the headers of offload bundles (:mod:`~buildkit.inspect.offload`).
-pyelftools then parses a seekable view of those ranges. When it asks for a byte that was not kept (a
-library whose ``.dynstr`` is larger than the head window), the member is streamed a second time keeping
-exactly the sections pyelftools needs, at most ``limits.max_second_pass_bytes``.
+A deflated member can only be read front to back, so what matters is how far into it one must go.
+Two routes:
+
+* **Loader route** (every host ELF with a ``PT_DYNAMIC``): read what ``ld.so`` reads
+  (:mod:`~buildkit.inspect.loader`): program headers, the dynamic section, and the string and
+  version-needs tables its entries point at. The first ``limits.head_bytes`` are kept while
+  streaming (``.dynstr`` and ``.gnu.version_r`` sit in the first ``PT_LOAD`` segment, near the front;
+  a table found elsewhere is kept when it comes by, or read in another pass). Once those are parsed
+  the member is not read any further, unless it is a HIP host object (it needs ``libamdhip64``, its
+  dynamic strings name ``__hipRegisterFatBinary``, or a well-formed offload bundle has streamed past):
+  its bundles lie in ``.hip_fatbin``, found through the section headers at the end of the file. What
+  the stop saves is whatever follows the dynamic data: ``.symtab``, ``.strtab``, debug info, and for
+  ``patchelf``'d or lld-linked files sometimes nothing (their dynamic data lies at the end).
+* **Section route** (no ``PT_DYNAMIC``, or dynamic entries that map to no segment): read the whole
+  member and parse its ``.dynamic`` and ``.gnu.version_r`` sections with pyelftools, as auditwheel does.
+
+A member is also read to its end (so its zip CRC is checked) when it is at most
+``limits.whole_member_bytes`` or ``limits.verify_members`` is set. Whenever a member was read to its
+end, its section table is consulted for ``.hip_fatbin``. Memory: only chosen ranges are kept
+(:class:`~buildkit.inspect.sparse.SparseBuffer`); when a needed range streamed past unkept, the member
+is read again keeping exactly that range (at most ``limits.max_second_pass_bytes``).
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
 from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection, DynamicSegment
+from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
-from elftools.elf.sections import StringTableSection
 
 from buildkit.errors import WheelReadError
+from buildkit.inspect import loader
 from buildkit.inspect.codeobject import EM_AMDGPU, code_object_version, target_id_from_flags
 from buildkit.inspect.limits import Limits
+from buildkit.inspect.loader import ELF_MAGIC, DynamicTable, ElfHeader, LoaderView, Segment
 from buildkit.inspect.models import CodeObject, ElfInfo, Finding, OffloadEntry
 from buildkit.inspect.offload import BundleError, BundleScanner
 from buildkit.inspect.sparse import MissingRange, SparseBuffer, SparseStream
 
-ELF_MAGIC = b"\x7fELF"
+__all__ = ["ELF_MAGIC", "ElfResult", "read_elf_member"]
+
 _SHT_DYNAMIC = 6
-_SHT_GNU_VERNEED = 0x6FFFFFFE
-_PT_DYNAMIC = 2
 _SHT_NOBITS = 8
+_SHT_GNU_VERNEED = 0x6FFFFFFE
 _SHSTRTAB_NAME = b"\0.shstrtab\0"
 _SHSTRTAB_REACH = 64 * 1024
-_FATBIN_SECTIONS = (".hip_fatbin",)
+_FATBIN_SECTIONS = (b".hip_fatbin",)
 _STRING_SLACK = 256  # kept past the end of a string table: pyelftools reads strings in 64-byte steps
-
-
-@dataclass(frozen=True)
-class _Header:
-    elf64: bool
-    endian: str
-    machine: int
-    osabi: int
-    abiversion: int
-    flags: int
-    phoff: int
-    phentsize: int
-    phnum: int
-    shoff: int
-    shentsize: int
-    shnum: int
-    shstrndx: int
+_MAX_PASSES = 3
+_HIP_MARKERS = (b"libamdhip64", loader.HIP_REGISTER[1:])
+_LOADER, _SECTIONS = "loader", "sections"
 
 
 @dataclass(frozen=True)
@@ -67,82 +67,25 @@ class ElfResult:
     findings: tuple[Finding, ...]
     bytes_read: int
     passes: int
+    complete: bool = True  # the member was read to its end (its CRC was checked)
 
 
-def _parse_header(member: str, data: bytes, size: int) -> _Header:
-    if len(data) < 52 or data[:4] != ELF_MAGIC:
-        raise WheelReadError(f"{member}: truncated ELF header ({size} bytes)")
-    if data[4] not in (1, 2) or data[5] not in (1, 2):
-        raise WheelReadError(f"{member}: ELF header has invalid class {data[4]} or data encoding {data[5]}")
-    elf64 = data[4] == 2
-    endian = "<" if data[5] == 1 else ">"
-    if elf64:
-        if len(data) < 64:
-            raise WheelReadError(f"{member}: truncated ELF header ({size} bytes)")
-        fields = struct.unpack_from(endian + "HHIQQQIHHHHHH", data, 16)
-    else:
-        fields = struct.unpack_from(endian + "HHIIIIIHHHHHH", data, 16)
-    (
-        _type,
-        machine,
-        _version,
-        _entry,
-        phoff,
-        shoff,
-        flags,
-        _ehsize,
-        phentsize,
-        phnum,
-        shentsize,
-        shnum,
-        shstrndx,
-    ) = fields
-    header = _Header(
-        elf64,
-        endian,
-        machine,
-        data[7],
-        data[8],
-        flags,
-        phoff,
-        phentsize,
-        phnum,
-        shoff,
-        shentsize,
-        shnum,
-        shstrndx,
-    )
-    ph_end = phoff + phnum * phentsize
-    sh_end = shoff + shnum * shentsize
-    if phnum and (phentsize < (56 if elf64 else 32) or ph_end > size):
-        raise WheelReadError(
-            f"{member}: truncated ELF: program headers end at {ph_end}, file has {size} bytes"
-        )
-    if shoff and (shentsize < (64 if elf64 else 40) or sh_end > size):
-        raise WheelReadError(
-            f"{member}: truncated ELF: section headers end at {sh_end}, file has {size} bytes"
-        )
-    return header
+@dataclass
+class _Carry:
+    """What a pass learnt that the next one need not read again, and the exact ranges it must keep."""
+
+    route: str = _LOADER
+    table: DynamicTable | None = None
+    keep: list[tuple[int, int]] = field(default_factory=list)
+    scan: bool = False  # look for offload bundles from the first byte on
 
 
-def _program_headers(h: _Header, buf: SparseBuffer) -> list[tuple[int, int, int, int]]:
-    """(p_type, p_offset, p_vaddr, p_filesz) of every program header."""
-    out = []
-    for i in range(h.phnum):
-        raw = buf.read(h.phoff + i * h.phentsize, h.phentsize)
-        if h.elf64:
-            p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from(h.endian + "IIQQQQ", raw)
-        else:
-            p_type, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from(h.endian + "IIIII", raw)
-        out.append((p_type, p_offset, p_vaddr, p_filesz))
-    return out
-
-
-def _section_headers(h: _Header, buf: SparseBuffer) -> list[tuple[int, int, int, int, int]]:
+def _section_headers(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int, int, int, int]]:
     """(sh_name, sh_type, sh_offset, sh_size, sh_link) of every section header."""
+    read = loader.require(buf.read)
     out = []
     for i in range(h.shnum):
-        raw = buf.read(h.shoff + i * h.shentsize, h.shentsize)
+        raw = read(h.shoff + i * h.shentsize, 64 if h.elf64 else 40)
         if h.elf64:
             name, typ, _flags, _addr, offset, size, link = struct.unpack_from(h.endian + "IIQQQQI", raw)
         else:
@@ -152,26 +95,47 @@ def _section_headers(h: _Header, buf: SparseBuffer) -> list[tuple[int, int, int,
 
 
 class _Pass:
-    """One front-to-back read of the member, keeping the planned ranges."""
+    """One front-to-back read of the member, keeping the planned ranges and stopping as soon as the
+    result is known."""
 
-    def __init__(self, member: str, size: int, limits: Limits, exact: list[tuple[int, int]] | None) -> None:
+    def __init__(self, member: str, size: int, limits: Limits, carry: _Carry | None, *, whole: bool) -> None:
         self.member = member
         self.size = size
         self.limits = limits
+        self.whole = whole
         self.buf = SparseBuffer(size)
         self.scanner = BundleScanner(size, limits)
-        self.header: _Header | None = None
-        self._phdrs_done = False
+        self.read = loader.require(self.buf.read)
+        self.header: ElfHeader | None = None
+        self.segments: tuple[Segment, ...] | None = None
+        self.dynamic: Segment | None = None
+        self.route = carry.route if carry is not None else _LOADER
+        self.table = carry.table if carry is not None else None
+        self.view: LoaderView | None = None
+        self.behind: list[tuple[int, int]] = []  # needed ranges that streamed past unkept
+        self._waiting = 0  # the loader parse needs bytes up to here before it is tried again
         self._shstrtab_hits = 0
         self.bytes_read = 0
-        if exact is None:
+        self.complete = False
+        # Looking for bundle magics costs about a third of inflating: it is done from the start for
+        # members read whole, else from the moment a HIP marker streams past in the head (a cost
+        # decision only: whether a member IS a HIP object is decided from its dynamic data and, once
+        # read to the end, its section table; a pass that did not look early enough is followed by
+        # one that does).
+        self.scan_from: int | None = 0 if whole or (carry is not None and carry.scan) else None
+        self._marker_tail = b""
+        if carry is None:
             self.buf.want(0, limits.head_bytes)
         else:
             self.buf.want(0, 4096)
-            for start, length in exact:
+            for start, length in carry.keep:
                 self.buf.want(start, length)
 
-    def run(self, stream: IO[bytes], *, stop_after_header: bool = False) -> None:
+    @property
+    def hip(self) -> bool:
+        return (self.view is not None and self.view.links_hip_runtime) or self.scanner.found_bundle
+
+    def run(self, stream: IO[bytes]) -> None:
         offset = 0
         previous: tuple[int, bytes] = (0, b"")
         while offset < self.size:
@@ -182,14 +146,42 @@ class _Pass:
                 )
             self.bytes_read += len(chunk)
             self.buf.feed(offset, chunk)
+            if self.scan_from is None:
+                self._look_for_markers(offset, chunk)
             self._plan(offset, chunk)
-            if stop_after_header and self.header is not None and self.header.machine == EM_AMDGPU:
+            if self._can_stop():
                 return
-            self._find_shstrtab(offset, chunk, previous)
-            self.scanner.feed(offset, chunk)
+            if self.scan_from is not None or self.route != _LOADER:
+                self._find_shstrtab(offset, chunk, previous)
+            if self.scan_from is not None:
+                self.scanner.feed(offset, chunk)
             previous = (offset, chunk)
             offset += len(chunk)
         self.scanner.finish()
+        self.complete = True
+
+    def _can_stop(self) -> bool:
+        h = self.header
+        if h is None:
+            return False
+        if h.machine == EM_AMDGPU:
+            return True  # a standalone code object: its header says it all
+        if self.whole or self.route != _LOADER:
+            return False
+        if self.behind:
+            return True  # another pass is needed anyway
+        if self.view is not None and self.hip and self.scan_from is None:
+            return True  # a HIP object, and its bundles were not looked for: another pass will
+        return self.view is not None and not self.hip
+
+    def _look_for_markers(self, offset: int, chunk: bytes) -> None:
+        """Start looking for bundles once the head shows a HIP marker (in ``.dynstr``)."""
+        if offset >= self.limits.head_bytes:
+            return
+        joined = self._marker_tail + chunk[: 2 * len(loader.HIP_REGISTER)]
+        if any(m in joined or m in chunk for m in _HIP_MARKERS):
+            self.scan_from = offset
+        self._marker_tail = chunk[-2 * len(loader.HIP_REGISTER) :]
 
     def _find_shstrtab(self, offset: int, chunk: bytes, previous: tuple[int, bytes]) -> None:
         """``.shstrtab`` may sit far before the section headers (after a large ``.symtab``/``.strtab``
@@ -203,34 +195,144 @@ class _Pass:
             self.buf.feed(prev_offset, prev_chunk)
             self.buf.feed(offset, chunk)
 
+    def _need(self, start: int, length: int, offset: int) -> None:
+        """Keep ``[start, start+length)``: from the bytes still to come, else note it for another pass."""
+        start, end = max(0, start), min(self.size, start + length)
+        if end <= start or self.buf.has(start, end - start):
+            return
+        if not self.buf.want(start, end - start, available_from=offset):
+            self.behind.append((start, end - start))
+
     def _plan(self, offset: int, chunk: bytes) -> None:
-        if self.header is None and self.buf.has(0, min(64, self.size)):
-            self.header = _parse_header(self.member, self.buf.read(0, 64), self.size)
-            first = self.header
-            if first.machine == EM_AMDGPU:
+        if self.header is None:
+            if not self.buf.has(0, min(64, self.size)):
                 return
-            if first.phnum:
-                self.buf.want(first.phoff, first.phnum * first.phentsize, available_from=offset)
-            if first.shoff:
-                tail = self.limits.tail_bytes
-                self.buf.want(first.shoff, first.shnum * first.shentsize, available_from=offset)
-                self.buf.want(first.shoff - tail, tail, available_from=offset)
+            self.header = loader.parse_header(self.member, self.buf.read(0, 64), self.size)
+            h = self.header
+            if h.machine == EM_AMDGPU:
+                return
+            self._need(h.phoff, h.phnum * h.phentsize, offset)
+            if h.shoff:
+                self._need(h.shoff, h.shnum * h.shentsize, offset)
+                self._need(h.shoff - self.limits.tail_bytes, self.limits.tail_bytes, offset)
             self.buf.feed(offset, chunk)
         h = self.header
-        if h is None or self._phdrs_done or h.machine == EM_AMDGPU:
+        if h.machine == EM_AMDGPU or self.route != _LOADER:
             return
-        if h.phnum == 0 or self.buf.has(h.phoff, h.phnum * h.phentsize):
-            self._phdrs_done = True
-            for p_type, p_offset, _vaddr, p_filesz in _program_headers(h, self.buf):
-                if p_type == _PT_DYNAMIC:
-                    if p_offset + p_filesz > self.size:
-                        raise WheelReadError(f"{self.member}: truncated ELF: PT_DYNAMIC ends past the file")
-                    self.buf.want(p_offset, p_filesz, available_from=offset)
+        if self.segments is None:
+            if not self.buf.has(h.phoff, h.phnum * h.phentsize):
+                return
+            self.segments = loader.segments(h, self.read)
+            self.dynamic = loader.dynamic_segment(self.member, self.segments, self.size)
+            if self.dynamic is None:
+                self.route = _SECTIONS  # a static executable or an object file: no loader data
+                return
+            if self.table is None:
+                self._need(self.dynamic.offset, self.dynamic.filesz, offset)
+                self.buf.feed(offset, chunk)
+        if self.table is None:
+            dyn = self.dynamic
+            assert dyn is not None
+            if not self.buf.has(dyn.offset, dyn.filesz):
+                return
+            try:
+                self.table = loader.dynamic_table(self.member, h, self.segments, dyn, self.read)
+            except loader.Unmappable:
+                self.route = _SECTIONS
+                return
+            if self.table.strsz > self.limits.max_second_pass_bytes:
+                raise WheelReadError(
+                    f"{self.member}: DT_STRSZ says {self.table.strsz} bytes "
+                    f"(limit {self.limits.max_second_pass_bytes})"
+                )
+            for start, length in self.table.ranges():
+                self._need(start, length, offset)
             self.buf.feed(offset, chunk)
+        self._resolve(offset, chunk)
+
+    def _resolve(self, offset: int, chunk: bytes) -> None:
+        """Parse the loader's tables; a missing range ahead is kept when it comes by (the parse is
+        tried again once the stream has passed it), one behind is left to another pass."""
+        if self.view is not None or self.behind or self.table is None or offset + len(chunk) < self._waiting:
+            return
+        for _ in range(64):  # each round may find the next verneed entry inside this very chunk
+            try:
+                self.view = loader.resolve(self.member, self.header_or_fail, self.table, self.read, self.size)
+                return
+            except MissingRange as missing:
+                self._need(missing.offset, max(missing.size, 4096), offset)
+                self.buf.feed(offset, chunk)
+                if self.behind:
+                    return
+                if not self.buf.has(missing.offset, missing.size):
+                    self._waiting = missing.offset + missing.size
+                    return
+
+    @property
+    def header_or_fail(self) -> ElfHeader:
+        if self.header is None:
+            raise WheelReadError(f"{self.member}: truncated ELF header ({self.size} bytes)")
+        return self.header
+
+    def carry(self) -> _Carry:
+        """The exact ranges another loader-route pass must keep."""
+        assert self.table is not None
+        keep = list(self.behind) + self.table.ranges()
+        total = sum(length for _start, length in keep)
+        if total > self.limits.max_second_pass_bytes:
+            raise WheelReadError(
+                f"{self.member}: the ELF's dynamic tables need {total} bytes in memory "
+                f"(limit {self.limits.max_second_pass_bytes})"
+            )
+        return _Carry(_LOADER, self.table, keep, scan=self.hip)
 
 
-def _exact_ranges(h: _Header, buf: SparseBuffer, limits: Limits, member: str) -> list[tuple[int, int]]:
-    """The ranges pyelftools needs, from the section table kept in the first pass."""
+def _fatbin_sections(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int]]:
+    """(offset, size) of every ``.hip_fatbin`` section (MissingRange when the names were not kept)."""
+    if not h.shoff or not 0 < h.shstrndx < h.shnum:
+        return []
+    sections = _section_headers(h, buf)
+    _name, _typ, names_at, names_size, _link = sections[h.shstrndx]
+    read = loader.require(buf.read)
+    out = []
+    for name_at, typ, offset, size, _link in sections:
+        if typ == _SHT_NOBITS or name_at >= names_size:
+            continue
+        want = max(len(n) for n in _FATBIN_SECTIONS) + 1
+        name = read(names_at + name_at, min(want, names_size - name_at)).split(b"\0", 1)[0]
+        if name in _FATBIN_SECTIONS:
+            out.append((offset, size))
+    return out
+
+
+def _shstrtab_range(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int]]:
+    if not h.shoff or not 0 < h.shstrndx < h.shnum or not buf.has(h.shoff, h.shnum * h.shentsize):
+        return []
+    _name, typ, offset, size, _link = _section_headers(h, buf)[h.shstrndx]
+    return [] if typ == _SHT_NOBITS else [(h.shoff, h.shnum * h.shentsize), (offset, size)]
+
+
+def _walk_fatbins(
+    member: str, p: _Pass, fatbins: list[tuple[int, int]]
+) -> tuple[tuple[OffloadEntry, ...], int, tuple[Finding, ...]]:
+    entries: list[OffloadEntry] = []
+    findings: list[Finding] = []
+    bundles = 0
+    for offset, size in fatbins:
+        if offset + size > p.size:
+            raise WheelReadError(f"{member}: .hip_fatbin section ends past the end of the file")
+        try:
+            found, count, notes = p.scanner.walk(member, offset, size)
+        except BundleError as err:
+            raise WheelReadError(f"{member}: .hip_fatbin: {err}") from None
+        entries.extend(found)
+        bundles += count
+        findings.extend(notes)
+    return tuple(entries), bundles, tuple(findings)
+
+
+def _exact_ranges(h: ElfHeader, buf: SparseBuffer, limits: Limits, member: str) -> list[tuple[int, int]]:
+    """The ranges pyelftools needs on the section route, from the section table kept in the first pass."""
     if not h.shoff or not buf.has(h.shoff, h.shnum * h.shentsize):
         raise WheelReadError(f"{member}: ELF section headers unreadable")
     sections = _section_headers(h, buf)
@@ -245,7 +347,7 @@ def _exact_ranges(h: _Header, buf: SparseBuffer, limits: Limits, member: str) ->
     ranges = [(h.shoff, h.shnum * h.shentsize)]
     for index in sorted(wanted):
         _name, typ, offset, size, _link = sections[index]
-        if typ == 8:  # SHT_NOBITS
+        if typ == _SHT_NOBITS:
             continue
         ranges.append((offset, size + _STRING_SLACK))
     total = sum(size for _start, size in ranges)
@@ -266,20 +368,20 @@ def _split_paths(values: list[str]) -> tuple[str, ...]:
     return tuple(part for value in values for part in value.split(":") if part)
 
 
-def _parse(member: str, p: _Pass) -> tuple[ElfInfo, tuple[Finding, ...]]:
-    assert p.header is not None
+def _parse_sections(p: _Pass) -> LoaderView:
+    """The section route: ``.dynamic`` and ``.gnu.version_r`` through pyelftools, as auditwheel reads
+    them (MissingRange, possibly wrapped, when a byte was not kept)."""
+    h = p.header_or_fail
     elf = ELFFile(cast(IO[bytes], SparseStream(p.buf)))
     needed: list[str] = []
     rpath: list[str] = []
     runpath: list[str] = []
     soname: str | None = None
     version_needs: dict[str, set[str]] = {}
-    fatbins: list[tuple[int, int]] = []
     dynamic_seen = False
-    names = elf.get_section(p.header.shstrndx) if 0 < p.header.shstrndx < p.header.shnum else None
     # Only the sections we need become pyelftools objects: creating some others (.gnu.hash...) reads
     # their data, which was not kept.
-    for index, (name_at, typ, offset, size, _link) in enumerate(_section_headers(p.header, p.buf)):
+    for index, (_name_at, typ, _offset, _size, _link) in enumerate(_section_headers(h, p.buf)):
         if typ == _SHT_DYNAMIC and not dynamic_seen:
             section = elf.get_section(index)
             if not isinstance(section, DynamicSection):
@@ -302,49 +404,14 @@ def _parse(member: str, p: _Pass) -> tuple[ElfInfo, tuple[Finding, ...]]:
                 wanted = version_needs.setdefault(str(verneed.name), set())
                 for vernaux in vernaux_iter:
                     wanted.add(str(vernaux.name))
-        elif (
-            typ != _SHT_NOBITS
-            and isinstance(names, StringTableSection)
-            and names.get_string(name_at) in _FATBIN_SECTIONS
-        ):
-            fatbins.append((offset, size))
-    if not dynamic_seen:
-        for segment in elf.iter_segments():
-            if isinstance(segment, DynamicSegment):
-                for tag in segment.iter_tags():
-                    if tag.entry.d_tag == "DT_NEEDED":
-                        needed.append(_text(tag, "needed"))
-                    elif tag.entry.d_tag == "DT_SONAME":
-                        soname = _text(tag, "soname")
-                break
-    entries: list[OffloadEntry] = []
-    bundles = 0
-    findings: list[Finding] = []
-    for offset, size in fatbins:
-        if offset + size > p.size:
-            raise WheelReadError(f"{member}: .hip_fatbin section ends past the end of the file")
-        try:
-            found, count, notes = p.scanner.walk(member, offset, size)
-        except BundleError as err:
-            raise WheelReadError(f"{member}: .hip_fatbin: {err}") from None
-        entries.extend(found)
-        bundles += count
-        findings.extend(notes)
-    machine = str(elf["e_machine"])
-    machine = machine[3:].lower() if machine.startswith("EM_") else machine.lower()
-    info = ElfInfo(
-        member=member,
-        machine=machine,
-        elf_class=64 if p.header.elf64 else 32,
-        soname=soname,
+    return LoaderView(
         needed=tuple(needed),
+        soname=soname,
         rpath=_split_paths(rpath),
         runpath=_split_paths(runpath),
         version_needs={lib: tuple(sorted(names)) for lib, names in sorted(version_needs.items())},
-        offload_targets=tuple(entries),
-        offload_bundles=bundles,
+        mentions_hip_register=False,
     )
-    return info, tuple(findings)
 
 
 def _missing_inside(err: BaseException, depth: int = 0) -> MissingRange | None:
@@ -365,53 +432,100 @@ def read_elf_member(
     member: str, open_stream: Callable[[], IO[bytes]], size: int, limits: Limits
 ) -> ElfResult:
     """Inspect one ELF member. ``open_stream`` opens the member's decompressed bytes afresh (it is
-    called a second time only when the first pass did not keep what pyelftools needs)."""
-    passes = 0
+    called again only when a pass did not keep what the parse needs)."""
+    whole = limits.verify_members or size <= limits.whole_member_bytes
     bytes_read = 0
-    exact: list[tuple[int, int]] | None = None
-    while True:
-        passes += 1
-        p = _Pass(member, size, limits, exact)
+    carry: _Carry | None = None
+    for passes in range(1, _MAX_PASSES + 1):
+        p = _Pass(member, size, limits, carry, whole=whole)
         try:
-            outcome = _attempt(member, p, open_stream, limits, exact)
+            with open_stream() as stream:
+                p.run(stream)
+            bytes_read += p.bytes_read
+            outcome = _finish(member, p, limits, last=passes == _MAX_PASSES)
         finally:
             p.buf.clear()
             p.scanner.clear()
-        bytes_read += p.bytes_read
-        if isinstance(outcome, list):
-            exact = outcome
+        if isinstance(outcome, _Carry):
+            carry = outcome
             continue
         elf_info, code_object, findings = outcome
-        return ElfResult(elf_info, code_object, findings, bytes_read, passes)
+        return ElfResult(elf_info, code_object, findings, bytes_read, passes, p.complete)
+    raise AssertionError("unreachable: the last pass either parses or raises")
 
 
-def _attempt(
-    member: str,
-    p: _Pass,
-    open_stream: Callable[[], IO[bytes]],
-    limits: Limits,
-    exact: list[tuple[int, int]] | None,
-) -> tuple[ElfInfo | None, CodeObject | None, tuple[Finding, ...]] | list[tuple[int, int]]:
-    """One pass: the parsed result, or the exact ranges a second pass must keep."""
-    with open_stream() as stream:
-        p.run(stream, stop_after_header=True)
-    h = p.header
-    if h is None:
-        raise WheelReadError(f"{member}: truncated ELF header ({p.size} bytes)")
+def _finish(
+    member: str, p: _Pass, limits: Limits, *, last: bool
+) -> tuple[ElfInfo | None, CodeObject | None, tuple[Finding, ...]] | _Carry:
+    """The parsed result of a pass, or what the next pass must keep."""
+    h = p.header_or_fail
     if h.machine == EM_AMDGPU:
         version = code_object_version(h.osabi, h.abiversion)
         return None, CodeObject(member, target_id_from_flags(h.flags, version), version, h.flags), ()
     try:
-        info, findings = _parse(member, p)
+        if p.route == _SECTIONS:
+            view = _parse_sections(p)
+        else:
+            if p.view is None:
+                if p.behind and not last:
+                    return p.carry()
+                raise WheelReadError(
+                    f"{member}: malformed ELF: the dynamic tables could not be read "
+                    f"(ranges {p.behind or 'past the end of the member'})"
+                )
+            view = p.view
+        if p.route == _LOADER and view.links_hip_runtime and p.scan_from is None:
+            return p.carry()  # stopped early: a HIP object whose bundles were not looked for
+        entries: tuple[OffloadEntry, ...] = ()
+        bundles = 0
+        findings: tuple[Finding, ...] = ()
+        if p.complete:
+            fatbins = _fatbin_sections(h, p.buf)
+            if fatbins and (p.scan_from is None or p.scan_from > min(start for start, _ in fatbins)):
+                if last:
+                    raise WheelReadError(f"{member}: .hip_fatbin could not be read")
+                return _Carry(p.route, p.table, _exact_ranges_any(p, limits), scan=True)
+            entries, bundles, findings = _walk_fatbins(member, p, fatbins)
     except MissingRange as missing:
-        if exact is not None:
-            raise WheelReadError(
-                f"{member}: malformed ELF: needs bytes {missing.offset}..{missing.offset + missing.size} "
-                "outside its dynamic sections"
-            ) from None
-        return _exact_ranges(h, p.buf, limits, member)
+        return _retry(member, p, limits, missing, last=last)
     except (ELFError, struct.error, ValueError, KeyError, IndexError, AttributeError) as err:
-        if _missing_inside(err) is None or exact is not None:
+        missing_inside = _missing_inside(err)
+        if missing_inside is None:
             raise WheelReadError(f"{member}: malformed ELF: {err}") from None
-        return _exact_ranges(h, p.buf, limits, member)
+        return _retry(member, p, limits, missing_inside, last=last)
+    info = ElfInfo(
+        member=member,
+        machine=h.machine_name,
+        elf_class=64 if h.elf64 else 32,
+        soname=view.soname,
+        needed=view.needed,
+        rpath=view.rpath,
+        runpath=view.runpath,
+        version_needs=view.version_needs,
+        offload_targets=entries,
+        offload_bundles=bundles,
+    )
     return info, None, findings
+
+
+def _exact_ranges_any(p: _Pass, limits: Limits) -> list[tuple[int, int]]:
+    """What another pass over the whole member must keep, on either route."""
+    h = p.header_or_fail
+    if p.route == _SECTIONS:
+        return _exact_ranges(h, p.buf, limits, p.member)
+    return p.carry().keep + _shstrtab_range(h, p.buf)
+
+
+def _retry(member: str, p: _Pass, limits: Limits, missing: MissingRange, *, last: bool) -> _Carry:
+    """A byte the parse needed was not kept: the next pass keeps exactly the sections that hold it."""
+    if last:
+        raise WheelReadError(
+            f"{member}: malformed ELF: needs bytes {missing.offset}..{missing.offset + missing.size} "
+            "outside its dynamic sections"
+        )
+    h = p.header_or_fail
+    if p.route == _SECTIONS:
+        return _Carry(_SECTIONS, None, _exact_ranges(h, p.buf, limits, member))
+    carry = p.carry()
+    carry.keep.extend(_shstrtab_range(h, p.buf))
+    return carry

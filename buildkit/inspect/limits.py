@@ -22,6 +22,10 @@ class Limits:
       its section-header table, is kept while streaming (where .dynstr/.gnu.version_r and .shstrtab sit).
     - ``chunk_size``: decompressed bytes read per step.
     - ``max_second_pass_bytes``: most bytes a second pass may keep (the exact sections it needs).
+    - ``whole_member_bytes``: ELF members up to this size are always read to their end (CRC checked);
+      larger ones stop once the loader's data is read, unless they are HIP host objects.
+    - ``verify_members``: read every ELF member to its end, so every zip CRC is checked (slower: it
+      gives up the early stop).
     """
 
     max_member_size: int = 2 * GiB
@@ -35,3 +39,5 @@ class Limits:
     bundle_window: int = 1 * MiB
     chunk_size: int = 1 * MiB
     max_second_pass_bytes: int = 256 * MiB
+    whole_member_bytes: int = 1 * MiB
+    verify_members: bool = False

@@ -210,11 +210,17 @@ class BundleScanner:
         self._parsed: dict[int, ParsedBundle | str] = {}
         self._entry_heads: dict[int, int] = {}
         self._tail = b""
+        self._found = False
         self.overflow = False
 
     @property
     def kept_bytes(self) -> int:
         return self._buf.kept_bytes
+
+    @property
+    def found_bundle(self) -> bool:
+        """A well-formed bundle header has streamed past (the member is probably a HIP object)."""
+        return self._found
 
     def clear(self) -> None:
         self._buf.clear()
@@ -270,6 +276,7 @@ class BundleScanner:
                 del self._pending[start]
                 self._parsed[start] = outcome
                 self._buf.drop(start)
+                self._found = self._found or isinstance(outcome, ParsedBundle)
                 if isinstance(outcome, ParsedBundle) and outcome.compression is None:
                     for entry in outcome.entries:
                         if entry.size >= 64:

@@ -53,6 +53,7 @@ from buildkit.inspect.models import (
     RecordEntry,
     WheelReport,
 )
+from buildkit.inspect.zipstream import open_member
 
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
 _MAX_DIST_INFO_FILE = 64 * MiB
@@ -144,27 +145,17 @@ class _MemberResult:
 
 
 class _Reader:
-    """Opens members from one ZipFile per thread (zipfile seeks a shared file under a lock)."""
+    """Reads members through one shared descriptor (``os.pread``: no seek state to share between
+    threads, and the central directory is parsed once, by the caller's ZipFile)."""
 
-    def __init__(self, path: Path, limits: Limits) -> None:
-        self.path = path
+    def __init__(self, fd: int, fallback: zipfile.ZipFile, limits: Limits, inflater: str | None) -> None:
+        self.fd = fd
+        self.fallback = fallback
         self.limits = limits
-        self._local = threading.local()
-        self._opened: list[zipfile.ZipFile] = []
-        self._lock = threading.Lock()
+        self.inflater = inflater
 
-    def zip(self) -> zipfile.ZipFile:
-        zf: zipfile.ZipFile | None = getattr(self._local, "zf", None)
-        if zf is None:
-            zf = zipfile.ZipFile(self.path)
-            self._local.zf = zf
-            with self._lock:
-                self._opened.append(zf)
-        return zf
-
-    def close(self) -> None:
-        for zf in self._opened:
-            zf.close()
+    def open(self, info: zipfile.ZipInfo) -> IO[bytes]:
+        return open_member(self.fd, info, self.fallback, inflater=self.inflater)
 
     def member(self, info: zipfile.ZipInfo) -> _MemberResult:
         name = info.filename
@@ -177,8 +168,7 @@ class _Reader:
 
     def _member(self, info: zipfile.ZipInfo) -> _MemberResult:
         name = info.filename
-        zf = self.zip()
-        stream = zf.open(info)
+        stream = self.open(info)
         head = stream.read(4)
         if head != ELF_MAGIC:
             stream.close()
@@ -202,7 +192,7 @@ class _Reader:
             if ready is not None:
                 first[0] = None
                 return ready
-            return zf.open(info)
+            return self.open(info)
 
         try:
             result = read_elf_member(name, open_stream, info.file_size, self.limits)
@@ -213,12 +203,43 @@ class _Reader:
         return _MemberResult(result.elf, result.code_object, result.findings, stat)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(4 * MiB), b""):
-            digest.update(block)
-    return digest.hexdigest()
+class _Sha256(threading.Thread):
+    """The wheel's sha256, computed on its own thread while the members are inspected (hashlib
+    releases the GIL on large blocks)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(name="wheel-sha256", daemon=True)
+        self.path = path
+        self.digest: str | None = None
+        self.error: OSError | None = None
+
+    def run(self) -> None:
+        digest = hashlib.sha256()
+        try:
+            with self.path.open("rb", buffering=0) as handle:
+                block = bytearray(4 * MiB)
+                view = memoryview(block)
+                while size := handle.readinto(block):
+                    digest.update(view[:size])
+        except OSError as err:
+            self.error = err
+            return
+        self.digest = digest.hexdigest()
+
+    def result(self) -> str:
+        self.join()
+        if self.digest is None:
+            raise WheelReadError(f"{self.path.name}: cannot read the file: {self.error}")
+        return self.digest
+
+
+def default_workers() -> int:
+    """One worker per CPU this process may run on, at most 4 (inflating is CPU-bound)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus))
 
 
 def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
@@ -287,9 +308,15 @@ def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
 
 
 def inspect_wheel(
-    path: str | os.PathLike[str], *, workers: int | None = None, limits: Limits | None = None
+    path: str | os.PathLike[str],
+    *,
+    workers: int | None = None,
+    limits: Limits | None = None,
+    inflater: str | None = None,
 ) -> WheelReport:
-    """Inspect a wheel without extracting it (see the module docstring for the rules)."""
+    """Inspect a wheel without extracting it (see the module docstring for the rules). ``workers``
+    threads inflate members (default: :func:`default_workers`); ``inflater`` is ``"isal"`` or
+    ``"zlib"`` (default: isal when installed)."""
     limits = limits or Limits()
     wheel = Path(path)
     if not wheel.is_file():
@@ -298,12 +325,15 @@ def inspect_wheel(
         name, version, build, tags = parse_wheel_filename(wheel.name)
     except InvalidWheelFilename as err:
         raise WheelReadError(f"{wheel.name}: not a wheel file name: {err}") from None
-    workers = workers or min(4, os.cpu_count() or 1)
-    with _open_zip(wheel) as zf:
+    workers = workers or default_workers()
+    with contextlib.ExitStack() as stack:
+        zf = stack.enter_context(_open_zip(wheel))
         infos = zf.infolist()
         _check_names(infos)
         total = _check_sizes(zf, infos, limits)
         dist_info = _dist_info(infos)
+        sha256 = _Sha256(wheel)
+        sha256.start()
         by_name = {i.filename: i for i in infos}
         wheel_headers = _headers(_read_small(zf, by_name[f"{dist_info}/WHEEL"]), f"{dist_info}/WHEEL")
         metadata_info = by_name.get(f"{dist_info}/METADATA")
@@ -313,16 +343,20 @@ def inspect_wheel(
             requires = tuple(v for k, v in meta if k.lower() == "requires-dist")
         record_info = by_name.get(f"{dist_info}/RECORD")
         record = _record(_read_small(zf, record_info), record_info.filename) if record_info else ()
-    files = [i for i in infos if not i.is_dir() and i.file_size > 0]
-    files.sort(key=lambda i: i.file_size, reverse=True)  # largest first: better balance across workers
-    reader = _Reader(wheel, limits)
-    try:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            digest = pool.submit(_sha256, wheel)
-            results = list(pool.map(reader.member, files))
-            sha256 = digest.result()
-    finally:
-        reader.close()
+        files = [i for i in infos if not i.is_dir() and i.file_size > 0]
+        files.sort(key=lambda i: i.file_size, reverse=True)  # largest first: better balance across workers
+        try:
+            fd = os.open(wheel, os.O_RDONLY)
+        except OSError as err:
+            raise WheelReadError(f"{wheel.name}: cannot open: {err}") from None
+        stack.callback(os.close, fd)
+        reader = _Reader(fd, zf, limits, inflater)
+        if workers == 1:
+            results = [reader.member(info) for info in files]
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                results = list(pool.map(reader.member, files))
+        digest = sha256.result()
     wheel_tags = tuple(v.strip() for k, v in wheel_headers if k.lower() == "tag")
     purelib = next(
         (v.strip().lower() == "true" for k, v in wheel_headers if k.lower() == "root-is-purelib"), None
@@ -331,7 +365,7 @@ def inspect_wheel(
         path=str(wheel),
         filename=wheel.name,
         size=wheel.stat().st_size,
-        sha256=sha256,
+        sha256=digest,
         name=str(name),
         version=str(version),
         build_tag=None if not build else "".join(str(part) for part in build),

@@ -58,18 +58,25 @@ def with_libstdcxx(client: Any, image: str) -> str:
 
 
 def independent(client: Any, image: str, tmp: Path) -> dict[str, str]:
-    """Ceilings read by running the image (ldd, cat) and parsing with binutils on the host."""
+    """Ceilings read by running the image (``ldd --version``; ``cp -L`` of the libraries into a bind
+    mount, the image's own cp following the symlinks) and parsing them with binutils on the host."""
     libs = {
         "GLIBC": "libc.so.6",
         "GLIBCXX": "libstdc++.so.6",
         "CXXABI": "libstdc++.so.6",
         "GCC": "libgcc_s.so.1",
     }
-    out = {}
-    for prefix, soname in libs.items():
-        path = tmp / f"{image.replace('/', '_').replace(':', '_')}-{soname}"
-        path.write_bytes(run_in(client, image, f"cat {LIBDIR}/{soname}"))
-        out[prefix] = top(readelf_definitions(path), prefix)
+    out_dir = tmp / "independent"
+    out_dir.mkdir(exist_ok=True)
+    names = " ".join(f"{LIBDIR}/{soname}" for soname in sorted(set(libs.values())))
+    client.containers.run(
+        image,
+        ["sh", "-c", f"cp -L {names} /out/ && chmod a+r /out/*"],
+        remove=True,
+        network_disabled=True,
+        volumes={str(out_dir): {"bind": "/out", "mode": "rw"}},
+    )
+    out = {prefix: top(readelf_definitions(out_dir / soname), prefix) for prefix, soname in libs.items()}
     ldd = run_in(client, image, "ldd --version").decode().splitlines()[0]
     out["release"] = ldd.rsplit(" ", 1)[-1]
     return out
@@ -99,7 +106,6 @@ def test_seeded_debian_images(
     except docker.errors.ImageNotFound:
         pytest.fail(f"{image} is not seeded: run `buildkit image seed {image}`", pytrace=False)
     image = with_libstdcxx(docker_client, image)
-    before = {c.id for c in docker_client.containers.list(all=True)}
     since = time.time() - 1
     reading = read_image_ceilings(image, client=docker_client, use_cache=False, cache=tmp_path / "cache")
     expected = independent(docker_client, image, tmp_path)
@@ -120,7 +126,6 @@ def test_seeded_debian_images(
     # created and destroyed, never started; nothing left behind
     actions = [e["Action"] for e in start_events(docker_client, since)]
     assert "create" in actions and "destroy" in actions and "start" not in actions
-    assert {c.id for c in docker_client.containers.list(all=True)} <= before | set()
     assert not docker_client.containers.list(all=True, filters={"label": LABEL})
 
     cached = read_image_ceilings(image, client=docker_client, cache=tmp_path / "cache")
@@ -128,6 +133,7 @@ def test_seeded_debian_images(
     image_id = docker_client.images.get(image).id.split(":")[-1]
     assert (tmp_path / "cache" / f"{image_id}.json").is_file()
 
+    capsys.readouterr()  # drop the figures printed above
     monkey_cache = str(tmp_path / "xdg")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CACHE_HOME", monkey_cache)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -20,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from buildkit import smoke
+from buildkit import manifest, smoke
 from buildkit.gate import GateConfig, evaluate
 from buildkit.inspect import inspect_wheel
 from tests.helpers.wheels_for_publish import write_wheel
@@ -244,3 +245,102 @@ def test_gpu_access_reads_device_nodes(tmp_path: Path) -> None:
     access = smoke.gpu_access(tmp_path)
     assert access is not None
     assert access.devices == (f"{tmp_path}/kfd:/dev/kfd:rwm", f"{tmp_path}/dri:/dev/dri:rwm")
+
+
+RECIPE = """\
+name: glibc238demo
+source:
+  path: .
+version:
+  base: "1.0"
+python: ["3.12"]
+rocm: ["6.4"]
+archs:
+  list: [gfx90a]
+manylinux:
+  policy: manylinux_2_28
+image: manylinux_2_28-rocm
+smoke:
+  - name: old-runtime
+    image: "{old}"
+    imports: [glibc238demo]
+    labels: [runtime]
+  - name: new-runtime
+    image: "{new}"
+    commands: ["python -c 'import glibc238demo'"]
+    labels: [runtime, current]
+  - name: on-device
+    image: "rocm/vllm:rocm{{rocm}}"
+    imports: [glibc238demo]
+    labels: [gpu]
+"""
+
+
+def test_recipe_entries_by_label_and_placeholders(tmp_path: Path) -> None:
+    from buildkit.errors import UsageError
+    from buildkit.recipe import load_recipe
+
+    path = tmp_path / "r.yaml"
+    path.write_text(RECIPE.format(old="old:1", new="new:1"))
+    entries = load_recipe(path).smoke
+    assert [s.name for s in smoke.specs_from_recipe(entries, ["current"])] == ["new-runtime"]
+    with pytest.raises(UsageError, match=r"cannot fill the image 'rocm/vllm:rocm\{rocm\}'"):
+        smoke.specs_from_recipe(entries, [])
+    specs = smoke.specs_from_recipe(entries, [], values=smoke.job_values({"job": {"rocm": "7.2"}}))
+    assert [s.image for s in specs] == ["old:1", "new:1", "rocm/vllm:rocm7.2"]
+    assert specs[2].needs_gpu and not specs[0].needs_gpu
+    with pytest.raises(UsageError, match="no smoke test of the recipe has label"):
+        smoke.specs_from_recipe(entries, ["nope"])
+
+
+@pytest.mark.docker
+def test_cli_recipe_labels_and_gate_cli(
+    bookworm: str, trixie: str, glibc238_wheel: Path, tmp_path: Path
+) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(RECIPE.format(old=bookworm, new=trixie))
+    wheel = tmp_path / glibc238_wheel.name
+    shutil.copyfile(glibc238_wheel, wheel)
+    manifest.write(wheel, {"job": {"rocm": "7.2", "python": "3.13"}, "verdict": {"passed": True}})
+    run = [sys.executable, "-m", "buildkit", "smoke", str(wheel), "--recipe", str(recipe)]
+    current = subprocess.run([*run, "--label", "current"], capture_output=True, text=True, check=False)
+    assert current.returncode == 0, current.stdout + current.stderr
+    assert "PASSED  new-runtime" in current.stdout and "old-runtime" not in current.stdout
+    # all entries: the gpu one is skipped with its reason (no /dev/kfd here), the bookworm one fails
+    everything = subprocess.run(run, capture_output=True, text=True, check=False)
+    if smoke.gpu_access() is None:
+        assert "SKIPPED on-device in rocm/vllm:rocm7.2" in everything.stdout  # filled from the manifest
+        assert "skipped: needs a GPU" in everything.stdout
+    assert everything.returncode == 11
+    assert "FAILED  old-runtime" in everything.stdout and "GLIBC_2.38 not found" in everything.stdout
+    # `buildkit check` with bookworm's ceilings agrees (exit 7), with trixie's it has no ceiling finding
+    check = [sys.executable, "-m", "buildkit", "check", str(glibc238_wheel)]
+    gate_old = subprocess.run([*check, "--max-glibc", "2.36", "--max-glibcxx", "3.4.30"], capture_output=True,
+                              text=True, check=False)  # fmt: skip
+    assert gate_old.returncode == 7, gate_old.stdout + gate_old.stderr
+    assert "GLIBC_2.38" in gate_old.stdout + gate_old.stderr
+
+
+@pytest.mark.docker
+def test_dependencies_from_an_index_with_the_host_ca_bundle(
+    docker_client: Any, trixie: str, tmp_path: Path
+) -> None:
+    """--index-url: the container gets network and the host's CA bundle (PIP_CERT); six comes from PyPI."""
+    wheel = write_wheel(
+        tmp_path / "usesix-1.0-py3-none-any.whl", {"usesix/__init__.py": b"import six\n"}, requires=("six",)
+    )
+    spec = smoke.SmokeSpec("index", trixie, imports=("usesix",), commands=('test -n "$PIP_CERT"',))
+    result = smoke.run_smoke(wheel, spec, client=docker_client, index_url="https://pypi.org/simple/")
+    assert result.status == "passed", result.reason + "".join(s.output for s in result.steps)
+
+
+@pytest.mark.docker
+def test_an_image_without_python_fails_setup_with_the_reason(docker_client: Any, tmp_path: Path) -> None:
+    docker_client.images.get("debian:bookworm-slim")  # seeded minbase: no python3 in it
+    wheel = write_wheel(tmp_path / "plain-1.0-py3-none-any.whl", {"plain/__init__.py": b""})
+    spec = smoke.SmokeSpec("nopython", "debian:bookworm-slim", imports=("plain",))
+    result = smoke.run_smoke(wheel, spec, client=docker_client)
+    assert result.status == "failed"
+    assert result.reason == "the runtime image has no usable python3 with venv or pip"
+    assert [s.kind for s in result.steps] == ["setup", "setup"]
+    assert _containers_of(docker_client, "nopython") == []

@@ -32,8 +32,9 @@ def write_wheel(
     dist_info = f"{name}-{version}.dist-info"
     files = dict(members)
     tag = "-".join(tags[-3:])
+    purelib = "true" if tag.endswith("-any") else "false"
     files[f"{dist_info}/WHEEL"] = (
-        f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: {str(tag.endswith('-any')).lower()}\nTag: {tag}\n".encode()
+        f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n".encode()
     )
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     if requires_python:

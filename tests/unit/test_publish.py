@@ -129,3 +129,36 @@ def test_cli_exit_codes_and_log(tmp_path: Path) -> None:
     assert "bad-1.0-py3-none-any.whl: the gate failed" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert "the gate failed" in log.read_text()
+
+
+RECIPE = """\
+name: demo
+source:
+  path: .
+version:
+  base: "1.0"
+python: ["3.12"]
+rocm: ["6.4"]
+archs:
+  list: [gfx90a]
+manylinux:
+  policy: manylinux_2_28
+image: manylinux_2_28-rocm
+publish:
+  directory: site/index
+"""
+
+
+def test_cli_target_from_the_recipe(tmp_path: Path) -> None:
+    """publish.directory is relative to the recipe file, not to the working directory."""
+    recipe = tmp_path / "recipes" / "demo.yaml"
+    recipe.parent.mkdir()
+    recipe.write_text(RECIPE)
+    make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")
+    result = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe))
+    assert result.returncode == 0, result.stderr
+    assert (
+        tmp_path / "recipes" / "site" / "index" / "simple" / "demo" / "demo-1.0-py3-none-any.whl"
+    ).is_file()
+    both = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe), "--to", "x")
+    assert both.returncode == 2 and "exactly one of --to" in both.stderr

@@ -1,0 +1,89 @@
+"""``buildkit verify WHEEL``: rebuild the recorded job and compare, or check the wheel's attestation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from buildkit.errors import NotReproducible, UsageError
+
+
+@click.command("verify")
+@click.argument("wheel", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--recipe",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The recipe (default: recipes/<the manifest's recipe file> under the current directory).",
+)
+@click.option("--no-cache", is_flag=True, help="Rebuild without the compiler-cache volume.")
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Copy the rebuilt wheel, manifest and attestation into this folder.",
+)
+@click.option(
+    "--attestation",
+    "check_attestation",
+    is_flag=True,
+    help="Do not rebuild: check the DSSE signature of WHEEL.intoto.json with --public-key and that its "
+    "subject is WHEEL's name and sha256.",
+)
+@click.option(
+    "--attestation-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The attestation (default: WHEEL.intoto.json).",
+)
+@click.option(
+    "--public-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="PEM ed25519 public key for --attestation.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Stream the rebuild log.")
+def verify(
+    wheel: Path,
+    recipe: Path | None,
+    no_cache: bool,
+    keep: Path | None,
+    check_attestation: bool,
+    attestation_file: Path | None,
+    public_key: Path | None,
+    as_json: bool,
+    verbose: bool,
+) -> None:
+    """Rebuild WHEEL's recorded job and compare sha256 (exit 0 identical, 12 differs).
+
+    With --attestation, check its signed provenance instead (exit 12 when it does not verify).
+    """
+    if check_attestation:
+        from buildkit.provenance import load_public_key, verify_attestation
+
+        if public_key is None:
+            raise UsageError("--attestation needs --public-key PEM")
+        check = verify_attestation(wheel, load_public_key(public_key), attestation_file)
+        if as_json:
+            click.echo(json.dumps({"wheel": check.wheel, "sha256": check.sha256, "keyid": check.keyid}))
+        else:
+            click.echo(f"{check.wheel}: attestation verified (sha256 {check.sha256}, keyid {check.keyid})")
+        return
+
+    from buildkit.verify import render, verify_rebuild
+
+    result = verify_rebuild(
+        wheel,
+        recipe=recipe,
+        use_cache=not no_cache,
+        keep=keep,
+        echo=lambda line: click.echo(line, err=True),
+        verbose=verbose,
+    )
+    click.echo(json.dumps(result.to_json(), indent=2) if as_json else render(result))
+    if not result.identical:
+        names = ", ".join(m.name for m in result.members) or "no member (zip container only)"
+        raise NotReproducible(f"{wheel.name}: the rebuild differs; members: {names}")

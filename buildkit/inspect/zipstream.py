@@ -1,0 +1,151 @@
+"""Stream one member of a zip straight from the file, for as long as the caller wants it.
+
+:mod:`zipfile` parses the central directory (once, in :mod:`~buildkit.inspect.wheel`); this module
+only reads a member's data: the local header at ``ZipInfo.header_offset``, then the compressed bytes
+with ``os.pread`` on one shared descriptor (thread-safe, no seek state, no per-thread ``ZipFile``),
+inflated by ISA-L (``isal.isal_zlib``, about twice zlib's speed) when installed, else by zlib (the
+same API). A reader that stops early has read and inflated only the prefix it consumed.
+
+Integrity, as :mod:`zipfile` checks it: the local header's signature and name; the inflated data
+never exceeds the declared size; a member read to its end must have exactly the declared size and
+CRC-32 (so a lying size or corrupt data fails). Data after the point where a reader stops is not
+read, so not checked: that is the price of the early stop (see ``Limits.verify_members``).
+Methods other than stored and deflate (bzip2, lzma: legal in zips, unusual in wheels) are read
+through :mod:`zipfile`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import zipfile
+import zlib
+from types import ModuleType
+from typing import IO, Any
+
+from buildkit.errors import WheelReadError
+
+_isal: ModuleType | None
+try:
+    from isal import isal_zlib as _isal
+except ImportError:  # pragma: no cover - depends on the environment
+    _isal = None
+
+_crc32 = _isal.crc32 if _isal is not None else zlib.crc32  # ISA-L's is ~20x faster here
+
+_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
+_MIN_INPUT = 4096
+_MAX_INPUT = 256 * 1024
+
+
+def inflater_name() -> str:
+    """``"isal"`` or ``"zlib"``: what :func:`open_member` inflates with by default."""
+    return "isal" if _isal is not None else "zlib"
+
+
+def _inflate_module(name: str | None) -> Any:
+    name = name or inflater_name()
+    if name == "isal":
+        if _isal is None:
+            raise RuntimeError("isal is not installed")
+        return _isal
+    return zlib
+
+
+class MemberStream(io.RawIOBase):
+    """Readable stream of one stored or deflated member's uncompressed bytes (``read(n)`` returns at
+    most ``n``)."""
+
+    def __init__(self, fd: int, info: zipfile.ZipInfo, *, inflater: str | None = None) -> None:
+        super().__init__()
+        self._fd = fd
+        self._info = info
+        self.name = info.filename
+        header = os.pread(fd, _LOCAL_HEADER.size, info.header_offset)
+        if len(header) < _LOCAL_HEADER.size:
+            raise WheelReadError(f"{self.name}: local header lies past the end of the file")
+        fields = _LOCAL_HEADER.unpack(header)
+        if fields[0] != _LOCAL_SIGNATURE:
+            raise WheelReadError(f"{self.name}: bad local header signature {fields[0]!r}")
+        name_len, extra_len = fields[-2], fields[-1]
+        raw_name = os.pread(fd, name_len, info.header_offset + _LOCAL_HEADER.size)
+        encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+        if raw_name.decode(encoding, "replace") != info.orig_filename:
+            raise WheelReadError(f"{self.name}: the local header names {raw_name!r}")
+        self._pos = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+        self._left = info.compress_size  # compressed bytes not read yet
+        self._remaining = info.file_size  # uncompressed bytes not returned yet
+        self._crc = 0
+        self._pending = b""
+        self._module: Any = None
+        self._inflate: Any = None
+        if info.compress_type == zipfile.ZIP_DEFLATED:
+            self._module = _inflate_module(inflater)
+            self._inflate = self._module.decompressobj(-15)
+        elif info.compress_size != info.file_size:
+            raise WheelReadError(
+                f"{self.name}: stored member sizes differ ({info.compress_size} vs {info.file_size})"
+            )
+
+    def readable(self) -> bool:
+        return True
+
+    def _input(self, want: int, *, exact: bool = False) -> bytes:
+        if self._pending:
+            data, self._pending = self._pending, b""
+            return data
+        size = min(self._left, want if exact else max(_MIN_INPUT, min(want, _MAX_INPUT)))
+        if size == 0:
+            return b""
+        data = os.pread(self._fd, size, self._pos)
+        if not data:
+            raise WheelReadError(f"{self.name}: compressed data ends early (the file is truncated)")
+        self._pos += len(data)
+        self._left -= len(data)
+        return data
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            size = self._remaining
+        size = min(size, self._remaining)
+        if size == 0:
+            return b""
+        if self._inflate is None:
+            out = self._input(size, exact=True)
+        else:
+            out = b""
+            while not out and not self._inflate.eof:
+                data = self._input(size // 2)
+                try:  # called with no new input too: the inflater may hold output back (max_length)
+                    out = self._inflate.decompress(data, size)
+                except self._module.error as err:
+                    raise WheelReadError(f"{self.name}: corrupt deflate data: {err}") from None
+                self._pending = self._inflate.unconsumed_tail
+                if not out and not data:
+                    break  # no input left and nothing held back
+        if not out:
+            raise WheelReadError(
+                f"{self.name}: data ends after {self._info.file_size - self._remaining} bytes, "
+                f"the zip says {self._info.file_size}"
+            )
+        self._crc = _crc32(out, self._crc)
+        self._remaining -= len(out)
+        if self._remaining == 0 and self._crc != self._info.CRC:
+            raise WheelReadError(
+                f"{self.name}: bad CRC-32 ({self._crc:08x}, the zip says {self._info.CRC:08x})"
+            )
+        return out
+
+
+def open_member(
+    fd: int, info: zipfile.ZipInfo, fallback: zipfile.ZipFile | None = None, *, inflater: str | None = None
+) -> IO[bytes]:
+    """A stream of ``info``'s bytes; ``fallback`` (a ZipFile on the same file) serves methods other
+    than stored and deflate."""
+    if info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        return MemberStream(fd, info, inflater=inflater)  # type: ignore[return-value]
+    if fallback is None:
+        raise WheelReadError(f"{info.filename}: compression method {info.compress_type} is not supported")
+    return fallback.open(info)

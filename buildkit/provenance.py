@@ -1,0 +1,393 @@
+"""Provenance of a built wheel: the inputs listed in its manifest, and an in-toto attestation.
+
+What is captured (``manifest["provenance"]``):
+
+* ``build_environment``: read once per builder image *id* in a throwaway container (no network,
+  removed afterwards) and cached under ``$XDG_CACHE_HOME/rocm-buildkit/build-env/<image-id>.json``:
+  ``python_packages`` = ``pip list --format json`` of ``/opt/python/cp313-cp313`` (the interpreter
+  cibuildwheel builds with), ``system_packages`` = every installed distribution package
+  (``dpkg-query`` on Debian images, ``rpm -qa`` on manylinux ones) as ``name=version``.
+* ``build_backend``: the source's declared ``[build-system] requires`` / ``build-backend`` and, when
+  the build ran in an isolated environment, the backend that actually wrote the wheel as recorded
+  in the wheel's own ``WHEEL`` file (``Generator: setuptools (80.9.0)``). The other packages of
+  that isolated environment are *not* captured: ``build`` deletes the environment inside the
+  container before cibuildwheel returns.
+* ``build_isolation``; ``attestation``: the file name, ``signed`` and the signer's ``keyid``.
+
+The recipe sha256, source commit, image id and toolchain versions are the manifest's own
+``recipe``, ``source``, ``image`` and ``toolchain`` keys.
+
+The attestation ``<wheel>.intoto.json`` is a DSSE envelope (payloadType
+``application/vnd.in-toto+json``) around an in-toto Statement v1 whose subject is the wheel (file
+name + sha256) and whose predicate is SLSA provenance v1. It is signed with an ed25519 key when
+``BUILDKIT_SIGNING_KEY`` names a PEM private key, else written with an empty ``signatures`` list
+(unsigned) and the manifest says ``signed: false``. Sigstore keyless signing (Fulcio certificate +
+Rekor transparency log) needs network access to those services and is not done here.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import sys
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from buildkit.errors import NotReproducible, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
+PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
+PAYLOAD_TYPE = "application/vnd.in-toto+json"
+BUILD_TYPE = "https://github.com/rocm-buildkit/rocm-buildkit/buildtypes/cibuildwheel/v1"
+BUILDER_ID = "https://github.com/rocm-buildkit/rocm-buildkit/builder/buildkit-build"
+SUFFIX = ".intoto.json"
+SIGNING_KEY_ENV = "BUILDKIT_SIGNING_KEY"
+BUILDER_PYTHON = "/opt/python/cp313-cp313/bin/python"
+
+_ENV_SCRIPT = (
+    f"echo '--- pip'; {BUILDER_PYTHON} -m pip list --format json --disable-pip-version-check 2>/dev/null;"
+    "echo '--- system';"
+    "if command -v dpkg-query >/dev/null; then dpkg-query -W -f '${Package}=${Version}\\n';"
+    "elif command -v rpm >/dev/null; then rpm -qa --qf '%{NAME}=%{VERSION}-%{RELEASE}\\n'; fi"
+)
+
+
+# --------------------------------------------------------------------------- build environment
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rocm-buildkit" / "build-env"
+
+
+def parse_environment_listing(text: str) -> dict[str, Any]:
+    """The output of the probe script as ``{"python_packages": [...], "system_packages": [...]}``."""
+    pip_part, _, system_part = text.partition("--- system")
+    pip_json = pip_part.replace("--- pip", "", 1).strip()
+    try:
+        packages = json.loads(pip_json) if pip_json else []
+    except json.JSONDecodeError:
+        packages = []
+    python_packages = sorted(
+        ({"name": str(p["name"]), "version": str(p["version"])} for p in packages),
+        key=lambda p: p["name"].lower(),
+    )
+    system = sorted({line.strip() for line in system_part.splitlines() if "=" in line})
+    return {"python_packages": python_packages, "system_packages": system}
+
+
+def build_environment(client: Any, image_id: str, image_tag: str) -> dict[str, Any]:
+    """Packages of the builder image (cached by image id: an image id names its exact content)."""
+    safe = image_id.replace(":", "_").replace("/", "_")
+    cached = cache_dir() / f"{safe}.json"
+    if cached.is_file():
+        try:
+            data: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
+            return data
+        except (OSError, json.JSONDecodeError):
+            pass
+    raw = client.containers.run(image_tag, ["sh", "-c", _ENV_SCRIPT], remove=True, network_disabled=True)
+    data = {"image_id": image_id, "interpreter": BUILDER_PYTHON, **parse_environment_listing(raw.decode())}
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, cached)
+    return data
+
+
+def build_backend(source: Path, wheel: Path, isolation: bool) -> dict[str, Any]:
+    """Declared build requirements of the source and the generator recorded in the wheel."""
+    out: dict[str, Any] = {"isolation": isolation}
+    pyproject = source / "pyproject.toml"
+    if pyproject.is_file():
+        system = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("build-system", {})
+        out["requires"] = list(system.get("requires", []))
+        out["build_backend"] = system.get("build-backend")
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            if name.count("/") == 1 and name.endswith(".dist-info/WHEEL"):
+                for line in zf.read(name).decode(errors="replace").splitlines():
+                    if line.startswith("Generator:"):
+                        out["generator"] = line.partition(":")[2].strip()
+    return out
+
+
+# --------------------------------------------------------------------------- statement
+def statement(wheel_name: str, sha256: str, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """An in-toto Statement v1 with a SLSA provenance v1 predicate for one wheel."""
+    recipe = manifest.get("recipe", {})
+    source = manifest.get("source", {})
+    image = manifest.get("image", {})
+    deps: list[dict[str, Any]] = []
+    if source.get("commit"):
+        uri = source.get("git") or source.get("path") or ""
+        deps.append(
+            {"uri": f"git+{uri}" if source.get("git") else uri, "digest": {"gitCommit": source["commit"]}}
+        )
+    if image.get("id"):
+        algo, _, hexdigest = str(image["id"]).partition(":")
+        deps.append({"uri": f"docker-image:{image.get('tag', '')}", "digest": {algo or "sha256": hexdigest}})
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": wheel_name, "digest": {"sha256": sha256}}],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "buildDefinition": {
+                "buildType": BUILD_TYPE,
+                "externalParameters": {
+                    "recipe": {
+                        "name": recipe.get("name"),
+                        "file": recipe.get("file"),
+                        "digest": {"sha256": recipe.get("sha256")},
+                    },
+                    "job": manifest.get("job", {}),
+                },
+                "internalParameters": {
+                    "source_date_epoch": manifest.get("source_date_epoch"),
+                    "inputs_key": manifest.get("inputs_key"),
+                    "toolchain": manifest.get("toolchain", {}),
+                },
+                "resolvedDependencies": deps,
+            },
+            "runDetails": {
+                "builder": {"id": BUILDER_ID, "version": {"rocm-buildkit": _buildkit_version()}},
+                "metadata": {"invocationId": manifest.get("inputs_key", "")},
+            },
+        },
+    }
+
+
+def _buildkit_version() -> str:
+    from buildkit import __version__
+
+    return __version__
+
+
+# --------------------------------------------------------------------------- DSSE
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE v1 pre-authentication encoding: ``DSSEv1 SP LEN(type) SP type SP LEN(body) SP body``."""
+    kind = payload_type.encode()
+    return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
+
+
+def keyid(public_key: Ed25519PublicKey) -> str:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return hashlib.sha256(public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)).hexdigest()
+
+
+def envelope(statement_data: Mapping[str, Any], key: Ed25519PrivateKey | None) -> dict[str, Any]:
+    """A DSSE envelope of the statement, signed by ``key`` (or with no signature when None)."""
+    payload = json.dumps(statement_data, sort_keys=True, separators=(",", ":")).encode()
+    signatures = []
+    if key is not None:
+        sig = key.sign(pae(PAYLOAD_TYPE, payload))
+        signatures.append({"keyid": keyid(key.public_key()), "sig": base64.b64encode(sig).decode()})
+    return {
+        "payload": base64.b64encode(payload).decode(),
+        "payloadType": PAYLOAD_TYPE,
+        "signatures": signatures,
+    }
+
+
+def load_private_key(path: Path) -> Ed25519PrivateKey:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+    try:
+        key = load_pem_private_key(path.read_bytes(), password=None)
+    except (OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"cannot read the signing key {path}: {exc}") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise UsageError(
+            f"{path}: not an ed25519 private key (make one with "
+            "`openssl genpkey -algorithm ed25519 -out key.pem`)"
+        )
+    return key
+
+
+def load_public_key(path: Path) -> Ed25519PublicKey:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    try:
+        key = load_pem_public_key(path.read_bytes())
+    except (OSError, ValueError, TypeError) as exc:
+        raise UsageError(f"cannot read the public key {path}: {exc}") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise UsageError(f"{path}: not an ed25519 public key")
+    return key
+
+
+def signing_key(env: Mapping[str, str] | None = None) -> Ed25519PrivateKey | None:
+    """The key named by ``BUILDKIT_SIGNING_KEY`` (a PEM file), or None when the variable is unset."""
+    environ = os.environ if env is None else env
+    value = environ.get(SIGNING_KEY_ENV, "").strip()
+    return load_private_key(Path(value)) if value else None
+
+
+def attestation_path(wheel: Path) -> Path:
+    return wheel.with_name(wheel.name + SUFFIX)
+
+
+def companions(wheel: Path) -> list[Path]:
+    """Files written beside ``wheel`` by this module (moved with it into the output)."""
+    path = attestation_path(wheel)
+    return [path] if path.exists() else []
+
+
+def _write_atomic(path: Path, data: Mapping[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class Attestation:
+    path: Path
+    signed: bool
+    keyid: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.path.name,
+            "format": "dsse+in-toto-statement-v1",
+            "predicate_type": PREDICATE_TYPE,
+            "signed": self.signed,
+            "keyid": self.keyid,
+        }
+
+
+def write_attestation(wheel: Path, manifest: Mapping[str, Any], key: Ed25519PrivateKey | None) -> Attestation:
+    wheel_info = manifest["wheel"]
+    data = envelope(statement(wheel_info["filename"], wheel_info["sha256"], manifest), key)
+    path = attestation_path(wheel)
+    _write_atomic(path, data)
+    return Attestation(path, key is not None, keyid(key.public_key()) if key is not None else None)
+
+
+def attach(
+    wheel: Path,
+    manifest: dict[str, Any],
+    *,
+    client: Any,
+    image: Any,
+    source: Path,
+    isolation: bool,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Add ``manifest["provenance"]`` and write the attestation beside ``wheel``; returns the manifest.
+
+    Called by build.py just before the manifest is written, in the wheel's staging folder, so the
+    attestation moves into the output together with the wheel.
+    """
+    key = signing_key(env)
+    provenance: dict[str, Any] = {
+        "build_environment": build_environment(client, image.id, image.tag),
+        "build_backend": build_backend(source, wheel, isolation),
+        "build_isolation": isolation,
+    }
+    manifest["provenance"] = provenance
+    provenance["attestation"] = write_attestation(wheel, manifest, key).to_json()
+    return manifest
+
+
+# --------------------------------------------------------------------------- verification
+@dataclass(frozen=True)
+class AttestationCheck:
+    wheel: str
+    sha256: str
+    keyid: str
+    statement: dict[str, Any]
+
+
+def verify_attestation(
+    wheel: Path, public_key: Ed25519PublicKey, path: Path | None = None
+) -> AttestationCheck:
+    """Check the DSSE signature with ``public_key`` and that the statement's subject is ``wheel``.
+
+    Raises :class:`NotReproducible` (exit 12) naming what failed: no signature, a signature that
+    does not verify, a statement of another type, or a subject whose name/sha256 is not the wheel's.
+    """
+    from cryptography.exceptions import InvalidSignature
+
+    from buildkit.manifest import sha256_file
+
+    path = path or attestation_path(wheel)
+    try:
+        env = json.loads(path.read_text(encoding="utf-8"))
+        payload = base64.b64decode(env["payload"], validate=True)
+        payload_type = env["payloadType"]
+        signatures = list(env.get("signatures", []))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NotReproducible(f"{path}: not a readable DSSE envelope ({exc})") from None
+    if payload_type != PAYLOAD_TYPE:
+        raise NotReproducible(f"{path}: payloadType is {payload_type!r}, expected {PAYLOAD_TYPE!r}")
+    if not signatures:
+        raise NotReproducible(f"{path}: the attestation is unsigned (no BUILDKIT_SIGNING_KEY at build time)")
+    wanted = keyid(public_key)
+    message = pae(payload_type, payload)
+    good = None
+    for sig in signatures:
+        try:
+            public_key.verify(base64.b64decode(sig.get("sig", ""), validate=True), message)
+        except (InvalidSignature, ValueError):
+            continue
+        good = sig
+        break
+    if good is None:
+        ids = ", ".join(str(s.get("keyid")) for s in signatures)
+        raise NotReproducible(
+            f"{path}: no signature verifies with the given public key (keyid {wanted}); the envelope "
+            f"has signatures by {ids}; the payload or signature was altered, or the key is another one"
+        )
+    try:
+        stmt: dict[str, Any] = json.loads(payload)
+    except ValueError as exc:
+        raise NotReproducible(f"{path}: the signed payload is not JSON ({exc})") from None
+    if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
+        raise NotReproducible(
+            f"{path}: statement type {stmt.get('_type')!r} / predicate {stmt.get('predicateType')!r}, "
+            f"expected {STATEMENT_TYPE} / {PREDICATE_TYPE}"
+        )
+    actual = sha256_file(wheel)
+    for subject in stmt.get("subject", []):
+        if subject.get("name") == wheel.name and subject.get("digest", {}).get("sha256") == actual:
+            return AttestationCheck(wheel.name, actual, wanted, stmt)
+    named = ", ".join(
+        f"{s.get('name')} sha256:{s.get('digest', {}).get('sha256')}" for s in stmt.get("subject", [])
+    )
+    raise NotReproducible(
+        f"{wheel.name} (sha256:{actual}) is not the attested subject ({named}): the wheel was changed "
+        "after it was built, or the attestation belongs to another wheel"
+    )
+
+
+def record(
+    wheel: Path,
+    *,
+    client: Any,
+    image: Any,
+    source: Path,
+    isolation: bool,
+    env: Mapping[str, str] | None = None,
+) -> Path:
+    """Re-write the manifest beside ``wheel`` with its provenance and the attestation (build.py's hook)."""
+    from buildkit import manifest as manifests
+
+    data = manifests.read(wheel)
+    data.pop("schema", None)
+    data.pop("schema_version", None)
+    attach(wheel, data, client=client, image=image, source=source, isolation=isolation, env=env)
+    return manifests.write(wheel, data)

@@ -1,0 +1,395 @@
+"""``buildkit verify``: rebuild the job a manifest records and compare the bytes.
+
+The manifest beside a wheel names the recipe (file + sha256), the job, the builder image (tag +
+id), the source commit and the ``SOURCE_DATE_EPOCH``. :func:`verify_rebuild` finds that recipe
+(refusing one with other bytes), expands the same job, rebuilds it with ``force`` in the recorded
+image (when the engine still has that tag) and the recorded epoch into a temporary folder, and
+compares sha256. When they differ, the members that differ are named with their sha256 and sizes
+(:func:`diff_members`), ``diffoscope`` runs on the two wheels when it is installed, and every
+recorded input that is not the same this time (image id, source commit, job fields) is listed:
+any of those alone can explain a difference.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from buildkit import manifest as manifests
+from buildkit.errors import BuildFailed, GateFailed, Interrupted, UsageError
+
+Echo = Callable[[str], None]
+DIFFOSCOPE_TIMEOUT = 600
+DIFFOSCOPE_MAX_LINES = 200
+
+
+# --------------------------------------------------------------------------- member comparison
+@dataclass(frozen=True)
+class MemberDiff:
+    name: str
+    status: str  # "changed" | "only-in-original" | "only-in-rebuild" | "zip-metadata"
+    original_sha256: str | None = None
+    rebuilt_sha256: str | None = None
+    original_size: int | None = None
+    rebuilt_size: int | None = None
+    detail: str = ""
+
+    def describe(self) -> str:
+        if self.status == "changed":
+            return (
+                f"{self.name}: sha256 {self.original_sha256} ({self.original_size} bytes) -> "
+                f"{self.rebuilt_sha256} ({self.rebuilt_size} bytes)"
+            )
+        if self.status == "only-in-original":
+            return (
+                f"{self.name}: only in the original ({self.original_size} bytes, "
+                f"sha256 {self.original_sha256})"
+            )
+        if self.status == "only-in-rebuild":
+            return (
+                f"{self.name}: only in the rebuild ({self.rebuilt_size} bytes, sha256 {self.rebuilt_sha256})"
+            )
+        return f"{self.name}: same bytes, other zip metadata ({self.detail})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items() if v not in (None, "")}
+
+
+def _member_digests(path: Path) -> dict[str, tuple[str, int, zipfile.ZipInfo]]:
+    out: dict[str, tuple[str, int, zipfile.ZipInfo]] = {}
+    with zipfile.ZipFile(path) as zf:
+        for info in zf.infolist():
+            digest = hashlib.sha256()
+            with zf.open(info) as fh:
+                while block := fh.read(1 << 20):
+                    digest.update(block)
+            out[info.filename] = (digest.hexdigest(), info.file_size, info)
+    return out
+
+
+def _metadata_difference(a: zipfile.ZipInfo, b: zipfile.ZipInfo) -> str:
+    parts = []
+    for attr in ("date_time", "external_attr", "compress_type", "create_system", "extra", "comment"):
+        va, vb = getattr(a, attr), getattr(b, attr)
+        if va != vb:
+            parts.append(f"{attr} {va!r} -> {vb!r}")
+    return ", ".join(parts)
+
+
+def diff_members(original: Path, rebuilt: Path) -> list[MemberDiff]:
+    """The members of two wheels that differ (content, presence, then zip metadata and order)."""
+    try:
+        a, b = _member_digests(original), _member_digests(rebuilt)
+    except (OSError, zipfile.BadZipFile) as exc:
+        return [MemberDiff("<archive>", "changed", detail=f"cannot read as zip: {exc}")]
+    diffs: list[MemberDiff] = []
+    for name in sorted(set(a) | set(b)):
+        if name not in b:
+            diffs.append(MemberDiff(name, "only-in-original", a[name][0], None, a[name][1]))
+        elif name not in a:
+            diffs.append(MemberDiff(name, "only-in-rebuild", None, b[name][0], None, b[name][1]))
+        elif a[name][0] != b[name][0]:
+            diffs.append(MemberDiff(name, "changed", a[name][0], b[name][0], a[name][1], b[name][1]))
+        else:
+            meta = _metadata_difference(a[name][2], b[name][2])
+            if meta:
+                diffs.append(MemberDiff(name, "zip-metadata", a[name][0], b[name][0], detail=meta))
+    if not diffs and list(a) != list(b):
+        diffs.append(MemberDiff("<archive>", "zip-metadata", detail="members are stored in another order"))
+    return diffs
+
+
+def run_diffoscope(original: Path, rebuilt: Path, *, timeout: int = DIFFOSCOPE_TIMEOUT) -> str | None:
+    """diffoscope's text report (first lines), or None when diffoscope is not installed."""
+    exe = shutil.which("diffoscope")
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run(
+            [exe, "--text", "-", "--no-progress", str(original), str(rebuilt)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return f"diffoscope did not finish within {timeout}s"
+    lines = (proc.stdout or proc.stderr).splitlines()
+    if len(lines) > DIFFOSCOPE_MAX_LINES:
+        lines = [*lines[:DIFFOSCOPE_MAX_LINES], f"... ({len(lines) - DIFFOSCOPE_MAX_LINES} more lines)"]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- rebuild
+@dataclass
+class VerifyResult:
+    wheel: Path
+    recipe: Path
+    job: str
+    original_sha256: str
+    rebuilt_sha256: str | None = None
+    rebuilt: Path | None = None
+    notes: list[str] = field(default_factory=list)
+    members: list[MemberDiff] = field(default_factory=list)
+    diffoscope: str | None = None
+
+    @property
+    def identical(self) -> bool:
+        return self.rebuilt_sha256 == self.original_sha256
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "wheel": str(self.wheel),
+            "recipe": str(self.recipe),
+            "job": self.job,
+            "identical": self.identical,
+            "original_sha256": self.original_sha256,
+            "rebuilt_sha256": self.rebuilt_sha256,
+            "notes": self.notes,
+            "members": [m.to_json() for m in self.members],
+            "diffoscope": self.diffoscope,
+        }
+
+
+def read_manifest(wheel: Path) -> dict[str, Any]:
+    path = manifests.manifest_path(wheel)
+    if not wheel.is_file():
+        raise UsageError(f"{wheel}: no such wheel")
+    try:
+        return manifests.read(wheel)
+    except FileNotFoundError:
+        raise UsageError(
+            f"{wheel.name}: no manifest beside it ({path.name}); only built wheels can be verified"
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: unreadable manifest ({exc})") from None
+
+
+def find_recipe(data: dict[str, Any], recipe: Path | None, cwd: Path) -> Path:
+    """The recipe the manifest names, refusing one whose bytes are not the recorded ones."""
+    recorded = data.get("recipe", {})
+    if recipe is None:
+        name = recorded.get("file")
+        if not name:
+            raise UsageError("the manifest names no recipe file: pass --recipe")
+        recipe = cwd / "recipes" / name
+        if not recipe.is_file():
+            raise UsageError(f"recipe {name} not found as {recipe}: pass --recipe PATH")
+    elif not recipe.is_file():
+        raise UsageError(f"{recipe}: no such recipe")
+    actual = manifests.sha256_file(recipe)
+    if actual != recorded.get("sha256"):
+        raise UsageError(
+            f"{recipe} has sha256 {actual}, the manifest records {recorded.get('file')} with sha256 "
+            f"{recorded.get('sha256')}: verify needs the recipe the wheel was built from "
+            "(check out that revision, or pass --recipe)"
+        )
+    return recipe
+
+
+def _job_differences(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    keys = sorted((set(recorded) | set(current)) - {"archs"})
+    return [k for k in keys if recorded.get(k) != current.get(k)]
+
+
+@contextlib.contextmanager
+def _environ(name: str, value: str | None) -> Iterator[None]:
+    old = os.environ.get(name)
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = old
+
+
+def _image_for(client: Any, data: dict[str, Any], profile: str, echo: Echo, notes: list[str]) -> Any:
+    from buildkit.image import ensure_image
+
+    recorded = data.get("image", {})
+    current = ensure_image(profile, client=client, progress=echo)
+    image: Any = current
+    tag = recorded.get("tag")
+    if tag and tag != current.tag:
+        try:
+            found = client.images.get(tag)
+        except Exception:
+            notes.append(
+                f"the recorded builder image {tag} is not on this engine; rebuilt in {current.tag} "
+                "(the image's Dockerfile or build args changed)"
+            )
+        else:
+            image = _Image(profile=profile, tag=tag, id=found.id)
+    if recorded.get("id") and image.id != recorded["id"]:
+        notes.append(
+            f"image id differs: recorded {recorded['id']}, now {image.id} for {image.tag} "
+            "(the image was rebuilt; that alone can explain a difference)"
+        )
+    return image
+
+
+@dataclass(frozen=True)
+class _Image:
+    profile: str
+    tag: str
+    id: str
+
+
+def verify_rebuild(
+    wheel: Path,
+    *,
+    recipe: Path | None = None,
+    cwd: Path | None = None,
+    use_cache: bool = True,
+    keep: Path | None = None,
+    echo: Echo = lambda _line: None,
+    client: Any = None,
+    verbose: bool = False,
+) -> VerifyResult:
+    """Rebuild the job recorded beside ``wheel`` and compare; see the module docstring."""
+    from buildkit.build import BuildOptions, build_job, fetch_source, run_prebuild_checks
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    wheel = wheel.absolute()
+    data = read_manifest(wheel)
+    recipe_path = find_recipe(data, recipe, cwd or Path.cwd())
+    recorded_job: dict[str, Any] = data.get("job", {})
+    job_id = recorded_job.get("id")
+    if not job_id:
+        raise UsageError(f"{manifests.manifest_path(wheel)}: no job recorded")
+    result = VerifyResult(wheel, recipe_path, job_id, manifests.sha256_file(wheel))
+    if data.get("wheel", {}).get("sha256") != result.original_sha256:
+        result.notes.append(
+            f"{wheel.name} has sha256 {result.original_sha256} but its manifest records "
+            f"{data.get('wheel', {}).get('sha256')}: the file was changed after the build"
+        )
+
+    the_recipe = load_recipe(recipe_path)
+    plan = expand(the_recipe, env={})
+    job = plan.job(job_id)
+    if job.archs.pytorch_rocm_arch() != recorded_job.get("pytorch_rocm_arch"):
+        plan = expand(the_recipe, env={}, cli_archs=recorded_job.get("pytorch_rocm_arch"))
+        job = plan.job(job_id)
+    changed = _job_differences(recorded_job, job.to_json())
+    if changed:
+        result.notes.append("the job expands differently now: " + ", ".join(changed) + " differ")
+
+    if client is None:
+        from buildkit.docker_engine import connect
+
+        client = connect()
+    image = _image_for(client, data, job.image_profile, echo, result.notes)
+    isolation = bool(data.get("provenance", {}).get("build_isolation", True))
+    epoch = data.get("source_date_epoch")
+
+    with tempfile.TemporaryDirectory(prefix="buildkit-verify-") as tmp:
+        work = Path(tmp)
+        options = BuildOptions(
+            out_dir=work / "out",
+            log_dir=work / "logs",
+            use_cache=use_cache,
+            build_isolation=isolation,
+            force=True,
+            parallel_jobs=os.cpu_count() or 2,
+        )
+        echo(f"[{job.id}] rebuilding in {image.tag} (SOURCE_DATE_EPOCH={epoch})")
+        with _environ("SOURCE_DATE_EPOCH", None if epoch is None else str(epoch)):
+            source = fetch_source(the_recipe, work / "src")
+            run_prebuild_checks(the_recipe, source)
+            try:
+                built = build_job(
+                    the_recipe,
+                    job,
+                    options,
+                    client=client,
+                    image=image,
+                    source=source,
+                    echo=echo,
+                    verbose=verbose,
+                )
+            except KeyboardInterrupt:
+                raise Interrupted(f"interrupted while rebuilding {job.id}") from None
+        if built.status == "gate-failed":
+            raise GateFailed(f"the rebuild of {job.id} failed the gate:\n{built.message}")
+        if built.status != "passed" or built.wheel is None:
+            log = work / "logs" / f"{job.id}.log"
+            tail = log.read_text(errors="replace").splitlines()[-20:] if log.is_file() else []
+            raise BuildFailed(f"the rebuild of {job.id} failed: {built.message}\n" + "\n".join(tail))
+        rebuilt = built.wheel
+        result.rebuilt_sha256 = manifests.sha256_file(rebuilt)
+        _compare_inputs(data, manifests.read(rebuilt), result.notes)
+        if rebuilt.name != wheel.name:
+            result.notes.append(f"the rebuild is named {rebuilt.name}")
+        if not result.identical:
+            result.members = diff_members(wheel, rebuilt)
+            result.diffoscope = run_diffoscope(wheel, rebuilt)
+        if keep is not None:
+            keep.mkdir(parents=True, exist_ok=True)
+            for path in rebuilt.parent.iterdir():
+                shutil.copy2(path, keep / path.name)
+            result.rebuilt = keep / rebuilt.name
+    return result
+
+
+def _compare_inputs(original: dict[str, Any], rebuilt: dict[str, Any], notes: list[str]) -> None:
+    """Name the recorded inputs that are not the same in the rebuild's manifest."""
+    checks = [
+        ("source commit", ("source", "commit")),
+        ("source_date_epoch", ("source_date_epoch",)),
+        ("toolchain", ("toolchain",)),
+        ("builder python packages", ("provenance", "build_environment", "python_packages")),
+        ("builder system packages", ("provenance", "build_environment", "system_packages")),
+        ("build backend", ("provenance", "build_backend")),
+    ]
+    for label, keys in checks:
+        a: Any = original
+        b: Any = rebuilt
+        for key in keys:
+            a = a.get(key) if isinstance(a, dict) else None
+            b = b.get(key) if isinstance(b, dict) else None
+        if a is not None and a != b:
+            notes.append(f"{label} differs: recorded {_short(a)}, rebuild {_short(b)}")
+    if original.get("inputs_key") and original.get("inputs_key") != rebuilt.get("inputs_key"):
+        notes.append(
+            "inputs key differs (buildkit version, job, image, source tree, epoch or isolation changed): "
+            f"recorded {original.get('inputs_key')}, rebuild {rebuilt.get('inputs_key')}"
+        )
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def render(result: VerifyResult) -> str:
+    lines = [f"{result.wheel.name} ({result.job}, recipe {result.recipe})"]
+    lines.append(f"  original sha256 {result.original_sha256}")
+    lines.append(f"  rebuilt  sha256 {result.rebuilt_sha256}")
+    lines.append("  identical: the rebuild is byte for byte the same" if result.identical else "  DIFFERS")
+    for note in result.notes:
+        lines.append(f"  note: {note}")
+    if result.members:
+        lines.append(f"  {len(result.members)} member(s) differ:")
+        lines.extend(f"    {m.describe()}" for m in result.members)
+    if result.diffoscope:
+        lines.append("  diffoscope:")
+        lines.extend(f"    {line}" for line in result.diffoscope.splitlines())
+    elif not result.identical:
+        lines.append("  (install diffoscope for a member-by-member report: apt-get install diffoscope)")
+    if result.rebuilt is not None:
+        lines.append(f"  rebuild kept as {result.rebuilt}")
+    return "\n".join(lines)

@@ -1,0 +1,251 @@
+"""Provenance: in-toto statements, DSSE signing with a local ed25519 key, and their verification.
+
+Keys are generated per test with the ``cryptography`` package; signatures are also checked with
+the ``openssl`` command (an independent ed25519 implementation) so that PAE and signing are not
+only checked against themselves.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from buildkit import provenance as prov
+from buildkit.errors import NotReproducible, UsageError
+from buildkit.manifest import sha256_file
+from tests.helpers.wheel_zip import write_wheel
+
+WHEEL = "demo-1.0-cp313-cp313-manylinux_2_41_x86_64.whl"
+
+
+def _key_files(tmp: Path, name: str = "key") -> tuple[Ed25519PrivateKey, Path, Path]:
+    key = Ed25519PrivateKey.generate()
+    private = tmp / f"{name}.pem"
+    public = tmp / f"{name}.pub"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    public.write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return key, private, public
+
+
+def _wheel(tmp: Path) -> Path:
+    return write_wheel(tmp / WHEEL, {"demo/__init__.py": b"x = 1\n", "demo/_ext.so": b"\x7fELF" + bytes(60)})
+
+
+def _manifest(wheel: Path) -> dict[str, Any]:
+    return {
+        "wheel": {"filename": wheel.name, "sha256": sha256_file(wheel), "size": wheel.stat().st_size},
+        "recipe": {"name": "demo", "file": "demo.yaml", "sha256": "ab" * 32},
+        "job": {"id": "cp313-rocm5.7", "python": "3.13", "rocm": "5.7"},
+        "image": {
+            "profile": "debian-rocm",
+            "tag": "rocm-buildkit/debian-rocm:0123",
+            "id": "sha256:" + "cd" * 32,
+        },
+        "source": {"path": "../csrc", "commit": "ef" * 20},
+        "toolchain": {"hipcc": "HIP version: 5.7.31921"},
+        "source_date_epoch": 315532800,
+        "inputs_key": "12" * 32,
+    }
+
+
+def _rewrite_member(src: Path, dest: Path, member: str, data: bytes) -> None:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w") as zout:
+        for info in zin.infolist():
+            zout.writestr(info, data if info.filename == member else zin.read(info))
+
+
+# --------------------------------------------------------------------------- DSSE / statement
+def test_pae_matches_the_dsse_specification_example() -> None:
+    # the example of the DSSE v1 protocol document
+    assert (
+        prov.pae("http://example.com/HelloWorld", b"hello world")
+        == b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    )
+    assert prov.pae("", b"") == b"DSSEv1 0  0 "
+
+
+def test_statement_is_in_toto_v1_with_slsa_provenance(tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path)
+    data = _manifest(wheel)
+    stmt = prov.statement(wheel.name, data["wheel"]["sha256"], data)
+    assert stmt["_type"] == "https://in-toto.io/Statement/v1"
+    assert stmt["predicateType"] == "https://slsa.dev/provenance/v1"
+    assert stmt["subject"] == [{"name": wheel.name, "digest": {"sha256": sha256_file(wheel)}}]
+    build = stmt["predicate"]["buildDefinition"]
+    assert build["externalParameters"]["recipe"]["digest"] == {"sha256": "ab" * 32}
+    assert build["externalParameters"]["job"]["id"] == "cp313-rocm5.7"
+    deps = {d["uri"]: d["digest"] for d in build["resolvedDependencies"]}
+    assert deps["../csrc"] == {"gitCommit": "ef" * 20}
+    assert deps["docker-image:rocm-buildkit/debian-rocm:0123"] == {"sha256": "cd" * 32}
+    assert stmt["predicate"]["runDetails"]["builder"]["id"] == prov.BUILDER_ID
+
+
+def test_signed_attestation_verifies_and_openssl_agrees(tmp_path: Path) -> None:
+    key, _private, public = _key_files(tmp_path)
+    wheel = _wheel(tmp_path)
+    att = prov.write_attestation(wheel, _manifest(wheel), key)
+    assert att.signed and att.path == tmp_path / (WHEEL + ".intoto.json")
+    check = prov.verify_attestation(wheel, prov.load_public_key(public))
+    assert check.sha256 == sha256_file(wheel)
+    assert check.keyid == att.keyid
+
+    envelope = json.loads(att.path.read_text())
+    assert envelope["payloadType"] == "application/vnd.in-toto+json"
+    if shutil.which("openssl") is None:
+        pytest.fail("openssl is needed for the independent signature check")
+    payload = base64.b64decode(envelope["payload"])
+    (tmp_path / "pae.bin").write_bytes(prov.pae(envelope["payloadType"], payload))
+    (tmp_path / "sig.bin").write_bytes(base64.b64decode(envelope["signatures"][0]["sig"]))
+    args = ["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", str(public), "-rawin"]
+    ok = subprocess.run([*args, "-in", "pae.bin", "-sigfile", "sig.bin"], cwd=tmp_path, capture_output=True)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    (tmp_path / "pae.bin").write_bytes(prov.pae(envelope["payloadType"], payload + b" "))
+    bad = subprocess.run([*args, "-in", "pae.bin", "-sigfile", "sig.bin"], cwd=tmp_path, capture_output=True)
+    assert bad.returncode != 0
+
+
+def test_tampered_wheel_fails_verification(tmp_path: Path) -> None:
+    key, _private, public = _key_files(tmp_path)
+    wheel = _wheel(tmp_path)
+    prov.write_attestation(wheel, _manifest(wheel), key)
+    original = tmp_path / "orig.whl"
+    shutil.copy(wheel, original)
+    _rewrite_member(original, wheel, "demo/__init__.py", b"x = 2\n")
+    with pytest.raises(NotReproducible, match="is not the attested subject"):
+        prov.verify_attestation(wheel, prov.load_public_key(public))
+
+
+def test_tampered_payload_fails_verification(tmp_path: Path) -> None:
+    key, _private, public = _key_files(tmp_path)
+    wheel = _wheel(tmp_path)
+    att = prov.write_attestation(wheel, _manifest(wheel), key)
+    envelope = json.loads(att.path.read_text())
+    stmt = json.loads(base64.b64decode(envelope["payload"]))
+    stmt["predicate"]["buildDefinition"]["externalParameters"]["job"]["rocm"] = "7.2"
+    envelope["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
+    att.path.write_text(json.dumps(envelope))
+    with pytest.raises(NotReproducible, match="no signature verifies"):
+        prov.verify_attestation(wheel, prov.load_public_key(public))
+
+
+def test_other_key_unsigned_and_wrong_type_fail(tmp_path: Path) -> None:
+    key, _private, _public = _key_files(tmp_path)
+    _other, _p, other_public = _key_files(tmp_path, "other")
+    wheel = _wheel(tmp_path)
+    att = prov.write_attestation(wheel, _manifest(wheel), key)
+    with pytest.raises(NotReproducible, match="no signature verifies"):
+        prov.verify_attestation(wheel, prov.load_public_key(other_public))
+
+    unsigned = prov.write_attestation(wheel, _manifest(wheel), None)
+    assert not unsigned.signed and unsigned.keyid is None
+    assert json.loads(unsigned.path.read_text())["signatures"] == []
+    with pytest.raises(NotReproducible, match="unsigned"):
+        prov.verify_attestation(wheel, prov.load_public_key(other_public))
+
+    envelope = json.loads(prov.write_attestation(wheel, _manifest(wheel), key).path.read_text())
+    envelope["payloadType"] = "text/plain"
+    att.path.write_text(json.dumps(envelope))
+    with pytest.raises(NotReproducible, match="payloadType"):
+        prov.verify_attestation(wheel, prov.load_public_key(other_public))
+
+
+def test_renamed_wheel_is_not_the_subject(tmp_path: Path) -> None:
+    key, _private, public = _key_files(tmp_path)
+    wheel = _wheel(tmp_path)
+    att = prov.write_attestation(wheel, _manifest(wheel), key)
+    renamed = tmp_path / "demo-1.0-cp313-cp313-manylinux_2_28_x86_64.whl"
+    shutil.copy(wheel, renamed)
+    with pytest.raises(NotReproducible, match="not the attested subject"):
+        prov.verify_attestation(renamed, prov.load_public_key(public), att.path)
+
+
+# --------------------------------------------------------------------------- keys
+def test_signing_key_from_environment(tmp_path: Path) -> None:
+    key, private, _public = _key_files(tmp_path)
+    assert prov.signing_key({}) is None
+    loaded = prov.signing_key({"BUILDKIT_SIGNING_KEY": str(private)})
+    assert loaded is not None and prov.keyid(loaded.public_key()) == prov.keyid(key.public_key())
+    with pytest.raises(UsageError, match="cannot read the signing key"):
+        prov.signing_key({"BUILDKIT_SIGNING_KEY": str(tmp_path / "missing.pem")})
+    ec_key = tmp_path / "ec.pem"
+    ec_key.write_bytes(
+        ec.generate_private_key(ec.SECP256R1()).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    with pytest.raises(UsageError, match="not an ed25519 private key"):
+        prov.signing_key({"BUILDKIT_SIGNING_KEY": str(ec_key)})
+
+
+# --------------------------------------------------------------------------- manifest inputs
+def test_parse_environment_listing() -> None:
+    text = (
+        '--- pip\n[{"name": "setuptools", "version": "80.9.0"}, {"name": "Build", "version": "1.2"}]\n'
+        "--- system\nhipcc=5.7.1-3\nbase-files=13.8\n\nhipcc=5.7.1-3\n"
+    )
+    parsed = prov.parse_environment_listing(text)
+    assert parsed["python_packages"] == [
+        {"name": "Build", "version": "1.2"},
+        {"name": "setuptools", "version": "80.9.0"},
+    ]
+    assert parsed["system_packages"] == ["base-files=13.8", "hipcc=5.7.1-3"]
+
+
+def test_build_backend_reads_pyproject_and_the_wheel_generator(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77", "wheel"]\nbuild-backend = "setuptools.build_meta"\n'
+    )
+    wheel = _wheel(tmp_path)
+    info = prov.build_backend(tmp_path / "src", wheel, isolation=True)
+    assert info == {
+        "isolation": True,
+        "requires": ["setuptools>=77", "wheel"],
+        "build_backend": "setuptools.build_meta",
+        "generator": "tests",  # tests/helpers/wheel_zip.py writes "Generator: tests"
+    }
+
+
+def test_cli_verify_attestation_exit_codes(tmp_path: Path) -> None:
+    key, _private, public = _key_files(tmp_path)
+    wheel = _wheel(tmp_path)
+    prov.write_attestation(wheel, _manifest(wheel), key)
+    cmd = [
+        sys.executable,
+        "-m",
+        "buildkit",
+        "verify",
+        str(wheel),
+        "--attestation",
+        "--public-key",
+        str(public),
+    ]
+    ok = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert "attestation verified" in ok.stdout
+    _rewrite_member(wheel, tmp_path / "t.whl", "demo/_ext.so", b"\x7fELF" + bytes(61))
+    shutil.move(tmp_path / "t.whl", wheel)
+    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 12, bad.stdout + bad.stderr
+    assert "not the attested subject" in bad.stderr and "Traceback" not in bad.stderr
+    missing_key = subprocess.run(cmd[:-2], capture_output=True, text=True, timeout=120)
+    assert missing_key.returncode == 2 and "--public-key" in missing_key.stderr
