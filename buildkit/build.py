@@ -270,6 +270,7 @@ def build_job(
     """Build, repair, gate and publish-to-``out`` one job. Never leaves partial output."""
     from buildkit.gate import GateConfig, evaluate
     from buildkit.inspect import inspect_wheel
+    from buildkit.regression import compare_with_last_release
     from buildkit.report import render_human, verdict_to_json
 
     started = time.monotonic()
@@ -323,6 +324,13 @@ def build_job(
             if not verdict.passed:
                 result.status = "gate-failed"
                 raise GateFailed(f"{job.id}: the gate refused {wheel.name}\n{human}")
+            regression = compare_with_last_release(job, wheel, workdir=work / "baseline")
+            if regression is not None:
+                log.write(f"regression check against {regression.compared_with or 'no earlier release'}\n")
+                if not regression.passed:
+                    result.status = "gate-failed"
+                    lines = "\n".join(f"  ERROR [regression] {f.message}" for f in regression.findings)
+                    raise GateFailed(f"{job.id}: {wheel.name} regresses against the last release\n{lines}")
 
             toolchain = toolchain_versions(client, image.tag)
             manifest.write(
@@ -337,6 +345,7 @@ def build_job(
                     "source": _source_info(recipe, source),
                     "source_date_epoch": epoch,
                     "inputs_key": key,
+                    "regression": regression.to_json() if regression is not None else None,
                     "verdict": verdict_to_json(verdict),
                 },
             )

@@ -75,6 +75,11 @@ PROFILES: dict[str, Profile] = {
             description="Debian trixie + Debian's hipcc (ROCm 5.7.1, clang 17): offline and CI builds",
         ),
         Profile(
+            name="debian-runtime",
+            dockerfile="debian-runtime.Dockerfile",
+            description="Debian trixie + python3 + Debian's HIP runtime: smoke tests of Debian-built wheels",
+        ),
+        Profile(
             name="manylinux_2_28-rocm",
             dockerfile="manylinux_2_28-rocm.Dockerfile",
             description="pypa manylinux_2_28 + AMD's ROCm packages: production wheels",

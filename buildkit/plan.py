@@ -6,6 +6,14 @@ the symbol-version ceilings, the repair exclude globs and the build environment.
 out are kept in :attr:`Plan.skipped` with the reason. The renderers (:func:`render_table`,
 :func:`render_json`, :func:`render_github`) give byte-identical output for identical inputs:
 sorted keys, no timestamps, no absolute paths.
+
+``manylinux.ceilings.from_image`` is read here, not when the recipe is loaded: each image's
+libraries are read by a ``ceilings_reader`` (default :func:`buildkit.ceilings.ceilings_from_images`:
+a created-never-started container, cached by image id) and every job's ceilings become
+``tighten(policy and explicit ceilings, minimum across the images)``. The ceilings are facts of the
+image ids, so the output stays byte-identical; each job names the images in ``ceilings_from_images``.
+A prefix some image does not define at all (no libstdc++ there) is not tightened, and the plan
+carries a note saying so (:attr:`Plan.notes`, shown by the table and the JSON).
 """
 
 from __future__ import annotations
@@ -24,12 +32,18 @@ from buildkit import archs as archs_mod
 from buildkit import rocm as rocm_data
 from buildkit import version as ver
 from buildkit.archs import ArchSet
-from buildkit.errors import BuildkitError, RecipeError
+from buildkit.errors import BuildkitError, DockerUnavailable, RecipeError, UsageError
+from buildkit.policy import CEILING_PREFIXES, version_tuple
 from buildkit.recipe import Recipe, TorchPin
 
 #: GitHub Actions refuses a matrix of more than 256 jobs.
 GITHUB_MAX_JOBS = 256
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
+_FROM_IMAGE = ("manylinux", "ceilings", "from_image")
+
+#: Reads the ceilings of runtime images: ``reader(["debian:bookworm-slim"]) -> {"GLIBC": "2.36", ...}``
+#: (a prefix the image does not define is left out). Default: buildkit.ceilings.ceilings_from_images.
+CeilingsReader = Callable[[Sequence[str]], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,10 @@ class Job:
     env: Mapping[str, str]
     image_profile: str
     axes: Mapping[str, str] = field(default_factory=dict)  # extra matrix axes of this job
+    #: runtime images (as the recipe names them) whose libraries lowered ``ceilings``
+    ceilings_from_images: tuple[str, ...] = ()
+    #: the recipe's ``gate.no_regression_against``: PEP 503 index of the released wheels, or None
+    regression_baseline: str | None = None
 
     def to_json(self, archs_json: dict[str, Any] | None = None) -> dict[str, Any]:
         """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs."""
@@ -67,6 +85,8 @@ class Job:
             "policy": self.policy,
             "platform_tag": self.platform_tag,
             "ceilings": dict(self.ceilings),
+            "ceilings_from_images": list(self.ceilings_from_images),
+            "regression_baseline": self.regression_baseline,
             "exclude_globs": list(self.exclude_globs),
             "env": dict(self.env),
             "image_profile": self.image_profile,
@@ -88,6 +108,7 @@ class Plan:
     recipe: Recipe
     jobs: tuple[Job, ...]
     skipped: tuple[Skipped, ...]
+    notes: tuple[str, ...] = ()  # warnings about the plan as a whole (e.g. an image lacking libstdc++)
 
     def job(self, job_id: str) -> Job:
         for j in self.jobs:
@@ -118,6 +139,7 @@ class Plan:
             },
             "jobs": [j.to_json(self._archs_json(j, memo)) for j in self.jobs],
             "skipped": [s.to_json() for s in self.skipped],
+            "notes": list(self.notes),
         }
 
 
@@ -178,17 +200,74 @@ def _base_version(recipe: Recipe) -> str:
         raise recipe.error(f"version.from: git-tag: {exc}", ("version", "from")) from None
 
 
+def _read_image(recipe: Recipe, index: int, image: str, reader: CeilingsReader) -> dict[str, str]:
+    """One image's ceilings via ``reader``; failures name the recipe position of the image."""
+    at = (*_FROM_IMAGE, index)
+    try:
+        got = reader([image])
+    except DockerUnavailable as exc:
+        pos = recipe.spans.value(at)
+        where = f"{recipe.display_path}:{pos[0]}:{pos[1]}: " if pos else f"{recipe.display_path}: "
+        raise DockerUnavailable(f"{where}manylinux.ceilings.from_image: {exc}") from None
+    except UsageError as exc:
+        raise recipe.error(f"manylinux.ceilings.from_image: {exc}", at) from None
+    return {p: str(got[p]) for p in CEILING_PREFIXES if got.get(p) is not None}
+
+
+def image_ceilings(
+    recipe: Recipe, reader: CeilingsReader | None = None
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """``(ceilings, notes)``: the recipe's ceilings tightened by ``manylinux.ceilings.from_image``.
+
+    Per prefix the minimum across the images, then the lower of that and the policy's (or the
+    recipe's explicit) ceiling, as :func:`buildkit.ceilings.tighten`. A prefix some image does not
+    define is left to the recipe's ceiling, as :func:`buildkit.ceilings.minimum_ceilings` does, and a
+    note names the image. Without ``from_image``: the recipe's ceilings, no note, Docker untouched.
+    """
+    m = recipe.manylinux
+    if not m.from_images:
+        return dict(m.ceilings), ()
+    from buildkit.ceilings import PROVIDERS, ceilings_from_images, tighten
+
+    read = reader if reader is not None else ceilings_from_images
+    readings = [(image, _read_image(recipe, i, image, read)) for i, image in enumerate(m.from_images)]
+    absent = {p for _image, got in readings for p in CEILING_PREFIXES if p not in got}
+    minimum: dict[str, str] = {}
+    for prefix in CEILING_PREFIXES:
+        values = [got[prefix] for _image, got in readings if prefix in got]
+        if values and prefix not in absent:
+            minimum[prefix] = min(values, key=lambda v: version_tuple(v) or ())
+    ceilings = dict(sorted(tighten(m.ceilings, minimum).items()))
+    notes = []
+    for image, got in readings:
+        missing = [p for p in CEILING_PREFIXES if p not in got]
+        if not missing:
+            continue
+        libs = ", ".join(sorted({PROVIDERS.get(p, p) for p in missing}))
+        kept = ", ".join(f"{p} {ceilings[p]}" for p in missing if p in ceilings) or "none"
+        notes.append(
+            f"manylinux.ceilings.from_image: {image} defines no {'/'.join(missing)} (no {libs} there): "
+            f"a wheel needing {libs} will not load in it unless it bundles it; those ceilings stay "
+            f"{m.policy}'s or the recipe's ({kept})"
+        )
+    return ceilings, tuple(notes)
+
+
 def expand(
     recipe: Recipe,
     env: Mapping[str, str] | None = None,
     *,
     cli_archs: str | None = None,
     enumerator: Callable[[], list[str]] | None = None,
+    ceilings_reader: CeilingsReader | None = None,
 ) -> Plan:
     """Expand ``recipe`` into a :class:`Plan`.
 
     ``env`` (default ``os.environ``) feeds ``archs: {from: env}``; ``cli_archs`` and ``enumerator``
-    are passed to :func:`buildkit.archs.resolve`.
+    are passed to :func:`buildkit.archs.resolve`. ``ceilings_reader`` reads the ceilings of the
+    recipe's ``manylinux.ceilings.from_image`` images, one image per call (default
+    :func:`buildkit.ceilings.ceilings_from_images`, which needs the Docker engine: DockerUnavailable,
+    exit 8, when it is down or an image is missing); it is not called when the recipe names no image.
     """
     environ: Mapping[str, str] = os.environ if env is None else env
     base = _base_version(recipe)
@@ -216,7 +295,7 @@ def expand(
     pins: dict[str, tuple[int, TorchPin]] = {t.series: (i, t) for i, t in enumerate(recipe.torch)}
     policy = recipe.manylinux.policy
     platform_tag = f"{policy}_x86_64"
-    ceilings = dict(recipe.manylinux.ceilings)
+    ceilings, plan_notes = image_ceilings(recipe, ceilings_reader)
 
     arch_cache: dict[str, ArchSet] = {}
     arch_env: dict[str, dict[str, str]] = {}
@@ -334,6 +413,8 @@ def expand(
                 env=dict(sorted(job_env.items())),
                 image_profile=recipe.image,
                 axes=dict(extra),
+                ceilings_from_images=recipe.manylinux.from_images,
+                regression_baseline=recipe.gate.no_regression_against,
             )
         )
 
@@ -346,7 +427,7 @@ def expand(
                 ("matrix", "exclude", rule.index),
                 hint="zipped axes only combine as paired; check the values",
             )
-    return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped))
+    return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped), notes=plan_notes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,10 +518,16 @@ def render_table(plan: Plan) -> str:
     first = plan.jobs[0] if plan.jobs else None
     if first is not None:
         lines.append("")
+        origin = ""
+        if first.ceilings_from_images:
+            origin = f" (tightened by from_image {', '.join(first.ceilings_from_images)})"
         lines.append(
             f"policy {first.policy}: ceilings "
             + ", ".join(f"{k} {v}" for k, v in sorted(first.ceilings.items()))
+            + origin
         )
+        if first.regression_baseline is not None:
+            lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
         seen: set[str] = set()
         for j in plan.jobs:
             if j.rocm in seen:
@@ -448,6 +535,9 @@ def render_table(plan: Plan) -> str:
             seen.add(j.rocm)
             for d in j.archs.dropped:
                 lines.append(f"ROCm {j.rocm}: {d}")
+    if plan.notes:
+        lines.append("")
+        lines += [f"note: {n}" for n in plan.notes]
     if plan.skipped:
         lines.append("")
         lines.append("skipped:")

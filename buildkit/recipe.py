@@ -4,6 +4,9 @@
 (``buildkit/schema/recipe.schema.json``) and then against the rules a schema cannot state
 (zipped axes of equal length, known placeholders, PyPI versus local labels, ceilings within the
 policy ...). Every problem is a :class:`~buildkit.errors.RecipeError` at ``file:line:column``.
+
+Loading never contacts Docker: ``manylinux.ceilings.from_image`` is kept as image references
+(:attr:`Manylinux.from_images`) and read by :func:`buildkit.plan.expand`.
 """
 
 from __future__ import annotations
@@ -91,6 +94,9 @@ class Manylinux:
     policy: str
     ceilings: Mapping[str, str]  # the policy's ceilings with the recipe's overrides applied
     overrides: Mapping[str, str]  # what the recipe set explicitly
+    #: ``ceilings.from_image``: runtime images whose libraries lower the ceilings further (read by
+    #: the plan, not here: loading a recipe never contacts Docker)
+    from_images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,15 @@ class SmokeTest:
     imports: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
+    gpu: bool = False  # needs an AMD GPU passed through (skipped with the reason without one)
+
+
+@dataclass(frozen=True)
+class GateRules:
+    """The recipe's ``gate:`` rules (beyond policy, ceilings, excludes, archs and size budget)."""
+
+    #: PEP 503 simple index of released wheels: a wheel must not regress against its last release
+    no_regression_against: str | None = None
 
 
 @dataclass(frozen=True)
@@ -130,6 +145,7 @@ class Recipe:
     tuned_csv: tuple[str, ...]
     size_budget: Mapping[str, int]  # "limit"/"warn" -> bytes (wheel file size)
     spans: Spans = field(repr=False, compare=False)
+    gate: GateRules = field(default_factory=GateRules)
 
     @property
     def display_path(self) -> str:
@@ -244,6 +260,7 @@ class _Builder:
                 imports=tuple(s.get("imports", ())),
                 commands=tuple(s.get("commands", ())),
                 labels=tuple(s.get("labels", ())),
+                gpu=bool(s.get("gpu", False)),
             )
             for s in d.get("smoke", ())
         )
@@ -273,6 +290,7 @@ class _Builder:
             tuned_csv=tuple(d.get("checks", {}).get("tuned_csv", ())),
             size_budget=budget,
             spans=self.spans,
+            gate=GateRules(no_regression_against=d.get("gate", {}).get("no_regression_against")),
         )
 
     def _torch(self) -> tuple[TorchPin, ...]:
@@ -381,6 +399,9 @@ class _Builder:
             raise self.err("manylinux.policy: 'linux' is not a manylinux policy", ("manylinux", "policy"))
         base = pol.ceilings()
         overrides = dict(m.get("ceilings", {}))
+        # image references, not versions: the "above the policy" rule does not apply to them
+        from_image = overrides.pop("from_image", ())
+        from_images = (from_image,) if isinstance(from_image, str) else tuple(from_image)
         for lib, value in overrides.items():
             top = base.get(lib)
             mine = mlpolicy.version_tuple(value)
@@ -391,7 +412,12 @@ class _Builder:
                     hint=f"a ceiling may only tighten the policy; pick a newer policy to allow {lib} {value}",
                 )
         ceilings = {**base, **overrides}
-        return Manylinux(policy=pol.name, ceilings=dict(sorted(ceilings.items())), overrides=overrides)
+        return Manylinux(
+            policy=pol.name,
+            ceilings=dict(sorted(ceilings.items())),
+            overrides=overrides,
+            from_images=from_images,
+        )
 
     def _publish(self) -> Publish | None:
         p = self.d.get("publish")

@@ -29,7 +29,7 @@ import tarfile
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -56,10 +56,11 @@ class SmokeSpec:
     imports: tuple[str, ...] = ()
     commands: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
+    gpu: bool = False  # the recipe's `gpu: true`; the label `gpu` means the same
 
     @property
     def needs_gpu(self) -> bool:
-        return GPU_LABEL in self.labels
+        return self.gpu or GPU_LABEL in self.labels
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,14 @@ def specs_from_recipe(
             continue
         image = image_override or fill_image(entry.image, values or {}, entry.name)
         specs.append(
-            SmokeSpec(entry.name, image, tuple(entry.imports), tuple(entry.commands), tuple(entry.labels))
+            SmokeSpec(
+                entry.name,
+                image,
+                tuple(entry.imports),
+                tuple(entry.commands),
+                tuple(entry.labels),
+                gpu=bool(getattr(entry, "gpu", False)),
+            )
         )
     if not specs:
         raise UsageError(f"no smoke test of the recipe has label(s) {', '.join(sorted(wanted))}")
@@ -276,6 +284,17 @@ def _image_env(client: Any, image: str) -> dict[str, str]:
     return env
 
 
+def resolve_image(client: Any, ref: str, progress: Callable[[str], None]) -> str:
+    """``rocm-buildkit/<profile>`` (no tag) names one of our image profiles: build or reuse it."""
+    from buildkit import image as images
+
+    if ref.startswith(images.REPOSITORY_PREFIX) and ":" not in ref:
+        profile = ref[len(images.REPOSITORY_PREFIX) :]
+        if profile in images.PROFILES:
+            return images.ensure_image(profile, client=client, progress=progress).tag
+    return ref
+
+
 def run_smoke(
     wheel: Path,
     spec: SmokeSpec,
@@ -295,9 +314,10 @@ def run_smoke(
             spec.name,
             spec.image,
             "skipped",
-            f"needs a GPU (label {GPU_LABEL!r}) but /dev/kfd and /dev/dri are not available here",
+            "needs a GPU (gpu: true or the label gpu) but /dev/kfd and /dev/dri are not available here",
             gpu_note,
         )
+    spec = replace(spec, image=resolve_image(client, spec.image, progress))
     image_env = _image_env(client, spec.image)
     ca_bundle = host_ca_bundle() if index_url else None
     create: dict[str, Any] = {

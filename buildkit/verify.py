@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from buildkit import manifest as manifests
-from buildkit.errors import BuildFailed, GateFailed, Interrupted, UsageError
+from buildkit.errors import ArchError, BuildFailed, GateFailed, Interrupted, UsageError
 
 Echo = Callable[[str], None]
 DIFFOSCOPE_TIMEOUT = 600
@@ -279,11 +279,13 @@ def verify_rebuild(
         )
 
     the_recipe = load_recipe(recipe_path)
-    plan = expand(the_recipe, env={})
-    job = plan.job(job_id)
-    if job.archs.pytorch_rocm_arch() != recorded_job.get("pytorch_rocm_arch"):
-        plan = expand(the_recipe, env={}, cli_archs=recorded_job.get("pytorch_rocm_arch"))
-        job = plan.job(job_id)
+    recorded_archs = recorded_job.get("pytorch_rocm_arch")
+    try:  # the recipe's own archs first (no host variables); the recorded list when they differ
+        job = expand(the_recipe, env={}).job(job_id)
+    except ArchError:
+        job = expand(the_recipe, env={}, cli_archs=recorded_archs).job(job_id)
+    if recorded_archs and job.archs.pytorch_rocm_arch() != recorded_archs:
+        job = expand(the_recipe, env={}, cli_archs=recorded_archs).job(job_id)
     changed = _job_differences(recorded_job, job.to_json())
     if changed:
         result.notes.append("the job expands differently now: " + ", ".join(changed) + " differ")

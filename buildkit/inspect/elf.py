@@ -228,7 +228,19 @@ class _Pass:
                 self.route = _SECTIONS  # a static executable or an object file: no loader data
                 return
             if self.table is None:
-                self._need(self.dynamic.offset, self.dynamic.filesz, offset)
+                # Keep PT_DYNAMIC and what precedes it in its segment: patchelf (auditwheel repair)
+                # moves .dynstr, .dynsym and .gnu.version_r into a new segment next to .dynamic.
+                found = self.dynamic
+                home = next(
+                    (
+                        s.offset
+                        for s in self.segments
+                        if s.type == loader.PT_LOAD and s.offset <= found.offset < s.offset + s.filesz
+                    ),
+                    found.offset,
+                )
+                start = max(home, found.offset - self.limits.dynamic_reach)
+                self._need(start, found.offset + found.filesz - start, offset)
                 self.buf.feed(offset, chunk)
         if self.table is None:
             dyn = self.dynamic

@@ -22,6 +22,8 @@ class Limits:
       its section-header table, is kept while streaming (where .dynstr/.gnu.version_r and .shstrtab sit).
     - ``chunk_size``: decompressed bytes read per step.
     - ``max_second_pass_bytes``: most bytes a second pass may keep (the exact sections it needs).
+    - ``dynamic_reach``: how much of the ``PT_LOAD`` segment before ``PT_DYNAMIC`` is kept (where
+      patchelf puts the string and version tables it rewrites).
     - ``whole_member_bytes``: ELF members up to this size are always read to their end (CRC checked);
       larger ones stop once the loader's data is read, unless they are HIP host objects.
     - ``verify_members``: read every ELF member to its end, so every zip CRC is checked (slower: it
@@ -39,5 +41,6 @@ class Limits:
     bundle_window: int = 1 * MiB
     chunk_size: int = 1 * MiB
     max_second_pass_bytes: int = 256 * MiB
+    dynamic_reach: int = 4 * MiB
     whole_member_bytes: int = 1 * MiB
     verify_members: bool = False

@@ -1,12 +1,20 @@
 """Read a wheel without extracting it: validate the zip, read the dist-info files, and hand every ELF
 member to :mod:`buildkit.inspect.elf` in a thread pool.
 
+Reading: :mod:`zipfile` parses the central directory once; members are then read through one shared
+descriptor with ``os.pread`` and inflated by ISA-L when installed (:mod:`~buildkit.inspect.zipstream`),
+``default_workers()`` at a time, while a separate thread computes the wheel's sha256 (hashlib releases
+the GIL). Members are streamed only as far as the parse needs (see :mod:`~buildkit.inspect.elf`):
+the zip CRC of a member is checked whenever it is read to its end, which every member up to
+``Limits.whole_member_bytes`` and every HIP object is; ``Limits(verify_members=True)`` reads them all.
+
 Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 6):
 
-* not a zip, truncated or corrupt central directory, CRC or deflate errors, encrypted members;
+* not a zip, truncated or corrupt central directory, bad local headers, CRC or deflate errors in the
+  bytes read, encrypted members;
 * more than ``Limits.max_members`` entries; a member declaring more than ``max_member_size`` bytes, all
   members together more than ``max_total_size``, or a member over 1 MiB expanding more than
-  ``max_ratio`` times (zip bombs); the declared size is also a hard bound while streaming: zipfile never
+  ``max_ratio`` times (zip bombs); the declared size is also a hard bound while streaming: the reader never
   yields more than it, and a member whose data would decompress further fails its CRC;
 * member names with ``..`` components, absolute paths, backslashes or NUL; duplicate names; members
   whose data overlap (the overlapping-entries bomb);
@@ -17,9 +25,10 @@ A member named like a shared library (``*.so``, ``*.so.N``) that is not ELF is *
 are legitimate). ELF members are recognised by their first four bytes, whatever their name.
 
 Memory: each worker holds at most one member's kept ranges (``head_bytes + tail_bytes`` + section
-table + ``PT_DYNAMIC`` + bundle-header windows, or in a second pass the exact dynamic sections, capped
-at ``max_second_pass_bytes``) plus two ``chunk_size`` buffers. With the defaults and 2 workers that is
-about 25 MiB above the interpreter, whatever the wheel's size. Nothing is written to disk.
+table + ``PT_DYNAMIC`` with up to ``dynamic_reach`` before it + the dynamic string table + bundle-header
+windows, or in a second pass the exact ranges, capped at ``max_second_pass_bytes``) plus two
+``chunk_size`` buffers; the sha256 thread one 4 MiB block. With the defaults and 2 workers that is about
+35 MiB above the interpreter, whatever the wheel's size. Nothing is written to disk.
 """
 
 from __future__ import annotations

