@@ -202,7 +202,8 @@ def parse_ccob(data: bytes, *, max_entries: int, max_uncompressed: int) -> Parse
 class BundleScanner:
     """Finds bundle headers in a member as it streams past; keeps only the headers' bytes.
 
-    Every occurrence of either magic at a ``BUNDLE_ALIGN``-aligned offset starts a candidate; candidates are parsed as soon as their bytes
+    Every occurrence of either magic at a ``BUNDLE_ALIGN``-aligned offset starts a candidate;
+    candidates are parsed as soon as their bytes
     have arrived (a window that starts at 4 KiB and grows to ``limits.bundle_window``), then their
     bytes are released. Occurrences that are not real bundles (the magic inside the HIP runtime's own
     strings) simply fail to parse; only candidates inside ``.hip_fatbin`` count, checked in :meth:`walk`.

@@ -47,7 +47,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, cast
+from typing import IO
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -62,7 +62,7 @@ from buildkit.inspect.models import (
     RecordEntry,
     WheelReport,
 )
-from buildkit.inspect.zipstream import open_member
+from buildkit.inspect.zipstream import open_member, sniff
 
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
 _MAX_DIST_INFO_FILE = 64 * MiB
@@ -119,32 +119,6 @@ def _check_sizes(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: Limi
     return total
 
 
-class _Prefixed(io.RawIOBase):
-    """A stream whose first bytes were already read (to sniff the ELF magic)."""
-
-    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
-        super().__init__()
-        self._head = head
-        self._rest = rest
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int | None = -1) -> bytes:
-        if self._head:
-            if size is None or size < 0 or size >= len(self._head):
-                head, self._head = self._head, b""
-                more = self._rest.read(-1 if size is None or size < 0 else size - len(head))
-                return head + more
-            head, self._head = self._head[:size], self._head[size:]
-            return head
-        return self._rest.read(-1 if size is None else size)
-
-    def close(self) -> None:
-        self._rest.close()
-        super().close()
-
-
 @dataclass(frozen=True)
 class _MemberResult:
     elf: ElfInfo | None
@@ -175,12 +149,13 @@ class _Reader:
         except _READ_ERRORS as err:
             raise WheelReadError(f"{name}: cannot read member: {err}") from None
 
+    def members(self, batch: list[zipfile.ZipInfo]) -> list[_MemberResult]:
+        return [self.member(info) for info in batch]
+
     def _member(self, info: zipfile.ZipInfo) -> _MemberResult:
         name = info.filename
-        stream = self.open(info)
-        head = stream.read(4)
+        head = sniff(self.fd, info, self.fallback)
         if head != ELF_MAGIC:
-            stream.close()
             findings: tuple[Finding, ...] = ()
             kind = "other"
             if _looks_like_library(name):
@@ -194,19 +169,7 @@ class _Reader:
                 )
             stat = MemberStat(name, info.compress_size, info.file_size, len(head), 1, kind)
             return _MemberResult(None, None, findings, stat)
-        first: list[IO[bytes] | None] = [cast(IO[bytes], _Prefixed(head, stream))]
-
-        def open_stream() -> IO[bytes]:
-            ready = first[0]
-            if ready is not None:
-                first[0] = None
-                return ready
-            return self.open(info)
-
-        try:
-            result = read_elf_member(name, open_stream, info.file_size, self.limits)
-        finally:
-            stream.close()
+        result = read_elf_member(name, lambda: self.open(info), info.file_size, self.limits)
         kind = "amdgpu" if result.code_object is not None else "elf"
         stat = MemberStat(name, info.compress_size, info.file_size, result.bytes_read, result.passes, kind)
         return _MemberResult(result.elf, result.code_object, result.findings, stat)
@@ -240,6 +203,22 @@ class _Sha256(threading.Thread):
         if self.digest is None:
             raise WheelReadError(f"{self.path.name}: cannot read the file: {self.error}")
         return self.digest
+
+
+def _batches(
+    files: list[zipfile.ZipInfo], bytes_per_batch: int = 4 * MiB, most: int = 256
+) -> list[list[zipfile.ZipInfo]]:
+    """Large members one per task, small ones grouped (one task per member costs more than sniffing
+    it: real GPU wheels hold thousands of small .py files). ``files`` are sorted largest first."""
+    out: list[list[zipfile.ZipInfo]] = []
+    size = 0
+    for info in files:
+        if not out or size + info.file_size > bytes_per_batch or len(out[-1]) >= most:
+            out.append([])
+            size = 0
+        out[-1].append(info)
+        size += info.file_size
+    return out
 
 
 def default_workers() -> int:
@@ -361,10 +340,10 @@ def inspect_wheel(
         stack.callback(os.close, fd)
         reader = _Reader(fd, zf, limits, inflater)
         if workers == 1:
-            results = [reader.member(info) for info in files]
+            results = reader.members(files)
         else:
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = list(pool.map(reader.member, files))
+                results = [r for batch in pool.map(reader.members, _batches(files)) for r in batch]
         digest = sha256.result()
     wheel_tags = tuple(v.strip() for k, v in wheel_headers if k.lower() == "tag")
     purelib = next(

@@ -139,6 +139,31 @@ class MemberStream(io.RawIOBase):
         return out
 
 
+def sniff(fd: int, info: zipfile.ZipInfo, fallback: zipfile.ZipFile | None = None, size: int = 4) -> bytes:
+    """The first ``size`` bytes of a member, usually with a single ``pread`` (local header, name and
+    the first compressed bytes at once): how every member is told ELF or not."""
+    name_len = len(info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace"))
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        with open_member(fd, info, fallback) as stream:
+            return stream.read(size)
+    raw = os.pread(fd, _LOCAL_HEADER.size + name_len + 512, info.header_offset)
+    if len(raw) >= _LOCAL_HEADER.size:
+        fields = _LOCAL_HEADER.unpack_from(raw)
+        start = _LOCAL_HEADER.size + fields[-2] + fields[-1]
+        data = raw[start : start + min(info.compress_size, 512)]
+        if fields[0] == _LOCAL_SIGNATURE and fields[-2] == name_len and len(data) >= 64:
+            if info.compress_type == zipfile.ZIP_STORED:
+                return data[:size]
+            try:
+                out: bytes = zlib.decompressobj(-15).decompress(data, size)
+            except zlib.error as err:
+                raise WheelReadError(f"{info.filename}: corrupt deflate data: {err}") from None
+            if len(out) == min(size, info.file_size):
+                return out
+    with open_member(fd, info, fallback) as stream:  # an odd header, or a tiny member: the full checks
+        return stream.read(size)
+
+
 def open_member(
     fd: int, info: zipfile.ZipInfo, fallback: zipfile.ZipFile | None = None, *, inflater: str | None = None
 ) -> IO[bytes]:
