@@ -33,9 +33,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
 from elftools.common.exceptions import ELFError
-from elftools.elf.dynamic import DynamicSection
-from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerNeedSection
 
 from buildkit.errors import WheelReadError
 from buildkit.inspect import loader
@@ -383,6 +380,10 @@ def _split_paths(values: list[str]) -> tuple[str, ...]:
 def _parse_sections(p: _Pass) -> LoaderView:
     """The section route: ``.dynamic`` and ``.gnu.version_r`` through pyelftools, as auditwheel reads
     them (MissingRange, possibly wrapped, when a byte was not kept)."""
+    from elftools.elf.dynamic import DynamicSection  # the rare route: imported when taken
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.gnuversions import GNUVerNeedSection
+
     h = p.header_or_fail
     elf = ELFFile(cast(IO[bytes], SparseStream(p.buf)))
     needed: list[str] = []

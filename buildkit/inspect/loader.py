@@ -193,11 +193,14 @@ def segments(h: ElfHeader, read: Read) -> tuple[Segment, ...]:
 
 
 def dynamic_segment(member: str, segs: tuple[Segment, ...], size: int) -> Segment | None:
-    """The first ``PT_DYNAMIC`` (the one ld.so uses), checked to lie inside the file."""
+    """The first ``PT_DYNAMIC`` (the one ld.so uses), checked to lie inside the file; its size is
+    capped at ``MAX_DYNAMIC_ENTRIES`` entries (what is read of it, so what is kept in memory)."""
     dyn = next((s for s in segs if s.type == PT_DYNAMIC), None)
-    if dyn is not None and dyn.offset + dyn.filesz > size:
+    if dyn is None:
+        return None
+    if dyn.offset + dyn.filesz > size:
         raise WheelReadError(f"{member}: truncated ELF: PT_DYNAMIC ends past the file")
-    return dyn
+    return Segment(dyn.type, dyn.offset, dyn.vaddr, min(dyn.filesz, MAX_DYNAMIC_ENTRIES * 16))
 
 
 def file_offset(segs: tuple[Segment, ...], vaddr: int) -> int:

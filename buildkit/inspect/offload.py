@@ -21,8 +21,6 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-import zstandard
-
 from buildkit.inspect.codeobject import target_id_from_header
 from buildkit.inspect.limits import Limits
 from buildkit.inspect.models import Finding, OffloadEntry
@@ -142,6 +140,8 @@ def _decompress_prefix(method: int, payload: bytes, limit: int) -> bytes:
             return zlib.decompressobj().decompress(payload, limit)
         except zlib.error as err:
             raise BundleError(f"compressed offload bundle: zlib: {err}") from None
+    import zstandard  # only CCOB bundles compressed with zstd need it
+
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(payload), read_across_frames=False)
         out = bytearray()

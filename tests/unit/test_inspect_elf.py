@@ -85,3 +85,18 @@ def test_hip_object_whose_markers_were_not_seen_gets_another_pass(tmp_path: Path
     tight = inspect_wheel(path, limits=Limits(whole_member_bytes=0, head_bytes=1024, chunk_size=1024))
     assert tight.elves == inspect_wheel(path, limits=FULL).elves
     assert _stat(tight, "demo/k.so")[2] >= 2
+
+
+def test_bundles_are_looked_for_at_4096_aligned_offsets_only(tmp_path: Path) -> None:
+    """clang aligns every translation unit's fat binary to 4096 bytes in .hip_fatbin; a bundle that is
+    not aligned is not found, so the targets it carries are missing (a gate asking for them fails)."""
+    from tests.helpers.offload_bundle import plain_bundle
+
+    first = plain_bundle([("hipv4-amdgcn-amd-amdhsa--gfx90a", b"\1" * 100)])
+    second = plain_bundle([("hipv4-amdgcn-amd-amdhsa--gfx942", b"\2" * 100)])
+    aligned = first + b"\0" * (-len(first) % 4096) + second
+    unaligned = first + b"\0" * 8 + second
+    for fatbin, expected in ((aligned, ("gfx90a", "gfx942")), (unaligned, ("gfx90a",))):
+        lib = build_shared_library(tmp_path / "h.so", "int f(void){return 1;}\n", fatbin=fatbin).read_bytes()
+        report = inspect_wheel(write_wheel(tmp_path / WHEEL, {"demo/h.so": lib}))
+        assert report.elves[0].gfx_targets == expected
