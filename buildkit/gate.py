@@ -2,6 +2,8 @@
 
 One function, :func:`evaluate`, serves ``build``, ``check``, CI and ``publish``. It never reads
 the wheel itself: everything comes from the streaming inspection (:mod:`buildkit.inspect`).
+Besides the platform rules below it applies the integrity rules of :mod:`buildkit.integrity`
+(RECORD, WHEEL tags, RPATH/RUNPATH, load order, host code in pure wheels).
 
 The verdict (the best manylinux tag the wheel is consistent with) follows auditwheel's rules,
 read from auditwheel's installed policy file (:mod:`buildkit.policy`):
@@ -34,7 +36,10 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from buildkit.errors import UsageError
+from buildkit.findings import Finding as Finding
+from buildkit.findings import Severity as Severity
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
+from buildkit.integrity import check_integrity
 from buildkit.policy import (
     CEILING_PREFIXES,
     Policy,
@@ -55,7 +60,6 @@ if TYPE_CHECKING:
 MiB = 1024 * 1024
 DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
 
-Severity = Literal["error", "warning"]
 LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
 
 # ELF machine names the inspection reports for host code, mapped to the wheel-tag architecture
@@ -152,26 +156,6 @@ class GateConfig:
 
 # --------------------------------------------------------------------------- verdict
 @dataclass(frozen=True)
-class Finding:
-    rule: str  # "ceiling", "platform-tag", "external-library", "gfx-arch", "size", "torch-pin", ...
-    severity: Severity
-    message: str
-    file: str | None = None  # wheel member
-    library: str | None = None
-    symbol: str | None = None  # the symbol version (GLIBC_2.34), target id or requirement concerned
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "severity": self.severity,
-            "file": self.file,
-            "library": self.library,
-            "symbol": self.symbol,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True)
 class SymbolMax:
     """The highest version of one prefix required from one library, and the first file needing it."""
 
@@ -198,6 +182,24 @@ class GfxObject:
 
 
 @dataclass(frozen=True)
+class Integrity:
+    """What the integrity rules (:mod:`buildkit.integrity`) had to work with: RECORD's entry count,
+    the archive's file count, and whether every member's digest was compared with RECORD (else
+    RECORD was checked for names and sizes only)."""
+
+    record_entries: int
+    files: int
+    hashes_verified: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "record_entries": self.record_entries,
+            "files": self.files,
+            "hashes_verified": self.hashes_verified,
+        }
+
+
+@dataclass(frozen=True)
 class Verdict:
     wheel: str
     size: int
@@ -213,6 +215,7 @@ class Verdict:
     libraries: tuple[LibraryUse, ...]
     gfx: tuple[GfxObject, ...]
     findings: tuple[Finding, ...]
+    integrity: Integrity | None = None
 
     @property
     def passed(self) -> bool:
@@ -276,6 +279,7 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
     _check_archs(gfx, config, findings)
     _check_size(report.size, config, findings)
     _check_torch(report.metadata_requires, config, findings)
+    findings.extend(check_integrity(report))
 
     return Verdict(
         wheel=report.filename,
@@ -292,6 +296,11 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
         libraries=libraries,
         gfx=gfx,
         findings=tuple(findings),
+        integrity=Integrity(
+            record_entries=len(report.record),
+            files=len(report.files) or sum(not m.endswith("/") for m in report.members),
+            hashes_verified=report.record_verified,
+        ),
     )
 
 

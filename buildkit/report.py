@@ -10,10 +10,13 @@ The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema
                   "symbols": [{"library", "prefix", "max", "file", "files"}],
                   "libraries": [{"library", "status", "needed_by", "detail"}],
                   "external_libraries": [...], "gfx": [{"file", "kind", "targets"}],
-                  "findings": [{"rule", "severity", "file", "library", "symbol", "message"}]}
+                  "findings": [{"rule", "severity", "file", "library", "symbol", "message"}],
+                  "integrity": {"record_entries", "files", "hashes_verified"} | null}
                 | {"wheel", "error"} ]}
 
 Version bumps: add optional fields freely; renaming or removing a field bumps ``schema_version``.
+``integrity`` and the finding rules ``record``, ``wheel-tags``, ``rpath``, ``load-order`` and
+``pure-wheel`` were added without a bump (additive).
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ def verdict_to_json(v: Verdict) -> dict[str, Any]:
         "external_libraries": v.external_libraries(),
         "gfx": [{"file": g.file, "kind": g.kind, "targets": list(g.targets)} for g in v.gfx],
         "findings": [f.to_json() for f in v.findings],
+        "integrity": v.integrity.to_json() if v.integrity is not None else None,
     }
 
 
@@ -119,6 +123,12 @@ def render_human(v: Verdict) -> str:
             lines.append(f"    {u.library:<{width}}  {u.status}{detail}")
     ext = v.external_libraries()
     lines.append(f"  external libraries: {', '.join(ext) if ext else 'none'}")
+    if v.integrity is not None:
+        i = v.integrity
+        how = "hashes verified" if i.hashes_verified else "names and sizes only (--verify-record hashes them)"
+        problems = sum(f.rule == "record" for f in v.findings)
+        state = f"{problems} problem(s)" if problems else "consistent"
+        lines.append(f"  RECORD: {i.record_entries} entries for {i.files} files, {how}: {state}")
     if v.gfx:
         lines.append("  gfx targets:")
         for g in v.gfx:

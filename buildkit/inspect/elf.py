@@ -442,10 +442,18 @@ def _missing_inside(err: BaseException, depth: int = 0) -> MissingRange | None:
 
 
 def read_elf_member(
-    member: str, open_stream: Callable[[], IO[bytes]], size: int, limits: Limits
+    member: str,
+    open_stream: Callable[[], IO[bytes]],
+    size: int,
+    limits: Limits,
+    *,
+    read_to_end: bool = False,
 ) -> ElfResult:
     """Inspect one ELF member. ``open_stream`` opens the member's decompressed bytes afresh (it is
-    called again only when a pass did not keep what the parse needs)."""
+    called again only when a pass did not keep what the parse needs). With ``read_to_end`` the last
+    pass, once parsed, reads on to the member's end (discarding the bytes, nothing more is kept) so
+    that the stream's consumer sees every byte: the zip CRC is checked and a digest of the member
+    (RECORD verification) can be taken from the stream; the parse itself is unchanged."""
     whole = limits.verify_members or size <= limits.whole_member_bytes
     bytes_read = 0
     carry: _Carry | None = None
@@ -454,8 +462,13 @@ def read_elf_member(
         try:
             with open_stream() as stream:
                 p.run(stream)
-            bytes_read += p.bytes_read
-            outcome = _finish(member, p, limits, last=passes == _MAX_PASSES)
+                bytes_read += p.bytes_read
+                outcome = _finish(member, p, limits, last=passes == _MAX_PASSES)
+                if read_to_end and not p.complete and not isinstance(outcome, _Carry):
+                    p.buf.clear()
+                    p.scanner.clear()
+                    bytes_read += _drain(member, stream, size - p.bytes_read, limits.chunk_size)
+                    p.complete = True
         finally:
             p.buf.clear()
             p.scanner.clear()
@@ -465,6 +478,17 @@ def read_elf_member(
         elf_info, code_object, findings = outcome
         return ElfResult(elf_info, code_object, findings, bytes_read, passes, p.complete)
     raise AssertionError("unreachable: the last pass either parses or raises")
+
+
+def _drain(member: str, stream: IO[bytes], left: int, chunk_size: int) -> int:
+    """Read ``left`` more bytes from ``stream`` and drop them; how many were read."""
+    done = 0
+    while done < left:
+        chunk = stream.read(min(chunk_size, left - done))
+        if not chunk:
+            raise WheelReadError(f"{member}: member ends {left - done} bytes before the size its header says")
+        done += len(chunk)
+    return done
 
 
 def _finish(

@@ -156,6 +156,22 @@ class RecordEntry:
 
 
 @dataclass(frozen=True)
+class MemberFile:
+    """One file of the archive (directory entries left out) as the zip's central directory declares
+    it, with its digest when the inspection verified the RECORD: ``hash`` is written the way RECORD
+    writes it (``"sha256=<urlsafe base64, no padding>"``), in the algorithm RECORD names for that
+    path (sha256 for a path RECORD does not list or lists with an unknown algorithm); ``None`` when
+    the member was not hashed (``inspect_wheel(verify_record=False)``, or RECORD itself)."""
+
+    name: str
+    size: int
+    hash: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "size": self.size, "hash": self.hash}
+
+
+@dataclass(frozen=True)
 class MemberStat:
     """What reading one member cost: ``bytes_read`` decompressed bytes consumed (a member read
     twice counts twice), ``passes`` how many times it was streamed, ``kind`` one of ``"elf"``,
@@ -214,6 +230,19 @@ class WheelReport:
     code_objects: tuple[CodeObject, ...]
     findings: tuple[Finding, ...] = ()
     stats: tuple[MemberStat, ...] = field(default=(), compare=False)
+    dist_info: str | None = None  # "pkg-1.0.dist-info" (None: derived from the members)
+    files: tuple[MemberFile, ...] = ()  # every file member, archive order
+    record_verified: bool = False  # every member except RECORD (and its signatures) was hashed
+
+    @property
+    def dist_info_dir(self) -> str | None:
+        """The ``*.dist-info`` directory holding ``WHEEL`` (from the members when not given)."""
+        if self.dist_info is not None:
+            return self.dist_info
+        found = sorted(
+            {m.split("/", 1)[0] for m in self.members if m.count("/") == 1 and m.endswith(".dist-info/WHEEL")}
+        )
+        return found[0] if len(found) == 1 else None
 
     @property
     def bytes_read(self) -> int:
@@ -248,4 +277,7 @@ class WheelReport:
             "code_objects": [c.to_json() for c in self.code_objects],
             "findings": [f.to_json() for f in self.findings],
             "bytes_read": self.bytes_read,
+            "dist_info": self.dist_info_dir,
+            "files": [f.to_json() for f in self.files],
+            "record_verified": self.record_verified,
         }

@@ -7,6 +7,9 @@ descriptor with ``os.pread`` and inflated by ISA-L when installed (:mod:`~buildk
 the GIL). Members are streamed only as far as the parse needs (see :mod:`~buildkit.inspect.elf`):
 the zip CRC of a member is checked whenever it is read to its end, which every member up to
 ``Limits.whole_member_bytes`` and every HIP object is; ``Limits(verify_members=True)`` reads them all.
+``verify_record=True`` (the default) also reads every member to its end, hashing it in the algorithm
+RECORD names (:class:`~buildkit.inspect.zipstream.DigestStream`; the gate compares, see
+:mod:`buildkit.integrity`): ELF members are parsed exactly as without it, the rest is only hashed.
 
 Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 6):
 
@@ -58,14 +61,17 @@ from buildkit.inspect.models import (
     CodeObject,
     ElfInfo,
     Finding,
+    MemberFile,
     MemberStat,
     RecordEntry,
     WheelReport,
 )
-from buildkit.inspect.zipstream import open_member, sniff
+from buildkit.inspect.zipstream import DigestStream, open_member, record_hash, sniff
 
 _READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
 _MAX_DIST_INFO_FILE = 64 * MiB
+# RECORD's own line carries no hash; its signatures are not listed in it (the wheel spec, PEP 491)
+RECORD_EXEMPT = ("RECORD", "RECORD.jws", "RECORD.p7s")
 
 
 def _looks_like_library(name: str) -> bool:
@@ -125,13 +131,22 @@ class _MemberResult:
     code_object: CodeObject | None
     findings: tuple[Finding, ...]
     stat: MemberStat
+    hash: str | None = None
 
 
 class _Reader:
     """Reads members through one shared descriptor (``os.pread``: no seek state to share between
     threads, and the central directory is parsed once, by the caller's ZipFile)."""
 
-    def __init__(self, fd: int, fallback: zipfile.ZipFile, limits: Limits, inflater: str | None) -> None:
+    def __init__(
+        self,
+        fd: int,
+        fallback: zipfile.ZipFile,
+        limits: Limits,
+        inflater: str | None,
+        algorithms: dict[str, str] | None = None,
+    ) -> None:
+        self.algorithms = algorithms or {}  # member -> hashlib algorithm: hash it while reading
         self.fd = fd
         self.fallback = fallback
         self.limits = limits
@@ -154,6 +169,7 @@ class _Reader:
 
     def _member(self, info: zipfile.ZipInfo) -> _MemberResult:
         name = info.filename
+        algorithm = self.algorithms.get(name)
         head = sniff(self.fd, info, self.fallback)
         if head != ELF_MAGIC:
             findings: tuple[Finding, ...] = ()
@@ -167,12 +183,36 @@ class _Reader:
                         f"{name} is named like a shared library but is not ELF (starts {head!r})",
                     ),
                 )
-            stat = MemberStat(name, info.compress_size, info.file_size, len(head), 1, kind)
-            return _MemberResult(None, None, findings, stat)
-        result = read_elf_member(name, lambda: self.open(info), info.file_size, self.limits)
+            read, digest = len(head), None
+            if algorithm is not None:
+                read, digest = info.file_size, self._digest(info, algorithm)
+            stat = MemberStat(name, info.compress_size, info.file_size, read, 1, kind)
+            return _MemberResult(None, None, findings, stat, digest)
+        streams: list[DigestStream] = []
+
+        def opener() -> IO[bytes]:
+            if algorithm is None:
+                return self.open(info)
+            streams.append(DigestStream(self.open(info), algorithm, info.file_size))
+            return streams[-1]  # type: ignore[return-value]
+
+        result = read_elf_member(name, opener, info.file_size, self.limits, read_to_end=algorithm is not None)
         kind = "amdgpu" if result.code_object is not None else "elf"
         stat = MemberStat(name, info.compress_size, info.file_size, result.bytes_read, result.passes, kind)
-        return _MemberResult(result.elf, result.code_object, result.findings, stat)
+        digest = streams[-1].record_hash() if streams else None
+        if algorithm is not None and digest is None:
+            raise WheelReadError(f"{name}: not read to its end, cannot verify its RECORD hash")
+        return _MemberResult(result.elf, result.code_object, result.findings, stat, digest)
+
+    def _digest(self, info: zipfile.ZipInfo, algorithm: str) -> str:
+        """Stream a whole member through ``algorithm`` (its CRC is checked on the way)."""
+        with DigestStream(self.open(info), algorithm, info.file_size) as stream:
+            while stream.read(self.limits.chunk_size):
+                pass
+            digest = stream.record_hash()
+        if digest is None:
+            raise WheelReadError(f"{info.filename}: data ends before the size the zip declares")
+        return digest
 
 
 class _Sha256(threading.Thread):
@@ -301,10 +341,14 @@ def inspect_wheel(
     workers: int | None = None,
     limits: Limits | None = None,
     inflater: str | None = None,
+    verify_record: bool = True,
 ) -> WheelReport:
     """Inspect a wheel without extracting it (see the module docstring for the rules). ``workers``
     threads inflate members (default: :func:`default_workers`); ``inflater`` is ``"isal"`` or
-    ``"zlib"`` (default: isal when installed)."""
+    ``"zlib"`` (default: isal when installed). ``verify_record`` (default on: see bench/README.md for
+    its cost) reads every member to its end and records its digest in ``WheelReport.files`` in the
+    algorithm RECORD names, for the gate to compare; ELF members are still parsed as before, the
+    bytes past the parse are only hashed."""
     limits = limits or Limits()
     wheel = Path(path)
     if not wheel.is_file():
@@ -331,6 +375,7 @@ def inspect_wheel(
             requires = tuple(v for k, v in meta if k.lower() == "requires-dist")
         record_info = by_name.get(f"{dist_info}/RECORD")
         record = _record(_read_small(zf, record_info), record_info.filename) if record_info else ()
+        algorithms = _record_algorithms(record, infos, dist_info) if verify_record else {}
         files = [i for i in infos if not i.is_dir() and i.file_size > 0]
         files.sort(key=lambda i: i.file_size, reverse=True)  # largest first: better balance across workers
         try:
@@ -338,7 +383,7 @@ def inspect_wheel(
         except OSError as err:
             raise WheelReadError(f"{wheel.name}: cannot open: {err}") from None
         stack.callback(os.close, fd)
-        reader = _Reader(fd, zf, limits, inflater)
+        reader = _Reader(fd, zf, limits, inflater, algorithms)
         if workers == 1:
             results = reader.members(files)
         else:
@@ -346,6 +391,15 @@ def inspect_wheel(
                 results = [r for batch in pool.map(reader.members, _batches(files)) for r in batch]
         digest = sha256.result()
     wheel_tags = tuple(v.strip() for k, v in wheel_headers if k.lower() == "tag")
+    hashes = {r.stat.name: r.hash for r in results}
+    for i in infos:  # empty members are not read: their digest is the empty string's
+        if not i.file_size and i.filename in algorithms:
+            hashes[i.filename] = record_hash(
+                algorithms[i.filename], hashlib.new(algorithms[i.filename]).digest()
+            )
+    member_files = tuple(
+        MemberFile(i.filename, i.file_size, hashes.get(i.filename)) for i in infos if not i.is_dir()
+    )
     purelib = next(
         (v.strip().lower() == "true" for k, v in wheel_headers if k.lower() == "root-is-purelib"), None
     )
@@ -370,4 +424,26 @@ def inspect_wheel(
         ),
         findings=tuple(f for r in results for f in r.findings),
         stats=tuple(sorted((r.stat for r in results), key=lambda s: s.name)),
+        dist_info=dist_info,
+        files=member_files,
+        record_verified=verify_record,
     )
+
+
+def _record_algorithms(
+    record: tuple[RecordEntry, ...], infos: list[zipfile.ZipInfo], dist_info: str
+) -> dict[str, str]:
+    """Which hashlib algorithm to hash each member with: the one RECORD names for it when hashlib
+    knows it, else sha256 (members RECORD omits are hashed too, for the report). RECORD itself and
+    its signature files are not hashed."""
+    named: dict[str, str] = {}
+    for entry in record:
+        algorithm = (entry.hash or "").partition("=")[0].lower()
+        if algorithm in hashlib.algorithms_guaranteed and not algorithm.startswith("shake"):
+            named.setdefault(entry.path, algorithm)
+    exempt = {f"{dist_info}/{name}" for name in RECORD_EXEMPT}
+    return {
+        i.filename: named.get(i.filename, "sha256")
+        for i in infos
+        if not i.is_dir() and i.filename not in exempt
+    }

@@ -16,9 +16,13 @@ through :mod:`zipfile`.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import io
 import os
+import queue
 import struct
+import threading
 import zipfile
 import zlib
 from types import ModuleType
@@ -38,6 +42,7 @@ _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 _MIN_INPUT = 4096
 _MAX_INPUT = 256 * 1024
+BACKGROUND_HASH_BYTES = 16 * 1024 * 1024
 
 
 def inflater_name() -> str:
@@ -137,6 +142,69 @@ class MemberStream(io.RawIOBase):
                 f"{self.name}: bad CRC-32 ({self._crc:08x}, the zip says {self._info.CRC:08x})"
             )
         return out
+
+
+def record_hash(algorithm: str, digest: bytes) -> str:
+    """A digest written the way a wheel's RECORD writes it: ``"sha256=<urlsafe base64, unpadded>"``."""
+    return f"{algorithm}=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+class DigestStream(io.RawIOBase):
+    """Passes ``inner``'s bytes through, hashing them with ``algorithm`` (a :mod:`hashlib` name);
+    :meth:`record_hash` is the digest once ``size`` bytes have gone by, else ``None``. hashlib releases
+    the GIL on large blocks, so the workers hash in parallel."""
+
+    def __init__(self, inner: IO[bytes], algorithm: str, size: int) -> None:
+        super().__init__()
+        self._inner = inner
+        self.algorithm = algorithm
+        self._hash = hashlib.new(algorithm)
+        self._size = size
+        self.position = 0
+        self.name = getattr(inner, "name", "")
+        # A large member is hashed on a helper thread while the caller inflates the next chunk (both
+        # release the GIL): on a wheel made of one big library, that is the difference between
+        # inflate + hash and max(inflate, hash). At most 4 chunks wait in the queue.
+        self._queue: queue.Queue[bytes | None] | None = None
+        self._thread: threading.Thread | None = None
+        if size >= BACKGROUND_HASH_BYTES:
+            self._queue = queue.Queue(maxsize=4)
+            self._thread = threading.Thread(target=self._hash_queued, name="member-hash", daemon=True)
+            self._thread.start()
+
+    def _hash_queued(self) -> None:
+        assert self._queue is not None
+        while (data := self._queue.get()) is not None:
+            self._hash.update(data)
+
+    def _join(self) -> None:
+        if self._thread is not None and self._queue is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = self._inner.read(-1 if size is None else size)
+        if self._queue is not None:
+            self._queue.put(data)
+        else:
+            self._hash.update(data)
+        self.position += len(data)
+        return data
+
+    def close(self) -> None:
+        try:
+            self._join()
+            self._inner.close()
+        finally:
+            super().close()
+
+    def record_hash(self) -> str | None:
+        self._join()
+        return record_hash(self.algorithm, self._hash.digest()) if self.position == self._size else None
 
 
 def sniff(fd: int, info: zipfile.ZipInfo, fallback: zipfile.ZipFile | None = None, size: int = 4) -> bytes:

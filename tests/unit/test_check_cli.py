@@ -175,3 +175,42 @@ def test_recipe_job(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) 
     assert code == 2 and "no job 'nope'" in err
     code, _, err = run(capsys, str(built["hip_like"]), "--job", job.id)
     assert code == 2 and "--recipe and --job go together" in err
+
+
+def test_integrity_findings_in_human_and_json_reports(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path], tmp_path: Path
+) -> None:
+    from tests.helpers.wheel_edit import edit_wheel
+
+    clean = built["glibcxx_new"]
+    code, out, _ = run(capsys, str(clean), "--policy", "manylinux_2_35", "--verify-record")
+    assert code == 0 and "RECORD: 4 entries for 4 files, hashes verified: consistent" in out
+    tampered = edit_wheel(clean, put={"cxxnew/extra.txt": b"not listed\n"}, out=tmp_path / clean.name)
+    code, out, _ = run(capsys, str(tampered), "--policy", "manylinux_2_35", "--verify-record")
+    assert code == 7
+    assert "ERROR [record] cxxnew/extra.txt is in the archive but not in RECORD" in out
+    assert "RECORD: 4 entries for 5 files, hashes verified: 1 problem(s)" in out
+    code, doc = run_json(capsys, str(tampered), "--policy", "manylinux_2_35", "--no-verify-record")
+    (w,) = doc["wheels"]
+    assert code == 7 and w["integrity"] == {"record_entries": 4, "files": 5, "hashes_verified": False}
+    assert [(f["rule"], f["file"]) for f in w["findings"]] == [("record", "cxxnew/extra.txt")]
+    code, out, _ = run(capsys, str(tampered), "--policy", "manylinux_2_35")  # the default
+    assert "names and sizes only (--verify-record hashes them)" in out
+
+
+def test_verify_record_catches_a_same_size_edit_the_default_does_not(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path], tmp_path: Path
+) -> None:
+    from tests.helpers.wheel_edit import edit_wheel, read_members
+
+    clean = built["glibcxx_new"]
+    meta = read_members(clean)["cxxnew-1.0.dist-info/METADATA"]
+    edited = edit_wheel(
+        clean, put={"cxxnew-1.0.dist-info/METADATA": meta.replace(b"1.0", b"9.9")}, out=tmp_path / clean.name
+    )
+    assert run(capsys, str(edited), "--policy", "manylinux_2_35")[0] == 0
+    code, doc = run_json(capsys, str(edited), "--policy", "manylinux_2_35", "--verify-record")
+    assert code == 7
+    assert [(f["rule"], f["file"]) for f in doc["wheels"][0]["findings"]] == [
+        ("record", "cxxnew-1.0.dist-info/METADATA")
+    ]

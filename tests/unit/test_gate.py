@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 
 from buildkit.errors import UsageError
 from buildkit.gate import GateConfig, MiB, evaluate, torch_pin_problem
-from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, WheelReport
+from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 
 EXT = "pkg/_ext.cpython-311-x86_64-linux-gnu.so"
 
@@ -55,6 +55,10 @@ def report(
     code_objects: tuple[CodeObject, ...] = (),
 ) -> WheelReport:
     filename = f"pkg-1.0-cp311-cp311-{tag}.whl"
+    # a consistent wheel: dist-info files present and every file listed in RECORD
+    dist = ("pkg-1.0.dist-info/WHEEL", "pkg-1.0.dist-info/METADATA", "pkg-1.0.dist-info/RECORD")
+    members = (*(e.member for e in elves), *(c.member for c in code_objects), *dist)
+    record = tuple(RecordEntry(m, None if m.endswith("RECORD") else "sha256=x", None) for m in members)
     return WheelReport(
         path=filename,
         filename=filename,
@@ -67,9 +71,9 @@ def report(
         wheel_tags=(f"cp311-cp311-{tag}",),
         root_is_purelib=False,
         metadata_requires=requires,
-        record=(),
+        record=record,
         uncompressed_size=size,
-        members=tuple(e.member for e in elves),
+        members=members,
         elves=tuple(elves),
         code_objects=code_objects,
     )

@@ -37,7 +37,7 @@ def _stat(report: WheelReport, member: str) -> tuple[int, int, int]:
 def test_non_hip_member_stops_after_its_dynamic_data(tmp_path: Path) -> None:
     lib = build_shared_library(tmp_path / "big.so", BIG_TAIL).read_bytes()
     path = write_wheel(tmp_path / WHEEL, {"demo/big.so": lib})
-    early, full = inspect_wheel(path, limits=EARLY), inspect_wheel(path, limits=FULL)
+    early, full = inspect_wheel(path, limits=EARLY, verify_record=False), inspect_wheel(path, limits=FULL)
     assert early.elves == full.elves
     assert "GLIBC_2.25" in early.elves[0].version_needs["libc.so.6"]
     read, size, passes = _stat(early, "demo/big.so")
@@ -62,16 +62,32 @@ def test_corruption_past_the_stop_is_caught_only_when_verifying(tmp_path: Path) 
     at = data.find(bytes(lib[:4096]))
     data[at + len(lib) - 1500] ^= 0xFF  # corrupt the stored bytes after the CRC was computed
     path.write_bytes(bytes(data))
-    assert inspect_wheel(path, limits=EARLY).elves  # the gate's data was intact
+    assert inspect_wheel(path, limits=EARLY, verify_record=False).elves  # the gate's data was intact
     with pytest.raises(WheelReadError, match="CRC"):
         inspect_wheel(path, limits=FULL)
+    with pytest.raises(WheelReadError, match="CRC"):  # RECORD verification reads on past the stop
+        inspect_wheel(path, limits=EARLY)
+
+
+def test_record_verification_reads_on_past_the_stop_without_changing_the_parse(tmp_path: Path) -> None:
+    lib = build_shared_library(tmp_path / "big.so", BIG_TAIL).read_bytes()
+    path = write_wheel(tmp_path / WHEEL, {"demo/big.so": lib})
+    fast, hashed = inspect_wheel(path, limits=EARLY, verify_record=False), inspect_wheel(path, limits=EARLY)
+    assert fast.elves == hashed.elves
+    assert _stat(fast, "demo/big.so")[0] < len(lib) * 0.7
+    assert _stat(hashed, "demo/big.so")[:3] == (len(lib), len(lib), 1)  # one pass, read on to the end
+    digest = {f.name: f.hash for f in hashed.files}
+    record = {r.path: r.hash for r in hashed.record}
+    assert digest["demo/big.so"] == record["demo/big.so"] and digest["demo/big.so"].startswith("sha256=")
+    assert {f.name: f.hash for f in fast.files}["demo/big.so"] is None
+    assert hashed.record_verified and not fast.record_verified
 
 
 @pytest.mark.parametrize("so", sorted(HIP_DATA.glob("*.so")), ids=lambda p: p.name)
 def test_hip_objects_are_read_to_the_end(tmp_path: Path, so: Path) -> None:
     data = so.read_bytes()
     path = write_wheel(tmp_path / WHEEL, {"demo/k.so": data})
-    early, full = inspect_wheel(path, limits=EARLY), inspect_wheel(path, limits=FULL)
+    early, full = inspect_wheel(path, limits=EARLY, verify_record=False), inspect_wheel(path, limits=FULL)
     assert early.elves == full.elves and early.elves[0].gfx_targets
     assert _stat(early, "demo/k.so")[:3] == (len(data), len(data), 1)
 
@@ -82,7 +98,9 @@ def test_hip_object_whose_markers_were_not_seen_gets_another_pass(tmp_path: Path
     does not look for bundles, stops at the dynamic data, learns it is a HIP object, and a second
     pass reads it whole looking for them."""
     path = write_wheel(tmp_path / WHEEL, {"demo/k.so": so.read_bytes()})
-    tight = inspect_wheel(path, limits=Limits(whole_member_bytes=0, head_bytes=1024, chunk_size=1024))
+    tight = inspect_wheel(
+        path, limits=Limits(whole_member_bytes=0, head_bytes=1024, chunk_size=1024), verify_record=False
+    )
     assert tight.elves == inspect_wheel(path, limits=FULL).elves
     assert _stat(tight, "demo/k.so")[2] >= 2
 

@@ -127,13 +127,17 @@ def test_cross_check_mismatch_is_a_finding(tmp_path: Path) -> None:
 
 def test_standalone_code_objects_read_from_header_only(tmp_path: Path) -> None:
     big = amdgpu_header(0x4F | 0x400, abi_version=3) + random.Random(0).randbytes(5_000_000)  # gfx950
-    report = inspect_wheel(_wheel(tmp_path, {"demo/k.hsaco": big, "demo/other.co": amdgpu_header(0x3F)}))
+    path = _wheel(tmp_path, {"demo/k.hsaco": big, "demo/other.co": amdgpu_header(0x3F)})
+    report = inspect_wheel(path, verify_record=False)
     assert [(c.member, c.target_id, c.code_object_version) for c in report.code_objects] == [
         ("demo/k.hsaco", "gfx950", 5),
         ("demo/other.co", "gfx90a", 5),
     ]
     stat = next(s for s in report.stats if s.name == "demo/k.hsaco")
     assert stat.kind == "amdgpu" and stat.bytes_read < 2 * 1024 * 1024
+    hashed = inspect_wheel(path)  # RECORD verification: read whole, same parse
+    assert hashed.code_objects == report.code_objects
+    assert next(s for s in hashed.stats if s.name == "demo/k.hsaco").bytes_read == len(big)
 
 
 @pytest.mark.parametrize(
@@ -171,8 +175,10 @@ def test_large_member_streams_with_bounded_memory_and_second_pass(tmp_path: Path
     lib = build_shared_library(tmp_path / "big.so", source + GLIBC_234)
     path = _wheel(tmp_path, {"demo/big.so": lib.read_bytes()})
     normal = inspect_wheel(path)
-    tight = inspect_wheel(path, limits=Limits(head_bytes=4096, tail_bytes=256, chunk_size=8192))
+    tight_limits = Limits(head_bytes=4096, tail_bytes=256, chunk_size=8192)
+    tight = inspect_wheel(path, limits=tight_limits)
     assert normal.elves == tight.elves
+    assert normal.files == tight.files and tight.record_verified  # the digest is the last pass's
     assert next(s for s in normal.stats if s.name == "demo/big.so").passes == 1
     assert next(s for s in tight.stats if s.name == "demo/big.so").passes == 2
 

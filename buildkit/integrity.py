@@ -1,0 +1,406 @@
+"""Integrity rules of the gate: is the wheel what it says it is, and does it load only from itself?
+
+Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never the wheel) and returns
+:class:`~buildkit.findings.Finding` objects; :func:`check_integrity` runs them all for
+:func:`buildkit.gate.evaluate`.
+
+* ``record`` (errors): ``.dist-info/RECORD`` lists exactly the archive's files. A file RECORD omits is
+  hidden from installers' bookkeeping (a *hidden binary* when it is ELF); an entry without a file is
+  a broken wheel; an entry without a hash, with a weak (md5, sha1) or unknown algorithm, with a size
+  other than the zip's, or (when the inspection hashed the members: ``WheelReport.record_verified``)
+  with a digest other than the member's, is an error naming the member. RECORD's own line and its
+  signatures (``RECORD.jws``, ``RECORD.p7s``) are exempt, as the wheel spec says.
+* ``wheel-tags`` (error): the ``Tag:`` lines of ``.dist-info/WHEEL`` equal the file name's tags, as
+  sets, compressed tag sets (``py2.py3-none-any``) expanded on both sides.
+* ``rpath`` (error / warning): every RPATH/RUNPATH entry starts with ``$ORIGIN`` and stays inside the
+  install root (site-packages) once resolved; entries under ``/opt/rocm*`` are warnings (many ROCm
+  wheels rely on a system ROCm there); every other absolute or relative path is an error, named a
+  leaked build directory when it lies under ``/tmp``, ``/project``, ``/home``, ``/root`` or another
+  usual build root.
+* ``load-order`` (warning): a DT_NEEDED satisfied by a member of the wheel (same SONAME or file
+  name) although no search path of the needing object reaches that member's directory: it loads
+  only when something else loaded the library first. Search paths follow ld.so: the object's
+  RUNPATH alone when it has one, else its RPATH and the RPATHs of the in-wheel objects that need it
+  (transitively; ld.so uses the loader chain's DT_RPATH, which is how auditwheel's grafted
+  libraries find one another).
+* ``pure-wheel``: a wheel whose tags all have platform ``any`` must not carry host code (error per
+  host ELF); standalone GPU code objects there are data for a runtime loader (warning).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+from collections.abc import Iterable, Sequence
+
+from packaging.tags import parse_tag
+
+from buildkit.findings import Finding
+from buildkit.inspect.models import ElfInfo, RecordEntry, WheelReport
+
+RECORD_EXEMPT = ("RECORD", "RECORD.jws", "RECORD.p7s")
+WEAK_HASHES = frozenset({"md5", "sha1"})
+# Where CI and container builds put their sources and trees (cibuildwheel mounts /project; GitHub
+# runners use /home/runner and /__w; conda-build and others /tmp, /build, /builddir, /io, /src).
+BUILD_ROOTS = (
+    "/tmp",
+    "/var/tmp",
+    "/project",
+    "/home",
+    "/root",
+    "/build",
+    "/builddir",
+    "/io",
+    "/src",
+    "/__w",
+    "/workspace",
+    "/github",
+    "/usr/src",
+)
+ROCM_PREFIX = "/opt/rocm"
+_ORIGIN = ("$ORIGIN", "${ORIGIN}")
+
+
+def check_integrity(report: WheelReport) -> list[Finding]:
+    """Every integrity rule, in a stable order."""
+    return [
+        *check_record(report),
+        *check_wheel_tags(report),
+        *check_search_paths(report),
+        *check_load_order(report),
+        *check_pure(report),
+    ]
+
+
+# --------------------------------------------------------------------------- RECORD
+def _normal_hash(value: str) -> tuple[str, str]:
+    algorithm, _, digest = value.partition("=")
+    return algorithm.strip().lower(), digest.strip().rstrip("=")
+
+
+def _files(report: WheelReport) -> dict[str, tuple[int | None, str | None]]:
+    """File members -> (size, digest): from ``report.files`` or, for reports without them, the names."""
+    if report.files:
+        return {f.name: (f.size, f.hash) for f in report.files}
+    return {m: (None, None) for m in report.members if not m.endswith("/")}
+
+
+def check_record(report: WheelReport) -> list[Finding]:
+    dist_info = report.dist_info_dir
+    if dist_info is None:
+        return [Finding("record", "error", "no single top-level *.dist-info/WHEEL: cannot find RECORD")]
+    record_name = f"{dist_info}/RECORD"
+    exempt = {f"{dist_info}/{name}" for name in RECORD_EXEMPT}
+    files = _files(report)
+    if record_name not in files:
+        return [Finding("record", "error", f"the wheel has no {record_name} (a wheel must list its files)")]
+    out: list[Finding] = []
+    listed: dict[str, RecordEntry] = {}
+    for entry in report.record:
+        if entry.path in listed:
+            out.append(Finding("record", "error", f"RECORD lists {entry.path} twice", file=entry.path))
+            continue
+        listed[entry.path] = entry
+    binaries = {e.member for e in report.elves} | {c.member for c in report.code_objects}
+    for name in files:
+        if name in listed or name in exempt:
+            continue
+        what = "a hidden binary" if name in binaries else "a file installers will not track or uninstall"
+        out.append(
+            Finding(
+                "record",
+                "error",
+                f"{name} is in the archive but not in RECORD: {what}",
+                file=name,
+            )
+        )
+    for path, entry in listed.items():
+        if path not in files:
+            if path not in exempt:
+                out.append(
+                    Finding(
+                        "record",
+                        "error",
+                        f"RECORD lists {path} but the archive has no such file: a broken wheel",
+                        file=path,
+                    )
+                )
+            continue
+        if path in exempt:
+            continue
+        out.extend(_check_entry(entry, *files[path], verified=report.record_verified))
+    return out
+
+
+def _check_entry(
+    entry: RecordEntry, size: int | None, digest: str | None, *, verified: bool
+) -> list[Finding]:
+    path = entry.path
+    if entry.hash is None:
+        return [Finding("record", "error", f"RECORD gives no hash for {path}", file=path)]
+    algorithm, value = _normal_hash(entry.hash)
+    if algorithm in WEAK_HASHES:
+        return [
+            Finding(
+                "record",
+                "error",
+                f"RECORD hashes {path} with {algorithm}, which the wheel spec forbids (use sha256)",
+                file=path,
+                symbol=entry.hash,
+            )
+        ]
+    if algorithm not in hashlib.algorithms_guaranteed or algorithm.startswith("shake"):
+        return [
+            Finding(
+                "record",
+                "error",
+                f"RECORD hashes {path} with {algorithm or '(nothing)'!r}, not a hashlib algorithm",
+                file=path,
+                symbol=entry.hash,
+            )
+        ]
+    out = []
+    if entry.size is not None and size is not None and entry.size != size:
+        out.append(
+            Finding(
+                "record",
+                "error",
+                f"RECORD says {path} is {entry.size} bytes, the archive holds {size}",
+                file=path,
+            )
+        )
+    if verified and digest is not None and _normal_hash(digest) != (algorithm, value):
+        out.append(
+            Finding(
+                "record",
+                "error",
+                f"{path} does not match its RECORD hash (RECORD {entry.hash}, archive {digest}): "
+                "modified after the wheel was built",
+                file=path,
+                symbol=entry.hash,
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- WHEEL tags
+def check_wheel_tags(report: WheelReport) -> list[Finding]:
+    where = f"{report.dist_info_dir or '*.dist-info'}/WHEEL"
+    if not report.wheel_tags:
+        return [Finding("wheel-tags", "error", f"{where} has no Tag: lines", file=where)]
+    declared: set[str] = set()
+    out = []
+    for line in report.wheel_tags:
+        try:
+            declared |= {str(t) for t in parse_tag(line)}
+        except (ValueError, IndexError):
+            out.append(Finding("wheel-tags", "error", f"{where}: malformed Tag: {line!r}", file=where))
+    named = set(report.tags)
+    missing, extra = sorted(named - declared), sorted(declared - named)
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"the file name's {', '.join(missing)} not in {where}")
+        if extra:
+            parts.append(f"{where}'s {', '.join(extra)} not in the file name")
+        out.append(
+            Finding(
+                "wheel-tags",
+                "error",
+                "WHEEL Tag: lines differ from the file name's tags: " + "; ".join(parts),
+                file=where,
+                symbol=", ".join(missing + extra),
+            )
+        )
+    return out
+
+
+# --------------------------------------------------------------------------- RPATH / RUNPATH
+def install_path(member: str) -> str | None:
+    """Where a member lands relative to the install root (site-packages); ``None`` for ``.data``
+    categories installed elsewhere (scripts, headers, data)."""
+    top, _, rest = member.partition("/")
+    if top.endswith(".data"):
+        category, _, inner = rest.partition("/")
+        return inner if category in ("purelib", "platlib") else None
+    return member
+
+
+def _origin_rest(entry: str) -> str | None:
+    """The part after ``$ORIGIN``/``${ORIGIN}`` (``""``, ``"/../lib"``), or None when it does not start so."""
+    for token in _ORIGIN:
+        if entry == token or entry.startswith(token + "/"):
+            return entry[len(token) :]
+    return None
+
+
+def resolve_origin(member: str, entry: str) -> str | None:
+    """The directory (relative to the install root, ``"."`` for the root) an ``$ORIGIN`` entry of
+    ``member`` names; ``".."``-prefixed when it escapes the root; None when it is not ``$ORIGIN`` or
+    the member's install location is unknown."""
+    rest = _origin_rest(entry)
+    where = install_path(member)
+    if rest is None or where is None:
+        return None
+    return posixpath.normpath(posixpath.join(posixpath.dirname(where) or ".", "./" + rest.lstrip("/")))
+
+
+def _escapes(path: str) -> bool:
+    return path == ".." or path.startswith("../")
+
+
+def _path_finding(e: ElfInfo, kind: str, entry: str) -> Finding | None:
+    rest = _origin_rest(entry)
+    if rest is not None:
+        resolved = resolve_origin(e.member, entry)
+        if resolved is not None and _escapes(resolved):
+            return Finding(
+                "rpath",
+                "error",
+                f"{kind} entry {entry} of {e.member} resolves outside the wheel's install root",
+                file=e.member,
+                symbol=entry,
+            )
+        return None
+    if entry == ROCM_PREFIX or entry.startswith((ROCM_PREFIX + "/", ROCM_PREFIX + "-")):
+        return Finding(
+            "rpath",
+            "warning",
+            f"{kind} entry {entry} of {e.member} points at a system ROCm install outside the wheel "
+            "(common in ROCm wheels; the ROCm libraries must be there at run time)",
+            file=e.member,
+            symbol=entry,
+        )
+    if entry.startswith("/"):
+        leaked = any(entry == root or entry.startswith(root + "/") for root in BUILD_ROOTS)
+        why = "a leaked build directory" if leaked else "an absolute path outside the wheel"
+        return Finding(
+            "rpath",
+            "error",
+            f"{kind} entry {entry} of {e.member} is {why}: use $ORIGIN-relative paths",
+            file=e.member,
+            symbol=entry,
+        )
+    return Finding(
+        "rpath",
+        "error",
+        f"{kind} entry {entry} of {e.member} is relative to the current directory at run time: "
+        "use $ORIGIN-relative paths",
+        file=e.member,
+        symbol=entry,
+    )
+
+
+def check_search_paths(report: WheelReport) -> list[Finding]:
+    out = []
+    for e in report.elves:
+        for kind, entries in (("RPATH", e.rpath), ("RUNPATH", e.runpath)):
+            for entry in entries:
+                found = _path_finding(e, kind, entry)
+                if found is not None:
+                    out.append(found)
+    return out
+
+
+# --------------------------------------------------------------------------- load order
+def _dirs_of(e: ElfInfo, entries: Iterable[str]) -> set[str]:
+    return {d for d in (resolve_origin(e.member, x) for x in entries) if d is not None and not _escapes(d)}
+
+
+def _location(member: str) -> tuple[str, str]:
+    where = install_path(member) or member
+    return posixpath.dirname(where) or ".", posixpath.basename(where)
+
+
+def check_load_order(report: WheelReport) -> list[Finding]:
+    elves = report.elves
+    providers: dict[str, list[ElfInfo]] = {}
+    for e in elves:
+        names = {posixpath.basename(e.member)} | ({e.soname} if e.soname else set())
+        for name in names:
+            providers.setdefault(name, []).append(e)
+    needers: dict[str, set[str]] = {}
+    by_member = {e.member: e for e in elves}
+    for e in elves:
+        for name in e.needed:
+            for p in providers.get(name, ()):
+                if p.member != e.member:
+                    needers.setdefault(p.member, set()).add(e.member)
+    out = []
+    for e in elves:
+        dirs = _search_dirs(e, by_member, needers)
+        for name in e.needed:
+            found = [p for p in providers.get(name, ()) if p.member != e.member]
+            if not found or "/" in name:
+                continue
+            if any(_location(p.member) in {(d, name) for d in dirs} for p in found):
+                continue
+            via = "RUNPATH" if e.runpath else "RPATH"
+            searched = ", ".join(sorted(dirs)) or "none"
+            out.append(
+                Finding(
+                    "load-order",
+                    "warning",
+                    f"{e.member} needs {name}, which {_names(found)} provides, but no {via} of "
+                    f"{e.member} reaches {_dirs(found)} (searched: {searched}): it loads only when "
+                    "something else loaded it first",
+                    file=e.member,
+                    library=name,
+                    symbol=found[0].member,
+                )
+            )
+    return out
+
+
+def _search_dirs(e: ElfInfo, by_member: dict[str, ElfInfo], needers: dict[str, set[str]]) -> set[str]:
+    if e.runpath:
+        return _dirs_of(e, e.runpath)
+    dirs = _dirs_of(e, e.rpath)
+    seen = {e.member}
+    todo = list(needers.get(e.member, ()))
+    while todo:
+        member = todo.pop()
+        if member in seen:
+            continue
+        seen.add(member)
+        ancestor = by_member[member]
+        dirs |= _dirs_of(ancestor, ancestor.rpath)
+        todo.extend(needers.get(member, ()))
+    return dirs
+
+
+def _names(found: Sequence[ElfInfo]) -> str:
+    return " and ".join(p.member for p in found)
+
+
+def _dirs(found: Sequence[ElfInfo]) -> str:
+    return " or ".join(sorted({_location(p.member)[0] for p in found}))
+
+
+# --------------------------------------------------------------------------- pure wheels
+def check_pure(report: WheelReport) -> list[Finding]:
+    platforms = {t.rsplit("-", 1)[-1] for t in report.tags}
+    if not platforms or platforms != {"any"}:
+        return []
+    tag = ", ".join(report.tags)
+    out = [
+        Finding(
+            "pure-wheel",
+            "error",
+            f"{e.member} is {e.machine} machine code but the wheel is tagged {tag} (platform-independent)",
+            file=e.member,
+        )
+        for e in report.elves
+    ]
+    out += [
+        Finding(
+            "pure-wheel",
+            "warning",
+            f"{c.member} is a standalone GPU code object ({c.target_id}) in a {tag} wheel: loaded by a "
+            "runtime at run time, not linked; no host code, so not failed",
+            file=c.member,
+            symbol=c.target_id,
+        )
+        for c in report.code_objects
+    ]
+    return out
