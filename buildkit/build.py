@@ -26,7 +26,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import cibw, manifest, provenance
-from buildkit.errors import BuildFailed, BuildkitError, GateFailed, Interrupted, RecipeError
+from buildkit.errors import BuildFailed, BuildkitError, GateFailed, Interrupted, RecipeError, UsageError
 from buildkit.plan import Job, Plan
 from buildkit.recipe import Recipe
 
@@ -49,6 +49,7 @@ class BuildOptions:
     build_isolation: bool = True
     parallel_jobs: int = 2
     force: bool = False  # rebuild even when dist/<job-id>/ holds a wheel built from the same inputs
+    source_date_epoch: int | None = None  # None: $SOURCE_DATE_EPOCH, else the source's last commit time
 
 
 @dataclass
@@ -63,10 +64,16 @@ class JobResult:
 
 
 # --------------------------------------------------------------------------- source staging
-def source_date_epoch(source: Path) -> int:
-    """The time of the last commit touching the source folder, else :data:`DEFAULT_EPOCH` (never "now")."""
+def source_date_epoch(source: Path, override: int | None = None) -> int:
+    """``override``, ``$SOURCE_DATE_EPOCH``, else the time of the last commit touching the source
+    folder, else :data:`DEFAULT_EPOCH` (never "now")."""
+    if override is not None:
+        return override
     if "SOURCE_DATE_EPOCH" in os.environ:
-        return int(os.environ["SOURCE_DATE_EPOCH"])
+        value = os.environ["SOURCE_DATE_EPOCH"]
+        if not value.isdigit():
+            raise UsageError(f"SOURCE_DATE_EPOCH={value!r} is not a number of seconds since 1970")
+        return int(value)
     try:
         out = subprocess.run(
             ["git", "-C", str(source), "log", "-1", "--format=%ct", "--", "."],
@@ -89,18 +96,28 @@ def fetch_source(recipe: Recipe, into: Path) -> Path:
         return local
     assert recipe.source.git is not None
     dest = into / "git"
-    cmd = ["git", "clone", "--quiet", "--depth", "1"]
-    if recipe.source.ref:
-        cmd += ["--branch", recipe.source.ref]
-    try:
-        subprocess.run([*cmd, recipe.source.git, str(dest)], check=True, capture_output=True, timeout=600)
-    except (OSError, subprocess.SubprocessError) as exc:
-        detail = getattr(exc, "stderr", b"") or b""
-        raise BuildFailed(
-            f"cannot clone {recipe.source.git} at {recipe.source.ref}: "
-            f"{detail.decode(errors='replace').strip()}"
-        ) from None
-    return dest / recipe.source.subdirectory if recipe.source.subdirectory else dest
+    ref = recipe.source.ref or "HEAD"
+    steps = [
+        ["git", "init", "--quiet", str(dest)],
+        ["git", "-C", str(dest), "fetch", "--quiet", "--depth", "1", "--", recipe.source.git, ref],
+        ["git", "-C", str(dest), "checkout", "--quiet", "FETCH_HEAD"],
+    ]
+    for cmd in steps:  # fetch by ref works for branches, tags and commit ids alike
+        try:
+            subprocess.run(cmd, check=True, capture_output=True, timeout=600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            detail = getattr(exc, "stderr", b"") or b""
+            raise BuildFailed(
+                f"cannot fetch {recipe.source.git} at {ref}: {detail.decode(errors='replace').strip()}"
+            ) from None
+    root = dest.resolve()
+    src = (dest / recipe.source.subdirectory).resolve() if recipe.source.subdirectory else root
+    if not src.is_relative_to(root) or not src.is_dir():
+        raise recipe.error(
+            f"source.subdirectory {recipe.source.subdirectory!r} is not a folder inside the repository",
+            ("source", "subdirectory"),
+        )
+    return src
 
 
 def stage_source(source: Path, dest: Path, ca_bundle: Path | None) -> bool:
@@ -169,7 +186,7 @@ def up_to_date(dest: Path, key: str) -> Path | None:
 def run_prebuild_checks(recipe: Recipe, source: Path) -> list[Path]:
     from buildkit.tuned import check_tuned_csvs
 
-    return check_tuned_csvs(source, recipe.tuned_csv)
+    return check_tuned_csvs(source, recipe.tuned_csv, recipe=recipe)
 
 
 # --------------------------------------------------------------------------- docker helpers
@@ -181,8 +198,13 @@ def ccache_volume(job: Job, image_tag: str) -> str:
     return f"rocm-buildkit-ccache-{key}"
 
 
-def cibuildwheel_containers(client: Any) -> set[str]:
-    return {c.name for c in client.containers.list(all=True, filters={"name": "cibuildwheel-"})}
+#: label put on every container a build creates (value: the build's own id), so that cleanup
+#: after a failure or Ctrl-C removes exactly ours, never another build's on the same engine
+BUILD_LABEL = "io.rocm-buildkit.build"
+
+
+def labelled_containers(client: Any, build_id: str) -> list[Any]:
+    return list(client.containers.list(all=True, filters={"label": f"{BUILD_LABEL}={build_id}"}))
 
 
 def toolchain_versions(client: Any, image: str) -> dict[str, str]:
@@ -197,7 +219,16 @@ def toolchain_versions(client: Any, image: str) -> dict[str, str]:
         "echo gcc=$(gcc --version 2>/dev/null | head -1 || echo none);"
         "echo glibc=$(ldd --version 2>&1 | head -1)"
     )
-    raw = client.containers.run(image, ["sh", "-c", script], remove=True, network_disabled=True)
+    container = client.containers.create(
+        image, ["sh", "-c", script], network_disabled=True, labels={BUILD_LABEL: "toolchain-probe"}
+    )
+    try:
+        container.start()
+        container.wait(timeout=120)
+        raw = container.logs(stdout=True, stderr=False)
+    finally:
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
     out: dict[str, str] = {}
     for line in raw.decode(errors="replace").splitlines():
         key, _, value = line.partition("=")
@@ -210,7 +241,7 @@ def toolchain_versions(client: Any, image: str) -> dict[str, str]:
 @contextlib.contextmanager
 def _log_file(path: Path) -> Iterator[TextIO]:
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
+    with path.open("w", encoding="utf-8", errors="surrogateescape") as fh:
         yield fh
 
 
@@ -278,12 +309,16 @@ def build_job(
     result = JobResult(job=job.id, status="build-failed", log=log_path)
     options.out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".buildkit-{job.id}-", dir=options.out_dir.parent))
-    before = cibuildwheel_containers(client)
+    build_id = work.name
     try:
         with _log_file(log_path) as log:
             staged = work / "src"
             with_ca = stage_source(source, staged, options.ca_bundle)
-            epoch = source_date_epoch(source)
+            pins = cibw.constraints(job)
+            if pins is not None:
+                (staged / ".buildkit").mkdir(exist_ok=True)
+                (staged / ".buildkit" / cibw.CONSTRAINTS_NAME).write_text(pins, encoding="utf-8")
+            epoch = source_date_epoch(source, options.source_date_epoch)
             key = inputs_key(job, image.id, tree_digest(staged), epoch, options.build_isolation)
             existing = None if options.force else up_to_date(options.out_dir / job.id, key)
             if existing is not None:
@@ -299,6 +334,7 @@ def build_job(
                 with_ca_bundle=with_ca,
                 build_isolation=options.build_isolation,
                 parallel_jobs=options.parallel_jobs,
+                labels={BUILD_LABEL: build_id},
             )
             cibw_options = cibw.cibuildwheel_options(job, settings)
             for line in cibw.describe(cibw_options):
@@ -366,9 +402,10 @@ def build_job(
     finally:
         result.seconds = time.monotonic() - started
         shutil.rmtree(work, ignore_errors=True)
-        for name in cibuildwheel_containers(client) - before:
-            with contextlib.suppress(Exception):
-                client.containers.get(name).remove(force=True)
+        with contextlib.suppress(Exception):
+            for container in labelled_containers(client, build_id):
+                with contextlib.suppress(Exception):
+                    container.remove(force=True)
     return result
 
 
@@ -402,27 +439,53 @@ def _source_info(recipe: Recipe, source: Path) -> dict[str, str]:
 
 
 def _publish_to_out(wheel: Path, dest: Path) -> None:
-    """Move the wheel and its manifest into ``dest`` with renames: readers see all or nothing."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    ready = wheel.parent.parent / "ready"
-    ready.mkdir()
-    os.replace(wheel, ready / wheel.name)
-    os.replace(manifest.manifest_path(wheel), ready / manifest.manifest_path(wheel).name)
-    for extra in provenance.companions(wheel):  # the attestation
-        os.replace(extra, ready / extra.name)
-    if dest.exists():
-        trash = wheel.parent.parent / "previous"
-        os.replace(dest, trash)
+    """Put the wheel and its companions (manifest, attestation) into ``dest`` all at once.
+
+    The files are first copied into a hidden folder inside ``dest``'s parent (the same file system
+    as ``dest``, whatever the staging folder's), then that folder is renamed to ``dest``. A previous
+    ``dest`` is set aside for the instant of the swap and put back if the swap fails.
+    """
+    parent = dest.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    files = [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
+    incoming = Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-", dir=parent))
+    previous = parent / f".{dest.name}.previous-{incoming.name.rsplit('-', 1)[-1]}"
     try:
-        os.replace(ready, dest)
-    except OSError:
-        # different file system: copy into a hidden sibling, then rename
-        tmp = dest.with_name(f".{dest.name}.partial")
-        shutil.copytree(ready, tmp)
-        os.replace(tmp, dest)
+        for path in files:
+            shutil.copyfile(path, incoming / path.name)
+        os.chmod(incoming, 0o755)
+        had_previous = dest.exists()
+        if had_previous:
+            os.replace(dest, previous)
+        try:
+            os.replace(incoming, dest)
+        except OSError:
+            if had_previous:
+                os.replace(previous, dest)
+            raise
+        if had_previous:
+            shutil.rmtree(previous, ignore_errors=True)
+    except OSError as exc:
+        raise BuildFailed(f"cannot move {wheel.name} into {dest}: {exc}") from None
+    finally:
+        shutil.rmtree(incoming, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- all jobs
+def check_writable(folder: Path, what: str) -> None:
+    """``folder`` is, or can become, a writable folder (its nearest existing ancestor is a writable
+    folder): checked before any image or compiler starts, creating nothing."""
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UsageError(f"{what} {folder}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {folder}: {probe} is not writable")
+
+
 def build_plan(
     recipe: Recipe,
     plan: Plan,
@@ -433,11 +496,13 @@ def build_plan(
     verbose: bool = False,
     client: Any = None,
 ) -> list[JobResult]:
-    from buildkit.image import ensure_image
+    from buildkit.image import ensure_image, rocm_build_args
 
-    jobs = [plan.job(j) for j in job_ids] if job_ids else list(plan.jobs)
+    jobs = [plan.job(j) for j in dict.fromkeys(job_ids)] if job_ids else list(plan.jobs)
     if not jobs:
         raise RecipeError("the plan has no job to build", file=recipe.display_path)
+    check_writable(options.out_dir, "--out")
+    check_writable(options.log_dir, "--log-dir")
     if client is None:
         from buildkit.docker_engine import connect
 
@@ -448,11 +513,19 @@ def build_plan(
         checked = run_prebuild_checks(recipe, source)
         for path in checked:
             echo(f"pre-build check: {path.relative_to(source)} ok (gfx column, unique keys)")
-        images: dict[str, Any] = {}
+        images: dict[tuple[str, str], Any] = {}
+        for job in jobs:  # refuse a job its image cannot serve before building anything
+            rocm_build_args(job.image_profile, job.rocm)
         for job in jobs:
-            if job.image_profile not in images:
-                images[job.image_profile] = ensure_image(job.image_profile, client=client, progress=echo)
-            image = images[job.image_profile]
+            key = (job.image_profile, job.rocm)
+            if key not in images:  # one image per (profile, ROCm release): a 7.2 job never builds on 6.4
+                images[key] = ensure_image(
+                    job.image_profile,
+                    build_args=rocm_build_args(job.image_profile, job.rocm),
+                    client=client,
+                    progress=echo,
+                )
+            image = images[key]
             echo(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
             try:
                 result = build_job(

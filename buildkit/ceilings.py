@@ -18,7 +18,10 @@ Results are cached by image id in ``$XDG_CACHE_HOME/rocm-buildkit/ceilings/<id>.
 is recomputed from the installed auditwheel on every call.
 
 An image without libstdc++ (or libgcc_s) reports those prefixes as absent: the policy match then
-holds only for wheels that do not need that library, and says so.
+holds only for wheels that do not need that library, and says so. A library that *is* there under its
+name but cannot be read (not ELF, no ``.gnu.version_d``, none of the versions it must define, a
+directory, a symlink loop) is a :class:`~buildkit.errors.UsageError` (exit 2), as a missing libc is:
+leaving it out would make the image look *more* permissive than it is. Nothing is cached then.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from buildkit.errors import DockerUnavailable, UsageError
 from buildkit.policy import CEILING_PREFIXES, Policy, policies, split_symbol_version, version_tuple
 
 SCHEMA_VERSION = 1
-CACHE_SCHEMA = 2
+CACHE_SCHEMA = 3  # 3: readings with an unreadable library are refused, never cached
 MAX_LIBRARY_BYTES = 256 * 1024 * 1024  # a libc/libstdc++ is a few MiB; refuse absurd files
 MAX_SYMLINK_HOPS = 40  # as the kernel's ELOOP limit
 VER_FLG_BASE = 0x1  # the verdef entry naming the file itself (its SONAME), not a version
@@ -57,6 +60,13 @@ LIBRARIES: tuple[tuple[str, str], ...] = (
     ("libstdc++", "libstdc++.so.6"),
     ("libgcc_s", "libgcc_s.so.1"),
 )
+#: SONAME -> the version prefix a genuine copy of it always defines (libm defines GLIBC_* too)
+EXPECTED_PREFIX: dict[str, str] = {
+    "libc.so.6": "GLIBC",
+    "libm.so.6": "GLIBC",
+    "libstdc++.so.6": "GLIBCXX",
+    "libgcc_s.so.1": "GCC",
+}
 PROVIDERS: dict[str, str] = {
     "GLIBC": "libc.so.6",
     "GLIBCXX": "libstdc++.so.6",
@@ -76,6 +86,7 @@ _LABEL = "io.rocm-buildkit.purpose"
 # glibc's banner (what `gnu_get_libc_version` and running libc.so.6 print), read as bytes, not run
 _GLIBC_BANNER = re.compile(rb"GNU C Library [^\n\0]{0,200}? release version (\d+\.\d+)")
 _MANYLINUX_GLIBC = re.compile(r"^manylinux_(\d+)_(\d+)$")
+_SYMLINK_LOOP = re.compile(r"too many (?:levels of symbolic )?links", re.IGNORECASE)
 
 
 def search_dirs(triplet: str) -> tuple[str, ...]:
@@ -340,7 +351,7 @@ def version_definitions(data: bytes) -> tuple[str, tuple[str, ...]]:
 
 @dataclass(frozen=True)
 class _Member:
-    kind: str  # "file", "link", "directory", "special file"
+    kind: str  # "file", "link", "directory", "special file", "symlink loop"
     data: bytes = b""
     link: str = ""
 
@@ -352,6 +363,12 @@ def _read_member(container: Any, path: str) -> _Member | None:
         stream, _stat = container.get_archive(path)
     except docker.errors.NotFound:
         return None
+    except docker.errors.APIError as exc:
+        # the engine resolves symlinks within the container's root itself and answers 500
+        # "evalSymlinksInScope: too many links" (ELOOP) for a loop on the way: no other signal
+        if _SYMLINK_LOOP.search(str(exc.explanation or exc)):
+            return _Member("symlink loop")
+        raise
     buf = io.BytesIO()
     for chunk in stream:
         buf.write(chunk)
@@ -389,6 +406,8 @@ def _fetch_library(container: Any, soname: str, dirs: Sequence[str]) -> LibraryV
                 chain.append(path)
                 path = _resolve_link(path, got.link)
                 continue
+            if got.kind == "symlink loop":
+                return LibraryVersions(soname, path, tuple(chain), problem=f"{path}: symlink loop")
             if got.kind != "file":
                 return LibraryVersions(soname, path, tuple(chain), problem=f"{path} is a {got.kind}")
             value = got.data
@@ -399,19 +418,53 @@ def _fetch_library(container: Any, soname: str, dirs: Sequence[str]) -> LibraryV
             if not names:
                 problem = f"{path} defines no symbol versions (.gnu.version_d missing)"
                 return LibraryVersions(soname, path, tuple(chain), problem=problem)
+            expected = EXPECTED_PREFIX.get(soname)
+            if expected is not None and not any(split_symbol_version(n)[0] == expected for n in names):
+                problem = f"{path} defines no {expected}_* version: not a genuine {soname}"
+                return LibraryVersions(soname, path, tuple(chain), problem=problem)
             release = None
             if soname == "libc.so.6":
                 banner = _GLIBC_BANNER.search(value)
                 release = banner.group(1).decode() if banner else None
             return LibraryVersions(soname, path, tuple(chain), names, release=release)
         else:
-            return LibraryVersions(soname, path, tuple(chain), problem="symlink loop")
+            return LibraryVersions(soname, path, tuple(chain), problem=f"{path}: symlink loop")
     return LibraryVersions(soname, None)
 
 
+def check_image_reference(image: str) -> None:
+    """Refuse what cannot be an image reference before asking the engine (UsageError, exit 2)."""
+    if not image.strip():
+        raise UsageError("empty image reference: give an image name (debian:trixie-slim) or id")
+    if image != image.strip() or any(c.isspace() or not c.isprintable() for c in image):
+        raise UsageError(f"invalid image reference {image!r}: it contains blanks or control characters")
+
+
+def check_libraries(image: str, triplet: str, libs: Sequence[LibraryVersions]) -> None:
+    """Refuse a reading the ceilings cannot be trusted from (UsageError, exit 2): no libc.so.6, or a
+    library present under its name that could not be read. Absent libstdc++ / libgcc_s are fine."""
+    libc = next((lib for lib in libs if lib.soname == "libc.so.6"), None)
+    if libc is None or libc.path is None:
+        raise UsageError(
+            f"image {image!r} has no libc.so.6 in {', '.join(search_dirs(triplet))}: "
+            "not a glibc-based image (musl images need musllinux wheels)"
+        )
+    broken = [lib for lib in libs if lib.problem is not None]
+    if broken:
+        what = "; ".join(f"{lib.soname}: {lib.problem}" for lib in broken)
+        raise UsageError(
+            f"image {image!r}: cannot read the symbol versions of {what}\n"
+            "  hint: a runtime image needs intact ELF libraries with .gnu.version_d; "
+            "its ceilings cannot be read from this one"
+        )
+
+
 def _image(client: DockerClient, image: str) -> Any:
+    check_image_reference(image)
     try:
         return client.images.get(image)
+    except docker.errors.NullResource:
+        raise UsageError("empty image reference: give an image name or id") from None
     except docker.errors.ImageNotFound:
         raise DockerUnavailable(
             f"image {image!r} is not in the Docker engine's local images\n"
@@ -419,6 +472,8 @@ def _image(client: DockerClient, image: str) -> Any:
             "`docker images` lists what is there"
         ) from None
     except docker.errors.APIError as exc:
+        if exc.status_code == 400:  # the engine parses the reference: "invalid reference format"
+            raise UsageError(f"invalid image reference {image!r}: {exc.explanation or exc}") from None
         raise DockerUnavailable(f"the Docker engine could not look up image {image!r}: {exc}") from None
 
 
@@ -489,7 +544,9 @@ def read_image_ceilings(
 ) -> ImageCeilings:
     """Read the libraries of ``image`` (a local image name or id) and their version definitions.
 
-    Raises :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local.
+    Raises :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local,
+    :class:`UsageError` (exit 2) for an invalid reference, an image without libc.so.6 or with a
+    library that cannot be read (:func:`check_libraries`; such a reading is never cached).
     """
     if client is None:
         from buildkit.docker_engine import connect
@@ -503,13 +560,10 @@ def read_image_ceilings(
     if use_cache:
         hit = _load_cache(cache_file)
         if hit is not None:
+            check_libraries(image, triplet, hit[1])
             return ImageCeilings(image, image_id, hit[0], hit[1], cached=True)
     libs = _read_from_engine(client, image_id, triplet)
-    if libs[0].path is None:
-        raise UsageError(
-            f"image {image!r} has no libc.so.6 in {', '.join(search_dirs(triplet))}: "
-            "not a glibc-based image (musl images need musllinux wheels)"
-        )
+    check_libraries(image, triplet, libs)
     _store_cache(cache_file, image_id, arch, libs)
     return ImageCeilings(image, image_id, arch, libs)
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from buildkit.errors import UsageError
 from buildkit.plan import Job
 
 #: host variables cibuildwheel itself needs to reach the engine and run; nothing else is passed
@@ -39,6 +40,27 @@ HOST_PASSTHROUGH = (
 
 #: where the staged source carries the CA bundle for pip inside the container (see build.py)
 CONTAINER_CA_PATH = "/project/.buildkit/ca-bundle.crt"
+#: the pip constraints of the build (the torch pin), staged beside it; pip applies PIP_CONSTRAINT to
+#: the isolated build environment too, so the extension compiles against the pinned torch
+CONSTRAINTS_NAME = "constraints.txt"
+CONTAINER_CONSTRAINTS_PATH = "/project/.buildkit/" + CONSTRAINTS_NAME
+#: variables rocm-buildkit sets itself; a recipe may repeat them only with the same value
+RESERVED = frozenset(
+    {
+        "HIP_PLATFORM",
+        "PYTORCH_ROCM_ARCH",
+        "GPU_ARCHS",
+        "SOURCE_DATE_EPOCH",
+        "BUILDKIT_VERSION",
+        "SETUPTOOLS_SCM_PRETEND_VERSION",
+        "BUILDKIT_JOB",
+        "PIP_CERT",
+        "SSL_CERT_FILE",
+        "REQUESTS_CA_BUNDLE",
+        "PIP_CONSTRAINT",
+        "CCACHE_DIR",
+    }
+)
 CONTAINER_CCACHE_DIR = "/ccache"
 
 
@@ -50,6 +72,7 @@ class CibwSettings:
     with_ca_bundle: bool  # the staged source carries .buildkit/ca-bundle.crt
     build_isolation: bool = True
     parallel_jobs: int = 2
+    labels: Mapping[str, str] = field(default_factory=dict)  # put on the build container
 
 
 def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
@@ -80,14 +103,33 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         env["REQUESTS_CA_BUNDLE"] = CONTAINER_CA_PATH
     if job.torch_index_url:
         env["PIP_EXTRA_INDEX_URL"] = job.torch_index_url
+    if job.torch_requirement:
+        env["PIP_CONSTRAINT"] = CONTAINER_CONSTRAINTS_PATH
     for key in sorted(job.env):
-        env[key] = job.env[key]
+        value = job.env[key]
+        if key in RESERVED and key in env and env[key] != value:
+            raise UsageError(
+                f"the recipe's env sets {key}={value!r}, but rocm-buildkit sets {key}={env[key]!r} itself "
+                "for this job; remove it from the recipe's env"
+            )
+        env.setdefault(key, value)
     return env
 
 
+def constraints(job: Job) -> str | None:
+    """The pip constraints file of a job (``torch==2.10.*``), None without a torch pin."""
+    return f"{job.torch_requirement}\n" if job.torch_requirement else None
+
+
+def _double_quote(value: str) -> str:
+    """``"value"`` with ``\\ " $ `` ` escaped: cibuildwheel's parser (bashlex) keeps it literal."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$").replace("`", "\\`")
+    return f'"{escaped}"'
+
+
 def render_environment(env: Mapping[str, str]) -> str:
-    """``CIBW_ENVIRONMENT`` syntax: space separated ``KEY=value`` pairs, values shell-quoted."""
-    return " ".join(f"{key}={shlex.quote(value)}" for key, value in env.items())
+    """``CIBW_ENVIRONMENT`` syntax: space separated ``KEY="value"`` pairs, values taken literally."""
+    return " ".join(f"{key}={_double_quote(value)}" for key, value in env.items())
 
 
 def repair_command(job: Job) -> str:
@@ -125,8 +167,11 @@ def before_build(job: Job) -> str | None:
 
 def container_engine(settings: CibwSettings) -> str:
     parts = ["docker", "disable_host_mount: true"]
+    args = [f"--label={key}={value}" for key, value in sorted(settings.labels.items())]
     if settings.ccache_volume:
-        parts.append(f"create_args: --volume={settings.ccache_volume}:{CONTAINER_CCACHE_DIR}")
+        args.append(f"--volume={settings.ccache_volume}:{CONTAINER_CCACHE_DIR}")
+    if args:
+        parts.append("create_args: " + " ".join(shlex.quote(a) for a in args))
     return "; ".join(parts)
 
 

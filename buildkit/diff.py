@@ -508,11 +508,29 @@ def project_url(index_url: str, project: str) -> str:
     return urllib.parse.urljoin(root, name + "/")
 
 
+def _require_index_root(page: str) -> None:
+    """A ``file://`` index whose root (the directory holding the project pages) does not exist is a
+    wrong URL, not an index without the project: UsageError. Over http(s) a missing project page and
+    a wrong root both answer 404 and the root page is not fetched (PyPI's lists every project)."""
+    split = urllib.parse.urlsplit(page)
+    if split.scheme != "file":
+        return
+    root = Path(urllib.request.url2pathname(split.path)).parent
+    if not root.is_dir():
+        what = "is not a directory" if root.exists() else "does not exist"
+        raise UsageError(
+            f"index {root.as_uri()}/ {what}: a file:// simple index is a directory of project pages\n"
+            "  hint: check the URL (a first release needs an existing, possibly empty, index directory)"
+        )
+
+
 def project_files(index_url: str, project: str) -> tuple[str, list[IndexFile]]:
-    """``(page URL, wheels listed there)``; no page (404) gives an empty list."""
+    """``(page URL, wheels listed there)``; no page (404) gives an empty list, unless the index
+    itself is missing (a ``file://`` root that is not a directory: UsageError)."""
     page = project_url(index_url, project)
     data = _read_url(page)
     if data is None:
+        _require_index_root(page)
         return page, []
     parser = _LinkParser()
     parser.feed(data.decode("utf-8", "replace"))

@@ -53,6 +53,7 @@ from buildkit.policy import (
     symbol_version_key,
     version_tuple,
 )
+from buildkit.rocm import expected_sonames
 
 if TYPE_CHECKING:
     from buildkit.plan import Job
@@ -83,6 +84,8 @@ class GateConfig:
     torch: str | None = None  # "2.10": METADATA must require a torch compatible with 2.10 only
     size_warn: int | None = DEFAULT_SIZE_WARN
     size_limit: int | None = None
+    rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
+    rocm_sonames: Mapping[str, str] = field(default_factory=dict)  # "libamdhip64" -> "libamdhip64.so.7"
 
     def __post_init__(self) -> None:
         if self.policy is not None:
@@ -137,6 +140,8 @@ class GateConfig:
             "exclude_globs": tuple(job.exclude_globs),
             "archs": tuple(str(t) for t in job.archs.kept),
             "torch": job.torch,
+            "rocm": job.rocm,
+            "rocm_sonames": expected_sonames(job.rocm),
         }
         values.update(overrides)
         return cls(**values)
@@ -151,6 +156,8 @@ class GateConfig:
             "torch": self.torch,
             "size_warn": self.size_warn,
             "size_limit": self.size_limit,
+            "rocm": self.rocm,
+            "rocm_sonames": dict(self.rocm_sonames),
         }
 
 
@@ -279,6 +286,7 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
     _check_archs(gfx, config, findings)
     _check_size(report.size, config, findings)
     _check_torch(report.metadata_requires, config, findings)
+    _check_rocm_sonames(host, config, findings)
     findings.extend(check_integrity(report))
 
     return Verdict(
@@ -416,7 +424,8 @@ def _target_policy(config: GateConfig, file_tags: Sequence[str], arch: str) -> P
         return get_policy(config.policy, arch)
     claimed = [parse_platform_tag(t) for t in file_tags]
     pols = [get_policy(p[0], arch) for p in claimed if p is not None and p[1] == arch]
-    return min(pols, key=lambda p: p.priority) if pols else None
+    # the strictest claim is the most compatible tag (highest priority): the wheel must hold it
+    return max(pols, key=lambda p: p.priority) if pols else None
 
 
 def _check_ceilings(
@@ -523,9 +532,24 @@ def _gfx_objects(elves: Sequence[ElfInfo], code_objects: Sequence[CodeObject]) -
 
 
 def _matches(requested: str, present: str, features: bool) -> bool:
+    """Same processor and no contradicting feature (``xnack-`` code never serves ``xnack+``);
+    with ``features``, exactly the same target-id features."""
     rname, rfeat = _split_target(requested)
     pname, pfeat = _split_target(present)
-    return rname == pname and (not features or rfeat == pfeat)
+    if rname != pname:
+        return False
+    if features:
+        return rfeat == pfeat
+    flipped = {f[:-1] + ("-" if f.endswith("+") else "+") for f in rfeat}
+    return not pfeat & flipped
+
+
+def _narrower(requested: str, present: str) -> bool:
+    """``present`` runs in fewer modes than ``requested`` asks for: ``gfx90a:xnack-`` code for a
+    ``gfx90a`` request (any xnack mode), or ``xnack-`` code for an ``xnack+`` request."""
+    _rname, rfeat = _split_target(requested)
+    _pname, pfeat = _split_target(present)
+    return not pfeat <= rfeat
 
 
 def _check_archs(gfx: Sequence[GfxObject], config: GateConfig, findings: list[Finding]) -> None:
@@ -550,12 +574,24 @@ def _check_archs(gfx: Sequence[GfxObject], config: GateConfig, findings: list[Fi
     for where, targets in groups:
         member = where if not where.endswith("code object(s)") else None
         for want in config.archs:
-            if not any(_matches(want, t, config.match_features) for t in targets):
+            same = [t for t in targets if _matches(want, t, config.match_features)]
+            if same and all(_narrower(want, t) for t in same):
+                findings.append(
+                    Finding(
+                        "gfx-arch",
+                        "warning",
+                        f"{where} has {want} only as {', '.join(same)}: that code loads only in that "
+                        f"mode, not wherever {want} is asked for",
+                        file=member,
+                        symbol=want,
+                    )
+                )
+            if not same:
                 findings.append(
                     Finding(
                         "gfx-arch",
                         "error",
-                        f"{where} lacks code for requested arch {want} (has {', '.join(targets)})",
+                        f"{where} lacks code for requested arch {want} (has {', '.join(targets) or 'none'})",
                         file=member,
                         symbol=want,
                     )
@@ -619,6 +655,28 @@ def torch_pin_problem(requirement: Requirement, pin: str) -> str | None:
         if spec.contains(Version(probe), prereleases=True):
             return f"{requirement} also admits torch {probe}, built against a different ABI than {pin}"
     return None
+
+
+def _check_rocm_sonames(host: Sequence[ElfInfo], config: GateConfig, findings: list[Finding]) -> None:
+    """A wheel for ROCm X links X's runtime SONAMEs: ``libamdhip64.so.6`` in a ROCm 7.2 job means it
+    was compiled against another ROCm than its label says (and fails to load, or loads the wrong one)."""
+    if not config.rocm_sonames:
+        return
+    for elf in host:
+        for needed in elf.needed:
+            base, sep, _major = needed.partition(".so.")
+            expected = config.rocm_sonames.get(base)
+            if sep and expected is not None and needed != expected:
+                findings.append(
+                    Finding(
+                        "rocm-soname",
+                        "error",
+                        f"{elf.member} needs {needed}, but ROCm {config.rocm} ships {expected}: it was "
+                        "built against another ROCm release than the job pins",
+                        file=elf.member,
+                        library=needed,
+                    )
+                )
 
 
 def _check_torch(requires: Sequence[str], config: GateConfig, findings: list[Finding]) -> None:

@@ -58,6 +58,10 @@ class Profile:
     wheel_python: str = "3.13"
     build_args: Mapping[str, str] = field(default_factory=dict)
     description: str = ""
+    #: the ROCm releases this image can provide: None = any (chosen by build args), else fixed
+    rocm_releases: tuple[str, ...] | None = None
+    #: the build argument naming the ROCm release (images that install AMD's packages)
+    rocm_build_arg: str | None = None
 
     @property
     def repository(self) -> str:
@@ -73,6 +77,7 @@ PROFILES: dict[str, Profile] = {
             context_files=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
             wheel_requirements=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
             description="Debian trixie + Debian's hipcc (ROCm 5.7.1, clang 17): offline and CI builds",
+            rocm_releases=("5.7",),
         ),
         Profile(
             name="debian-runtime",
@@ -83,6 +88,7 @@ PROFILES: dict[str, Profile] = {
             name="manylinux_2_28-rocm",
             dockerfile="manylinux_2_28-rocm.Dockerfile",
             description="pypa manylinux_2_28 + AMD's ROCm packages: production wheels",
+            rocm_build_arg="ROCM_VERSION",
         ),
     )
 }
@@ -143,6 +149,32 @@ def parse_build_args(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
         if not sep or not key:
             raise UsageError(f"--build-arg expects KEY=VALUE, got {pair!r}")
         args[key] = value
+    return args
+
+
+def rocm_build_args(profile_name: str, rocm: str) -> dict[str, str]:
+    """The build arguments that make ``profile_name``'s image carry ROCm ``rocm`` (a release such as
+    "7.2": its newest known patch is installed). A profile fixed to other releases refuses."""
+    from buildkit import rocm as rocm_data
+
+    profile = get_profile(profile_name)
+    if profile.rocm_releases is not None:
+        if rocm not in profile.rocm_releases:
+            raise UsageError(
+                f"image profile {profile.name} provides ROCm {', '.join(profile.rocm_releases)} only, "
+                f"not {rocm}; use the manylinux_2_28-rocm profile for other releases"
+            )
+        return {}
+    if profile.rocm_build_arg is None:
+        return {}
+    patch = rocm_data.get_release(rocm).patches[-1]
+    args = {profile.rocm_build_arg: patch}
+    if int(patch.split(".")[0]) >= 7:  # AMD moved the RHEL 8 repositories with ROCm 7
+        args["ROCM_REPO"] = f"https://repo.radeon.com/rocm/el8/{patch}/main"
+        args["AMDGPU_REPO"] = f"https://repo.radeon.com/graphics/{patch}/el/8.10/main/x86_64"
+    else:
+        args["ROCM_REPO"] = f"https://repo.radeon.com/rocm/rhel8/{patch}/main"
+        args["AMDGPU_REPO"] = f"https://repo.radeon.com/amdgpu/{patch}/rhel/8.10/main/x86_64"
     return args
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
-from buildkit.errors import PublishRefused, WheelReadError
+from buildkit.errors import PublishRefused, UsageError, WheelReadError
 from buildkit.manifest import sha256_file
 
 LOCK_NAME = ".buildkit-index.lock"
@@ -138,10 +138,35 @@ def _requires_python(metadata: bytes) -> str | None:
     return str(value).strip() if value else None
 
 
+def check_root(root: Path) -> None:
+    """Refuse (:class:`UsageError`) a ``root`` that cannot become an index directory; writes nothing.
+
+    ``root`` must be a directory, or not exist below a writable directory (an existing file, a path
+    through a file, or a parent without write permission is refused).
+    """
+    if root.exists():
+        if not root.is_dir():
+            raise UsageError(f"{root}: exists and is not a directory; the index must be a directory")
+        if not os.access(root, os.W_OK | os.X_OK):
+            raise UsageError(f"{root}: the index directory is not writable")
+        return
+    existing = root.absolute().parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UsageError(f"{root}: cannot be created: {existing} is a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"{root}: cannot be created: {existing} is not writable")
+
+
 @contextmanager
 def _locked(root: Path) -> Iterator[None]:
-    root.mkdir(parents=True, exist_ok=True)
-    with (root / LOCK_NAME).open("a") as fh:
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        handle = (root / LOCK_NAME).open("a")
+    except OSError as exc:  # e.g. /proc/idx: the parent looks writable but refuses new entries
+        raise UsageError(f"{root}: cannot write the index there: {exc.strerror or exc}") from None
+    with handle as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         try:
             yield

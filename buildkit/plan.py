@@ -40,6 +40,7 @@ from buildkit.recipe import Recipe, TorchPin
 GITHUB_MAX_JOBS = 256
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 _FROM_IMAGE = ("manylinux", "ceilings", "from_image")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 #: Reads the ceilings of runtime images: ``reader(["debian:bookworm-slim"]) -> {"GLIBC": "2.36", ...}``
 #: (a prefix the image does not define is left out). Default: buildkit.ceilings.ceilings_from_images.
@@ -117,7 +118,11 @@ class Plan:
         raise RecipeError(
             f"no job {job_id!r} in the plan of {self.recipe.name}",
             file=self.recipe.display_path,
-            hint="known: " + ", ".join(j.id for j in self.jobs),
+            hint=(
+                "known: " + ", ".join(j.id for j in self.jobs)
+                if self.jobs
+                else "the plan has no jobs (every combination was skipped)"
+            ),
         )
 
     @staticmethod
@@ -133,7 +138,8 @@ class Plan:
         return {
             "recipe": {
                 "name": r.name,
-                "file": r.path.name,  # relative: output must not depend on where the checkout lives
+                # relative: output must not depend on where the checkout lives
+                "file": printable(r.path.name),
                 "sha256": r.sha256,
                 "source": {k: v for k, v in vars(r.source).items() if v is not None},
             },
@@ -434,10 +440,27 @@ def expand(
 # rendering
 
 
+def printable(text: str) -> str:
+    """``text`` that encodes as UTF-8: a byte a file name smuggled in (``\\xff``, decoded by
+    Python as the lone surrogate U+DCFF) is shown as ``\\xff``, any other lone surrogate as
+    ``\\udXXX``. Valid text is returned unchanged."""
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
 def _dumps(obj: Any, *, compact: bool = False) -> str:
+    """Sorted-key JSON, non-ASCII kept as UTF-8; a lone surrogate (which has no UTF-8 encoding)
+    becomes its JSON escape ``\\udcff``, so the output is always valid UTF-8."""
     if compact:
-        return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    else:
+        text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    # surrogates only occur inside JSON strings, where \uXXXX is a valid escape
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def render_json(plan: Plan) -> str:
@@ -496,7 +519,7 @@ def _table(rows: list[list[str]]) -> list[str]:
 def render_table(plan: Plan) -> str:
     r = plan.recipe
     lines = [
-        f"recipe {r.path.name} ({r.name}, sha256 {r.sha256[:12]}): "
+        f"recipe {printable(r.path.name)} ({r.name}, sha256 {r.sha256[:12]}): "
         f"{len(plan.jobs)} job{'s' if len(plan.jobs) != 1 else ''}, {len(plan.skipped)} skipped",
         "",
     ]
@@ -542,7 +565,7 @@ def render_table(plan: Plan) -> str:
         lines.append("")
         lines.append("skipped:")
         lines += ["  " + line for line in _table([[s.id, s.reason] for s in plan.skipped])]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines) + "\n")
 
 
 RENDERERS: dict[str, Callable[[Plan], str]] = {

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from buildkit.errors import NotReproducible, UsageError
+from buildkit.errors import BuildFailed, NotReproducible, UsageError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,6 +55,7 @@ BUILD_TYPE = "https://github.com/rocm-buildkit/rocm-buildkit/buildtypes/cibuildw
 BUILDER_ID = "https://github.com/rocm-buildkit/rocm-buildkit/builder/buildkit-build"
 SUFFIX = ".intoto.json"
 SIGNING_KEY_ENV = "BUILDKIT_SIGNING_KEY"
+PROBE_LABEL = "io.rocm-buildkit.provenance-probe"
 BUILDER_PYTHON = "/opt/python/cp313-cp313/bin/python"
 
 _ENV_SCRIPT = (
@@ -97,13 +98,41 @@ def build_environment(client: Any, image_id: str, image_tag: str) -> dict[str, A
             return data
         except (OSError, json.JSONDecodeError):
             pass
-    raw = client.containers.run(image_tag, ["sh", "-c", _ENV_SCRIPT], remove=True, network_disabled=True)
+    raw = _probe(client, image_tag, image_id)
     data = {"image_id": image_id, "interpreter": BUILDER_PYTHON, **parse_environment_listing(raw.decode())}
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, cached)
     return data
+
+
+def _probe(client: Any, image_tag: str, image_id: str) -> bytes:
+    """Run the listing script in a throwaway container, removed in every case (Ctrl-C too)."""
+    container = client.containers.create(
+        image_tag,
+        ["sh", "-c", _ENV_SCRIPT],
+        network_disabled=True,
+        labels={PROBE_LABEL: image_id},
+    )
+    try:
+        container.start()
+        status = container.wait()
+        code = int(status.get("StatusCode", 1)) if isinstance(status, dict) else 1
+        out: bytes = container.logs(stdout=True, stderr=False)
+        if code != 0:
+            err = container.logs(stdout=False, stderr=True).decode(errors="replace").strip()
+            raise BuildFailed(
+                f"listing the packages of the builder image {image_tag} failed (exit {code}): {err[-2000:]}"
+            )
+        return out
+    finally:
+        try:
+            container.remove(force=True)
+        except Exception as exc:  # the container must go; say so when it cannot
+            print(
+                f"warning: could not remove the probe container {container.short_id}: {exc}", file=sys.stderr
+            )
 
 
 def build_backend(source: Path, wheel: Path, isolation: bool) -> dict[str, Any]:
@@ -325,13 +354,7 @@ def verify_attestation(
     from buildkit.manifest import sha256_file
 
     path = path or attestation_path(wheel)
-    try:
-        env = json.loads(path.read_text(encoding="utf-8"))
-        payload = base64.b64decode(env["payload"], validate=True)
-        payload_type = env["payloadType"]
-        signatures = list(env.get("signatures", []))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise NotReproducible(f"{path}: not a readable DSSE envelope ({exc})") from None
+    payload_type, payload, signatures = _read_envelope(path)
     if payload_type != PAYLOAD_TYPE:
         raise NotReproducible(f"{path}: payloadType is {payload_type!r}, expected {PAYLOAD_TYPE!r}")
     if not signatures:
@@ -340,38 +363,84 @@ def verify_attestation(
     message = pae(payload_type, payload)
     good = None
     for sig in signatures:
+        value = sig.get("sig")
+        if not isinstance(value, str):
+            continue  # malformed: cannot verify (named below)
         try:
-            public_key.verify(base64.b64decode(sig.get("sig", ""), validate=True), message)
+            public_key.verify(base64.b64decode(value, validate=True), message)
         except (InvalidSignature, ValueError):
             continue
         good = sig
         break
     if good is None:
-        ids = ", ".join(str(s.get("keyid")) for s in signatures)
+        ids = ", ".join(_describe_signature(s) for s in signatures)
         raise NotReproducible(
             f"{path}: no signature verifies with the given public key (keyid {wanted}); the envelope "
-            f"has signatures by {ids}; the payload or signature was altered, or the key is another one"
+            f"has {len(signatures)} signature(s): {ids}; the payload or signature was altered, or the key "
+            "is another one"
         )
     try:
-        stmt: dict[str, Any] = json.loads(payload)
+        stmt = json.loads(payload)
     except ValueError as exc:
         raise NotReproducible(f"{path}: the signed payload is not JSON ({exc})") from None
+    if not isinstance(stmt, dict):
+        raise NotReproducible(f"{path}: the signed payload is not an in-toto statement (a JSON object)")
     if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
         raise NotReproducible(
             f"{path}: statement type {stmt.get('_type')!r} / predicate {stmt.get('predicateType')!r}, "
             f"expected {STATEMENT_TYPE} / {PREDICATE_TYPE}"
         )
+    subjects = stmt.get("subject")
+    if not isinstance(subjects, list):
+        raise NotReproducible(f"{path}: the statement's subject is not a list")
     actual = sha256_file(wheel)
-    for subject in stmt.get("subject", []):
-        if subject.get("name") == wheel.name and subject.get("digest", {}).get("sha256") == actual:
+    named = []
+    for subject in subjects:
+        name = subject.get("name") if isinstance(subject, dict) else None
+        digest = subject.get("digest") if isinstance(subject, dict) else None
+        sha = digest.get("sha256") if isinstance(digest, dict) else None
+        if name == wheel.name and sha == actual:
             return AttestationCheck(wheel.name, actual, wanted, stmt)
-    named = ", ".join(
-        f"{s.get('name')} sha256:{s.get('digest', {}).get('sha256')}" for s in stmt.get("subject", [])
-    )
+        named.append(f"{name} sha256:{sha}")
     raise NotReproducible(
-        f"{wheel.name} (sha256:{actual}) is not the attested subject ({named}): the wheel was changed "
-        "after it was built, or the attestation belongs to another wheel"
+        f"{wheel.name} (sha256:{actual}) is not the attested subject ({', '.join(named)}): the wheel was "
+        "changed after it was built, or the attestation belongs to another wheel"
     )
+
+
+def _read_envelope(path: Path) -> tuple[str, bytes, list[dict[str, Any]]]:
+    """payloadType, decoded payload and signatures of a DSSE envelope; NotReproducible when malformed."""
+    try:
+        env = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise NotReproducible(f"{path}: not a readable DSSE envelope ({exc})") from None
+    shape = "a JSON object {payload, payloadType, signatures: [{keyid, sig}]}"
+    if not isinstance(env, dict):
+        raise NotReproducible(f"{path}: not a DSSE envelope: a JSON {type(env).__name__}, expected {shape}")
+    payload_text, payload_type = env.get("payload"), env.get("payloadType")
+    signatures = env.get("signatures", [])
+    if not isinstance(payload_text, str) or not isinstance(payload_type, str):
+        raise NotReproducible(
+            f"{path}: not a DSSE envelope: payload and payloadType must be strings ({shape})"
+        )
+    if not isinstance(signatures, list) or not all(isinstance(s, dict) for s in signatures):
+        raise NotReproducible(
+            f"{path}: not a DSSE envelope: signatures must be a list of {{keyid, sig}} objects, "
+            f"not {json.dumps(signatures)[:80]}"
+        )
+    try:
+        payload = base64.b64decode(payload_text, validate=True)
+    except ValueError as exc:
+        raise NotReproducible(f"{path}: the payload is not base64 ({exc})") from None
+    return payload_type, payload, signatures
+
+
+def _describe_signature(sig: Mapping[str, Any]) -> str:
+    key = sig.get("keyid")
+    who = f"keyid {key}" if isinstance(key, str) and key else "one without keyid"
+    if not isinstance(sig.get("sig"), str):
+        who += " (malformed: sig is not a base64 string)"
+    return who
 
 
 def record(

@@ -8,6 +8,9 @@ Every wheel under DIST is checked before any is published: one refusal publishes
 Targets (:func:`parse_target`):
 
 - ``directory``: a path or ``file://`` URL: a static PEP 503 index written by :mod:`buildkit.index`.
+  An empty path (``--to ''``, ``file://``) or a path that cannot become a writable directory (an
+  existing file, a path through a file, ``/proc/...``) is a :class:`~buildkit.errors.UsageError`
+  (exit 2), raised before anything is written.
 - ``index``: an ``http(s)://`` upload URL of an index server (pypiserver, devpi, ...): uploaded with
   ``twine upload --repository-url``. Credentials: ``TWINE_USERNAME``/``TWINE_PASSWORD`` in the
   environment, or twine's keyring lookup; they reach twine only through its environment and every
@@ -99,7 +102,7 @@ def parse_target(text: str, *, simple_url: str | None = None) -> Target:
         return Target("pypi", PYPI_UPLOAD, simple_url or PYPI_HOSTS["upload.pypi.org"])
     parts = urllib.parse.urlsplit(text)
     if parts.scheme == "file":
-        return Target("directory", urllib.request.url2pathname(parts.path))
+        return Target("directory", _directory(text, urllib.request.url2pathname(parts.path)))
     if parts.scheme in ("http", "https"):
         if parts.username is not None or parts.password is not None:
             raise UsageError(
@@ -114,7 +117,17 @@ def parse_target(text: str, *, simple_url: str | None = None) -> Target:
         raise UsageError(
             f"--to {text!r}: unsupported scheme {parts.scheme!r} (use a path, file://, http(s)://)"
         )
-    return Target("directory", text)
+    return Target("directory", _directory(text, text))
+
+
+def _directory(text: str, path: str) -> str:
+    """The directory of a ``directory`` target; an empty one would silently mean the current directory."""
+    if not path.strip():
+        raise UsageError(
+            f"--to {text!r}: empty directory path (give a directory, e.g. --to ./site/index or "
+            "--to file:///srv/index)"
+        )
+    return path
 
 
 def collect(dist: Path) -> list[Path]:
@@ -331,6 +344,8 @@ def publish(
 ) -> list[Outcome]:
     """Check every wheel under ``dist``, then publish each to ``target``; returns what happened."""
     environ = dict(os.environ if env is None else env)
+    if target.kind == "directory":  # an unwritable target is refused before anything is written
+        static_index.check_root(Path(target.location))
     candidates = check_all(collect(dist), target)
     log(f"{len(candidates)} wheel(s) checked: manifests passed, sha256 recomputed and matching")
     outcomes: list[Outcome] = []

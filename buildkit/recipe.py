@@ -12,9 +12,14 @@ Loading never contacts Docker: ``manylinux.ceilings.from_image`` is kept as imag
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import stat
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +32,26 @@ from buildkit.recipe_schema import did_you_mean, validate
 from buildkit.yamlspan import Path as JsonPath
 from buildkit.yamlspan import Spans, load_with_spans
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
 #: Built-in matrix axes; ``matrix.axes`` adds environment-variable axes.
 BUILTIN_AXES: tuple[str, ...] = ("python", "rocm", "torch")
 _SIZE = re.compile(r"^(?P<n>[0-9]+(?:\.[0-9]+)?) ?(?P<unit>[KMG]i?B|B)$")
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+#: A recipe is a short YAML file: anything larger is refused before it is read into memory.
+MAX_RECIPE_BYTES = 2**20
+_FILE_KINDS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFSOCK: "a socket",
+}
+#: cibuildwheel identifiers of the CPython builds for our platform: cp312-manylinux_x86_64 (not cp314t).
+_CIBW_CPYTHON = re.compile(r"^cp(?P<major>[0-9])(?P<minor>[0-9]+)-manylinux_x86_64$")
 
 
 @dataclass(frozen=True)
@@ -179,6 +200,25 @@ class Recipe:
         return dict(self.matrix.axes)[axis]
 
 
+@cache
+def cibuildwheel_pythons() -> tuple[str, ...]:
+    """CPython versions ("3.12") the installed cibuildwheel builds manylinux x86_64 wheels for.
+
+    Read from cibuildwheel's own ``resources/build-platforms.toml`` (its ``[linux]``
+    ``python_configurations``), so upgrading cibuildwheel is what allows a new Python.
+    """
+    text = (
+        resources.files("cibuildwheel").joinpath("resources/build-platforms.toml").read_text(encoding="utf-8")
+    )
+    configs = tomllib.loads(text)["linux"]["python_configurations"]
+    found = set()
+    for config in configs:
+        m = _CIBW_CPYTHON.match(str(config.get("identifier", "")))
+        if m:
+            found.add((int(m.group("major")), int(m.group("minor"))))
+    return tuple(f"{major}.{minor}" for major, minor in sorted(found))
+
+
 def parse_size(text: str) -> int:
     """``"450MiB"`` -> 471859200."""
     m = _SIZE.match(text.strip())
@@ -187,14 +227,43 @@ def parse_size(text: str) -> int:
     return int(float(m.group("n")) * _UNITS[m.group("unit")])
 
 
+def _read_recipe_bytes(path: Path, display: str) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_RECIPE_BYTES`.
+
+    Opened non-blocking, so a FIFO cannot hang the open; devices (``/dev/zero``), FIFOs and
+    directories are refused from ``fstat`` of the opened file (no race with a check by name).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise RecipeError(f"cannot read the recipe: {exc.strerror or exc}", file=display) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = _FILE_KINDS.get(stat.S_IFMT(st.st_mode), "an unknown kind of file")
+        raise RecipeError(
+            f"the recipe is not a regular file ({kind})", file=display, hint="give the path of a YAML file"
+        )
+    with os.fdopen(fd, "rb") as handle:
+        limit = MAX_RECIPE_BYTES
+        try:
+            raw = handle.read(limit + 1)
+        except OSError as exc:
+            raise RecipeError(f"cannot read the recipe: {exc.strerror or exc}", file=display) from None
+    if len(raw) > limit:
+        raise RecipeError(
+            f"the recipe is larger than {limit // 2**20} MiB ({max(st.st_size, len(raw))} bytes)",
+            file=display,
+            hint="a recipe is a short YAML file; is this the right path?",
+        )
+    return raw
+
+
 def load_recipe(path: str | Path) -> Recipe:
     """Read and validate a recipe; raises :class:`RecipeError` at ``file:line:column``."""
     p = Path(path)
     display = str(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise RecipeError(f"cannot read the recipe: {exc.strerror or exc}", file=display) from None
+    raw = _read_recipe_bytes(p, display)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -231,6 +300,7 @@ class _Builder:
         source = Source(
             path=src.get("path"), git=src.get("git"), ref=src.get("ref"), subdirectory=src.get("subdirectory")
         )
+        self._pythons()
         torch = self._torch()
         matrix = self._matrix(torch)
         archs_raw = d["archs"]
@@ -292,6 +362,19 @@ class _Builder:
             spans=self.spans,
             gate=GateRules(no_regression_against=d.get("gate", {}).get("no_regression_against")),
         )
+
+    def _pythons(self) -> None:
+        known = cibuildwheel_pythons()
+        for i, python in enumerate(self.d["python"]):
+            if python not in known:
+                import cibuildwheel
+
+                raise self.err(
+                    f"python[{i}]: cibuildwheel {cibuildwheel.__version__} cannot build CPython {python} "
+                    f"(it builds {', '.join(known)})",
+                    ("python", i),
+                    hint=did_you_mean(python, known),
+                )
 
     def _torch(self) -> tuple[TorchPin, ...]:
         pins = []

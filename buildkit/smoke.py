@@ -3,9 +3,12 @@
 The runtime image is the one the wheel is meant for (a downstream vLLM ROCm image in production, a
 Debian runtime image in the tests); it must have a ``python3`` (or ``--python``) with ``venv`` or pip.
 Nothing of the host is mounted: the wheel, the wheelhouse and (with an index) the host's CA bundle are
-copied in with ``put_archive``. Steps, each with its exit code and captured output:
+copied in with ``put_archive`` as the folder ``/bk-smoke`` (put at ``/``, which every image has: an
+image without ``/tmp`` works too, ``TMPDIR`` then points at ``/bk-smoke/tmp``). A file that is not a
+readable wheel is refused (:class:`~buildkit.errors.WheelReadError`, exit 6) before any container
+is created. Steps, each with its exit code and captured output:
 
-1. ``setup``: ``python3 -m venv --system-site-packages /tmp/bk-smoke/venv`` (the image's own packages,
+1. ``setup``: ``python3 -m venv --system-site-packages /bk-smoke/venv`` (the image's own packages,
    e.g. its torch, stay visible); without venv, ``pip install --target`` + ``PYTHONPATH``.
 2. ``install``: ``pip install`` of the wheel; dependencies from the wheelhouse (``--no-index
    --find-links``), an index (``--index-url``, ``PIP_CERT`` = the copied CA bundle) or, with neither,
@@ -35,9 +38,9 @@ from typing import IO, Any
 
 from packaging.utils import parse_wheel_filename
 
-from buildkit.errors import DockerUnavailable, SmokeFailed, UsageError
+from buildkit.errors import DockerUnavailable, SmokeFailed, UsageError, WheelReadError
 
-WORKDIR = "/tmp/bk-smoke"
+WORKDIR = "/bk-smoke"  # put_archive at "/": the one folder every image has
 VENV = f"{WORKDIR}/venv"
 GPU_LABEL = "gpu"
 LABEL = "io.rocm-buildkit.smoke"
@@ -147,16 +150,24 @@ def gpu_access(dev: Path = Path("/dev")) -> GpuAccess | None:
 def default_imports(wheel: Path) -> tuple[str, ...]:
     """Top-level importable names of a wheel: packages, modules and extension modules at the root."""
     names: set[str] = set()
-    with zipfile.ZipFile(wheel) as zf:
-        for member in zf.namelist():
-            head, _, rest = member.partition("/")
-            if head.endswith((".dist-info", ".data")):
-                continue
-            if rest == "__init__.py":
-                names.add(head)
-            elif not rest and (head.endswith(".py") or ".so" in head):
-                names.add(head.split(".")[0])
+    for member in _members(wheel):
+        head, _, rest = member.partition("/")
+        if head.endswith((".dist-info", ".data")):
+            continue
+        if rest == "__init__.py":
+            names.add(head)
+        elif not rest and (head.endswith(".py") or ".so" in head):
+            names.add(head.split(".")[0])
     return tuple(sorted(n for n in names if n.isidentifier()))
+
+
+def _members(wheel: Path) -> list[str]:
+    """The member names of ``wheel``; :class:`WheelReadError` when it is not a readable zip."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            return zf.namelist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        raise WheelReadError(f"{wheel}: not a readable wheel (zip): {exc}") from None
 
 
 def specs_from_recipe(
@@ -225,26 +236,31 @@ def _add_file(tar: tarfile.TarFile, source: Path, arcname: str) -> None:
         tar.addfile(info, fh)
 
 
-def _add_dir(tar: tarfile.TarFile, arcname: str) -> None:
+def _add_dir(tar: tarfile.TarFile, arcname: str, mode: int = 0o777) -> None:
     info = tarfile.TarInfo(arcname)
     info.type = tarfile.DIRTYPE
-    info.mode = 0o777
+    info.mode = mode
     tar.addfile(info)
 
 
 def write_payload(stream: IO[bytes], wheel: Path, wheelhouse: Path | None, ca_bundle: Path | None) -> None:
-    """Write to ``stream`` (a temporary file: wheels can be large) the tar of what the container gets."""
+    """Write to ``stream`` (a temporary file: wheels can be large) the tar of what the container gets.
+
+    One top-level folder, ``bk-smoke`` (:data:`WORKDIR` once extracted at ``/``).
+    """
+    top = WORKDIR.lstrip("/")
     with tarfile.open(fileobj=stream, mode="w") as tar:
-        _add_dir(tar, "bk-smoke")
-        _add_dir(tar, "bk-smoke/wheel")
-        _add_file(tar, wheel, f"bk-smoke/wheel/{wheel.name}")
-        _add_dir(tar, "bk-smoke/wheelhouse")
+        _add_dir(tar, top)
+        _add_dir(tar, f"{top}/tmp", 0o1777)
+        _add_dir(tar, f"{top}/wheel")
+        _add_file(tar, wheel, f"{top}/wheel/{wheel.name}")
+        _add_dir(tar, f"{top}/wheelhouse")
         if wheelhouse is not None:
             for dep in sorted(wheelhouse.glob("*.whl")):
                 if dep.name != wheel.name:
-                    _add_file(tar, dep, f"bk-smoke/wheelhouse/{dep.name}")
+                    _add_file(tar, dep, f"{top}/wheelhouse/{dep.name}")
         if ca_bundle is not None:
-            _add_file(tar, ca_bundle, "bk-smoke/ca-bundle.crt")
+            _add_file(tar, ca_bundle, f"{top}/ca-bundle.crt")
     stream.seek(0)
 
 
@@ -308,6 +324,8 @@ def run_smoke(
     progress: Callable[[str], None] = lambda line: None,
 ) -> SmokeResult:
     """Run one smoke test of ``wheel`` in a throwaway container of ``spec.image``."""
+    if timeout < 1:
+        raise UsageError(f"timeout {timeout}: a step needs at least 1 second")
     gpu_note = gpu.describe() if gpu else "no GPU passthrough (/dev/kfd or /dev/dri absent)"
     if spec.needs_gpu and gpu is None:
         return SmokeResult(
@@ -335,12 +353,23 @@ def run_smoke(
     try:
         with tempfile.TemporaryFile() as payload:
             write_payload(payload, wheel, wheelhouse, ca_bundle)
-            if not container.put_archive("/tmp", payload):
-                raise DockerUnavailable(f"could not copy {wheel.name} into the {spec.image} container")
+            try:
+                copied = container.put_archive("/", payload)
+            except Exception as exc:  # docker.errors.APIError/NotFound: the image's filesystem refused it
+                raise SmokeFailed(
+                    f"smoke {spec.name}: could not copy {wheel.name} into {WORKDIR} of a {spec.image} "
+                    f"container: {exc}"
+                ) from None
+            if not copied:
+                raise SmokeFailed(
+                    f"smoke {spec.name}: could not copy {wheel.name} into the {spec.image} container"
+                )
         container.start()
         progress(f"[{spec.name}] container {container.short_id} of {spec.image}; {gpu_note}")
         has_timeout = container.exec_run(["sh", "-c", "command -v timeout"]).exit_code == 0
         base_env = {**image_env}
+        if "TMPDIR" not in base_env and container.exec_run(["sh", "-c", "test -d /tmp -a -w /tmp"]).exit_code:
+            base_env["TMPDIR"] = f"{WORKDIR}/tmp"  # an image without a usable /tmp (pip needs a temp dir)
         if ca_bundle is not None:
             base_env["PIP_CERT"] = f"{WORKDIR}/ca-bundle.crt"
         base_env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
@@ -404,12 +433,14 @@ def _failed(spec: SmokeSpec, gpu_note: str, steps: list[Step], reason: str) -> S
 
 
 def check_wheel(wheel: Path) -> None:
+    """A wheel file name and a readable zip (WheelReadError, exit 6): checked before any container."""
     if not wheel.is_file():
         raise UsageError(f"{wheel}: no such wheel")
     try:
         parse_wheel_filename(wheel.name)
     except ValueError as exc:
         raise UsageError(f"{wheel.name}: not a wheel file name ({exc})") from None
+    _members(wheel)
 
 
 def render_human(results: list[SmokeResult]) -> str:

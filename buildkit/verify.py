@@ -8,6 +8,13 @@ compares sha256. When they differ, the members that differ are named with their 
 (:func:`diff_members`), ``diffoscope`` runs on the two wheels when it is installed, and every
 recorded input that is not the same this time (image id, source commit, job fields) is listed:
 any of those alone can explain a difference.
+
+Checked before anything is rebuilt (:class:`~buildkit.errors.UsageError`, exit 2, like every other
+problem with verify's inputs): the manifest must be a ``rocm-buildkit/manifest`` document with the
+shape ``publish`` accepts (an object with ``schema``, and ``wheel``/``recipe``/``job`` objects naming
+``wheel.sha256``, ``recipe.sha256`` and ``job.id``; :func:`check_manifest`): ``publish`` refuses
+the same manifests with its own refusal code 10. ``--keep DIR`` must be a creatable, writable folder
+(:func:`prepare_keep`), so a read-only one fails at once, not after the rebuild.
 """
 
 from __future__ import annotations
@@ -173,6 +180,46 @@ def read_manifest(wheel: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: unreadable manifest ({exc})") from None
 
 
+def check_manifest(data: Any, path: Path) -> dict[str, Any]:
+    """``data`` when it has the shape verify reads (the one publish accepts), else :class:`UsageError`."""
+    problem = None
+    if not isinstance(data, dict) or data.get("schema") != manifests.SCHEMA:
+        problem = f"not a {manifests.SCHEMA} document (a JSON object whose schema is {manifests.SCHEMA!r})"
+    else:
+        for section, key in (("wheel", "sha256"), ("recipe", "sha256"), ("job", "id")):
+            value = data.get(section)
+            if not isinstance(value, dict):
+                kind = "missing" if value is None else type(value).__name__
+                problem = f"{section!r} is {kind}, not an object"
+                break
+            if not isinstance(value.get(key), str) or not value[key]:
+                problem = f"{section}.{key} is missing or not a string"
+                break
+        else:
+            for section in ("image", "provenance", "source"):
+                if section in data and not isinstance(data[section], dict):
+                    problem = f"{section!r} is {type(data[section]).__name__}, not an object"
+                    break
+    if problem is not None:
+        raise UsageError(
+            f"{path}: malformed manifest: {problem}; only wheels built by `buildkit build` can be verified"
+        )
+    checked: dict[str, Any] = data
+    return checked
+
+
+def prepare_keep(keep: Path) -> None:
+    """Create ``keep`` and make sure a file can be written in it: fail now, not after the rebuild."""
+    if keep.exists() and not keep.is_dir():
+        raise UsageError(f"--keep {keep}: exists and is not a directory")
+    try:
+        keep.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=keep, prefix=".buildkit-keep-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--keep {keep}: cannot write there ({exc.strerror or exc})") from None
+
+
 def find_recipe(data: dict[str, Any], recipe: Path | None, cwd: Path) -> Path:
     """The recipe the manifest names, refusing one whose bytes are not the recorded ones."""
     recorded = data.get("recipe", {})
@@ -264,18 +311,18 @@ def verify_rebuild(
     from buildkit.plan import expand
     from buildkit.recipe import load_recipe
 
+    if keep is not None:
+        prepare_keep(keep)
     wheel = wheel.absolute()
-    data = read_manifest(wheel)
+    data = check_manifest(read_manifest(wheel), manifests.manifest_path(wheel))
     recipe_path = find_recipe(data, recipe, cwd or Path.cwd())
-    recorded_job: dict[str, Any] = data.get("job", {})
-    job_id = recorded_job.get("id")
-    if not job_id:
-        raise UsageError(f"{manifests.manifest_path(wheel)}: no job recorded")
+    recorded_job: dict[str, Any] = data["job"]
+    job_id = str(recorded_job["id"])
     result = VerifyResult(wheel, recipe_path, job_id, manifests.sha256_file(wheel))
-    if data.get("wheel", {}).get("sha256") != result.original_sha256:
+    if data["wheel"]["sha256"] != result.original_sha256:
         result.notes.append(
             f"{wheel.name} has sha256 {result.original_sha256} but its manifest records "
-            f"{data.get('wheel', {}).get('sha256')}: the file was changed after the build"
+            f"{data['wheel']['sha256']}: the file was changed after the build"
         )
 
     the_recipe = load_recipe(recipe_path)
@@ -340,7 +387,6 @@ def verify_rebuild(
             result.members = diff_members(wheel, rebuilt)
             result.diffoscope = run_diffoscope(wheel, rebuilt)
         if keep is not None:
-            keep.mkdir(parents=True, exist_ok=True)
             for path in rebuilt.parent.iterdir():
                 shutil.copy2(path, keep / path.name)
             result.rebuilt = keep / rebuilt.name

@@ -8,7 +8,9 @@ exit with their own code; Ctrl-C exits 130.
 
 from __future__ import annotations
 
+import errno
 import importlib
+import signal
 import sys
 from typing import Any
 
@@ -53,9 +55,24 @@ def cli() -> None:
     """rocm-buildkit: gated manylinux wheels of HIP extensions from a YAML recipe."""
 
 
+def _terminate(signum: int, _frame: Any) -> None:
+    """SIGTERM/SIGHUP (a CI job cancelled, a closed terminal) unwind like Ctrl-C: every command's
+    clean-up runs (containers removed, staging folders deleted), then exit 130."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> Any:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _terminate)
     try:
         return cli.main(args=argv, prog_name="buildkit", standalone_mode=False)
+    except SystemExit as exc:
+        # click turns a closed stdout (``buildkit rocm ls | head -1``) into exit 1, which the README
+        # reserves for bugs: a reader that stopped reading is not a failure of ours
+        context = exc.__context__
+        if isinstance(context, OSError) and context.errno == errno.EPIPE:
+            sys.exit(0)
+        raise
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
         sys.exit(Interrupted.exit_code)

@@ -16,11 +16,14 @@ def ceilings(images: tuple[str, ...], as_json: bool, no_cache: bool) -> None:
 
     The libraries are copied out of a created, never started container (removed afterwards) and
     their .gnu.version_d read; results are cached by image id. Several images: also their minimum.
-    A missing image exits 8.
+    A missing image (or no engine) exits 8; an invalid reference, an image without glibc or with a
+    library that cannot be read exits 2.
     """
-    from buildkit.ceilings import read_image_ceilings, render_human, report_json
+    from buildkit.ceilings import check_image_reference, read_image_ceilings, render_human, report_json
     from buildkit.docker_engine import connect
 
+    for image in images:
+        check_image_reference(image)
     client = connect()
     try:
         readings = [read_image_ceilings(image, client=client, use_cache=not no_cache) for image in images]

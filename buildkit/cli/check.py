@@ -1,7 +1,7 @@
 """``buildkit check WHEEL...``: inspect each wheel (streaming) and apply the gate.
 
 Exit 0 when every wheel passes, 7 (GateFailed) when one fails a rule, 6 (WheelReadError) when one
-cannot be read (the others are still reported).
+cannot be read (the others are still reported), 4 (ArchError) for an invalid ``--archs`` target id.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from buildkit.errors import GateFailed, UsageError, WheelReadError
+from buildkit.errors import ArchError, GateFailed, UsageError, WheelReadError
 from buildkit.gate import DEFAULT_SIZE_WARN, GateConfig, Verdict, evaluate
 from buildkit.report import ReadFailure, render_all, to_json
 
@@ -27,6 +27,20 @@ def parse_size(text: str) -> int:
         if text.strip().isdigit():
             return int(text.strip())
         raise UsageError(f"not a size: {text!r} (use e.g. 100MiB, 2GB or a number of bytes)") from None
+
+
+def parse_archs(text: str | None) -> list[str]:
+    """``--archs "gfx908, gfx90a:xnack-"`` -> canonical target ids, each validated the way ``plan`` and
+    ``archs`` do (:func:`buildkit.archs.parse_target_id`): an invalid one is ArchError (exit 4),
+    not a gate failure for a target no wheel could carry. Not given or blank: no arch rule."""
+    if text is None or not text.strip():
+        return []
+    from buildkit.archs import parse_target_id, split_arch_list
+
+    names = split_arch_list(text)
+    if not names:
+        raise ArchError(f"--archs {text!r} names no GPU arch (give e.g. gfx90a,gfx942)")
+    return list(dict.fromkeys(str(parse_target_id(name)) for name in names))
 
 
 def _exclude_set_globs(sets: tuple[str, ...], rocm: str | None) -> list[str]:
@@ -69,7 +83,7 @@ def build_config(
     job: str | None,
 ) -> GateConfig:
     globs = [*exclude, *_exclude_set_globs(exclude_set, rocm)]
-    arch_list = [a for a in (archs or "").replace(";", ",").split(",") if a.strip()]
+    arch_list = parse_archs(archs)
     warn = DEFAULT_SIZE_WARN if size_warn is None else parse_size(size_warn)
     limit = None if size_limit is None else parse_size(size_limit)
     if recipe is not None or job is not None:
@@ -122,7 +136,8 @@ def run_check(
         try:
             report = inspect_wheel(wheel, verify_record=verify_record)
         except WheelReadError as exc:
-            failures.append(ReadFailure(wheel.name, str(exc)))
+            # the message names the wheel (inspect_wheel's rule); the report names it on its own
+            failures.append(ReadFailure(wheel.name, str(exc).removeprefix(f"{wheel.name}: ")))
             continue
         verdicts.append(evaluate(report, config))
     return verdicts, failures
@@ -207,7 +222,8 @@ def check(
         click.echo(render_all(verdicts, failures))
     if failures:
         raise WheelReadError(
-            f"{len(failures)} wheel(s) could not be read: " + "; ".join(f.error for f in failures)
+            f"{len(failures)} wheel(s) could not be read: "
+            + "; ".join(f"{f.wheel}: {f.error}" for f in failures)
         )
     failed = [v.wheel for v in verdicts if not v.passed]
     if failed:

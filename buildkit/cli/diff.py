@@ -2,7 +2,8 @@
 
 Exit 0 without a regression (or without ``--fail-on-regression``), 7 (GateFailed) with
 ``--fail-on-regression`` and a regression, 6 when a wheel cannot be read or the index's hash does
-not match, 2 for usage errors (and ``--require-baseline`` when the index has no earlier release).
+not match, 2 for usage errors (an index that cannot be read, a ``file://`` index directory that does
+not exist, and ``--require-baseline`` when the index has no earlier release).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """``buildkit publish DIST --to TARGET``: publish gated wheels (manifest checked, sha256 recomputed).
 
 Exit 0 when every wheel is published or already was, 10 (PublishRefused) when any wheel is refused
-(nothing is published then) or the index refuses an upload.
+(nothing is published then) or the index refuses an upload. 2 for bad usage, including an empty or
+unwritable directory target.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """``buildkit smoke WHEEL``: install a wheel in throwaway runtime containers and import / run it.
 
 Exit 0 when every selected test passed (skipped ones are printed with their reason), 11 (SmokeFailed)
-when one failed, 8 (DockerUnavailable) without an engine or runtime image.
+when one failed, 8 (DockerUnavailable) without an engine or runtime image, 6 (WheelReadError) when WHEEL
+is not a readable wheel (checked before any container is created), 2 on bad usage (an empty --image,
+a --timeout below 1).
 """
 
 from __future__ import annotations
@@ -33,7 +35,13 @@ from buildkit.errors import UsageError
     default=None,
     help="Pass /dev/kfd and /dev/dri through (default: when this machine has them).",
 )
-@click.option("--timeout", default=900, show_default=True, help="Seconds per step.")
+@click.option(
+    "--timeout",
+    type=click.IntRange(min=1),
+    default=900,
+    show_default=True,
+    help="Seconds per step (at least 1; there is no 'no limit' value).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def smoke(
     wheel: str,
@@ -55,6 +63,8 @@ def smoke(
     from buildkit.docker_engine import connect
 
     path = Path(wheel)
+    if image is not None and not image.strip():
+        raise UsageError("--image: empty image name")
     smoking.check_wheel(path)
     if wheelhouse and index_url:
         raise UsageError("--wheelhouse and --index-url exclude each other")

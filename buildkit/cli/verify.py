@@ -23,7 +23,8 @@ from buildkit.errors import NotReproducible, UsageError
     "--keep",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Copy the rebuilt wheel, manifest and attestation into this folder.",
+    help="Copy the rebuilt wheel, manifest and attestation into this folder (created and checked "
+    "writable before the rebuild).",
 )
 @click.option(
     "--attestation",
@@ -36,13 +37,14 @@ from buildkit.errors import NotReproducible, UsageError
     "--attestation-file",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="The attestation (default: WHEEL.intoto.json).",
+    help="With --attestation: the attestation file (default: WHEEL.intoto.json).",
 )
 @click.option(
     "--public-key",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="PEM ed25519 public key for --attestation.",
+    help="With --attestation (required there): PEM ed25519 public key. Without --attestation it is a "
+    "usage error (exit 2), not silently ignored.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Stream the rebuild log.")
@@ -60,7 +62,16 @@ def verify(
     """Rebuild WHEEL's recorded job and compare sha256 (exit 0 identical, 12 differs).
 
     With --attestation, check its signed provenance instead (exit 12 when it does not verify).
+    --public-key and --attestation-file only apply to --attestation; --recipe, --no-cache and --keep
+    only to a rebuild: mixing them is a usage error (exit 2). A malformed manifest exits 2.
     """
+    if not check_attestation and (public_key is not None or attestation_file is not None):
+        raise UsageError(
+            "--public-key/--attestation-file check a signed attestation: add --attestation "
+            "(without it, verify rebuilds the wheel and would ignore them)"
+        )
+    if check_attestation and (recipe is not None or no_cache or keep is not None):
+        raise UsageError("--recipe/--no-cache/--keep apply to a rebuild, not to --attestation")
     if check_attestation:
         from buildkit.provenance import load_public_key, verify_attestation
 

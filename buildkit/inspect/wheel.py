@@ -324,6 +324,19 @@ def _dist_info(infos: list[zipfile.ZipInfo]) -> str:
 
 
 @contextlib.contextmanager
+def _naming(wheel: Path) -> Iterator[None]:
+    """Every WheelReadError raised while reading ``wheel`` names it (member-level messages such as
+    "not a wheel: expected one top-level *.dist-info/WHEEL" or "member name ... is an absolute path"
+    otherwise leave the reader guessing which of several wheels is meant)."""
+    try:
+        yield
+    except WheelReadError as err:
+        if err.message.startswith((f"{wheel.name}:", f"{wheel}:")):
+            raise
+        raise WheelReadError(f"{wheel.name}: {err.message}") from None
+
+
+@contextlib.contextmanager
 def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
     try:
         zf = zipfile.ZipFile(path)
@@ -359,6 +372,7 @@ def inspect_wheel(
         raise WheelReadError(f"{wheel.name}: not a wheel file name: {err}") from None
     workers = workers or default_workers()
     with contextlib.ExitStack() as stack:
+        stack.enter_context(_naming(wheel))
         zf = stack.enter_context(_open_zip(wheel))
         infos = zf.infolist()
         _check_names(infos)

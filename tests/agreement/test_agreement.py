@@ -85,6 +85,7 @@ def test_hip_objects_targets(wheels: dict[str, Path]) -> None:
         "hipk/libkernels2.so": ("gfx90a", "gfx942"),
     }
     both = ours(wheels["hip_like"], GateConfig(archs=("gfx90a", "gfx942")))
-    assert both.passed and [f.symbol for f in both.warnings] == ["gfx908"]
+    # gfx90a only as gfx90a:xnack- in _ext.so: warned (runs with xnack off only); gfx908 not requested
+    assert both.passed and sorted(f.symbol or "" for f in both.warnings) == ["gfx908", "gfx90a"]
     need908 = ours(wheels["hip_like"], GateConfig(archs=("gfx908", "gfx90a")))
     assert [(f.file, f.symbol) for f in need908.errors] == [("hipk/libkernels2.so", "gfx908")]

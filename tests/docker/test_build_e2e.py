@@ -57,7 +57,10 @@ def _recipe(tmp: Path, source: Path, **changes: Any) -> Path:
 
 
 def _containers(client: Any) -> set[str]:
-    return {c.name for c in client.containers.list(all=True, filters={"name": "cibuildwheel-"})}
+    """Containers a build makes: cibuildwheel's, and any carrying buildkit's build label."""
+    by_name = {c.name for c in client.containers.list(all=True, filters={"name": "cibuildwheel-"})}
+    by_label = {c.name for c in client.containers.list(all=True, filters={"label": "io.rocm-buildkit.build"})}
+    return by_name | by_label
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +207,11 @@ def test_colliding_tuned_keys_stop_before_compiling(tmp_path: Path, debian_rocm_
     assert not (tmp_path / "dist").exists()
 
 
-def test_ctrl_c_mid_build_leaves_nothing(tmp_path: Path, debian_rocm_image: Any, docker_client: Any) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_interrupt_mid_build_leaves_nothing(
+    tmp_path: Path, debian_rocm_image: Any, docker_client: Any, signum: int
+) -> None:
+    """Ctrl-C, or SIGTERM as a cancelled CI job sends: exit 130, no wheel, no staging, no container."""
     recipe = _recipe(tmp_path, ROOT / "csrc")
     before = _containers(docker_client)
     proc = subprocess.Popen(
@@ -230,7 +237,7 @@ def test_ctrl_c_mid_build_leaves_nothing(tmp_path: Path, debian_rocm_image: Any,
     while time.monotonic() < deadline and not (_containers(docker_client) - before):
         time.sleep(0.2)
     assert _containers(docker_client) - before, "the build container never started"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, out
     assert "interrupted" in out

@@ -236,3 +236,163 @@ def test_interrupted_read_removes_the_container(
     with pytest.raises(KeyboardInterrupt):
         read_image_ceilings("debian:bookworm-slim", client=docker_client, use_cache=False, cache=tmp_path)
     assert not docker_client.containers.list(all=True, filters={"label": LABEL})
+
+
+# --------------------------------------------------------------------------- unreadable libraries
+TRIXIE = "debian:trixie-slim"
+
+
+def _broken_image(client: Any, members: list[tuple[str, str, bytes | str]]) -> str:
+    """``debian:trixie-slim`` with ``members`` (name, "file"|"link", bytes|target) written into
+    /usr/lib/x86_64-linux-gnu of a created (never started) container, committed, tagged by content."""
+    import hashlib
+
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, kind, value in members:
+            info = tarfile.TarInfo(name)
+            info.mtime = 0
+            if kind == "link":
+                assert isinstance(value, str)
+                info.type, info.linkname = tarfile.SYMTYPE, value
+                tar.addfile(info)
+            else:
+                assert isinstance(value, bytes)
+                info.size, info.mode = len(value), 0o644
+                tar.addfile(info, io.BytesIO(value))
+    try:
+        base = client.images.get(TRIXIE)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"{TRIXIE} is not seeded: run `buildkit image seed {TRIXIE}`", pytrace=False)
+    digest = hashlib.sha256(base.id.encode() + buf.getvalue()).hexdigest()[:12]
+    tag = f"buildkit-test/ceilings-broken:{digest}"
+    try:
+        client.images.get(tag)
+    except docker.errors.ImageNotFound:
+        container = client.containers.create(TRIXIE, command=["/never-started"], network_disabled=True)
+        try:
+            assert container.put_archive(LIBDIR, buf.getvalue())
+            repo, version = tag.split(":")
+            container.commit(repository=repo, tag=version)
+        finally:
+            container.remove(force=True)
+    return tag
+
+
+def _no_versions_elf(tmp: Path) -> bytes:
+    """A real shared library (host gcc) without .gnu.version_d."""
+    from tests.helpers.shared_library import build_shared_library, have_gcc
+
+    if not have_gcc():
+        pytest.fail("gcc is needed to build the library without version definitions", pytrace=False)
+    return build_shared_library(tmp / "plain.so", "int f(void) { return 1; }\n").read_bytes()
+
+
+Members = list[tuple[str, str, bytes | str]]
+BROKEN: dict[str, tuple[Members, str]] = {
+    # name: (members, what the error must say)
+    "libc-text": ([("libc.so.6", "file", b"not a library, just text\n")], "libc.so.6: .*not a readable ELF"),
+    "libc-self-loop": ([("libc.so.6", "link", "libc.so.6")], "libc.so.6: .*symlink loop"),
+    "libc-two-link-loop": (
+        [("libc.so.6", "link", "libc-b.so"), ("libc-b.so", "link", "libc.so.6")],
+        "libc.so.6: .*symlink loop",
+    ),
+    "libc-truncated-elf": ([("libc.so.6", "file", b"\x7fELF\x02\x01\x01" + b"\0" * 9)], "libc.so.6: .*ELF"),
+    "libstdcxx-text": (
+        [("libstdc++.so.6.0.33", "file", b"garbage\n" * 100)],
+        r"libstdc\+\+.so.6: .*libstdc\+\+.so.6.0.33: not a readable ELF",
+    ),
+    "libstdcxx-is-libm": ([("libstdc++.so.6.0.33", "file", b"HOST_LIBM")], r"defines no GLIBCXX_\* version"),
+    "libgcc_s-no-verdef": ([("libgcc_s.so.1", "file", b"PLAIN_ELF")], r"libgcc_s.so.1: .*no symbol versions"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_unreadable_library_fails_like_a_missing_libc(
+    docker_client: Any,
+    case: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A libc that is not a readable ELF with .gnu.version_d (text, truncated, a symlink loop the
+    engine refuses with a 500), or a libstdc++/libgcc_s present but corrupt: exit 2, nothing cached
+    (it once gave exit 0 with manylinux_2_41: libm's GLIBC versions stood in for the missing libc)."""
+    from buildkit.errors import RecipeError, UsageError
+    from buildkit.plan import expand
+    from buildkit.recipe import parse_recipe
+
+    members, message = BROKEN[case]
+    host_libm = Path("/lib/x86_64-linux-gnu/libm.so.6").resolve()
+    fixed: Members = []
+    for name, kind, value in members:
+        if value == b"HOST_LIBM":
+            value = host_libm.read_bytes()
+        elif value == b"PLAIN_ELF":
+            value = _no_versions_elf(tmp_path)
+        fixed.append((name, kind, value))
+    tag = _broken_image(docker_client, fixed)
+    cache = tmp_path / "cache"
+    with pytest.raises(UsageError, match=message) as err:
+        read_image_ceilings(tag, client=docker_client, use_cache=False, cache=cache)
+    assert err.value.exit_code == 2
+    assert not cache.exists() or not any(cache.iterdir())
+    assert not docker_client.containers.list(all=True, filters={"label": LABEL})
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    with pytest.raises(SystemExit) as exc:
+        main(["ceilings", tag])
+    assert exc.value.code == 2
+    out, errtext = capsys.readouterr()
+    assert "manylinux" not in out and "Traceback" not in errtext and "500 Server Error" not in errtext
+    assert not (tmp_path / "xdg" / "rocm-buildkit" / "ceilings").exists()
+
+    # a recipe's from_image: an error at the recipe position, not a note
+    recipe = (
+        "name: demo\nsource: {path: ../src}\nversion: {base: '1.0'}\npython: ['3.13']\nrocm: ['6.4']\n"
+        "archs: {list: [gfx90a]}\nmanylinux:\n  policy: manylinux_2_28\n"
+        f"  ceilings:\n    from_image: [{tag}]\nimage: manylinux_2_28-rocm\n"
+    )
+    with pytest.raises(RecipeError, match=message):
+        expand(parse_recipe(recipe, path=tmp_path / "r.yaml"), env={})
+
+
+def test_a_poisoned_cache_entry_is_not_trusted(docker_client: Any, tmp_path: Path) -> None:
+    """A reading cached with an unreadable libc (by an older rocm-buildkit, same schema) still fails."""
+    import json as _json
+
+    from buildkit.ceilings import CACHE_SCHEMA
+    from buildkit.errors import UsageError
+
+    tag = _broken_image(docker_client, [("libc.so.6", "file", b"not a library, just text\n")])
+    image_id = docker_client.images.get(tag).id
+    libs = [
+        {"soname": "libc.so.6", "path": f"{LIBDIR}/libc.so.6", "problem": "not a readable ELF file"},
+        {"soname": "libm.so.6", "path": f"{LIBDIR}/libm.so.6", "definitions": ["GLIBC_2.41"]},
+    ]
+    entry = {"cache_schema": CACHE_SCHEMA, "image_id": image_id, "arch": "x86_64", "libraries": libs}
+    (tmp_path / f"{image_id.split(':')[-1]}.json").write_text(_json.dumps(entry))
+    with pytest.raises(UsageError, match=r"libc\.so\.6: not a readable ELF"):
+        read_image_ceilings(tag, client=docker_client, cache=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("reference", "message"),
+    [
+        ("", "empty image reference"),
+        ("UPPER:bad", "invalid image reference 'UPPER:bad'.*repository name must be lowercase"),
+        ("a b", "invalid image reference"),
+    ],
+)
+def test_invalid_image_reference_exits_2(
+    docker_client: Any, reference: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from buildkit.errors import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        read_image_ceilings(reference, client=docker_client)
+    with pytest.raises(SystemExit) as exc:
+        main(["ceilings", reference])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "NullResource" not in err and "could not look up" not in err

@@ -344,3 +344,54 @@ def test_an_image_without_python_fails_setup_with_the_reason(docker_client: Any,
     assert result.reason == "the runtime image has no usable python3 with venv or pip"
     assert [s.kind for s in result.steps] == ["setup", "setup"]
     assert _containers_of(docker_client, "nopython") == []
+
+
+# --------------------------------------------------------------------------- refused before any container
+def _smoke_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "buildkit", "smoke", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_a_text_file_named_like_a_wheel_exits_6_before_any_container(tmp_path: Path) -> None:
+    fake = tmp_path / "fake-1.0-py3-none-any.whl"
+    fake.write_text("not a zip\n")
+    proc = _smoke_cli(str(fake), "--image", "debian:trixie-slim")
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert "not a readable wheel" in proc.stderr and "Traceback" not in proc.stderr
+    # the container would be labelled cli; check_wheel runs first, so nothing reached the engine
+    with_imports = _smoke_cli(str(fake), "--image", "no-such-image:never", "--import", "fake")
+    assert with_imports.returncode == 6, with_imports.stdout + with_imports.stderr
+
+
+def test_usage_errors_for_timeout_and_empty_image(tmp_path: Path) -> None:
+    wheel = write_wheel(tmp_path / "plain-1.0-py3-none-any.whl", {"plain/__init__.py": b""})
+    for value in ("-1", "0"):
+        proc = _smoke_cli(str(wheel), "--image", "debian:trixie-slim", "--timeout", value)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "--timeout" in proc.stderr and "python3" not in proc.stderr
+    empty = _smoke_cli(str(wheel), "--image", "")
+    assert empty.returncode == 2, empty.stdout + empty.stderr
+    assert "--image: empty image name" in empty.stderr
+    with pytest.raises(smoke.UsageError, match="at least 1 second"):
+        smoke.run_smoke(wheel, smoke.SmokeSpec("t", "x"), client=None, timeout=0)
+
+
+@pytest.mark.docker
+def test_an_image_without_tmp(docker_client: Any, trixie: str, tmp_path: Path) -> None:
+    """put_archive goes to / (every image has it); pip gets TMPDIR=/bk-smoke/tmp when /tmp is missing."""
+    dockerfile = f"FROM {trixie}\nRUN rm -rf /tmp\n"
+    tag = f"rocm-buildkit-test/runtime-notmp:{hashlib.sha256(dockerfile.encode()).hexdigest()[:12]}"
+    try:
+        docker_client.images.get(tag)
+    except Exception:
+        docker_client.images.build(fileobj=io.BytesIO(dockerfile.encode()), tag=tag, rm=True, forcerm=True)
+    wheel = write_wheel(tmp_path / "plain-1.0-py3-none-any.whl", {"plain/__init__.py": b"X = 1\n"})
+    spec = smoke.SmokeSpec("notmp", tag, imports=("plain",), commands=("test ! -e /tmp", 'test -n "$TMPDIR"'))
+    result = smoke.run_smoke(wheel, spec, client=docker_client)
+    assert result.status == "passed", result.reason + "".join(s.output for s in result.steps)
+    assert _containers_of(docker_client, "notmp") == []

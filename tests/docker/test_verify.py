@@ -6,11 +6,16 @@ The first tests need Docker (marked); the member comparison tests at the end are
 
 from __future__ import annotations
 
+import hashlib
+import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -189,3 +194,76 @@ def test_diff_members_sees_timestamps_and_order(tmp_path: Path) -> None:
         ("<archive>", "members are stored in another order")
     ]
     assert diff_members(a, _zip(tmp_path / "d.whl", [("p/a.py", b"1"), ("p/b.py", b"2")])) == []
+
+
+# --------------------------------------------------------------------------- provenance probe container
+SLOW_PROBE_DOCKERFILE = """\
+FROM debian:trixie-slim
+RUN mkdir -p /opt/python/cp313-cp313/bin \\
+ && printf '#!/bin/sh\\nsleep 120\\n' > /opt/python/cp313-cp313/bin/python \\
+ && chmod +x /opt/python/cp313-cp313/bin/python
+"""
+
+
+def _probes(client: Any, image_id: str) -> list[Any]:
+    """Containers of the test's own probe image (no other test uses it)."""
+    return list(client.containers.list(all=True, filters={"ancestor": image_id}))
+
+
+@pytest.mark.docker
+def test_build_environment_probe_is_removed_on_ctrl_c(
+    docker_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the probe container runs: KeyboardInterrupt propagates and the container is gone."""
+    from buildkit import provenance
+
+    digest = hashlib.sha256(SLOW_PROBE_DOCKERFILE.encode()).hexdigest()[:12]
+    tag = f"rocm-buildkit-test/slow-probe:{digest}"
+    try:
+        image = docker_client.images.get(tag)
+    except Exception:
+        image, _ = docker_client.images.build(
+            fileobj=io.BytesIO(SLOW_PROBE_DOCKERFILE.encode()), tag=tag, rm=True
+        )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    seen: list[int] = []
+    main = threading.main_thread().ident
+    assert main is not None
+
+    def interrupt_when_running() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            running = [c for c in _probes(docker_client, image.id) if c.status == "running"]
+            if running:
+                seen.append(len(running))
+                time.sleep(0.5)  # let the main thread block in wait()
+                signal.pthread_kill(main, signal.SIGINT)
+                return
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=interrupt_when_running, daemon=True)
+    watcher.start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        provenance.build_environment(docker_client, image.id, tag)
+    watcher.join(5)
+    assert seen == [1]  # the probe container ran while we waited
+    assert _probes(docker_client, image.id) == []
+    assert time.monotonic() - started < 60
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.json"))
+
+
+@pytest.mark.docker
+def test_build_environment_lists_the_image_packages(
+    docker_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from buildkit import provenance
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    image = docker_client.images.get("debian:trixie-slim")
+    data = provenance.build_environment(docker_client, image.id, "debian:trixie-slim")
+    assert data["python_packages"] == []  # no /opt/python in a plain Debian image
+    assert any(p.startswith("base-files=") for p in data["system_packages"]), data["system_packages"][:5]
+    labelled = {"label": f"{provenance.PROBE_LABEL}={image.id}"}
+    assert docker_client.containers.list(all=True, filters=labelled) == []
+    assert list((tmp_path / "cache").rglob("*.json"))  # cached by image id

@@ -12,17 +12,21 @@ from pathlib import Path
 import pytest
 
 from buildkit.ceilings import (
+    CACHE_SCHEMA,
     ImageCeilings,
     LibraryVersions,
     _load_cache,
     _resolve_link,
     _store_cache,
+    check_image_reference,
+    check_libraries,
     match_policy,
     minimum_ceilings,
     policy_glibc,
     tighten,
     version_definitions,
 )
+from buildkit.errors import UsageError
 from buildkit.policy import get_policy, policies, version_tuple
 
 HOST_LIBS = Path("/lib/x86_64-linux-gnu")
@@ -167,7 +171,37 @@ def test_cache_round_trip_and_schema(tmp_path: Path) -> None:
     _store_cache(path, r.image_id, r.arch, r.libraries)
     hit = _load_cache(path)
     assert hit == ("x86_64", r.libraries)
-    path.write_text(path.read_text().replace('"cache_schema": 2', '"cache_schema": 1'))
-    assert _load_cache(path) is None
+    # schema 2 (before unreadable libraries were refused) may hold a reading with a broken libc
+    path.write_text(path.read_text().replace(f'"cache_schema": {CACHE_SCHEMA}', '"cache_schema": 2'))
+    assert CACHE_SCHEMA > 2 and _load_cache(path) is None
     path.write_text("{not json")
     assert _load_cache(path) is None
+
+
+def _lib(soname: str, problem: str | None = None, path: str | None = "/lib/x/lib") -> LibraryVersions:
+    return LibraryVersions(soname, path, definitions=() if problem else ("GLIBC_2.36",), problem=problem)
+
+
+def test_check_libraries_refuses_a_broken_or_missing_libc_and_corrupt_others() -> None:
+    ok = [_lib("libc.so.6"), _lib("libm.so.6"), _lib("libstdc++.so.6", path=None), _lib("libgcc_s.so.1")]
+    check_libraries("img", "x86_64-linux-gnu", ok)  # absent libstdc++ is fine
+    with pytest.raises(UsageError, match=r"has no libc\.so\.6 in /lib/x86_64-linux-gnu") as err:
+        check_libraries("img", "x86_64-linux-gnu", [_lib("libc.so.6", path=None), *ok[1:]])
+    assert err.value.exit_code == 2
+    for index, soname in enumerate(("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1")):
+        libs = list(ok)
+        libs[index] = _lib(soname, problem="/lib/x/lib: not a readable ELF file: bad magic")
+        with pytest.raises(UsageError, match=rf"{re.escape(soname)}: /lib/x/lib: not a readable ELF"):
+            check_libraries("img", "x86_64-linux-gnu", libs)
+
+
+@pytest.mark.parametrize("reference", ["", "   ", " debian:trixie-slim", "debian:trixie\n", "a\tb"])
+def test_check_image_reference_refuses_empty_and_blank(reference: str) -> None:
+    with pytest.raises(UsageError, match="image reference") as err:
+        check_image_reference(reference)
+    assert err.value.exit_code == 2
+
+
+def test_check_image_reference_leaves_the_grammar_to_the_engine() -> None:
+    for reference in ("debian:trixie-slim", "sha256:" + "a" * 64, "registry:5000/x/y@sha256:" + "b" * 64):
+        check_image_reference(reference)

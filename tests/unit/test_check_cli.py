@@ -107,6 +107,25 @@ def test_unreadable_wheel_exits_6_and_others_are_reported(
     assert doc["wheels"][0]["passed"] is True
 
 
+def test_unreadable_wheels_are_named_once_each(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path], tmp_path: Path
+) -> None:
+    """Two wheels without a dist-info: the summary on stderr says which wheel each message is about;
+    the report (which names the wheel itself) does not repeat the name inside the error."""
+    import zipfile
+
+    bad = []
+    for name in ("one-1.0-cp311-cp311-linux_x86_64.whl", "two-1.0-cp311-cp311-linux_x86_64.whl"):
+        with zipfile.ZipFile(tmp_path / name, "w") as zf:
+            zf.writestr("x/__init__.py", "")
+        bad.append(tmp_path / name)
+    code, out, err = run(capsys, str(built["glibcxx_new"]), *map(str, bad))
+    assert code == 6
+    for path in bad:
+        assert f"{path.name}: not a wheel: expected one top-level *.dist-info/WHEEL" in err
+        assert f"{path.name}\n  verdict: UNREADABLE: not a wheel: expected one" in out
+
+
 def test_exclude_glob(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
     code, out, _ = run(capsys, str(built["external_lib"]), "--policy", "manylinux_2_28")
     assert code == 7 and "library libtiny.so.1" in out
@@ -131,6 +150,32 @@ def test_archs(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> No
         ("error", "gfx942"),
         ("warning", "gfx908"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("archs", "message"),
+    [
+        ("gfx@@,;;", "invalid GPU arch 'gfx@@'"),
+        ("gfx90a,sm_80", "invalid GPU arch 'sm_80'"),
+        ("gfx90a:xnack", "feature 'xnack' must look like xnack+ or xnack-"),
+        ("gfx90a:xnack+:xnack-", "feature xnack given twice"),
+        (",;;", "names no GPU arch"),
+    ],
+)
+def test_invalid_archs_exit_4_before_any_wheel_is_judged(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path], archs: str, message: str
+) -> None:
+    """An invalid target id is ArchError (exit 4) as in ``plan``/``archs``, not a gate failure (7)
+    claiming the wheel "lacks code for requested arch gfx@@"."""
+    code, out, err = run(capsys, str(built["hip_like"]), "--archs", archs)
+    assert code == 4 and message in err and "Traceback" not in err
+    assert "lacks code" not in out and out == ""
+
+
+def test_archs_are_canonicalised(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
+    code, out, _ = run(capsys, str(built["hip_like"]), "--archs", " GFX908 ; gfx90a gfx90a")
+    assert code == 0 and "hipk/_ext.so [bundle]: gfx908 gfx90a" in out
+    assert run(capsys, str(built["hip_like"]), "--archs", "")[0] == 0  # blank: no arch rule
 
 
 def test_torch_pin_and_size_limit(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:

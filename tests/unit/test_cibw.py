@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 
 import pytest
 
 from buildkit import cibw
+from buildkit.errors import UsageError
 from buildkit.plan import Job, expand
 from buildkit.recipe import load_recipe
 
@@ -31,11 +33,11 @@ def _settings(**kw: object) -> cibw.CibwSettings:
 
 
 def _parse_environment(text: str) -> dict[str, str]:
-    out = {}
-    for token in shlex.split(text):
-        key, _, value = token.partition("=")
-        out[key] = value
-    return out
+    """Parsed by cibuildwheel's own parser: what the container really gets."""
+    from cibuildwheel.environment import parse_environment
+
+    result: dict[str, str] = parse_environment(text).as_dictionary(prev_environment={"HOME": "/root"})
+    return result
 
 
 def test_reference_job_options() -> None:
@@ -107,3 +109,36 @@ def test_credentials_never_reach_cibuildwheel(secret: str) -> None:
     assert secret not in env
     assert "s3cr3t" not in "".join(env.values())
     assert env["DOCKER_HOST"] == "unix:///x"
+
+
+@pytest.mark.parametrize(
+    "value", ["it's", 'say "hi"', "a$(id)b", "`uname`", "back\\slash", "two words", "line1\nline2", "$HOME"]
+)
+def test_recipe_env_values_reach_the_container_literally(value: str) -> None:
+    job = _job("reference.yaml")
+    job = dataclasses.replace(job, env={**job.env, "PRETUNE_MODULES": value})
+    env = _parse_environment(cibw.cibuildwheel_options(job, _settings())["CIBW_ENVIRONMENT_LINUX"])
+    assert env["PRETUNE_MODULES"] == value
+
+
+def test_recipe_env_cannot_override_what_buildkit_sets() -> None:
+    job = _job("reference.yaml")
+    job = dataclasses.replace(job, env={**job.env, "SOURCE_DATE_EPOCH": "0"})
+    with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH"):
+        cibw.cibuildwheel_options(job, _settings())
+
+
+def test_torch_pin_constrains_the_isolated_build_environment() -> None:
+    job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
+    env = _parse_environment(cibw.cibuildwheel_options(job, _settings())["CIBW_ENVIRONMENT_LINUX"])
+    assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH
+    text = cibw.constraints(job)
+    assert text is not None and text.strip() == job.torch_requirement
+    assert cibw.constraints(_job("reference.yaml")) is None
+
+
+def test_build_containers_are_labelled_for_cleanup() -> None:
+    opts = cibw.cibuildwheel_options(
+        _job("reference.yaml"), _settings(labels={"io.rocm-buildkit.build": "b1"})
+    )
+    assert "--label=io.rocm-buildkit.build=b1" in opts["CIBW_CONTAINER_ENGINE"]

@@ -18,6 +18,7 @@ import pytest
 
 from buildkit.cli import main
 from buildkit.diff import choose_baseline, diff_wheels, project_files, project_url
+from buildkit.errors import UsageError, WheelReadError
 from buildkit.inspect import inspect_wheel
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle
 from tests.helpers.shared_library import build_shared_library, have_gcc
@@ -311,3 +312,99 @@ def test_bare_directory_index_without_html(
     doc = json.loads(out)
     assert code == 0 and doc["old"]["filename"] == index["baseline"].name
     assert doc["baseline"]["verified"] == []
+
+
+def test_missing_file_index_root_is_an_error_not_a_first_release(
+    tmp_path: Path, libs: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file:// index directory that does not exist (a wrong URL) is exit 2 and not "no earlier
+    release" (exit 0, which even --fail-on-regression let through); a missing project page inside an
+    existing index stays a first release."""
+    new = wheel(
+        tmp_path / "dist", "demo-1.1-cp311-cp311-manylinux_2_28_x86_64.whl", {"demo/_k.so": libs["old"]}
+    )
+    missing = (tmp_path / "nonexistent" / "simple").as_uri() + "/"
+    for extra in ((), ("--fail-on-regression",), ("--json",)):
+        code, out, err = run(capsys, "--against-index", missing, str(new), *extra)
+        assert code == 2 and "does not exist" in err and str(tmp_path / "nonexistent" / "simple") in err
+        assert "no earlier compatible release" not in out + err
+    with pytest.raises(UsageError, match="does not exist"):
+        project_files(missing + "demo/", "demo")  # the URL naming the project page: its index root
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("x")
+    code, _, err = run(capsys, "--against-index", a_file.as_uri(), str(new))
+    assert code == 2 and "is not a directory" in err
+
+    existing = tmp_path / "index" / "simple"
+    existing.mkdir(parents=True)
+    code, out, _ = run(capsys, "--against-index", existing.as_uri() + "/", str(new), "--fail-on-regression")
+    assert code == 0 and "no earlier compatible release" in out
+
+
+def test_regression_rule_refuses_a_missing_file_index(tmp_path: Path, libs: dict[str, bytes]) -> None:
+    """The gate rule (buildkit.regression, through diff_against_index) behaves the same: a missing
+    index root is a UsageError, not a first release with nothing to report."""
+    from buildkit.regression import check_regression, compare_with_last_release
+    from tests.unit.test_regression import job_for
+
+    new = wheel(
+        tmp_path / "dist", "demo-1.1-cp311-cp311-manylinux_2_28_x86_64.whl", {"demo/_k.so": libs["old"]}
+    )
+    missing = (tmp_path / "nonexistent" / "simple").as_uri() + "/"
+    job = job_for(tmp_path, missing)
+    with pytest.raises(UsageError, match="does not exist") as err:
+        check_regression(job, new)
+    assert err.value.exit_code == 2
+    (tmp_path / "empty" / "simple").mkdir(parents=True)
+    first = compare_with_last_release(job_for(tmp_path, (tmp_path / "empty" / "simple").as_uri() + "/"), new)
+    assert first is not None and first.baseline.file is None and first.passed
+
+
+def _zip(path: Path, members: dict[str, bytes]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+UNREADABLE = {
+    "no dist-info": ({"demo/__init__.py": b""}, "not a wheel: expected one top-level *.dist-info/WHEEL"),
+    "two dist-infos": (
+        {"a-1.dist-info/WHEEL": b"Wheel-Version: 1.0\n", "b-1.dist-info/WHEEL": b"Wheel-Version: 1.0\n"},
+        "found dist-info dirs: a-1.dist-info, b-1.dist-info",
+    ),
+    "absolute member": ({"/etc/x": b"", "demo-1.1.dist-info/WHEEL": b""}, "is an absolute path"),
+    "dotdot member": ({"../x": b"", "demo-1.1.dist-info/WHEEL": b""}, "escapes the install directory"),
+    "bad RECORD": (
+        {"demo-1.1.dist-info/WHEEL": b"Wheel-Version: 1.0\n", "demo-1.1.dist-info/RECORD": b"a,,big\n"},
+        "size 'big' of 'a' is not a number",
+    ),
+    "truncated ELF": (
+        {
+            "demo-1.1.dist-info/WHEEL": b"Wheel-Version: 1.0\n",
+            "demo/_k.so": b"\x7fELF\x02\x01\x01" + b"\0" * 40,
+        },
+        "demo/_k.so",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_unreadable_wheel_messages_name_the_wheel(
+    case: str, tmp_path: Path, libs: dict[str, bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``buildkit diff`` prints inspect_wheel's message as is: it must say which wheel it is about
+    ("not a wheel: expected one top-level *.dist-info/WHEEL" alone did not)."""
+    import re
+
+    members, message = UNREADABLE[case]
+    old = wheel(tmp_path, "demo-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", {"demo/_k.so": libs["old"]})
+    new = _zip(tmp_path / "demo-1.1-cp311-cp311-manylinux_2_28_x86_64.whl", members)
+    code, _, err = run(capsys, str(old), str(new))
+    assert code == 6 and message in err
+    assert re.search(rf"^{re.escape(new.name)}: .*{re.escape(message)}", err, re.MULTILINE)
+    with pytest.raises(WheelReadError) as exc:
+        inspect_wheel(new)
+    assert str(exc.value).startswith(f"{new.name}: ") and str(exc.value).count(new.name) == 1

@@ -134,3 +134,20 @@ def test_pip_downloads_from_the_static_index(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (out / wheel.name).read_bytes() == wheel.read_bytes()
+
+
+def test_unwritable_root_is_a_usage_error_not_a_traceback(tmp_path: Path) -> None:
+    from buildkit.errors import UsageError
+
+    wheel = write_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/__init__.py": b""})
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    with pytest.raises(UsageError, match="is a file, not a directory"):
+        index.check_root(afile / "sub")
+    with pytest.raises(UsageError, match="exists and is not a directory"):
+        index.check_root(afile)
+    index.check_root(tmp_path / "new" / "idx")  # creatable: accepted, and nothing is written
+    assert not (tmp_path / "new").exists()
+    # /proc passes the permission check as root but refuses new entries: add_wheel says so
+    with pytest.raises(UsageError, match="cannot write the index there"):
+        index.add_wheel(Path("/proc/idx"), wheel, sha256_file(wheel))

@@ -431,3 +431,78 @@ def test_regression_baseline_reaches_every_job(tmp_path: Path) -> None:
     plain = _parse(MINIMAL, tmp_path)
     assert plain.jobs[0].regression_baseline is None
     assert json.loads(render_json(plain))["jobs"][0]["regression_baseline"] is None
+
+
+# ---------------------------------------------------------------- review L1: output is always valid UTF-8
+
+
+def _plain_recipe(extra: str = "") -> str:
+    return (
+        "name: demo\n"
+        f"source: {{path: {ROOT / 'csrc'}}}\n"
+        'version: {base: "1.0"}\n'
+        'python: ["3.12"]\n'
+        'rocm: ["6.4"]\n'
+        "archs: {list: [gfx90a]}\n"
+        "manylinux: {policy: manylinux_2_28}\n"
+        "image: manylinux_2_28-rocm\n" + extra
+    )
+
+
+@pytest.mark.parametrize("locale", [None, "C"])
+@pytest.mark.parametrize("fmt", ["json", "github", "table"])
+def test_undecodable_file_name_gives_valid_utf8(tmp_path: Path, fmt: str, locale: str | None) -> None:
+    """A recipe named with the byte 0xff used to come out as a raw 0xff (invalid UTF-8)."""
+    name = os.fsdecode(b"r\xff.yaml")
+    # YAML escapes put lone surrogates in an env value (json) and a torch index URL (github)
+    odd = (
+        'env: {ODD: "\\udcff\\ud800"}\ntorch: [{version: "2.8", index_url: "https://example.org/\\udcff"}]\n'
+    )
+    (tmp_path / name).write_text(_plain_recipe(odd))
+    env = dict(os.environ)
+    if locale is not None:
+        env["LC_ALL"] = locale
+    outputs = []
+    for _ in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "buildkit", "plan", "--format", fmt, os.fsencode(tmp_path / name)],
+            capture_output=True,
+            env=env,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]  # byte-identical
+    text = outputs[0].decode("utf-8")  # strict: raises on invalid UTF-8
+    assert "\xff" not in text
+    if fmt == "table":
+        assert text.startswith("recipe r\\xff.yaml (demo, sha256 ")
+    else:
+        data = json.loads(text)
+        if fmt == "json":
+            assert data["recipe"]["file"] == "r\\xff.yaml"
+            assert data["jobs"][0]["env"]["ODD"] == "\udcff\ud800"  # JSON escapes: round-trips
+            assert '"ODD":"\\udcff\\ud800"' in text
+        else:
+            assert data["shards"][0]["include"][0]["torch_index_url"] == "https://example.org/\udcff"
+
+
+def test_renderers_keep_valid_text_unchanged(tmp_path: Path) -> None:
+    plan = expand(parse_recipe(_plain_recipe('env: {NOTE: "café ✓"}\n'), path=tmp_path / "r.yaml"))
+    assert '"NOTE":"café ✓"' in render_json(plan)  # non-ASCII stays UTF-8, not \\u escapes
+
+
+# ---------------------------------------------------------------- review L2: Plan.job for an unknown id
+
+
+def test_unknown_job_id_lists_the_known_ones(tmp_path: Path) -> None:
+    plan = expand(parse_recipe(_plain_recipe(), path=tmp_path / "r.yaml"))
+    with pytest.raises(RecipeError) as info:
+        plan.job("cp399-rocm6.4")
+    assert info.value.exit_code == 3
+    assert info.value.detail == "no job 'cp399-rocm6.4' in the plan of demo"
+    assert info.value.hint == "known: cp312-rocm6.4"
+    empty = Plan(recipe=plan.recipe, jobs=(), skipped=())
+    with pytest.raises(RecipeError) as info:
+        empty.job("cp312-rocm6.4")
+    assert info.value.hint == "the plan has no jobs (every combination was skipped)"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -254,3 +255,73 @@ def test_cli_verify_attestation_exit_codes(tmp_path: Path) -> None:
     assert "not the attested subject" in bad.stderr and "Traceback" not in bad.stderr
     missing_key = _run(cmd[:-2])
     assert missing_key.returncode == 2 and "--public-key" in missing_key.stderr
+
+
+# --------------------------------------------------------------------------- malformed attestations
+def _signed(tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
+    key, _private, public = _key_files(tmp_path)
+    wheel = _wheel(tmp_path)
+    att = prov.write_attestation(wheel, _manifest(wheel), key)
+    return wheel, public, json.loads(att.path.read_text())
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"signatures": "x"}, "signatures must be a list of {keyid, sig} objects"),
+        ({"signatures": [1]}, "signatures must be a list of {keyid, sig} objects"),
+        ({"signatures": [{"sig": 5}]}, "signature(s): one without keyid (malformed: sig is not a base64"),
+        ({"signatures": [{"keyid": "k1", "sig": ["x"]}]}, "keyid k1 (malformed"),
+        ({"payload": 5}, "payload and payloadType must be strings"),
+        ({"payload": "%%%"}, "the payload is not base64"),
+    ],
+)
+def test_malformed_envelope_is_not_reproducible(tmp_path: Path, change: dict[str, Any], message: str) -> None:
+    wheel, public, envelope = _signed(tmp_path)
+    prov.attestation_path(wheel).write_text(json.dumps({**envelope, **change}))
+    with pytest.raises(NotReproducible) as info:
+        prov.verify_attestation(wheel, prov.load_public_key(public))
+    assert message in str(info.value)
+    assert "None" not in str(info.value)
+
+
+def test_envelope_that_is_not_an_object_and_statement_shapes(tmp_path: Path) -> None:
+    key, _private, public = _key_files(tmp_path)
+    wheel = _wheel(tmp_path)
+    path = prov.attestation_path(wheel)
+    path.write_text("[]")
+    with pytest.raises(NotReproducible, match="not a DSSE envelope: a JSON list"):
+        prov.verify_attestation(wheel, prov.load_public_key(public))
+    # a correctly signed payload whose statement has the wrong shapes: no AttributeError either
+    head = {"_type": prov.STATEMENT_TYPE, "predicateType": prov.PREDICATE_TYPE}
+    cases: list[tuple[Any, str]] = [
+        ([1], "not an in-toto statement"),
+        ({**head, "subject": "x"}, "subject is not a list"),
+        (
+            {**head, "subject": [1, {"digest": 2}]},
+            "is not the attested subject (None sha256:None, None sha256:None)",
+        ),
+    ]
+    for stmt, message in cases:
+        path.write_text(json.dumps(prov.envelope(stmt, key)))
+        with pytest.raises(NotReproducible, match=re.escape(message)):
+            prov.verify_attestation(wheel, prov.load_public_key(public))
+
+
+def test_cli_malformed_attestation_exits_12(tmp_path: Path) -> None:
+    wheel, public, envelope = _signed(tmp_path)
+    cmd = [
+        sys.executable,
+        "-m",
+        "buildkit",
+        "verify",
+        str(wheel),
+        "--attestation",
+        "--public-key",
+        str(public),
+    ]
+    for signatures in ("x", [1], [{"sig": 5}]):
+        prov.attestation_path(wheel).write_text(json.dumps({**envelope, "signatures": signatures}))
+        proc = _run(cmd)
+        assert proc.returncode == 12, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr and "signatures by None" not in proc.stderr

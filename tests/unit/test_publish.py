@@ -6,6 +6,7 @@ The pypiserver (twine) target is tested against a real server in tests/integrati
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,10 +18,21 @@ from buildkit.errors import PublishRefused, UsageError
 from buildkit.manifest import manifest_path, sha256_file
 from tests.helpers.wheels_for_publish import FAILING, make_wheel
 
+ROOT = Path(__file__).resolve().parents[2]
 
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    if cwd is not None:  # run this tree's buildkit from another working directory
+        env = {**(env or dict(os.environ)), "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "buildkit", *args], capture_output=True, text=True, check=False, env=env
+        [sys.executable, "-m", "buildkit", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=cwd,
     )
 
 
@@ -36,6 +48,53 @@ def test_parse_target() -> None:
         pub.parse_target("https://user:s3cret@example.org/")
     with pytest.raises(UsageError, match="unsupported scheme"):
         pub.parse_target("s3://bucket/idx")
+
+
+@pytest.mark.parametrize("text", ["", "file://", "file:", "  "])
+def test_parse_target_refuses_an_empty_directory(text: str) -> None:
+    with pytest.raises(UsageError, match="empty directory path"):
+        pub.parse_target(text)
+
+
+@pytest.mark.parametrize("to", ["", "file://"])
+def test_cli_empty_target_writes_nothing_in_the_working_directory(tmp_path: Path, to: str) -> None:
+    dist = tmp_path / "dist"
+    make_wheel(dist, "demo-1.0-py3-none-any.whl")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    result = run_cli("publish", str(dist), "--to", to, cwd=cwd)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "empty directory path" in result.stderr and "Traceback" not in result.stderr
+    assert list(cwd.iterdir()) == []
+
+
+def _unwritable_targets(tmp_path: Path) -> list[tuple[str, str]]:
+    afile = tmp_path / "afile"
+    afile.write_text("keep me\n")
+    return [
+        (str(afile), "exists and is not a directory"),
+        (str(afile / "sub"), "is a file, not a directory"),
+        ("/proc/idx", "cannot write the index there"),  # /proc refuses new entries, even to root
+    ]
+
+
+def test_unwritable_directory_target_is_a_usage_error(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    make_wheel(dist, "demo-1.0-py3-none-any.whl")
+    for to, message in _unwritable_targets(tmp_path):
+        with pytest.raises(UsageError, match=message):
+            pub.publish(dist, pub.parse_target(to))
+    assert (tmp_path / "afile").read_text() == "keep me\n"
+    assert not Path("/proc/idx").exists()
+
+
+def test_cli_unwritable_target_exits_2_without_traceback(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    make_wheel(dist, "demo-1.0-py3-none-any.whl")
+    for to, message in _unwritable_targets(tmp_path):
+        result = run_cli("publish", str(dist), "--to", to)
+        assert result.returncode == 2, (to, result.stderr)
+        assert message in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
 def test_each_refusal_is_named_and_nothing_is_published(tmp_path: Path) -> None:

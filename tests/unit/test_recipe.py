@@ -2,13 +2,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
 import pytest
 
 from buildkit.errors import RecipeError
-from buildkit.recipe import load_recipe, parse_recipe, parse_size
+from buildkit.recipe import MAX_RECIPE_BYTES, cibuildwheel_pythons, load_recipe, parse_recipe, parse_size
 from buildkit.recipe_schema import recipe_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,3 +209,90 @@ def test_runtime_test_recipe_validates_against_the_raw_schema() -> None:
     ceilings = recipe_schema()["properties"]["manylinux"]["properties"]["ceilings"]["properties"]
     assert ceilings["from_image"]["description"]
     assert recipe_schema()["properties"]["gate"]["properties"]["no_regression_against"]["description"]
+
+
+# ------------------------------------------------------- review M10: what a recipe path may be
+
+
+def _plan_cli(path: str | Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "buildkit", "plan", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+
+
+def test_device_is_refused_without_reading_it() -> None:
+    """/dev/zero used to be read until MemoryError; now refused from its fstat, exit 3."""
+    with pytest.raises(RecipeError, match=r"not a regular file \(a character device\)") as info:
+        load_recipe("/dev/zero")
+    assert info.value.exit_code == 3
+    proc = _plan_cli("/dev/zero")
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "/dev/zero: error: the recipe is not a regular file (a character device)" in proc.stderr
+
+
+def test_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
+    """A FIFO nobody writes to used to hang `plan` forever (the timeout turns a hang into a failure)."""
+    fifo = tmp_path / "recipe.yaml"
+    os.mkfifo(fifo)
+    proc = _plan_cli(fifo, timeout=20)  # first in a child: a hang must fail, not block the suite
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    with pytest.raises(RecipeError, match=r"not a regular file \(a FIFO\)"):
+        load_recipe(fifo)
+
+
+def test_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RecipeError, match=r"not a regular file \(a directory\)"):
+        load_recipe(tmp_path)
+
+
+def test_oversized_recipe_is_refused(tmp_path: Path) -> None:
+    p = tmp_path / "big.yaml"
+    padding = ("# " + "x" * 98 + "\n") * (MAX_RECIPE_BYTES // 100 + 1)
+    p.write_text(MINIMAL.replace("../csrc", str(ROOT / "csrc")) + padding)
+    assert p.stat().st_size > MAX_RECIPE_BYTES == 2**20
+    with pytest.raises(RecipeError, match=r"larger than 1 MiB") as info:
+        load_recipe(p)
+    assert info.value.exit_code == 3
+    # just under the cap still loads
+    p.write_text(MINIMAL + padding[: MAX_RECIPE_BYTES - len(MINIMAL) - 100])
+    assert load_recipe(p).name == "demo"
+
+
+# ------------------------------------------------------- review L6: Python versions cibuildwheel builds
+
+
+def test_python_versions_come_from_cibuildwheel() -> None:
+    from cibuildwheel.util.resources import read_all_configs
+
+    # cibuildwheel's own reading of its build-platforms.toml, independent of ours
+    theirs = {
+        c["version"]
+        for c in read_all_configs()["linux"]
+        if re.match(r"cp3\d+-manylinux_x86_64$", c["identifier"])
+    }
+    assert set(cibuildwheel_pythons()) == theirs
+    assert {"3.10", "3.12", "3.13", "3.14"} <= theirs
+    assert "3.99" not in theirs
+
+
+def test_python_version_cibuildwheel_cannot_build(tmp_path: Path) -> None:
+    import cibuildwheel
+
+    text = MINIMAL.replace('python: ["3.12"]', 'python: ["3.12", "3.99"]')
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(text, path=tmp_path / "r.yaml")
+    err = info.value
+    assert (err.line, err.column) == (4, 18)
+    assert err.detail == (
+        f"python[1]: cibuildwheel {cibuildwheel.__version__} cannot build CPython 3.99 "
+        f"(it builds {', '.join(cibuildwheel_pythons())})"
+    )
+    assert err.exit_code == 3
+    with pytest.raises(RecipeError, match=r"cannot build CPython 3\.7 "):
+        parse_recipe(MINIMAL.replace('"3.12"', '"3.7"'), path=tmp_path / "r.yaml")
