@@ -156,15 +156,11 @@ def floor_isal(path: Path) -> int:
 
 def inprocess(path: Path) -> dict[str, Any]:
     """Time ``inspect_wheel`` + ``evaluate`` inside this (already started) interpreter."""
-    from buildkit.cli.check import build_config
+    from buildkit.checking import GateFlags, gate_config
     from buildkit.gate import evaluate
     from buildkit.inspect import inspect_wheel
 
-    config = build_config(
-        policy=None, max_glibc=None, max_glibcxx=None, max_cxxabi=None, max_gcc=None, exclude=(),
-        exclude_set=(), rocm=None, archs=None, match_features=False, torch=None, size_warn="1000GiB",
-        size_limit=None, recipe=None, job=None,
-    )  # fmt: skip
+    config = gate_config(GateFlags(size_warn="1000GiB"))
     start = time.perf_counter()
     report = inspect_wheel(path)
     inspected = time.perf_counter()

@@ -353,7 +353,7 @@ def build_job(
 
             t0 = time.monotonic()
             report = inspect_wheel(wheel)
-            verdict = evaluate(report, GateConfig.from_job(job, **_size_budget(recipe)))
+            verdict = evaluate(report, GateConfig.from_recipe_job(recipe, job))
             result.timings["gate"] = time.monotonic() - t0
             human = render_human(verdict)
             log.write(human + "\n")
@@ -407,15 +407,6 @@ def build_job(
                 with contextlib.suppress(Exception):
                     container.remove(force=True)
     return result
-
-
-def _size_budget(recipe: Recipe) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if "warn" in recipe.size_budget:
-        out["size_warn"] = recipe.size_budget["warn"]
-    if "limit" in recipe.size_budget:
-        out["size_limit"] = recipe.size_budget["limit"]
-    return out
 
 
 def _check_version(wheel: Path, job: Job) -> None:

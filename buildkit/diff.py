@@ -575,27 +575,39 @@ def _compatible(candidate: Iterable[Tag], wanted: Iterable[Tag]) -> bool:
 def choose_baseline(files: Sequence[IndexFile], new: WheelReport) -> tuple[IndexFile | None, list[str]]:
     """The newest non-yanked wheel older than ``new`` with compatible tags, and why others were left.
 
-    Preference: the same local version label (``+rocm7.2``) when any candidate has it, then the
-    highest version, then the highest build tag, then an exact tag match.
+    Only releases of the same product line count: when ``new`` has a local version label
+    (``1.1+rocm7.2``), only earlier releases with exactly that label (``1.0+rocm7.2``); a sibling
+    build with another label (``1.0+rocm7.0``) is another product line, never "the last release"
+    (when none has the label this is that line's first release). Without a local label, only releases
+    without one. Among those: the highest version, then the highest build tag, then an exact tag match.
     """
     wanted = _tags(new)
     mine = Version(new.version)
+    label = mine.local
     notes = []
     candidates = []
+    other_lines: set[str] = set()
     for f in files:
         if f.yanked:
             notes.append(f"{f.filename}: yanked")
         elif not _compatible(f.tags, wanted):
             continue
+        elif f.version.local != label:
+            other_lines.add(f"+{f.version.local}" if f.version.local else "no local label")
         elif f.version >= mine:
             notes.append(f"{f.filename}: not older than {new.version}")
         else:
             candidates.append(f)
-    same_local = [f for f in candidates if f.version.local == mine.local]
-    pool = same_local or candidates
-    if not pool:
+    if other_lines:
+        notes.append(
+            "left out as other product lines (a different local version label): "
+            + ", ".join(sorted(other_lines))
+        )
+    if not candidates:
+        if label is not None:
+            notes.append(f"no earlier release with local label {label}: a first release of that line")
         return None, notes
-    best = max(pool, key=lambda f: (f.version, f.build, bool(f.tags & wanted)))
+    best = max(candidates, key=lambda f: (f.version, f.build, bool(f.tags & wanted)))
     return best, notes
 
 

@@ -13,7 +13,8 @@ Layout (relative links only, so the tree can be copied anywhere)::
 
 Every file is written atomically (temporary file in the same folder + ``os.replace``) and the whole
 update holds an exclusive lock on ``ROOT/.buildkit-index.lock``, so two publishers cannot interleave
-and a reader never sees a half-written page. ``pip install --index-url file://ROOT/simple/`` works.
+and a reader never sees a half-written page. A batch (:func:`add_wheels`) is checked whole before
+anything is written: one conflict writes nothing. ``pip install --index-url file://ROOT/simple/`` works.
 
 Publishing is idempotent: the same file again is reported ``already``; the same file name with other
 bytes raises :class:`~buildkit.errors.PublishRefused` (an index must never change a released file).
@@ -21,6 +22,7 @@ bytes raises :class:`~buildkit.errors.PublishRefused` (an index must never chang
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import html
@@ -28,7 +30,7 @@ import json
 import os
 import shutil
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -78,7 +80,7 @@ class AddResult:
 
 
 def _atomic_write_bytes(target: Path, data: bytes) -> None:
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp = _tmp_path(target)
     try:
         with tmp.open("wb") as fh:
             fh.write(data)
@@ -89,12 +91,15 @@ def _atomic_write_bytes(target: Path, data: bytes) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _atomic_copy(source: Path, target: Path, expected_sha256: str) -> None:
-    """Copy ``source`` to ``target`` atomically, hashing the bytes actually copied."""
-    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:
+    """Copy ``source`` to ``target``, hashing the bytes actually copied; other bytes -> PublishRefused.
+
+    Whoever then reads ``target`` (the index, twine) reads exactly the bytes that were checked, even if
+    ``source`` is rewritten afterwards. ``target`` is removed when the check fails.
+    """
     digest = hashlib.sha256()
     try:
-        with source.open("rb") as src, tmp.open("wb") as dst:
+        with source.open("rb") as src, target.open("xb") as dst:
             while block := src.read(_CHUNK):
                 digest.update(block)
                 dst.write(block)
@@ -105,15 +110,23 @@ def _atomic_copy(source: Path, target: Path, expected_sha256: str) -> None:
                 f"{source.name}: the file changed while it was copied (sha256 {digest.hexdigest()}, "
                 f"expected {expected_sha256}); nothing was published"
             )
-        shutil.copystat(source, tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+        shutil.copystat(source, target)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
 
 
-def wheel_metadata(wheel: Path) -> bytes:
-    """The bytes of ``<name>-<version>.dist-info/METADATA`` of ``wheel`` (PEP 658 serves them as is)."""
-    name = parse_wheel_filename(wheel.name)[0]
+def _tmp_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}.tmp-{os.getpid()}")
+
+
+def wheel_metadata(wheel: Path, filename: str | None = None) -> bytes:
+    """The bytes of ``<name>-<version>.dist-info/METADATA`` of ``wheel`` (PEP 658 serves them as is).
+
+    ``filename``: the wheel's file name when ``wheel`` is a copy under another name.
+    """
+    filename = filename or wheel.name
+    name = parse_wheel_filename(filename)[0]
     try:
         with zipfile.ZipFile(wheel) as zf:
             found = [
@@ -125,11 +138,11 @@ def wheel_metadata(wheel: Path) -> bytes:
             ]
             if len(found) != 1:
                 raise WheelReadError(
-                    f"{wheel.name}: expected one {name}-<version>.dist-info/METADATA, found {len(found)}"
+                    f"{filename}: expected one {name}-<version>.dist-info/METADATA, found {len(found)}"
                 )
             return zf.read(found[0])
     except (zipfile.BadZipFile, OSError) as exc:
-        raise WheelReadError(f"{wheel.name}: not a readable wheel: {exc}") from None
+        raise WheelReadError(f"{filename}: not a readable wheel: {exc}") from None
 
 
 def _requires_python(metadata: bytes) -> str | None:
@@ -285,29 +298,86 @@ def lookup(root: Path, filename: str) -> str | None:
 
 
 def add_wheel(root: Path, wheel: Path, sha256: str) -> AddResult:
-    """Add ``wheel`` (whose bytes hash to ``sha256``) to the static index at ``root``.
+    """Add one wheel: :func:`add_wheels` with a single item."""
+    return add_wheels(root, [(wheel, sha256)])[0]
 
-    The same file again: ``status == "already"``, nothing is rewritten. The same file name with other
-    bytes: :class:`PublishRefused`. Otherwise the wheel, its ``.metadata`` file and the pages are
-    written atomically under the index lock.
+
+@dataclass
+class _Staged:
+    wheel: Path
+    sha256: str
+    project: str
+    target: Path
+    tmp: Path | None = None
+    metadata: bytes = b""
+
+
+def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
+    """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
+
+    Under the index lock, every wheel is first checked against the index: the same file again is
+    ``status == "already"`` (nothing rewritten); the same file name with other bytes (in the index, or
+    twice in ``wheels``) raises :class:`PublishRefused` naming every such wheel, before anything is
+    written. Then every new wheel is copied to a temporary file beside its final place, hashing the
+    bytes copied (a wheel that changed since it was checked refuses the whole batch, and the
+    temporary files are removed); its ``.metadata`` is read from that copy. Only then are the wheels,
+    their ``.metadata`` files and the pages put in place (atomic renames).
     """
-    name = parse_wheel_filename(wheel.name)[0]
-    project = canonicalize_name(name)
-    metadata = wheel_metadata(wheel)
+    results: list[AddResult] = []
+    pending: list[_Staged] = []
+    conflicts: list[str] = []
+    seen: dict[str, str] = {}
     with _locked(root):
-        project_dir = simple_dir(root) / project
-        target = project_dir / wheel.name
-        if target.is_file():
-            existing = sha256_file(target)
-            if existing != sha256:
-                raise PublishRefused(
-                    f"{wheel.name}: the index at {root} already has a file of this name with other bytes "
-                    f"(sha256 {existing}, this wheel {sha256}); a released file is never replaced: "
-                    "bump the version or a build tag"
-                )
-            return AddResult("already", project, target)
-        project_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write_bytes(target.with_name(target.name + ".metadata"), metadata)
-        _atomic_copy(wheel, target, sha256)
-        _rewrite_pages(root, project)
-        return AddResult("published", project, target)
+        for wheel, sha256 in wheels:
+            project = canonicalize_name(parse_wheel_filename(wheel.name)[0])
+            target = simple_dir(root) / project / wheel.name
+            results.append(AddResult("already", project, target))
+            if wheel.name in seen:
+                if seen[wheel.name] != sha256:
+                    conflicts.append(
+                        f"{wheel}: another wheel being published has this file name with other bytes "
+                        f"(sha256 {seen[wheel.name]}, this wheel {sha256})"
+                    )
+                continue
+            seen[wheel.name] = sha256
+            if target.is_file():
+                existing = sha256_file(target)
+                if existing != sha256:
+                    conflicts.append(
+                        f"{wheel.name}: the index at {root} already has a file of this name with other "
+                        f"bytes (sha256 {existing}, this wheel {sha256}); a released file is never "
+                        "replaced: bump the version or a build tag"
+                    )
+                continue
+            results[-1] = AddResult("published", project, target)
+            pending.append(_Staged(wheel, sha256, project, target))
+        if len(conflicts) == 1 and len(wheels) == 1:
+            raise PublishRefused(conflicts[0])
+        if conflicts:
+            head = f"publish refused: {len(conflicts)} of {len(wheels)} wheel(s); nothing was published"
+            raise PublishRefused("\n".join([head, *(f"  {c}" for c in conflicts)]))
+        created: list[Path] = []
+        try:
+            for item in pending:
+                for folder in (simple_dir(root), item.target.parent):
+                    if not folder.is_dir():
+                        folder.mkdir()
+                        created.append(folder)
+                item.tmp = _tmp_path(item.target)
+                copy_verified(item.wheel, item.tmp, item.sha256)
+                item.metadata = wheel_metadata(item.tmp, item.wheel.name)
+        except BaseException:
+            for item in pending:
+                if item.tmp is not None:
+                    item.tmp.unlink(missing_ok=True)
+            for folder in reversed(created):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+            raise
+        for item in pending:
+            assert item.tmp is not None
+            _atomic_write_bytes(item.target.with_name(item.target.name + ".metadata"), item.metadata)
+            os.replace(item.tmp, item.target)
+        for name in sorted({item.project for item in pending}):
+            _rewrite_pages(root, name)
+    return results

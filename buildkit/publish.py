@@ -18,24 +18,37 @@ Targets (:func:`parse_target`):
 - ``pypi``: ``pypi`` or an ``upload.pypi.org``/``test.pypi.org`` URL: like ``index``, but wheels with a
   PEP 440 local label are refused (PyPI rejects them).
 
-Idempotent: before uploading, the index's simple page is read; a file already there with the same
-sha256 is reported "already published", one with other bytes is refused.
+Idempotent: before anything is uploaded or written, EVERY checked wheel is compared with the
+target's current state (the index's simple page, or the static index under its lock): a file already
+there with the same sha256 is reported "already published"; one with other bytes refuses the whole
+batch, so nothing is published.
+
+The bytes published are the bytes checked: each wheel is copied (and hashed while copied) into the
+static index, or into a private temporary folder that twine then uploads from.
+
+Credentials (``TWINE_USERNAME``/``TWINE_PASSWORD``) are sent by this module only to the exact origin
+(scheme, host, port) of the upload URL, and only over https or to a loopback http host (127.0.0.0/8,
+::1, localhost): never to another host the simple page links to, never across a redirect to another
+origin, never to pypi.org for an upload.pypi.org target. A simple page is read without credentials
+first; they are added only when that origin answers HTTP 401.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import json
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -131,12 +144,20 @@ def _directory(text: str, path: str) -> str:
 
 
 def collect(dist: Path) -> list[Path]:
-    """Every ``*.whl`` under ``dist`` (recursively, sorted; temporary dot-files skipped)."""
+    """Every ``*.whl`` under ``dist`` (recursively, sorted).
+
+    A path with any dot-component below ``dist`` is skipped: temporary dot-files, and dot-folders such
+    as the ``.<job>.incoming-*`` staging folders of ``buildkit build``.
+    """
     if dist.is_file() and dist.suffix == ".whl":
         return [dist]
     if not dist.is_dir():
         raise UsageError(f"{dist}: no such directory")
-    return sorted(p for p in dist.rglob("*.whl") if p.is_file() and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in dist.rglob("*.whl")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(dist).parts)
+    )
 
 
 def examine(wheel: Path) -> Candidate | Refusal:
@@ -244,20 +265,133 @@ class _Links(HTMLParser):
                 self.hrefs.append(href)
 
 
-def _auth_header(env: Mapping[str, str]) -> dict[str, str]:
-    user, password = env.get("TWINE_USERNAME"), env.get("TWINE_PASSWORD")
-    if not user or not password:
-        return {}
-    token = base64.b64encode(f"{user}:{password}".encode()).decode()
-    return {"Authorization": f"Basic {token}"}
+_LOOPBACK_NAMES = {"localhost"}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-def remote_files(simple_url: str, project: str, env: Mapping[str, str]) -> dict[str, str | None]:
-    """Files of ``project`` on a PEP 503 index: filename -> sha256 (None when the page has no hash)."""
-    url = urllib.parse.urljoin(simple_url.rstrip("/") + "/", f"{project}/")
-    request = urllib.request.Request(url, headers={"Accept": "text/html", **_auth_header(env)})
+def origin(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an http(s) URL, default port filled in; None for anything else."""
+    parts = urllib.parse.urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if scheme not in _DEFAULT_PORTS or not host:
+        return None
     try:
-        with urllib.request.urlopen(request, timeout=60) as response:
+        port = parts.port
+    except ValueError:
+        return None
+    return scheme, host, port or _DEFAULT_PORTS[scheme]
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """HTTP Basic credentials bound to one origin (the upload URL's)."""
+
+    origin: tuple[str, str, int]
+    header: str = field(repr=False)  # "Basic ..."; never in a repr or a traceback
+
+    def allows(self, url: str) -> bool:
+        return origin(url) == self.origin
+
+    def describe(self) -> str:
+        scheme, host, port = self.origin
+        return f"{scheme}://{host}:{port}"
+
+
+def credentials_for(upload_url: str, env: Mapping[str, str]) -> Credentials | None:
+    """TWINE_USERNAME/TWINE_PASSWORD bound to the origin of ``upload_url``; None when there are none or
+    when that origin may not receive them (plain http to a host that is not loopback)."""
+    user, password = env.get("TWINE_USERNAME"), env.get("TWINE_PASSWORD")
+    where = origin(upload_url)
+    if not user or not password or where is None:
+        return None
+    if where[0] != "https" and not is_loopback(where[1]):
+        return None
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return Credentials(where, f"Basic {token}")
+
+
+class _OriginBoundRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects never carry credentials to another origin.
+
+    Credentials ride as an "unredirected" header, which urllib does not copy to a redirected request;
+    they are put back only when the redirect stays on the credentials' origin.
+    """
+
+    def __init__(self, credentials: Credentials | None) -> None:
+        super().__init__()
+        self.credentials = credentials
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is None:
+            return None
+        had_credentials = req.get_header("Authorization") is not None
+        new.remove_header("Authorization")
+        if had_credentials and self.credentials is not None and self.credentials.allows(new.full_url):
+            new.add_unredirected_header("Authorization", self.credentials.header)
+        return new
+
+
+def _open(url: str, credentials: Credentials | None, *, timeout: float, accept: str | None = None) -> Any:
+    """GET ``url`` without credentials; on HTTP 401 from the credentials' origin, once more with them."""
+    opener = urllib.request.build_opener(_OriginBoundRedirects(credentials))
+    headers = {"Accept": accept} if accept else {}
+    try:
+        return opener.open(urllib.request.Request(url, headers=headers), timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        if exc.code != 401:
+            raise
+        answered = exc.geturl() or url
+        exc.close()
+    shown = strip_userinfo(answered)
+    if credentials is None:
+        raise PublishRefused(
+            f"{shown} asks for credentials (HTTP 401) and none may be sent there: set "
+            "TWINE_USERNAME/TWINE_PASSWORD (they are sent only to the upload URL's origin, over https "
+            "or to a loopback http host)"
+        )
+    if not credentials.allows(answered):
+        raise PublishRefused(
+            f"{shown} asks for credentials (HTTP 401), but it is not the upload URL's origin "
+            f"({credentials.describe()}): the credentials are not sent there; give a --simple-url "
+            "on the upload URL's origin"
+        )
+    request = urllib.request.Request(answered, headers=headers)
+    request.add_unredirected_header("Authorization", credentials.header)
+    return opener.open(request, timeout=timeout)
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    url: str  # absolute, without the fragment
+    sha256: str | None  # from the link's #sha256= fragment
+
+
+def remote_files(
+    simple_url: str, project: str, credentials: Credentials | None = None
+) -> dict[str, RemoteFile]:
+    """Files of ``project`` on a PEP 503 index: filename -> RemoteFile (sha256 None when unhashed)."""
+    url = urllib.parse.urljoin(simple_url.rstrip("/") + "/", f"{project}/")
+    try:
+        with _open(url, credentials, timeout=60, accept="text/html") as response:
             page = response.read().decode("utf-8", errors="replace")
             final = response.geturl()
     except urllib.error.HTTPError as exc:
@@ -268,33 +402,30 @@ def remote_files(simple_url: str, project: str, env: Mapping[str, str]) -> dict[
         raise PublishRefused(f"cannot read {strip_userinfo(url)}: {exc}") from None
     parser = _Links()
     parser.feed(page)
-    files: dict[str, str | None] = {}
+    files: dict[str, RemoteFile] = {}
     for href in parser.hrefs:
         absolute = urllib.parse.urljoin(final, href)
-        path, _, fragment = absolute.partition("#")
-        filename = urllib.parse.unquote(path.rsplit("/", 1)[-1])
+        link, _, fragment = absolute.partition("#")
+        filename = urllib.parse.unquote(urllib.parse.urlsplit(link).path.rsplit("/", 1)[-1])
         sha = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
-        files[filename] = sha
+        files[filename] = RemoteFile(link, sha)
     return files
 
 
-def _fetch_sha256(simple_url: str, project: str, filename: str, env: Mapping[str, str]) -> str:
-    """Download a file the index lists without a hash, and hash it."""
-    url = urllib.parse.urljoin(simple_url.rstrip("/") + "/", f"{project}/")
-    with urllib.request.urlopen(urllib.request.Request(url, headers=_auth_header(env)), timeout=60) as r:
-        parser = _Links()
-        parser.feed(r.read().decode("utf-8", errors="replace"))
-        base = r.geturl()
-    for href in parser.hrefs:
-        link = urllib.parse.urljoin(base, href).partition("#")[0]
-        if urllib.parse.unquote(link.rsplit("/", 1)[-1]) == filename:
-            digest = hashlib.sha256()
-            request = urllib.request.Request(link, headers=_auth_header(env))
-            with urllib.request.urlopen(request, timeout=600) as response:
-                while block := response.read(1 << 20):
-                    digest.update(block)
-            return digest.hexdigest()
-    raise PublishRefused(f"{filename}: listed by {strip_userinfo(url)} but not downloadable")
+def fetch_sha256(link: str, credentials: Credentials | None = None) -> str:
+    """Download a file an index lists without a hash, and hash it (credentials: see :func:`_open`)."""
+    digest = hashlib.sha256()
+    try:
+        with _open(link, credentials, timeout=600) as response:
+            while block := response.read(1 << 20):
+                digest.update(block)
+    except urllib.error.HTTPError as exc:
+        raise PublishRefused(
+            f"cannot download {strip_userinfo(link)}: HTTP {exc.code} {exc.reason}"
+        ) from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise PublishRefused(f"cannot download {strip_userinfo(link)}: {exc}") from None
+    return digest.hexdigest()
 
 
 def twine_upload(
@@ -342,41 +473,88 @@ def publish(
     env: Mapping[str, str] | None = None,
     log: Callable[[str], None] = lambda line: None,
 ) -> list[Outcome]:
-    """Check every wheel under ``dist``, then publish each to ``target``; returns what happened."""
+    """Check every wheel under ``dist`` and the target's state, then publish; returns what happened."""
     environ = dict(os.environ if env is None else env)
     if target.kind == "directory":  # an unwritable target is refused before anything is written
         static_index.check_root(Path(target.location))
     candidates = check_all(collect(dist), target)
     log(f"{len(candidates)} wheel(s) checked: manifests passed, sha256 recomputed and matching")
-    outcomes: list[Outcome] = []
+    if target.kind == "directory":
+        results = static_index.add_wheels(Path(target.location), [(c.wheel, c.sha256) for c in candidates])
+        outcomes = [
+            Outcome(c.wheel, "published" if r.status == "published" else "already published", str(r.path))
+            for c, r in zip(candidates, results, strict=True)
+        ]
+        for o in outcomes:
+            log(f"{o.status}: {o.wheel.name} -> {o.where}")
+        return outcomes
+    return _publish_remote(candidates, target, environ, log)
+
+
+def remote_state(candidates: list[Candidate], target: Target, credentials: Credentials | None) -> list[bool]:
+    """For each candidate, whether it is already on the index; any conflict raises PublishRefused
+    naming every one (same file name with other bytes there, or twice under DIST)."""
+    assert target.simple_url is not None
+    pages: dict[str, dict[str, RemoteFile]] = {}
+    seen: dict[str, str] = {}
+    present: list[bool] = []
+    conflicts: list[str] = []
     for c in candidates:
-        if target.kind == "directory":
-            result = static_index.add_wheel(Path(target.location), c.wheel, c.sha256)
-            status = "published" if result.status == "published" else "already published"
-            outcomes.append(Outcome(c.wheel, status, str(result.path)))
-        else:
-            outcomes.append(_publish_remote(c, target, environ, log))
-        log(f"{outcomes[-1].status}: {c.wheel.name} -> {outcomes[-1].where}")
-    return outcomes
+        name = c.wheel.name
+        if name in seen:  # the same file twice under DIST: published once
+            present.append(True)
+            if seen[name] != c.sha256:
+                conflicts.append(
+                    f"  {c.wheel}: another wheel under DIST has this file name with other bytes "
+                    f"(sha256 {seen[name]}, this wheel {c.sha256})"
+                )
+            continue
+        seen[name] = c.sha256
+        project = canonicalize_name(parse_wheel_filename(name)[0])
+        if project not in pages:
+            pages[project] = remote_files(target.simple_url, project, credentials)
+        remote = pages[project].get(name)
+        if remote is None:
+            present.append(False)
+            continue
+        sha = remote.sha256 or fetch_sha256(remote.url, credentials)
+        present.append(True)
+        if sha != c.sha256:
+            where = f"{strip_userinfo(target.simple_url).rstrip('/')}/{project}/"
+            conflicts.append(
+                f"  {name}: {where} already has a file of this name with other bytes "
+                f"(sha256 {sha}, this wheel {c.sha256}); a released file is never replaced"
+            )
+    if conflicts:
+        head = f"publish refused: {len(conflicts)} of {len(candidates)} wheel(s); nothing was published"
+        raise PublishRefused("\n".join([head, *conflicts]))
+    return present
 
 
 def _publish_remote(
-    c: Candidate, target: Target, env: Mapping[str, str], log: Callable[[str], None]
-) -> Outcome:
+    candidates: list[Candidate], target: Target, env: Mapping[str, str], log: Callable[[str], None]
+) -> list[Outcome]:
     assert target.simple_url is not None
-    project = canonicalize_name(parse_wheel_filename(c.wheel.name)[0])
-    present = remote_files(target.simple_url, project, env)
-    where = f"{strip_userinfo(target.simple_url).rstrip('/')}/{project}/"
-    if c.wheel.name in present:
-        remote = present[c.wheel.name] or _fetch_sha256(target.simple_url, project, c.wheel.name, env)
-        if remote == c.sha256:
-            return Outcome(c.wheel, "already published", where)
-        raise PublishRefused(
-            f"{c.wheel.name}: {where} already has a file of this name with other bytes "
-            f"(sha256 {remote}, this wheel {c.sha256}); a released file is never replaced"
-        )
-    twine_upload(c.wheel, target.location, env, log)
-    return Outcome(c.wheel, "published", where)
+    credentials = credentials_for(target.location, env)
+    present = remote_state(candidates, target, credentials)
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="buildkit-publish-") as private:  # mode 0700
+        copies: list[Path | None] = []
+        for c, there in zip(candidates, present, strict=True):  # every copy verified before any upload
+            copy = Path(private) / c.wheel.name
+            if not there:
+                static_index.copy_verified(c.wheel, copy, c.sha256)
+            copies.append(None if there else copy)
+        for c, upload in zip(candidates, copies, strict=True):
+            project = canonicalize_name(parse_wheel_filename(c.wheel.name)[0])
+            where = f"{strip_userinfo(target.simple_url).rstrip('/')}/{project}/"
+            if upload is None:
+                outcomes.append(Outcome(c.wheel, "already published", where))
+            else:
+                twine_upload(upload, target.location, env, log)
+                outcomes.append(Outcome(c.wheel, "published", where))
+            log(f"{outcomes[-1].status}: {c.wheel.name} -> {where}")
+    return outcomes
 
 
 def outcomes_json(outcomes: list[Outcome], target: Target) -> str:

@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from buildkit import publish as pub
+from buildkit.errors import PublishRefused
+from buildkit.manifest import sha256_file
 from tests.helpers.wheels_for_publish import make_wheel
 
 USER = "__token__"
@@ -44,7 +47,9 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
+def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Server]:
+    """pypiserver; ``request.param`` (indirect parametrize): the actions that need a login."""
+    authenticated = getattr(request, "param", "update")
     for module in ("pypiserver", "passlib"):
         if importlib.util.find_spec(module) is None:
             reason = f"{module} is not installed (pip install pypiserver passlib)"
@@ -66,7 +71,7 @@ def server(tmp_path: Path) -> Iterator[Server]:
         proc = subprocess.Popen(
             [
                 sys.executable, "-m", "pypiserver", "run", "-i", "127.0.0.1", "-p", str(port),
-                "-P", str(tmp_path / "htpasswd"), "-a", "update", "--hash-algo", "sha256",
+                "-P", str(tmp_path / "htpasswd"), "-a", authenticated, "--hash-algo", "sha256",
                 "--log-file", str(log_file), "-v", str(packages),
             ],
             stdout=out, stderr=subprocess.STDOUT,
@@ -78,6 +83,10 @@ def server(tmp_path: Path) -> Iterator[Server]:
             try:
                 with urllib.request.urlopen(url + "simple/", timeout=2):
                     break
+            except urllib.error.HTTPError as exc:  # up, but asks for a login
+                if exc.code == 401:
+                    break
+                raise
             except (urllib.error.URLError, OSError):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"pypiserver did not start:\n{output.read_text()}")
@@ -163,3 +172,51 @@ def test_refused_wheels_never_reach_the_server(server: Server, tmp_path: Path) -
     assert result.returncode == 10
     assert "tampered-1.0-py3-none-any.whl: sha256 mismatch" in result.stderr
     assert list(server.packages.iterdir()) == []
+
+
+def _env(server: Server) -> dict[str, str]:
+    env = {**os.environ, "TWINE_USERNAME": USER, "TWINE_PASSWORD": server.token}
+    env.pop("TWINE_REPOSITORY_URL", None)
+    return env
+
+
+def test_one_conflict_uploads_nothing(server: Server, tmp_path: Path) -> None:
+    """The server's state of EVERY wheel is checked before the first upload."""
+    released = make_wheel(tmp_path / "released", "demo_rocm-1.0-py3-none-any.whl")
+    assert pub.publish(tmp_path / "released", pub.parse_target(server.url), env=_env(server))
+    dist = tmp_path / "dist"
+    make_wheel(dist / "a", "alpha-1.0-py3-none-any.whl")  # new, sorted first
+    make_wheel(dist / "b", released.name, payload=b"VALUE = 2\n")  # same name, other bytes
+    with pytest.raises(PublishRefused, match=r"1 of 2 wheel\(s\); nothing was published"):
+        pub.publish(dist, pub.parse_target(server.url), env=_env(server))
+    assert sorted(p.name for p in server.packages.iterdir()) == [released.name]
+
+
+def test_the_bytes_uploaded_are_the_bytes_checked(server: Server, tmp_path: Path) -> None:
+    """The wheel is rewritten while twine runs: twine uploads the private copy made while hashing."""
+    wheel = make_wheel(tmp_path / "dist", "demo_rocm-1.0-py3-none-any.whl")
+    checked = wheel.read_bytes()
+
+    def tamper(line: str) -> None:
+        if line.startswith("$ twine"):  # logged just before twine starts
+            wheel.write_bytes(checked + b"tampered")
+
+    outcomes = pub.publish(tmp_path / "dist", pub.parse_target(server.url), env=_env(server), log=tamper)
+    assert [o.status for o in outcomes] == ["published"]
+    assert (server.packages / wheel.name).read_bytes() == checked
+    assert sha256_file(server.packages / wheel.name) != sha256_file(wheel)
+
+
+@pytest.mark.parametrize("server", ["list,download,update"], indirect=True)
+def test_a_server_that_needs_a_login_to_read(server: Server, tmp_path: Path) -> None:
+    """The simple page answers 401 without credentials: they are sent (same origin, loopback)."""
+    wheel = make_wheel(tmp_path / "dist", "demo_rocm-1.0-py3-none-any.whl")
+    target = pub.parse_target(server.url)
+    assert [o.status for o in pub.publish(tmp_path / "dist", target, env=_env(server))] == ["published"]
+    assert (server.packages / wheel.name).read_bytes() == wheel.read_bytes()
+    again = pub.publish(tmp_path / "dist", target, env=_env(server))
+    assert [o.status for o in again] == ["already published"]
+    # without credentials the page cannot be read: refused before any upload, and said so
+    env = {k: v for k, v in _env(server).items() if not k.startswith("TWINE_")}
+    with pytest.raises(PublishRefused, match=r"asks for credentials \(HTTP 401\)"):
+        pub.publish(tmp_path / "dist", target, env=env)

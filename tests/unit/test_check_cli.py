@@ -259,3 +259,84 @@ def test_verify_record_catches_a_same_size_edit_the_default_does_not(
     assert [(f["rule"], f["file"]) for f in doc["wheels"][0]["findings"]] == [
         ("record", "cxxnew-1.0.dist-info/METADATA")
     ]
+
+
+# --------------------------------------------------------------------------- --recipe/--job = build's gate
+def budget_recipe(tmp_path: Path, budget: str) -> Path:
+    """The reference recipe with another size_budget (its source path made absolute)."""
+    text = (REPO / "recipes" / "reference.yaml").read_text()
+    text = text.replace("path: ../csrc", f"path: {REPO / 'csrc'}")
+    text = text.replace("size_budget:\n  limit: 20MiB\n", f"size_budget:\n{budget}")
+    assert budget in text
+    path = tmp_path / "budget.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_recipe_job_applies_the_size_budget_exactly_as_build(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path], tmp_path: Path
+) -> None:
+    """``build`` gates with GateConfig.from_recipe_job; ``check --recipe --job`` must give the same
+    configuration and the same findings, including the recipe's size limit (1 KiB < the wheel)."""
+    from buildkit.gate import GateConfig, evaluate
+    from buildkit.inspect import inspect_wheel
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    path = budget_recipe(tmp_path, "  limit: 1KiB\n  warn: 512B\n")
+    recipe = load_recipe(path)
+    job = expand(recipe).jobs[0]
+    wheel = built["hip_like"]
+    as_build = GateConfig.from_recipe_job(recipe, job)
+    assert as_build.size_limit == 1024 and as_build.size_warn == 512
+    expected = evaluate(inspect_wheel(wheel), as_build)
+
+    code, doc = run_json(capsys, str(wheel), "--recipe", str(path), "--job", job.id)
+    (w,) = doc["wheels"]
+    assert code == 7
+    assert w["config"] == as_build.to_json()
+    assert [(f["rule"], f["severity"]) for f in w["findings"]] == [
+        (f.rule, f.severity) for f in expected.findings
+    ]
+    assert ("size", "error") in [(f["rule"], f["severity"]) for f in w["findings"]]
+    # an explicit flag overrides the recipe's limit: no size finding any more
+    code, doc = run_json(
+        capsys,
+        str(wheel),
+        "--recipe",
+        str(path),
+        "--job",
+        job.id,
+        "--size-limit",
+        "1GiB",
+        "--size-warn",
+        "1GiB",
+    )
+    assert "size" not in [f["rule"] for f in doc["wheels"][0]["findings"]]
+
+
+def test_recipe_job_flags_add_excludes_and_override_ceilings_and_archs(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path]
+) -> None:
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    recipe = REPO / "recipes" / "reference.yaml"
+    job = expand(load_recipe(recipe)).jobs[0]
+    assert job.exclude_globs  # the reference recipe excludes the ROCm set
+    _, doc = run_json(
+        capsys,
+        str(built["external_lib"]),
+        *("--recipe", str(recipe), "--job", job.id),
+        *("--exclude", "libtiny.so*", "--max-glibcxx", "3.4.24", "--archs", "gfx90a"),
+    )
+    cfg = doc["wheels"][0]["config"]
+    assert cfg["exclude_globs"] == [*job.exclude_globs, "libtiny.so*"]  # added, the job's kept
+    assert cfg["ceilings"] == {**job.ceilings, "GLIBCXX": "3.4.24"}  # one ceiling overridden
+    assert cfg["archs"] == ["gfx90a"]  # replaced
+    assert doc["wheels"][0]["libraries"][0]["status"] == "excluded"
+    # --exclude-set without --rocm expands for the job's ROCm release (5.7), not for every release
+    _, doc = run_json(
+        capsys, str(built["external_lib"]), "--recipe", str(recipe), "--job", job.id, "--exclude-set", "rocm"
+    )
+    assert sorted(doc["wheels"][0]["config"]["exclude_globs"]) == sorted(job.exclude_globs)

@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.utils import parse_wheel_filename
 
 from buildkit.cli import main
-from buildkit.diff import choose_baseline, diff_wheels, project_files, project_url
+from buildkit.diff import IndexFile, choose_baseline, diff_wheels, project_files, project_url
 from buildkit.errors import UsageError, WheelReadError
 from buildkit.inspect import inspect_wheel
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle
@@ -408,3 +409,66 @@ def test_unreadable_wheel_messages_name_the_wheel(
     with pytest.raises(WheelReadError) as exc:
         inspect_wheel(new)
     assert str(exc.value).startswith(f"{new.name}: ") and str(exc.value).count(new.name) == 1
+
+
+# --------------------------------------------------------------------------- baseline: product lines
+def listed(*names: str, yanked: tuple[str, ...] = ()) -> list[IndexFile]:
+    out = []
+    for name in names:
+        _, version, build, tags = parse_wheel_filename(name)
+        out.append(
+            IndexFile(name, f"https://example.invalid/{name}", {}, version, build, tags, name in yanked)
+        )
+    return out
+
+
+@pytest.mark.parametrize(
+    ("new_name", "expected", "note"),
+    [
+        # the sibling 1.0+rocm7.0 is another product line: 1.1+rocm7.2 is the first rocm7.2 release
+        (
+            "demo-1.1+rocm7.2-cp311-cp311-manylinux_2_28_x86_64.whl",
+            None,
+            "no earlier release with local label rocm7.2",
+        ),
+        # the same line wins even over a newer sibling of another line
+        (
+            "demo-1.2+rocm7.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+            "demo-1.0+rocm7.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+            "other product lines",
+        ),
+        # no label: only releases without one (0.9), never a labelled 1.0+rocm7.0
+        (
+            "demo-1.1-cp311-cp311-manylinux_2_28_x86_64.whl",
+            "demo-0.9-cp311-cp311-manylinux_2_28_x86_64.whl",
+            "+rocm7.0",
+        ),
+    ],
+)
+def test_baseline_stays_in_the_product_line_of_the_local_label(
+    tmp_path: Path, new_name: str, expected: str | None, note: str
+) -> None:
+    files = listed(
+        "demo-0.9-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "demo-1.0+rocm7.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "demo-1.1+rocm6.4-cp311-cp311-manylinux_2_28_x86_64.whl",
+    )
+    new = inspect_wheel(wheel(tmp_path, new_name, {"demo/__init__.py": b""}))
+    chosen, notes = choose_baseline(files, new)
+    assert (chosen.filename if chosen else None) == expected
+    assert any(note in n for n in notes), notes
+
+
+def test_baseline_same_label_picks_the_newest_earlier_of_that_line(tmp_path: Path) -> None:
+    files = listed(
+        "demo-1.0+rocm7.2-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "demo-1.1+rocm7.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "demo-1.1+rocm7.2-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "demo-1.1.1+rocm7.2-cp311-cp311-manylinux_2_28_x86_64.whl",
+        yanked=("demo-1.1.1+rocm7.2-cp311-cp311-manylinux_2_28_x86_64.whl",),
+    )
+    new = inspect_wheel(
+        wheel(tmp_path, "demo-1.2+rocm7.2-cp311-cp311-manylinux_2_28_x86_64.whl", {"demo/__init__.py": b""})
+    )
+    chosen, _ = choose_baseline(files, new)
+    assert chosen is not None and chosen.filename == "demo-1.1+rocm7.2-cp311-cp311-manylinux_2_28_x86_64.whl"

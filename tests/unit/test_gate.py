@@ -11,7 +11,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from buildkit.errors import UsageError
-from buildkit.gate import GateConfig, MiB, evaluate, torch_pin_problem
+from buildkit.gate import GateConfig, MiB, evaluate, torch_pin_problem, wheel_pythons
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 
 EXT = "pkg/_ext.cpython-311-x86_64-linux-gnu.so"
@@ -306,3 +306,84 @@ def test_from_job_takes_the_sonames_of_the_jobs_rocm_release() -> None:
     job = expand(load_recipe(root / "recipes" / "aiter.yaml"), env={}).job("cp312-rocm7.2-torch2.10")
     config = GateConfig.from_job(job)
     assert config.rocm == "7.2" and config.rocm_sonames["libamdhip64"] == "libamdhip64.so.7"
+
+
+@pytest.mark.parametrize(
+    ("requirement", "problem"),
+    [
+        # structurally bounded inside 2.10
+        ("torch>=2.10,<2.10.99", None),
+        ("torch>=2.10.0rc1,<2.11", None),
+        ("torch==2.10.*,!=2.10.0,!=2.10.1", None),  # 2.10.2 is still admitted
+        ("torch===2.10.1", None),
+        # a hole (!=) never bounds: 2.12 is admitted
+        ("torch>=2.10,!=2.11.*,<2.13", "also admits torch 2.11 (<2.13 is its tightest upper bound)"),
+        ("torch>=2.10,<2.11.0rc1", "also admits torch 2.11"),  # 2.11.0a1 < 2.11.0rc1
+        ("torch>=2.10,<2.11.1", "also admits torch 2.11"),
+        ("torch>2.9.99,<2.11", "also admits torch below 2.10 (>2.9.99)"),
+        ("torch<2.11", "also admits any older torch"),
+        ("torch>=2.10", "also admits any newer torch"),
+        ("torch==2.10.*,!=2.10.*", "does not admit any torch 2.10 release"),
+        ("torch>=2.10.3,<2.11,!=2.10.3,!=2.10.4", None),  # 2.10.5: one past the highest patch named
+        ("torch==2.10.0,!=2.10.0", "does not admit any torch 2.10 release"),
+    ],
+)
+def test_torch_pin_is_decided_from_the_specifier_structure(requirement: str, problem: str | None) -> None:
+    found = torch_pin_problem(Requirement(requirement), "2.10", python="==3.12.*")
+    assert found is None if problem is None else (found is not None and problem in found), found
+
+
+@pytest.mark.parametrize(
+    ("requirement", "python", "problem"),
+    [
+        ('torch==2.10.*; python_version<"3.12"', "==3.12.*", "does not require torch on Python 3.12"),
+        ('torch==2.10.*; python_version<"3.12"', "==3.11.*", None),  # always true for a cp311 wheel
+        ('torch==2.10.*; python_version<"3.12"', ">=3.10", "does not require torch on Python 3.12"),  # abi3
+        ('torch==2.10.*; python_full_version>="3.12.1"', "==3.12.*", "on Python 3.12.0"),
+        ('torch==2.10.*; python_full_version>="3.12.0"', "==3.12.*", None),
+        ('torch==2.10.*; extra=="gpu"', "==3.12.*", "(no extra)"),
+        ('torch==2.10.*; sys_platform=="win32"', "==3.12.*", "does not require torch"),
+        ('torch==2.10.*; sys_platform=="linux"', "", None),
+    ],
+)
+def test_torch_pin_marker_false_for_a_python_of_the_wheel(
+    requirement: str, python: str, problem: str | None
+) -> None:
+    found = torch_pin_problem(Requirement(requirement), "2.10", python=python)
+    assert found is None if problem is None else (found is not None and problem in found), found
+
+
+def test_torch_pin_marker_is_judged_for_the_wheels_own_python() -> None:
+    """``evaluate`` takes the Pythons from the wheel's tags (the report helper's wheel is cp311)."""
+    lt312 = ('torch==2.10.*; python_version<"3.12"',)
+    assert evaluate(report(elf(), requires=lt312), GateConfig(torch="2.10")).passed
+    lt311 = ('torch==2.10.*; python_version<"3.11"',)
+    v = evaluate(report(elf(), requires=lt311), GateConfig(torch="2.10"))
+    assert [f.rule for f in v.errors] == ["torch-pin"] and "Python 3.11" in v.errors[0].message
+
+
+@pytest.mark.parametrize(
+    ("filename", "spec"),
+    [
+        ("a-1.0-cp312-cp312-manylinux_2_28_x86_64.whl", "==3.12.*"),
+        ("a-1.0-cp39-abi3-manylinux_2_28_x86_64.whl", ">=3.9"),
+        ("a-1.0-py3-none-any.whl", ""),
+        ("not-a-wheel.whl", ""),
+    ],
+)
+def test_wheel_pythons(filename: str, spec: str) -> None:
+    assert str(wheel_pythons(filename)) == spec
+
+
+def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    recipe = load_recipe(Path(__file__).parents[2] / "recipes" / "reference.yaml")
+    job = expand(recipe).jobs[0]
+    cfg = GateConfig.from_recipe_job(recipe, job)
+    assert cfg.size_limit == recipe.size_budget["limit"] == 20 * MiB
+    assert replace(cfg, size_limit=None) == replace(GateConfig.from_job(job), size_limit=None)
+    assert GateConfig.from_recipe_job(recipe, job, size_limit=5).size_limit == 5  # overrides win
+    assert "size" in rules(evaluate(report(elf(), size=21 * MiB), cfg))
+    assert "size" not in rules(evaluate(report(elf(), size=19 * MiB), cfg))

@@ -5,10 +5,16 @@ The pypiserver (twine) target is tested against a real server in tests/integrati
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -221,3 +227,228 @@ def test_cli_target_from_the_recipe(tmp_path: Path) -> None:
     ).is_file()
     both = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe), "--to", "x")
     assert both.returncode == 2 and "exactly one of --to" in both.stderr
+
+
+def test_collect_skips_dot_files_and_dot_folders(tmp_path: Path) -> None:
+    dist = tmp_path / ".cache" / "dist"  # a dot-folder ABOVE dist does not matter
+    kept = make_wheel(dist / "cp312-rocm6.4", "demo-1.0-py3-none-any.whl")
+    make_wheel(dist / ".cp312-rocm6.4.incoming-x1", "demo-1.1-py3-none-any.whl")  # build's staging
+    make_wheel(dist / "job" / ".hidden" / "deep", "demo-1.2-py3-none-any.whl")
+    make_wheel(dist / "job", ".demo-1.3-py3-none-any.whl")
+    assert pub.collect(dist) == [kept]
+
+
+# ---------------------------------------------------------------- credentials, against local servers
+#
+# Two real HTTP servers on 127.0.0.1, on two ports (two origins). Each records, for every request, the
+# method, the path and the Authorization header it received. No twine run is needed: every case below
+# is decided (or refused) before an upload, and a POST would be recorded.
+
+USER, PASSWORD = "__token__", "pypi-s3cret-token-value"
+CREDS_ENV = {**os.environ, "TWINE_USERNAME": USER, "TWINE_PASSWORD": PASSWORD}
+BASIC = "Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
+
+
+@dataclass
+class Route:
+    status: int = 200
+    body: bytes = b""
+    location: str | None = None  # a redirect target
+    needs_auth: bool = False  # 401 without the right Authorization
+
+
+@dataclass
+class Recording:
+    url: str
+    routes: dict[str, Route] = dataclass_field(default_factory=dict)
+    seen: list[tuple[str, str, str | None]] = dataclass_field(default_factory=list)
+
+    def authorizations(self) -> list[str]:
+        return [auth for _, _, auth in self.seen if auth is not None]
+
+
+def _handler(rec: Recording) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            auth = self.headers.get("Authorization")
+            rec.seen.append((self.command, self.path, auth))
+            route = rec.routes.get(self.path, Route(404, b"not found"))
+            if route.needs_auth and auth != BASIC:
+                self.send_response(401)
+                self.send_header("WWW-Authenticate", 'Basic realm="test"')
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            self.send_response(route.status)
+            if route.location:
+                self.send_header("Location", route.location)
+            self.send_header("Content-Length", str(len(route.body)))
+            self.end_headers()
+            self.wfile.write(route.body)
+
+        do_GET = do_POST = _serve
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[Recording, Recording]]:
+    """(upload, other): two recording servers on 127.0.0.1, different ports."""
+    running = []
+    for _ in range(2):
+        rec = Recording("")
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(rec))
+        rec.url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        running.append((rec, httpd))
+    try:
+        yield running[0][0], running[1][0]
+    finally:
+        for _, httpd in running:
+            httpd.shutdown()
+            httpd.server_close()
+
+
+def _page(*links: str) -> bytes:
+    return ("<html><body>" + "".join(f'<a href="{h}">x</a>' for h in links) + "</body></html>").encode()
+
+
+def test_credentials_policy() -> None:
+    env = {"TWINE_USERNAME": USER, "TWINE_PASSWORD": PASSWORD}
+    pypi = pub.credentials_for("https://upload.pypi.org/legacy/", env)
+    assert pypi is not None and PASSWORD not in repr(pypi)
+    assert pypi.allows("https://upload.pypi.org:443/other")
+    assert not pypi.allows("https://pypi.org/simple/demo/")  # the pypi target's simple index
+    assert not pypi.allows("http://upload.pypi.org/legacy/")  # other scheme, other origin
+    assert not pypi.allows("https://upload.pypi.org:8443/legacy/")
+    assert not pypi.allows("https://files.pythonhosted.org/packages/demo.whl")
+    assert pub.credentials_for("http://index.example.org/", env) is None  # would go in clear
+    for loopback in ("http://127.0.0.1:8080/", "http://127.3.4.5/", "http://[::1]:9/", "http://localhost/"):
+        assert pub.credentials_for(loopback, env) is not None, loopback
+    assert pub.credentials_for("https://index.example.org/", {"TWINE_USERNAME": USER}) is None
+
+
+def test_credentials_reach_only_the_upload_origin_and_only_on_401(
+    tmp_path: Path, servers: tuple[Recording, Recording]
+) -> None:
+    upload, other = servers
+    wheel = make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")
+    # the page needs auth; its unhashed file link is on the other origin, so the file is downloaded there
+    upload.routes["/simple/demo/"] = Route(body=_page(f"{other.url}files/{wheel.name}"), needs_auth=True)
+    other.routes[f"/files/{wheel.name}"] = Route(body=wheel.read_bytes())
+    outcomes = pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV)
+    assert [o.status for o in outcomes] == ["already published"]
+    assert upload.seen == [("GET", "/simple/demo/", None), ("GET", "/simple/demo/", BASIC)]
+    assert other.seen == [("GET", f"/files/{wheel.name}", None)]
+
+    # the file server wants credentials too: refused, and still never given them
+    other.routes[f"/files/{wheel.name}"] = Route(body=wheel.read_bytes(), needs_auth=True)
+    with pytest.raises(PublishRefused, match="not the upload URL's origin"):
+        pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV)
+    assert other.authorizations() == []
+    assert not [m for m, _, _ in upload.seen + other.seen if m != "GET"]  # nothing was uploaded
+
+
+def test_a_redirect_to_another_origin_does_not_carry_credentials(
+    tmp_path: Path, servers: tuple[Recording, Recording]
+) -> None:
+    upload, other = servers
+    wheel = make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")
+    sha = sha256_file(wheel)
+    # authenticated on the upload origin, then sent (302) to the other origin
+    upload.routes["/simple/demo/"] = Route(302, location=f"{other.url}mirror/demo/", needs_auth=True)
+    other.routes["/mirror/demo/"] = Route(body=_page(f"{wheel.name}#sha256={sha}"))
+    outcomes = pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV)
+    assert [o.status for o in outcomes] == ["already published"]
+    assert upload.authorizations() == [BASIC]
+    assert other.seen == [("GET", "/mirror/demo/", None)]
+
+    # a redirect that stays on the upload origin keeps them
+    upload.seen.clear()
+    upload.routes["/simple/demo/"] = Route(301, location="/moved/demo/", needs_auth=True)
+    upload.routes["/moved/demo/"] = Route(body=_page(f"{wheel.name}#sha256={sha}"), needs_auth=True)
+    pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV)
+    assert upload.seen[-1] == ("GET", "/moved/demo/", BASIC)
+
+
+def test_a_simple_index_on_another_origin_never_gets_credentials(
+    tmp_path: Path, servers: tuple[Recording, Recording]
+) -> None:
+    """Like the pypi target: upload to one origin, --simple-url on another that wants a login."""
+    upload, other = servers
+    make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")
+    other.routes["/simple/demo/"] = Route(body=_page(), needs_auth=True)
+    target = pub.parse_target(upload.url, simple_url=other.url + "simple/")
+    with pytest.raises(PublishRefused, match=r"asks for credentials.*not the upload URL's origin"):
+        pub.publish(tmp_path / "dist", target, env=CREDS_ENV)
+    assert other.seen == [("GET", "/simple/demo/", None)]
+    assert upload.seen == []
+
+
+def test_one_remote_conflict_uploads_nothing(tmp_path: Path, servers: tuple[Recording, Recording]) -> None:
+    """alpha is new (sorted first), demo conflicts: the state of both is read before any upload."""
+    upload, _ = servers
+    dist = tmp_path / "dist"
+    make_wheel(dist, "alpha-1.0-py3-none-any.whl")
+    demo = make_wheel(dist, "demo-1.0-py3-none-any.whl")
+    upload.routes["/simple/demo/"] = Route(body=_page(f"{demo.name}#sha256={'e' * 64}"))
+    with pytest.raises(PublishRefused) as info:
+        pub.publish(dist, pub.parse_target(upload.url), env=CREDS_ENV)
+    assert "1 of 2 wheel(s); nothing was published" in str(info.value)
+    assert f"{demo.name}: {upload.url}simple/demo/ already has a file of this name" in str(info.value)
+    assert [(m, p) for m, p, _ in upload.seen] == [("GET", "/simple/alpha/"), ("GET", "/simple/demo/")]
+
+
+def test_a_wheel_changed_after_its_check_is_not_uploaded(
+    tmp_path: Path, servers: tuple[Recording, Recording]
+) -> None:
+    """twine would re-read the path: the bytes uploaded come from a private copy hashed while copied."""
+    upload, _ = servers
+    wheel = make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")
+
+    def tamper(line: str) -> None:
+        if "checked" in line:  # logged between the sha256 check and the upload
+            wheel.write_bytes(wheel.read_bytes() + b"\0")
+
+    with pytest.raises(PublishRefused, match="changed while it was copied"):
+        pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV, log=tamper)
+    assert [m for m, _, _ in upload.seen] == ["GET"]  # the state check, no upload
+
+
+def test_one_directory_conflict_writes_nothing(tmp_path: Path) -> None:
+    idx = tmp_path / "idx"
+    first = tmp_path / "first"
+    make_wheel(first, "demo-1.0-py3-none-any.whl")
+    pub.publish(first, pub.parse_target(str(idx)))
+    before = sorted(p.relative_to(idx) for p in idx.rglob("*"))
+
+    dist = tmp_path / "dist"
+    make_wheel(dist, "alpha-1.0-py3-none-any.whl")  # new, and sorted first
+    make_wheel(dist, "demo-1.0-py3-none-any.whl", payload=b"VALUE = 2\n")  # other bytes
+    with pytest.raises(PublishRefused, match=r"1 of 2 wheel\(s\); nothing was published"):
+        pub.publish(dist, pub.parse_target(str(idx)))
+    assert sorted(p.relative_to(idx) for p in idx.rglob("*")) == before
+
+
+def test_same_file_name_twice_under_dist_with_other_bytes_is_refused(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    make_wheel(dist / "a", "demo-1.0-py3-none-any.whl")
+    make_wheel(dist / "b", "demo-1.0-py3-none-any.whl", payload=b"VALUE = 2\n")
+    with pytest.raises(PublishRefused, match="has this file name with other bytes"):
+        pub.publish(dist, pub.parse_target(str(tmp_path / "idx")))
+    assert not (tmp_path / "idx" / "simple" / "demo").exists()
+
+
+def test_a_directory_wheel_changed_after_its_check_is_not_written(tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")
+
+    def tamper(line: str) -> None:
+        if "checked" in line:
+            wheel.write_bytes(wheel.read_bytes() + b"\0")
+
+    with pytest.raises(PublishRefused, match="changed while it was copied"):
+        pub.publish(tmp_path / "dist", pub.parse_target(str(tmp_path / "idx")), log=tamper)
+    assert not [p for p in (tmp_path / "idx").rglob("*") if p.name != ".buildkit-index.lock"]

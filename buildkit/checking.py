@@ -1,0 +1,181 @@
+"""What ``buildkit check`` does, as library calls: flags -> a :class:`~buildkit.gate.GateConfig`,
+then every wheel inspected (streaming) and gated.
+
+With ``recipe`` and ``job`` the configuration is the one ``build`` uses,
+:meth:`GateConfig.from_recipe_job` (the job's policy, ceilings, exclude globs, archs, torch pin and
+ROCm SONAMEs, the recipe's ``size_budget``), and explicit flags adjust it:
+
+* ``exclude`` / ``exclude_sets`` ADD globs to the job's (a flag never drops an exclusion the build had);
+* each ``max_*`` ceiling flag overrides that one ceiling; ``policy``, ``torch``, ``archs``,
+  ``size_warn`` and ``size_limit`` override the job's / recipe's value; ``match_features`` turns
+  feature matching on;
+* ``exclude_sets`` expand for ``rocm``, else for the job's ROCm release.
+
+Without a recipe the flags are the whole configuration (:meth:`GateConfig.from_flags`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from buildkit.errors import ArchError, UsageError, WheelReadError
+from buildkit.gate import DEFAULT_SIZE_WARN, GateConfig, Verdict, evaluate
+from buildkit.report import ReadFailure
+
+if TYPE_CHECKING:
+    from buildkit.plan import Job
+    from buildkit.recipe import Recipe
+
+
+@dataclass(frozen=True)
+class GateFlags:
+    """The gate options of ``buildkit check`` as given (None / empty: not given)."""
+
+    policy: str | None = None
+    max_glibc: str | None = None
+    max_glibcxx: str | None = None
+    max_cxxabi: str | None = None
+    max_gcc: str | None = None
+    exclude: tuple[str, ...] = ()
+    exclude_sets: tuple[str, ...] = ()
+    rocm: str | None = None
+    archs: str | None = None
+    match_features: bool = False
+    torch: str | None = None
+    size_warn: str | None = None
+    size_limit: str | None = None
+
+    @property
+    def ceilings(self) -> dict[str, str]:
+        given = {"GLIBC": self.max_glibc, "GLIBCXX": self.max_glibcxx, "CXXABI": self.max_cxxabi}
+        given["GCC"] = self.max_gcc
+        return {k: v for k, v in given.items() if v}
+
+
+def parse_size(text: str) -> int:
+    """``"100MiB"``, ``"1.5GB"``, ``"4096"`` -> bytes (the recipe's size syntax)."""
+    from buildkit.recipe import parse_size as recipe_parse_size
+
+    try:
+        return recipe_parse_size(text)
+    except ValueError:
+        if text.strip().isdigit():
+            return int(text.strip())
+        raise UsageError(f"not a size: {text!r} (use e.g. 100MiB, 2GB or a number of bytes)") from None
+
+
+def parse_archs(text: str | None) -> list[str]:
+    """``"gfx908, gfx90a:xnack-"`` -> canonical target ids, each validated the way ``plan`` and
+    ``archs`` do (:func:`buildkit.archs.parse_target_id`): an invalid one is ArchError (exit 4),
+    not a gate failure for a target no wheel could carry. None or blank: no arch rule."""
+    if text is None or not text.strip():
+        return []
+    from buildkit.archs import parse_target_id, split_arch_list
+
+    names = split_arch_list(text)
+    if not names:
+        raise ArchError(f"--archs {text!r} names no GPU arch (give e.g. gfx90a,gfx942)")
+    return list(dict.fromkeys(str(parse_target_id(name)) for name in names))
+
+
+def exclude_set_globs(sets: Sequence[str], rocm: str | None) -> list[str]:
+    """The SONAME globs of named exclusion sets (``rocm``, ``rocm-system``, ``torch``) for ``rocm``."""
+    if not sets:
+        return []
+    from buildkit import rocm as rocm_data
+
+    return list(rocm_data.exclude_globs(list(sets), rocm))
+
+
+def find_job(recipe_path: Path, job_id: str) -> tuple[Recipe, Job]:
+    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UsageError naming the known ones)."""
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    recipe = load_recipe(recipe_path)
+    plan = expand(recipe)
+    for job in plan.jobs:
+        if job.id == job_id:
+            return recipe, job
+    known = ", ".join(j.id for j in plan.jobs) or "none"
+    raise UsageError(f"no job {job_id!r} in {recipe_path}; jobs: {known}")
+
+
+def _union(first: Iterable[str], then: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys([*first, *then]))
+
+
+def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
+    """``build``'s configuration for ``job`` (:meth:`GateConfig.from_recipe_job`) adjusted by ``flags``
+    as the module docstring says."""
+    base = GateConfig.from_recipe_job(recipe, job)
+    overrides: dict[str, Any] = {}
+    added = [*flags.exclude, *exclude_set_globs(flags.exclude_sets, flags.rocm or job.rocm)]
+    if added:
+        overrides["exclude_globs"] = _union(base.exclude_globs, added)
+    if flags.ceilings:
+        overrides["ceilings"] = {**base.ceilings, **flags.ceilings}
+    archs = parse_archs(flags.archs)
+    if archs:
+        overrides["archs"] = tuple(archs)
+    if flags.policy:
+        overrides["policy"] = flags.policy
+    if flags.torch:
+        overrides["torch"] = flags.torch
+    if flags.match_features:
+        overrides["match_features"] = True
+    if flags.size_warn is not None:
+        overrides["size_warn"] = parse_size(flags.size_warn)
+    if flags.size_limit is not None:
+        overrides["size_limit"] = parse_size(flags.size_limit)
+    return GateConfig.from_recipe_job(recipe, job, **overrides)
+
+
+def config_from_flags(flags: GateFlags) -> GateConfig:
+    """The configuration of flags alone (no recipe)."""
+    return GateConfig.from_flags(
+        policy=flags.policy,
+        max_glibc=flags.max_glibc,
+        max_glibcxx=flags.max_glibcxx,
+        max_cxxabi=flags.max_cxxabi,
+        max_gcc=flags.max_gcc,
+        exclude_globs=[*flags.exclude, *exclude_set_globs(flags.exclude_sets, flags.rocm)],
+        archs=parse_archs(flags.archs),
+        match_features=flags.match_features,
+        torch=flags.torch,
+        size_warn=DEFAULT_SIZE_WARN if flags.size_warn is None else parse_size(flags.size_warn),
+        size_limit=None if flags.size_limit is None else parse_size(flags.size_limit),
+    )
+
+
+def gate_config(flags: GateFlags, *, recipe: Path | None = None, job: str | None = None) -> GateConfig:
+    """The configuration ``check`` gates with: :func:`config_for_job` when a recipe and job are
+    given (both or neither), else :func:`config_from_flags`."""
+    if recipe is None and job is None:
+        return config_from_flags(flags)
+    if recipe is None or job is None:
+        raise UsageError("--recipe and --job go together")
+    loaded, found = find_job(recipe, job)
+    return config_for_job(loaded, found, flags)
+
+
+def check_wheels(
+    wheels: Sequence[Path], config: GateConfig, *, verify_record: bool = False
+) -> tuple[list[Verdict], list[ReadFailure]]:
+    """Inspect and gate each wheel; one that cannot be read becomes a ReadFailure (the rest go on)."""
+    from buildkit.inspect import inspect_wheel
+
+    verdicts: list[Verdict] = []
+    failures: list[ReadFailure] = []
+    for wheel in wheels:
+        try:
+            report = inspect_wheel(wheel, verify_record=verify_record)
+        except WheelReadError as exc:
+            # the message names the wheel (inspect_wheel's rule); the report names it on its own
+            failures.append(ReadFailure(wheel.name, str(exc).removeprefix(f"{wheel.name}: ")))
+            continue
+        verdicts.append(evaluate(report, config))
+    return verdicts, failures
