@@ -8,16 +8,15 @@ this machine; a real one from the trixie hipcc builder may replace this later.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import shutil
 import struct
 import subprocess
-import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from tests.helpers import wheel_zip
 
 # EF_AMDGPU_MACH values (LLVM ELF.h) and the v4 xnack field
 MACH = {"gfx908": 0x030, "gfx90a": 0x03F, "gfx942": 0x04C, "gfx1100": 0x041}
@@ -49,29 +48,9 @@ def pack_wheel(
     version: str = "1.0",
 ) -> Path:
     """A minimal valid wheel: the files plus .dist-info/{METADATA,WHEEL,RECORD}."""
-    dist = f"{name}-{version}.dist-info"
-    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
-        f"Requires-Dist: {r}\n" for r in requires
-    )
-    py, abi, plat = tag.split("-")
-    wheel_meta = f"Wheel-Version: 1.0\nGenerator: rocm-buildkit-tests\nRoot-Is-Purelib: false\nTag: {tag}\n"
     content: dict[str, bytes] = {k: v.read_bytes() if isinstance(v, Path) else v for k, v in files.items()}
-    content[f"{dist}/METADATA"] = meta.encode()
-    content[f"{dist}/WHEEL"] = wheel_meta.encode()
-    record = []
-    for arc, data in content.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{arc},sha256={digest},{len(data)}")
-    record.append(f"{dist}/RECORD,,")
-    content[f"{dist}/RECORD"] = ("\n".join(record) + "\n").encode()
-    path = out_dir / f"{name}-{version}-{py}-{abi}-{plat}.whl"
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for arc, data in content.items():
-            info = zipfile.ZipInfo(arc, date_time=(2024, 1, 1, 0, 0, 0))
-            info.external_attr = 0o755 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            zf.writestr(info, data)
-    return path
+    path = out_dir / f"{name}-{version}-{tag}.whl"
+    return wheel_zip.write_wheel(path, content, tag=tag, requires=tuple(requires), fixed_time=True)
 
 
 # --------------------------------------------------------------------------- the wheels

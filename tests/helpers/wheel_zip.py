@@ -12,18 +12,26 @@ def write_wheel(
     path: Path,
     members: dict[str, bytes],
     *,
-    tag: str = "cp311-cp311-manylinux_2_28_x86_64",
-    requires: tuple[str, ...] = (),
+    tag: str | None = None,
+    requires: tuple[str, ...] | list[str] = (),
+    requires_python: str | None = None,
     compression: int = zipfile.ZIP_DEFLATED,
+    fixed_time: bool = False,
 ) -> Path:
-    """``path`` must be a valid wheel file name (``demo-1.0-cp311-cp311-linux_x86_64.whl``)."""
-    name, version = path.name.split("-")[:2]
+    """A valid wheel (WHEEL, METADATA, RECORD) at ``path``, which must be a wheel file name
+    (``demo-1.0-cp311-cp311-linux_x86_64.whl``). ``tag`` defaults to the file name's own tag;
+    ``fixed_time`` gives every member the same date and mode (byte-identical rebuilds)."""
+    name, version, *tags = path.name[: -len(".whl")].split("-")
+    tag = tag or "-".join(tags[-3:])
     dist_info = f"{name}-{version}.dist-info"
     files = dict(members)
+    purelib = "true" if tag.endswith("-any") else "false"
     files[f"{dist_info}/WHEEL"] = (
-        f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n"
     ).encode()
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    if requires_python:
+        meta += f"Requires-Python: {requires_python}\n"
     meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
     files[f"{dist_info}/METADATA"] = meta.encode()
     rows = []
@@ -34,5 +42,11 @@ def write_wheel(
     files[f"{dist_info}/RECORD"] = ("\n".join(rows) + "\n").encode()
     with zipfile.ZipFile(path, "w", compression=compression) as zf:
         for member, data in files.items():
-            zf.writestr(member, data)
+            if fixed_time:
+                info = zipfile.ZipInfo(member, date_time=(2024, 1, 1, 0, 0, 0))
+                info.external_attr = 0o755 << 16
+                info.compress_type = compression
+                zf.writestr(info, data)
+            else:
+                zf.writestr(member, data)
     return path

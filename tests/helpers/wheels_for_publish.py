@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import zipfile
 from pathlib import Path
 from typing import Any
 
 from buildkit import manifest
+from tests.helpers import wheel_zip
 
 PASSING: dict[str, Any] = {"passed": True, "overall_tag": "manylinux_2_28_x86_64", "findings": []}
 FAILING: dict[str, Any] = {
@@ -28,29 +26,7 @@ def write_wheel(
     requires: tuple[str, ...] = (),
 ) -> Path:
     """A valid wheel (WHEEL, METADATA, RECORD) named ``path`` (``name-version-py-abi-plat.whl``)."""
-    name, version, *tags = path.name[: -len(".whl")].split("-")
-    dist_info = f"{name}-{version}.dist-info"
-    files = dict(members)
-    tag = "-".join(tags[-3:])
-    purelib = "true" if tag.endswith("-any") else "false"
-    files[f"{dist_info}/WHEEL"] = (
-        f"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: {purelib}\nTag: {tag}\n".encode()
-    )
-    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-    if requires_python:
-        meta += f"Requires-Python: {requires_python}\n"
-    meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
-    files[f"{dist_info}/METADATA"] = meta.encode()
-    rows = []
-    for member, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        rows.append(f"{member},sha256={digest},{len(data)}")
-    rows.append(f"{dist_info}/RECORD,,")
-    files[f"{dist_info}/RECORD"] = ("\n".join(rows) + "\n").encode()
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for member, data in files.items():
-            zf.writestr(member, data)
-    return path
+    return wheel_zip.write_wheel(path, members, requires_python=requires_python, requires=requires)
 
 
 def make_wheel(
