@@ -462,6 +462,33 @@ def _publish_to_out(wheel: Path, dest: Path) -> None:
         shutil.rmtree(incoming, ignore_errors=True)
 
 
+def build_one(
+    recipe: Recipe,
+    job: Job,
+    options: BuildOptions,
+    *,
+    client: Any,
+    image: Any,
+    source: Path,
+    echo: Echo,
+    verbose: bool = False,
+    interrupted: str | None = None,
+) -> JobResult:
+    """:func:`build_job`, with Ctrl-C turned into :class:`~buildkit.errors.Interrupted` (exit code and
+    message instead of a traceback; ``build_job`` has already removed the job's partial output and
+    containers). ``interrupted`` is that error's message (default: names the job and ``out_dir``).
+    The one way :func:`build_plan` and ``buildkit verify`` build a job."""
+    try:
+        return build_job(
+            recipe, job, options, client=client, image=image, source=source, echo=echo, verbose=verbose
+        )
+    except KeyboardInterrupt:
+        message = (
+            interrupted or f"interrupted during {job.id}: no partial output was left in {options.out_dir}"
+        )
+        raise Interrupted(message) from None
+
+
 # --------------------------------------------------------------------------- all jobs
 def check_writable(folder: Path, what: str) -> None:
     """``folder`` is, or can become, a writable folder (its nearest existing ancestor is a writable
@@ -518,21 +545,9 @@ def build_plan(
                 )
             image = images[key]
             echo(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
-            try:
-                result = build_job(
-                    recipe,
-                    job,
-                    options,
-                    client=client,
-                    image=image,
-                    source=source,
-                    echo=echo,
-                    verbose=verbose,
-                )
-            except KeyboardInterrupt:
-                raise Interrupted(
-                    f"interrupted during {job.id}: no partial output was left in {options.out_dir}"
-                ) from None
+            result = build_one(
+                recipe, job, options, client=client, image=image, source=source, echo=echo, verbose=verbose
+            )
             results.append(result)
             first = result.message.splitlines()[0] if result.message else ""
             echo(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")

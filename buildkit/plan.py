@@ -8,10 +8,11 @@ out are kept in :attr:`Plan.skipped` with the reason. The renderers (:func:`rend
 sorted keys, no timestamps, no absolute paths.
 
 ``manylinux.ceilings.from_image`` is read here, not when the recipe is loaded: each image's
-libraries are read by a ``ceilings_reader`` (default :func:`buildkit.ceilings.ceilings_from_images`:
-a created-never-started container, cached by image id) and every job's ceilings become
-``tighten(policy and explicit ceilings, minimum across the images)``. The ceilings are facts of the
-image ids, so the output stays byte-identical; each job names the images in ``ceilings_from_images``.
+libraries are read by the caller's ``ceilings_reader`` (the commands pass
+:func:`buildkit.ceilings.ceilings_from_images`: a created-never-started container, cached by image
+id) and every job's ceilings become ``tighten(policy and explicit ceilings, minimum across the
+images)``. The ceilings are facts of the image ids, so the output stays byte-identical; each job
+names the images in ``ceilings_from_images``.
 A prefix some image does not define at all (no libstdc++ there) is not tightened, and the plan
 carries a note saying so (:attr:`Plan.notes`, shown by the table and the JSON).
 """
@@ -43,7 +44,7 @@ _FROM_IMAGE = ("manylinux", "ceilings", "from_image")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 #: Reads the ceilings of runtime images: ``reader(["debian:bookworm-slim"]) -> {"GLIBC": "2.36", ...}``
-#: (a prefix the image does not define is left out). Default: buildkit.ceilings.ceilings_from_images.
+#: (a prefix the image does not define is left out). The commands pass buildkit.ceilings.ceilings_from_images.
 CeilingsReader = Callable[[Sequence[str]], Mapping[str, str]]
 
 
@@ -220,6 +221,21 @@ def _read_image(recipe: Recipe, index: int, image: str, reader: CeilingsReader) 
     return {p: str(got[p]) for p in CEILING_PREFIXES if got.get(p) is not None}
 
 
+def _engine_reader() -> CeilingsReader:
+    """The reader used when :func:`expand`'s caller passed none: ceilings read on the Docker engine.
+
+    Callers own the choice of reader: the ``plan``, ``build`` and ``verify`` commands pass
+    :func:`buildkit.ceilings.ceilings_from_images` themselves, tests pass recorded readers. This
+    fallback remains for callers that take no reader (``buildkit.checking.find_job``, behind
+    ``check --recipe --job``). It imports the Docker-facing module only here, when a recipe names
+    ``from_image`` images and no reader was given, never when plan is imported: expanding a recipe
+    without ``from_image`` never loads the Docker SDK.
+    """
+    from buildkit.ceilings import ceilings_from_images
+
+    return ceilings_from_images
+
+
 def image_ceilings(
     recipe: Recipe, reader: CeilingsReader | None = None
 ) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -233,9 +249,9 @@ def image_ceilings(
     m = recipe.manylinux
     if not m.from_images:
         return dict(m.ceilings), ()
-    from buildkit.ceilings import PROVIDERS, ceilings_from_images, tighten
+    from buildkit.ceilings import PROVIDERS, tighten
 
-    read = reader if reader is not None else ceilings_from_images
+    read = reader if reader is not None else _engine_reader()
     readings = [(image, _read_image(recipe, i, image, read)) for i, image in enumerate(m.from_images)]
     absent = {p for _image, got in readings for p in CEILING_PREFIXES if p not in got}
     minimum: dict[str, str] = {}
@@ -271,9 +287,10 @@ def expand(
 
     ``env`` (default ``os.environ``) feeds ``archs: {from: env}``; ``cli_archs`` and ``enumerator``
     are passed to :func:`buildkit.archs.resolve`. ``ceilings_reader`` reads the ceilings of the
-    recipe's ``manylinux.ceilings.from_image`` images, one image per call (default
-    :func:`buildkit.ceilings.ceilings_from_images`, which needs the Docker engine: DockerUnavailable,
-    exit 8, when it is down or an image is missing); it is not called when the recipe names no image.
+    recipe's ``manylinux.ceilings.from_image`` images, one image per call; it is not called when the
+    recipe names no image. Callers that can reach the engine pass
+    :func:`buildkit.ceilings.ceilings_from_images` (DockerUnavailable, exit 8, when the engine is down
+    or an image is missing); without one, the same reader is imported lazily (:func:`_engine_reader`).
     """
     environ: Mapping[str, str] = os.environ if env is None else env
     base = _base_version(recipe)

@@ -133,6 +133,19 @@ def parse_target(text: str, *, simple_url: str | None = None) -> Target:
     return Target("directory", _directory(text, text))
 
 
+def recipe_target(recipe: str | Path) -> Target:
+    """The :class:`Target` named by the ``publish`` section of the recipe at ``recipe``: a directory
+    relative to the recipe's folder, ``pypi``, or an index URL (UsageError when it has no such section)."""
+    from buildkit.recipe import load_recipe
+
+    spec = load_recipe(recipe).publish
+    if spec is None:
+        raise UsageError(f"{recipe} has no publish section: pass --to")
+    if spec.kind == "directory":
+        return parse_target(str(Path(recipe).parent / spec.target))
+    return parse_target("pypi" if spec.kind == "pypi" else spec.target)
+
+
 def _directory(text: str, path: str) -> str:
     """The directory of a ``directory`` target; an empty one would silently mean the current directory."""
     if not path.strip():

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from buildkit import manifest as manifests
-from buildkit.errors import ArchError, BuildFailed, GateFailed, Interrupted, UsageError
+from buildkit.errors import ArchError, BuildFailed, GateFailed, UsageError
 
 Echo = Callable[[str], None]
 DIFFOSCOPE_TIMEOUT = 600
@@ -307,7 +307,8 @@ def verify_rebuild(
     verbose: bool = False,
 ) -> VerifyResult:
     """Rebuild the job recorded beside ``wheel`` and compare; see the module docstring."""
-    from buildkit.build import BuildOptions, build_job, fetch_source, run_prebuild_checks
+    from buildkit.build import BuildOptions, build_one, fetch_source, run_prebuild_checks
+    from buildkit.ceilings import ceilings_from_images
     from buildkit.plan import expand
     from buildkit.recipe import load_recipe
 
@@ -327,12 +328,13 @@ def verify_rebuild(
 
     the_recipe = load_recipe(recipe_path)
     recorded_archs = recorded_job.get("pytorch_rocm_arch")
+    reader = ceilings_from_images
     try:  # the recipe's own archs first (no host variables); the recorded list when they differ
-        job = expand(the_recipe, env={}).job(job_id)
+        job = expand(the_recipe, env={}, ceilings_reader=reader).job(job_id)
     except ArchError:
-        job = expand(the_recipe, env={}, cli_archs=recorded_archs).job(job_id)
+        job = expand(the_recipe, env={}, cli_archs=recorded_archs, ceilings_reader=reader).job(job_id)
     if recorded_archs and job.archs.pytorch_rocm_arch() != recorded_archs:
-        job = expand(the_recipe, env={}, cli_archs=recorded_archs).job(job_id)
+        job = expand(the_recipe, env={}, cli_archs=recorded_archs, ceilings_reader=reader).job(job_id)
     changed = _job_differences(recorded_job, job.to_json())
     if changed:
         result.notes.append("the job expands differently now: " + ", ".join(changed) + " differ")
@@ -359,19 +361,17 @@ def verify_rebuild(
         with _environ("SOURCE_DATE_EPOCH", None if epoch is None else str(epoch)):
             source = fetch_source(the_recipe, work / "src")
             run_prebuild_checks(the_recipe, source)
-            try:
-                built = build_job(
-                    the_recipe,
-                    job,
-                    options,
-                    client=client,
-                    image=image,
-                    source=source,
-                    echo=echo,
-                    verbose=verbose,
-                )
-            except KeyboardInterrupt:
-                raise Interrupted(f"interrupted while rebuilding {job.id}") from None
+            built = build_one(
+                the_recipe,
+                job,
+                options,
+                client=client,
+                image=image,
+                source=source,
+                echo=echo,
+                verbose=verbose,
+                interrupted=f"interrupted while rebuilding {job.id}",
+            )
         if built.status == "gate-failed":
             raise GateFailed(f"the rebuild of {job.id} failed the gate:\n{built.message}")
         if built.status != "passed" or built.wheel is None:

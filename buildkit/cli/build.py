@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from buildkit.build import BuildOptions, build_plan, render_summary
+from buildkit.ceilings import ceilings_from_images
 from buildkit.errors import BuildFailed, GateFailed
 from buildkit.plan import expand
 from buildkit.recipe import load_recipe
@@ -53,7 +54,7 @@ def build(
 ) -> None:
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
     the_recipe = load_recipe(recipe)
-    the_plan = expand(the_recipe, cli_archs=cli_archs)
+    the_plan = expand(the_recipe, cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
     options = BuildOptions(
         out_dir=Path(out_dir).absolute(),
         log_dir=Path(log_dir).absolute(),

@@ -30,6 +30,8 @@ from buildkit.recipe import load_recipe
 )
 def plan(recipe: str, fmt: str, cli_archs: str | None, shard_size: int) -> None:
     """Expand RECIPE into build jobs with stable ids, resolved archs and versions."""
-    the_plan = expand(load_recipe(recipe), cli_archs=cli_archs)
+    from buildkit.ceilings import ceilings_from_images
+
+    the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
     text = render_github(the_plan, shard_size) if fmt == "github" else RENDERERS[fmt](the_plan)
     click.echo(text, nl=False)

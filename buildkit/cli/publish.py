@@ -15,18 +15,7 @@ import click
 
 from buildkit import publish as publishing
 from buildkit.errors import UsageError
-from buildkit.publish import Target, outcomes_json, parse_target, scrub, secrets_from
-
-
-def _recipe_target(recipe: str) -> Target:
-    from buildkit.recipe import load_recipe
-
-    spec = load_recipe(recipe).publish
-    if spec is None:
-        raise UsageError(f"{recipe} has no publish section: pass --to")
-    if spec.kind == "directory":
-        return parse_target(str(Path(recipe).parent / spec.target))
-    return parse_target("pypi" if spec.kind == "pypi" else spec.target)
+from buildkit.publish import outcomes_json, parse_target, recipe_target, scrub, secrets_from
 
 
 @click.command("publish")
@@ -59,7 +48,7 @@ def publish_cmd(
     """Publish every wheel under DIST whose manifest passed and matches its sha256."""
     if (to is None) == (recipe is None):
         raise UsageError("give exactly one of --to TARGET or --recipe R")
-    target = parse_target(to, simple_url=simple_url) if to is not None else _recipe_target(str(recipe))
+    target = parse_target(to, simple_url=simple_url) if to is not None else recipe_target(str(recipe))
     secrets = secrets_from(os.environ)
     with contextlib.ExitStack() as stack:
         handle = stack.enter_context(Path(log_file).open("a", encoding="utf-8")) if log_file else None

@@ -506,3 +506,15 @@ def test_unknown_job_id_lists_the_known_ones(tmp_path: Path) -> None:
     with pytest.raises(RecipeError) as info:
         empty.job("cp312-rocm6.4")
     assert info.value.hint == "the plan has no jobs (every combination was skipped)"
+
+
+def test_importing_plan_loads_no_docker_module() -> None:
+    """plan takes its ceilings reader from the caller: importing it (and expanding a recipe without
+    from_image) never loads buildkit.ceilings or the Docker SDK (a fresh interpreter, so other tests'
+    imports do not count)."""
+    code = (
+        "import sys, buildkit.plan\n"
+        "print(sorted(m for m in ('buildkit.ceilings', 'docker') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -229,6 +229,23 @@ def test_cli_target_from_the_recipe(tmp_path: Path) -> None:
     assert both.returncode == 2 and "exactly one of --to" in both.stderr
 
 
+def test_recipe_target_kinds(tmp_path: Path) -> None:
+    """The library function behind --recipe: a directory is resolved against the recipe's folder,
+    pypi and index sections become those targets, no publish section is a usage error."""
+    recipe = tmp_path / "recipes" / "demo.yaml"
+    recipe.parent.mkdir()
+    recipe.write_text(RECIPE)
+    assert pub.recipe_target(recipe) == pub.Target("directory", str(tmp_path / "recipes" / "site" / "index"))
+    recipe.write_text(RECIPE.replace("  directory: site/index", "  pypi: true"))
+    assert pub.recipe_target(recipe).kind == "pypi"
+    recipe.write_text(RECIPE.replace("  directory: site/index", "  index: https://pkgs.example/upload/"))
+    target = pub.recipe_target(recipe)
+    assert (target.kind, target.location) == ("index", "https://pkgs.example/upload/")
+    recipe.write_text(RECIPE.replace("publish:\n  directory: site/index\n", ""))
+    with pytest.raises(UsageError, match="no publish section"):
+        pub.recipe_target(recipe)
+
+
 def test_collect_skips_dot_files_and_dot_folders(tmp_path: Path) -> None:
     dist = tmp_path / ".cache" / "dist"  # a dot-folder ABOVE dist does not matter
     kept = make_wheel(dist / "cp312-rocm6.4", "demo-1.0-py3-none-any.whl")
