@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from buildkit import rocm as rocmdata
-from buildkit.errors import ArchError
+from buildkit.errors import ArchError, UsageError
 
 __all__ = [
     "ArchSet",
@@ -363,3 +363,41 @@ def _basis(toolchain_archs: Sequence[str] | None, toolchain: str | None, pinned:
     if toolchain_archs is not None:
         return f"toolchain {toolchain or '?'}"
     return f"ROCm {pinned}"
+
+
+def resolve_command(
+    *,
+    rocm: str | None,
+    cli_archs: str | None = None,
+    recipe_path: str | None = None,
+    toolchain: str | None = None,
+    allow: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ArchSet:
+    """``buildkit archs``: the recipe (when given) supplies the arch list, allow-list, toolchain and,
+    when it pins a single release, the ROCm release; explicit arguments win over it."""
+    recipe_archs: list[str] | None = None
+    recipe_allow: list[str] | None = None
+    if recipe_path is not None:
+        from buildkit.recipe import load_recipe
+
+        recipe = load_recipe(recipe_path)
+        recipe_archs = list(recipe.archs.list) if recipe.archs.list else None
+        recipe_allow = list(recipe.archs.allow) if recipe.archs.allow else None
+        toolchain = toolchain or recipe.archs.toolchain
+        if rocm is None:
+            if len(recipe.rocm) != 1:
+                raise UsageError(f"{recipe_path} pins ROCm {', '.join(recipe.rocm)}: choose one with --rocm")
+            rocm = recipe.rocm[0]
+    if rocm is None:
+        raise UsageError("--rocm is required (or a --recipe that pins a single ROCm release)")
+    toolchain_archs = list(rocmdata.get_toolchain(toolchain).archs) if toolchain is not None else None
+    return resolve(
+        rocm=rocm,
+        cli_archs=cli_archs,
+        recipe_archs=recipe_archs,
+        allow=split_arch_list(allow) if allow is not None else recipe_allow,
+        env=env,
+        toolchain_archs=toolchain_archs,
+        toolchain=toolchain,
+    )

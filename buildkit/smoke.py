@@ -199,6 +199,37 @@ def specs_from_recipe(
     return specs
 
 
+def choose_specs(
+    wheel: Path,
+    *,
+    recipe: str | None,
+    labels: Iterable[str] = (),
+    image: str | None = None,
+    imports: Iterable[str] = (),
+    commands: Iterable[str] = (),
+) -> list[SmokeSpec]:
+    """The smoke tests to run: the recipe's entries (selected by label; their image placeholders
+    filled from the wheel's manifest), or one ad-hoc test of ``image`` with the given imports and
+    commands (default: import the wheel's top-level packages)."""
+    labels, imports, commands = tuple(labels), tuple(imports), tuple(commands)
+    if labels and recipe is None:
+        raise UsageError("--label selects recipe entries: give --recipe")
+    if recipe is not None:
+        if imports or commands:
+            raise UsageError("--import/--command and --recipe exclude each other")
+        from buildkit import manifest
+        from buildkit.recipe import load_recipe
+
+        data = manifest.read(wheel) if manifest.manifest_path(wheel).is_file() else None
+        return specs_from_recipe(
+            load_recipe(recipe).smoke, labels, image_override=image, values=job_values(data)
+        )
+    if image is None:
+        raise UsageError("give --image IMAGE (or --recipe R)")
+    chosen = imports if imports or commands else default_imports(wheel)
+    return [SmokeSpec("cli", image, tuple(chosen), commands)]
+
+
 def fill_image(template: str, values: Mapping[str, str], name: str) -> str:
     """``rocm/vllm:rocm{rocm}`` with the wheel's job values; an unknown placeholder is a usage error."""
     try:

@@ -7,9 +7,8 @@ import shlex
 
 import click
 
-from buildkit import rocm as rocmdata
-from buildkit.archs import ArchSet, resolve
-from buildkit.errors import ArchesDropped, UsageError
+from buildkit.archs import ArchSet
+from buildkit.errors import ArchesDropped
 
 
 def _render(archs: ArchSet, fmt: str) -> str:
@@ -58,35 +57,10 @@ def archs(
     Prints PYTORCH_ROCM_ARCH/GPU_ARCHS (env, shell-quoted), --offload-arch flags, the CMake
     HIP architectures value, or JSON. Dropped archs are always reported on stderr.
     """
-    from buildkit.archs import split_arch_list
+    from buildkit.archs import resolve_command
 
-    recipe_archs = None
-    recipe_allow = None
-    if recipe_path is not None:
-        from buildkit.recipe import load_recipe
-
-        recipe = load_recipe(recipe_path)
-        recipe_archs = list(recipe.archs.list) if recipe.archs.list else None
-        recipe_allow = list(recipe.archs.allow) if recipe.archs.allow else None
-        toolchain = toolchain or recipe.archs.toolchain
-        if rocm_version is None:
-            if len(recipe.rocm) != 1:
-                raise UsageError(f"{recipe_path} pins ROCm {', '.join(recipe.rocm)}: choose one with --rocm")
-            rocm_version = recipe.rocm[0]
-    if rocm_version is None:
-        raise UsageError("--rocm is required (or a --recipe that pins a single ROCm release)")
-
-    toolchain_archs = None
-    if toolchain is not None:
-        tc = rocmdata.get_toolchain(toolchain)
-        toolchain_archs = list(tc.archs)
-    result = resolve(
-        rocm=rocm_version,
-        cli_archs=cli_archs,
-        recipe_archs=recipe_archs,
-        allow=split_arch_list(allow) if allow is not None else recipe_allow,
-        toolchain_archs=toolchain_archs,
-        toolchain=toolchain,
+    result = resolve_command(
+        rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow
     )
     if explain:
         for line in result.trail:

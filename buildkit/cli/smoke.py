@@ -58,7 +58,6 @@ def smoke(
     as_json: bool,
 ) -> None:
     """Install WHEEL in a container of each runtime image, then run the imports and commands."""
-    from buildkit import manifest
     from buildkit import smoke as smoking
     from buildkit.docker_engine import connect
 
@@ -68,22 +67,9 @@ def smoke(
     smoking.check_wheel(path)
     if wheelhouse and index_url:
         raise UsageError("--wheelhouse and --index-url exclude each other")
-    if labels and recipe is None:
-        raise UsageError("--label selects recipe entries: give --recipe")
-    if recipe is not None:
-        if imports or commands:
-            raise UsageError("--import/--command and --recipe exclude each other")
-        from buildkit.recipe import load_recipe
-
-        data = manifest.read(path) if manifest.manifest_path(path).is_file() else None
-        specs = smoking.specs_from_recipe(
-            load_recipe(recipe).smoke, labels, image_override=image, values=smoking.job_values(data)
-        )
-    else:
-        if image is None:
-            raise UsageError("give --image IMAGE (or --recipe R)")
-        chosen = imports if imports or commands else smoking.default_imports(path)
-        specs = [smoking.SmokeSpec("cli", image, tuple(chosen), tuple(commands))]
+    specs = smoking.choose_specs(
+        path, recipe=recipe, labels=labels, image=image, imports=imports, commands=commands
+    )
 
     if gpu is False:
         access = None
