@@ -287,7 +287,7 @@ def _run_cibuildwheel(
         )
 
 
-def build_job(
+def build_one(
     recipe: Recipe,
     job: Job,
     options: BuildOptions,
@@ -297,8 +297,10 @@ def build_job(
     source: Path,
     echo: Echo,
     verbose: bool = False,
+    interrupted: str | None = None,
 ) -> JobResult:
-    """Build, repair, gate and publish-to-``out`` one job. Never leaves partial output."""
+    """Build, repair, gate and publish-to-``out`` one job (the one path of `build_plan` and `verify`).
+    Never leaves partial output; Ctrl-C becomes :class:`Interrupted` with message ``interrupted``."""
     from buildkit.gate import GateConfig, evaluate
     from buildkit.inspect import inspect_wheel
     from buildkit.regression import compare_with_last_release
@@ -393,8 +395,13 @@ def build_job(
             result.wheel = options.out_dir / job.id / wheel.name
             result.message = f"{wheel.name} ({verdict.overall_tag})"
     except KeyboardInterrupt:
+        # Ctrl-C/SIGTERM: an Interrupted (exit 130, a message, no traceback); the finally below
+        # still removes the job's staging folder and containers first
         result.status = "interrupted"
-        raise
+        message = (
+            interrupted or f"interrupted during {job.id}: no partial output was left in {options.out_dir}"
+        )
+        raise Interrupted(message) from None
     except BuildkitError as exc:
         result.message = str(exc)
         with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as log:
@@ -460,33 +467,6 @@ def _publish_to_out(wheel: Path, dest: Path) -> None:
         raise BuildFailed(f"cannot move {wheel.name} into {dest}: {exc}") from None
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
-
-
-def build_one(
-    recipe: Recipe,
-    job: Job,
-    options: BuildOptions,
-    *,
-    client: Any,
-    image: Any,
-    source: Path,
-    echo: Echo,
-    verbose: bool = False,
-    interrupted: str | None = None,
-) -> JobResult:
-    """:func:`build_job`, with Ctrl-C turned into :class:`~buildkit.errors.Interrupted` (exit code and
-    message instead of a traceback; ``build_job`` has already removed the job's partial output and
-    containers). ``interrupted`` is that error's message (default: names the job and ``out_dir``).
-    The one way :func:`build_plan` and ``buildkit verify`` build a job."""
-    try:
-        return build_job(
-            recipe, job, options, client=client, image=image, source=source, echo=echo, verbose=verbose
-        )
-    except KeyboardInterrupt:
-        message = (
-            interrupted or f"interrupted during {job.id}: no partial output was left in {options.out_dir}"
-        )
-        raise Interrupted(message) from None
 
 
 # --------------------------------------------------------------------------- all jobs
