@@ -46,6 +46,13 @@ def _buildkit(*args: str, cwd: Path, timeout: int = 1800) -> subprocess.Complete
     )
 
 
+def _build(recipe: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+    """``buildkit build RECIPE`` with its output and logs under ``tmp``."""
+    return _buildkit(
+        "build", str(recipe), "--out", str(tmp / "dist"), "--log-dir", str(tmp / "logs"), cwd=tmp
+    )
+
+
 def _recipe(tmp: Path, source: Path, **changes: Any) -> Path:
     data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
     data["source"] = {"path": str(source)}
@@ -160,15 +167,7 @@ def test_manylinux_2_28_ceilings_fail_and_leave_dist_empty(
 ) -> None:
     recipe = _recipe(tmp_path, ROOT / "csrc", manylinux={"policy": "manylinux_2_28"})
     before = _containers(docker_client)
-    proc = _buildkit(
-        "build",
-        str(recipe),
-        "--out",
-        str(tmp_path / "dist"),
-        "--log-dir",
-        str(tmp_path / "logs"),
-        cwd=tmp_path,
-    )
+    proc = _build(recipe, tmp_path)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 7, text
     # the offending library and symbol are named
@@ -190,15 +189,7 @@ def test_colliding_tuned_keys_stop_before_compiling(tmp_path: Path, debian_rocm_
     csv.write_text("\n".join([*lines, lines[1]]) + "\n")  # the first data row again: a colliding key
     recipe = _recipe(tmp_path, source)
     started = time.monotonic()
-    proc = _buildkit(
-        "build",
-        str(recipe),
-        "--out",
-        str(tmp_path / "dist"),
-        "--log-dir",
-        str(tmp_path / "logs"),
-        cwd=tmp_path,
-    )
+    proc = _build(recipe, tmp_path)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 3, text
     assert "duplicate tuned key" in text and "gemm.csv" in text, text
@@ -262,15 +253,7 @@ def test_regression_against_the_last_release_fails_the_job(
         archs={"list": ["gfx908", "gfx90a"], "toolchain": "debian-trixie"},
         gate={"no_regression_against": (index / "simple").as_uri() + "/"},
     )
-    proc = _buildkit(
-        "build",
-        str(recipe),
-        "--out",
-        str(tmp_path / "dist"),
-        "--log-dir",
-        str(tmp_path / "logs"),
-        cwd=tmp_path,
-    )
+    proc = _build(recipe, tmp_path)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 7, text
     assert "regresses against the last release" in text and "gfx942" in text, text
