@@ -358,7 +358,7 @@ def build_one(
             verdict = evaluate(report, GateConfig.from_recipe_job(recipe, job))
             result.timings["gate"] = time.monotonic() - t0
             human = render_human(verdict)
-            log.write(human + "\n")
+            log.write(render_human(verdict, verbose=True) + "\n")  # the log keeps every line
             if not verdict.passed:
                 result.status = "gate-failed"
                 raise GateFailed(f"{job.id}: the gate refused {wheel.name}\n{human}")

@@ -22,12 +22,16 @@ Version bumps: add optional fields freely; renaming or removing a field bumps ``
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from buildkit.gate import MiB, Verdict
+from buildkit.findings import Finding
+from buildkit.gate import GfxObject, MiB, Verdict
+from buildkit.rocm import processor_sort_key
 
 SCHEMA_ID = "rocm-buildkit/check-report"
 SCHEMA_VERSION = 1
@@ -96,8 +100,23 @@ def to_json(verdicts: Sequence[Verdict], failures: Sequence[ReadFailure] = ()) -
     }
 
 
-def render_human(v: Verdict) -> str:
-    """The verdict of one wheel as text: tag, symbols, libraries, gfx targets, each failed rule."""
+# Without -v the report stays short enough to paste on a release PR; the JSON always lists everything.
+GFX_LIST_MAX = 12  # up to this many objects, one line per object
+GFX_EXAMPLES = 3  # example members per (kind, targets) group
+GFX_GROUPS_MAX = 8  # groups shown with examples; the rest are counted on one line
+FINDINGS_SHOWN: dict[str, int] = {"error": 20, "warning": 5}  # per (severity, rule)
+GFX_MORE = "(-v lists every object, --json too)"
+FINDINGS_MORE = "(-v lists all, --json too)"
+
+
+def render_human(v: Verdict, *, verbose: bool = False) -> str:
+    """The verdict of one wheel as text: tag, symbols, libraries, gfx targets, each failed rule.
+
+    Findings are grouped by (severity, rule) in order of first appearance. Without ``verbose``, more
+    than :data:`GFX_LIST_MAX` gfx objects are summarised (per-target and per-kind counts, then each
+    (kind, targets) group with its count and a few example members) and each group of findings is cut
+    after :data:`FINDINGS_SHOWN` lines with a line saying how many more there are; the verdict line
+    always gives the real totals."""
     lines = [f"{v.wheel}  ({v.size / MiB:.1f} MiB, sha256 {v.sha256[:12]})"]
     status = "PASS" if v.passed else "FAIL"
     lines.append(f"  verdict: {status} ({len(v.errors)} error(s), {len(v.warnings)} warning(s))")
@@ -131,24 +150,72 @@ def render_human(v: Verdict) -> str:
         lines.append(f"  RECORD: {i.record_entries} entries for {i.files} files, {how}: {state}")
     if v.gfx:
         lines.append("  gfx targets:")
-        for g in v.gfx:
-            lines.append(f"    {g.file} [{g.kind}]: {' '.join(g.targets)}")
-    for f in v.findings:
-        where = ", ".join(
-            part
-            for part in (
-                f"file {f.file}" if f.file else "",
-                f"library {f.library}" if f.library else "",
-                f"symbol {f.symbol}" if f.symbol else "",
-            )
-            if part
-        )
-        lines.append(f"  {f.severity.upper()} [{f.rule}] {f.message}" + (f"  ({where})" if where else ""))
+        if verbose or len(v.gfx) <= GFX_LIST_MAX:
+            lines += [f"    {g.file} [{g.kind}]: {' '.join(g.targets)}" for g in v.gfx]
+        else:
+            lines += _gfx_summary(v.gfx)
+    lines += _finding_lines(v.findings, verbose=verbose)
     return "\n".join(lines)
 
 
-def render_all(verdicts: Sequence[Verdict], failures: Sequence[ReadFailure] = ()) -> str:
-    parts = [render_human(v) for v in verdicts]
+def _counts(items: Iterable[str]) -> str:
+    return ", ".join(f"{name} x{n}" for name, n in Counter(items).items())
+
+
+def _gfx_summary(gfx: Sequence[GfxObject]) -> list[str]:
+    """Totals per kind and per target id, then each (kind, targets) group, largest first."""
+    kinds = _counts(sorted(g.kind for g in gfx))
+    targets = _counts(sorted((t for g in gfx for t in g.targets), key=processor_sort_key))
+    lines = [f"    {len(gfx)} objects ({kinds}): {targets or 'no targets'}"]
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for g in gfx:
+        groups.setdefault((g.kind, g.targets), []).append(g.file)
+    ranked = sorted(groups.items(), key=lambda item: -len(item[1]))  # stable: ties keep first appearance
+    for (kind, ids), files in ranked[:GFX_GROUPS_MAX]:
+        lines.append(f"    {len(files)} [{kind}]: {' '.join(ids) or 'none'}")
+        lines += [f"      {file}" for file in files[:GFX_EXAMPLES]]
+        if len(files) > GFX_EXAMPLES:
+            lines.append(f"      ... {len(files) - GFX_EXAMPLES} more {GFX_MORE}")
+    rest = ranked[GFX_GROUPS_MAX:]
+    if rest:
+        objects = sum(len(files) for _, files in rest)
+        lines.append(f"    ... {len(rest)} more (kind, targets) group(s) of {objects} object(s) {GFX_MORE}")
+    return lines
+
+
+def _finding_lines(findings: Sequence[Finding], *, verbose: bool) -> list[str]:
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f in findings:
+        groups.setdefault((f.severity, f.rule), []).append(f)
+    lines: list[str] = []
+    for (severity, rule), group in groups.items():
+        shown = len(group) if verbose else FINDINGS_SHOWN.get(severity, len(group))
+        lines += [_finding_line(f) for f in group[:shown]]
+        if len(group) > shown:
+            lines.append(f"  ... and {len(group) - shown} more {rule} {severity}(s) {FINDINGS_MORE}")
+    return lines
+
+
+def _finding_line(f: Finding) -> str:
+    parts = (
+        f"file {f.file}" if f.file and not _names_path(f.message, f.file) else "",
+        f"library {f.library}" if f.library else "",
+        f"symbol {f.symbol}" if f.symbol else "",
+    )
+    where = ", ".join(part for part in parts if part)
+    return f"  {f.severity.upper()} [{f.rule}] {f.message}" + (f"  ({where})" if where else "")
+
+
+def _names_path(message: str, path: str) -> bool:
+    """Whether ``message`` contains ``path`` as a whole path (not ``a/b.so`` inside ``a/b.so.1``)."""
+    pattern = r"(?<![\w./-])" + re.escape(path) + r"(?![\w/-]|\.\w)"
+    return re.search(pattern, message) is not None
+
+
+def render_all(
+    verdicts: Sequence[Verdict], failures: Sequence[ReadFailure] = (), *, verbose: bool = False
+) -> str:
+    parts = [render_human(v, verbose=verbose) for v in verdicts]
     parts += [f"{f.wheel}\n  verdict: UNREADABLE: {f.error}" for f in failures]
     failed = sum(not v.passed for v in verdicts)
     summary = f"{len(verdicts) - failed} passed, {failed} failed"

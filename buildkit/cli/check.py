@@ -69,6 +69,13 @@ from buildkit.report import render_all, to_json
     "up to their dynamic data. `buildkit build` always verifies.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="List every gfx object and every finding (without it, more than 12 gfx objects are summarised "
+    "and each rule shows at most 20 errors and 5 warnings; --json always lists everything).",
+)
 def check(
     wheels: tuple[Path, ...],
     policy: str | None,
@@ -88,6 +95,7 @@ def check(
     job: str | None,
     verify_record: bool,
     as_json: bool,
+    verbose: bool,
 ) -> None:
     """Gate WHEEL...: manylinux tag, symbol ceilings, external libraries, gfx targets, size, torch pin,
     and integrity (RECORD, WHEEL tags, RPATH/RUNPATH, load order, host code in pure wheels)."""
@@ -111,7 +119,7 @@ def check(
     if as_json:
         click.echo(json.dumps(to_json(verdicts, failures), indent=2))
     else:
-        click.echo(render_all(verdicts, failures))
+        click.echo(render_all(verdicts, failures, verbose=verbose))
     if failures:
         raise WheelReadError(
             f"{len(failures)} wheel(s) could not be read: "

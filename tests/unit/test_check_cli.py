@@ -85,7 +85,8 @@ def test_gate_failure_exits_7_naming_file_library_symbol(
     code, out, err = run(capsys, str(built["glibc_new"]))
     assert code == 7
     assert "platform tag: manylinux_2_36_x86_64" in out
-    assert "file glibcnew/_ext.so, library libc.so.6, symbol GLIBC_2.36" in out
+    assert "glibcnew/_ext.so requires GLIBC_2.36 from libc.so.6" in out
+    assert "(library libc.so.6, symbol GLIBC_2.36)" in out
     assert "gate failed" in err and "Traceback" not in err
 
 
