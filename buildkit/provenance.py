@@ -410,10 +410,16 @@ def verify_attestation(
 
 def _read_envelope(path: Path) -> tuple[str, bytes, list[dict[str, Any]]]:
     """payloadType, decoded payload and signatures of a DSSE envelope; NotReproducible when malformed."""
+    if not path.is_file():
+        raise NotReproducible(
+            f"no attestation at {path}: `buildkit build` writes WHEEL.intoto.json next to each wheel it "
+            "signs (BUILDKIT_SIGNING_KEY set); copy it along with the wheel or pass --attestation-file"
+        )
     try:
         env = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise NotReproducible(f"{path}: not a readable DSSE envelope ({exc})") from None
+        reason = f"{exc.__class__.__name__}: {exc}"
+        raise NotReproducible(f"{path}: not a readable DSSE envelope ({reason})") from None
     shape = "a JSON object {payload, payloadType, signatures: [{keyid, sig}]}"
     if not isinstance(env, dict):
         raise NotReproducible(f"{path}: not a DSSE envelope: a JSON {type(env).__name__}, expected {shape}")

@@ -336,12 +336,29 @@ def _naming(wheel: Path) -> Iterator[None]:
         raise WheelReadError(f"{wheel.name}: {err.message}") from None
 
 
+def _truncation_hint(path: Path) -> str:
+    """A zip whose start is a local file header but whose end-of-central-directory record is missing
+    was almost always cut short (an interrupted download or copy): say so."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4)
+            size = os.fstat(fh.fileno()).st_size
+    except OSError:
+        return ""
+    if head != b"PK\x03\x04":
+        return "" if size else " (the file is empty)"
+    return (
+        f" (it starts like a zip but its end-of-central-directory record is missing: truncated at "
+        f"{size} bytes? an interrupted download or copy)"
+    )
+
+
 @contextlib.contextmanager
 def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
     try:
         zf = zipfile.ZipFile(path)
     except _READ_ERRORS as err:
-        raise WheelReadError(f"{path.name}: not a readable zip: {err}") from None
+        raise WheelReadError(f"{path.name}: not a readable zip: {err}{_truncation_hint(path)}") from None
     try:
         yield zf
     finally:

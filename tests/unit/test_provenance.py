@@ -325,3 +325,13 @@ def test_cli_malformed_attestation_exits_12(tmp_path: Path) -> None:
         proc = _run(cmd)
         assert proc.returncode == 12, proc.stdout + proc.stderr
         assert "Traceback" not in proc.stderr and "signatures by None" not in proc.stderr
+
+
+def test_missing_attestation_says_where_it_was_looked_for(tmp_path: Path) -> None:
+    _key, _private, public = _key_files(tmp_path)
+    wheel = _wheel(tmp_path)
+    with pytest.raises(NotReproducible) as info:
+        prov.verify_attestation(wheel, prov.load_public_key(public))
+    text = str(info.value)
+    assert f"no attestation at {prov.attestation_path(wheel)}" in text
+    assert "--attestation-file" in text and "Errno" not in text
