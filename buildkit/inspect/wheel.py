@@ -68,7 +68,15 @@ from buildkit.inspect.models import (
 )
 from buildkit.inspect.zipstream import DigestStream, open_member, record_hash, sniff
 
-_READ_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError, RuntimeError)
+_READ_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    OSError,
+    NotImplementedError,
+    RuntimeError,
+    UnicodeDecodeError,  # a member name flagged UTF-8 that is not (zipfile decodes names on open)
+)
 _MAX_DIST_INFO_FILE = 64 * MiB
 # RECORD's own line carries no hash; its signatures are not listed in it (the wheel spec, PEP 491)
 RECORD_EXEMPT = ("RECORD", "RECORD.jws", "RECORD.p7s")

@@ -173,3 +173,17 @@ def test_compressed_bundle_with_garbage_payload(tmp_path: Path) -> None:
 def test_fatbin_that_is_not_a_bundle(tmp_path: Path) -> None:
     path = write_wheel(tmp_path / WHEEL, {"demo/h.so": _lib(tmp_path, b"garbage" * 100)})
     _raises(path, "does not start with an offload bundle")
+
+
+def test_member_name_flagged_utf8_but_not_utf8(tmp_path: Path) -> None:
+    # zipfile decodes names while opening the archive: a name whose UTF-8 flag (bit 11) lies raised
+    # UnicodeDecodeError out of inspect_wheel (found by the fuzz test); it must be an unreadable wheel
+    path = write_wheel(tmp_path / WHEEL, {"demo/\u00e9t\u00e9.py": b"x = 1\n"})
+    data = bytearray(path.read_bytes())
+    name = "demo/\u00e9t\u00e9.py".encode()
+    central = data.rfind(b"PK\x01\x02", 0, data.find(name, data.find(b"PK\x01\x02")) + 1)
+    assert central != -1 and struct.unpack_from("<H", data, central + 8)[0] & 0x800
+    at = data.find(name, central)
+    data[at + 5 : at + 7] = b"\xe2\x28"  # an invalid UTF-8 sequence, same length
+    path.write_bytes(bytes(data))
+    _raises(path, "not a readable zip: 'utf-8' codec can't decode")
