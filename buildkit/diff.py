@@ -18,6 +18,12 @@ object, the manylinux tag). :func:`diff_reports` compares them:
   covers it (``gfx90a`` covers ``gfx90a:xnack-``);
 * **size** (bytes and %), **members** added and removed: reported, never regressions.
 
+The libraries provided at run time (``exclude_globs``) are named as ``buildkit check`` names them:
+:func:`run_time_globs` turns ``--exclude``, ``--exclude-set``, ``--rocm`` and ``--recipe R --job ID``
+into the globs of :func:`buildkit.checking.gate_config` (the only part of the gate configuration
+that changes the facts compared here). Without them every ROCm library is external and a ROCm wheel
+is consistent with no manylinux tag at all (``linux_x86_64``).
+
 :func:`baseline_from_index` finds the newest published wheel of the same project with compatible
 tags in a PEP 503 simple index (``file://`` or ``http(s)://``), verifies the ``#sha256=`` fragment
 and downloads it.
@@ -126,6 +132,7 @@ class WheelDiff:
     members_added: tuple[str, ...]
     members_removed: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
+    exclude_globs: tuple[str, ...] = field(default=())  # the libraries taken as provided at run time
 
     @property
     def size_delta(self) -> int:
@@ -202,6 +209,7 @@ class WheelDiff:
             },
             "members": {"added": list(self.members_added), "removed": list(self.members_removed)},
             "notes": list(self.notes),
+            "exclude_globs": list(self.exclude_globs),
         }
         if baseline is not None:
             doc["baseline"] = baseline
@@ -369,7 +377,27 @@ def diff_reports(old: WheelReport, new: WheelReport, *, exclude_globs: Sequence[
         members_added=tuple(sorted(members_new[k] for k in members_new.keys() - members_old.keys())),
         members_removed=tuple(sorted(members_old[k] for k in members_old.keys() - members_new.keys())),
         notes=tuple(notes),
+        exclude_globs=config.exclude_globs,
     )
+
+
+def run_time_globs(
+    *,
+    exclude: Sequence[str] = (),
+    exclude_sets: Sequence[str] = (),
+    rocm: str | None = None,
+    recipe: Path | None = None,
+    job: str | None = None,
+) -> tuple[str, ...]:
+    """The SONAME globs of the libraries provided at run time, exactly as ``buildkit check`` with the
+    same options takes them (:func:`buildkit.checking.gate_config`): with ``recipe`` and ``job`` (both
+    or neither: UsageError) the job's exclude globs, which ``build`` repairs and gates with, plus
+    ``exclude`` and ``exclude_sets``; the sets expand for ``rocm``, else for the job's ROCm release,
+    else for every release (an unknown ``rocm``: UsageError naming the known ones)."""
+    from buildkit.checking import GateFlags, gate_config
+
+    flags = GateFlags(exclude=tuple(exclude), exclude_sets=tuple(exclude_sets), rocm=rocm)
+    return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)
 
 
 def diff_wheels(old: Path, new: Path, *, exclude_globs: Sequence[str] = ()) -> WheelDiff:
@@ -388,9 +416,18 @@ def _size(n: int) -> str:
     return f"{n} B"  # pragma: no cover
 
 
+def _globs_summary(globs: Sequence[str], shown: int = 4) -> str:
+    text = ", ".join(globs[:shown])
+    if len(globs) > shown:
+        text += f" and {len(globs) - shown} more (--json lists them)"
+    return text
+
+
 def render_human(d: WheelDiff, *, baseline: str | None = None) -> str:
     lines = [f"old: {d.old.filename}" + (f"  ({baseline})" if baseline else ""), f"new: {d.new.filename}"]
     lines += [f"note: {n}" for n in d.notes]
+    if d.exclude_globs:
+        lines.append(f"provided at run time: {_globs_summary(d.exclude_globs)}")
     flag = "  REGRESSION" if d.policy_regression else ""
     if d.old_policy != d.new_policy:
         lines.append(f"manylinux tag: {d.old_policy} -> {d.new_policy}{flag}")

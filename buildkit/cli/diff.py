@@ -3,7 +3,11 @@
 Exit 0 without a regression (or without ``--fail-on-regression``), 7 (GateFailed) with
 ``--fail-on-regression`` and a regression, 6 when a wheel cannot be read or the index's hash does
 not match, 2 for usage errors (an index that cannot be read, a ``file://`` index directory that does
-not exist, and ``--require-baseline`` when the index has no earlier release).
+not exist, ``--require-baseline`` when the index has no earlier release, ``--recipe`` without ``--job``
+or a job the recipe's plan does not have, an unknown ``--rocm``).
+
+The libraries provided at run time (``--exclude``, ``--exclude-set``, ``--rocm``, ``--recipe R --job
+ID``) are the ones ``buildkit check`` with the same options takes (:func:`buildkit.diff.run_time_globs`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,29 @@ from buildkit.errors import GateFailed, UsageError
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 7 when the new wheel regresses.")
-@click.option("--exclude", multiple=True, help="SONAME glob provided at run time, e.g. 'libamdhip64.so*'.")
+@click.option(
+    "--exclude",
+    multiple=True,
+    help="SONAME glob provided at run time, e.g. 'librocblas.so*'; with --recipe, added to the job's.",
+)
+@click.option(
+    "--exclude-set",
+    multiple=True,
+    type=click.Choice(["rocm", "rocm-system", "torch"]),
+    help="Named exclusion set; with --recipe, added to the job's globs.",
+)
+@click.option(
+    "--rocm",
+    help="ROCm release whose runtime libraries --exclude-set rocm expands to, e.g. 7.2 (default: the job's).",
+)
+@click.option(
+    "--recipe",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Recipe giving the libraries provided at run time: with --job, exactly the exclude globs "
+    "`buildkit build` repairs and gates that job's wheel with (as `buildkit check --recipe R --job ID`); "
+    "--exclude and --exclude-set add to them.",
+)
+@click.option("--job", help="Job id in the recipe's plan, e.g. cp312-rocm7.2-torch2.10.")
 @click.option(
     "--require-baseline", is_flag=True, help="With --against-index: fail (exit 2) when no earlier release."
 )
@@ -38,24 +64,37 @@ def diff(
     as_json: bool,
     fail_on_regression: bool,
     exclude: tuple[str, ...],
+    exclude_set: tuple[str, ...],
+    rocm: str | None,
+    recipe: Path | None,
+    job: str | None,
     require_baseline: bool,
 ) -> None:
     """Compare OLD.whl with NEW.whl: symbol versions per library, tags, external libraries, gfx
     targets per object, size, members. A regression: a newer runtime needed, a tag, arch or
-    platform dropped, or a new external library."""
-    from buildkit.diff import WheelDiff, diff_against_index, diff_wheels, render_human
+    platform dropped, or a new external library. For ROCm wheels name the libraries provided at run
+    time (--exclude-set rocm, or --recipe R --job ID) as for `buildkit check`: otherwise each one is
+    external and the manylinux tag is linux_x86_64."""
+    from buildkit.diff import WheelDiff, diff_against_index, diff_wheels, render_human, run_time_globs
 
     if index_url is None and len(wheels) != 2:
         raise UsageError("buildkit diff takes OLD.whl NEW.whl (or --against-index URL NEW.whl)")
     if index_url is not None and len(wheels) != 1:
         raise UsageError("with --against-index give only NEW.whl")
+    globs = run_time_globs(exclude=exclude, exclude_sets=exclude_set, rocm=rocm, recipe=recipe, job=job)
+    if rocm is not None and not exclude_set:
+        click.echo(
+            f"warning: --rocm {rocm} only chooses what --exclude-set rocm expands to; without "
+            "--exclude-set it excludes nothing (add --exclude-set rocm)",
+            err=True,
+        )
     baseline_json: dict[str, Any] | None = None
     label = None
     result: WheelDiff | None
     if index_url is not None:
         with tempfile.TemporaryDirectory(prefix="buildkit-diff-") as tmp:
             baseline, result = diff_against_index(
-                index_url, wheels[0], exclude_globs=exclude, workdir=Path(tmp)
+                index_url, wheels[0], exclude_globs=globs, workdir=Path(tmp)
             )
         if result is None:
             message = f"no earlier compatible release of {wheels[0].name} at {baseline.page}"
@@ -71,7 +110,7 @@ def diff(
         baseline_json = baseline.to_json()
         label = f"from {baseline.page}"
     else:
-        result = diff_wheels(wheels[0], wheels[1], exclude_globs=exclude)
+        result = diff_wheels(wheels[0], wheels[1], exclude_globs=globs)
     if as_json:
         click.echo(json.dumps(result.to_json(baseline=baseline_json), indent=2))
     else:
