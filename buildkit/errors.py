@@ -21,6 +21,7 @@ code  class                        meaning
 10    PublishRefused               publish refused (manifest missing/failed/mismatch)
 11    SmokeFailed                  a smoke test failed in its runtime container
 12    NotReproducible              verify: the rebuild differs, or the attestation fails
+13    PublishUnavailable           publish: the index could not be reached (transient: retry)
 130   Interrupted                  Ctrl-C; partial outputs were removed
 ====  ===========================  ===============================================
 """
@@ -112,6 +113,15 @@ class SmokeFailed(BuildkitError):
 
 class NotReproducible(BuildkitError):
     exit_code = 12
+
+
+class PublishUnavailable(BuildkitError):
+    """``publish`` could not reach the index: DNS failure, connection refused or reset, timeout, or an
+    HTTP 5xx / 408 / 429 answer while reading its pages or uploading. Transient: retry the same
+    command (wheels uploaded before the failure are then reported "already published"). A refusal
+    (:class:`PublishRefused`, 10) is not: retrying it gives the same answer."""
+
+    exit_code = 13
 
 
 class Interrupted(BuildkitError):

@@ -312,50 +312,66 @@ class _Staged:
     metadata: bytes = b""
 
 
-def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
-    """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
+def check_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
+    """What :func:`add_wheels` would do, writing nothing (no lock either: for ``publish --dry-run``).
 
-    Under the index lock, every wheel is first checked against the index: the same file again is
-    ``status == "already"`` (nothing rewritten); the same file name with other bytes (in the index, or
-    twice in ``wheels``) raises :class:`PublishRefused` naming every such wheel, before anything is
-    written. Then every new wheel is copied to a temporary file beside its final place, hashing the
-    bytes copied (a wheel that changed since it was checked refuses the whole batch, and the
-    temporary files are removed); its ``.metadata`` is read from that copy. Only then are the wheels,
-    their ``.metadata`` files and the pages put in place (atomic renames).
+    ``status`` is "published" for a wheel that would be added, "already" for the same file already
+    there; a file name with other bytes (in the index, or twice in ``wheels``) raises
+    :class:`PublishRefused` naming every such wheel, as :func:`add_wheels` does.
     """
+    return _plan(root, wheels)[0]
+
+
+def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[AddResult], list[_Staged]]:
+    """Each wheel's status against the index at ``root`` and the new ones to add; conflicts refused."""
     results: list[AddResult] = []
     pending: list[_Staged] = []
     conflicts: list[str] = []
     seen: dict[str, str] = {}
+    for wheel, sha256 in wheels:
+        project = canonicalize_name(parse_wheel_filename(wheel.name)[0])
+        target = simple_dir(root) / project / wheel.name
+        results.append(AddResult("already", project, target))
+        if wheel.name in seen:
+            if seen[wheel.name] != sha256:
+                conflicts.append(
+                    f"{wheel}: another wheel being published has this file name with other bytes "
+                    f"(sha256 {seen[wheel.name]}, this wheel {sha256})"
+                )
+            continue
+        seen[wheel.name] = sha256
+        if target.is_file():
+            existing = sha256_file(target)
+            if existing != sha256:
+                conflicts.append(
+                    f"{wheel.name}: the index at {root} already has a file of this name with other "
+                    f"bytes (sha256 {existing}, this wheel {sha256}); a released file is never "
+                    "replaced: bump the version or a build tag"
+                )
+            continue
+        results[-1] = AddResult("published", project, target)
+        pending.append(_Staged(wheel, sha256, project, target))
+    if len(conflicts) == 1 and len(wheels) == 1:
+        raise PublishRefused(conflicts[0])
+    if conflicts:
+        head = f"publish refused: {len(conflicts)} of {len(wheels)} wheel(s); nothing was published"
+        raise PublishRefused("\n".join([head, *(f"  {c}" for c in conflicts)]))
+    return results, pending
+
+
+def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
+    """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
+
+    Under the index lock, every wheel is first checked against the index (:func:`check_wheels`): the
+    same file again is ``status == "already"`` (nothing rewritten); the same file name with other bytes
+    (in the index, or twice in ``wheels``) raises :class:`PublishRefused` naming every such wheel, before
+    anything is written. Then every new wheel is copied to a temporary file beside its final place,
+    hashing the bytes copied (a wheel that changed since it was checked refuses the whole batch, and the
+    temporary files are removed); its ``.metadata`` is read from that copy. Only then are the wheels,
+    their ``.metadata`` files and the pages put in place (atomic renames).
+    """
     with _locked(root):
-        for wheel, sha256 in wheels:
-            project = canonicalize_name(parse_wheel_filename(wheel.name)[0])
-            target = simple_dir(root) / project / wheel.name
-            results.append(AddResult("already", project, target))
-            if wheel.name in seen:
-                if seen[wheel.name] != sha256:
-                    conflicts.append(
-                        f"{wheel}: another wheel being published has this file name with other bytes "
-                        f"(sha256 {seen[wheel.name]}, this wheel {sha256})"
-                    )
-                continue
-            seen[wheel.name] = sha256
-            if target.is_file():
-                existing = sha256_file(target)
-                if existing != sha256:
-                    conflicts.append(
-                        f"{wheel.name}: the index at {root} already has a file of this name with other "
-                        f"bytes (sha256 {existing}, this wheel {sha256}); a released file is never "
-                        "replaced: bump the version or a build tag"
-                    )
-                continue
-            results[-1] = AddResult("published", project, target)
-            pending.append(_Staged(wheel, sha256, project, target))
-        if len(conflicts) == 1 and len(wheels) == 1:
-            raise PublishRefused(conflicts[0])
-        if conflicts:
-            head = f"publish refused: {len(conflicts)} of {len(wheels)} wheel(s); nothing was published"
-            raise PublishRefused("\n".join([head, *(f"  {c}" for c in conflicts)]))
+        results, pending = _plan(root, wheels)
         created: list[Path] = []
         try:
             for item in pending:

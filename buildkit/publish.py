@@ -5,6 +5,20 @@ nothing heavy is re-run, but the wheel's sha256 IS recomputed and must be the on
 Every wheel under DIST is checked before any is published: one refusal publishes nothing
 (:class:`~buildkit.errors.PublishRefused`, exit 10, naming each wheel and its reason).
 
+With a recipe (``publish DIST --recipe R``: the target is the recipe's ``publish`` section), every
+wheel must also have been built from that very recipe file: a wheel whose manifest records another
+recipe sha256 (another recipe, or this one edited since the build) is refused, naming both recipes.
+``--to TARGET`` publishes wheels of any recipe.
+
+``dry_run``: every check above and the target's state (the static index read without its lock, or the
+index's simple pages) is done; nothing is written or uploaded, and each wheel's outcome is "would
+publish" or "already published".
+
+A network failure (DNS, connection refused or reset, timeout, HTTP 5xx / 408 / 429) while reading the
+index or uploading is :class:`~buildkit.errors.PublishUnavailable` (exit 13: transient, retry), never
+a refusal (exit 10: retrying gives the same answer). A TLS certificate that does not verify is a
+refusal.
+
 Targets (:func:`parse_target`):
 
 - ``directory``: a path or ``file://`` URL: a static PEP 503 index written by :mod:`buildkit.index`.
@@ -37,10 +51,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import ipaddress
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -51,20 +67,29 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 from buildkit import index as static_index
 from buildkit import manifest
-from buildkit.errors import PublishRefused, UsageError
+from buildkit.errors import BuildkitError, PublishRefused, PublishUnavailable, UsageError
 from buildkit.version import PYPI_LOCAL_REASON
+
+if TYPE_CHECKING:
+    from buildkit.recipe import Recipe
 
 PYPI_UPLOAD = "https://upload.pypi.org/legacy/"
 PYPI_HOSTS = {"upload.pypi.org": "https://pypi.org/simple/", "test.pypi.org": "https://test.pypi.org/simple/"}
 SECRET_ENV = ("TWINE_PASSWORD", "TWINE_USERNAME")
 SECRET_NAME = re.compile(r"(TOKEN|PASSWORD|SECRET|API_KEY)", re.IGNORECASE)
 REDACTED = "***"
+#: HTTP answers that say "not now" rather than "no": 5xx, request timeout, too many requests
+TRANSIENT_STATUS = frozenset({408, 429})
+RETRY_HINT = (
+    "the index is unreachable or failing (transient, exit 13): retry the same command; "
+    'a wheel already uploaded is then reported "already published"'
+)
 
 
 @dataclass(frozen=True)
@@ -95,7 +120,7 @@ class Refusal:
 @dataclass(frozen=True)
 class Outcome:
     wheel: Path
-    status: str  # "published" | "already published"
+    status: str  # "published" | "already published" | "would publish" (dry run)
     where: str
 
 
@@ -138,11 +163,16 @@ def recipe_target(recipe: str | Path) -> Target:
     relative to the recipe's folder, ``pypi``, or an index URL (UsageError when it has no such section)."""
     from buildkit.recipe import load_recipe
 
-    spec = load_recipe(recipe).publish
+    return target_of(load_recipe(recipe))
+
+
+def target_of(recipe: Recipe) -> Target:
+    """The :class:`Target` of a loaded recipe's ``publish`` section (see :func:`recipe_target`)."""
+    spec = recipe.publish
     if spec is None:
-        raise UsageError(f"{recipe} has no publish section: pass --to")
+        raise UsageError(f"{recipe.display_path} has no publish section: pass --to")
     if spec.kind == "directory":
-        return parse_target(str(Path(recipe).parent / spec.target))
+        return parse_target(str(Path(recipe.path).parent / spec.target))
     return parse_target("pypi" if spec.kind == "pypi" else spec.target)
 
 
@@ -222,14 +252,47 @@ def refuse_for_pypi(candidate: Candidate) -> Refusal | None:
     return None
 
 
-def check_all(wheels: list[Path], target: Target) -> list[Candidate]:
-    """Examine every wheel; any refusal raises one PublishRefused listing them all."""
+def project_of(wheel: Path) -> str:
+    """The canonical (PEP 503) project name in a wheel's file name."""
+    return canonicalize_name(parse_wheel_filename(wheel.name)[0])
+
+
+def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
+    """A Refusal when the manifest does not record ``recipe``'s file bytes (its sha256) as the recipe
+    the wheel was built from; the message names both recipes (file, name, sha256)."""
+    recorded = candidate.manifest.get("recipe")
+    given = f"--recipe {recipe.display_path} ({recipe.name}, sha256 {recipe.sha256[:12]})"
+    project = project_of(candidate.wheel)
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256"), str):
+        return Refusal(
+            candidate.wheel,
+            f"project {project}: the manifest records no recipe (recipe.sha256), so the wheel cannot be "
+            f"tied to {given}; publish it with --to",
+        )
+    if recorded["sha256"] == recipe.sha256:
+        return None
+    built = (
+        f"recipe {recorded.get('file', '?')} ({recorded.get('name', '?')}, "
+        f"sha256 {str(recorded['sha256'])[:12]})"
+    )
+    return Refusal(
+        candidate.wheel,
+        f"project {project} was built from {built}, not from {given}: publish it with the recipe it "
+        "was built from (or rebuild it, if this recipe was edited since)",
+    )
+
+
+def check_all(wheels: list[Path], target: Target, recipe: Recipe | None = None) -> list[Candidate]:
+    """Examine every wheel (and, with ``recipe``, that it was built from that recipe file); any
+    refusal raises one PublishRefused listing them all."""
     if not wheels:
         raise PublishRefused("no wheels to publish (no *.whl found)")
     candidates: list[Candidate] = []
     refusals: list[Refusal] = []
     for wheel in wheels:
         result = examine(wheel)
+        if isinstance(result, Candidate) and recipe is not None:
+            result = refuse_for_recipe(result, recipe) or result
         if isinstance(result, Candidate) and target.kind == "pypi":
             result = refuse_for_pypi(result) or result
         if isinstance(result, Candidate):
@@ -392,6 +455,32 @@ def _open(url: str, credentials: Credentials | None, *, timeout: float, accept: 
     return opener.open(request, timeout=timeout)
 
 
+def is_transient_status(code: int) -> bool:
+    """An HTTP status that says "not now" (5xx, 408, 429): retrying may succeed."""
+    return code >= 500 or code in TRANSIENT_STATUS
+
+
+def network_failure(action: str, url: str, exc: BaseException) -> BuildkitError:
+    """The error for a failed read of ``url``: PublishUnavailable (13) when transient (DNS, refused,
+    reset, timeout, 5xx/408/429), PublishRefused (10) otherwise (4xx, a TLS certificate not trusted)."""
+    shown = strip_userinfo(url)
+    if isinstance(exc, urllib.error.HTTPError):
+        problem = f"cannot {action} {shown}: HTTP {exc.code} {exc.reason}"
+        if is_transient_status(exc.code):
+            return PublishUnavailable(f"{problem}\n  {RETRY_HINT}")
+        return PublishRefused(problem)
+    reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+    if isinstance(reason, ssl.SSLCertVerificationError):
+        return PublishRefused(f"cannot {action} {shown}: {reason} (the TLS certificate is not trusted)")
+    text = str(reason) or type(reason).__name__
+    return PublishUnavailable(f"cannot {action} {shown}: {text}\n  {RETRY_HINT}")
+
+
+#: what urllib raises for a network failure (URLError and socket errors are OSErrors; a truncated
+#: response is an http.client.HTTPException)
+NETWORK_ERRORS = (OSError, http.client.HTTPException)
+
+
 @dataclass(frozen=True)
 class RemoteFile:
     url: str  # absolute, without the fragment
@@ -410,9 +499,9 @@ def remote_files(
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return {}
-        raise PublishRefused(f"cannot read {strip_userinfo(url)}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise PublishRefused(f"cannot read {strip_userinfo(url)}: {exc}") from None
+        raise network_failure("read", url, exc) from None
+    except NETWORK_ERRORS as exc:
+        raise network_failure("read", url, exc) from None
     parser = _Links()
     parser.feed(page)
     files: dict[str, RemoteFile] = {}
@@ -432,13 +521,17 @@ def fetch_sha256(link: str, credentials: Credentials | None = None) -> str:
         with _open(link, credentials, timeout=600) as response:
             while block := response.read(1 << 20):
                 digest.update(block)
-    except urllib.error.HTTPError as exc:
-        raise PublishRefused(
-            f"cannot download {strip_userinfo(link)}: HTTP {exc.code} {exc.reason}"
-        ) from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise PublishRefused(f"cannot download {strip_userinfo(link)}: {exc}") from None
+    except NETWORK_ERRORS as exc:
+        raise network_failure("download", link, exc) from None
     return digest.hexdigest()
+
+
+#: twine's last words on a transient failure: its HTTPError line for a 5xx/408/429 answer (after its
+#: own retries), or the requests exception of a connection that failed (DNS, refused, reset, timeout)
+TWINE_TRANSIENT = re.compile(
+    r"HTTPError:\s+(5\d\d|408|429)\b.*"
+    r"|requests\.exceptions\.(ConnectionError|ConnectTimeout|ReadTimeout|Timeout|ChunkedEncodingError)\b.*"
+)
 
 
 def twine_upload(
@@ -469,11 +562,14 @@ def twine_upload(
     )
     for line in output.splitlines():
         log(f"  {line}")
-    if result.returncode != 0:
-        tail = "\n".join(output.splitlines()[-8:])
-        raise PublishRefused(
-            f"{wheel.name}: twine upload to {strip_userinfo(url)} failed (exit {result.returncode}):\n{tail}"
-        )
+    if result.returncode == 0:
+        return
+    failed = f"{wheel.name}: twine upload to {strip_userinfo(url)} failed (exit {result.returncode})"
+    transient = [m.group(0).strip() for m in TWINE_TRANSIENT.finditer(output)]
+    if transient:
+        raise PublishUnavailable(f"{failed}: {transient[-1]}\n  {RETRY_HINT}")
+    tail = "\n".join(output.splitlines()[-8:])
+    raise PublishRefused(f"{failed}:\n{tail}")
 
 
 # ---------------------------------------------------------------- publish
@@ -485,28 +581,54 @@ def publish(
     *,
     env: Mapping[str, str] | None = None,
     log: Callable[[str], None] = lambda line: None,
+    recipe: Recipe | None = None,
+    dry_run: bool = False,
 ) -> list[Outcome]:
-    """Check every wheel under ``dist`` and the target's state, then publish; returns what happened."""
+    """Check every wheel under ``dist`` and the target's state, then publish; returns what happened.
+
+    ``recipe``: every wheel must have been built from that recipe file (manifest ``recipe.sha256``).
+    ``dry_run``: all the checks and the target's state, nothing written or uploaded ("would publish").
+    """
     environ = dict(os.environ if env is None else env)
     if target.kind == "directory":  # an unwritable target is refused before anything is written
         static_index.check_root(Path(target.location))
-    candidates = check_all(collect(dist), target)
+    candidates = check_all(collect(dist), target, recipe)
     log(f"{len(candidates)} wheel(s) checked: manifests passed, sha256 recomputed and matching")
+    if recipe is not None:
+        _log_recipe(candidates, recipe, log)
     if target.kind == "directory":
-        results = static_index.add_wheels(Path(target.location), [(c.wheel, c.sha256) for c in candidates])
-        outcomes = [
-            Outcome(c.wheel, "published" if r.status == "published" else "already published", str(r.path))
-            for c, r in zip(candidates, results, strict=True)
-        ]
-        for o in outcomes:
-            log(f"{o.status}: {o.wheel.name} -> {o.where}")
-        return outcomes
-    return _publish_remote(candidates, target, environ, log)
+        return _publish_directory(candidates, Path(target.location), log, dry_run=dry_run)
+    return _publish_remote(candidates, target, environ, log, dry_run=dry_run)
+
+
+def _log_recipe(candidates: list[Candidate], recipe: Recipe, log: Callable[[str], None]) -> None:
+    log(f"every wheel was built from {recipe.display_path} (sha256 {recipe.sha256[:12]})")
+    expected = canonicalize_name(recipe.name)
+    for project in sorted({project_of(c.wheel) for c in candidates} - {expected}):
+        log(f"note: project {project} is not named like the recipe ({recipe.name})")
+
+
+def _publish_directory(
+    candidates: list[Candidate], root: Path, log: Callable[[str], None], *, dry_run: bool
+) -> list[Outcome]:
+    pairs = [(c.wheel, c.sha256) for c in candidates]
+    results = static_index.check_wheels(root, pairs) if dry_run else static_index.add_wheels(root, pairs)
+    new = "would publish" if dry_run else "published"
+    outcomes = [
+        Outcome(c.wheel, new if r.status == "published" else "already published", str(r.path))
+        for c, r in zip(candidates, results, strict=True)
+    ]
+    for o in outcomes:
+        log(f"{o.status}: {o.wheel.name} -> {o.where}")
+    if dry_run:
+        log(f"dry run: nothing was written to {root}")
+    return outcomes
 
 
 def remote_state(candidates: list[Candidate], target: Target, credentials: Credentials | None) -> list[bool]:
     """For each candidate, whether it is already on the index; any conflict raises PublishRefused
-    naming every one (same file name with other bytes there, or twice under DIST)."""
+    naming every one (same file name with other bytes there, or twice under DIST). An index that
+    cannot be reached raises PublishUnavailable."""
     assert target.simple_url is not None
     pages: dict[str, dict[str, RemoteFile]] = {}
     seen: dict[str, str] = {}
@@ -523,7 +645,7 @@ def remote_state(candidates: list[Candidate], target: Target, credentials: Crede
                 )
             continue
         seen[name] = c.sha256
-        project = canonicalize_name(parse_wheel_filename(name)[0])
+        project = project_of(c.wheel)
         if project not in pages:
             pages[project] = remote_files(target.simple_url, project, credentials)
         remote = pages[project].get(name)
@@ -544,12 +666,44 @@ def remote_state(candidates: list[Candidate], target: Target, credentials: Crede
     return present
 
 
+def _remote_state_or_unavailable(
+    candidates: list[Candidate], target: Target, credentials: Credentials | None, *, dry_run: bool
+) -> list[bool]:
+    try:
+        return remote_state(candidates, target, credentials)
+    except PublishUnavailable as exc:
+        done = (
+            f"dry run: {len(candidates)} wheel(s) passed every check, but whether they are already on "
+            f"{target.describe()} is unknown"
+            if dry_run
+            else "nothing was published"
+        )
+        raise PublishUnavailable(f"{exc.message}\n  {done}") from None
+
+
 def _publish_remote(
-    candidates: list[Candidate], target: Target, env: Mapping[str, str], log: Callable[[str], None]
+    candidates: list[Candidate],
+    target: Target,
+    env: Mapping[str, str],
+    log: Callable[[str], None],
+    *,
+    dry_run: bool = False,
 ) -> list[Outcome]:
     assert target.simple_url is not None
     credentials = credentials_for(target.location, env)
-    present = remote_state(candidates, target, credentials)
+    present = _remote_state_or_unavailable(candidates, target, credentials, dry_run=dry_run)
+    where = {
+        c.wheel: f"{strip_userinfo(target.simple_url).rstrip('/')}/{project_of(c.wheel)}/" for c in candidates
+    }
+    if dry_run:
+        planned = [
+            Outcome(c.wheel, "already published" if there else "would publish", where[c.wheel])
+            for c, there in zip(candidates, present, strict=True)
+        ]
+        for o in planned:
+            log(f"{o.status}: {o.wheel.name} -> {o.where}")
+        log(f"dry run: nothing was uploaded to {strip_userinfo(target.location)}")
+        return planned
     outcomes: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="buildkit-publish-") as private:  # mode 0700
         copies: list[Path | None] = []
@@ -559,20 +713,32 @@ def _publish_remote(
                 static_index.copy_verified(c.wheel, copy, c.sha256)
             copies.append(None if there else copy)
         for c, upload in zip(candidates, copies, strict=True):
-            project = canonicalize_name(parse_wheel_filename(c.wheel.name)[0])
-            where = f"{strip_userinfo(target.simple_url).rstrip('/')}/{project}/"
             if upload is None:
-                outcomes.append(Outcome(c.wheel, "already published", where))
+                outcomes.append(Outcome(c.wheel, "already published", where[c.wheel]))
             else:
-                twine_upload(upload, target.location, env, log)
-                outcomes.append(Outcome(c.wheel, "published", where))
-            log(f"{outcomes[-1].status}: {c.wheel.name} -> {where}")
+                _upload(upload, target, env, log, outcomes)
+                outcomes.append(Outcome(c.wheel, "published", where[c.wheel]))
+            log(f"{outcomes[-1].status}: {c.wheel.name} -> {where[c.wheel]}")
     return outcomes
 
 
-def outcomes_json(outcomes: list[Outcome], target: Target) -> str:
+def _upload(
+    wheel: Path, target: Target, env: Mapping[str, str], log: Callable[[str], None], done: list[Outcome]
+) -> None:
+    """:func:`twine_upload`; a failure names the wheels this run uploaded before it."""
+    try:
+        twine_upload(wheel, target.location, env, log)
+    except (PublishRefused, PublishUnavailable) as exc:
+        uploaded = [o.wheel.name for o in done if o.status == "published"]
+        if not uploaded:
+            raise
+        raise type(exc)(f"{exc.message}\n  uploaded before the failure: {', '.join(uploaded)}") from None
+
+
+def outcomes_json(outcomes: list[Outcome], target: Target, *, dry_run: bool = False) -> str:
     data = {
         "target": {"kind": target.kind, "location": target.location},
+        "dry_run": dry_run,
         "wheels": [{"wheel": str(o.wheel), "status": o.status, "where": o.where} for o in outcomes],
     }
     return json.dumps(data, indent=2, sort_keys=True)

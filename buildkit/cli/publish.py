@@ -1,8 +1,10 @@
-"""``buildkit publish DIST --to TARGET``: publish gated wheels (manifest checked, sha256 recomputed).
+"""``buildkit publish DIST --to TARGET | --recipe R``: publish gated wheels (manifest checked, sha256
+recomputed; with ``--recipe``, every wheel built from that recipe file).
 
-Exit 0 when every wheel is published or already was, 10 (PublishRefused) when any wheel is refused
-(nothing is published then) or the index refuses an upload. 2 for bad usage, including an empty or
-unwritable directory target.
+Exit 0 when every wheel is published or already was (``--dry-run``: would be published or already
+was), 10 (PublishRefused) when any wheel is refused (nothing is published then) or the index refuses an
+upload, 13 (PublishUnavailable) when the index cannot be reached or fails (DNS, connection refused,
+timeout, HTTP 5xx/408/429: retry). 2 for bad usage, including an empty or unwritable directory target.
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from buildkit import publish as publishing
 from buildkit.errors import UsageError
-from buildkit.publish import outcomes_json, parse_target, recipe_target, scrub, secrets_from
+from buildkit.publish import outcomes_json, parse_target, scrub, secrets_from, target_of
+
+if TYPE_CHECKING:
+    from buildkit.recipe import Recipe
 
 
 @click.command("publish")
@@ -27,7 +33,12 @@ from buildkit.publish import outcomes_json, parse_target, recipe_target, scrub, 
     help="`pypi`, an index upload URL (twine; e.g. a pypiserver), or a directory / file:// URL "
     "(a static PEP 503 index is written there).",
 )
-@click.option("--recipe", default=None, help="Take the target from this recipe's publish section.")
+@click.option(
+    "--recipe",
+    default=None,
+    help="Take the target from this recipe's publish section; every wheel must have been built from "
+    "this recipe file (its manifest's recipe sha256), else it is refused.",
+)
 @click.option("--simple-url", default=None, help="The index's PEP 503 pages (default: UPLOAD_URL/simple/).")
 @click.option(
     "--log",
@@ -36,6 +47,12 @@ from buildkit.publish import outcomes_json, parse_target, recipe_target, scrub, 
     default=None,
     help="Append the publish log (credentials scrubbed) to this file.",
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Check everything (manifests, recipe, the target's current state) and print what would be "
+    "published where; write and upload nothing.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def publish_cmd(
     dist: str,
@@ -43,12 +60,20 @@ def publish_cmd(
     recipe: str | None,
     simple_url: str | None,
     log_file: str | None,
+    dry_run: bool,
     as_json: bool,
 ) -> None:
     """Publish every wheel under DIST whose manifest passed and matches its sha256."""
     if (to is None) == (recipe is None):
         raise UsageError("give exactly one of --to TARGET or --recipe R")
-    target = parse_target(to, simple_url=simple_url) if to is not None else recipe_target(str(recipe))
+    loaded: Recipe | None = None
+    if to is not None:
+        target = parse_target(to, simple_url=simple_url)
+    else:
+        from buildkit.recipe import load_recipe
+
+        loaded = load_recipe(str(recipe))
+        target = target_of(loaded)
     secrets = secrets_from(os.environ)
     with contextlib.ExitStack() as stack:
         handle = stack.enter_context(Path(log_file).open("a", encoding="utf-8")) if log_file else None
@@ -62,14 +87,14 @@ def publish_cmd(
                 click.echo(line, err=True)
 
         try:
-            log(f"publish {dist} -> {target.describe()}")
-            outcomes = publishing.publish(Path(dist), target, log=log)
+            log(f"publish {dist} -> {target.describe()}{' (dry run)' if dry_run else ''}")
+            outcomes = publishing.publish(Path(dist), target, log=log, recipe=loaded, dry_run=dry_run)
         except Exception as exc:
             if handle is not None:  # the CLI prints the error itself; the log file keeps it too
                 handle.write(scrub(f"error: {exc}", secrets) + "\n")
             raise
     if as_json:
-        click.echo(outcomes_json(outcomes, target))
+        click.echo(outcomes_json(outcomes, target, dry_run=dry_run))
     else:
         for o in outcomes:
             click.echo(f"{o.status:<17} {o.wheel.name}  {o.where}")

@@ -37,6 +37,7 @@ class Server:
     log_file: Path
     output: Path
     packages: Path
+    proc: subprocess.Popen[bytes]
 
 
 def _free_port() -> int:
@@ -91,21 +92,19 @@ def server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Server]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"pypiserver did not start:\n{output.read_text()}")
                 time.sleep(0.2)
-        yield Server(url, token, log_file, output, packages)
+        yield Server(url, token, log_file, output, packages, proc)
     finally:
         proc.terminate()
         proc.wait(timeout=10)
 
 
 def publish(
-    server: Server, dist: Path, log: Path, token: str | None = None
+    server: Server, dist: Path, log: Path, token: str | None = None, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TWINE_USERNAME": USER, "TWINE_PASSWORD": token or server.token}
     env.pop("TWINE_REPOSITORY_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "buildkit", "publish", str(dist), "--to", server.url, "--log", str(log)],
-        capture_output=True, text=True, check=False, env=env,
-    )  # fmt: skip
+    command = [sys.executable, "-m", "buildkit", "publish", str(dist), "--to", server.url, "--log", str(log)]
+    return subprocess.run([*command, *extra], capture_output=True, text=True, check=False, env=env)
 
 
 def test_publish_to_pypiserver_roundtrip_idempotent_and_secret(server: Server, tmp_path: Path) -> None:
@@ -220,3 +219,37 @@ def test_a_server_that_needs_a_login_to_read(server: Server, tmp_path: Path) -> 
     env = {k: v for k, v in _env(server).items() if not k.startswith("TWINE_")}
     with pytest.raises(PublishRefused, match=r"asks for credentials \(HTTP 401\)"):
         pub.publish(tmp_path / "dist", target, env=env)
+
+
+def test_dry_run_reads_the_server_and_uploads_nothing(server: Server, tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    wheel = make_wheel(dist, "demo_rocm-1.0+rocm5.7-py3-none-any.whl")
+    log = tmp_path / "publish.log"
+    dry = publish(server, dist, log, None, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert f"would publish     {wheel.name}  {server.url}simple/demo-rocm/" in dry.stdout
+    assert list(server.packages.iterdir()) == []
+    assert "twine" not in log.read_text()
+
+    assert publish(server, dist, log).returncode == 0
+    again = publish(server, dist, log, None, "--dry-run")
+    assert again.returncode == 0, again.stderr
+    assert f"already published {wheel.name}" in again.stdout
+
+    other = tmp_path / "other"
+    make_wheel(other, wheel.name, payload=b"VALUE = 2\n")
+    refused = publish(server, other, log, None, "--dry-run")
+    assert refused.returncode == 10 and "other bytes" in refused.stderr
+
+
+def test_a_stopped_server_is_unavailable_not_refused(server: Server, tmp_path: Path) -> None:
+    """Connection refused: exit 13 (retry), told apart from a refusal (10), dry run or not."""
+    dist = tmp_path / "dist"
+    make_wheel(dist, "demo_rocm-1.0-py3-none-any.whl")
+    server.proc.terminate()
+    server.proc.wait(timeout=10)
+    down = publish(server, dist, tmp_path / "publish.log")
+    assert down.returncode == 13, down.stdout + down.stderr
+    assert "Connection refused" in down.stderr and "retry" in down.stderr
+    assert "nothing was published" in down.stderr and "Traceback" not in down.stderr
+    assert publish(server, dist, tmp_path / "publish.log", None, "--dry-run").returncode == 13

@@ -22,6 +22,7 @@ import pytest
 from buildkit import publish as pub
 from buildkit.errors import PublishRefused, UsageError
 from buildkit.manifest import manifest_path, sha256_file
+from buildkit.recipe import load_recipe
 from tests.helpers.wheels_for_publish import FAILING, make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,12 +215,20 @@ publish:
 """
 
 
+def bind_recipe(wheel: Path, recipe: Path, name: str = "demo") -> Path:
+    """Record ``recipe`` in the wheel's manifest as the recipe it was built from, as build does."""
+    data = json.loads(manifest_path(wheel).read_text())
+    data["recipe"] = {"name": name, "file": recipe.name, "sha256": sha256_file(recipe)}
+    manifest_path(wheel).write_text(json.dumps(data))
+    return wheel
+
+
 def test_cli_target_from_the_recipe(tmp_path: Path) -> None:
     """publish.directory is relative to the recipe file, not to the working directory."""
     recipe = tmp_path / "recipes" / "demo.yaml"
     recipe.parent.mkdir()
     recipe.write_text(RECIPE)
-    make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")
+    bind_recipe(make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl"), recipe)
     result = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe))
     assert result.returncode == 0, result.stderr
     assert (
@@ -469,3 +478,150 @@ def test_a_directory_wheel_changed_after_its_check_is_not_written(tmp_path: Path
     with pytest.raises(PublishRefused, match="changed while it was copied"):
         pub.publish(tmp_path / "dist", pub.parse_target(str(tmp_path / "idx")), log=tamper)
     assert not [p for p in (tmp_path / "idx").rglob("*") if p.name != ".buildkit-index.lock"]
+
+
+# ---------------------------------------------------------------- --recipe: only that recipe's wheels
+
+OTHER_RECIPE = RECIPE.replace("name: demo", "name: other").replace("site/index", "other/index")
+
+
+def _two_recipes(tmp_path: Path) -> tuple[Path, Path]:
+    folder = tmp_path / "recipes"
+    folder.mkdir()
+    demo, other = folder / "demo.yaml", folder / "other.yaml"
+    demo.write_text(RECIPE)
+    other.write_text(OTHER_RECIPE)
+    return demo, other
+
+
+def test_recipe_refuses_a_wheel_built_from_another_recipe(tmp_path: Path) -> None:
+    """The review's case: a wheel of other.yaml does not land in the index of demo.yaml."""
+    demo, other = _two_recipes(tmp_path)
+    dist = tmp_path / "dist"
+    mine = bind_recipe(make_wheel(dist / "a", "demo-1.0-py3-none-any.whl"), demo)
+    theirs = bind_recipe(make_wheel(dist / "b", "other-1.0-py3-none-any.whl"), other, name="other")
+    result = run_cli("publish", str(dist), "--recipe", str(demo))
+    assert result.returncode == 10, result.stdout + result.stderr
+    assert "1 of 2 wheel(s); nothing was published" in result.stderr
+    [line] = [line for line in result.stderr.splitlines() if str(theirs) in line]
+    assert f"built from recipe other.yaml (other, sha256 {sha256_file(other)[:12]})" in line
+    assert f"not from --recipe {demo} (demo, sha256 {sha256_file(demo)[:12]})" in line
+    assert "project other " in line and str(mine) not in result.stderr
+    assert not (tmp_path / "recipes" / "site").exists() and not (tmp_path / "recipes" / "other").exists()
+
+    # each recipe publishes its own wheel; an explicit --to takes wheels of any recipe, as before
+    assert run_cli("publish", str(dist / "a"), "--recipe", str(demo)).returncode == 0
+    assert run_cli("publish", str(dist / "b"), "--recipe", str(other)).returncode == 0
+    assert (tmp_path / "recipes" / "other" / "index" / "simple" / "other" / theirs.name).is_file()
+    mixed = run_cli("publish", str(dist), "--to", str(tmp_path / "any"))
+    assert mixed.returncode == 0, mixed.stderr
+
+
+def test_recipe_edited_since_the_build_is_refused(tmp_path: Path) -> None:
+    """Same name, other bytes: the wheel was not built from this recipe file."""
+    demo, _ = _two_recipes(tmp_path)
+    wheel = bind_recipe(make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl"), demo)
+    built_from = sha256_file(demo)
+    demo.write_text(RECIPE.replace('base: "1.0"', 'base: "1.1"'))
+    with pytest.raises(PublishRefused) as info:
+        pub.publish(tmp_path / "dist", pub.recipe_target(demo), recipe=load_recipe(demo))
+    assert f"{wheel}: project demo was built from recipe demo.yaml (demo, sha256 {built_from[:12]})" in str(
+        info.value
+    )
+    assert f"sha256 {sha256_file(demo)[:12]}" in str(info.value) and "rebuild" in str(info.value)
+    assert info.value.exit_code == 10
+
+
+def test_recipe_refuses_a_manifest_that_names_no_recipe(tmp_path: Path) -> None:
+    demo, _ = _two_recipes(tmp_path)
+    make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")  # manifest without a recipe section
+    refused = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(demo))
+    assert refused.returncode == 10
+    assert "the manifest records no recipe" in refused.stderr and "Traceback" not in refused.stderr
+    assert run_cli("publish", str(tmp_path / "dist"), "--to", str(tmp_path / "idx")).returncode == 0
+
+
+def test_recipe_notes_a_project_named_otherwise(tmp_path: Path) -> None:
+    """The reference recipe (refkernels) builds buildkit_refkernels: the recipe sha256 decides; a note."""
+    demo, _ = _two_recipes(tmp_path)
+    bind_recipe(make_wheel(tmp_path / "dist", "demo_extra-1.0-py3-none-any.whl"), demo)
+    lines: list[str] = []
+    outcomes = pub.publish(
+        tmp_path / "dist", pub.recipe_target(demo), recipe=load_recipe(demo), log=lines.append
+    )
+    assert [o.status for o in outcomes] == ["published"]
+    assert "note: project demo-extra is not named like the recipe (demo)" in lines
+
+
+# ---------------------------------------------------------------- --dry-run
+
+
+def _snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_dry_run_directory_writes_nothing(tmp_path: Path) -> None:
+    dist, idx = tmp_path / "dist", tmp_path / "idx"
+    demo = make_wheel(dist, "demo-1.0-py3-none-any.whl")
+    first = run_cli("publish", str(dist), "--to", str(idx), "--dry-run")
+    assert first.returncode == 0, first.stderr
+    assert f"would publish     {demo.name}  {idx / 'simple' / 'demo' / demo.name}" in first.stdout
+    assert "dry run: nothing was written" in first.stderr
+    assert not idx.exists()  # not even the folder or its lock
+
+    pub.publish(dist, pub.parse_target(str(idx)))
+    before = _snapshot(idx)
+    alpha = make_wheel(dist, "alpha-1.0-py3-none-any.whl")
+    again = run_cli("publish", str(dist), "--to", str(idx), "--dry-run", "--json")
+    assert again.returncode == 0, again.stderr
+    data = json.loads(again.stdout)
+    assert data["dry_run"] is True
+    assert {Path(w["wheel"]).name: w["status"] for w in data["wheels"]} == {
+        alpha.name: "would publish",
+        demo.name: "already published",
+    }
+    assert _snapshot(idx) == before
+
+
+def test_dry_run_refuses_what_publish_refuses(tmp_path: Path) -> None:
+    idx = tmp_path / "idx"
+    released = tmp_path / "released"
+    make_wheel(released, "demo-1.0-py3-none-any.whl")
+    pub.publish(released, pub.parse_target(str(idx)))
+    before = _snapshot(idx)
+
+    conflict = tmp_path / "conflict"
+    make_wheel(conflict, "demo-1.0-py3-none-any.whl", payload=b"VALUE = 2\n")
+    result = run_cli("publish", str(conflict), "--to", str(idx), "--dry-run")
+    assert result.returncode == 10 and "already has a file of this name with other bytes" in result.stderr
+
+    failed = tmp_path / "failed"
+    make_wheel(failed, "bad-1.0-py3-none-any.whl", verdict=FAILING)
+    result = run_cli("publish", str(failed), "--to", str(idx), "--dry-run")
+    assert result.returncode == 10 and "the gate failed" in result.stderr
+    assert _snapshot(idx) == before
+
+
+def test_dry_run_remote_reads_the_index_and_uploads_nothing(
+    tmp_path: Path, servers: tuple[Recording, Recording]
+) -> None:
+    upload, _ = servers
+    dist = tmp_path / "dist"
+    make_wheel(dist, "alpha-1.0-py3-none-any.whl")
+    demo = make_wheel(dist, "demo-1.0-py3-none-any.whl")
+    upload.routes["/simple/demo/"] = Route(body=_page(f"{demo.name}#sha256={sha256_file(demo)}"))
+    outcomes = pub.publish(dist, pub.parse_target(upload.url), env=CREDS_ENV, dry_run=True)
+    assert [(o.wheel.name, o.status, o.where) for o in outcomes] == [
+        ("alpha-1.0-py3-none-any.whl", "would publish", f"{upload.url}simple/alpha/"),
+        (demo.name, "already published", f"{upload.url}simple/demo/"),
+    ]
+    assert [(m, p) for m, p, _ in upload.seen] == [("GET", "/simple/alpha/"), ("GET", "/simple/demo/")]
+
+    upload.routes["/simple/demo/"] = Route(body=_page(f"{demo.name}#sha256={'e' * 64}"))
+    with pytest.raises(PublishRefused, match="already has a file of this name with other bytes"):
+        pub.publish(dist, pub.parse_target(upload.url), env=CREDS_ENV, dry_run=True)
+    assert {m for m, _, _ in upload.seen} == {"GET"}
