@@ -91,6 +91,8 @@ def _check_names(infos: list[zipfile.ZipInfo]) -> None:
     seen: set[str] = set()
     for info in infos:
         name = info.filename
+        if not name:
+            raise WheelReadError(f"a member at offset {info.header_offset} has an empty name")
         if "\x00" in name or "\\" in name:
             raise WheelReadError(f"member name {name!r} contains a backslash or NUL")
         if name.startswith("/") or (len(name) > 1 and name[1] == ":"):

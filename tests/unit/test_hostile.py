@@ -187,3 +187,22 @@ def test_member_name_flagged_utf8_but_not_utf8(tmp_path: Path) -> None:
     data[at + 5 : at + 7] = b"\xe2\x28"  # an invalid UTF-8 sequence, same length
     path.write_bytes(bytes(data))
     _raises(path, "not a readable zip: 'utf-8' codec can't decode")
+
+
+def test_member_with_an_empty_name(tmp_path: Path) -> None:
+    # zipfile's ZipInfo.is_dir() indexes name[-1]: an empty name was an IndexError (found by the fuzz test)
+    path = write_wheel(tmp_path / WHEEL, {"demo/x.py": b"x = 1\n"})
+    data = bytearray(path.read_bytes())
+    central = data.find(b"PK\x01\x02")
+    name_len = struct.unpack_from("<H", data, central + 28)[0]
+    start = central + 46
+    assert data[start : start + name_len] == b"demo/x.py"
+    # the central directory's copy of the name becomes empty (length 0, bytes removed); the end record's
+    # central-directory size and offset shrink accordingly
+    del data[start : start + name_len]
+    struct.pack_into("<H", data, central + 28, 0)
+    end = data.rfind(b"PK\x05\x06")
+    size, offset = struct.unpack_from("<II", data, end + 12)
+    struct.pack_into("<II", data, end + 12, size - name_len, offset)
+    path.write_bytes(bytes(data))
+    _raises(path, "has an empty name")
