@@ -8,21 +8,24 @@ ROCm SONAMEs, the recipe's ``size_budget``), and explicit flags adjust it:
 * ``exclude`` / ``exclude_sets`` ADD globs to the job's (a flag never drops an exclusion the build had);
 * each ``max_*`` ceiling flag overrides that one ceiling; ``policy``, ``torch``, ``archs``,
   ``size_warn`` and ``size_limit`` override the job's / recipe's value; ``match_features`` turns
-  feature matching on;
+  feature matching on; ``policy`` also becomes the platform tag the job-identity rule expects;
+* ``rocm`` replaces the job's ROCm pin (the runtime SONAMEs the ``rocm-soname`` rule expects);
 * ``exclude_sets`` expand for ``rocm``, else for the job's ROCm release.
 
-Without a recipe the flags are the whole configuration (:meth:`GateConfig.from_flags`).
+Without a recipe the flags are the whole configuration (:meth:`GateConfig.from_flags`; ``rocm``
+pins the SONAMEs there too). RECORD hashes are verified by default with a recipe and job (what
+``build`` does), not without (:func:`verify_record_default`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from buildkit.errors import ArchError, UsageError, WheelReadError
-from buildkit.gate import DEFAULT_SIZE_WARN, GateConfig, Verdict, evaluate
+from buildkit.gate import DEFAULT_SIZE_WARN, GateConfig, Verdict, evaluate, rocm_pin
 from buildkit.report import ReadFailure
 
 if TYPE_CHECKING:
@@ -123,6 +126,12 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
         overrides["archs"] = tuple(archs)
     if flags.policy:
         overrides["policy"] = flags.policy
+        if base.identity is not None:
+            from buildkit.policy import get_policy
+
+            overrides["identity"] = replace(base.identity, platform_tag=get_policy(flags.policy).tag)
+    if flags.rocm:
+        overrides.update(rocm_pin(flags.rocm))
     if flags.torch:
         overrides["torch"] = flags.torch
     if flags.match_features:
@@ -148,6 +157,7 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         torch=flags.torch,
         size_warn=DEFAULT_SIZE_WARN if flags.size_warn is None else parse_size(flags.size_warn),
         size_limit=None if flags.size_limit is None else parse_size(flags.size_limit),
+        rocm=flags.rocm,
     )
 
 
@@ -160,6 +170,13 @@ def gate_config(flags: GateFlags, *, recipe: Path | None = None, job: str | None
         raise UsageError("--recipe and --job go together")
     loaded, found = find_job(recipe, job)
     return config_for_job(loaded, found, flags)
+
+
+def verify_record_default(*, recipe: Path | None, job: str | None) -> bool:
+    """Whether ``check`` hashes every member when neither ``--verify-record`` nor
+    ``--no-verify-record`` is given: yes with ``--recipe``/``--job`` (``build`` gates that way, and a
+    corrupted member must not pass as "consistent"), no for a plain check (speed: bench/README.md)."""
+    return recipe is not None or job is not None
 
 
 def check_wheels(

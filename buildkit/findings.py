@@ -8,6 +8,16 @@ from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
 
+#: what the ``symbol`` field holds, per rule, as the human report labels it (``symbol`` otherwise:
+#: a symbol version such as GLIBC_2.34, or a gfx target id). The JSON keeps the field name ``symbol``.
+SYMBOL_LABELS: dict[str, str] = {
+    "rpath": "rpath",  # the RPATH/RUNPATH entry
+    "load-order": "provided by",  # the member providing the needed library
+    "record": "hash",  # RECORD's hash of the member
+    "wheel-tags": "tags",  # the tags WHEEL and the file name disagree on
+    "torch-pin": "requirement",  # the Requires-Dist line
+}
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -16,7 +26,15 @@ class Finding:
     message: str
     file: str | None = None  # wheel member
     library: str | None = None
-    symbol: str | None = None  # the symbol version (GLIBC_2.34), target id, requirement or path concerned
+    #: the symbol version (GLIBC_2.34), target id, requirement, hash, tags or path concerned: see
+    #: :data:`SYMBOL_LABELS` and :attr:`symbol_label`
+    symbol: str | None = None
+
+    @property
+    def symbol_label(self) -> str:
+        """What :attr:`symbol` is for this rule: ``rpath`` for an RPATH entry, ``symbol`` for a
+        symbol version, ... (the human report's word for it)."""
+        return SYMBOL_LABELS.get(self.rule, "symbol")
 
     def to_json(self) -> dict[str, Any]:
         return {

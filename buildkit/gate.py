@@ -56,7 +56,7 @@ from buildkit.policy import (
     symbol_version_key,
     version_tuple,
 )
-from buildkit.rocm import expected_sonames
+from buildkit.rocm import expected_sonames, get_release
 
 if TYPE_CHECKING:
     from buildkit.plan import Job
@@ -69,6 +69,61 @@ LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
 
 # ELF machine names the inspection reports for host code, mapped to the wheel-tag architecture
 _HOST_MACHINES = {"x86_64": "x86_64", "aarch64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
+#: at most this many members are named in a finding about many of them (the rest are counted)
+MEMBERS_NAMED = 3
+
+
+def format_size(size: int) -> str:
+    """``512`` -> ``512 B``, ``31402`` -> ``30.7 KiB``, ``20971520`` -> ``20.0 MiB``: never ``0.0 MiB``."""
+    if size < 1024:
+        return f"{size} B"
+    if size < MiB:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / MiB:.1f} MiB"
+
+
+def rocm_pin(rocm: str) -> dict[str, Any]:
+    """The ``rocm`` and ``rocm_sonames`` fields of a :class:`GateConfig` pinning release ``rocm``
+    (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as :meth:`GateConfig.from_job`
+    takes them for a job. An unknown release is :class:`~buildkit.rocm.UnknownRelease` (exit 2)."""
+    version = get_release(rocm).version
+    return {"rocm": version, "rocm_sonames": expected_sonames(version)}
+
+
+@dataclass(frozen=True)
+class JobIdentity:
+    """Which wheel a plan job makes: the ``job-identity`` rule holds the wheel's file name to it.
+
+    Set by :meth:`GateConfig.from_job` (``name`` and the recipe fields None: no recipe at hand) and
+    :meth:`GateConfig.from_recipe_job`; never by :meth:`GateConfig.from_flags`."""
+
+    job: str  # "cp312-rocm7.2-torch2.10"
+    version: str  # the plan's version, "0.1.12.post2+rocm7.2.manylinux.2.28"
+    python: str  # the job's CPython tag, "cp312"
+    platform_tag: str  # the job policy's tag, "manylinux_2_28_x86_64"
+    name: str | None = None  # the recipe's distribution name, "amd-aiter"
+    recipe: str | None = None  # the recipe file as given
+    recipe_sha256: str | None = None
+
+    @classmethod
+    def of(cls, job: Job, recipe: Recipe | None = None) -> JobIdentity:
+        return cls(
+            job=job.id,
+            version=job.version,
+            python=job.cp_tag,
+            platform_tag=job.platform_tag,
+            name=recipe.name if recipe is not None else None,
+            recipe=recipe.display_path if recipe is not None else None,
+            recipe_sha256=recipe.sha256 if recipe is not None else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "python_tag": self.python,
+            "platform_tag": self.platform_tag,
+        }
 
 
 # --------------------------------------------------------------------------- configuration
@@ -79,6 +134,8 @@ class GateConfig:
 
     ``policy`` None: the tags in the wheel's file name are still checked against the symbols, and the
     ceilings default to the strictest manylinux tag the file name claims (none if it claims none).
+    ``identity`` (from a job only): the wheel must be that job's (name, version, Python and platform
+    tags: the ``job-identity`` rule).
     """
 
     policy: str | None = None
@@ -91,6 +148,7 @@ class GateConfig:
     size_limit: int | None = None
     rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
     rocm_sonames: Mapping[str, str] = field(default_factory=dict)  # "libamdhip64" -> "libamdhip64.so.7"
+    identity: JobIdentity | None = None  # the job whose wheel this must be (job-identity rule)
 
     def __post_init__(self) -> None:
         if self.policy is not None:
@@ -122,8 +180,12 @@ class GateConfig:
         torch: str | None = None,
         size_warn: int | None = DEFAULT_SIZE_WARN,
         size_limit: int | None = None,
+        rocm: str | None = None,
     ) -> GateConfig:
+        """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
+        (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
         given = {"GLIBC": max_glibc, "GLIBCXX": max_glibcxx, "CXXABI": max_cxxabi, "GCC": max_gcc}
+        pin = rocm_pin(rocm) if rocm else {}
         return cls(
             policy=policy,
             ceilings={k: v for k, v in given.items() if v is not None},
@@ -133,11 +195,13 @@ class GateConfig:
             torch=torch,
             size_warn=size_warn,
             size_limit=size_limit,
+            **pin,
         )
 
     @classmethod
     def from_job(cls, job: Job, **overrides: Any) -> GateConfig:
-        """A gate configuration from a plan Job (policy, ceilings, exclude globs, archs, torch pin)."""
+        """A gate configuration from a plan Job (policy, ceilings, exclude globs, archs, torch pin,
+        ROCm SONAMEs, and the job's identity without the recipe's name)."""
         ceilings = {str(k).upper(): str(v) for k, v in job.ceilings.items() if v is not None}
         values: dict[str, Any] = {
             "policy": job.policy,
@@ -147,6 +211,7 @@ class GateConfig:
             "torch": job.torch,
             "rocm": job.rocm,
             "rocm_sonames": expected_sonames(job.rocm),
+            "identity": JobIdentity.of(job),
         }
         values.update(overrides)
         return cls(**values)
@@ -156,8 +221,9 @@ class GateConfig:
         """What ``build`` gates a job's wheel with, and ``check --recipe R --job ID`` with it:
         :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
         ``size_limit``). ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller
-        adding to the job's exclude globs passes the union; :mod:`buildkit.checking` does)."""
-        budget: dict[str, Any] = {}
+        adding to the job's exclude globs passes the union; :mod:`buildkit.checking` does). The
+        identity gets the recipe's distribution name, file and sha256."""
+        budget: dict[str, Any] = {"identity": JobIdentity.of(job, recipe)}
         if "warn" in recipe.size_budget:
             budget["size_warn"] = recipe.size_budget["warn"]
         if "limit" in recipe.size_budget:
@@ -176,6 +242,10 @@ class GateConfig:
             "size_limit": self.size_limit,
             "rocm": self.rocm,
             "rocm_sonames": dict(self.rocm_sonames),
+            "job": self.identity.job if self.identity else None,
+            "recipe": self.identity.recipe if self.identity else None,
+            "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,
+            "identity": self.identity.to_json() if self.identity else None,
         }
 
 
@@ -241,6 +311,16 @@ class Verdict:
     gfx: tuple[GfxObject, ...]
     findings: tuple[Finding, ...]
     integrity: Integrity | None = None
+    #: the policy whose ceilings and whitelist applied: the config's, else the file name's strictest
+    #: manylinux tag (None: neither, or no host ELF)
+    target_policy: Policy | None = None
+
+    @property
+    def gated_ceilings(self) -> dict[str, str]:
+        """The ceilings the wheel was held to: the target policy's, each overridden by the config's."""
+        base = self.target_policy.ceilings() if self.target_policy else {}
+        merged = {**base, **self.config.ceilings}
+        return {p: merged[p] for p in sorted(merged, key=_prefix_order)}
 
     @property
     def passed(self) -> bool:
@@ -283,9 +363,10 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
     host = [e for e in report.elves if e.machine in _HOST_MACHINES]
     arch = _host_arch(host, tag_arch, findings)
 
+    _check_job_identity(report.filename, config.identity, findings)
     symbols: tuple[SymbolMax, ...] = ()
     libraries: tuple[LibraryUse, ...] = ()
-    overall = sym = lib = None
+    overall = sym = lib = target = None
     if arch is not None and host:
         all_versions = {v for e in host for vs in _needs(e).values() for v in vs}
         sym = best_symbol_policy(all_versions, arch)
@@ -329,7 +410,108 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
             files=len(report.files) or sum(not m.endswith("/") for m in report.members),
             hashes_verified=report.record_verified,
         ),
+        target_policy=target,
     )
+
+
+def _prefix_order(prefix: str) -> tuple[int, str]:
+    known = CEILING_PREFIXES.index(prefix) if prefix in CEILING_PREFIXES else len(CEILING_PREFIXES)
+    return known, prefix
+
+
+def _some(members: Sequence[str]) -> str:
+    """``a.so``, ``a.so and b.so``, ``a.so, b.so, c.so and 7 more``: at most :data:`MEMBERS_NAMED`."""
+    shown = list(members[:MEMBERS_NAMED])
+    rest = len(members) - len(shown)
+    if rest:
+        return f"{', '.join(shown)} and {rest} more"
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+# --------------------------------------------------------------------------- job identity
+def _check_job_identity(filename: str, identity: JobIdentity | None, findings: list[Finding]) -> None:
+    """The wheel is the job's: its file name's version, Python tag and platform tag are the ones the
+    plan gives the job (errors), its distribution name the recipe's ``name`` (a warning: a recipe
+    may name the product rather than the distribution). Each finding names expected and found."""
+    if identity is None:
+        return
+    try:
+        name, version, _build, tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename:
+        return  # the wheel-name rule says so
+    job = f"job {identity.job}"
+
+    def mismatch(what: str, expected: str, found: str, hint: str = "", severity: Severity = "error") -> None:
+        message = f"{what}: expected {expected}, found {found}" + (f"; {hint}" if hint else "")
+        findings.append(Finding("job-identity", severity, message))
+
+    if identity.name is not None and canonicalize_name(identity.name) != name:
+        mismatch(
+            "distribution name",
+            f"{canonicalize_name(identity.name)} (the recipe's name)",
+            name,
+            "set the recipe's name to the project's distribution name",
+            "warning",
+        )
+    expected_version = _normal_version(identity.version)
+    if str(version) != expected_version:
+        mismatch(
+            "version",
+            f"{expected_version} (the plan's for {job})",
+            str(version),
+            "make the build read BUILDKIT_VERSION or SETUPTOOLS_SCM_PRETEND_VERSION",
+        )
+    if not _serves_python(tags, identity.python):
+        pairs = ", ".join(sorted({f"{t.interpreter}-{t.abi}" for t in tags}))
+        python = identity.python.removesuffix("t")
+        mismatch("python tag", f"{python}-{identity.python} ({job}'s Python)", pairs)
+    platforms = sorted({t.platform for t in tags})
+    if not _has_platform(platforms, identity.platform_tag):
+        repaired = all(parse_platform_tag(p) is not None for p in platforms)
+        mismatch(
+            "platform tag",
+            f"{identity.platform_tag} ({job}'s policy)",
+            ", ".join(platforms),
+            "auditwheel tags a wheel it cannot repair to the policy for what its symbols allow: the "
+            "ceiling errors name them"
+            if repaired
+            else "",
+        )
+
+
+def _normal_version(text: str) -> str:
+    try:
+        return str(Version(text))
+    except InvalidVersion:
+        return text
+
+
+def _serves_python(tags: Iterable[Any], cp_tag: str) -> bool:
+    """Every tag is the job's CPython (``cp312-cp312``; ``cp313-cp313t`` for ``cp313t``), or a
+    stable-ABI tag (``cp39-abi3``) the job's Python satisfies."""
+    m = re.fullmatch(r"cp3(\d+)(t?)", cp_tag)
+    if m is None:
+        return all(t.interpreter == cp_tag for t in tags)
+    minor, threaded = int(m.group(1)), bool(m.group(2))
+    for t in tags:
+        if t.interpreter == f"cp3{minor}" and t.abi == cp_tag:
+            continue
+        floor = re.fullmatch(r"cp3(\d+)", t.interpreter)
+        if t.abi == "abi3" and floor is not None and not threaded and int(floor.group(1)) <= minor:
+            continue
+        return False
+    return True
+
+
+def _has_platform(platforms: Sequence[str], expected: str) -> bool:
+    """``expected`` is among the file name's platform tags and every other one is a manylinux tag
+    of the same architecture (auditwheel adds the more compatible policies the wheel also meets;
+    the platform-tag rule checks each against the symbols)."""
+    want = parse_platform_tag(expected)
+    if want is None:
+        return list(platforms) == [expected]
+    parsed = [parse_platform_tag(p) for p in platforms]
+    return want in parsed and all(p is not None and p[1] == want[1] for p in parsed)
 
 
 def _needs(elf: ElfInfo) -> dict[str, tuple[str, ...]]:
@@ -484,59 +666,98 @@ def _check_file_tags(
     arch: str,
     findings: list[Finding],
 ) -> None:
+    """Each manylinux tag of the file name must hold for the symbols and libraries: one finding per
+    library, naming every tag it breaks (not one per tag)."""
+    claimed: list[tuple[str, Policy]] = []
+    other_arch: list[str] = []
     for tag in file_tags:
         parsed = parse_platform_tag(tag)
         if parsed is None:
             continue
-        name, tag_arch = parsed
-        if tag_arch != arch:
-            findings.append(
-                Finding("platform-tag", "error", f"file name tag {tag} but the ELF code is {arch}")
+        if parsed[1] != arch:
+            other_arch.append(tag)
+        else:
+            claimed.append((tag, get_policy(parsed[0], arch)))
+    if other_arch:
+        findings.append(
+            Finding(
+                "platform-tag", "error", f"file name tag {', '.join(other_arch)} but the ELF code is {arch}"
             )
+        )
+    _check_tag_symbols(host, claimed, findings)
+    for use in libraries:
+        if use.status not in ("external", "whitelisted"):
             continue
-        pol = get_policy(name, arch)
-        for e in host:
-            for lib, versions in sorted(_needs(e).items()):
-                for sv in pol.disallowed(versions):
-                    findings.append(
-                        Finding(
-                            "platform-tag",
-                            "error",
-                            f"file name claims {tag} but {e.member} requires {sv} from {lib}",
-                            file=e.member,
-                            library=lib,
-                            symbol=sv,
-                        )
-                    )
-        for use in libraries:
-            if use.status in ("external", "whitelisted") and not pol.allows_library(use.library):
-                findings.append(
-                    Finding(
-                        "platform-tag",
-                        "error",
-                        f"file name claims {tag} but {use.needed_by[0]} needs {use.library}, "
-                        f"not on the {pol.name} whitelist",
-                        file=use.needed_by[0],
-                        library=use.library,
-                    )
+        broken = [(tag, pol) for tag, pol in claimed if not pol.allows_library(use.library)]
+        if broken:
+            policies_named = ", ".join(pol.name for _, pol in broken)
+            findings.append(
+                Finding(
+                    "platform-tag",
+                    "error",
+                    f"file name claims {', '.join(tag for tag, _ in broken)} but {_some(use.needed_by)} "
+                    f"need{'s' if len(use.needed_by) == 1 else ''} {use.library}, not on the whitelist of "
+                    f"{policies_named}",
+                    file=use.needed_by[0],
+                    library=use.library,
                 )
+            )
+
+
+def _check_tag_symbols(
+    host: Sequence[ElfInfo], claimed: Sequence[tuple[str, Policy]], findings: list[Finding]
+) -> None:
+    """Per library: the tags some required symbol version breaks, the highest such version per
+    prefix, and the members requiring one of them."""
+    tags: dict[str, dict[str, None]] = {}  # library -> tags broken (ordered set)
+    users: dict[str, dict[str, set[str]]] = {}  # library -> offending version -> members
+    for e in host:
+        for lib, versions in sorted(_needs(e).items()):
+            for tag, pol in claimed:
+                for sv in pol.disallowed(versions):
+                    tags.setdefault(lib, {})[tag] = None
+                    users.setdefault(lib, {}).setdefault(sv, set()).add(e.member)
+    for lib in sorted(users):
+        top: dict[str, str] = {}
+        for sv in users[lib]:
+            prefix = split_symbol_version(sv)[0]
+            if prefix not in top or (symbol_version_key(sv) or ()) > (symbol_version_key(top[prefix]) or ()):
+                top[prefix] = sv
+        highest = [top[p] for p in sorted(top, key=_prefix_order)]
+        members = sorted({m for sv in highest for m in users[lib][sv]})
+        others = len({m for ms in users[lib].values() for m in ms} - set(members))
+        more = (
+            f" (+{others} other member(s) requiring lower versions the tags do not allow)" if others else ""
+        )
+        findings.append(
+            Finding(
+                "platform-tag",
+                "error",
+                f"file name claims {', '.join(t for t, _ in claimed if t in tags[lib])} but {_some(members)} "
+                f"require{'s' if len(members) == 1 else ''} {', '.join(highest)} from {lib}{more}",
+                file=members[0],
+                library=lib,
+                symbol=", ".join(highest),
+            )
+        )
 
 
 def _check_libraries(libraries: Sequence[LibraryUse], target: Policy, findings: list[Finding]) -> None:
+    """One finding per library the target policy does not allow, naming the members needing it."""
     for use in libraries:
         if use.status in ("external", "whitelisted") and not target.allows_library(use.library):
-            for member in use.needed_by:
-                findings.append(
-                    Finding(
-                        "external-library",
-                        "error",
-                        f"{member} needs {use.library}: not on the {target.name} whitelist, not grafted "
-                        "in the wheel and not excluded by a rule (graft it with auditwheel repair or "
-                        "exclude it with --exclude/--exclude-set)",
-                        file=member,
-                        library=use.library,
-                    )
+            verb = "needs" if len(use.needed_by) == 1 else "need"
+            findings.append(
+                Finding(
+                    "external-library",
+                    "error",
+                    f"{_some(use.needed_by)} {verb} {use.library}: not on the {target.name} whitelist, "
+                    "not grafted in the wheel and not excluded by a rule (graft it with auditwheel "
+                    "repair or exclude it with --exclude/--exclude-set)",
+                    file=use.needed_by[0],
+                    library=use.library,
                 )
+            )
 
 
 # --------------------------------------------------------------------------- gfx targets
@@ -631,22 +852,25 @@ def _check_archs(gfx: Sequence[GfxObject], config: GateConfig, findings: list[Fi
 
 # --------------------------------------------------------------------------- size and torch
 def _check_size(size: int, config: GateConfig, findings: list[Finding]) -> None:
-    mib = size / MiB
     if config.size_limit is not None and size > config.size_limit:
         findings.append(
             Finding(
                 "size",
                 "error",
-                f"wheel is {mib:.1f} MiB, above the limit of {config.size_limit / MiB:.1f} MiB",
+                f"wheel is {format_size(size)}, above the limit of {format_size(config.size_limit)}",
             )
         )
     elif config.size_warn is not None and size > config.size_warn:
+        why = (
+            "PyPI's default file limit; ask for an increase or publish to your own index"
+            if config.size_warn == DEFAULT_SIZE_WARN
+            else "the size budget's warn"
+        )
         findings.append(
             Finding(
                 "size",
                 "warning",
-                f"wheel is {mib:.1f} MiB, above {config.size_warn / MiB:.0f} MiB (PyPI's default file limit; "
-                "ask for an increase or publish to your own index)",
+                f"wheel is {format_size(size)}, above {format_size(config.size_warn)} ({why})",
             )
         )
 
@@ -819,7 +1043,7 @@ def _check_rocm_sonames(host: Sequence[ElfInfo], config: GateConfig, findings: l
                         "rocm-soname",
                         "error",
                         f"{elf.member} needs {needed}, but ROCm {config.rocm} ships {expected}: it was "
-                        "built against another ROCm release than the job pins",
+                        f"built against another ROCm release than {config.rocm}",
                         file=elf.member,
                         library=needed,
                     )

@@ -15,8 +15,9 @@ The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema
                 | {"wheel", "error"} ]}
 
 Version bumps: add optional fields freely; renaming or removing a field bumps ``schema_version``.
-``integrity`` and the finding rules ``record``, ``wheel-tags``, ``rpath``, ``load-order`` and
-``pure-wheel`` were added without a bump (additive).
+``integrity``, the finding rules ``record``, ``wheel-tags``, ``rpath``, ``load-order``, ``pure-wheel``
+and ``job-identity``, and the config fields ``job``, ``recipe``, ``recipe_sha256`` and ``identity``
+(what a job's wheel must be called) were added without a bump (additive).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from importlib import resources
 from typing import Any
 
 from buildkit.findings import Finding
-from buildkit.gate import GfxObject, MiB, Verdict
+from buildkit.gate import GfxObject, Verdict, format_size
 from buildkit.rocm import processor_sort_key
 
 SCHEMA_ID = "rocm-buildkit/check-report"
@@ -117,9 +118,10 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
     (kind, targets) group with its count and a few example members) and each group of findings is cut
     after :data:`FINDINGS_SHOWN` lines with a line saying how many more there are; the verdict line
     always gives the real totals."""
-    lines = [f"{v.wheel}  ({v.size / MiB:.1f} MiB, sha256 {v.sha256[:12]})"]
+    lines = [f"{v.wheel}  ({format_size(v.size)}, sha256 {v.sha256[:12]})"]
     status = "PASS" if v.passed else "FAIL"
     lines.append(f"  verdict: {status} ({len(v.errors)} error(s), {len(v.warnings)} warning(s))")
+    lines.append(f"  gated as: {gated_as(v)}")
     if v.pure:
         lines.append("  platform: no host ELF code (pure wheel)")
     else:
@@ -144,10 +146,15 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
     lines.append(f"  external libraries: {', '.join(ext) if ext else 'none'}")
     if v.integrity is not None:
         i = v.integrity
-        how = "hashes verified" if i.hashes_verified else "names and sizes only (--verify-record hashes them)"
         problems = sum(f.rule == "record" for f in v.findings)
         state = f"{problems} problem(s)" if problems else "consistent"
-        lines.append(f"  RECORD: {i.record_entries} entries for {i.files} files, {how}: {state}")
+        head = f"  RECORD: {i.record_entries} entries for {i.files} files"
+        if i.hashes_verified:
+            lines.append(f"{head}, hashes verified: {state}")
+        else:
+            lines.append(
+                f"{head}, names and sizes: {state}; contents not verified (--verify-record hashes them)"
+            )
     if v.gfx:
         lines.append("  gfx targets:")
         if verbose or len(v.gfx) <= GFX_LIST_MAX:
@@ -156,6 +163,45 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
             lines += _gfx_summary(v.gfx)
     lines += _finding_lines(v.findings, verbose=verbose)
     return "\n".join(lines)
+
+
+def gated_as(v: Verdict) -> str:
+    """What the wheel was gated against, on one line: the job and recipe (or ``flags``), then the
+    policy, ceilings, archs, ROCm pin, torch pin, exclusions and size budget."""
+    c, ident = v.config, v.config.identity
+    if ident is None:
+        origin = "flags"
+    else:
+        origin = f"job {ident.job}"
+        if ident.recipe is not None:
+            origin += f" of {ident.recipe}"
+        if ident.recipe_sha256 is not None:
+            origin += f" (sha256 {ident.recipe_sha256[:12]})"
+    if c.policy is not None:
+        policy = f"policy {v.target_policy.name if v.target_policy else c.policy}"
+    elif v.target_policy is not None:
+        policy = f"policy {v.target_policy.name} (the file name's)"
+    else:
+        policy = "no policy"
+    parts = [policy]
+    ceilings = v.gated_ceilings
+    if ceilings:
+        parts.append(" ".join(f"{prefix}<={value}" for prefix, value in ceilings.items()))
+    archs = " ".join(c.archs)
+    parts.append(f"archs {archs}{' (features matched)' if c.match_features else ''}" if archs else "no archs")
+    if c.rocm is not None:
+        parts.append(f"ROCm {c.rocm}")
+    if c.torch is not None:
+        parts.append(f"torch {c.torch}")
+    if c.exclude_globs:
+        parts.append(f"{len(c.exclude_globs)} exclude glob(s)")
+    if c.size_warn is None and c.size_limit is None:
+        parts.append("no size budget")
+    else:
+        warn = f"warn {format_size(c.size_warn)} " if c.size_warn is not None else ""
+        limit = f"limit {format_size(c.size_limit)}" if c.size_limit is not None else "no limit"
+        parts.append(f"size {warn}{limit}")
+    return f"{origin}; {', '.join(parts)}"
 
 
 def _counts(items: Iterable[str]) -> str:
@@ -200,7 +246,7 @@ def _finding_line(f: Finding) -> str:
     parts = (
         f"file {f.file}" if f.file and not _names_path(f.message, f.file) else "",
         f"library {f.library}" if f.library else "",
-        f"symbol {f.symbol}" if f.symbol else "",
+        f"{f.symbol_label} {f.symbol}" if f.symbol else "",
     )
     where = ", ".join(part for part in parts if part)
     return f"  {f.severity.upper()} [{f.rule}] {f.message}" + (f"  ({where})" if where else "")

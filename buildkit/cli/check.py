@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from buildkit.checking import GateFlags, check_wheels, gate_config
+from buildkit.checking import GateFlags, check_wheels, gate_config, verify_record_default
 from buildkit.errors import GateFailed, WheelReadError
 from buildkit.report import render_all, to_json
 
@@ -40,7 +40,8 @@ from buildkit.report import render_all, to_json
 )
 @click.option(
     "--rocm",
-    help="ROCm release whose runtime libraries --exclude-set rocm expands to, e.g. 7.2 (default: the job's).",
+    help="ROCm release the wheel is for, e.g. 7.2 (replaces the job's): HIP objects must link its runtime "
+    "SONAMEs (libamdhip64.so.7 for 7.x), and --exclude-set rocm expands to its libraries.",
 )
 @click.option(
     "--archs", help="Comma-separated gfx target ids every HIP object must carry (replaces the job's)."
@@ -57,16 +58,17 @@ from buildkit.report import render_all, to_json
     "--recipe",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Recipe giving the gate rules: with --job, exactly what `buildkit build` gates that job's wheel "
-    "with (size_budget included); the flags above then adjust it as their help says.",
+    "with (size_budget, RECORD hashes and the job's name, version, Python and platform tags included); "
+    "the flags above then adjust it as their help says.",
 )
 @click.option("--job", help="Job id in the recipe's plan, e.g. cp312-rocm7.2-torch2.10.")
 @click.option(
     "--verify-record/--no-verify-record",
-    default=False,
-    show_default=True,
+    default=None,
     help="Hash every member and compare with RECORD (reads every member whole: ~15 % slower on small "
-    "wheels, see bench/README.md). Off: RECORD is checked for names and sizes, ELF members are read only "
-    "up to their dynamic data. `buildkit build` always verifies.",
+    "wheels, see bench/README.md). Off: RECORD is checked for names and sizes only, ELF members are read "
+    "only up to their dynamic data, so a corrupted member can pass. Default: on with --recipe/--job "
+    "(as `buildkit build`, which always verifies), off otherwise.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report.")
 @click.option(
@@ -93,7 +95,7 @@ def check(
     size_limit: str | None,
     recipe: Path | None,
     job: str | None,
-    verify_record: bool,
+    verify_record: bool | None,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -115,6 +117,8 @@ def check(
         size_limit=size_limit,
     )
     config = gate_config(flags, recipe=recipe, job=job)
+    if verify_record is None:
+        verify_record = verify_record_default(recipe=recipe, job=job)
     verdicts, failures = check_wheels(list(wheels), config, verify_record=verify_record)
     if as_json:
         click.echo(json.dumps(to_json(verdicts, failures), indent=2))

@@ -201,9 +201,15 @@ def test_exclude_set_from_rocm_data(capsys: pytest.CaptureFixture[str], tmp_path
         tmp_path, "usehip", "cp311-cp311-manylinux_2_28_x86_64", {"usehip/ext.so": so}
     )
     assert run(capsys, str(wheel))[0] == 7
-    code, doc = run_json(capsys, str(wheel), "--exclude-set", "rocm", "--rocm", "7.2")
+    code, doc = run_json(capsys, str(wheel), "--exclude-set", "rocm", "--rocm", "6.4")
     assert code == 0, doc
     assert doc["wheels"][0]["libraries"][0]["status"] == "excluded"
+    # excluded, but linking 6.x's SONAME: not a ROCm 7.2 wheel
+    code, doc = run_json(capsys, str(wheel), "--exclude-set", "rocm", "--rocm", "7.2")
+    assert code == 7
+    assert [(f["rule"], f["library"]) for f in doc["wheels"][0]["findings"]] == [
+        ("rocm-soname", "libamdhip64.so.6")
+    ]
 
 
 def test_recipe_job(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
@@ -241,7 +247,10 @@ def test_integrity_findings_in_human_and_json_reports(
     assert code == 7 and w["integrity"] == {"record_entries": 4, "files": 5, "hashes_verified": False}
     assert [(f["rule"], f["file"]) for f in w["findings"]] == [("record", "cxxnew/extra.txt")]
     code, out, _ = run(capsys, str(tampered), "--policy", "manylinux_2_35")  # the default
-    assert "names and sizes only (--verify-record hashes them)" in out
+    assert (
+        "RECORD: 4 entries for 5 files, names and sizes: 1 problem(s); contents not verified "
+        "(--verify-record hashes them)" in out
+    )
 
 
 def test_verify_record_catches_a_same_size_edit_the_default_does_not(
@@ -341,3 +350,183 @@ def test_recipe_job_flags_add_excludes_and_override_ceilings_and_archs(
         capsys, str(built["external_lib"]), "--recipe", str(recipe), "--job", job.id, "--exclude-set", "rocm"
     )
     assert sorted(doc["wheels"][0]["config"]["exclude_globs"]) == sorted(job.exclude_globs)
+
+
+# --------------------------------------------------------------------------- the job's own wheel
+REFERENCE = REPO / "recipes" / "reference.yaml"
+REF_JOB = "cp313-rocm5.7"
+
+
+def reference_job() -> Any:
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    recipe = load_recipe(REFERENCE)
+    return recipe, expand(recipe, env={}).job(REF_JOB)
+
+
+def job_wheel(out: Path, *, version: str, python: str = "cp313", name: str = "refkernels") -> Path:
+    """A wheel like the reference job's: a HIP-like extension with code for the job's archs, linking
+    libamdhip64.so.5 (a stub: no ROCm here), plus a Python module."""
+    out.mkdir(parents=True, exist_ok=True)
+    stub = testwheels.compile_shared(
+        "int hipInit(int f) { return f; }\n", out / "libamdhip64.so.5", flags=["-Wl,-soname,libamdhip64.so.5"]
+    )
+    src = testwheels._fatbin_c(testwheels.offload_bundle(["gfx908", "gfx90a", "gfx942"]), "__hip_fatbin")
+    src += "int hipInit(int);\nint go(void) { return hipInit(0); }\n"
+    so = testwheels.compile_shared(src, out / "ext.so", libs=[str(stub)])
+    module = b"".join(b"def f%d(x):\n    return x * %d\n" % (i, i) for i in range(40))
+    tag = f"{python}-{python}-manylinux_2_41_x86_64"
+    files = {"refkernels/_C.so": so, "refkernels/__init__.py": module}
+    wheel: Path = testwheels.pack_wheel(out, name, tag, files, version=version)
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def ref_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _recipe, job = reference_job()
+    return job_wheel(tmp_path_factory.mktemp("job"), version=job.version)
+
+
+def test_recipe_job_passes_the_jobs_own_wheel_and_says_what_it_gated_against(
+    capsys: pytest.CaptureFixture[str], ref_wheel: Path
+) -> None:
+    recipe, job = reference_job()
+    code, out, err = run(capsys, str(ref_wheel), "--recipe", str(REFERENCE), "--job", REF_JOB)
+    assert code == 0, out + err
+    assert "  verdict: PASS (0 error(s), 0 warning(s))" in out
+    assert (
+        f"  gated as: job {REF_JOB} of {REFERENCE} (sha256 {recipe.sha256[:12]}); policy manylinux_2_41, "
+        "GLIBC<=2.41 GLIBCXX<=3.4.33 CXXABI<=1.3.15 GCC<=14.0.0, archs gfx908 gfx90a gfx942, ROCm 5.7, "
+        f"{len(job.exclude_globs)} exclude glob(s), size warn 100.0 MiB limit 20.0 MiB"
+    ) in out
+    assert f"({ref_wheel.stat().st_size / 1024:.1f} KiB, sha256 " in out  # not "(0.0 MiB"
+    _, doc = run_json(capsys, str(ref_wheel), "--recipe", str(REFERENCE), "--job", REF_JOB)
+    cfg = doc["wheels"][0]["config"]
+    assert (cfg["job"], cfg["recipe"], cfg["recipe_sha256"]) == (REF_JOB, str(REFERENCE), recipe.sha256)
+    assert cfg["identity"] == {
+        "name": "refkernels",
+        "version": job.version,
+        "python_tag": "cp313",
+        "platform_tag": "manylinux_2_41_x86_64",
+    }
+
+
+def test_flags_report_says_it_gated_with_flags(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path]
+) -> None:
+    code, out, _ = run(capsys, str(built["glibc_new"]), "--rocm", "7.2", "--torch", "2.10")
+    assert code == 7
+    assert (
+        "  gated as: flags; policy manylinux_2_28 (the file name's), GLIBC<=2.28 GLIBCXX<=3.4.24 "
+        "CXXABI<=1.3.11 GCC<=7.0.0, no archs, ROCm 7.2, torch 2.10, size warn 100.0 MiB no limit"
+    ) in out
+    _, doc = run_json(capsys, str(built["glibc_new"]))
+    cfg = doc["wheels"][0]["config"]
+    assert (cfg["job"], cfg["recipe_sha256"], cfg["identity"]) == (None, None, None)
+
+
+def test_recipe_job_refuses_another_jobs_wheel(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Right archs, libraries and symbols, but another version and Python: not this job's wheel."""
+    _recipe, job = reference_job()
+    other = job_wheel(tmp_path, version="0.0.9", python="cp312")
+    code, doc = run_json(capsys, str(other), "--recipe", str(REFERENCE), "--job", REF_JOB)
+    assert code == 7
+    errors = [f["message"] for f in doc["wheels"][0]["findings"] if f["severity"] == "error"]
+    assert errors == [
+        f"version: expected {job.version} (the plan's for job {REF_JOB}), found 0.0.9; make the build "
+        "read BUILDKIT_VERSION or SETUPTOOLS_SCM_PRETEND_VERSION",
+        f"python tag: expected cp313-cp313 (job {REF_JOB}'s Python), found cp312-cp312",
+    ]
+    # the same wheel checked with flags only: no job, no identity rule
+    assert run(capsys, str(other), "--exclude-set", "rocm", "--rocm", "5.7")[0] == 0
+
+
+def test_recipe_job_refuses_a_pure_wheel_for_a_platform_job(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    aiter = REPO / "recipes" / "aiter.yaml"
+    job = expand(load_recipe(aiter), env={}).job("cp312-rocm7.2-torch2.10")
+    pure = testwheels.pack_wheel(
+        tmp_path, "amd_aiter", "py3-none-any", {"aiter/__init__.py": b""}, version=job.version
+    )
+    code, doc = run_json(capsys, str(pure), "--recipe", str(aiter), "--job", job.id)
+    assert code == 7
+    identity = [f["message"] for f in doc["wheels"][0]["findings"] if f["rule"] == "job-identity"]
+    assert [m.split(",")[0] for m in identity] == [
+        "python tag: expected cp312-cp312 (job cp312-rocm7.2-torch2.10's Python)",
+        "platform tag: expected manylinux_2_28_x86_64 (job cp312-rocm7.2-torch2.10's policy)",
+    ]
+    assert "found py3-none" in identity[0] and identity[1].endswith("found any")
+
+
+def test_policy_flag_moves_the_expected_platform_tag(
+    capsys: pytest.CaptureFixture[str], ref_wheel: Path
+) -> None:
+    _, doc = run_json(
+        capsys, str(ref_wheel), "--recipe", str(REFERENCE), "--job", REF_JOB, "--policy", "manylinux_2_39"
+    )
+    w = doc["wheels"][0]
+    assert w["config"]["identity"]["platform_tag"] == "manylinux_2_39_x86_64"
+    assert [f["rule"] for f in w["findings"] if f["rule"] == "job-identity"] == ["job-identity"]
+
+
+# --------------------------------------------------------------------------- --rocm alone
+def test_rocm_flag_alone_pins_the_runtime_sonames(
+    capsys: pytest.CaptureFixture[str], ref_wheel: Path
+) -> None:
+    """--rocm V without --exclude-set: config.rocm and rocm_sonames are V's, so linking
+    libamdhip64.so.5 fails a 7.2 check (the rocm-soname rule), with flags and with a job."""
+    code, doc = run_json(capsys, str(ref_wheel), "--rocm", "7.2", "--exclude", "libamdhip64.so*")
+    cfg = doc["wheels"][0]["config"]
+    assert code == 7 and cfg["rocm"] == "7.2" and cfg["rocm_sonames"]["libamdhip64"] == "libamdhip64.so.7"
+    assert [(f["rule"], f["library"]) for f in doc["wheels"][0]["findings"]] == [
+        ("rocm-soname", "libamdhip64.so.5")
+    ]
+    code, doc = run_json(
+        capsys, str(ref_wheel), "--recipe", str(REFERENCE), "--job", REF_JOB, "--rocm", "7.2"
+    )
+    cfg = doc["wheels"][0]["config"]
+    assert code == 7 and cfg["rocm"] == "7.2" and cfg["rocm_sonames"]["libamdhip64"] == "libamdhip64.so.7"
+    assert [f["rule"] for f in doc["wheels"][0]["findings"]] == ["rocm-soname"]
+    code, doc = run_json(
+        capsys, str(ref_wheel), "--recipe", str(REFERENCE), "--job", REF_JOB, "--rocm", "5.7"
+    )
+    assert code == 0 and doc["wheels"][0]["config"]["rocm"] == "5.7"
+    code, _, err = run(capsys, str(ref_wheel), "--rocm", "9.9")
+    assert code == 2 and "no data for ROCm 9.9" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- RECORD hashes with a job
+def flip_byte(wheel: Path, member: str, out: Path) -> Path:
+    """``wheel`` with one byte of ``member``'s compressed data flipped (the zip's CRC no longer holds)."""
+    import struct
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as zf:
+        info = zf.getinfo(member)
+    data = bytearray(wheel.read_bytes())
+    name_len, extra_len = struct.unpack("<HH", data[info.header_offset + 26 : info.header_offset + 30])
+    data[info.header_offset + 30 + name_len + extra_len + info.compress_size // 2] ^= 0x01
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_recipe_job_verifies_record_hashes_by_default(
+    capsys: pytest.CaptureFixture[str], ref_wheel: Path, tmp_path: Path
+) -> None:
+    bad = flip_byte(ref_wheel, "refkernels/__init__.py", tmp_path / ref_wheel.name)
+    code, out, err = run(capsys, str(bad), "--recipe", str(REFERENCE), "--job", REF_JOB)
+    assert code == 6 and "refkernels/__init__.py" in err, out + err
+    assert "PASS" not in out
+    # a plain check stays fast (names and sizes) and says so plainly
+    code, out, _ = run(capsys, str(bad), "--exclude-set", "rocm", "--rocm", "5.7")
+    assert code == 0
+    assert "names and sizes: consistent; contents not verified (--verify-record hashes them)" in out
+    code, out, _ = run(capsys, str(bad), "--recipe", str(REFERENCE), "--job", REF_JOB, "--no-verify-record")
+    assert code == 0 and "contents not verified" in out
+    code, _, err = run(capsys, str(bad), "--exclude-set", "rocm", "--rocm", "5.7", "--verify-record")
+    assert code == 6 and "refkernels/__init__.py" in err

@@ -11,7 +11,15 @@ import pytest
 from packaging.requirements import Requirement
 
 from buildkit.errors import UsageError
-from buildkit.gate import GateConfig, MiB, evaluate, torch_pin_problem, wheel_pythons
+from buildkit.gate import (
+    GateConfig,
+    JobIdentity,
+    MiB,
+    evaluate,
+    format_size,
+    torch_pin_problem,
+    wheel_pythons,
+)
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 
 EXT = "pkg/_ext.cpython-311-x86_64-linux-gnu.so"
@@ -383,7 +391,210 @@ def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
     job = expand(recipe).jobs[0]
     cfg = GateConfig.from_recipe_job(recipe, job)
     assert cfg.size_limit == recipe.size_budget["limit"] == 20 * MiB
-    assert replace(cfg, size_limit=None) == replace(GateConfig.from_job(job), size_limit=None)
+    # the same rules as the job's; the identity gains the recipe's name, file and sha256
+    bare = GateConfig.from_job(job)
+    assert replace(cfg, size_limit=None, identity=None) == replace(bare, size_limit=None, identity=None)
+    assert cfg.identity is not None and bare.identity is not None
+    assert (cfg.identity.name, cfg.identity.recipe_sha256) == (recipe.name, recipe.sha256)
+    assert replace(cfg.identity, name=None, recipe=None, recipe_sha256=None) == bare.identity
     assert GateConfig.from_recipe_job(recipe, job, size_limit=5).size_limit == 5  # overrides win
     assert "size" in rules(evaluate(report(elf(), size=21 * MiB), cfg))
     assert "size" not in rules(evaluate(report(elf(), size=19 * MiB), cfg))
+
+
+# --------------------------------------------------------------------------- job identity
+def named(r: WheelReport, filename: str) -> WheelReport:
+    """``r`` under another file name (the rules read name, version and tags from it)."""
+    return replace(r, filename=filename, path=filename)
+
+
+def identity(**changes: str) -> JobIdentity:
+    base = JobIdentity(
+        job="cp311-rocm7.2",
+        version="1.0",
+        python="cp311",
+        platform_tag="manylinux_2_28_x86_64",
+        name="pkg",
+    )
+    return replace(base, **changes)
+
+
+def job_findings(r: WheelReport, ident: JobIdentity | None) -> list[tuple[str, str]]:
+    v = evaluate(r, GateConfig(identity=ident))
+    return [(f.severity, f.message) for f in v.findings if f.rule == "job-identity"]
+
+
+def test_job_identity_passes_the_jobs_own_wheel() -> None:
+    assert job_findings(report(elf()), identity()) == []
+    # auditwheel adds the more compatible tags the wheel also meets (the reference wheel's case)
+    both = named(report(elf()), "pkg-1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux_2_28_x86_64.whl")
+    assert job_findings(both, identity()) == []
+    # a stable-ABI wheel the job's Python can load
+    assert job_findings(named(report(elf()), "pkg-1.0-cp39-abi3-manylinux_2_28_x86_64.whl"), identity()) == []
+    # the name compares normalised
+    assert job_findings(report(elf()), identity(name="PKG")) == []
+
+
+@pytest.mark.parametrize(
+    ("filename", "changes", "expected"),
+    [
+        (
+            "pkg-0.1.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+            {"version": "0.2.0+rocm7.2"},
+            "version: expected 0.2.0+rocm7.2 (the plan's for job cp311-rocm7.2), found 0.1.0",
+        ),
+        (
+            "pkg-1.0-cp313-cp313-manylinux_2_28_x86_64.whl",
+            {},
+            "python tag: expected cp311-cp311 (job cp311-rocm7.2's Python), found cp313-cp313",
+        ),
+        (
+            "pkg-1.0-cp312-abi3-manylinux_2_28_x86_64.whl",
+            {},
+            "python tag: expected cp311-cp311 (job cp311-rocm7.2's Python), found cp312-abi3",
+        ),
+        (
+            "pkg-1.0-py3-none-any.whl",
+            {},
+            "python tag: expected cp311-cp311 (job cp311-rocm7.2's Python), found py3-none",
+        ),
+        (
+            "pkg-1.0-py3-none-any.whl",
+            {},
+            "platform tag: expected manylinux_2_28_x86_64 (job cp311-rocm7.2's policy), found any",
+        ),
+        (
+            "pkg-1.0-cp311-cp311-manylinux_2_34_x86_64.whl",
+            {},
+            "platform tag: expected manylinux_2_28_x86_64 (job cp311-rocm7.2's policy), found "
+            "manylinux_2_34_x86_64; auditwheel tags a wheel it cannot repair",
+        ),
+        (
+            "pkg-1.0-cp311-cp311-linux_x86_64.manylinux_2_28_x86_64.whl",
+            {},
+            "platform tag: expected manylinux_2_28_x86_64 (job cp311-rocm7.2's policy), found "
+            "linux_x86_64, manylinux_2_28_x86_64",
+        ),
+    ],
+)
+def test_job_identity_names_expected_and_found(filename: str, changes: dict[str, str], expected: str) -> None:
+    found = job_findings(named(report(elf()), filename), identity(**changes))
+    assert [m for sev, m in found if sev == "error" and m.startswith(expected)], found
+
+
+def test_job_identity_name_mismatch_is_a_warning() -> None:
+    v = evaluate(report(elf()), GateConfig(identity=identity(name="amd-aiter")))
+    assert v.passed
+    assert [(f.rule, f.severity, f.message.split(";")[0]) for f in v.findings] == [
+        ("job-identity", "warning", "distribution name: expected amd-aiter (the recipe's name), found pkg")
+    ]
+
+
+def test_no_job_identity_rule_without_a_job() -> None:
+    other = named(report(elf()), "other-9.9-py3-none-any.whl")
+    assert GateConfig.from_flags(policy="manylinux_2_28").identity is None
+    assert job_findings(other, GateConfig.from_flags().identity) == []
+
+
+def test_from_recipe_job_takes_the_identity_the_plan_gives() -> None:
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "aiter.yaml")
+    job = expand(recipe, env={}).job("cp312-rocm7.2-torch2.10")
+    cfg = GateConfig.from_recipe_job(recipe, job)
+    assert cfg.identity == JobIdentity(
+        job=job.id,
+        version=job.version,
+        python="cp312",
+        platform_tag="manylinux_2_28_x86_64",
+        name="amd-aiter",
+        recipe=recipe.display_path,
+        recipe_sha256=recipe.sha256,
+    )
+    assert cfg.to_json()["job"] == job.id and cfg.to_json()["recipe_sha256"] == recipe.sha256
+    pure = named(report(), "amd_aiter-0.1.12.post2-py3-none-any.whl")
+    v = evaluate(pure, cfg)
+    assert {f.message.split(":")[0] for f in v.errors if f.rule == "job-identity"} == {
+        "version",
+        "python tag",
+        "platform tag",
+    }
+
+
+def test_reference_jobs_repaired_wheel_name_passes_the_identity_rule() -> None:
+    """The reference build's wheel: auditwheel repaired to manylinux_2_41 and added manylinux_2_34."""
+    from buildkit.plan import expand
+    from buildkit.recipe import load_recipe
+
+    recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "reference.yaml")
+    job = expand(recipe, env={}).job("cp313-rocm5.7")
+    name = f"buildkit_refkernels-{job.version}-cp313-cp313-manylinux_2_34_x86_64.manylinux_2_41_x86_64.whl"
+    v = evaluate(named(report(elf()), name), GateConfig.from_recipe_job(recipe, job))
+    assert not [f for f in v.errors if f.rule == "job-identity"], v.findings
+
+
+# --------------------------------------------------------------------------- ROCm pin from flags
+def test_from_flags_rocm_pins_the_releases_sonames() -> None:
+    cfg = GateConfig.from_flags(rocm="rocm7.2")
+    assert cfg.rocm == "7.2" and cfg.rocm_sonames["libamdhip64"] == "libamdhip64.so.7"
+    assert GateConfig.from_flags().rocm_sonames == {}
+    v = evaluate(
+        report(elf(needed=("libc.so.6", "libamdhip64.so.5"))), replace(cfg, exclude_globs=("libamdhip64*",))
+    )
+    assert [(f.rule, f.library) for f in v.errors] == [("rocm-soname", "libamdhip64.so.5")]
+    with pytest.raises(UsageError, match="known releases"):
+        GateConfig.from_flags(rocm="9.9")
+
+
+# --------------------------------------------------------------------------- one finding per library
+def test_a_missing_library_is_one_finding_per_rule_naming_every_tag_and_member() -> None:
+    a = elf("pkg/a.so", needed=("libc.so.6", "libamdhip64.so.5"))
+    b = elf("pkg/b.so", needed=("libc.so.6", "libamdhip64.so.5"))
+    v = evaluate(report(a, b, tag="manylinux_2_17_x86_64.manylinux_2_28_x86_64"), GateConfig())
+    found = [f for f in v.errors if f.rule in ("platform-tag", "external-library")]
+    assert [(f.rule, f.library, f.file) for f in found] == [
+        ("platform-tag", "libamdhip64.so.5", "pkg/a.so"),
+        ("external-library", "libamdhip64.so.5", "pkg/a.so"),
+    ]
+    tag, ext = found
+    assert "manylinux_2_17_x86_64, manylinux_2_28_x86_64" in tag.message
+    assert "pkg/a.so and pkg/b.so need libamdhip64.so.5" in tag.message
+    assert ext.message.startswith("pkg/a.so and pkg/b.so need libamdhip64.so.5: not on the manylinux_2_17")
+
+
+def test_symbol_versions_above_several_tags_are_one_finding_per_library() -> None:
+    a = elf("pkg/a.so", needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.35")})
+    b = elf("pkg/b.so", needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.30")})
+    v = evaluate(report(a, b, tag="manylinux_2_17_x86_64.manylinux_2_28_x86_64"), GateConfig())
+    (tag,) = [f for f in v.errors if f.rule == "platform-tag"]
+    assert (tag.file, tag.library, tag.symbol) == ("pkg/a.so", "libc.so.6", "GLIBC_2.35")
+    assert tag.message == (
+        "file name claims manylinux_2_17_x86_64, manylinux_2_28_x86_64 but pkg/a.so requires GLIBC_2.35 "
+        "from libc.so.6 (+1 other member(s) requiring lower versions the tags do not allow)"
+    )
+    # the ceiling rule still names each member and version
+    assert sorted((f.file, f.symbol) for f in v.errors if f.rule == "ceiling") == [
+        ("pkg/a.so", "GLIBC_2.35"),
+        ("pkg/b.so", "GLIBC_2.30"),
+    ]
+
+
+def test_many_members_are_counted_not_all_named() -> None:
+    elves = [elf(f"pkg/m{i}.so", needed=("libc.so.6", "libfoo.so.1")) for i in range(5)]
+    v = evaluate(report(*elves), GateConfig(policy="manylinux_2_28"))
+    (ext,) = [f for f in v.errors if f.rule == "external-library"]
+    assert ext.message.startswith("pkg/m0.so, pkg/m1.so, pkg/m2.so and 2 more need libfoo.so.1:")
+
+
+@pytest.mark.parametrize(
+    ("size", "text"),
+    [(0, "0 B"), (1023, "1023 B"), (31402, "30.7 KiB"), (MiB - 1, "1024.0 KiB"), (20 * MiB, "20.0 MiB")],
+)
+def test_format_size_never_says_zero_mib(size: int, text: str) -> None:
+    assert format_size(size) == text
+
+
+def test_size_messages_use_readable_units() -> None:
+    v = evaluate(report(elf(), size=2048), GateConfig(size_limit=1024))
+    assert [f.message for f in v.errors] == ["wheel is 2.0 KiB, above the limit of 1.0 KiB"]
