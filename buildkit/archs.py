@@ -3,10 +3,15 @@
 Sources, by precedence (the first that yields anything wins; the trail records every one tried):
 ``--archs``, the recipe, ``PYTORCH_ROCM_ARCH``, ``GPU_ARCHS``, ``rocm_agent_enumerator``
 (``gfx000``, the CPU agent, is ignored). Lists may be separated by ``;``, ``,`` or whitespace.
+An environment variable that is set but loses to a higher-precedence source is named in the trail
+("set but ignored"), and :attr:`ArchSet.warnings` says so when its list differs from the one chosen
+(aiter's setup reads ``GPU_ARCHS``, PyTorch's extensions ``PYTORCH_ROCM_ARCH``).
 
 Normalisation: every entry must be a target ID (``gfx90a``, ``gfx90a:xnack-``,
-``gfx90a:sramecc+:xnack-``; features limited to what the processor accepts, see
-``buildkit/rocm/targets.yaml``); features are put in alphabetical order (clang's canonical form);
+``gfx90a:sramecc+:xnack-``) of a processor LLVM knows (:func:`known_processors`; an unknown one
+such as ``gfx905`` is an :class:`~buildkit.errors.ArchError` with "did you mean"); features are
+limited to what the processor accepts (``buildkit/rocm/targets.yaml``) and put in alphabetical
+order (clang's canonical form);
 duplicates collapse; a bare processor listed next to a featured variant of itself is dropped (clang
 refuses that combination); the result is sorted by :func:`buildkit.rocm.processor_sort_key`.
 
@@ -18,6 +23,8 @@ Nothing left is an :class:`~buildkit.errors.ArchError` naming what was asked and
 
 from __future__ import annotations
 
+import difflib
+import functools
 import os
 import re
 import shutil
@@ -34,7 +41,9 @@ __all__ = [
     "Decision",
     "TargetId",
     "host_enumerator",
+    "known_processors",
     "parse_target_id",
+    "processor_suggestions",
     "resolve",
     "split_arch_list",
 ]
@@ -42,6 +51,54 @@ __all__ = [
 _PROCESSOR = re.compile(r"^gfx(?:[0-9]{1,2}[0-9a-f]{2}|[0-9]{1,2}(?:-[0-9]+)?-generic)$")
 _FEATURE = re.compile(r"^([a-z][a-z0-9-]*)([+-])$")
 _SEPARATORS = re.compile(r"[;,\s]+")
+#: the environment variables that can name archs, by precedence
+_ENV_SOURCES = ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")
+
+
+@functools.cache
+def _data_processors() -> frozenset[str]:
+    """Processors buildkit's ROCm data names (releases, toolchains, target-ID features)."""
+    names: set[str] = set()
+    for release in rocmdata.releases():
+        names.update(release.official)
+        names.update(rocmdata.processor_of(t) for t in release.library_targets)
+    for toolchain in rocmdata.toolchains():
+        names.update(toolchain.archs)
+    for processors in rocmdata.feature_processors().values():
+        names.update(processors)
+    return frozenset(names)
+
+
+@functools.cache
+def known_processors() -> frozenset[str]:
+    """Every AMDGPU processor LLVM defines: the ``EF_AMDGPU_MACH`` names of LLVM's ELF.h
+    (:data:`buildkit.inspect.codeobject.MACH_NAMES`, which the wheel inspection decodes code objects
+    with) plus those buildkit's ROCm data names."""
+    from buildkit.inspect.codeobject import MACH_NAMES
+
+    return frozenset(MACH_NAMES.values()) | _data_processors()
+
+
+def _is_processor(name: str) -> bool:
+    # the data's names first: knowing them never imports the ELF tables
+    return name in _data_processors() or name in known_processors()
+
+
+def processor_suggestions(name: str) -> list[str]:
+    """Up to three known processors spelled like ``name`` (difflib), the ones some ROCm release
+    supports first: ``gfx905`` -> ``["gfx950", "gfx90a", "gfx908"]``."""
+    supported = sorted({a for release in rocmdata.releases() for a in release.archs})
+    close = difflib.get_close_matches(name, supported, n=3, cutoff=0.6)
+    return close or difflib.get_close_matches(name, sorted(known_processors()), n=3, cutoff=0.6)
+
+
+def _unknown_processor(text: str, name: str) -> str:
+    message = f"invalid GPU arch {text!r}: {name} is not an AMDGPU processor"
+    close = processor_suggestions(name)
+    if close:
+        shown = close[0] if len(close) == 1 else ", ".join(close[:-1]) + " or " + close[-1]
+        message += f"; did you mean {shown}?"
+    return message
 
 
 @dataclass(frozen=True, order=False)
@@ -69,6 +126,8 @@ def parse_target_id(text: str) -> TargetId:
             f"invalid GPU arch {text!r}: expected an AMDGPU processor such as gfx90a or gfx1100, "
             "optionally with features (gfx90a:xnack-, gfx90a:sramecc+:xnack-)"
         )
+    if not _is_processor(name):
+        raise ArchError(_unknown_processor(text, name))
     accepted = rocmdata.feature_processors()
     features: dict[str, str] = {}
     for part in parts[1:]:
@@ -120,6 +179,8 @@ class ArchSet:
     requested: tuple[str, ...]
     trail: tuple[str, ...]
     decisions: tuple[Decision, ...] = ()
+    #: environment variables that were set but lost to a higher-precedence source with another list
+    warnings: tuple[str, ...] = ()
 
     def _joined(self) -> str:
         return ";".join(str(t) for t in self.kept)
@@ -148,6 +209,7 @@ class ArchSet:
             "offload_arch_flags": self.offload_arch_flags(),
             "CMAKE_HIP_ARCHITECTURES": self.cmake_hip_architectures(),
             "trail": list(self.trail),
+            "warnings": list(self.warnings),
         }
 
 
@@ -165,12 +227,41 @@ def host_enumerator() -> list[str]:
     return split_arch_list(out.stdout)
 
 
+def _precedence(name: str) -> str:
+    return "the recipe's archs.list" if name == "recipe" else name
+
+
+def _ignored(
+    chosen: str,
+    chosen_values: Sequence[str],
+    env: Mapping[str, str],
+    trail: list[str],
+    warnings: list[str],
+) -> None:
+    """Name every environment variable that is set but loses to ``chosen``; warn when its list
+    differs from the chosen one (another tool reading that variable would build other archs)."""
+    for var in _ENV_SOURCES:
+        if var == chosen or var not in env:
+            continue
+        values = split_arch_list(env[var])
+        if not values:
+            continue
+        shown = ";".join(values)
+        trail.append(f"source {var}={shown}: set but ignored ({_precedence(chosen)} takes precedence)")
+        if {v.lower() for v in values} != {v.lower() for v in chosen_values}:
+            warnings.append(
+                f"{var}={shown}: set but ignored ({_precedence(chosen)} takes precedence: "
+                f"{';'.join(chosen_values)})"
+            )
+
+
 def _choose_source(
     cli_archs: str | None,
     recipe_archs: Sequence[str] | None,
     env: Mapping[str, str],
     enumerator: Callable[[], list[str]],
     trail: list[str],
+    warnings: list[str],
 ) -> tuple[str, list[str]]:
     candidates: list[tuple[str, Callable[[], list[str] | None]]] = [
         ("--archs", lambda: split_arch_list(cli_archs) if cli_archs is not None else None),
@@ -189,6 +280,7 @@ def _choose_source(
             trail.append(f"source {name}: set but empty, skipped")
         else:
             trail.append(f"source {name}: {';'.join(values)} (chosen: highest precedence that is set)")
+            _ignored(name, values, env, trail, warnings)
             return name, values
     agents = enumerator()
     found = [a for a in agents if a.strip() and a.strip() != "gfx000"]
@@ -267,6 +359,7 @@ def resolve(
     env = os.environ if env is None else env
     enumerator = host_enumerator if enumerator is None else enumerator
     trail: list[str] = []
+    warnings: list[str] = []
     decisions: list[Decision] = []
 
     release = None
@@ -280,7 +373,7 @@ def resolve(
         except rocmdata.UnknownRelease:
             pinned = rocm
 
-    source, values = _choose_source(cli_archs, recipe_archs, env, enumerator, trail)
+    source, values = _choose_source(cli_archs, recipe_archs, env, enumerator, trail, warnings)
     targets = _normalise(source, values, trail, decisions)
 
     if toolchain_archs is not None:
@@ -296,6 +389,7 @@ def resolve(
         trail.append(
             f"supported set: ROCm {pinned} archs (official + rocBLAS kernel targets): {', '.join(supported)}"
         )
+        trail.extend(f"ROCm {pinned} data marked unverified: {text}" for text in release.unverified)
 
     kept: list[TargetId] = []
     for target in targets:
@@ -356,6 +450,7 @@ def resolve(
         requested=tuple(values),
         trail=tuple(trail),
         decisions=tuple(ordered),
+        warnings=tuple(warnings),
     )
 
 

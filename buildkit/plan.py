@@ -15,6 +15,12 @@ images)``. The ceilings are facts of the image ids, so the output stays byte-ide
 names the images in ``ceilings_from_images``.
 A prefix some image does not define at all (no libstdc++ there) is not tightened, and the plan
 carries a note saying so (:attr:`Plan.notes`, shown by the table and the JSON).
+
+Other notes (warnings about the plan; ``buildkit plan`` also prints them on stderr): every arch
+dropped for a ROCm release (``--strict`` turns a drop into exit 5, :func:`check_strict`), an arch
+environment variable set to another list but ignored, a pinned release whose data is marked
+``unverified:`` in buildkit/rocm/releases.yaml, and an explicit ``torch[].index_url`` that the data
+knows but does not list as serving that torch for that ROCm release.
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,8 +38,8 @@ from packaging.version import Version
 from buildkit import archs as archs_mod
 from buildkit import rocm as rocm_data
 from buildkit import version as ver
-from buildkit.archs import ArchSet
-from buildkit.errors import BuildkitError, DockerUnavailable, RecipeError, UsageError
+from buildkit.archs import ArchSet, Decision
+from buildkit.errors import ArchesDropped, BuildkitError, DockerUnavailable, RecipeError, UsageError
 from buildkit.policy import CEILING_PREFIXES, version_tuple
 from buildkit.recipe import Recipe, TorchPin
 
@@ -126,6 +132,18 @@ class Plan:
             ),
         )
 
+    def dropped_archs(self, job_ids: Collection[str] = ()) -> tuple[tuple[str, Decision], ...]:
+        """``(rocm, decision)`` for every requested arch dropped, once per ROCm release; only the
+        releases of ``job_ids`` when given."""
+        seen: set[str] = set()
+        out: list[tuple[str, Decision]] = []
+        for j in self.jobs:
+            if (job_ids and j.id not in job_ids) or j.rocm in seen:
+                continue
+            seen.add(j.rocm)
+            out.extend((j.rocm, d) for d in j.archs.dropped)
+        return tuple(out)
+
     @staticmethod
     def _archs_json(job: Job, memo: dict[int, dict[str, Any]]) -> dict[str, Any]:
         key = id(job.archs)
@@ -148,6 +166,17 @@ class Plan:
             "skipped": [s.to_json() for s in self.skipped],
             "notes": list(self.notes),
         }
+
+
+def check_strict(plan: Plan, job_ids: Collection[str] = ()) -> None:
+    """``--strict``: raise :class:`ArchesDropped` (exit 5) naming every arch the plan dropped."""
+    dropped = plan.dropped_archs(job_ids)
+    if dropped:
+        n = len(dropped)
+        raise ArchesDropped(
+            f"--strict: {n} requested arch{'s' if n != 1 else ''} dropped: "
+            + "; ".join(f"ROCm {rocm}: {d}" for rocm, d in dropped)
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -275,6 +304,67 @@ def image_ceilings(
     return ceilings, tuple(notes)
 
 
+def _join(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _same_url(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def _serving(torch: str) -> str:
+    """Which releases' download.pytorch.org index serves torch ``torch``, per buildkit's data."""
+    series = ".".join(torch.split(".")[:2])
+    found = [(r.version, r.torch_index_for(torch)) for r in rocm_data.releases()]
+    shown = [f"{version} ({url})" for version, url in found if url is not None]
+    if not shown:
+        return f"no download.pytorch.org index in buildkit's ROCm data serves torch {series}"
+    return f"torch {series} is on the index of ROCm {_join(shown)}"
+
+
+def _torch_facts(torch: str, release: rocm_data.RocmRelease) -> str:
+    """What buildkit's ROCm data says about torch ``torch`` ("2.9") and ``release``'s index: the
+    releases whose download.pytorch.org index serves that torch, and what the release's serves."""
+    urls = [i.url for i in release.torch_indexes]
+    if urls:
+        own = (
+            f"ROCm {release.version}'s index ({', '.join(urls)}) serves torch {_join(release.torch_versions)}"
+        )
+    else:
+        own = f"buildkit's ROCm data knows no download.pytorch.org index for ROCm {release.version}"
+    return f"{_serving(torch)}; {own}"
+
+
+def _missing_index_hint(pin: TorchPin, release: rocm_data.RocmRelease) -> str:
+    return (
+        f"{_torch_facts(pin.version, release)}: pin one of those pairs, or set index_url only to an "
+        f"index known to serve torch {pin.series} built for ROCm {release.version}"
+    )
+
+
+def _index_note(index: int, pin: TorchPin, release: rocm_data.RocmRelease) -> str | None:
+    """A note when the explicit ``index_url`` is an index buildkit's data knows, and the data does
+    not list it as serving this torch for this release (None: listed, or an index it does not know)."""
+    url = pin.index_url
+    assert url is not None
+    listed = [(r.version, i) for r in rocm_data.releases() for i in r.torch_indexes if _same_url(i.url, url)]
+    if not listed:
+        return None
+    if any(v == release.version and pin.series in i.torch for v, i in listed):
+        return None
+    there = "; ".join(f"ROCm {v} with torch {_join(i.torch)}" for v, i in listed)
+    return (
+        f"torch[{index}] {pin.series} on ROCm {release.version}: index_url {url} is, in buildkit's ROCm "
+        f"data, the index of {there}, not one serving torch {pin.series} for ROCm {release.version}; "
+        f"{_serving(pin.version)}"
+    )
+
+
+def _arch_notes(rocm: str, archs: ArchSet) -> list[str]:
+    return [f"ROCm {rocm}: {d}" for d in archs.dropped] + list(archs.warnings)
+
+
 def expand(
     recipe: Recipe,
     env: Mapping[str, str] | None = None,
@@ -329,6 +419,8 @@ def expand(
     rule_hits = [0] * len(recipe.matrix.exclude)
     jobs: list[Job] = []
     skipped: list[Skipped] = []
+    notes: dict[str, None] = dict.fromkeys(plan_notes)  # insertion-ordered, without duplicates
+    noted: set[tuple[int | str, str]] = set()  # (torch index or "unverified", rocm) already looked at
     seen_ids: set[str] = set()
     extra_names = [n for n, _ in recipe.matrix.axes]
 
@@ -383,6 +475,16 @@ def expand(
             )
             arch_cache[rocm] = archs
             arch_env[rocm] = {"PYTORCH_ROCM_ARCH": archs.pytorch_rocm_arch(), "GPU_ARCHS": archs.gpu_archs()}
+            notes.update(dict.fromkeys(_arch_notes(rocm, archs)))
+        # the release's data is used for its arch list (no toolchain) or its torch index
+        if (toolchain_archs is None or pin is not None) and ("unverified", rocm) not in noted:
+            noted.add(("unverified", rocm))
+            notes.update(
+                dict.fromkeys(
+                    f"ROCm {rocm}: buildkit's data for this release is marked unverified: {text}"
+                    for text in releases[rocm].unverified
+                )
+            )
 
         globs = glob_cache.get(rocm)
         if globs is None:
@@ -414,8 +516,13 @@ def expand(
                     f"torch[{pin_index}] has no index_url, and buildkit's ROCm data knows no index "
                     f"serving torch {pin.series} for ROCm {rocm}",
                     ("torch", pin_index),
-                    hint="add index_url, e.g. https://download.pytorch.org/whl/rocm7.0",
+                    hint=_missing_index_hint(pin, releases[rocm]),
                 )
+            if pin.index_url is not None and (pin_index, rocm) not in noted:
+                noted.add((pin_index, rocm))
+                note = _index_note(pin_index, pin, releases[rocm])
+                if note is not None:
+                    notes[note] = None
 
         job_env = {**recipe.env, **dict(extra), **arch_env[rocm]}
         jobs.append(
@@ -450,7 +557,7 @@ def expand(
                 ("matrix", "exclude", rule.index),
                 hint="zipped axes only combine as paired; check the values",
             )
-    return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped), notes=plan_notes)
+    return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped), notes=tuple(notes))
 
 
 # --------------------------------------------------------------------------------------------
@@ -568,13 +675,6 @@ def render_table(plan: Plan) -> str:
         )
         if first.regression_baseline is not None:
             lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
-        seen: set[str] = set()
-        for j in plan.jobs:
-            if j.rocm in seen:
-                continue
-            seen.add(j.rocm)
-            for d in j.archs.dropped:
-                lines.append(f"ROCm {j.rocm}: {d}")
     if plan.notes:
         lines.append("")
         lines += [f"note: {n}" for n in plan.notes]

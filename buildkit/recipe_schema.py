@@ -3,19 +3,27 @@
 jsonschema reports a path into the instance (``["torch", 0, "index_url"]``); :class:`Spans`
 maps it back to the YAML line and column. Each validator keyword gets a message that says what
 was expected, plus "did you mean" for unknown keys and enum values.
+
+One keyword is buildkit's own: ``"x-target-id": true`` (arch lists) checks a string the
+``pattern`` accepts with :func:`buildkit.archs.parse_target_id`: a processor LLVM does not know
+(``gfx905``, with "did you mean") or a feature the processor does not take (``gfx1100:xnack-``) is
+reported at the item's position. Editors ignore the keyword (unknown keywords are annotations).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
+import jsonschema.validators
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 
 from buildkit.errors import RecipeError
 from buildkit.yamlspan import Path, Spans
@@ -35,11 +43,30 @@ def recipe_schema() -> dict[str, Any]:
     return schema
 
 
+def _target_id(
+    validator: Validator, value: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    """``x-target-id``: a target ID whose processor and features are real (the syntax is the
+    ``pattern``'s job: a string it rejects is left to it)."""
+    from buildkit.archs import parse_target_id
+    from buildkit.errors import ArchError
+
+    pattern = schema.get("pattern")
+    if value is not True or not isinstance(instance, str) or (pattern and not re.search(pattern, instance)):
+        return
+    try:
+        parse_target_id(instance)
+    except ArchError as exc:
+        yield ValidationError(str(exc))
+
+
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
     schema = recipe_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    # jsonschema's stubs leave extend() untyped: it returns a subclass of the validator it extends
+    extend = cast(Callable[..., type[jsonschema.Draft202012Validator]], jsonschema.validators.extend)
+    return extend(jsonschema.Draft202012Validator, {"x-target-id": _target_id})(schema)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -149,6 +176,12 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> Pr
     elif validator == "pattern":
         expected = schema.get("x-expected") or f"a string matching {value}"
         message = f"{where}: expected {expected}, got {instance!r}"
+    elif validator == "x-target-id":
+        # parse_target_id's message: "invalid GPU arch 'gfx905': gfx905 is not ...; did you mean ...?"
+        detail = err.message.removeprefix(f"invalid GPU arch {instance!r}: ")
+        detail, _, suggestion = detail.partition("; did you mean ")
+        message = f"{where}: {detail}"
+        hint = f"did you mean {suggestion}" if suggestion else None
     elif validator == "required":
         missing = [key] if key else [k for k in value if isinstance(instance, dict) and k not in instance]
         message = f"{where}: missing required key {missing[0]!r}" if missing else err.message

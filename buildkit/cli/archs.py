@@ -55,7 +55,8 @@ def archs(
     """Resolve GPU archs: --archs > recipe > PYTORCH_ROCM_ARCH > GPU_ARCHS > rocm_agent_enumerator.
 
     Prints PYTORCH_ROCM_ARCH/GPU_ARCHS (env, shell-quoted), --offload-arch flags, the CMake
-    HIP architectures value, or JSON. Dropped archs are always reported on stderr.
+    HIP architectures value, or JSON. Dropped archs are always reported on stderr, and so is an
+    environment variable (PYTORCH_ROCM_ARCH, GPU_ARCHS) that is set to another list but ignored.
     """
     from buildkit.archs import resolve_command
 
@@ -68,6 +69,8 @@ def archs(
     else:
         for decision in result.dropped:
             click.echo(f"buildkit archs: {decision}", err=True)
+    for warning in result.warnings:
+        click.echo(f"buildkit archs: warning: {warning}", err=True)
     click.echo(_render(result, fmt))
     if strict and result.dropped:
         raise ArchesDropped(

@@ -10,7 +10,7 @@ import click
 from buildkit.build import BuildOptions, build_plan, render_summary
 from buildkit.ceilings import ceilings_from_images
 from buildkit.errors import BuildFailed, GateFailed
-from buildkit.plan import expand
+from buildkit.plan import check_strict, expand
 from buildkit.recipe import load_recipe
 
 
@@ -41,6 +41,11 @@ from buildkit.recipe import load_recipe
     "--force", is_flag=True, help="Rebuild even when OUT/<job-id>/ holds a wheel built from the same inputs."
 )
 @click.option("-v", "--verbose", is_flag=True, help="Stream the build log to the terminal.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 5 before building when a requested arch was dropped (see buildkit plan).",
+)
 def build(
     recipe: str,
     job_ids: tuple[str, ...],
@@ -51,10 +56,13 @@ def build(
     no_isolation: bool,
     force: bool,
     verbose: bool,
+    strict: bool,
 ) -> None:
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
     the_recipe = load_recipe(recipe)
     the_plan = expand(the_recipe, cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
+    if strict:
+        check_strict(the_plan, job_ids)
     options = BuildOptions(
         out_dir=Path(out_dir).absolute(),
         log_dir=Path(log_dir).absolute(),

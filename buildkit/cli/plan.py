@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from buildkit.plan import GITHUB_MAX_JOBS, RENDERERS, expand, render_github
+from buildkit.plan import GITHUB_MAX_JOBS, RENDERERS, check_strict, expand, printable, render_github
 from buildkit.recipe import load_recipe
 
 
@@ -28,10 +28,21 @@ from buildkit.recipe import load_recipe
     show_default=True,
     help="Jobs per GitHub matrix shard (--format github).",
 )
-def plan(recipe: str, fmt: str, cli_archs: str | None, shard_size: int) -> None:
-    """Expand RECIPE into build jobs with stable ids, resolved archs and versions."""
+@click.option(
+    "--strict", is_flag=True, help="Exit 5 (after printing the plan) when any requested arch was dropped."
+)
+def plan(recipe: str, fmt: str, cli_archs: str | None, shard_size: int, strict: bool) -> None:
+    """Expand RECIPE into build jobs with stable ids, resolved archs and versions.
+
+    The plan's notes (dropped archs, ignored arch variables, torch indexes buildkit's data does not
+    list for the pinned ROCm, unverified release data) are also printed on stderr, whatever the format.
+    """
     from buildkit.ceilings import ceilings_from_images
 
     the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
     text = render_github(the_plan, shard_size) if fmt == "github" else RENDERERS[fmt](the_plan)
     click.echo(text, nl=False)
+    for note in the_plan.notes:
+        click.echo(f"buildkit plan: note: {printable(note)}", err=True)
+    if strict:
+        check_strict(the_plan)

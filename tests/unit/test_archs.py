@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from buildkit import rocm
-from buildkit.archs import TargetId, host_enumerator, parse_target_id, resolve, split_arch_list
+from buildkit.archs import (
+    TargetId,
+    host_enumerator,
+    known_processors,
+    parse_target_id,
+    processor_suggestions,
+    resolve,
+    split_arch_list,
+)
 from buildkit.errors import ArchError
 
 NO_ENV: dict[str, str] = {}
@@ -259,3 +267,96 @@ def test_host_enumerator_failing_or_missing(tmp_path: Path, monkeypatch: pytest.
     assert host_enumerator() == []
     _fake_enumerator(tmp_path, "exit 3")
     assert host_enumerator() == []
+
+
+# ---------------------------------------------------------------- processors LLVM knows
+
+
+@pytest.mark.parametrize(
+    ("text", "suggestions"),
+    [
+        ("gfx905", "did you mean gfx950, gfx90a or gfx908?"),
+        ("gfx1300", "did you mean gfx1200, gfx1100 or gfx1030?"),
+    ],
+)
+def test_unknown_processor_is_an_arch_error_with_suggestions(text: str, suggestions: str) -> None:
+    with pytest.raises(ArchError) as info:
+        parse_target_id(text)
+    assert str(info.value) == f"invalid GPU arch {text!r}: {text} is not an AMDGPU processor; {suggestions}"
+    assert info.value.exit_code == 4
+
+
+@pytest.mark.parametrize("name", ["gfx1152", "gfx940", "gfx12-generic", "gfx600"])
+def test_processors_llvm_knows_beyond_the_rocm_data_parse(name: str) -> None:
+    assert str(parse_target_id(name)) == name
+
+
+def test_every_processor_in_the_rocm_data_is_one_llvm_defines() -> None:
+    """The releases, toolchains and target-ID features name only processors of LLVM's
+    EF_AMDGPU_MACH table (a typo such as gfx9050 in the data would fail here)."""
+    from buildkit.inspect.codeobject import MACH_NAMES
+
+    named = {a for r in rocm.releases() for a in (*r.official, *r.archs)}
+    named |= {rocm.processor_of(t) for r in rocm.releases() for t in r.library_targets}
+    named |= {a for t in rocm.toolchains() for a in t.archs}
+    named |= {p for ps in rocm.feature_processors().values() for p in ps}
+    assert named - set(MACH_NAMES.values()) == set()
+    assert named <= known_processors()
+
+
+def test_unknown_processor_from_the_environment_names_its_source() -> None:
+    with pytest.raises(
+        ArchError, match=r"gfx905 is not an AMDGPU processor; did you mean .*\(from GPU_ARCHS\)"
+    ):
+        resolve(rocm="7.0", env={"GPU_ARCHS": "gfx942;gfx905"}, enumerator=no_gpu)
+
+
+def test_suggestions_prefer_processors_some_release_supports() -> None:
+    # gfx90c (an APU no release supports) is as close to gfx90b as gfx90a is
+    assert processor_suggestions("gfx90b")[0] in {a for r in rocm.releases() for a in r.archs}
+
+
+# ---------------------------------------------------------------- arch variables that lose
+
+
+def test_gpu_archs_ignored_under_pytorch_rocm_arch_is_explained_and_warned() -> None:
+    env = {"PYTORCH_ROCM_ARCH": "gfx942;gfx950", "GPU_ARCHS": "gfx90a"}
+    result = resolve(rocm="7.2", env=env, enumerator=calls_forbidden)
+    assert result.source == "PYTORCH_ROCM_ARCH"
+    assert "source GPU_ARCHS=gfx90a: set but ignored (PYTORCH_ROCM_ARCH takes precedence)" in result.trail
+    assert result.warnings == (
+        "GPU_ARCHS=gfx90a: set but ignored (PYTORCH_ROCM_ARCH takes precedence: gfx942;gfx950)",
+    )
+    assert result.to_json()["warnings"] == list(result.warnings)
+
+
+def test_same_list_spelled_differently_is_explained_but_not_warned() -> None:
+    env = {"PYTORCH_ROCM_ARCH": "gfx942;gfx950", "GPU_ARCHS": "GFX950, gfx942"}
+    result = resolve(rocm="7.2", env=env, enumerator=calls_forbidden)
+    assert any(line.startswith("source GPU_ARCHS=GFX950;gfx942: set but ignored") for line in result.trail)
+    assert result.warnings == ()
+
+
+def test_recipe_list_overriding_both_variables_warns_for_each() -> None:
+    env = {"PYTORCH_ROCM_ARCH": "gfx90a", "GPU_ARCHS": "gfx1100", "UNRELATED": "gfx908"}
+    result = resolve(rocm="7.0", recipe_archs=["gfx942"], env=env, enumerator=calls_forbidden)
+    assert result.warnings == (
+        "PYTORCH_ROCM_ARCH=gfx90a: set but ignored (the recipe's archs.list takes precedence: gfx942)",
+        "GPU_ARCHS=gfx1100: set but ignored (the recipe's archs.list takes precedence: gfx942)",
+    )
+    cli = resolve(rocm="7.0", cli_archs="gfx942", env={"GPU_ARCHS": "gfx1100"}, enumerator=calls_forbidden)
+    assert cli.warnings == ("GPU_ARCHS=gfx1100: set but ignored (--archs takes precedence: gfx942)",)
+
+
+def test_empty_or_absent_variables_are_not_warned() -> None:
+    result = resolve(rocm="7.0", cli_archs="gfx942", env={"GPU_ARCHS": " "}, enumerator=calls_forbidden)
+    assert result.warnings == ()
+    assert not [line for line in result.trail if "ignored (" in line]
+
+
+def test_unverified_release_data_is_in_the_trail() -> None:
+    result = resolve(rocm="7.2", cli_archs="gfx942", env=NO_ENV, enumerator=no_gpu)
+    (text,) = rocm.get_release("7.2").unverified
+    assert f"ROCm 7.2 data marked unverified: {text}" in result.trail
+    plain = resolve(rocm="6.4", cli_archs="gfx942", env=NO_ENV, enumerator=no_gpu)
+    assert not [line for line in plain.trail if "unverified" in line]

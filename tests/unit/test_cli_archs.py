@@ -151,9 +151,13 @@ def test_cli_archs_beat_the_recipe() -> None:
 def test_recipe_with_several_releases_needs_rocm() -> None:
     out = run("archs", "--recipe", "recipes/aiter.yaml")
     assert out.returncode == 2 and "choose one with --rocm" in out.stderr
-    out = run("archs", "--recipe", "recipes/aiter.yaml", "--rocm", "7.0", "--format", "cmake")
+    out = run("archs", "--recipe", "recipes/aiter.yaml", "--rocm", "7.2", "--format", "cmake")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "gfx942;gfx950\n"
+    out = run("archs", "--recipe", "recipes/aiter.yaml", "--rocm", "6.4", "--format", "cmake", "--strict")
+    assert out.returncode == 5
+    assert out.stdout == "gfx942\n"
+    assert "buildkit archs: gfx950: dropped: needs ROCm >= 7.0, pinned 6.4" in out.stderr
 
 
 def test_rocm_show_human_and_json() -> None:
@@ -184,3 +188,46 @@ def test_rocm_ls(capsys: pytest.CaptureFixture[str]) -> None:
     main(["rocm", "ls", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert [r["version"] for r in data["releases"]][-1] == "7.2"
+
+
+REVIEW_ENV = {"PYTORCH_ROCM_ARCH": "gfx942;gfx950", "GPU_ARCHS": "gfx90a"}
+
+
+def test_ignored_gpu_archs_is_explained_and_warned() -> None:
+    out = run("archs", "--rocm", "7.2", "--explain", env=REVIEW_ENV)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "PYTORCH_ROCM_ARCH='gfx942;gfx950'\nGPU_ARCHS='gfx942;gfx950'\n"
+    assert (
+        "explain: source GPU_ARCHS=gfx90a: set but ignored (PYTORCH_ROCM_ARCH takes precedence)\n"
+        in out.stderr
+    )
+    warning = (
+        "buildkit archs: warning: GPU_ARCHS=gfx90a: set but ignored "
+        "(PYTORCH_ROCM_ARCH takes precedence: gfx942;gfx950)\n"
+    )
+    assert warning in out.stderr
+    # the warning does not need --explain, and --strict is about drops only
+    quiet = run("archs", "--rocm", "7.2", "--strict", env=REVIEW_ENV)
+    assert quiet.returncode == 0
+    assert quiet.stderr == warning
+
+
+def test_recipe_overriding_the_variables_warns() -> None:
+    out = run(
+        "archs", "--recipe", "recipes/reference.yaml", "--format", "cmake", env={"GPU_ARCHS": "gfx1100"}
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "gfx908;gfx90a;gfx942\n"
+    assert out.stderr == (
+        "buildkit archs: warning: GPU_ARCHS=gfx1100: set but ignored "
+        "(the recipe's archs.list takes precedence: gfx908;gfx90a;gfx942)\n"
+    )
+
+
+def test_unknown_processor_exits_4_with_suggestions() -> None:
+    out = run("archs", "--rocm", "7.0", "--archs", "gfx942;gfx905")
+    assert out.returncode == 4
+    assert out.stderr == (
+        "invalid GPU arch 'gfx905': gfx905 is not an AMDGPU processor; "
+        "did you mean gfx950, gfx90a or gfx908? (from --archs)\n"
+    )

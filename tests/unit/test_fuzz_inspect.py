@@ -1,9 +1,11 @@
 """Property test: mutated real wheels (a gcc-built library with a .hip_fatbin holding plain and
 compressed bundles) give a WheelReport or WheelReadError, nothing else, within a bounded time.
-Budget: 400 examples per test, 2 s deadline each (about 15 s in all on this machine)."""
+Budget: 400 examples per test (BUILDKIT_FUZZ_EXAMPLES for a longer campaign), 2 s deadline each (about
+15 s in all on this machine)."""
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -18,7 +20,11 @@ from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel
 
 WHEEL = "demo-1.0-cp311-cp311-manylinux_2_28_x86_64.whl"
-FUZZ = settings(max_examples=400, deadline=2000, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=int(os.environ.get("BUILDKIT_FUZZ_EXAMPLES", "400")),
+    deadline=2000,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 @pytest.fixture(scope="module")

@@ -109,7 +109,7 @@ def test_aiter_plan_is_the_eight_jobs() -> None:
     assert [j.id for j in plan.jobs] == [
         f"cp{py}-{pair}"
         for py in ("310", "311", "312", "313")
-        for pair in ("rocm7.0-torch2.9", "rocm7.2-torch2.10")
+        for pair in ("rocm6.4-torch2.9", "rocm7.2-torch2.10")
     ]
     assert plan.skipped == ()
     job = plan.job("cp312-rocm7.2-torch2.10")
@@ -120,7 +120,12 @@ def test_aiter_plan_is_the_eight_jobs() -> None:
     )
     assert job.torch_index_url == "https://download.pytorch.org/whl/rocm7.2"
     assert job.torch_requirement == "torch==2.10.*"
-    assert plan.job("cp310-rocm7.0-torch2.9").torch_index_url == "https://download.pytorch.org/whl/rocm7.0"
+    # torch 2.9 pinned without index_url: buildkit's ROCm data names the 6.4 index serving it
+    old = plan.job("cp310-rocm6.4-torch2.9")
+    assert old.torch_index_url == "https://download.pytorch.org/whl/rocm6.4"
+    assert old.archs.pytorch_rocm_arch() == "gfx942"  # ROCm 6.4 predates gfx950: dropped, and noted
+    assert "ROCm 6.4: gfx950: dropped: needs ROCm >= 7.0, pinned 6.4" in plan.notes
+    assert not [n for n in plan.notes if "index_url" in n]  # every torch index agrees with the data
     assert job.ceilings["GLIBC"] == "2.28" and job.ceilings["CXXABI"] == "1.3.11"
     assert job.image_profile == "manylinux_2_28-rocm"
     assert job.archs.pytorch_rocm_arch() == "gfx942;gfx950"

@@ -54,12 +54,13 @@ def test_aiter_recipe() -> None:
     r = load_recipe(RECIPES / "aiter.yaml")
     assert r.name == "amd-aiter"
     assert r.python == ("3.10", "3.11", "3.12", "3.13")
-    assert r.rocm == ("7.0", "7.2")
+    assert r.rocm == ("6.4", "7.2")
     assert [(t.series, t.requirement) for t in r.torch] == [
         ("2.9", "torch==2.9.*"),
         ("2.10", "torch==2.10.*"),
     ]
-    assert r.torch[0].index_url == "https://download.pytorch.org/whl/rocm7.0"
+    assert r.torch[0].index_url is None  # buildkit's ROCm data knows the 6.4 index serving torch 2.9
+    assert r.torch[1].index_url == "https://download.pytorch.org/whl/rocm7.2"
     assert r.matrix.zip == ("rocm", "torch")
     assert r.manylinux.policy == "manylinux_2_28"
     # ceilings come from the installed auditwheel's policy file
@@ -296,3 +297,14 @@ def test_python_version_cibuildwheel_cannot_build(tmp_path: Path) -> None:
     assert err.exit_code == 3
     with pytest.raises(RecipeError, match=r"cannot build CPython 3\.7 "):
         parse_recipe(MINIMAL.replace('"3.12"', '"3.7"'), path=tmp_path / "r.yaml")
+
+
+def test_schema_offers_every_exclude_set_of_the_rocm_data() -> None:
+    """`repair.exclude.sets` accepts exactly the sets of buildkit/rocm/libraries.yaml (what
+    `check --exclude-set` offers), rocm-system included."""
+    from buildkit import rocm
+
+    repair = recipe_schema()["properties"]["repair"]["properties"]["exclude"]["properties"]["sets"]
+    assert sorted(repair["items"]["enum"]) == sorted(rocm.library_sets())
+    r = parse_recipe(MINIMAL + "repair: {exclude: {sets: [rocm, rocm-system]}}\n", path=Path("r.yaml"))
+    assert r.exclude_sets == ("rocm", "rocm-system")
