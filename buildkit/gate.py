@@ -431,8 +431,8 @@ def _some(members: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- job identity
 def _check_job_identity(filename: str, identity: JobIdentity | None, findings: list[Finding]) -> None:
     """The wheel is the job's: its file name's version, Python tag and platform tag are the ones the
-    plan gives the job (errors), its distribution name the recipe's ``name`` (a warning: a recipe
-    may name the product rather than the distribution). Each finding names expected and found."""
+    plan gives the job, its distribution name the recipe's ``name`` (the schema defines it as the
+    wheel's distribution name); each is an error naming expected and found."""
     if identity is None:
         return
     try:
@@ -451,7 +451,6 @@ def _check_job_identity(filename: str, identity: JobIdentity | None, findings: l
             f"{canonicalize_name(identity.name)} (the recipe's name)",
             name,
             "set the recipe's name to the project's distribution name",
-            "warning",
         )
     expected_version = _normal_version(identity.version)
     if str(version) != expected_version:

@@ -365,7 +365,7 @@ def reference_job() -> Any:
     return recipe, expand(recipe, env={}).job(REF_JOB)
 
 
-def job_wheel(out: Path, *, version: str, python: str = "cp313", name: str = "refkernels") -> Path:
+def job_wheel(out: Path, *, version: str, python: str = "cp313", name: str = "buildkit_refkernels") -> Path:
     """A wheel like the reference job's: a HIP-like extension with code for the job's archs, linking
     libamdhip64.so.5 (a stub: no ROCm here), plus a Python module."""
     out.mkdir(parents=True, exist_ok=True)
@@ -405,7 +405,7 @@ def test_recipe_job_passes_the_jobs_own_wheel_and_says_what_it_gated_against(
     cfg = doc["wheels"][0]["config"]
     assert (cfg["job"], cfg["recipe"], cfg["recipe_sha256"]) == (REF_JOB, str(REFERENCE), recipe.sha256)
     assert cfg["identity"] == {
-        "name": "refkernels",
+        "name": "buildkit-refkernels",
         "version": job.version,
         "python_tag": "cp313",
         "platform_tag": "manylinux_2_41_x86_64",

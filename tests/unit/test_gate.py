@@ -482,11 +482,12 @@ def test_job_identity_names_expected_and_found(filename: str, changes: dict[str,
     assert [m for sev, m in found if sev == "error" and m.startswith(expected)], found
 
 
-def test_job_identity_name_mismatch_is_a_warning() -> None:
+def test_job_identity_name_mismatch_is_an_error() -> None:
+    # the recipe's name is the wheel's distribution name (schema): another project's wheel fails
     v = evaluate(report(elf()), GateConfig(identity=identity(name="amd-aiter")))
-    assert v.passed
+    assert not v.passed
     assert [(f.rule, f.severity, f.message.split(";")[0]) for f in v.findings] == [
-        ("job-identity", "warning", "distribution name: expected amd-aiter (the recipe's name), found pkg")
+        ("job-identity", "error", "distribution name: expected amd-aiter (the recipe's name), found pkg")
     ]
 
 
