@@ -35,9 +35,30 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# what ``buildkit --help`` lists: written here so that listing the commands imports none of them
+SUMMARIES: dict[str, str] = {
+    "build": "Build the recipe's jobs in builder containers, repair, gate.",
+    "archs": "Resolve the GPU arch list and explain every decision.",
+    "rocm": "ROCm releases: archs, runtime libraries, torch indexes.",
+    "image": "Builder and runtime images: build, list, prune, seed.",
+    "check": "The gate: ceilings, tags, libraries, gfx targets, ...",
+    "plan": "Expand a recipe into build jobs.",
+    "ceilings": "GLIBC/GLIBCXX/CXXABI/GCC ceilings of runtime images.",
+    "diff": "Release-over-release changes between two wheels.",
+    "publish": "Publish gated wheels (directory, index, PyPI).",
+    "smoke": "Import-test a wheel in runtime containers.",
+    "verify": "Rebuild a wheel's job and compare, or check its attestation.",
+}
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
