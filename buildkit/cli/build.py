@@ -10,7 +10,7 @@ import click
 from buildkit.build import BuildOptions, build_plan, render_summary
 from buildkit.ceilings import ceilings_from_images
 from buildkit.errors import BuildFailed, GateFailed
-from buildkit.plan import check_strict, expand
+from buildkit.plan import check_strict, expand, printable
 from buildkit.recipe import load_recipe
 
 
@@ -61,6 +61,8 @@ def build(
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
     the_recipe = load_recipe(recipe)
     the_plan = expand(the_recipe, cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
+    for note in the_plan.notes:  # dropped archs, ignored arch variables, ...: never silent
+        click.echo(f"buildkit build: note: {printable(note)}", err=True)
     if strict:
         check_strict(the_plan, job_ids)
     options = BuildOptions(
