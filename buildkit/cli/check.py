@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from buildkit.checking import GateFlags, check_wheels, gate_config, verify_record_default
+from buildkit.cli.options import exclude_options
 from buildkit.errors import GateFailed, WheelReadError
 from buildkit.report import render_all, to_json
 
@@ -27,17 +28,7 @@ from buildkit.report import render_all, to_json
 @click.option("--max-glibcxx", help="GLIBCXX ceiling, e.g. 3.4.24 (overrides the job's).")
 @click.option("--max-cxxabi", help="CXXABI ceiling, e.g. 1.3.11 (overrides the job's).")
 @click.option("--max-gcc", help="GCC (libgcc_s) ceiling, e.g. 7.0.0 (overrides the job's).")
-@click.option(
-    "--exclude",
-    multiple=True,
-    help="SONAME glob provided at run time, e.g. 'librocblas.so*'; with --recipe, added to the job's.",
-)
-@click.option(
-    "--exclude-set",
-    multiple=True,
-    type=click.Choice(["rocm", "rocm-system", "torch"]),
-    help="Named exclusion set; with --recipe, added to the job's globs.",
-)
+@exclude_options
 @click.option(
     "--rocm",
     help="ROCm release the wheel is for, e.g. 7.2 (replaces the job's): HIP objects must link its runtime "

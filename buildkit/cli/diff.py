@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from buildkit.cli.options import exclude_options
 from buildkit.errors import GateFailed, UsageError
 
 
@@ -32,17 +33,7 @@ from buildkit.errors import GateFailed, UsageError
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 7 when the new wheel regresses.")
-@click.option(
-    "--exclude",
-    multiple=True,
-    help="SONAME glob provided at run time, e.g. 'librocblas.so*'; with --recipe, added to the job's.",
-)
-@click.option(
-    "--exclude-set",
-    multiple=True,
-    type=click.Choice(["rocm", "rocm-system", "torch"]),
-    help="Named exclusion set; with --recipe, added to the job's globs.",
-)
+@exclude_options
 @click.option(
     "--rocm",
     help="ROCm release whose runtime libraries --exclude-set rocm expands to, e.g. 7.2 (default: the job's).",
