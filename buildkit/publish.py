@@ -270,6 +270,12 @@ def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
             f"tied to {given}; publish it with --to",
         )
     if recorded["sha256"] == recipe.sha256:
+        if project != canonicalize_name(recipe.name):
+            return Refusal(
+                candidate.wheel,
+                f"project {project} is not the distribution {given} names "
+                f"({canonicalize_name(recipe.name)}): the recipe's name is its wheels' distribution name",
+            )
         return None
     built = (
         f"recipe {recorded.get('file', '?')} ({recorded.get('name', '?')}, "
@@ -603,9 +609,6 @@ def publish(
 
 def _log_recipe(candidates: list[Candidate], recipe: Recipe, log: Callable[[str], None]) -> None:
     log(f"every wheel was built from {recipe.display_path} (sha256 {recipe.sha256[:12]})")
-    expected = canonicalize_name(recipe.name)
-    for project in sorted({project_of(c.wheel) for c in candidates} - {expected}):
-        log(f"note: project {project} is not named like the recipe ({recipe.name})")
 
 
 def _publish_directory(

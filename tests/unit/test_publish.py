@@ -541,16 +541,19 @@ def test_recipe_refuses_a_manifest_that_names_no_recipe(tmp_path: Path) -> None:
     assert run_cli("publish", str(tmp_path / "dist"), "--to", str(tmp_path / "idx")).returncode == 0
 
 
-def test_recipe_notes_a_project_named_otherwise(tmp_path: Path) -> None:
-    """The reference recipe (refkernels) builds buildkit_refkernels: the recipe sha256 decides; a note."""
+def test_recipe_refuses_a_project_named_otherwise(tmp_path: Path) -> None:
+    """The recipe's name is its wheels' distribution name (the schema): another project's wheel, even
+    one whose manifest records this recipe, is refused (the gate's job-identity rule fails it at build)."""
     demo, _ = _two_recipes(tmp_path)
-    bind_recipe(make_wheel(tmp_path / "dist", "demo_extra-1.0-py3-none-any.whl"), demo)
-    lines: list[str] = []
-    outcomes = pub.publish(
-        tmp_path / "dist", pub.recipe_target(demo), recipe=load_recipe(demo), log=lines.append
-    )
-    assert [o.status for o in outcomes] == ["published"]
-    assert "note: project demo-extra is not named like the recipe (demo)" in lines
+    wheel = bind_recipe(make_wheel(tmp_path / "dist", "demo_extra-1.0-py3-none-any.whl"), demo)
+    target = pub.recipe_target(demo)
+    assert target.kind == "directory"
+    with pytest.raises(PublishRefused) as info:
+        pub.publish(tmp_path / "dist", target, recipe=load_recipe(demo))
+    assert f"{wheel}: project demo-extra is not the distribution --recipe" in str(info.value)
+    assert "(demo): the recipe's name is its wheels' distribution name" in str(info.value)
+    assert info.value.exit_code == 10
+    assert not list(Path(target.location).rglob("*.whl"))  # nothing published
 
 
 # ---------------------------------------------------------------- --dry-run
