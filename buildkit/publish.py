@@ -166,14 +166,19 @@ def recipe_target(recipe: str | Path) -> Target:
     return target_of(load_recipe(recipe))
 
 
-def target_of(recipe: Recipe) -> Target:
-    """The :class:`Target` of a loaded recipe's ``publish`` section (see :func:`recipe_target`)."""
+def target_of(recipe: Recipe, *, simple_url: str | None = None) -> Target:
+    """The :class:`Target` of a loaded recipe's ``publish`` section (see :func:`recipe_target`);
+    ``simple_url`` overrides where an index's PEP 503 pages are read (a directory has none: UsageError)."""
     spec = recipe.publish
     if spec is None:
         raise UsageError(f"{recipe.display_path} has no publish section: pass --to")
     if spec.kind == "directory":
+        if simple_url is not None:
+            raise UsageError(
+                f"--simple-url: {recipe.display_path} publishes to a directory, which has no simple pages"
+            )
         return parse_target(str(Path(recipe.path).parent / spec.target))
-    return parse_target("pypi" if spec.kind == "pypi" else spec.target)
+    return parse_target("pypi" if spec.kind == "pypi" else spec.target, simple_url=simple_url)
 
 
 def _directory(text: str, path: str) -> str:

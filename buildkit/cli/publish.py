@@ -73,7 +73,7 @@ def publish_cmd(
         from buildkit.recipe import load_recipe
 
         loaded = load_recipe(str(recipe))
-        target = target_of(loaded)
+        target = target_of(loaded, simple_url=simple_url)
     secrets = secrets_from(os.environ)
     with contextlib.ExitStack() as stack:
         handle = stack.enter_context(Path(log_file).open("a", encoding="utf-8")) if log_file else None

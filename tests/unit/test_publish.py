@@ -628,3 +628,20 @@ def test_dry_run_remote_reads_the_index_and_uploads_nothing(
     with pytest.raises(PublishRefused, match="already has a file of this name with other bytes"):
         pub.publish(dist, pub.parse_target(upload.url), env=CREDS_ENV, dry_run=True)
     assert {m for m, _, _ in upload.seen} == {"GET"}
+
+
+def test_recipe_target_takes_simple_url(tmp_path: Path) -> None:
+    """--simple-url applies to a recipe's index target too (it was ignored with --recipe)."""
+    from buildkit.publish import target_of
+
+    indexed = tmp_path / "indexed.yaml"
+    indexed.write_text(
+        RECIPE.replace("  directory: site/index\n", "  index: https://pkgs.example.org/upload/\n")
+    )
+    recipe = load_recipe(indexed)
+    assert target_of(recipe).simple_url == "https://pkgs.example.org/upload/simple/"
+    given = target_of(recipe, simple_url="https://pkgs.example.org/simple/")
+    assert (given.kind, given.simple_url) == ("index", "https://pkgs.example.org/simple/")
+    demo, _ = _two_recipes(tmp_path)
+    with pytest.raises(UsageError, match="publishes to a directory, which has no simple pages"):
+        target_of(load_recipe(demo), simple_url="https://pkgs.example.org/simple/")
