@@ -4,8 +4,15 @@ The rendered environment drives ``python -m cibuildwheel`` in a subprocess. It i
 channel between the host and the build container, so it is deliberately small:
 
 * the container gets no host filesystem mount (``disable_host_mount``), no Docker socket and
-  none of the host's environment (credentials such as ``TWINE_PASSWORD`` stay on the host): the
-  build environment is exactly :func:`container_environment`;
+  none of the host's environment (credentials such as ``TWINE_PASSWORD`` or a
+  ``PIP_INDEX_URL`` with a password stay on the host): the build environment is exactly
+  :func:`container_environment`. cibuildwheel's process gets only :data:`HOST_PASSTHROUGH`, and
+  ``CIBW_ENVIRONMENT_PASS_LINUX`` is forced empty, which beats a project's
+  ``[tool.cibuildwheel] environment-pass`` (an environment variable, even an empty one, overrides
+  pyproject.toml in cibuildwheel's option cascade);
+* the recipe's ``env`` reaches the container literally; variables the build sets itself
+  (:data:`buildkit.recipe.RESERVED_ENV`) are refused, ``MAX_JOBS`` and ``ROCM_PATH`` from the
+  recipe win over buildkit's defaults;
 * the compiler cache is a named Docker volume (not a host path), one per cache key;
 * repair is ``auditwheel repair --plat <policy>`` with the job's exclude globs, which match
   versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``).
@@ -13,14 +20,18 @@ channel between the host and the build container, so it is deliberately small:
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from buildkit.errors import UsageError
 from buildkit.plan import Job
+from buildkit.recipe import RESERVED_ENV
 
-#: host variables cibuildwheel itself needs to reach the engine and run; nothing else is passed
+#: host variables cibuildwheel itself needs to reach the engine and run; nothing else is passed.
+#: On a Linux host cibuildwheel installs nothing with pip, so no index (PIP_INDEX_URL, often with
+#: credentials in it) is passed; the variables here name paths and sockets, never secrets.
 HOST_PASSTHROUGH = (
     "PATH",
     "HOME",
@@ -34,8 +45,6 @@ HOST_PASSTHROUGH = (
     "DOCKER_TLS_VERIFY",
     "SSL_CERT_FILE",
     "REQUESTS_CA_BUNDLE",
-    "PIP_CERT",
-    "PIP_INDEX_URL",
 )
 
 #: where the staged source carries the CA bundle for pip inside the container (see build.py)
@@ -44,23 +53,9 @@ CONTAINER_CA_PATH = "/project/.buildkit/ca-bundle.crt"
 #: the isolated build environment too, so the extension compiles against the pinned torch
 CONSTRAINTS_NAME = "constraints.txt"
 CONTAINER_CONSTRAINTS_PATH = "/project/.buildkit/" + CONSTRAINTS_NAME
-#: variables rocm-buildkit sets itself; a recipe may repeat them only with the same value
-RESERVED = frozenset(
-    {
-        "HIP_PLATFORM",
-        "PYTORCH_ROCM_ARCH",
-        "GPU_ARCHS",
-        "SOURCE_DATE_EPOCH",
-        "BUILDKIT_VERSION",
-        "SETUPTOOLS_SCM_PRETEND_VERSION",
-        "BUILDKIT_JOB",
-        "PIP_CERT",
-        "SSL_CERT_FILE",
-        "REQUESTS_CA_BUNDLE",
-        "PIP_CONSTRAINT",
-        "CCACHE_DIR",
-    }
-)
+#: variables the recipe may set, overriding buildkit's default (every other one buildkit sets is
+#: in :data:`buildkit.recipe.RESERVED_ENV`)
+RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"})
 CONTAINER_CCACHE_DIR = "/ccache"
 
 
@@ -76,7 +71,13 @@ class CibwSettings:
 
 
 def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
-    """The environment of the build inside the container, in a stable order."""
+    """The environment of the build inside the container, in a stable order.
+
+    ``job.env`` (the recipe's env, matrix axis values, and the plan's PYTORCH_ROCM_ARCH/GPU_ARCHS)
+    is added as is; a reserved variable in it must equal what buildkit sets for this job, or this
+    raises a :class:`UsageError` (recipe loading refuses those already: this guards other jobs,
+    such as one read back from an older manifest).
+    """
     env: dict[str, str] = {
         "HIP_PLATFORM": "amd",
         "ROCM_PATH": job.env.get("ROCM_PATH", "/usr" if job.image_profile == "debian-rocm" else "/opt/rocm"),
@@ -87,7 +88,7 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         "BUILDKIT_VERSION": job.version,
         "SETUPTOOLS_SCM_PRETEND_VERSION": job.version,
         "BUILDKIT_JOB": job.id,
-        "MAX_JOBS": str(settings.parallel_jobs),
+        "MAX_JOBS": job.env.get("MAX_JOBS", str(settings.parallel_jobs)),
         "PYTHONHASHSEED": "0",
     }
     if settings.ccache_volume:
@@ -107,10 +108,11 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         env["PIP_CONSTRAINT"] = CONTAINER_CONSTRAINTS_PATH
     for key in sorted(job.env):
         value = job.env[key]
-        if key in RESERVED and key in env and env[key] != value:
+        if key in RESERVED_ENV and env.get(key) != value:
+            ours = f"sets {key}={env[key]!r}" if key in env else f"reserves {key}"
             raise UsageError(
-                f"the recipe's env sets {key}={value!r}, but rocm-buildkit sets {key}={env[key]!r} itself "
-                "for this job; remove it from the recipe's env"
+                f"the job's env sets {key}={value!r}, but rocm-buildkit {ours} itself for this job "
+                f"({RESERVED_ENV[key].reason}); remove it from the recipe's env"
             )
         env.setdefault(key, value)
     return env
@@ -155,9 +157,15 @@ def repair_command(job: Job) -> str:
     return f"{attempt(job.platform_tag)} || {{ echo {note} >&2; {attempt('auto')}; }}"
 
 
-def before_build(job: Job) -> str | None:
-    """Install the pinned torch before the build, from its index, so the extension builds against it."""
-    if job.torch_requirement is None:
+def before_build(job: Job, *, isolation: bool = True) -> str | None:
+    """Install the pinned torch into the job's Python before a ``--no-isolation`` build.
+
+    With build isolation (the default) the build frontend makes a fresh environment from the
+    project's build requirements, which cannot see the target interpreter's packages: there
+    PIP_CONSTRAINT (:func:`constraints`) pins torch, and installing it here too would only download
+    it a second time (gigabytes for a ROCm torch). None without a torch pin or with isolation.
+    """
+    if job.torch_requirement is None or isolation:
         return None
     cmd = ["python", "-m", "pip", "install", job.torch_requirement]
     if job.torch_index_url:
@@ -184,23 +192,38 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
         "CIBW_MANYLINUX_X86_64_IMAGE": settings.image,
         "CIBW_CONTAINER_ENGINE": container_engine(settings),
         "CIBW_ENVIRONMENT_LINUX": render_environment(container_environment(job, settings)),
+        # empty beats the project's [tool.cibuildwheel] environment-pass: no host variable gets in
+        "CIBW_ENVIRONMENT_PASS_LINUX": "",
         "CIBW_REPAIR_WHEEL_COMMAND_LINUX": repair_command(job),
         "CIBW_BUILD_FRONTEND": "build" if settings.build_isolation else "build; args: --no-isolation",
         "CIBW_BUILD_VERBOSITY": "1",
         "CIBW_TEST_SKIP": "*",
         "CIBW_ENABLE": "",
     }
-    hook = before_build(job)
+    hook = before_build(job, isolation=settings.build_isolation)
     if hook:
         options["CIBW_BEFORE_BUILD_LINUX"] = hook
     return options
 
 
 def subprocess_environment(host_env: Mapping[str, str], options: Mapping[str, str]) -> dict[str, str]:
-    """The environment of the cibuildwheel process: a few host variables plus the options."""
-    env = {k: host_env[k] for k in HOST_PASSTHROUGH if k in host_env}
+    """The environment of the cibuildwheel process: :data:`HOST_PASSTHROUGH` plus the options.
+
+    A passed variable whose value carries URL credentials (``scheme://user:secret@host``) is
+    left out: cibuildwheel prints its options, and nothing it runs needs them.
+    """
+    passed = (k for k in HOST_PASSTHROUGH if k in host_env)
+    env = {k: host_env[k] for k in passed if not has_url_credentials(host_env[k])}
     env.update(options)
     return env
+
+
+_URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/@\s]*:[^/@\s]*@")
+
+
+def has_url_credentials(value: str) -> bool:
+    """True for a value holding a URL with a password: ``https://bot:s3cr3t@host/simple``."""
+    return _URL_CREDENTIALS.search(value) is not None
 
 
 def describe(options: Mapping[str, str], keys: Sequence[str] | None = None) -> list[str]:

@@ -191,21 +191,34 @@ def _directory(text: str, path: str) -> str:
     return path
 
 
-def collect(dist: Path) -> list[Path]:
+def collect(dist: Path, target: Target | None = None) -> list[Path]:
     """Every ``*.whl`` under ``dist`` (recursively, sorted).
 
     A path with any dot-component below ``dist`` is skipped: temporary dot-files, and dot-folders such
-    as the ``.<job>.incoming-*`` staging folders of ``buildkit build``.
+    as the ``.<job>.incoming-*`` staging folders of ``buildkit build``. With a ``directory`` target
+    inside ``dist`` (``--to dist/index``), the wheels already published there are skipped too: they
+    are the index's copies, not wheels to publish (they have no manifest beside them).
     """
     if dist.is_file() and dist.suffix == ".whl":
         return [dist]
     if not dist.is_dir():
         raise UsageError(f"{dist}: no such directory")
+    index = _index_inside(dist, target)
     return sorted(
         p
         for p in dist.rglob("*.whl")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(dist).parts)
+        if p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(dist).parts)
+        and not (index is not None and p.resolve().is_relative_to(index))
     )
+
+
+def _index_inside(dist: Path, target: Target | None) -> Path | None:
+    """The resolved root of a directory ``target`` that lies in ``dist`` (or is it), else None."""
+    if target is None or target.kind != "directory":
+        return None
+    root = Path(target.location).resolve()
+    return root if root.is_relative_to(dist.resolve()) else None
 
 
 def examine(wheel: Path) -> Candidate | Refusal:
@@ -603,7 +616,7 @@ def publish(
     environ = dict(os.environ if env is None else env)
     if target.kind == "directory":  # an unwritable target is refused before anything is written
         static_index.check_root(Path(target.location))
-    candidates = check_all(collect(dist), target, recipe)
+    candidates = check_all(collect(dist, target), target, recipe)
     log(f"{len(candidates)} wheel(s) checked: manifests passed, sha256 recomputed and matching")
     if recipe is not None:
         _log_recipe(candidates, recipe, log)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -50,6 +51,59 @@ _FILE_KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFSOCK: "a socket",
 }
+_ARCH_VAR = "rocm-buildkit sets it to the job's resolved archs; choose them with archs: in the recipe"
+_VERSION_VAR = "rocm-buildkit sets it to the job's planned version; change version: in the recipe instead"
+_CCACHE_VAR = "rocm-buildkit configures the compiler cache itself (`buildkit build --no-cache` turns it off)"
+_CA_VAR = "rocm-buildkit points it at the host's CA bundle, staged with the source"
+
+
+@dataclass(frozen=True)
+class ReservedEnv:
+    """A build-environment variable rocm-buildkit (or cibuildwheel) sets in the build container."""
+
+    reason: str
+    value: str | None = None  # a fixed value the recipe may repeat (HIP_PLATFORM: amd), else None
+
+
+#: Variables the build container gets from rocm-buildkit or cibuildwheel. A recipe may not set them
+#: in ``env`` or name them as ``matrix.axes``: its value would be overridden in the container while
+#: the manifest recorded it, or (PATH) would replace the job's Python. One with a fixed ``value``
+#: may be repeated with exactly that value. ``MAX_JOBS`` and ``ROCM_PATH`` are not here: the recipe's
+#: value is the one the build gets (buildkit's default applies only without one).
+RESERVED_ENV: Mapping[str, ReservedEnv] = MappingProxyType(
+    {
+        "HIP_PLATFORM": ReservedEnv("rocm-buildkit always builds with HIP_PLATFORM=amd", "amd"),
+        "PYTHONHASHSEED": ReservedEnv("rocm-buildkit sets PYTHONHASHSEED=0 for reproducible builds", "0"),
+        "PYTORCH_ROCM_ARCH": ReservedEnv(_ARCH_VAR),
+        "GPU_ARCHS": ReservedEnv(_ARCH_VAR),
+        "SOURCE_DATE_EPOCH": ReservedEnv(
+            "rocm-buildkit sets it from the source's last commit (reproducible builds)"
+        ),
+        "BUILDKIT_VERSION": ReservedEnv(_VERSION_VAR),
+        "SETUPTOOLS_SCM_PRETEND_VERSION": ReservedEnv(_VERSION_VAR),
+        "BUILDKIT_JOB": ReservedEnv("rocm-buildkit sets it to the job id"),
+        "CCACHE_DIR": ReservedEnv(_CCACHE_VAR),
+        "CCACHE_COMPILERCHECK": ReservedEnv(_CCACHE_VAR),
+        "CCACHE_BASEDIR": ReservedEnv(_CCACHE_VAR),
+        "CCACHE_NOHASHDIR": ReservedEnv(_CCACHE_VAR),
+        "PIP_CERT": ReservedEnv(_CA_VAR),
+        "SSL_CERT_FILE": ReservedEnv(_CA_VAR),
+        "REQUESTS_CA_BUNDLE": ReservedEnv(_CA_VAR),
+        "PIP_EXTRA_INDEX_URL": ReservedEnv(
+            "rocm-buildkit sets it to the torch index of torch jobs; give torch: [{version, index_url}]"
+        ),
+        "PIP_CONSTRAINT": ReservedEnv(
+            "rocm-buildkit sets it to the torch pin of torch jobs; pin torch with torch: and other "
+            "build requirements in the project's pyproject.toml"
+        ),
+        "PATH": ReservedEnv(
+            "cibuildwheel puts the job's Python first on PATH, and env values are passed literally "
+            "(no $PATH expansion), so a recipe PATH would replace it"
+        ),
+        "CIBUILDWHEEL": ReservedEnv("cibuildwheel sets it"),
+        "CIBUILDWHEEL_BUILD_IDENTIFIER": ReservedEnv("cibuildwheel sets it to the build identifier"),
+    }
+)
 #: cibuildwheel identifiers of the CPython builds for our platform: cp312-manylinux_x86_64 (not cp314t).
 _CIBW_CPYTHON = re.compile(r"^cp(?P<major>[0-9])(?P<minor>[0-9]+)-manylinux_x86_64$")
 
@@ -312,6 +366,8 @@ class _Builder:
         )
         manylinux = self._manylinux()
         env = dict(d.get("env", {}))
+        for name, value in env.items():
+            self._check_env_name(name, value, ("env", name))
         for name, _ in matrix.axes:
             if name in env:
                 raise self.err(
@@ -363,6 +419,21 @@ class _Builder:
             gate=GateRules(no_regression_against=d.get("gate", {}).get("no_regression_against")),
         )
 
+    def _check_env_name(self, name: str, value: str | None, at: JsonPath) -> None:
+        """Refuse a build variable rocm-buildkit or cibuildwheel sets itself (:data:`RESERVED_ENV`);
+        ``value`` None: a matrix axis, whose values vary, so even a fixed one is refused."""
+        reserved = RESERVED_ENV.get(name)
+        if reserved is None or (value is not None and value == reserved.value):
+            return
+        where = ".".join(str(p) for p in at)
+        if reserved.value is not None:
+            message = f"{where}: {name} is always {reserved.value!r} in the build container"
+            hint = f'{reserved.reason}; remove it (or write {name}: "{reserved.value}")'
+        else:
+            message = f"{where}: {name} is set by the build itself, so the recipe cannot set it"
+            hint = reserved.reason
+        raise self.err(message, at, key=True, hint=hint)
+
     def _pythons(self) -> None:
         known = cibuildwheel_pythons()
         for i, python in enumerate(self.d["python"]):
@@ -411,6 +482,7 @@ class _Builder:
                     ("matrix", "axes", name),
                     key=True,
                 )
+            self._check_env_name(name, None, ("matrix", "axes", name))
         known = BUILTIN_AXES + tuple(n for n, _ in axes)
         lengths = {"python": len(self.d["python"]), "rocm": len(self.d["rocm"]), "torch": len(torch)}
         lengths.update({n: len(v) for n, v in axes})

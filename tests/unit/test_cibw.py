@@ -80,9 +80,10 @@ def test_repair_excludes_versioned_sonames() -> None:
     assert cmd[-3:] == ["-w", "{dest_dir}", "{wheel}"]
 
 
-def test_torch_pin_installed_before_build() -> None:
+def test_torch_pin_installed_before_a_no_isolation_build() -> None:
     job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
-    opts = cibw.cibuildwheel_options(job, _settings())
+    opts = cibw.cibuildwheel_options(job, _settings(build_isolation=False))
+    assert opts["CIBW_BUILD_FRONTEND"] == "build; args: --no-isolation"
     hook = shlex.split(opts["CIBW_BEFORE_BUILD_LINUX"])
     assert hook[:4] == ["python", "-m", "pip", "install"]
     assert hook[4].startswith("torch") and "2.10" in hook[4]
@@ -142,3 +143,147 @@ def test_build_containers_are_labelled_for_cleanup() -> None:
         _job("reference.yaml"), _settings(labels={"io.rocm-buildkit.build": "b1"})
     )
     assert "--label=io.rocm-buildkit.build=b1" in opts["CIBW_CONTAINER_ENGINE"]
+
+
+def test_isolated_build_does_not_install_torch_into_the_target_python() -> None:
+    """The isolated build environment cannot see the target interpreter: PIP_CONSTRAINT pins torch
+    there, and a before-build install would be a second multi-GB download for nothing."""
+    job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
+    opts = cibw.cibuildwheel_options(job, _settings(build_isolation=True))
+    assert opts["CIBW_BUILD_FRONTEND"] == "build"
+    assert "CIBW_BEFORE_BUILD_LINUX" not in opts
+    assert cibw.before_build(job, isolation=True) is None
+    env = _parse_environment(opts["CIBW_ENVIRONMENT_LINUX"])
+    assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH
+    assert cibw.before_build(_job("reference.yaml"), isolation=False) is None  # no torch pin
+
+
+SECRET_URL = "https://ci-bot:s3cr3t@pypi.internal.example/simple"
+HOST_WITH_SECRETS = {
+    "PATH": "/usr/bin",
+    "HOME": "/root",
+    "DOCKER_HOST": "unix:///var/run/docker.sock",
+    "PIP_INDEX_URL": SECRET_URL,
+    "PIP_EXTRA_INDEX_URL": SECRET_URL,
+    "TWINE_PASSWORD": "s3cr3t",
+}
+PYPROJECT_PASSING_SECRETS = """\
+[tool.cibuildwheel]
+environment-pass = ["PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "TWINE_PASSWORD", "HOME"]
+
+[tool.cibuildwheel.linux]
+environment-pass = ["PIP_INDEX_URL", "TWINE_PASSWORD"]
+"""
+
+
+def _cibuildwheel_view(project: Path, env: dict[str, str], identifier: str) -> tuple[dict[str, str], str]:
+    """What cibuildwheel's own option reader makes of ``env`` and the project's pyproject.toml: the
+    build environment a container would get, and the option summary cibuildwheel prints."""
+    from cibuildwheel.options import CommandLineArguments, Options
+
+    args = dataclasses.replace(CommandLineArguments.defaults(), platform="linux", package_dir=project)
+    options = Options(platform="linux", command_line_arguments=args, env=env)
+    container = options.build_options(identifier).environment.as_dictionary(
+        prev_environment={"HOME": "/root"}
+    )
+    return container, options.summary([identifier])
+
+
+def test_host_secret_reaches_neither_cibuildwheel_nor_the_container(tmp_path: Path) -> None:
+    """A project's environment-pass cannot pull a host credential into the build (issue: a
+    PIP_INDEX_URL with a password was printed by cibuildwheel and visible in the container)."""
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT_PASSING_SECRETS)
+    job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
+    opts = cibw.cibuildwheel_options(job, _settings())
+    env = cibw.subprocess_environment(HOST_WITH_SECRETS, opts)
+    assert "s3cr3t" not in "".join(env.values())
+    assert opts["CIBW_ENVIRONMENT_PASS_LINUX"] == ""
+    container, summary = _cibuildwheel_view(tmp_path, env, "cp312-manylinux_x86_64")
+    assert "s3cr3t" not in "".join(container.values())
+    assert "s3cr3t" not in summary
+    assert container["PYTORCH_ROCM_ARCH"] == job.archs.pytorch_rocm_arch()  # our environment applies
+    # the forced empty environment-pass alone already wins over the pyproject
+    leaky = {**HOST_WITH_SECRETS, **opts}
+    container, summary = _cibuildwheel_view(tmp_path, leaky, "cp312-manylinux_x86_64")
+    assert "s3cr3t" not in "".join(container.values()) and "s3cr3t" not in summary
+
+
+def test_the_secret_check_can_fail(tmp_path: Path) -> None:
+    """Control for the test above: without the forced environment-pass, the same project and host
+    environment do put the credential into the container and cibuildwheel's printed options."""
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT_PASSING_SECRETS)
+    opts = cibw.cibuildwheel_options(_job("reference.yaml"), _settings())
+    del opts["CIBW_ENVIRONMENT_PASS_LINUX"]
+    container, summary = _cibuildwheel_view(tmp_path, {**HOST_WITH_SECRETS, **opts}, "cp313-manylinux_x86_64")
+    assert container["PIP_INDEX_URL"] == SECRET_URL
+    assert "s3cr3t" in summary
+
+
+@pytest.mark.parametrize(
+    ("value", "secret"),
+    [
+        ("https://user:pw@proxy.example:3128", True),
+        ("http://u:@h/", True),
+        ("unix:///var/run/docker.sock", False),
+        ("tcp://10.0.0.1:2376", False),
+        ("ssh://builder@host:22", False),
+        ("/etc/ssl/certs/ca.pem", False),
+    ],
+)
+def test_url_credentials_are_recognised(value: str, secret: bool) -> None:
+    assert cibw.has_url_credentials(value) is secret
+    env = cibw.subprocess_environment({"DOCKER_HOST": value}, {})
+    assert ("DOCKER_HOST" in env) is not secret
+
+
+def test_pip_index_url_is_not_passed_to_cibuildwheel() -> None:
+    env = cibw.subprocess_environment({"PIP_INDEX_URL": "https://mirror.example/simple"}, {})
+    assert "PIP_INDEX_URL" not in env
+    assert not any(name.startswith("PIP_") and name != "PIP_CERT" for name in cibw.HOST_PASSTHROUGH)
+
+
+def test_every_variable_buildkit_sets_is_reserved_or_overridable() -> None:
+    """A variable buildkit sets that a recipe could also set would be silently overridden (the
+    container gets buildkit's value, the manifest the recipe's): each one is either refused by the
+    recipe loader or taken from the recipe."""
+    from buildkit.recipe import RESERVED_ENV
+
+    job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
+    ours = cibw.container_environment(job, _settings())
+    recipe_keys = set(job.env) - {"PYTORCH_ROCM_ARCH", "GPU_ARCHS"}
+    assert recipe_keys == {"PREBUILD_KERNELS", "PRETUNE_MODULES", "MAX_JOBS"}
+    assert set(ours) - recipe_keys <= set(RESERVED_ENV) | cibw.RECIPE_OVERRIDABLE
+    assert not cibw.RECIPE_OVERRIDABLE & set(RESERVED_ENV)
+
+
+@pytest.mark.parametrize(
+    ("recipe", "job_id", "key", "value"),
+    [
+        ("reference.yaml", None, "PYTHONHASHSEED", "1"),
+        ("reference.yaml", None, "CCACHE_BASEDIR", "/"),
+        ("aiter.yaml", "cp312-rocm7.2-torch2.10", "PIP_EXTRA_INDEX_URL", "https://example/simple"),
+        ("reference.yaml", None, "PIP_CONSTRAINT", "/tmp/c.txt"),  # no torch pin: still buildkit's
+        ("reference.yaml", None, "PATH", "/usr/lib/ccache:/usr/bin"),
+    ],
+)
+def test_job_env_cannot_set_what_buildkit_sets(recipe: str, job_id: str | None, key: str, value: str) -> None:
+    job = _job(recipe, job_id)
+    job = dataclasses.replace(job, env={**job.env, key: value})
+    with pytest.raises(UsageError, match=key):
+        cibw.cibuildwheel_options(job, _settings())
+
+
+@pytest.mark.parametrize("jobs", ["1", "24"])
+def test_recipe_max_jobs_is_what_the_container_gets(jobs: str) -> None:
+    job = _job("reference.yaml")
+    job = dataclasses.replace(job, env={**job.env, "MAX_JOBS": jobs})
+    env = _parse_environment(
+        cibw.cibuildwheel_options(job, _settings(parallel_jobs=2))["CIBW_ENVIRONMENT_LINUX"]
+    )
+    assert env["MAX_JOBS"] == jobs == job.to_json()["env"]["MAX_JOBS"]
+    default = _parse_environment(
+        cibw.cibuildwheel_options(_job("reference.yaml"), _settings(parallel_jobs=3))[
+            "CIBW_ENVIRONMENT_LINUX"
+        ]
+    )
+    assert default["MAX_JOBS"] == "3"

@@ -645,3 +645,32 @@ def test_recipe_target_takes_simple_url(tmp_path: Path) -> None:
     demo, _ = _two_recipes(tmp_path)
     with pytest.raises(UsageError, match="publishes to a directory, which has no simple pages"):
         target_of(load_recipe(demo), simple_url="https://pkgs.example.org/simple/")
+
+
+def test_collect_skips_a_directory_target_inside_dist(tmp_path: Path) -> None:
+    """`publish dist --to dist/index`: the index's own copies are not wheels to publish."""
+    dist = tmp_path / "dist"
+    kept = make_wheel(dist / "cp312-rocm6.4", "demo-1.0-py3-none-any.whl")
+    copy = make_wheel(dist / "index" / "simple" / "demo", "demo-0.9-py3-none-any.whl", with_manifest=False)
+    inside = pub.Target("directory", str(dist / "index"))
+    assert pub.collect(dist, inside) == [kept]
+    assert pub.collect(dist) == sorted([copy, kept])  # without the target, nothing tells them apart
+    # the same target written another way (relative, through "..") is recognised
+    relative = pub.Target("directory", os.path.relpath(dist / "x" / ".." / "index"))
+    assert pub.collect(dist, relative) == [kept]
+    # a target outside DIST, or a remote one, skips nothing
+    assert pub.collect(dist, pub.Target("directory", str(tmp_path / "site"))) == sorted([copy, kept])
+    assert pub.collect(dist, pub.parse_target("https://pkgs.example/upload/")) == sorted([copy, kept])
+
+
+def test_publishing_twice_into_an_index_inside_dist(tmp_path: Path) -> None:
+    """The second run reports "already published" instead of refusing the index's copies (exit 10)."""
+    dist = tmp_path / "dist"
+    make_wheel(dist / "j1", "demo-1.0-py3-none-any.whl")
+    target = pub.parse_target(str(dist / "index"))
+    assert [o.status for o in pub.publish(dist, target)] == ["published"]
+    assert sorted(p.name for p in (dist / "index").rglob("*.whl")) == ["demo-1.0-py3-none-any.whl"]
+    assert [o.status for o in pub.publish(dist, target)] == ["already published"]
+    again = run_cli("publish", str(dist), "--to", str(dist / "index"))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "already published" in again.stdout

@@ -308,3 +308,74 @@ def test_schema_offers_every_exclude_set_of_the_rocm_data() -> None:
     assert sorted(repair["items"]["enum"]) == sorted(rocm.library_sets())
     r = parse_recipe(MINIMAL + "repair: {exclude: {sets: [rocm, rocm-system]}}\n", path=Path("r.yaml"))
     assert r.exclude_sets == ("rocm", "rocm-system")
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "hint_part"),
+    [
+        ("MAX_JOBS", None, None),  # the recipe's to set: allowed
+        ("ROCM_PATH", None, None),
+        ("HIP_PLATFORM", "amd", None),  # the fixed value buildkit sets: allowed
+        ("HIP_PLATFORM", "nvidia", 'write HIP_PLATFORM: "amd"'),
+        ("PYTHONHASHSEED", "1", "PYTHONHASHSEED=0"),
+        ("CCACHE_BASEDIR", "/", "--no-cache"),
+        ("PIP_EXTRA_INDEX_URL", "https://example.org/simple", "index_url"),
+        ("PIP_CONSTRAINT", "c.txt", "torch pin"),
+        ("PATH", "/usr/lib/ccache:/usr/bin", "no $PATH expansion"),
+        ("PYTORCH_ROCM_ARCH", "gfx90a", "archs:"),
+        ("SOURCE_DATE_EPOCH", "0", "last commit"),
+    ],
+)
+def test_recipe_env_refuses_what_the_build_sets(key: str, value: str | None, hint_part: str | None) -> None:
+    text = MINIMAL + f'env:\n  PREBUILD_KERNELS: "1"\n  {key}: "{value or "4"}"\n'
+    if hint_part is None:
+        assert parse_recipe(text, path=RECIPES / "t.yaml").env[key] == (value or "4")
+        return
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(text, path=RECIPES / "t.yaml")
+    err = info.value
+    assert (err.line, err.column) == (11, 3), str(err)  # at the key
+    assert err.detail.startswith(f"env.{key}: {key} ")
+    assert err.hint is not None and hint_part in err.hint, err.hint
+
+
+def test_matrix_axis_cannot_be_a_variable_the_build_sets() -> None:
+    text = MINIMAL + 'matrix:\n  axes:\n    CCACHE_DIR: ["/a", "/b"]\n'
+    with pytest.raises(
+        RecipeError, match=r"matrix\.axes\.CCACHE_DIR: CCACHE_DIR is set by the build"
+    ) as info:
+        parse_recipe(text, path=RECIPES / "t.yaml")
+    assert (info.value.line, info.value.column) == (11, 5)
+    # a fixed value still varies per job on an axis
+    with pytest.raises(RecipeError, match="HIP_PLATFORM is always 'amd'"):
+        parse_recipe(MINIMAL + 'matrix:\n  axes:\n    HIP_PLATFORM: ["amd"]\n', path=RECIPES / "t.yaml")
+
+
+@pytest.mark.parametrize("value", ["/usr/lib/ccache:$PATH", "${HOME}/x", "`nproc`", "a$(id)"])
+def test_recipe_env_values_are_literal_so_expansions_are_refused(value: str) -> None:
+    text = MINIMAL + f"env:\n  EXTRA_FLAGS: '{value}'\n"
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(text, path=RECIPES / "t.yaml")
+    err = info.value
+    assert (err.line, err.column) == (10, 16), str(err)  # at the value
+    assert "never expanded" in err.detail and repr(value) in err.detail
+    axis = MINIMAL + f"matrix:\n  axes:\n    EXTRA_FLAGS: ['plain', '{value}']\n"
+    with pytest.raises(RecipeError, match="never expanded"):
+        parse_recipe(axis, path=RECIPES / "t.yaml")
+
+
+def test_recipe_env_literal_values_without_expansion_are_kept() -> None:
+    text = MINIMAL + "env:\n  FLAGS: '-O3 -DX=\"a b\" \\\\n'\n"
+    assert parse_recipe(text, path=RECIPES / "t.yaml").env["FLAGS"] == '-O3 -DX="a b" \\\\n'
+
+
+def test_reference_recipe_publishes_outside_the_build_output() -> None:
+    """`buildkit build --out dist` then `publish dist --recipe`: an index inside dist/ would be
+    collected again on the next run (its copies have no manifest)."""
+    from buildkit.publish import target_of
+
+    target = target_of(load_recipe(RECIPES / "reference.yaml"))
+    assert target.kind == "directory"
+    index = Path(target.location).resolve()
+    assert index == ROOT / "site" / "index"
+    assert not index.is_relative_to(ROOT / "dist")

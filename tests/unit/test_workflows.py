@@ -194,3 +194,91 @@ def test_plan_step_emits_shards_and_refuses_too_many(tmp_path: Path, shard_size:
     ids = [job["id"] for key in ("shard0", "shard1") for job in json.loads(values[key])["include"]]
     assert ids == [job["id"] for s in json.loads(plan.stdout)["shards"] for job in s["include"]]
     assert len(ids) == 8
+
+
+# --------------------------------------------------------------------------- base images, published index
+def _step_index(steps: list[dict[str, Any]], needle: str) -> int:
+    return next(i for i, s in enumerate(steps) if needle in s.get("run", ""))
+
+
+def _dockerfile_base_images() -> set[str]:
+    found = set()
+    for dockerfile in (ROOT / "docker").glob("*.Dockerfile"):
+        found |= set(re.findall(r"^ARG BASE_IMAGE=(\S+)$", dockerfile.read_text(), re.M))
+    return found
+
+
+@pytest.mark.parametrize("job", ["build-0", "build-1", "smoke-0", "smoke-1"])
+def test_build_and_smoke_jobs_pull_the_base_images_first(tmp_path: Path, job: str) -> None:
+    """A fresh runner has no debian:trixie-slim: image.resolve_tag would refuse the builder and the
+    runtime profile. The pull step (run here with a fake docker) pulls every BASE_IMAGE default."""
+    steps = _load(WORKFLOWS / "release.yml")["jobs"][job]["steps"]
+    pull = _step_index(steps, "docker pull")
+    main = _step_index(steps, "buildkit build" if job.startswith("build") else "buildkit smoke")
+    assert pull < main
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    fake.chmod(0o755)
+    proc = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", steps[pull]["run"]],
+        cwd=ROOT,
+        env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    pulled = calls.read_text().splitlines()
+    images = _dockerfile_base_images()
+    assert "debian:trixie-slim" in images
+    assert sorted(pulled) == sorted(f"pull {image}" for image in images)
+
+
+def test_ci_pulls_the_debian_base_images_before_the_tests() -> None:
+    steps = _load(WORKFLOWS / "ci.yml")["jobs"]["test"]["steps"]
+    pull = _step_index(steps, "docker pull")
+    assert pull < _step_index(steps, "./dev test")
+    for image in ("debian:trixie-slim", "debian:bookworm-slim"):
+        assert f"docker pull {image}" in steps[pull]["run"]
+
+
+def _publish_steps() -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = _load(WORKFLOWS / "release.yml")["jobs"]["publish"]["steps"]
+    return steps
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ({"kind": "directory", "location": "recipes/../site/index"}, "site/index"),
+        ({"kind": "directory", "location": "/srv/index"}, "/srv/index"),
+        ({"kind": "pypi", "location": "https://upload.pypi.org/legacy/"}, ""),
+    ],
+)
+def test_publish_job_uploads_a_directory_index(tmp_path: Path, target: dict[str, str], expected: str) -> None:
+    """The publish runner is thrown away: a directory target must leave as an artifact."""
+    steps = _publish_steps()
+    publish = steps[_step_index(steps, "buildkit publish")]
+    assert publish["id"] == "publish" and "--json > publish.json" in publish["run"]
+    match = re.search(r"<<'EOF'\n(.*?)\nEOF\n", publish["run"], re.S)
+    assert match, "the publish step's Python script was not found"
+    (tmp_path / "publish.json").write_text(json.dumps({"target": target, "dry_run": False, "wheels": []}))
+    output = tmp_path / "github_output"
+    output.write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-c", match.group(1)],
+        cwd=tmp_path,
+        env={**os.environ, "GITHUB_OUTPUT": str(output)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert output.read_text() == f"index_dir={expected}\n"
+    upload = next(s for s in steps if s.get("with", {}).get("name") == "package-index")
+    assert upload["uses"].startswith("actions/upload-artifact@")
+    assert upload["if"] == "steps.publish.outputs.index_dir != ''"
+    assert upload["with"]["path"] == "${{ steps.publish.outputs.index_dir }}"
+    assert upload["with"]["if-no-files-found"] == "error"

@@ -1,0 +1,69 @@
+"""``buildkit build`` keeps the host's environment out of the build container, on the real engine.
+
+A project whose ``[tool.cibuildwheel]`` asks for ``environment-pass = ["PIP_INDEX_URL", ...]`` and
+prints those variables in its ``before-build`` hook is built from a host whose ``PIP_INDEX_URL``
+carries a password: the credential must appear nowhere (container, cibuildwheel's printed options,
+job log, terminal, manifest), while the hook itself demonstrably ran with buildkit's environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.docker
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET = "s3cr3t-e2e-probe"
+SECRET_URL = f"https://ci-bot:{SECRET}@pypi.internal.example/simple"
+LEAKY_PYPROJECT = """
+[tool.cibuildwheel]
+environment-pass = ["PIP_INDEX_URL", "BUILDKIT_E2E_TOKEN"]
+before-build = "echo ENV-PROBE:[$PIP_INDEX_URL][$BUILDKIT_E2E_TOKEN][$BUILDKIT_JOB]"
+
+[tool.cibuildwheel.linux]
+environment-pass = ["PIP_INDEX_URL", "BUILDKIT_E2E_TOKEN"]
+"""
+
+
+def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_image: Any) -> None:
+    source = tmp_path / "csrc"
+    shutil.copytree(
+        ROOT / "csrc", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    )
+    with (source / "pyproject.toml").open("a", encoding="utf-8") as fh:
+        fh.write(LEAKY_PYPROJECT)
+    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
+    data["source"] = {"path": str(source)}
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(yaml.safe_dump(data, sort_keys=False))
+    env = {**os.environ, "PIP_INDEX_URL": SECRET_URL, "BUILDKIT_E2E_TOKEN": SECRET}
+    proc = subprocess.run(
+        [sys.executable, "-m", "buildkit", "build", str(recipe), "--out", "dist", "--log-dir", "logs"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    log = (tmp_path / "logs" / "cp313-rocm5.7.log").read_text(errors="replace")
+    assert proc.returncode == 0, proc.stdout + proc.stderr + log[-4000:]
+    # the project's hook ran inside the container, with buildkit's environment and nothing of the host's
+    assert "ENV-PROBE:[][][cp313-rocm5.7]" in log, log[-4000:]
+    assert "CIBW_ENVIRONMENT_PASS_LINUX=" in log
+    manifests = "".join(p.read_text() for p in (tmp_path / "dist").glob("*/*.manifest.json"))
+    assert manifests
+    for where, text in {
+        "stdout": proc.stdout,
+        "stderr": proc.stderr,
+        "log": log,
+        "manifest": manifests,
+    }.items():
+        assert SECRET not in text, where
