@@ -4,14 +4,23 @@ For each job: the recipe's pre-build checks (tuned CSVs) run first, so a bad tab
 before any compiler starts; the source is staged into a private folder (cibuildwheel copies it to
 the fixed path ``/project`` of a container that gets no host mount); cibuildwheel builds and
 repairs; the wheel is inspected and gated; only a passing wheel and its manifest are moved into
-``<out>/<job-id>/``, by a rename from a staging folder beside ``<out>``. A failed, gated or
-interrupted job leaves nothing in ``<out>`` and no container behind.
+``<out>/<job-id>/``, by a rename from a staging folder inside ``<out>`` (``.staging-<job>-<pid>-*``:
+a dot-folder, which ``publish`` never reads; one left by a killed build is swept by the next run).
+
+Outputs: a failed or gate-refused job removes the previous ``<out>/<job-id>/`` (its wheel no longer
+matches the recipe or source, and ``publish`` must not find it); an interrupted job (Ctrl-C,
+SIGTERM) or a lost Docker engine leaves the previous output as it was. No job leaves a container
+behind; when the engine stops answering, the error names the label to clean up by.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import os
+import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -21,14 +30,32 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from packaging.utils import parse_wheel_filename
 
 from buildkit import cibw, manifest, provenance
-from buildkit.errors import BuildFailed, BuildkitError, GateFailed, Interrupted, RecipeError, UsageError
+from buildkit.docker_engine import ENGINE_ERRORS, engine_failed
+from buildkit.errors import (
+    BuildFailed,
+    BuildkitError,
+    DockerUnavailable,
+    GateFailed,
+    Interrupted,
+    RecipeError,
+    UsageError,
+)
 from buildkit.plan import Job, Plan
 from buildkit.recipe import Recipe
+
+if TYPE_CHECKING:
+    from buildkit.gate import GateConfig
+    from buildkit.regression import RegressionCheck
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
 
 Echo = Callable[[str], None]
 
@@ -61,6 +88,14 @@ class JobResult:
     message: str = ""
     log: Path | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    gate: str | None = None  # "PASS" | "FAIL"; None: the gate did not run
+    errors: int = 0  # error findings of the gate and of the regression check
+    warnings: int = 0
+    removed: Path | None = None  # the previous output folder of the job, removed as stale
+
+    @property
+    def manifest(self) -> Path | None:
+        return manifest.manifest_path(self.wheel) if self.wheel is not None else None
 
 
 # --------------------------------------------------------------------------- source staging
@@ -120,9 +155,18 @@ def fetch_source(recipe: Recipe, into: Path) -> Path:
     return src
 
 
-def stage_source(source: Path, dest: Path, ca_bundle: Path | None) -> bool:
-    """Copy ``source`` to ``dest`` without build litter; add the CA bundle pip needs in the container."""
-    shutil.copytree(source, dest, ignore=_SOURCE_IGNORE, symlinks=True)
+def stage_source(source: Path, dest: Path, ca_bundle: Path | None, skip: Sequence[Path] = ()) -> bool:
+    """Copy ``source`` to ``dest`` without build litter nor the folders ``skip`` (``--out`` and
+    ``--log-dir`` when they lie inside the source); add the CA bundle pip needs in the container."""
+    skipped = {path.resolve() for path in (*skip, dest)}
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        ignored = set(_SOURCE_IGNORE(folder, names))
+        base = Path(folder).resolve()
+        ignored.update(name for name in names if base / name in skipped)
+        return ignored
+
+    shutil.copytree(source, dest, ignore=ignore, symlinks=True)
     if ca_bundle is not None and ca_bundle.is_file():
         (dest / ".buildkit").mkdir(exist_ok=True)
         shutil.copyfile(ca_bundle, dest / ".buildkit" / "ca-bundle.crt")
@@ -149,10 +193,51 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-def inputs_key(job: Job, image_id: str, source_digest: str, epoch: int, isolation: bool) -> str:
-    """Everything a job's wheel is made from: equal keys, equal wheels (the up-to-date check)."""
+# --------------------------------------------------------------------------- up-to-date check
+def tool_versions() -> dict[str, str | None]:
+    """Versions of the host tools that shape a wheel or its verdict: cibuildwheel drives the build,
+    auditwheel's policy data is the gate's (the auditwheel that repairs runs in the builder image,
+    whose id is part of the key)."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in ("cibuildwheel", "auditwheel"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def gate_config(recipe: Recipe, job: Job) -> GateConfig:
+    """What ``build`` gates the job's wheel with (``check --recipe R --job ID`` uses the same)."""
+    from buildkit.gate import GateConfig
+
+    return GateConfig.from_recipe_job(recipe, job)
+
+
+def gate_key(config: GateConfig) -> dict[str, Any]:
+    """The gate configuration as plain JSON data (keys sorted) for :func:`inputs_key`, without the
+    recipe's path as typed: its sha256 stays, so the same rules give the same key from any folder."""
+    data: dict[str, Any] = json.loads(json.dumps(config.to_json(), sort_keys=True, default=str))
+    data.pop("recipe", None)
+    return data
+
+
+def inputs_key(
+    job: Job,
+    image_id: str,
+    source_digest: str,
+    epoch: int,
+    isolation: bool,
+    *,
+    recipe_sha256: str,
+    gate: Mapping[str, Any],
+    tools: Mapping[str, str | None],
+) -> str:
+    """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by
+    equal rules (the up-to-date check). ``gate`` is :func:`gate_key`, ``tools`` :func:`tool_versions`."""
     import hashlib
-    import json
 
     from buildkit import __version__
 
@@ -163,8 +248,11 @@ def inputs_key(job: Job, image_id: str, source_digest: str, epoch: int, isolatio
         "source": source_digest,
         "source_date_epoch": epoch,
         "isolation": isolation,
+        "recipe_sha256": recipe_sha256,
+        "gate": dict(gate),
+        "tools": dict(tools),
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def up_to_date(dest: Path, key: str) -> Path | None:
@@ -189,6 +277,41 @@ def run_prebuild_checks(recipe: Recipe, source: Path) -> list[Path]:
     return check_tuned_csvs(source, recipe.tuned_csv, recipe=recipe)
 
 
+# --------------------------------------------------------------------------- the gate
+@dataclass(frozen=True)
+class Gated:
+    """The gate's verdict on one wheel, as much of it as ``build`` needs."""
+
+    passed: bool
+    errors: int
+    warnings: int
+    sha256: str
+    size: int
+    tag: str | None
+    summary: str  # the human report (errors and warnings summarised)
+    details: str  # every line, for the log
+    verdict: dict[str, Any]  # for the manifest
+
+
+def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
+    from buildkit.gate import evaluate
+    from buildkit.inspect import inspect_wheel
+    from buildkit.report import render_human, verdict_to_json
+
+    verdict = evaluate(inspect_wheel(wheel), config)
+    return Gated(
+        passed=verdict.passed,
+        errors=len(verdict.errors),
+        warnings=len(verdict.warnings),
+        sha256=verdict.sha256,
+        size=verdict.size,
+        tag=verdict.overall_tag,
+        summary=render_human(verdict),
+        details=render_human(verdict, verbose=True),
+        verdict=verdict_to_json(verdict),
+    )
+
+
 # --------------------------------------------------------------------------- docker helpers
 def ccache_volume(job: Job, image_tag: str) -> str:
     """One compiler-cache volume per (image, job): jobs with other flags or toolchains never share."""
@@ -207,20 +330,73 @@ def labelled_containers(client: Any, build_id: str) -> list[Any]:
     return list(client.containers.list(all=True, filters={"label": f"{BUILD_LABEL}={build_id}"}))
 
 
-def toolchain_versions(client: Any, image: str) -> dict[str, str]:
-    """Versions read inside the builder image (no network, removed afterwards)."""
+def remove_containers(client: Any, build_id: str) -> bool:
+    """Remove the containers labelled with ``build_id``; False when that was impossible (the engine
+    does not answer), so that the caller can tell the user what to clean up."""
+    try:
+        containers = labelled_containers(client, build_id)
+    except Exception:
+        return False
+    removed = True
+    for container in containers:
+        try:
+            container.remove(force=True)
+        except Exception as exc:
+            removed = removed and getattr(exc, "status_code", None) == 404  # already gone
+    return removed
+
+
+@functools.cache
+def _cibuildwheel_interpreters() -> dict[str, str]:
+    """cibuildwheel's own table of build identifiers and interpreter folders (``cp312-manylinux_x86_64``
+    -> ``/opt/python/cp312-cp312``), read from its ``resources/build-platforms.toml``."""
+    from importlib import resources
+
+    try:
+        text = resources.files("cibuildwheel").joinpath("resources/build-platforms.toml").read_text("utf-8")
+        configs = tomllib.loads(text)["linux"]["python_configurations"]
+    except (OSError, KeyError, ValueError, ModuleNotFoundError):
+        return {}
+    return {
+        str(c["identifier"]): str(c["path_str"]) for c in configs if "identifier" in c and "path_str" in c
+    }
+
+
+def job_interpreter(job: Job) -> str:
+    """The Python cibuildwheel builds ``job`` with in its builder image: ``/opt/python/<cp>-<cp>``
+    (``/opt/python/cp312-cp312/bin/python`` for a cp312 job). The Debian builder has only
+    ``cp313-cp313`` (and ``cp39-cp39``, a link to it, as cibuildwheel's utility interpreter)."""
+    home = _cibuildwheel_interpreters().get(f"{job.cp_tag}-manylinux_x86_64")
+    if home is None:
+        match = re.fullmatch(r"(cp\d+)t?", job.cp_tag)
+        home = f"/opt/python/{match.group(1) if match else job.cp_tag}-{job.cp_tag}"
+    return f"{home}/bin/python"
+
+
+def toolchain_versions(
+    client: Any,
+    image: str,
+    *,
+    python: str = provenance.BUILDER_PYTHON,
+    build_id: str = "toolchain-probe",
+) -> dict[str, str]:
+    """Versions read inside the builder image (no network, removed afterwards); ``python`` is the
+    job's interpreter (:func:`job_interpreter`), ``build_id`` the value of the container's label."""
+    import shlex
+
+    interpreter = shlex.quote(python)
     script = (
         "echo hipcc=$(hipcc --version 2>/dev/null | grep -m1 -o 'HIP version: .*' || echo none);"
         "echo clang=$( (hipcc --version 2>/dev/null || clang --version) "
         "| grep -m1 'clang version' || echo none);"
-        "echo python=$(/opt/python/cp313-cp313/bin/python --version 2>&1 || echo none);"
+        f"echo python=$(if [ -x {interpreter} ]; then {interpreter} --version 2>&1; else echo none; fi);"
         "echo auditwheel=$(auditwheel --version 2>&1 | head -1);"
         "echo patchelf=$(patchelf --version 2>&1 | head -1);"
         "echo gcc=$(gcc --version 2>/dev/null | head -1 || echo none);"
         "echo glibc=$(ldd --version 2>&1 | head -1)"
     )
     container = client.containers.create(
-        image, ["sh", "-c", script], network_disabled=True, labels={BUILD_LABEL: "toolchain-probe"}
+        image, ["sh", "-c", script], network_disabled=True, labels={BUILD_LABEL: build_id}
     )
     try:
         container.start()
@@ -235,6 +411,124 @@ def toolchain_versions(client: Any, image: str) -> dict[str, str]:
         if key:
             out[key.strip()] = value.strip()
     return out
+
+
+def _engine_error(client: Any) -> BaseException | None:
+    """The error of a ping when the engine no longer answers, else None."""
+    try:
+        client.ping()
+    except ENGINE_ERRORS as exc:
+        return exc
+    except Exception:
+        return None
+    return None
+
+
+def _engine_lost(exc: BaseException, run: _Run, cleaned: bool) -> DockerUnavailable:
+    """The engine stopped answering (or refused) during ``run.step``; ``cleaned``: the job's
+    containers were removed (else the hint says how, by label)."""
+    hint = ""
+    if not cleaned:
+        hint = (
+            "containers of this build may be left behind; once the engine answers, remove them with "
+            f"`docker rm -f $(docker ps -aq --filter label={BUILD_LABEL}={run.build_id})`"
+        )
+        if run.step == _STEP_PROVENANCE:
+            hint += f" and `--filter label={provenance.PROBE_LABEL}`"
+    return engine_failed(exc, during=f"{run.step} of {run.job.id}", hint=hint)
+
+
+# --------------------------------------------------------------------------- --out housekeeping
+#: a job's staging folder inside ``--out``: ``.staging-<job>-<pid>-<random>`` (a dot-folder:
+#: ``publish`` skips it); the swap folders of :func:`_publish_to_out` and :func:`discard_output` are
+#: ``.<job>.incoming-<pid>-*``, ``.<job>.previous-<pid>-*`` and ``.<job>.stale-<pid>-*``
+STAGING_PREFIX = ".staging-"
+_STAGING = re.compile(r"\.staging-(?P<job>.+)-(?P<pid>\d+)-[^-]+")
+_SWAP = re.compile(r"\.(?P<job>.+)\.(?P<kind>incoming|previous|stale)-(?P<pid>\d+)-[^-]+")
+
+
+def staging_folder(out_dir: Path, job: Job) -> Path:
+    """A private folder for one job inside ``out_dir`` (same file system as the final rename)."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{job.id}-{os.getpid()}-", dir=out_dir))
+    except OSError as exc:
+        raise UsageError(f"--out {out_dir}: cannot create a staging folder for {job.id}: {exc}") from None
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: it runs, as another user
+        return True
+    return True
+
+
+def sweep_debris(out_dir: Path, echo: Echo) -> list[Path]:
+    """Remove the staging and swap folders that killed builds left in ``out_dir`` (their pid no longer
+    runs on this host); a ``.previous`` folder whose job folder is missing (a build killed in the
+    instant of its swap) is put back instead. Returns the folders removed."""
+    try:
+        entries = sorted(out_dir.iterdir())
+    except OSError:
+        return []
+    removed: list[Path] = []
+    for entry in entries:
+        match = _STAGING.fullmatch(entry.name) or _SWAP.fullmatch(entry.name)
+        if match is None or entry.is_symlink() or not entry.is_dir() or _running(int(match["pid"])):
+            continue
+        dest = out_dir / match["job"]
+        if match.groupdict().get("kind") == "previous" and not dest.exists():
+            with contextlib.suppress(OSError):
+                os.replace(entry, dest)
+                echo(f"restored {dest} from {entry.name} (a build was killed while replacing it)")
+                continue
+        shutil.rmtree(entry, ignore_errors=True)
+        if not entry.exists():
+            removed.append(entry)
+    if removed:
+        names = ", ".join(p.name for p in removed)
+        echo(f"removed {len(removed)} folder(s) left in {out_dir} by killed builds: {names}")
+    return removed
+
+
+def discard_output(dest: Path) -> list[str]:
+    """Remove a job's output folder (renamed aside first: a reader sees all of it or nothing);
+    returns the names of the wheels it held. OSError when it cannot be removed."""
+    if dest.is_symlink() or not dest.is_dir():
+        return []
+    wheels = sorted(p.name for p in dest.glob("*.whl"))
+    aside = dest.with_name(f".{dest.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
+    os.replace(dest, aside)
+    shutil.rmtree(aside)
+    return wheels
+
+
+def _drop_stale_output(dest: Path, job: Job, echo: Echo, *, keep_key: str | None) -> Path | None:
+    """After a failed or gate-refused job: remove its previous output, which ``publish`` would
+    otherwise publish although it no longer matches the recipe or source. Kept only when it was
+    built from exactly the current inputs (``keep_key``: a ``--force`` rebuild that failed)."""
+    if keep_key is not None and up_to_date(dest, keep_key) is not None:
+        return None
+    try:
+        wheels = discard_output(dest)
+    except OSError as exc:
+        echo(
+            f"[{job.id}] warning: cannot remove the previous output {dest} ({exc}): it no longer matches "
+            "the recipe/source; remove it before `buildkit publish`"
+        )
+        return None
+    if not wheels:
+        return None
+    echo(
+        f"[{job.id}] removed the previous wheel of {job.id}: it no longer matches the recipe/source "
+        f"({', '.join(wheels)})"
+    )
+    return dest
 
 
 # --------------------------------------------------------------------------- one job
@@ -287,6 +581,38 @@ def _run_cibuildwheel(
         )
 
 
+_STEP_CIBUILDWHEEL = "cibuildwheel"
+_STEP_PROVENANCE = "recording the build environment (provenance)"
+
+
+@dataclass
+class _Run:
+    """One job being built: what :func:`build_one` was given, where it is (``step``, named in
+    errors), its inputs ``key`` once known, and its ``result``."""
+
+    recipe: Recipe
+    job: Job
+    options: BuildOptions
+    client: Any
+    image: Any
+    source: Path
+    work: Path
+    echo: Echo
+    verbose: bool
+    result: JobResult
+    step: str = "staging the source"
+    key: str | None = None
+
+    @property
+    def build_id(self) -> str:
+        """The value of the build label on every container of this job (the staging folder's name)."""
+        return self.work.name.lstrip(".")
+
+    @property
+    def dest(self) -> Path:
+        return self.options.out_dir / self.job.id
+
+
 def build_one(
     recipe: Recipe,
     job: Job,
@@ -300,100 +626,30 @@ def build_one(
     interrupted: str | None = None,
 ) -> JobResult:
     """Build, repair, gate and publish-to-``out`` one job (the one path of `build_plan` and `verify`).
-    Never leaves partial output; Ctrl-C becomes :class:`Interrupted` with message ``interrupted``."""
-    from buildkit.gate import GateConfig, evaluate
-    from buildkit.inspect import inspect_wheel
-    from buildkit.regression import compare_with_last_release
-    from buildkit.report import render_human, verdict_to_json
 
+    Never leaves partial output. A failed or gate-refused job removes the job's previous output
+    (unless it was built from exactly these inputs); Ctrl-C becomes :class:`Interrupted` (message
+    ``interrupted``) and keeps it; an engine that stops answering becomes :class:`DockerUnavailable`
+    naming the endpoint and the step, and keeps it too."""
     started = time.monotonic()
     log_path = options.log_dir / f"{job.id}.log"
     result = JobResult(job=job.id, status="build-failed", log=log_path)
-    options.out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".buildkit-{job.id}-", dir=options.out_dir.parent))
-    build_id = work.name
+    run = _Run(
+        recipe,
+        job,
+        options,
+        client,
+        image,
+        source,
+        staging_folder(options.out_dir, job),
+        echo,
+        verbose,
+        result,
+    )
+    cleaned: bool | None = None
     try:
         with _log_file(log_path) as log:
-            staged = work / "src"
-            with_ca = stage_source(source, staged, options.ca_bundle)
-            pins = cibw.constraints(job)
-            if pins is not None:
-                (staged / ".buildkit").mkdir(exist_ok=True)
-                (staged / ".buildkit" / cibw.CONSTRAINTS_NAME).write_text(pins, encoding="utf-8")
-            epoch = source_date_epoch(source, options.source_date_epoch)
-            key = inputs_key(job, image.id, tree_digest(staged), epoch, options.build_isolation)
-            existing = None if options.force else up_to_date(options.out_dir / job.id, key)
-            if existing is not None:
-                log.write(f"up to date: {existing.name} was built from the same inputs ({key[:12]})\n")
-                result.status = "up-to-date"
-                result.wheel = existing
-                result.message = f"{existing.name} (inputs unchanged)"
-                return result
-            settings = cibw.CibwSettings(
-                image=image.tag,
-                source_date_epoch=epoch,
-                ccache_volume=ccache_volume(job, image.tag) if options.use_cache else None,
-                with_ca_bundle=with_ca,
-                build_isolation=options.build_isolation,
-                parallel_jobs=options.parallel_jobs,
-                labels={BUILD_LABEL: build_id},
-            )
-            cibw_options = cibw.cibuildwheel_options(job, settings)
-            for line in cibw.describe(cibw_options):
-                log.write(line + "\n")
-            env = cibw.subprocess_environment(os.environ, cibw_options)
-            env["SOURCE_DATE_EPOCH"] = str(epoch)
-            raw_out = work / "wheelhouse"
-            t0 = time.monotonic()
-            _run_cibuildwheel(staged, raw_out, env, log, echo, verbose=verbose)
-            result.timings["cibuildwheel"] = time.monotonic() - t0
-            wheels = sorted(raw_out.glob("*.whl"))
-            if len(wheels) != 1:
-                raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
-            wheel = wheels[0]
-            _check_version(wheel, job)
-
-            t0 = time.monotonic()
-            report = inspect_wheel(wheel)
-            verdict = evaluate(report, GateConfig.from_recipe_job(recipe, job))
-            result.timings["gate"] = time.monotonic() - t0
-            human = render_human(verdict)
-            log.write(render_human(verdict, verbose=True) + "\n")  # the log keeps every line
-            if not verdict.passed:
-                result.status = "gate-failed"
-                raise GateFailed(f"{job.id}: the gate refused {wheel.name}\n{human}")
-            regression = compare_with_last_release(job, wheel, workdir=work / "baseline")
-            if regression is not None:
-                log.write(f"regression check against {regression.compared_with or 'no earlier release'}\n")
-                if not regression.passed:
-                    result.status = "gate-failed"
-                    lines = "\n".join(f"  ERROR [regression] {f.message}" for f in regression.findings)
-                    raise GateFailed(f"{job.id}: {wheel.name} regresses against the last release\n{lines}")
-
-            toolchain = toolchain_versions(client, image.tag)
-            manifest.write(
-                wheel,
-                {
-                    "wheel": {"filename": wheel.name, "sha256": verdict.sha256, "size": verdict.size},
-                    "recipe": {"name": recipe.name, "file": recipe.path.name, "sha256": recipe.sha256},
-                    "job": job.to_json(),
-                    "image": {"profile": job.image_profile, "tag": image.tag, "id": image.id},
-                    "toolchain": toolchain,
-                    "archs": [str(t) for t in job.archs.kept],
-                    "source": _source_info(recipe, source),
-                    "source_date_epoch": epoch,
-                    "inputs_key": key,
-                    "regression": regression.to_json() if regression is not None else None,
-                    "verdict": verdict_to_json(verdict),
-                },
-            )
-            provenance.record(
-                wheel, client=client, image=image, source=staged, isolation=options.build_isolation
-            )
-            _publish_to_out(wheel, options.out_dir / job.id)
-            result.status = "passed"
-            result.wheel = options.out_dir / job.id / wheel.name
-            result.message = f"{wheel.name} ({verdict.overall_tag})"
+            _run_job(run, log)
     except KeyboardInterrupt:
         # Ctrl-C/SIGTERM: an Interrupted (exit 130, a message, no traceback); the finally below
         # still removes the job's staging folder and containers first
@@ -402,18 +658,178 @@ def build_one(
             interrupted or f"interrupted during {job.id}: no partial output was left in {options.out_dir}"
         )
         raise Interrupted(message) from None
+    except ENGINE_ERRORS as exc:
+        cleaned = remove_containers(client, run.build_id)
+        raise _engine_lost(exc, run, cleaned) from None
+    except DockerUnavailable:
+        raise
     except BuildkitError as exc:
+        lost = _engine_error(client) if run.step == _STEP_CIBUILDWHEEL else None
+        if lost is not None:  # cibuildwheel failed because the engine went away
+            cleaned = remove_containers(client, run.build_id)
+            raise _engine_lost(lost, run, cleaned) from None
         result.message = str(exc)
         with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as log:
             log.write(f"\nERROR: {exc}\n")
+        keep = run.key if result.status == "build-failed" else None
+        result.removed = _drop_stale_output(run.dest, job, echo, keep_key=keep)
     finally:
         result.seconds = time.monotonic() - started
-        shutil.rmtree(work, ignore_errors=True)
-        with contextlib.suppress(Exception):
-            for container in labelled_containers(client, build_id):
-                with contextlib.suppress(Exception):
-                    container.remove(force=True)
+        shutil.rmtree(run.work, ignore_errors=True)
+        if cleaned is None:
+            remove_containers(client, run.build_id)
     return result
+
+
+def _run_job(run: _Run, log: TextIO) -> None:
+    """The steps of :func:`build_one`; ``run`` records how far it got."""
+    staged = run.work / "src"
+    with_ca = stage_source(
+        run.source, staged, run.options.ca_bundle, skip=(run.options.out_dir, run.options.log_dir)
+    )
+    pins = cibw.constraints(run.job)
+    if pins is not None:
+        (staged / ".buildkit").mkdir(exist_ok=True)
+        (staged / ".buildkit" / cibw.CONSTRAINTS_NAME).write_text(pins, encoding="utf-8")
+    epoch = source_date_epoch(run.source, run.options.source_date_epoch)
+    config = gate_config(run.recipe, run.job)
+    run.key = inputs_key(
+        run.job,
+        run.image.id,
+        tree_digest(staged),
+        epoch,
+        run.options.build_isolation,
+        recipe_sha256=run.recipe.sha256,
+        gate=gate_key(config),
+        tools=tool_versions(),
+    )
+    run.step = "the up-to-date check"
+    if not run.options.force and _reuse(run.dest, run.key, config, log, run.result):
+        return
+    wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
+    gated, regression = _gate(run, wheel, config, log)
+    _record(run, wheel, staged, epoch, gated, regression)
+
+
+def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextIO) -> Path:
+    """Build and repair the staged source; the one wheel, named with the plan's version."""
+    settings = cibw.CibwSettings(
+        image=run.image.tag,
+        source_date_epoch=epoch,
+        ccache_volume=ccache_volume(run.job, run.image.tag) if run.options.use_cache else None,
+        with_ca_bundle=with_ca,
+        build_isolation=run.options.build_isolation,
+        parallel_jobs=run.options.parallel_jobs,
+        labels={BUILD_LABEL: run.build_id},
+    )
+    cibw_options = cibw.cibuildwheel_options(run.job, settings)
+    for line in cibw.describe(cibw_options):
+        log.write(line + "\n")
+    env = cibw.subprocess_environment(os.environ, cibw_options)
+    env["SOURCE_DATE_EPOCH"] = str(epoch)
+    raw_out = run.work / "wheelhouse"
+    run.step = _STEP_CIBUILDWHEEL
+    t0 = time.monotonic()
+    _run_cibuildwheel(staged, raw_out, env, log, run.echo, verbose=run.verbose)
+    run.result.timings["cibuildwheel"] = time.monotonic() - t0
+    wheels = sorted(raw_out.glob("*.whl"))
+    if len(wheels) != 1:
+        raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
+    _check_version(wheels[0], run.job)
+    return wheels[0]
+
+
+def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gated, RegressionCheck | None]:
+    """The gate, then the recipe's no-regression rule; GateFailed when either refuses the wheel."""
+    from buildkit.regression import compare_with_last_release
+
+    result, job = run.result, run.job
+    run.step = "the gate"
+    t0 = time.monotonic()
+    gated = gate_wheel(wheel, config)
+    result.timings["gate"] = time.monotonic() - t0
+    _note_verdict(result, gated)
+    log.write(gated.details + "\n")  # the log keeps every line
+    if not gated.passed:
+        result.status = "gate-failed"
+        raise GateFailed(f"{job.id}: the gate refused {wheel.name}\n{gated.summary}")
+    run.step = "the regression check"
+    regression = compare_with_last_release(job, wheel, workdir=run.work / "baseline")
+    if regression is not None:
+        log.write(f"regression check against {regression.compared_with or 'no earlier release'}\n")
+        if not regression.passed:
+            result.status = "gate-failed"
+            result.gate = "FAIL"
+            result.errors += len(regression.findings)
+            lines = "\n".join(f"  ERROR [regression] {f.message}" for f in regression.findings)
+            raise GateFailed(f"{job.id}: {wheel.name} regresses against the last release\n{lines}")
+    return gated, regression
+
+
+def _record(
+    run: _Run, wheel: Path, staged: Path, epoch: int, gated: Gated, regression: RegressionCheck | None
+) -> None:
+    """Manifest and provenance beside the staged wheel, then all of it into ``--out/<job-id>/``."""
+    recipe, job, image = run.recipe, run.job, run.image
+    interpreter = job_interpreter(job)
+    run.step = "reading the toolchain versions in the builder image"
+    toolchain = toolchain_versions(run.client, image.tag, python=interpreter, build_id=run.build_id)
+    manifest.write(
+        wheel,
+        {
+            "wheel": {"filename": wheel.name, "sha256": gated.sha256, "size": gated.size},
+            "recipe": {"name": recipe.name, "file": recipe.path.name, "sha256": recipe.sha256},
+            "job": job.to_json(),
+            "image": {"profile": job.image_profile, "tag": image.tag, "id": image.id},
+            "toolchain": toolchain,
+            "archs": [str(t) for t in job.archs.kept],
+            "source": _source_info(recipe, run.source),
+            "source_date_epoch": epoch,
+            "inputs_key": run.key,
+            "regression": regression.to_json() if regression is not None else None,
+            "verdict": gated.verdict,
+        },
+    )
+    run.step = _STEP_PROVENANCE
+    provenance.record(
+        wheel,
+        client=run.client,
+        image=image,
+        source=staged,
+        isolation=run.options.build_isolation,
+        interpreter=interpreter,
+    )
+    run.step = f"moving the wheel into {run.dest}"
+    _publish_to_out(wheel, run.dest)
+    run.result.status = "passed"
+    run.result.wheel = run.dest / wheel.name
+    run.result.message = f"{wheel.name} ({gated.tag})"
+
+
+def _note_verdict(result: JobResult, gated: Gated) -> None:
+    result.gate = "PASS" if gated.passed else "FAIL"
+    result.errors = gated.errors
+    result.warnings = gated.warnings
+
+
+def _reuse(dest: Path, key: str, config: GateConfig, log: TextIO, result: JobResult) -> bool:
+    """True (``result`` filled in) when ``dest`` holds a wheel built from ``key`` that still passes
+    the gate, run again on it (cheap next to a build: it catches rule changes the key cannot see)."""
+    existing = up_to_date(dest, key)
+    if existing is None:
+        return False
+    gated = gate_wheel(existing, config)
+    if not gated.passed:
+        log.write(f"{existing.name} was built from the same inputs but fails the gate now: rebuilding\n")
+        return False
+    log.write(
+        f"up to date: {existing.name} was built from the same inputs ({key[:12]}) and passes the gate\n"
+    )
+    _note_verdict(result, gated)
+    result.status = "up-to-date"
+    result.wheel = existing
+    result.message = f"{existing.name} (inputs unchanged)"
+    return True
 
 
 def _check_version(wheel: Path, job: Job) -> None:
@@ -446,8 +862,8 @@ def _publish_to_out(wheel: Path, dest: Path) -> None:
     parent = dest.parent
     parent.mkdir(parents=True, exist_ok=True)
     files = [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
-    incoming = Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-", dir=parent))
-    previous = parent / f".{dest.name}.previous-{incoming.name.rsplit('-', 1)[-1]}"
+    incoming = Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-{os.getpid()}-", dir=parent))
+    previous = parent / f".{dest.name}.previous-{os.getpid()}-{incoming.name.rsplit('-', 1)[-1]}"
     try:
         for path in files:
             shutil.copyfile(path, incoming / path.name)
@@ -501,6 +917,7 @@ def build_plan(
         raise RecipeError("the plan has no job to build", file=recipe.display_path)
     check_writable(options.out_dir, "--out")
     check_writable(options.log_dir, "--log-dir")
+    sweep_debris(options.out_dir, echo)
     if client is None:
         from buildkit.docker_engine import connect
 
@@ -517,12 +934,15 @@ def build_plan(
         for job in jobs:
             key = (job.image_profile, job.rocm)
             if key not in images:  # one image per (profile, ROCm release): a 7.2 job never builds on 6.4
-                images[key] = ensure_image(
-                    job.image_profile,
-                    build_args=rocm_build_args(job.image_profile, job.rocm),
-                    client=client,
-                    progress=echo,
-                )
+                try:
+                    images[key] = ensure_image(
+                        job.image_profile,
+                        build_args=rocm_build_args(job.image_profile, job.rocm),
+                        client=client,
+                        progress=echo,
+                    )
+                except ENGINE_ERRORS as exc:
+                    raise engine_failed(exc, during=f"preparing the builder image of {job.id}") from None
             image = images[key]
             echo(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
             result = build_one(
@@ -537,9 +957,56 @@ def build_plan(
     return results
 
 
-def render_summary(results: Sequence[JobResult]) -> str:
-    rows = [("job", "status", "time", "wheel")]
-    for r in results:
-        rows.append((r.job, r.status, f"{r.seconds:.1f}s", r.wheel.name if r.wheel else "-"))
+# --------------------------------------------------------------------------- summary
+def _shown(path: Path, cwd: Path) -> str:
+    """``path`` relative to ``cwd`` when it lies below it, else as is."""
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _verdict_cell(r: JobResult) -> str:
+    if r.gate is None:
+        return "not run"
+    counts = f"{r.errors} error{'s' * (r.errors != 1)}"
+    if r.warnings:
+        counts += f", {r.warnings} warning{'s' * (r.warnings != 1)}"
+    return f"{r.gate} ({counts})"
+
+
+def render_summary(
+    results: Sequence[JobResult],
+    *,
+    recipe: str | None = None,
+    out_dir: Path | None = None,
+    cwd: Path | None = None,
+) -> str:
+    """Per job: status, time and gate verdict, then where its wheel, manifest and log are; next steps
+    (smoke each new wheel, publish dry-run) when a job passed and ``recipe`` is given."""
+    import shlex
+
+    here = cwd or Path.cwd()
+    rows = [("job", "status", "time", "gate")]
+    rows += [(r.job, r.status, f"{r.seconds:.1f}s", _verdict_cell(r)) for r in results]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows)
+    table = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines = [table[0]]
+    smoke: list[str] = []
+    for r, row in zip(results, table[1:], strict=True):
+        lines.append(row)
+        if r.wheel is not None and r.manifest is not None:
+            lines.append(f"  wheel     {_shown(r.wheel, here)}")
+            lines.append(f"  manifest  {_shown(r.manifest, here)}")
+            if recipe is not None:
+                smoke.append(
+                    f"  buildkit smoke {shlex.quote(_shown(r.wheel, here))} --recipe {shlex.quote(recipe)}"
+                )
+        if r.removed is not None:
+            lines.append(f"  removed   {_shown(r.removed, here)} (the previous wheel, now stale)")
+        if r.log is not None:
+            lines.append(f"  log       {_shown(r.log, here)}")
+    if smoke and out_dir is not None and recipe is not None:
+        out = shlex.quote(_shown(out_dir, here))
+        lines += ["next steps:", *smoke, f"  buildkit publish {out} --recipe {shlex.quote(recipe)} --dry-run"]
+    return "\n".join(lines)

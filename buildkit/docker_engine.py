@@ -60,6 +60,23 @@ def _unavailable(where: Endpoint, exc: BaseException) -> DockerUnavailable:
     )
 
 
+#: what the Docker SDK raises when the engine stops answering or refuses a request mid-way
+ENGINE_ERRORS: tuple[type[BaseException], ...] = (
+    docker.errors.DockerException,
+    requests.exceptions.RequestException,
+)
+
+
+def engine_failed(exc: BaseException, *, during: str, hint: str = "") -> DockerUnavailable:
+    """A :class:`DockerUnavailable` (exit 8) for one of :data:`ENGINE_ERRORS` raised ``during`` a
+    step: names the endpoint of :func:`endpoint` and the step; ``hint`` is added as a hint line."""
+    where = endpoint()
+    text = f"the Docker engine at {where.host} (from {where.source}) failed during {during}: {exc}"
+    if hint:
+        text += f"\n  hint: {hint}"
+    return DockerUnavailable(text)
+
+
 def connect(*, timeout: int = DEFAULT_TIMEOUT) -> DockerClient:
     """A client for the engine named by ``DOCKER_HOST`` or the current context, checked with a ping."""
     where = endpoint()

@@ -2,11 +2,13 @@
 
 What is captured (``manifest["provenance"]``):
 
-* ``build_environment``: read once per builder image *id* in a throwaway container (no network,
-  removed afterwards) and cached under ``$XDG_CACHE_HOME/rocm-buildkit/build-env/<image-id>.json``:
-  ``python_packages`` = ``pip list --format json`` of ``/opt/python/cp313-cp313`` (the interpreter
-  cibuildwheel builds with), ``system_packages`` = every installed distribution package
-  (``dpkg-query`` on Debian images, ``rpm -qa`` on manylinux ones) as ``name=version``.
+* ``build_environment``: read once per builder image *id* and interpreter in a throwaway container
+  (no network, removed afterwards) and cached under
+  ``$XDG_CACHE_HOME/rocm-buildkit/build-env/<image-id>--<cp>-<cp>.json``: ``python_packages`` =
+  ``pip list --format json`` of the job's interpreter ``/opt/python/<cp>-<cp>`` (the one
+  cibuildwheel builds with; the Debian builder has only ``cp313-cp313``), ``system_packages`` =
+  every installed distribution package (``dpkg-query`` on Debian images, ``rpm -qa`` on manylinux
+  ones) as ``name=version``.
 * ``build_backend``: the source's declared ``[build-system] requires`` / ``build-backend`` and, when
   the build ran in an isolated environment, the backend that actually wrote the wheel as recorded
   in the wheel's own ``WHEEL`` file (``Generator: setuptools (80.9.0)``). The other packages of
@@ -31,6 +33,7 @@ import base64
 import hashlib
 import json
 import os
+import shlex
 import sys
 import zipfile
 from collections.abc import Mapping
@@ -56,14 +59,20 @@ BUILDER_ID = "https://github.com/rocm-buildkit/rocm-buildkit/builder/buildkit-bu
 SUFFIX = ".intoto.json"
 SIGNING_KEY_ENV = "BUILDKIT_SIGNING_KEY"
 PROBE_LABEL = "io.rocm-buildkit.provenance-probe"
+#: the default build interpreter (the Debian builder's only one); a job's own is
+#: ``build.job_interpreter(job)`` (``/opt/python/cp312-cp312/bin/python`` for a cp312 job)
 BUILDER_PYTHON = "/opt/python/cp313-cp313/bin/python"
 
-_ENV_SCRIPT = (
-    f"echo '--- pip'; {BUILDER_PYTHON} -m pip list --format json --disable-pip-version-check 2>/dev/null;"
-    "echo '--- system';"
-    "if command -v dpkg-query >/dev/null; then dpkg-query -W -f '${Package}=${Version}\\n';"
-    "elif command -v rpm >/dev/null; then rpm -qa --qf '%{NAME}=%{VERSION}-%{RELEASE}\\n'; fi"
-)
+
+def environment_script(interpreter: str = BUILDER_PYTHON) -> str:
+    """The probe's shell script: ``pip list`` of ``interpreter``, then the distribution packages."""
+    python = shlex.quote(interpreter)
+    return (
+        f"echo '--- pip'; {python} -m pip list --format json --disable-pip-version-check 2>/dev/null;"
+        "echo '--- system';"
+        "if command -v dpkg-query >/dev/null; then dpkg-query -W -f '${Package}=${Version}\\n';"
+        "elif command -v rpm >/dev/null; then rpm -qa --qf '%{NAME}=%{VERSION}-%{RELEASE}\\n'; fi"
+    )
 
 
 # --------------------------------------------------------------------------- build environment
@@ -88,18 +97,23 @@ def parse_environment_listing(text: str) -> dict[str, Any]:
     return {"python_packages": python_packages, "system_packages": system}
 
 
-def build_environment(client: Any, image_id: str, image_tag: str) -> dict[str, Any]:
-    """Packages of the builder image (cached by image id: an image id names its exact content)."""
+def build_environment(
+    client: Any, image_id: str, image_tag: str, interpreter: str = BUILDER_PYTHON
+) -> dict[str, Any]:
+    """Packages of the builder image as seen by ``interpreter`` (cached by image id and interpreter:
+    an image id names its exact content)."""
     safe = image_id.replace(":", "_").replace("/", "_")
-    cached = cache_dir() / f"{safe}.json"
+    home = Path(interpreter).parent.parent.name or "python"  # /opt/python/cp312-cp312/bin/python
+    cached = cache_dir() / f"{safe}--{home}.json"
     if cached.is_file():
         try:
             data: dict[str, Any] = json.loads(cached.read_text(encoding="utf-8"))
-            return data
+            if data.get("interpreter") == interpreter:
+                return data
         except (OSError, json.JSONDecodeError):
             pass
-    raw = _probe(client, image_tag, image_id)
-    data = {"image_id": image_id, "interpreter": BUILDER_PYTHON, **parse_environment_listing(raw.decode())}
+    raw = _probe(client, image_tag, image_id, interpreter)
+    data = {"image_id": image_id, "interpreter": interpreter, **parse_environment_listing(raw.decode())}
     cached.parent.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -107,11 +121,11 @@ def build_environment(client: Any, image_id: str, image_tag: str) -> dict[str, A
     return data
 
 
-def _probe(client: Any, image_tag: str, image_id: str) -> bytes:
+def _probe(client: Any, image_tag: str, image_id: str, interpreter: str = BUILDER_PYTHON) -> bytes:
     """Run the listing script in a throwaway container, removed in every case (Ctrl-C too)."""
     container = client.containers.create(
         image_tag,
-        ["sh", "-c", _ENV_SCRIPT],
+        ["sh", "-c", environment_script(interpreter)],
         network_disabled=True,
         labels={PROBE_LABEL: image_id},
     )
@@ -315,6 +329,7 @@ def attach(
     source: Path,
     isolation: bool,
     env: Mapping[str, str] | None = None,
+    interpreter: str = BUILDER_PYTHON,
 ) -> dict[str, Any]:
     """Add ``manifest["provenance"]`` and write the attestation beside ``wheel``; returns the manifest.
 
@@ -323,7 +338,7 @@ def attach(
     """
     key = signing_key(env)
     provenance: dict[str, Any] = {
-        "build_environment": build_environment(client, image.id, image.tag),
+        "build_environment": build_environment(client, image.id, image.tag, interpreter),
         "build_backend": build_backend(source, wheel, isolation),
         "build_isolation": isolation,
     }
@@ -457,12 +472,23 @@ def record(
     source: Path,
     isolation: bool,
     env: Mapping[str, str] | None = None,
+    interpreter: str = BUILDER_PYTHON,
 ) -> Path:
-    """Re-write the manifest beside ``wheel`` with its provenance and the attestation (build.py's hook)."""
+    """Re-write the manifest beside ``wheel`` with its provenance and the attestation (build.py's hook);
+    ``interpreter`` is the job's build Python, whose packages are recorded."""
     from buildkit import manifest as manifests
 
     data = manifests.read(wheel)
     data.pop("schema", None)
     data.pop("schema_version", None)
-    attach(wheel, data, client=client, image=image, source=source, isolation=isolation, env=env)
+    attach(
+        wheel,
+        data,
+        client=client,
+        image=image,
+        source=source,
+        isolation=isolation,
+        env=env,
+        interpreter=interpreter,
+    )
     return manifests.write(wheel, data)

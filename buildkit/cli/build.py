@@ -76,7 +76,7 @@ def build(
     results = build_plan(
         the_recipe, the_plan, job_ids, options, echo=lambda line: click.echo(line, err=True), verbose=verbose
     )
-    click.echo(render_summary(results))
+    click.echo(render_summary(results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd()))
     failed = [r for r in results if r.status not in ("passed", "up-to-date")]
     if any(r.status == "build-failed" for r in failed):
         raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")

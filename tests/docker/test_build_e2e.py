@@ -7,14 +7,18 @@ inspected, never run; the import test checks the extension loads and reports its
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,8 @@ pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHS = ["gfx908", "gfx90a", "gfx942"]
+JOB = "cp313-rocm5.7"
+REMOVED = f"removed the previous wheel of {JOB}: it no longer matches the recipe/source"
 RUNTIME_DOCKERFILE = """\
 FROM debian:trixie-slim
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\
@@ -46,21 +52,35 @@ def _buildkit(*args: str, cwd: Path, timeout: int = 1800) -> subprocess.Complete
     )
 
 
-def _build(recipe: Path, tmp: Path) -> subprocess.CompletedProcess[str]:
+def _build(recipe: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``buildkit build RECIPE`` with its output and logs under ``tmp``."""
     return _buildkit(
-        "build", str(recipe), "--out", str(tmp / "dist"), "--log-dir", str(tmp / "logs"), cwd=tmp
+        "build", str(recipe), "--out", str(tmp / "dist"), "--log-dir", str(tmp / "logs"), *args, cwd=tmp
     )
 
 
-def _recipe(tmp: Path, source: Path, **changes: Any) -> Path:
+def _recipe(tmp: Path, source: Path, name: str = "recipe.yaml", **changes: Any) -> Path:
     data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
     data["source"] = {"path": str(source)}
     for key, value in changes.items():
         data[key] = value
-    path = tmp / "recipe.yaml"
+    path = tmp / name
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file below ``folder`` (dot-folders included) with its bytes."""
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def _no_debris(tmp: Path) -> None:
+    """No staging folder in --out nor beside it."""
+    assert not any(p.name.startswith((".buildkit-", ".staging-")) for p in tmp.iterdir())
+    if (tmp / "dist").is_dir():
+        assert not [p.name for p in (tmp / "dist").iterdir() if p.name.startswith(".")]
 
 
 def _containers(client: Any) -> set[str]:
@@ -112,7 +132,20 @@ def test_wheel_lands_with_manifest(built: dict[str, Any]) -> None:
     assert "5.7" in manifest["toolchain"]["hipcc"]
     # nothing but the job folder in the output: no staging litter
     assert sorted(p.name for p in built["out"].iterdir()) == ["cp313-rocm5.7"]
-    assert "cp313-rocm5.7  passed" in built["stdout"]
+    assert not any(p.name.startswith((".buildkit-", ".staging-")) for p in built["tmp"].iterdir())
+
+
+def test_summary_names_verdict_paths_and_next_steps(built: dict[str, Any]) -> None:
+    wheel: Path = built["wheel"]
+    recipe = str(ROOT / "recipes" / "reference.yaml")
+    lines = built["stdout"].splitlines()
+    assert re.match(rf"{JOB}\s+passed\s+[\d.]+s\s+PASS \(0 errors", lines[1]), built["stdout"]
+    assert f"  wheel     dist/{JOB}/{wheel.name}" in lines  # relative to the cwd of the build
+    assert f"  manifest  dist/{JOB}/{wheel.name}.manifest.json" in lines
+    assert f"  log       logs/{JOB}.log" in lines
+    assert f"  buildkit smoke dist/{JOB}/{wheel.name} --recipe {recipe}" in lines
+    assert f"  buildkit publish dist --recipe {recipe} --dry-run" in lines
+    assert (built["tmp"] / "logs" / f"{JOB}.log").is_file()
 
 
 def test_gate_sees_every_arch_and_agrees_with_auditwheel(built: dict[str, Any]) -> None:
@@ -175,7 +208,7 @@ def test_manylinux_2_28_ceilings_fail_and_leave_dist_empty(
     assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").rglob("*")), (
         "dist/ must stay empty"
     )
-    assert not any(p.name.startswith(".buildkit-") for p in tmp_path.iterdir())
+    _no_debris(tmp_path)
     assert _containers(docker_client) == before
 
 
@@ -200,10 +233,13 @@ def test_colliding_tuned_keys_stop_before_compiling(tmp_path: Path, debian_rocm_
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupt_mid_build_leaves_nothing(
-    tmp_path: Path, debian_rocm_image: Any, docker_client: Any, signum: int
+    tmp_path: Path, debian_rocm_image: Any, docker_client: Any, signum: int, built: dict[str, Any]
 ) -> None:
-    """Ctrl-C, or SIGTERM as a cancelled CI job sends: exit 130, no wheel, no staging, no container."""
+    """Ctrl-C, or SIGTERM as a cancelled CI job sends: exit 130, no new wheel, no staging, no
+    container; the previous output of the job stays as it was (an interrupt says nothing about it)."""
     recipe = _recipe(tmp_path, ROOT / "csrc")
+    shutil.copytree(built["out"] / JOB, tmp_path / "dist" / JOB)
+    previous = _tree(tmp_path / "dist")
     before = _containers(docker_client)
     proc = subprocess.Popen(
         [
@@ -232,10 +268,154 @@ def test_interrupt_mid_build_leaves_nothing(
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, out
     assert "interrupted" in out
-    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").rglob("*.whl"))
-    assert not any(p.name.startswith(".buildkit-") for p in tmp_path.iterdir())
+    assert _tree(tmp_path / "dist") == previous
+    assert REMOVED not in out
+    _no_debris(tmp_path)
     assert _containers(docker_client) == before
     os.sync()
+
+
+def test_failed_or_refused_job_removes_its_previous_wheel(tmp_path: Path, debian_rocm_image: Any) -> None:
+    """recipe.yaml passes; the same recipe with a 10KiB size limit into the same --out is gated (not
+    "up-to-date") and refused, and the wheel of the first build is removed so that `publish` cannot
+    take it; a passing build again, then a source that does not compile (exit 9): removed too."""
+    source = tmp_path / "src"
+    shutil.copytree(
+        ROOT / "csrc", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    )
+    recipe = _recipe(tmp_path, source)
+    tight = _recipe(tmp_path, source, name="tight.yaml", size_budget={"limit": "10KiB"})
+    first = _build(recipe, tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    again = _build(recipe, tmp_path)
+    assert again.returncode == 0 and f"{JOB}  up-to-date" in again.stdout, again.stdout + again.stderr
+
+    refused = _build(tight, tmp_path)
+    text = refused.stdout + refused.stderr
+    assert refused.returncode == 7, text
+    assert "above the limit of" in text and REMOVED in refused.stderr, text
+    assert not (tmp_path / "dist" / JOB).exists()
+    dry = _buildkit("publish", "dist", "--recipe", str(recipe), "--dry-run", cwd=tmp_path)
+    assert ".whl" not in dry.stdout, dry.stdout + dry.stderr
+
+    assert _build(recipe, tmp_path).returncode == 0
+    kernel = next(p for p in sorted(source.rglob("*.hip")) if p.is_file())
+    kernel.write_text(kernel.read_text() + "\nthis is not C++;\n")
+    broken = _build(recipe, tmp_path)
+    text = broken.stdout + broken.stderr
+    assert broken.returncode == 9, text
+    assert REMOVED in broken.stderr, text
+    assert not (tmp_path / "dist" / JOB).exists()
+    _no_debris(tmp_path)
+
+
+class _SocketProxy:
+    """A unix-socket proxy to the engine's socket, killed to make the engine "die" mid-build."""
+
+    def __init__(self, path: Path, upstream: str) -> None:
+        self.path, self.upstream = path, upstream
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen(64)
+        self.sockets: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(self.upstream)
+            with self.lock:
+                self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def kill(self) -> None:
+        self.server.close()
+        with self.lock:
+            for s in self.sockets:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+        self.path.unlink(missing_ok=True)
+
+
+def test_engine_dying_mid_build_is_exit_8_naming_the_endpoint(
+    tmp_path: Path, debian_rocm_image: Any, docker_client: Any
+) -> None:
+    """The build talks to the engine through a proxy that is killed as soon as cibuildwheel's wheel
+    exists: exit 8 (no traceback) naming the endpoint, the step and the label of any leftovers."""
+    host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    if not host.startswith("unix://"):
+        pytest.fail(f"this test proxies a unix socket; DOCKER_HOST is {host}")
+    proxy_path = tmp_path / "engine.sock"
+    proxy = _SocketProxy(proxy_path, host.removeprefix("unix://"))
+    recipe = _recipe(tmp_path, ROOT / "csrc")
+    before = _containers(docker_client)
+    env = {**os.environ, "DOCKER_HOST": f"unix://{proxy_path}"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "buildkit",
+            "build",
+            str(recipe),
+            "--force",
+            "--out",
+            "dist",
+            "--log-dir",
+            "logs",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 600
+    while proc.poll() is None and time.monotonic() < deadline:
+        if list((tmp_path / "dist").glob(".staging-*/wheelhouse/*.whl")):
+            proxy.kill()
+            break
+        time.sleep(0.02)
+    out, err = proc.communicate(timeout=600)
+    proxy.kill()
+    match: re.Match[str] | None = None
+    try:
+        assert proc.returncode == 8, out + err
+        assert "Traceback" not in err, err
+        assert f"the Docker engine at unix://{proxy_path} (from DOCKER_HOST) failed during" in err, err
+        assert f"of {JOB}" in err
+        match = re.search(r"--filter label=(io\.rocm-buildkit\.build=staging-[\w.-]+)\)", err)
+        assert match, err
+        assert not list((tmp_path / "dist").rglob("*.whl"))
+        _no_debris(tmp_path)
+    finally:
+        left = _containers(docker_client) - before
+        labelled = (
+            {c.name for c in docker_client.containers.list(all=True, filters={"label": match.group(1)})}
+            if match
+            else set()
+        )
+        for name in left:
+            docker_client.containers.get(name).remove(force=True)
+    assert left <= labelled, f"containers left without the label the hint names: {left - labelled}"
 
 
 def test_regression_against_the_last_release_fails_the_job(

@@ -1,0 +1,534 @@
+"""``build.build_one`` around a stand-in for cibuildwheel, the gate and the Docker engine.
+
+What is real: the recipe and plan, source staging, the inputs key, the up-to-date check, the move
+into ``--out``, the removal of stale outputs, the staging folder, the error mapping. What is a
+stand-in (no engine, no compiler here): ``_run_cibuildwheel`` writes a small wheel made from the
+staged source; ``gate_wheel`` applies the recipe's size limit only (the real gate is tested in
+test_gate.py and, on real wheels, in tests/docker/test_build_e2e.py); the Docker client is a fake
+that can raise what docker-py raises when the engine dies (``requests.ConnectionError``) at a
+chosen step: a mock, standing in for the socket proxy of the docker test.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+import requests
+
+from buildkit import build, provenance, publish
+from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
+from buildkit.plan import Job, expand
+from buildkit.recipe import Recipe, load_recipe
+from tests.helpers.wheel_zip import write_wheel
+
+ROOT = Path(__file__).resolve().parents[2]
+JOB = "cp313-rocm5.7"
+REMOVED = f"removed the previous wheel of {JOB}: it no longer matches the recipe/source"
+RECIPE = """\
+name: demo-kernels
+source: {{path: src}}
+version: {{base: "1.0", local: "rocm{{rocm}}"}}
+python: ["3.13"]
+rocm: ["5.7"]
+archs: {{list: [gfx90a], toolchain: debian-trixie}}
+manylinux: {{policy: manylinux_2_41}}
+image: debian-rocm
+size_budget: {{limit: "{limit}"}}
+"""
+
+
+# --------------------------------------------------------------------------- stand-ins
+class FakeContainer:
+    def __init__(self, engine: FakeEngine, command: list[str], labels: dict[str, str]) -> None:
+        self.engine, self.command, self.labels = engine, command, labels
+        self.short_id = f"c{len(engine.containers)}"
+
+    def start(self) -> None:
+        self.engine.fail_at("start")
+
+    def wait(self, timeout: int | None = None) -> dict[str, int]:
+        return {"StatusCode": 0}
+
+    def logs(self, stdout: bool = True, stderr: bool = False) -> bytes:
+        return b"hipcc=HIP version: 5.7\npython=Python 3.13.5\n" if stdout else b""
+
+    def remove(self, force: bool = False) -> None:
+        self.engine.fail_at("remove")
+        self.engine.containers.remove(self)
+
+
+class FakeContainers:
+    def __init__(self, engine: FakeEngine) -> None:
+        self.engine = engine
+
+    def create(self, image: str, command: list[str], **kwargs: Any) -> FakeContainer:
+        self.engine.fail_at("create")
+        container = FakeContainer(self.engine, command, dict(kwargs.get("labels", {})))
+        self.engine.containers.append(container)
+        self.engine.created.append(container)
+        return container
+
+    def list(self, all: bool = False, filters: dict[str, str] | None = None) -> list[FakeContainer]:
+        self.engine.fail_at("list")
+        key, _, value = (filters or {}).get("label", "").partition("=")
+        return [c for c in self.engine.containers if c.labels.get(key) == value]
+
+
+class FakeEngine:
+    """A Docker client whose engine "dies" (raises ``error``) from the first call named in ``dead``."""
+
+    def __init__(self) -> None:
+        self.containers: list[FakeContainer] = []
+        self.created: list[FakeContainer] = []
+        self.dead: set[str] = set()
+        self.error: Exception = requests.exceptions.ConnectionError(
+            "('Connection aborted.', ConnectionRefusedError(111, 'Connection refused'))"
+        )
+
+    def fail_at(self, call: str) -> None:
+        if call in self.dead:
+            raise self.error
+
+    def ping(self) -> bool:
+        self.fail_at("ping")
+        return True
+
+
+class Client:
+    def __init__(self, engine: FakeEngine) -> None:
+        self.engine = engine
+        self.containers = FakeContainers(engine)
+
+    def ping(self) -> bool:
+        return self.engine.ping()
+
+
+@dataclasses.dataclass(frozen=True)
+class Image:
+    tag: str = "rocm-buildkit/debian-rocm:0123456789ab"
+    id: str = "sha256:" + "ab" * 32
+
+
+@dataclasses.dataclass
+class Harness:
+    tmp: Path
+    out: Path
+    source: Path
+    engine: FakeEngine
+    builds: list[Path]
+    recorded: list[dict[str, Any]]
+    echoed: list[str]
+    monkeypatch: pytest.MonkeyPatch
+    cibuildwheel: Callable[[Path, Path], None] | None = None
+
+    def recipe(self, limit: str = "20MiB", name: str = "recipe.yaml") -> tuple[Recipe, Job]:
+        path = self.tmp / name
+        path.write_text(RECIPE.format(limit=limit), encoding="utf-8")
+        recipe = load_recipe(path)
+        return recipe, expand(recipe, env={}).jobs[0]
+
+    def build(
+        self, recipe: Recipe, job: Job, *, force: bool = False, interrupted: str | None = None
+    ) -> build.JobResult:
+        options = build.BuildOptions(
+            out_dir=self.out, log_dir=self.tmp / "logs", ca_bundle=None, force=force, source_date_epoch=1
+        )
+        return build.build_one(
+            recipe,
+            job,
+            options,
+            client=Client(self.engine),
+            image=Image(),
+            source=self.source,
+            echo=self.echoed.append,
+            interrupted=interrupted,
+        )
+
+    def wheel_of(self, job: str = JOB) -> Path | None:
+        wheels = sorted((self.out / job).glob("*.whl")) if (self.out / job).is_dir() else []
+        return wheels[0] if wheels else None
+
+
+def _fake_wheel(staged: Path, out: Path, job_version: str) -> None:
+    """A wheel holding the staged source's files (so another source gives other bytes)."""
+    members = {
+        f"demo_kernels/{p.relative_to(staged).as_posix()}": p.read_bytes()
+        for p in sorted(staged.rglob("*"))
+        if p.is_file() and not p.relative_to(staged).as_posix().startswith(".buildkit")
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    write_wheel(
+        out / f"demo_kernels-{job_version}-cp313-cp313-manylinux_2_41_x86_64.whl", members, fixed_time=True
+    )
+
+
+def _size_gate(wheel: Path, config: Any) -> build.Gated:
+    """The recipe's size budget only (stand-in for the real gate)."""
+    size = wheel.stat().st_size
+    errors = int(config.size_limit is not None and size > config.size_limit)
+    return build.Gated(
+        passed=not errors,
+        errors=errors,
+        warnings=0,
+        sha256=build.manifest.sha256_file(wheel),
+        size=size,
+        tag="manylinux_2_41_x86_64",
+        summary="ERROR [size] too large" if errors else "PASS",
+        details="",
+        verdict={"passed": not errors, "findings": []},
+    )
+
+
+@pytest.fixture
+def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    source = tmp_path / "src"
+    (source / "pkg").mkdir(parents=True)
+    (source / "pkg" / "kernel.hip").write_text("__global__ void k() {}\n")
+    harness = Harness(tmp_path, tmp_path / "dist", source, FakeEngine(), [], [], [], monkeypatch)
+
+    def fake_cibuildwheel(staged: Path, out: Path, *_args: Any, **_kwargs: Any) -> None:
+        harness.builds.append(staged)
+        if harness.cibuildwheel is not None:
+            harness.cibuildwheel(staged, out)
+        _fake_wheel(staged, out, "1.0+rocm5.7")
+
+    def fake_record(wheel: Path, **kwargs: Any) -> Path:
+        harness.recorded.append(kwargs)
+        harness.engine.fail_at("provenance")
+        return build.manifest.manifest_path(wheel)
+
+    monkeypatch.setattr(build, "_run_cibuildwheel", fake_cibuildwheel)
+    monkeypatch.setattr(build, "gate_wheel", _size_gate)
+    monkeypatch.setattr(build.provenance, "record", fake_record)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///run/test-engine.sock")
+    return harness
+
+
+def _fail_build(staged: Path, out: Path) -> None:
+    raise BuildFailed("cibuildwheel failed (exit 1); last lines:\n      error: kernel.hip:1: syntax error")
+
+
+# --------------------------------------------------------------------------- 1: stale outputs
+def test_failed_build_removes_the_previous_wheel_of_the_job(h: Harness) -> None:
+    recipe, job = h.recipe()
+    assert h.build(recipe, job).status == "passed"
+    assert h.wheel_of() is not None
+    (h.source / "pkg" / "kernel.hip").write_text("__global__ void k( {}\n")  # the new source breaks
+    h.cibuildwheel = _fail_build
+    result = h.build(recipe, job)
+    assert result.status == "build-failed"
+    assert not (h.out / JOB).exists(), "the previous wheel of an older source stayed in --out"
+    assert publish.collect(h.out) == []
+    assert any(REMOVED in line for line in h.echoed), h.echoed
+    assert result.removed == h.out / JOB
+
+
+def test_gate_refused_job_removes_the_previous_wheel(h: Harness) -> None:
+    """recipe.yaml passes; tight.yaml (same recipe, size limit 10B) into the same --out: the gate
+    must run (not "up-to-date") and its refusal removes the wheel publish would otherwise take."""
+    recipe, job = h.recipe()
+    assert h.build(recipe, job).status == "passed"
+    tight, tight_job = h.recipe(limit="10B", name="tight.yaml")
+    result = h.build(tight, tight_job)
+    assert result.status == "gate-failed", result.message
+    assert (result.gate, result.errors) == ("FAIL", 1)
+    assert not (h.out / JOB).exists()
+    assert any(REMOVED in line for line in h.echoed), h.echoed
+
+
+def test_interrupted_job_keeps_the_previous_output(h: Harness) -> None:
+    recipe, job = h.recipe()
+    h.build(recipe, job)
+    before = {p.name: p.read_bytes() for p in (h.out / JOB).iterdir()}
+    (h.source / "pkg" / "kernel.hip").write_text("__global__ void k2() {}\n")
+
+    def ctrl_c(staged: Path, out: Path) -> None:
+        raise KeyboardInterrupt
+
+    h.cibuildwheel = ctrl_c
+    with pytest.raises(Interrupted):
+        h.build(recipe, job)
+    assert {p.name: p.read_bytes() for p in (h.out / JOB).iterdir()} == before
+    assert sorted(p.name for p in h.out.iterdir()) == [JOB]  # no staging folder left
+    assert not any(REMOVED in line for line in h.echoed)
+
+
+def test_failed_forced_rebuild_keeps_a_wheel_built_from_the_same_inputs(h: Harness) -> None:
+    """``--force`` with unchanged inputs and a transient failure: the wheel in --out is still exactly
+    what these inputs make (same inputs key) and passed the gate; it stays."""
+    recipe, job = h.recipe()
+    h.build(recipe, job)
+    h.cibuildwheel = _fail_build
+    assert h.build(recipe, job, force=True).status == "build-failed"
+    assert h.wheel_of() is not None
+
+
+# --------------------------------------------------------------------------- 2: up-to-date
+def test_up_to_date_only_for_the_same_recipe(h: Harness) -> None:
+    recipe, job = h.recipe()
+    assert h.build(recipe, job).status == "passed"
+    again = h.build(recipe, job)
+    assert again.status == "up-to-date"
+    assert (again.gate, again.errors) == ("PASS", 0)
+    assert len(h.builds) == 1
+    # the same rules, another recipe revision (a comment): rebuilt, so that its manifest records the
+    # recipe sha256 `publish --recipe` compares with
+    changed = h.tmp / "recipe.yaml"
+    changed.write_text(changed.read_text() + "# reviewed\n")
+    recipe2 = load_recipe(changed)
+    assert h.build(recipe2, expand(recipe2, env={}).jobs[0]).status == "passed"
+    assert len(h.builds) == 2
+    assert build.manifest.read(h.wheel_of())["recipe"]["sha256"] == recipe2.sha256  # type: ignore[arg-type]
+
+
+def test_up_to_date_wheel_is_gated_again(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Same inputs key, but the gate refuses the wheel now (a rule the key cannot see): not
+    up-to-date; the rebuild is refused too and the stale wheel removed."""
+    recipe, job = h.recipe()
+    h.build(recipe, job)
+
+    def refuse(wheel: Path, config: Any) -> build.Gated:
+        return dataclasses.replace(_size_gate(wheel, config), passed=False, errors=2)
+
+    monkeypatch.setattr(build, "gate_wheel", refuse)
+    result = h.build(recipe, job)
+    assert result.status == "gate-failed"
+    assert len(h.builds) == 2
+    assert not (h.out / JOB).exists()
+
+
+def test_inputs_key_covers_recipe_gate_and_tools(h: Harness) -> None:
+    recipe, job = h.recipe()
+    tight, _ = h.recipe(limit="10KiB", name="tight.yaml")
+    gate = build.gate_key(build.gate_config(recipe, job))
+    tools = {"cibuildwheel": "3.1.4", "auditwheel": "6.4.2"}
+
+    def key(**changes: Any) -> str:
+        values: dict[str, Any] = {"recipe_sha256": recipe.sha256, "gate": gate, "tools": tools, **changes}
+        return build.inputs_key(job, "sha256:1", "digest", 1, True, **values)
+
+    assert key() == key()
+    assert key(recipe_sha256=tight.sha256) != key()
+    assert key(gate=build.gate_key(build.gate_config(tight, job))) != key()
+    assert key(tools={**tools, "cibuildwheel": "3.2.0"}) != key()
+    assert key(tools={**tools, "auditwheel": "6.5.0"}) != key()
+    assert set(build.tool_versions()) == {"cibuildwheel", "auditwheel"}
+
+
+def test_gate_key_is_deterministic_and_ignores_the_path_as_typed(h: Harness) -> None:
+    recipe, job = h.recipe()
+    other = load_recipe(Path(os.path.relpath(h.tmp / "recipe.yaml")))  # the same file, another spelling
+    a = build.gate_key(build.gate_config(recipe, job))
+    b = build.gate_key(build.gate_config(other, expand(other, env={}).jobs[0]))
+    assert recipe.display_path != other.display_path
+    assert a == b
+    assert a["size_limit"] == 20 * 1024 * 1024
+    assert a["recipe_sha256"] == recipe.sha256
+
+
+# --------------------------------------------------------------------------- 3: the engine dies
+@pytest.mark.parametrize("step", ["create", "provenance"])
+def test_engine_dying_mid_build_is_docker_unavailable(h: Harness, step: str) -> None:
+    """Mock: the fake client raises requests.ConnectionError at the toolchain probe's
+    ``containers.create`` or in provenance.record, and from then on for every call (cleanup too)."""
+    recipe, job = h.recipe()
+    h.build(recipe, job)
+    previous = h.wheel_of()
+    (h.source / "pkg" / "kernel.hip").write_text("__global__ void k3() {}\n")
+    h.engine.dead = {step}
+
+    def engine_dies_after_build(staged: Path, out: Path) -> None:
+        h.engine.dead = {step, "list", "remove", "ping"}
+
+    h.cibuildwheel = engine_dies_after_build
+    with pytest.raises(DockerUnavailable) as err:
+        h.build(recipe, job)
+    text = str(err.value)
+    assert err.value.exit_code == 8
+    assert "unix:///run/test-engine.sock (from DOCKER_HOST)" in text
+    assert "Connection refused" in text
+    assert re.search(r"--filter label=io\.rocm-buildkit\.build=staging-cp313-rocm5\.7-\d+-\w+", text), text
+    assert h.wheel_of() == previous  # infrastructure, not the recipe: the previous output stays
+    assert sorted(p.name for p in h.out.iterdir()) == [JOB]
+
+
+def test_engine_error_with_cleanup_possible_removes_containers_and_gives_no_hint(h: Harness) -> None:
+    recipe, job = h.recipe()
+    h.engine.error = docker.errors.APIError("500 Server Error: Internal Server Error")
+    h.engine.dead = {"start"}  # the toolchain probe cannot start; the engine still lists and removes
+    with pytest.raises(DockerUnavailable) as err:
+        h.build(recipe, job)
+    assert "reading the toolchain versions in the builder image of cp313-rocm5.7" in str(err.value)
+    assert "hint" not in str(err.value)
+    assert h.engine.containers == []
+    assert h.engine.created and all(
+        c.labels[build.BUILD_LABEL].startswith(f"staging-{JOB}-") for c in h.engine.created
+    )
+
+
+def test_cibuildwheel_failing_because_the_engine_went_away(h: Harness) -> None:
+    recipe, job = h.recipe()
+    h.build(recipe, job)
+
+    def engine_gone(staged: Path, out: Path) -> None:
+        h.engine.dead = {"ping", "list"}
+        _fail_build(staged, out)
+
+    h.cibuildwheel = engine_gone
+    (h.source / "pkg" / "kernel.hip").write_text("__global__ void k4() {}\n")
+    with pytest.raises(DockerUnavailable, match=r"during cibuildwheel of cp313-rocm5\.7"):
+        h.build(recipe, job)
+    assert h.wheel_of() is not None
+
+
+# --------------------------------------------------------------------------- 4: staging
+def test_staging_is_inside_out_and_nothing_lands_beside_it(h: Harness) -> None:
+    recipe, job = h.recipe()
+    before = sorted(p.name for p in h.tmp.iterdir())
+    h.build(recipe, job)
+    staged = h.builds[0]
+    assert staged.parent.parent == h.out
+    assert re.fullmatch(rf"\.staging-{re.escape(JOB)}-{os.getpid()}-\w+", staged.parent.name)
+    assert sorted(p.name for p in h.tmp.iterdir()) == sorted({*before, "dist", "logs"})
+    assert sorted(p.name for p in h.out.iterdir()) == [JOB]
+
+
+def test_out_folder_inside_the_source_is_not_staged(h: Harness) -> None:
+    """--out and --log-dir inside the source folder (with names the litter filter does not know)
+    are not copied into the staged source: no recursion, and the key does not see them."""
+    recipe, job = h.recipe()
+    h.out = h.source / "wheels"
+    staged: list[list[str]] = []
+    h.cibuildwheel = lambda src, _out: staged.append(sorted(p.name for p in src.iterdir()))
+    assert h.build(recipe, job).status == "passed"
+    assert staged == [["pkg"]]
+    assert h.build(recipe, job).status == "up-to-date"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    return int(proc.stdout)
+
+
+def test_sweep_removes_debris_of_dead_builds_only(tmp_path: Path) -> None:
+    dead, alive = _dead_pid(), os.getpid()
+    out = tmp_path / "dist"
+    for name in (
+        f".staging-{JOB}-{dead}-ab12_c",
+        f".{JOB}.incoming-{dead}-x9",
+        f".{JOB}.stale-{dead}-0f0f",
+        f".staging-{JOB}-{alive}-zz",  # a build running now
+        ".hidden-by-user",
+    ):
+        (out / name / "src").mkdir(parents=True)
+    (out / f".cp312-x.previous-{dead}-q1").mkdir()  # killed mid-swap: cp312-x is missing
+    (out / f".cp312-x.previous-{dead}-q1" / "w.whl").write_text("w")
+    echoed: list[str] = []
+    removed = build.sweep_debris(out, echoed.append)
+    assert sorted(p.name for p in removed) == sorted(
+        [f".staging-{JOB}-{dead}-ab12_c", f".{JOB}.incoming-{dead}-x9", f".{JOB}.stale-{dead}-0f0f"]
+    )
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f".staging-{JOB}-{alive}-zz", ".hidden-by-user", "cp312-x"]
+    )
+    assert (out / "cp312-x" / "w.whl").read_text() == "w"
+    assert echoed
+
+
+def test_gitignore_covers_staging_debris() -> None:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.fail("needs the git checkout")
+    for path in (".staging-cp313-rocm5.7-123-abc/src/x", ".buildkit-cp313-rocm5.7-abc/src/x"):
+        proc = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", "--no-index", path])
+        assert proc.returncode == 0, f"{path} is not ignored"
+
+
+# --------------------------------------------------------------------------- 5: the job's interpreter
+def test_job_interpreter_follows_the_job_python(h: Harness) -> None:
+    _, job = h.recipe()
+    assert build.job_interpreter(job) == "/opt/python/cp313-cp313/bin/python"
+    for cp in ("cp310", "cp311", "cp312"):
+        assert (
+            build.job_interpreter(dataclasses.replace(job, cp_tag=cp)) == f"/opt/python/{cp}-{cp}/bin/python"
+        )
+
+
+def test_cp312_job_probes_its_own_interpreter(h: Harness) -> None:
+    recipe, job = h.recipe()
+    job312 = dataclasses.replace(job, cp_tag="cp312")
+    h.build(recipe, job312)
+    script = h.engine.created[0].command[-1]
+    assert "/opt/python/cp312-cp312/bin/python" in script and "cp313" not in script
+    assert h.recorded[0]["interpreter"] == "/opt/python/cp312-cp312/bin/python"
+
+
+def test_build_environment_is_cached_per_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    scripts: list[str] = []
+
+    def probe(client: Any, tag: str, image_id: str, interpreter: str = provenance.BUILDER_PYTHON) -> bytes:
+        scripts.append(provenance.environment_script(interpreter))
+        return f'--- pip\n[{{"name": "pip", "version": "{len(scripts)}"}}]\n--- system\n'.encode()
+
+    monkeypatch.setattr(provenance, "_probe", probe)
+    a = provenance.build_environment(None, "sha256:1", "img", "/opt/python/cp312-cp312/bin/python")
+    b = provenance.build_environment(None, "sha256:1", "img", "/opt/python/cp313-cp313/bin/python")
+    again = provenance.build_environment(None, "sha256:1", "img", "/opt/python/cp312-cp312/bin/python")
+    assert a["interpreter"].startswith("/opt/python/cp312-cp312") and b["interpreter"].startswith(
+        "/opt/python/cp313"
+    )
+    assert a["python_packages"] != b["python_packages"]
+    assert again == a and len(scripts) == 2
+    assert "/opt/python/cp312-cp312/bin/python -m pip list" in scripts[0]
+
+
+# --------------------------------------------------------------------------- 6: the summary
+def test_summary_names_verdict_paths_and_next_steps(tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    wheel = out / JOB / "demo-1.0-cp313-cp313-manylinux_2_41_x86_64.whl"
+    results = [
+        build.JobResult(
+            JOB, "passed", wheel, 4.6, log=tmp_path / "build/logs" / f"{JOB}.log", gate="PASS", warnings=1
+        ),
+        build.JobResult(
+            "cp312-rocm5.7",
+            "gate-failed",
+            None,
+            5.0,
+            log=tmp_path / "build/logs/cp312-rocm5.7.log",
+            gate="FAIL",
+            errors=2,
+            removed=out / "cp312-rocm5.7",
+        ),
+        build.JobResult("cp311-rocm5.7", "build-failed", None, 1.0, log=Path("/var/log/x.log")),
+    ]
+    text = build.render_summary(results, recipe="recipes/r.yaml", out_dir=out, cwd=tmp_path)
+    lines = text.splitlines()
+    assert re.match(rf"{JOB}\s+passed\s+4\.6s\s+PASS \(0 errors, 1 warning\)$", lines[1]), text
+    assert f"  wheel     dist/{JOB}/{wheel.name}" in lines
+    assert f"  manifest  dist/{JOB}/{wheel.name}.manifest.json" in lines
+    assert f"  log       build/logs/{JOB}.log" in lines
+    assert any(re.match(r"cp312-rocm5\.7\s+gate-failed\s+5\.0s\s+FAIL \(2 errors\)$", line) for line in lines)
+    assert "  removed   dist/cp312-rocm5.7 (the previous wheel, now stale)" in lines
+    assert any(re.match(r"cp311-rocm5\.7\s+build-failed\s+1\.0s\s+not run$", line) for line in lines)
+    assert "  log       /var/log/x.log" in lines
+    assert lines[-3:] == [
+        "next steps:",
+        f"  buildkit smoke dist/{JOB}/{wheel.name} --recipe recipes/r.yaml",
+        "  buildkit publish dist --recipe recipes/r.yaml --dry-run",
+    ]
+    assert len(lines) <= 14
+    # nothing passed: no next steps
+    assert "next steps" not in build.render_summary(results[1:], recipe="r.yaml", out_dir=out, cwd=tmp_path)
