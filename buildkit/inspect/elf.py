@@ -7,7 +7,11 @@ Two routes:
 
 * **Loader route** (every host ELF with a ``PT_DYNAMIC``): read what ``ld.so`` reads
   (:mod:`~buildkit.inspect.loader`): program headers, the dynamic section, and the string and
-  version-needs tables its entries point at. The first ``limits.head_bytes`` are kept while
+  version-needs tables its entries point at; ``.dynsym`` (``DT_SYMTAB``, sized by ``DT_HASH`` /
+  ``DT_GNU_HASH``) is *scanned* as it streams by, keeping only the ``st_name`` of its undefined,
+  non-weak entries (the names in the inspection's set of interest end up in
+  ``ElfInfo.undefined_of_interest``), and an x86 object's ``PT_GNU_PROPERTY`` (else ``PT_NOTE``)
+  note is read for ``GNU_PROPERTY_X86_ISA_1_NEEDED``. The first ``limits.head_bytes`` are kept while
   streaming (``.dynstr`` and ``.gnu.version_r`` sit in the first ``PT_LOAD`` segment, near the front;
   a table found elsewhere is kept when it comes by, or read in another pass). Once those are parsed
   the member is not read any further, unless it is a HIP host object (it needs ``libamdhip64``, its
@@ -16,19 +20,23 @@ Two routes:
   the stop saves is whatever follows the dynamic data: ``.symtab``, ``.strtab``, debug info, and for
   ``patchelf``'d or lld-linked files sometimes nothing (their dynamic data lies at the end).
 * **Section route** (no ``PT_DYNAMIC``, or dynamic entries that map to no segment): read the whole
-  member and parse its ``.dynamic`` and ``.gnu.version_r`` sections with pyelftools, as auditwheel does.
+  member and parse its ``.dynamic``, ``.gnu.version_r`` and ``.dynsym`` sections with pyelftools, as
+  auditwheel does.
 
 A member is also read to its end (so its zip CRC is checked) when it is at most
 ``limits.whole_member_bytes`` or ``limits.verify_members`` is set. Whenever a member was read to its
 end, its section table is consulted for ``.hip_fatbin``. Memory: only chosen ranges are kept
 (:class:`~buildkit.inspect.sparse.SparseBuffer`); when a needed range streamed past unkept, the member
-is read again keeping exactly that range (at most ``limits.max_second_pass_bytes``).
+is read again keeping exactly that range (at most ``limits.max_second_pass_bytes``). ``.dynsym`` is
+never kept: the part that streamed by before its size was known is scanned from the kept head, or,
+when it was not kept, in the next pass from its first byte (which, knowing the table's place,
+scans it before the hash table has given its size).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
@@ -42,10 +50,12 @@ from buildkit.inspect.loader import ELF_MAGIC, DynamicTable, ElfHeader, LoaderVi
 from buildkit.inspect.models import CodeObject, ElfInfo, Finding, OffloadEntry
 from buildkit.inspect.offload import BundleError, BundleScanner
 from buildkit.inspect.sparse import MissingRange, SparseBuffer, SparseStream
+from buildkit.inspect.symbols import default_symbols_of_interest
 
 __all__ = ["ELF_MAGIC", "ElfResult", "read_elf_member"]
 
 _SHT_DYNAMIC = 6
+_SHT_DYNSYM = 11
 _SHT_NOBITS = 8
 _SHT_GNU_VERNEED = 0x6FFFFFFE
 _SHSTRTAB_NAME = b"\0.shstrtab\0"
@@ -75,6 +85,7 @@ class _Carry:
     table: DynamicTable | None = None
     keep: list[tuple[int, int]] = field(default_factory=list)
     scan: bool = False  # look for offload bundles from the first byte on
+    symbols: int | None = None  # entries of .dynsym, once the hash table gave them
 
 
 def _section_headers(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int, int, int, int]]:
@@ -95,8 +106,18 @@ class _Pass:
     """One front-to-back read of the member, keeping the planned ranges and stopping as soon as the
     result is known."""
 
-    def __init__(self, member: str, size: int, limits: Limits, carry: _Carry | None, *, whole: bool) -> None:
+    def __init__(
+        self,
+        member: str,
+        size: int,
+        limits: Limits,
+        carry: _Carry | None,
+        *,
+        whole: bool,
+        interest: Collection[str] = (),
+    ) -> None:
         self.member = member
+        self.interest = interest
         self.size = size
         self.limits = limits
         self.whole = whole
@@ -110,6 +131,13 @@ class _Pass:
         self.table = carry.table if carry is not None else None
         self.view: LoaderView | None = None
         self.behind: list[tuple[int, int]] = []  # needed ranges that streamed past unkept
+        self.notes: tuple[Segment, ...] = ()  # where the GNU property note may lie (x86 only)
+        # .dynsym is scanned as it streams by (only undefined names are kept); when part of it went
+        # past unkept, the next pass scans it from its first byte
+        self.symbols = carry.symbols if carry is not None else None
+        self.undefined: loader.UndefinedScan | None = None
+        self.rescan = False
+        self.from_start = carry is not None and carry.table is not None  # the table is known already
         self._waiting = 0  # the loader parse needs bytes up to here before it is tried again
         self._shstrtab_hits = 0
         self.bytes_read = 0
@@ -143,6 +171,8 @@ class _Pass:
                 )
             self.bytes_read += len(chunk)
             self.buf.feed(offset, chunk)
+            if self.undefined is not None:
+                self.undefined.feed(offset, chunk)
             if self.scan_from is None:
                 self._look_for_markers(offset, chunk)
             self._plan(offset, chunk)
@@ -165,7 +195,7 @@ class _Pass:
             return True  # a standalone code object: its header says it all
         if self.whole or self.route != _LOADER:
             return False
-        if self.behind:
+        if self.behind or self.rescan:
             return True  # another pass is needed anyway
         if self.view is not None and self.hip and self.scan_from is None:
             return True  # a HIP object, and its bundles were not looked for: another pass will
@@ -216,10 +246,14 @@ class _Pass:
         h = self.header
         if h.machine == EM_AMDGPU or self.route != _LOADER:
             return
+        self._plan_symbols(offset, chunk)  # a later pass knows the table: scan from the first byte
         if self.segments is None:
             if not self.buf.has(h.phoff, h.phnum * h.phentsize):
                 return
             self.segments = loader.segments(h, self.read)
+            self.notes = loader.note_segments(h, self.segments, self.size)
+            for note in self.notes:
+                self._need(note.offset, note.filesz, offset)
             self.dynamic = loader.dynamic_segment(self.member, self.segments, self.size)
             if self.dynamic is None:
                 self.route = _SECTIONS  # a static executable or an object file: no loader data
@@ -257,16 +291,72 @@ class _Pass:
             for start, length in self.table.ranges():
                 self._need(start, length, offset)
             self.buf.feed(offset, chunk)
+        self._plan_symbols(offset, chunk)
         self._resolve(offset, chunk)
+
+    def _plan_symbols(self, offset: int, chunk: bytes) -> None:
+        """Count ``.dynsym``'s entries (from the hash table: kept when it comes by, or in another
+        pass) and scan it: the part already streamed from the kept bytes, the rest as it comes. A
+        pass that knows the table from the start scans from its first byte, up to ``DT_STRTAB``,
+        before the count is known (lld writes ``.gnu.hash`` after ``.dynsym``)."""
+        table, h = self.table, self.header_or_fail
+        if self.rescan or table is None or table.symtab is None:
+            return
+        if self.undefined is None and self.symbols is None and self.from_start:
+            self.undefined = loader.UndefinedScan(table.symtab, None, h, limit=table.strtab)
+        if self.symbols is None:
+            try:
+                self.symbols = loader.symbol_count(self.member, h, table, self.read, self.size)
+            except MissingRange as missing:
+                self._need(missing.offset, max(missing.size, 4096), offset)
+                self.buf.feed(offset, chunk)
+                self._catch_up(offset, chunk)
+                return
+            if self.undefined is not None:
+                self.undefined.set_count(self.symbols)
+        if self.undefined is None:
+            self.undefined = loader.UndefinedScan(table.symtab, self.symbols, h)
+        self._catch_up(offset, chunk)
+
+    def _catch_up(self, offset: int, chunk: bytes) -> None:
+        """Scan what streamed by before this chunk from the kept bytes (or, when they were not
+        kept, leave it to the next pass), then this chunk."""
+        scan = self.undefined
+        if scan is None:
+            return
+        while scan.position < min(scan.end, offset):
+            kept = self.buf.read(scan.position, min(self.limits.chunk_size, offset - scan.position))
+            if not kept:
+                self.rescan = True  # streamed past unkept: the next pass scans it from its start
+                return
+            scan.feed(scan.position, kept)
+        scan.feed(offset, chunk)
+
+    @property
+    def symbols_ready(self) -> bool:
+        table = self.table
+        return table is not None and (
+            table.symtab is None or (self.undefined is not None and self.undefined.done)
+        )
 
     def _resolve(self, offset: int, chunk: bytes) -> None:
         """Parse the loader's tables; a missing range ahead is kept when it comes by (the parse is
         tried again once the stream has passed it), one behind is left to another pass."""
-        if self.view is not None or self.behind or self.table is None or offset + len(chunk) < self._waiting:
+        if self.view is not None or self.behind or self.rescan or self.table is None:
+            return
+        if offset + len(chunk) < self._waiting or not self.symbols_ready:
             return
         for _ in range(64):  # each round may find the next verneed entry inside this very chunk
             try:
-                self.view = loader.resolve(self.member, self.header_or_fail, self.table, self.read, self.size)
+                self.view = loader.resolve(
+                    self.member,
+                    self.header_or_fail,
+                    self.table,
+                    self.read,
+                    self.size,
+                    self.undefined,
+                    self.interest,
+                )
                 return
             except MissingRange as missing:
                 self._need(missing.offset, max(missing.size, 4096), offset)
@@ -286,14 +376,17 @@ class _Pass:
     def carry(self) -> _Carry:
         """The exact ranges another loader-route pass must keep."""
         assert self.table is not None
-        keep = list(self.behind) + self.table.ranges()
+        keep = list(dict.fromkeys([*self.behind, *self.table.ranges(), *self.note_ranges()]))
         total = sum(length for _start, length in keep)
         if total > self.limits.max_second_pass_bytes:
             raise WheelReadError(
                 f"{self.member}: the ELF's dynamic tables need {total} bytes in memory "
                 f"(limit {self.limits.max_second_pass_bytes})"
             )
-        return _Carry(_LOADER, self.table, keep, scan=self.hip)
+        return _Carry(_LOADER, self.table, keep, scan=self.hip, symbols=self.symbols)
+
+    def note_ranges(self) -> list[tuple[int, int]]:
+        return [(note.offset, note.filesz) for note in self.notes]
 
 
 def _fatbin_sections(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int]]:
@@ -349,7 +442,7 @@ def _exact_ranges(h: ElfHeader, buf: SparseBuffer, limits: Limits, member: str) 
     if h.shstrndx < len(sections):
         wanted.add(h.shstrndx)
     for index, (_name, typ, _offset, _size, link) in enumerate(sections):
-        if typ in (_SHT_DYNAMIC, _SHT_GNU_VERNEED):
+        if typ in (_SHT_DYNAMIC, _SHT_GNU_VERNEED, _SHT_DYNSYM):
             wanted.add(index)
             if link < len(sections):
                 wanted.add(link)
@@ -383,6 +476,7 @@ def _parse_sections(p: _Pass) -> LoaderView:
     from elftools.elf.dynamic import DynamicSection  # the rare route: imported when taken
     from elftools.elf.elffile import ELFFile
     from elftools.elf.gnuversions import GNUVerNeedSection
+    from elftools.elf.sections import SymbolTableSection
 
     h = p.header_or_fail
     elf = ELFFile(cast(IO[bytes], SparseStream(p.buf)))
@@ -391,7 +485,8 @@ def _parse_sections(p: _Pass) -> LoaderView:
     runpath: list[str] = []
     soname: str | None = None
     version_needs: dict[str, set[str]] = {}
-    dynamic_seen = False
+    undefined: set[str] = set()
+    dynamic_seen = dynsym_seen = False
     # Only the sections we need become pyelftools objects: creating some others (.gnu.hash...) reads
     # their data, which was not kept.
     for index, (_name_at, typ, _offset, _size, _link) in enumerate(_section_headers(h, p.buf)):
@@ -409,6 +504,12 @@ def _parse_sections(p: _Pass) -> LoaderView:
                     rpath.append(_text(tag, "rpath"))
                 elif tag.entry.d_tag == "DT_RUNPATH":
                     runpath.append(_text(tag, "runpath"))
+        elif typ == _SHT_DYNSYM and not dynsym_seen and p.interest:
+            section = elf.get_section(index)
+            if not isinstance(section, SymbolTableSection):
+                continue
+            dynsym_seen = True
+            undefined.update(_undefined_in(p.member, h, section, p.interest))
         elif typ == _SHT_GNU_VERNEED:
             section = elf.get_section(index)
             if not isinstance(section, GNUVerNeedSection):
@@ -424,7 +525,24 @@ def _parse_sections(p: _Pass) -> LoaderView:
         runpath=_split_paths(runpath),
         version_needs={lib: tuple(sorted(names)) for lib, names in sorted(version_needs.items())},
         mentions_hip_register=False,
+        undefined_of_interest=tuple(sorted(undefined)),
     )
+
+
+def _undefined_in(member: str, h: ElfHeader, section: Any, interest: Collection[str]) -> set[str]:
+    """The undefined, non-weak names of a pyelftools symbol table that are in ``interest``."""
+    if section["sh_entsize"] != h.sym_size or section["sh_size"] // h.sym_size > loader.MAX_SYMBOLS:
+        raise WheelReadError(
+            f"{member}: malformed ELF: .dynsym has {section['sh_size']} bytes in entries of "
+            f"{section['sh_entsize']} (expected {h.sym_size}, at most {loader.MAX_SYMBOLS} entries)"
+        )
+    return {
+        str(symbol.name)
+        for symbol in section.iter_symbols()
+        if symbol["st_shndx"] == "SHN_UNDEF"
+        and symbol["st_info"]["bind"] != "STB_WEAK"
+        and symbol.name in interest
+    }
 
 
 def _missing_inside(err: BaseException, depth: int = 0) -> MissingRange | None:
@@ -448,17 +566,21 @@ def read_elf_member(
     limits: Limits,
     *,
     read_to_end: bool = False,
+    symbols: Collection[str] | None = None,
 ) -> ElfResult:
     """Inspect one ELF member. ``open_stream`` opens the member's decompressed bytes afresh (it is
     called again only when a pass did not keep what the parse needs). With ``read_to_end`` the last
     pass, once parsed, reads on to the member's end (discarding the bytes, nothing more is kept) so
     that the stream's consumer sees every byte: the zip CRC is checked and a digest of the member
-    (RECORD verification) can be taken from the stream; the parse itself is unchanged."""
+    (RECORD verification) can be taken from the stream; the parse itself is unchanged. ``symbols``:
+    the undefined dynamic symbol names worth reporting (default
+    :func:`~buildkit.inspect.symbols.default_symbols_of_interest`)."""
+    interest = default_symbols_of_interest() if symbols is None else frozenset(symbols)
     whole = limits.verify_members or size <= limits.whole_member_bytes
     bytes_read = 0
     carry: _Carry | None = None
     for passes in range(1, _MAX_PASSES + 1):
-        p = _Pass(member, size, limits, carry, whole=whole)
+        p = _Pass(member, size, limits, carry, whole=whole, interest=interest)
         try:
             with open_stream() as stream:
                 p.run(stream)
@@ -504,11 +626,11 @@ def _finish(
             view = _parse_sections(p)
         else:
             if p.view is None:
-                if p.behind and not last:
+                if (p.behind or p.rescan) and not last:
                     return p.carry()
                 raise WheelReadError(
                     f"{member}: malformed ELF: the dynamic tables could not be read "
-                    f"(ranges {p.behind or 'past the end of the member'})"
+                    f"(ranges {p.behind or ('.dynsym' if p.rescan else 'past the end of the member')})"
                 )
             view = p.view
         if p.route == _LOADER and view.links_hip_runtime and p.scan_from is None:
@@ -523,6 +645,7 @@ def _finish(
                     raise WheelReadError(f"{member}: .hip_fatbin could not be read")
                 return _Carry(p.route, p.table, _exact_ranges_any(p, limits), scan=True)
             entries, bundles, findings = _walk_fatbins(member, p, fatbins)
+        isa = loader.x86_isa_needed(h, p.notes, p.read)
     except MissingRange as missing:
         return _retry(member, p, limits, missing, last=last)
     except (ELFError, struct.error, ValueError, KeyError, IndexError, AttributeError) as err:
@@ -541,6 +664,9 @@ def _finish(
         version_needs=view.version_needs,
         offload_targets=entries,
         offload_bundles=bundles,
+        endian="little" if h.endian == "<" else "big",
+        undefined_of_interest=view.undefined_of_interest,
+        x86_isa_needed=isa,
     )
     return info, None, findings
 
@@ -549,7 +675,7 @@ def _exact_ranges_any(p: _Pass, limits: Limits) -> list[tuple[int, int]]:
     """What another pass over the whole member must keep, on either route."""
     h = p.header_or_fail
     if p.route == _SECTIONS:
-        return _exact_ranges(h, p.buf, limits, p.member)
+        return _exact_ranges(h, p.buf, limits, p.member) + p.note_ranges()
     return p.carry().keep + _shstrtab_range(h, p.buf)
 
 
@@ -562,7 +688,7 @@ def _retry(member: str, p: _Pass, limits: Limits, missing: MissingRange, *, last
         )
     h = p.header_or_fail
     if p.route == _SECTIONS:
-        return _Carry(_SECTIONS, None, _exact_ranges(h, p.buf, limits, member))
+        return _Carry(_SECTIONS, None, _exact_ranges(h, p.buf, limits, member) + p.note_ranges())
     carry = p.carry()
     carry.keep.extend(_shstrtab_range(h, p.buf))
     return carry

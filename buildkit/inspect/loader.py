@@ -3,7 +3,10 @@
 The ELF header gives the program headers; ``PT_DYNAMIC`` gives the dynamic section; its entries
 (``DT_NEEDED``, ``DT_SONAME``, ``DT_RPATH``, ``DT_RUNPATH``, ``DT_STRTAB``/``DT_STRSZ``,
 ``DT_VERNEED``/``DT_VERNEEDNUM``) are string offsets and virtual addresses, mapped to file offsets
-through the ``PT_LOAD`` segments. No section header is read: those sit at the end of the file, while
+through the ``PT_LOAD`` segments. The dynamic symbol table (``DT_SYMTAB``, its length from
+``DT_HASH``/``DT_GNU_HASH``) is scanned for undefined, non-weak symbols (:class:`UndefinedScan`),
+and the ``PT_GNU_PROPERTY`` (else ``PT_NOTE``) segment of an x86 object gives its
+``GNU_PROPERTY_X86_ISA_1_NEEDED`` bitmask. No section header is read: those sit at the end of the file, while
 the loader's data can be reached from the front (the program headers) plus a few ranges the dynamic
 entries name. This is the same information auditwheel reads through pyelftools' ``.dynamic`` and
 ``.gnu.version_r`` sections (they are the same bytes in any file a loader accepts).
@@ -18,8 +21,11 @@ constructed, i.e. the last bytes of the file, which is exactly what this route a
 
 from __future__ import annotations
 
+import bisect
 import struct
-from collections.abc import Callable
+import sys
+from array import array
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from elftools.elf.enums import ENUM_E_MACHINE
@@ -30,10 +36,15 @@ from buildkit.inspect.sparse import MissingRange
 ELF_MAGIC = b"\x7fELF"
 PT_LOAD = 1
 PT_DYNAMIC = 2
+PT_NOTE = 4
+PT_GNU_PROPERTY = 0x6474E553
 DT_NULL = 0
 DT_NEEDED = 1
+DT_HASH = 4
 DT_STRTAB = 5
+DT_SYMTAB = 6
 DT_STRSZ = 10
+DT_GNU_HASH = 0x6FFFFEF5
 DT_SONAME = 14
 DT_RPATH = 15
 DT_RUNPATH = 29
@@ -41,6 +52,17 @@ DT_VERNEED = 0x6FFFFFFE
 DT_VERNEEDNUM = 0x6FFFFFFF
 MAX_DYNAMIC_ENTRIES = 1 << 16
 MAX_VERNEED_ENTRIES = 1 << 16
+MAX_SYMBOLS = 1 << 24  # dynamic symbols one ELF may declare (libtorch_cpu.so has ~10^5)
+MAX_NOTE_BYTES = 64 * 1024  # read of one note segment (a GNU property note is 32 bytes)
+MAX_NOTE_SEGMENTS = 16
+EM_386 = 3
+EM_X86_64 = 62
+SHN_UNDEF = 0
+STB_WEAK = 2
+NT_GNU_PROPERTY_TYPE_0 = 5
+GNU_PROPERTY_X86_ISA_1_NEEDED = 0xC0008002
+_HASH_BLOCK = 4096
+_MAX_CHAIN_BYTES = 1 << 20  # one hash chain (real ones hold a handful of symbols)
 HIP_REGISTER = b"\0__hipRegisterFatBinary\0"
 _MACHINE_NAMES = {value: name for name, value in ENUM_E_MACHINE.items() if name != "_default_"}
 
@@ -69,6 +91,16 @@ class ElfHeader:
     shstrndx: int
 
     @property
+    def byte_order(self) -> str:
+        """``"little"`` or ``"big"`` (``e_ident[EI_DATA]``)."""
+        return "little" if self.endian == "<" else "big"
+
+    @property
+    def sym_size(self) -> int:
+        """``sizeof(ElfW(Sym))``: what ld.so steps by (``DT_SYMENT`` is not consulted, as by ld.so)."""
+        return 24 if self.elf64 else 16
+
+    @property
     def machine_name(self) -> str:
         """pyelftools' name without ``EM_``, lower case (``"x86_64"``, ``"aarch64"``)."""
         name = _MACHINE_NAMES.get(self.machine)
@@ -81,6 +113,7 @@ class Segment:
     offset: int
     vaddr: int
     filesz: int
+    align: int = 0
 
 
 @dataclass(frozen=True)
@@ -96,6 +129,9 @@ class DynamicTable:
     strsz: int
     verneed: int | None
     verneednum: int | None
+    symtab: int | None = None
+    hash: int | None = None  # DT_HASH
+    gnu_hash: int | None = None  # DT_GNU_HASH
 
     def ranges(self) -> list[tuple[int, int]]:
         """The byte ranges the rest of the parse needs (the version-needs table's size is unknown
@@ -116,6 +152,7 @@ class LoaderView:
     runpath: tuple[str, ...]
     version_needs: dict[str, tuple[str, ...]]
     mentions_hip_register: bool
+    undefined_of_interest: tuple[str, ...] = ()
 
     @property
     def links_hip_runtime(self) -> bool:
@@ -185,10 +222,14 @@ def segments(h: ElfHeader, read: Read) -> tuple[Segment, ...]:
     for i in range(h.phnum):
         raw = read(h.phoff + i * h.phentsize, 56 if h.elf64 else 32)
         if h.elf64:
-            p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from(h.endian + "IIQQQQ", raw)
+            p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz, _memsz, p_align = struct.unpack_from(
+                h.endian + "IIQQQQQQ", raw
+            )
         else:
-            p_type, p_offset, p_vaddr, _paddr, p_filesz = struct.unpack_from(h.endian + "IIIII", raw)
-        out.append(Segment(p_type, p_offset, p_vaddr, p_filesz))
+            p_type, p_offset, p_vaddr, _paddr, p_filesz, _memsz, _flags, p_align = struct.unpack_from(
+                h.endian + "IIIIIIII", raw
+            )
+        out.append(Segment(p_type, p_offset, p_vaddr, p_filesz, p_align))
     return tuple(out)
 
 
@@ -234,7 +275,7 @@ def dynamic_table(
             rpath.append(value)
         elif tag == DT_RUNPATH:
             runpath.append(value)
-        elif tag in (DT_STRTAB, DT_STRSZ, DT_VERNEED, DT_VERNEEDNUM):
+        elif tag in (DT_STRTAB, DT_STRSZ, DT_VERNEED, DT_VERNEEDNUM, DT_SYMTAB, DT_HASH, DT_GNU_HASH):
             values.setdefault(tag, value)
     strtab = values.get(DT_STRTAB)
     verneed = values.get(DT_VERNEED)
@@ -250,7 +291,14 @@ def dynamic_table(
         strsz=values.get(DT_STRSZ, 0),
         verneed=None if verneed is None else file_offset(segs, verneed),
         verneednum=values.get(DT_VERNEEDNUM),
+        symtab=_mapped(segs, values.get(DT_SYMTAB)),
+        hash=_mapped(segs, values.get(DT_HASH)),
+        gnu_hash=_mapped(segs, values.get(DT_GNU_HASH)),
     )
+
+
+def _mapped(segs: tuple[Segment, ...], vaddr: int | None) -> int | None:
+    return None if vaddr is None else file_offset(segs, vaddr)
 
 
 class _Strings:
@@ -272,8 +320,17 @@ def _split_paths(strings: _Strings, offsets: tuple[int, ...]) -> tuple[str, ...]
     return tuple(part for at in offsets for part in strings.get(at).split(":") if part)
 
 
-def resolve(member: str, h: ElfHeader, table: DynamicTable, read: Read, size: int) -> LoaderView:
-    """The loader's view, from the tables ``table`` points at (MissingRange while bytes are absent)."""
+def resolve(
+    member: str,
+    h: ElfHeader,
+    table: DynamicTable,
+    read: Read,
+    size: int,
+    undefined: UndefinedScan | None = None,
+    interest: Collection[str] = (),
+) -> LoaderView:
+    """The loader's view, from the tables ``table`` points at (MissingRange while bytes are absent);
+    ``undefined`` (a finished scan of ``.dynsym``) gives the undefined names, kept when in ``interest``."""
     if table.strtab is not None and table.strtab + table.strsz > size:
         raise WheelReadError(f"{member}: truncated ELF: DT_STRTAB ends past the file")
     strings = _Strings(member, read(table.strtab, table.strsz) if table.strtab is not None else b"")
@@ -287,6 +344,7 @@ def resolve(member: str, h: ElfHeader, table: DynamicTable, read: Read, size: in
         runpath=_split_paths(strings, table.runpath),
         version_needs={lib: tuple(sorted(names)) for lib, names in sorted(version_needs.items())},
         mentions_hip_register=HIP_REGISTER in strings.data,
+        undefined_of_interest=() if undefined is None else undefined.names(strings.get, interest),
     )
 
 
@@ -321,6 +379,212 @@ def _version_needs(
             break
         at += vn_next
     return out
+
+
+def symbol_count(member: str, h: ElfHeader, table: DynamicTable, read: Read, size: int) -> int:
+    """How many entries ``.dynsym`` has, as the hash tables say (the loader's only measure of it:
+    ``DT_HASH``'s ``nchain``, else the end of ``DT_GNU_HASH``'s last chain). Without either (a file
+    the loader could not look symbols up in), the entries up to ``DT_STRTAB`` when it follows.
+    WheelReadError when the table would run past the file or beyond ``MAX_SYMBOLS``."""
+    if table.symtab is None:
+        return 0
+    count: int
+    if table.hash is not None:
+        _fits(member, "DT_HASH", table.hash, 8, size)
+        count = struct.unpack(h.endian + "I", read(table.hash + 4, 4))[0]
+    elif table.gnu_hash is not None:
+        count = _gnu_hash_count(member, h, table.gnu_hash, read, size)
+    elif table.strtab is not None and table.strtab > table.symtab:
+        count = min((table.strtab - table.symtab) // h.sym_size, MAX_SYMBOLS)
+    else:
+        count = 0
+    if count > MAX_SYMBOLS:
+        raise WheelReadError(f"{member}: malformed ELF: {count} dynamic symbols (limit {MAX_SYMBOLS})")
+    _fits(member, "the dynamic symbol table", table.symtab, count * h.sym_size, size)
+    return count
+
+
+def _fits(member: str, what: str, start: int, length: int, size: int) -> None:
+    if start + length > size:
+        raise WheelReadError(
+            f"{member}: malformed ELF: {what} ({length} bytes at {start}) runs past the file"
+        )
+
+
+def _gnu_hash_count(member: str, h: ElfHeader, at: int, read: Read, size: int) -> int:
+    """Symbols up to the end of the chain of the highest bucket (undefined symbols come before
+    ``symoffset``, hashed ones after it, in bucket order)."""
+    _fits(member, "DT_GNU_HASH", at, 16, size)
+    nbuckets: int
+    symoffset: int
+    nbuckets, symoffset, bloom_size, _shift = struct.unpack(h.endian + "IIII", read(at, 16))
+    if nbuckets > MAX_SYMBOLS or symoffset > MAX_SYMBOLS:
+        raise WheelReadError(f"{member}: malformed ELF: DT_GNU_HASH declares {nbuckets} buckets")
+    buckets = at + 16 + bloom_size * (8 if h.elf64 else 4)
+    _fits(member, "DT_GNU_HASH's buckets", buckets, nbuckets * 4, size)
+    values = array("I", read(buckets, nbuckets * 4))
+    if h.byte_order != sys.byteorder:
+        values.byteswap()
+    top = max(values, default=0)
+    del values
+    if top == 0 or top < symoffset:  # no hashed symbol (bucket 0 is empty): only the unhashed ones
+        return int(symoffset)
+    chain = buckets + nbuckets * 4 + (top - symoffset) * 4
+    end = min(chain + _MAX_CHAIN_BYTES, size // 4 * 4)
+    index, start = top, chain
+    while chain + 4 <= end:
+        # a chain is a few words: a first block; one that does not end there is asked for whole
+        block = _kept_prefix(read, chain, min(_HASH_BLOCK, end - chain), chain if chain == start else end)
+        for (value,) in struct.iter_unpack(h.endian + "I", block):
+            index += 1
+            if value & 1:
+                return index
+        chain += len(block)
+    raise WheelReadError(
+        f"{member}: malformed ELF: DT_GNU_HASH's chain from symbol {top} does not end within "
+        f"{_MAX_CHAIN_BYTES // 4} entries or before the end of the file"
+    )
+
+
+def _kept_prefix(read: Read, offset: int, length: int, ask_to: int) -> bytes:
+    """The bytes at ``offset`` up to ``length`` (whole words), or as many as are kept; when none
+    are, MissingRange for ``length`` bytes, or up to ``ask_to`` when that is further."""
+    try:
+        return read(offset, length)
+    except MissingRange as missing:
+        kept = (missing.offset - offset) // 4 * 4
+        if kept > 0:
+            return read(offset, kept)
+        raise MissingRange(offset, max(length, ask_to - offset)) from None
+
+
+class UndefinedScan:
+    """The undefined (``st_shndx == SHN_UNDEF``), non-weak entries of ``.dynsym`` (``count`` entries
+    at file offset ``start``), scanned as its bytes stream by: only their ``st_name`` offsets and
+    indices are kept (8 bytes each), never the table itself.
+
+    ``count`` may be unknown (None) when the scan starts (lld puts ``.gnu.hash`` after ``.dynsym``):
+    the scan then goes on, up to ``limit`` (a file offset the table cannot pass, e.g. ``DT_STRTAB``),
+    until :meth:`set_count` says where the table ends, and forgets what it read past that."""
+
+    def __init__(self, start: int, count: int | None, h: ElfHeader, limit: int | None = None) -> None:
+        self.start = start
+        self.count = count
+        self.limit = start if limit is None else max(start, limit)
+        self.position = start  # the next byte of the table to scan
+        self._entry = h.sym_size
+        self._format = h.endian + ("IBBH16x" if h.elf64 else "I8xBBH")
+        self._partial = b""
+        self._offsets: array[int] = array("I")
+        self._indices: array[int] = array("I")
+        self._scanned = 0  # entries scanned
+
+    @property
+    def end(self) -> int:
+        if self.count is None:
+            return self.limit
+        return self.start + self.count * self._entry
+
+    def set_count(self, count: int) -> None:
+        """The table has ``count`` entries: entries scanned past it were other data."""
+        self.count = count
+        cut = bisect.bisect_left(self._indices, count)
+        del self._offsets[cut:], self._indices[cut:]
+        if self.position > self.end:
+            self.position, self._partial, self._scanned = self.end, b"", count
+
+    @property
+    def done(self) -> bool:
+        return self.count is not None and self.position >= self.end
+
+    def feed(self, offset: int, data: bytes | memoryview) -> None:
+        """Scan ``data`` (the bytes at ``offset``) from where the scan stands; bytes before that are
+        ignored (feeding twice is harmless), data that starts past it leaves the scan where it is."""
+        if self.done or not offset <= self.position < min(offset + len(data), self.end):
+            return
+        take = memoryview(data)[self.position - offset : self.end - offset]
+        self.position += len(take)
+        if self._partial:
+            need = self._entry - len(self._partial)
+            head = self._partial + bytes(take[:need])
+            take = take[need:]
+            if len(head) < self._entry:
+                self._partial = head
+                return
+            self._partial = b""
+            self._scan(head)
+        usable = len(take) // self._entry * self._entry
+        self._scan(take[:usable])
+        self._partial = bytes(take[usable:])
+
+    def _scan(self, table: bytes | memoryview) -> None:
+        first = self._scanned
+        self._scanned += len(table) // self._entry
+        for index, (name, info, _other, shndx) in enumerate(struct.iter_unpack(self._format, table), first):
+            if shndx == SHN_UNDEF and name and info >> 4 != STB_WEAK:
+                self._offsets.append(name)
+                self._indices.append(index)
+
+    def names(self, string_at: Callable[[int], str], interest: Collection[str]) -> tuple[str, ...]:
+        """The undefined names that are in ``interest``, sorted (a name outside the string table is
+        an error, as for every other dynamic string)."""
+        found: set[str] = set()
+        for at in self._offsets:  # one name at a time: never all the undefined names at once
+            name = string_at(at)
+            if name in interest:
+                found.add(name)
+        return tuple(sorted(found))
+
+
+def note_segments(h: ElfHeader, segs: tuple[Segment, ...], size: int) -> tuple[Segment, ...]:
+    """Where an x86 object's GNU property note lies: ``PT_GNU_PROPERTY`` (as ld.so reads it), else
+    the ``PT_NOTE`` segments; each clipped to the file and to ``MAX_NOTE_BYTES`` (a note past the
+    file is ignored, as the loader ignores it)."""
+    if h.machine not in (EM_X86_64, EM_386):
+        return ()
+    chosen = [s for s in segs if s.type == PT_GNU_PROPERTY][:1] or [s for s in segs if s.type == PT_NOTE]
+    out = []
+    for seg in chosen[:MAX_NOTE_SEGMENTS]:
+        length = min(seg.filesz, MAX_NOTE_BYTES, max(0, size - seg.offset))
+        if length >= 12:
+            out.append(Segment(seg.type, seg.offset, seg.vaddr, length, seg.align))
+    return tuple(out)
+
+
+def x86_isa_needed(h: ElfHeader, notes: tuple[Segment, ...], read: Read) -> int | None:
+    """``GNU_PROPERTY_X86_ISA_1_NEEDED`` of the first GNU ``NT_GNU_PROPERTY_TYPE_0`` note (the one
+    glibc and auditwheel use), ``None`` without one. A note or property whose size runs past its
+    segment ends the walk (ignored, not an error)."""
+    for seg in notes:
+        data = read(seg.offset, seg.filesz)
+        align = 8 if seg.align == 8 else 4
+        at = 0
+        while at + 12 <= len(data):
+            namesz, descsz, kind = struct.unpack_from(h.endian + "III", data, at)
+            desc = at + 12 + _round(namesz, 4)
+            if desc + descsz > len(data):
+                break
+            if kind == NT_GNU_PROPERTY_TYPE_0 and data[at + 12 : at + 12 + namesz] == b"GNU\0":
+                return _isa_property(h, data[desc : desc + descsz])
+            at = desc + _round(descsz, align)
+    return None
+
+
+def _isa_property(h: ElfHeader, desc: bytes) -> int | None:
+    at = 0
+    while at + 8 <= len(desc):
+        kind, datasz = struct.unpack_from(h.endian + "II", desc, at)
+        if at + 8 + datasz > len(desc):
+            return None
+        if kind == GNU_PROPERTY_X86_ISA_1_NEEDED and datasz == 4:
+            value: int = struct.unpack_from(h.endian + "I", desc, at + 8)[0]
+            return value
+        at += 8 + _round(datasz, 8 if h.elf64 else 4)
+    return None
+
+
+def _round(value: int, align: int) -> int:
+    return (value + align - 1) // align * align
 
 
 def require(read: Read) -> Read:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 _VERSION_RE = re.compile(r"^(?P<prefix>[A-Za-z_]+?)_(?P<version>[0-9]+(?:\.[0-9]+)*)$")
 
@@ -96,6 +96,14 @@ class ElfInfo:
     (``"GLIBC"``, ``"GLIBCXX"``, ``"CXXABI"``, ``"GCC"``...) the highest numeric version required by
     this file, as a tuple of ints. ``offload_targets`` lists every entry of every clang offload
     bundle in the file's ``.hip_fatbin`` (host entries included; filter with ``is_device``).
+
+    ``endian`` is ``e_ident[EI_DATA]`` (``"little"``/``"big"``: ppc64le vs ppc64).
+    ``undefined_of_interest`` lists, sorted, the names of the undefined (``SHN_UNDEF``), non-weak
+    ``.dynsym`` entries that are in the set the inspection was given (default
+    :func:`~buildkit.inspect.symbols.default_symbols_of_interest`: auditwheel's blacklisted symbols
+    and ``PyFPE_*``); the other names are never kept. ``x86_isa_needed`` is the
+    ``GNU_PROPERTY_X86_ISA_1_NEEDED`` bitmask of an x86 object's GNU property note (1 baseline,
+    2 x86-64-v2, 4 v3, 8 v4), ``None`` when it has none.
     """
 
     member: str
@@ -108,6 +116,9 @@ class ElfInfo:
     version_needs: dict[str, tuple[str, ...]]
     offload_targets: tuple[OffloadEntry, ...] = ()
     offload_bundles: int = 0
+    endian: Literal["little", "big"] = "little"
+    undefined_of_interest: tuple[str, ...] = ()
+    x86_isa_needed: int | None = None
 
     @property
     def max_versions(self) -> dict[str, tuple[int, ...]]:
@@ -140,6 +151,9 @@ class ElfInfo:
             "max_versions": {k: ".".join(map(str, v)) for k, v in sorted(self.max_versions.items())},
             "offload_bundles": self.offload_bundles,
             "offload_targets": [e.to_json() for e in self.offload_targets],
+            "endian": self.endian,
+            "undefined_of_interest": list(self.undefined_of_interest),
+            "x86_isa_needed": self.x86_isa_needed,
         }
 
 

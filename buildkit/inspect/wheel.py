@@ -30,7 +30,8 @@ are legitimate). ELF members are recognised by their first four bytes, whatever 
 Memory: each worker holds at most one member's kept ranges (``head_bytes + tail_bytes`` + section
 table + ``PT_DYNAMIC`` with up to ``dynamic_reach`` before it + the dynamic string table + bundle-header
 windows, or in a second pass the exact ranges, capped at ``max_second_pass_bytes``) plus two
-``chunk_size`` buffers; the sha256 thread one 4 MiB block. With the defaults and 2 workers that is about
+``chunk_size`` buffers and 8 bytes per undefined, non-weak ``.dynsym`` entry (the table is scanned,
+not kept); the sha256 thread one 4 MiB block. With the defaults and 2 workers that is about
 35 MiB above the interpreter, whatever the wheel's size. Nothing is written to disk.
 """
 
@@ -46,7 +47,7 @@ import os
 import threading
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,8 +156,10 @@ class _Reader:
         limits: Limits,
         inflater: str | None,
         algorithms: dict[str, str] | None = None,
+        symbols: Collection[str] | None = None,
     ) -> None:
         self.algorithms = algorithms or {}  # member -> hashlib algorithm: hash it while reading
+        self.symbols = symbols  # undefined dynamic symbols worth naming (None: the default set)
         self.fd = fd
         self.fallback = fallback
         self.limits = limits
@@ -206,7 +209,14 @@ class _Reader:
             streams.append(DigestStream(self.open(info), algorithm, info.file_size))
             return streams[-1]  # type: ignore[return-value]
 
-        result = read_elf_member(name, opener, info.file_size, self.limits, read_to_end=algorithm is not None)
+        result = read_elf_member(
+            name,
+            opener,
+            info.file_size,
+            self.limits,
+            read_to_end=algorithm is not None,
+            symbols=self.symbols,
+        )
         kind = "amdgpu" if result.code_object is not None else "elf"
         stat = MemberStat(name, info.compress_size, info.file_size, result.bytes_read, result.passes, kind)
         digest = streams[-1].record_hash() if streams else None
@@ -382,13 +392,17 @@ def inspect_wheel(
     limits: Limits | None = None,
     inflater: str | None = None,
     verify_record: bool = True,
+    symbols: Collection[str] | None = None,
 ) -> WheelReport:
     """Inspect a wheel without extracting it (see the module docstring for the rules). ``workers``
     threads inflate members (default: :func:`default_workers`); ``inflater`` is ``"isal"`` or
     ``"zlib"`` (default: isal when installed). ``verify_record`` (default on: see bench/README.md for
     its cost) reads every member to its end and records its digest in ``WheelReport.files`` in the
     algorithm RECORD names, for the gate to compare; ELF members are still parsed as before, the
-    bytes past the parse are only hashed."""
+    bytes past the parse are only hashed. ``symbols``: the undefined dynamic symbol names each
+    :attr:`ElfInfo.undefined_of_interest` may list (default
+    :func:`~buildkit.inspect.symbols.default_symbols_of_interest`: auditwheel's blacklists and
+    ``PyFPE_*``)."""
     limits = limits or Limits()
     wheel = Path(path)
     if not wheel.is_file():
@@ -424,7 +438,7 @@ def inspect_wheel(
         except OSError as err:
             raise WheelReadError(f"{wheel.name}: cannot open: {err}") from None
         stack.callback(os.close, fd)
-        reader = _Reader(fd, zf, limits, inflater, algorithms)
+        reader = _Reader(fd, zf, limits, inflater, algorithms, symbols)
         if workers == 1:
             results = reader.members(files)
         else:
