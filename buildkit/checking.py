@@ -127,9 +127,9 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
     if flags.policy:
         overrides["policy"] = flags.policy
         if base.identity is not None:
-            from buildkit.policy import get_policy
+            from buildkit.policy import policy_tag
 
-            overrides["identity"] = replace(base.identity, platform_tag=get_policy(flags.policy).tag)
+            overrides["identity"] = replace(base.identity, platform_tag=policy_tag(flags.policy))
     if flags.rocm:
         overrides.update(rocm_pin(flags.rocm))
     if flags.torch:

@@ -16,6 +16,7 @@ SYMBOL_LABELS: dict[str, str] = {
     "record": "hash",  # RECORD's hash of the member
     "wheel-tags": "tags",  # the tags WHEEL and the file name disagree on
     "torch-pin": "requirement",  # the Requires-Dist line
+    "x86-isa": "isa level",  # x86-64-v2 .. v4
 }
 
 

@@ -5,21 +5,44 @@ the wheel itself: everything comes from the streaming inspection (:mod:`buildkit
 Besides the platform rules below it applies the integrity rules of :mod:`buildkit.integrity`
 (RECORD, WHEEL tags, RPATH/RUNPATH, load order, host code in pure wheels).
 
-The verdict (the best manylinux tag the wheel is consistent with) follows auditwheel's rules,
-read from auditwheel's installed policy file (:mod:`buildkit.policy`):
+The verdict (the best manylinux or musllinux tag the wheel is consistent with) follows
+auditwheel's rules, read from auditwheel's installed policy files (:mod:`buildkit.policy`):
 
+* *architecture*: each host ELF's (machine, class, byte order) as auditwheel maps them
+  (``EM_PPC64`` little-endian is ppc64le, big-endian ppc64; ``EM_386`` i686; ``EM_ARM`` armv7l;
+  ``EM_S390`` s390x; ``EM_RISCV`` riscv64; ``EM_LOONGARCH`` loongarch64); a host ELF of any other
+  machine is an ``elf-machine`` error, never "pure";
+* *libc*: musl when the host ELFs need ``libc.musl-*``/``ld-musl-*``, glibc when they need
+  ``libc.so.6``/``ld-linux*``/``ld64.so.*``, else the file name's tag says (``musllinux_*``); musl
+  wheels are judged by the musllinux policies (musl has no symbol versions: the verdict is the
+  newest musllinux policy the libraries allow, as ``auditwheel show`` gives on a host without musl);
 * *symbol policy*: the best policy allowing every versioned symbol requirement of every host ELF
-  in the wheel (grafted libraries included: they are ELF members too);
-* *library policy*: the best policy under which every DT_NEEDED is whitelisted, satisfied inside
-  the wheel (grafted: a member whose SONAME or file name is that name), or excluded by a rule
-  (fnmatch globs on the name, e.g. ``librocblas.so*``: provided at run time, not counted; their
-  own requirements cannot be seen);
+  in the wheel (grafted libraries included: they are ELF members too), every prefix and every
+  version the policy lists counting, non-numeric ones (``GLIBC_ABI_DT_RELR``) included;
+* *library policy*: the best policy under which every DT_NEEDED is whitelisted, found inside the
+  wheel (grafted: ld.so finds a member of that FILE NAME in a directory the needing object's
+  RPATH/RUNPATH reaches, :func:`buildkit.integrity.resolve_libraries`; a member that only has the
+  name as its SONAME, or sits where no search path reaches, does not count: a ``load-order``
+  warning says why), or excluded by a rule (fnmatch globs on the name, e.g. ``librocblas.so*``:
+  provided at run time, not counted; their own requirements cannot be seen);
 * the overall tag is the worse of the two.
+
+The *target policy* is the configuration's (``--policy``, a job's) or else the strictest tag the
+file name claims. A PEP 600 name auditwheel's file has no entry for (``manylinux_2_29``, a future
+``manylinux_2_42``) stands for the closest policy below it (:func:`buildkit.policy.policy_for`;
+a warning when it lies above or below every known one). With a configured policy every symbol
+version it does not allow is a ``ceiling`` error (numeric ceilings and non-numeric versions alike:
+``LIBATOMIC_1.0``, ``ZLIB_1.2.9``, ``GLIBC_ABI_DT_RELR``, ``GLIBC_PRIVATE``); the file name's tags
+are checked the same way by the ``platform-tag`` rule.
 
 Differences from ``auditwheel show`` (documented, tested in tests/agreement): exclusion rules
 (auditwheel show has none); auditwheel also reads the symbol versions of non-whitelisted libraries
-it finds on the *host* (this gate never looks at the host), and checks blacklisted symbols and ISA
-extensions, which need per-symbol data the inspection does not expose.
+it finds on the *host* (this gate never looks at the host); blacklisted symbols, ``PyFPE_jbuf`` and
+the x86-64 ISA level are checked on every host ELF (:mod:`buildkit.abi_rules`; auditwheel checks only
+the ELFs no other member needs, and PyFPE only in Python extensions); auditwheel's resolver
+searches an extension's RUNPATH for the libraries its dependencies need too, ld.so (and this
+gate) does not; auditwheel ignores host ELFs of another architecture or libc with a warning, this
+gate fails them; the armv7l hard-float/EABI check is not made.
 """
 
 from __future__ import annotations
@@ -29,7 +52,7 @@ import fnmatch
 import posixpath
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,22 +61,27 @@ from packaging.specifiers import Specifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from buildkit.abi_rules import check_abi
 from buildkit.errors import UsageError
 from buildkit.findings import Finding as Finding
 from buildkit.findings import Severity as Severity
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
-from buildkit.integrity import check_integrity
+from buildkit.integrity import Resolution, check_integrity, compatible, resolve_libraries
 from buildkit.policy import (
     CEILING_PREFIXES,
+    Libc,
     Policy,
     best_symbol_policy,
-    get_policy,
     is_dynamic_loader,
-    linux_policy,
+    known_archs,
+    libc_of,
     parse_platform_tag,
-    policies,
+    parse_policy_tag,
+    policy_for,
+    split_policy_name,
     split_symbol_version,
     symbol_version_key,
+    verdict_policies,
     version_tuple,
 )
 from buildkit.rocm import expected_sonames, get_release
@@ -67,8 +95,18 @@ DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
 
 LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
 
-# ELF machine names the inspection reports for host code, mapped to the wheel-tag architecture
-_HOST_MACHINES = {"x86_64": "x86_64", "aarch64": "aarch64", "ppc64le": "ppc64le", "s390x": "s390x"}
+# (ELF machine as the inspection names it, ELF class) -> (wheel-tag architecture, byte order), as
+# auditwheel's lddtree._get_platform maps them; EM_PPC64 is decided by the byte order (_elf_arch)
+_ELF_ARCHES: dict[tuple[str, int], tuple[str, str]] = {
+    ("x86_64", 64): ("x86_64", "little"),
+    ("386", 32): ("i686", "little"),
+    ("aarch64", 64): ("aarch64", "little"),
+    ("s390", 64): ("s390x", "big"),
+    ("arm", 32): ("armv7l", "little"),
+    ("riscv", 64): ("riscv64", "little"),
+    ("loongarch", 64): ("loongarch64", "little"),
+}
+_LIBC_NAMES: dict[Libc, str] = {"glibc": "glibc", "musl": "musl libc"}
 #: at most this many members are named in a finding about many of them (the rest are counted)
 MEMBERS_NAMED = 3
 
@@ -152,7 +190,9 @@ class GateConfig:
 
     def __post_init__(self) -> None:
         if self.policy is not None:
-            get_policy(self.policy)  # raises UsageError naming the known policies
+            # any architecture: the policy is resolved for the wheel's own (evaluate); a name that is
+            # no manylinux/musllinux policy raises UsageError naming the known ones
+            split_policy_name(self.policy)
         for prefix, value in self.ceilings.items():
             if prefix not in CEILING_PREFIXES:
                 raise UsageError(f"unknown ceiling {prefix!r}; known: {', '.join(CEILING_PREFIXES)}")
@@ -314,6 +354,7 @@ class Verdict:
     #: the policy whose ceilings and whitelist applied: the config's, else the file name's strictest
     #: manylinux tag (None: neither, or no host ELF)
     target_policy: Policy | None = None
+    libc: Libc = "glibc"  # the host ELFs' libc (musl: judged by the musllinux policies)
 
     @property
     def gated_ceilings(self) -> dict[str, str]:
@@ -345,9 +386,9 @@ class Verdict:
     def external_libraries(self, policy: Policy | None = None) -> list[str]:
         """Libraries that count against ``policy`` (default: auditwheel's JSON choice, the most
         compatible policy): not whitelisted by it, not grafted, not excluded."""
-        if self.arch is None:
+        if self.arch is None or not self.libraries:
             return []
-        pol = policy or policies(self.arch)[0]
+        pol = policy or verdict_policies(self.arch, self.libc)[0]
         return sorted(
             u.library
             for u in self.libraries
@@ -359,25 +400,50 @@ class Verdict:
 def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
     """Apply every gate rule to one inspected wheel."""
     findings: list[Finding] = []
-    file_tags, tag_arch = _file_platform_tags(report.filename, findings)
-    host = [e for e in report.elves if e.machine in _HOST_MACHINES]
-    arch = _host_arch(host, tag_arch, findings)
+    file_tags, tag_arch, tag_libc = _file_platform_tags(report.filename, findings)
+    arch = _host_arch(report.elves, tag_arch, findings)
+    host = [e for e in report.elves if arch is not None and _elf_arch(e) == arch]
+    identity_at = len(findings)  # the job-identity findings go here, once the ceilings are known
+    resolution = resolve_libraries(report.elves)
 
-    _check_job_identity(report.filename, config.identity, findings)
     symbols: tuple[SymbolMax, ...] = ()
     libraries: tuple[LibraryUse, ...] = ()
     overall = sym = lib = target = None
+    libc: Libc = tag_libc or "glibc"
     if arch is not None and host:
-        all_versions = {v for e in host for vs in _needs(e).values() for v in vs}
-        sym = best_symbol_policy(all_versions, arch)
-        libraries = _classify_libraries(host, config.exclude_globs, arch)
-        lib = _library_policy(libraries, arch)
-        overall = min(sym, lib, key=lambda p: p.priority)
-        symbols = _symbol_maxima(host)
-        target = _target_policy(config, file_tags, arch)
-        _check_ceilings(host, config, target, findings)
-        _check_file_tags(host, libraries, file_tags, arch, findings)
-        _check_libraries(libraries, target or policies(arch)[0], findings)
+        libc = _wheel_libc(host, tag_libc, findings)
+        if arch not in known_archs(libc):
+            findings.append(
+                Finding(
+                    "elf-machine",
+                    "error",
+                    f"auditwheel's {libc} policies do not cover {arch}: no platform tag can be judged",
+                    file=host[0].member,
+                )
+            )
+        else:
+            pols = verdict_policies(arch, libc)
+            all_versions = {v for e in host for vs in _needs(e).values() for v in vs}
+            sym = best_symbol_policy(all_versions, arch, libc)
+            libraries = _classify_libraries(host, config.exclude_globs, pols, resolution)
+            lib = _library_policy(libraries, pols)
+            overall = min(sym, lib, key=lambda p: p.priority)
+            symbols = _symbol_maxima(host)
+            claimed = _claimed_policies(file_tags, arch, libc, findings)
+            target = _target_policy(config, claimed, arch, libc, findings)
+            # auditwheel's other ABI checks: blacklisted symbols, PyFPE_jbuf, x86-64 ISA level
+            abi = check_abi(host, arch, held=(target, *(p for _, p in claimed)), candidates=pols)
+            findings.extend(abi.findings)
+            overall = min(sym, lib, abi.policies.overall, key=lambda p: p.priority)
+            _check_ceilings(host, config, target, findings)
+            if config.policy is not None and target is not None:
+                _check_policy_symbols(host, config, target, findings)
+            _check_file_tags(host, libraries, claimed, findings)
+            _check_libraries(libraries, target or pols[0], report.elves, findings)
+    ceiling_errors = any(f.rule == "ceiling" and f.severity == "error" for f in findings)
+    identity: list[Finding] = []
+    _check_job_identity(report.filename, config.identity, identity, ceiling_errors=ceiling_errors)
+    findings[identity_at:identity_at] = identity
 
     gfx = _gfx_objects(report.elves, report.code_objects)
     for odd in report.findings:  # oddities the inspection noticed (e.g. a ".so" that is not ELF)
@@ -388,14 +454,14 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
         report.metadata_requires, config, findings, python=wheel_pythons(report.filename), machine=arch
     )
     _check_rocm_sonames(host, config, findings)
-    findings.extend(check_integrity(report))
+    findings.extend(check_integrity(report, resolution))
 
     return Verdict(
         wheel=report.filename,
         size=report.size,
         sha256=report.sha256,
         config=config,
-        pure=not host,
+        pure=not report.elves,
         arch=arch,
         overall_policy=overall,
         sym_policy=sym,
@@ -411,6 +477,7 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
             hashes_verified=report.record_verified,
         ),
         target_policy=target,
+        libc=libc,
     )
 
 
@@ -429,10 +496,13 @@ def _some(members: Sequence[str]) -> str:
 
 
 # --------------------------------------------------------------------------- job identity
-def _check_job_identity(filename: str, identity: JobIdentity | None, findings: list[Finding]) -> None:
+def _check_job_identity(
+    filename: str, identity: JobIdentity | None, findings: list[Finding], *, ceiling_errors: bool = False
+) -> None:
     """The wheel is the job's: its file name's version, Python tag and platform tag are the ones the
     plan gives the job, its distribution name the recipe's ``name`` (the schema defines it as the
-    wheel's distribution name); each is an error naming expected and found."""
+    wheel's distribution name); each is an error naming expected and found. ``ceiling_errors``: the
+    ceiling rule found symbol versions above the job's policy (the platform-tag hint points there)."""
     if identity is None:
         return
     try:
@@ -471,11 +541,22 @@ def _check_job_identity(filename: str, identity: JobIdentity | None, findings: l
             "platform tag",
             f"{identity.platform_tag} ({job}'s policy)",
             ", ".join(platforms),
-            "auditwheel tags a wheel it cannot repair to the policy for what its symbols allow: the "
-            "ceiling errors name them"
-            if repaired
-            else "",
+            _repair_hint(ceiling_errors) if repaired else "",
         )
+
+
+def _repair_hint(ceiling_errors: bool) -> str:
+    """Why a job's wheel carries another manylinux tag than the job's policy (build repairs to the
+    best policy auditwheel allows when it refuses the job's)."""
+    if ceiling_errors:
+        return (
+            "auditwheel tags a wheel it cannot repair to the policy for what its symbols allow: the "
+            "ceiling errors name the symbol versions above the policy"
+        )
+    return (
+        "no symbol version or library this gate reads is above the job's policy: see the blacklist, "
+        "pyfpe and x86-isa findings if any, else the wheel was repaired with another --plat"
+    )
 
 
 def _normal_version(text: str) -> str:
@@ -518,25 +599,59 @@ def _needs(elf: ElfInfo) -> dict[str, tuple[str, ...]]:
     return {lib: tuple(vs) for lib, vs in elf.version_needs.items() if not is_dynamic_loader(lib)}
 
 
-def _file_platform_tags(filename: str, findings: list[Finding]) -> tuple[tuple[str, ...], str | None]:
+def _file_platform_tags(
+    filename: str, findings: list[Finding]
+) -> tuple[tuple[str, ...], str | None, Libc | None]:
+    """The file name's platform tags, the architecture they name and the libc a musllinux or
+    manylinux tag implies (None: no such tag)."""
     try:
         _, _, _, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename as exc:
         findings.append(Finding("wheel-name", "error", f"not a valid wheel file name: {exc}"))
-        return (), None
+        return (), None, None
     platforms = tuple(sorted({t.platform for t in tags}))
-    arch = None
+    arch: str | None = None
+    libc: Libc | None = None
     for plat in platforms:
-        parsed = parse_platform_tag(plat)
+        parsed = parse_policy_tag(plat)
         if parsed:
-            arch = parsed[1]
+            _, arch, libc = parsed
         elif plat.startswith("linux_"):
             arch = plat.removeprefix("linux_")
-    return platforms, arch
+    return platforms, arch, libc
 
 
-def _host_arch(host: Sequence[ElfInfo], tag_arch: str | None, findings: list[Finding]) -> str | None:
-    machines = sorted({_HOST_MACHINES[e.machine] for e in host})
+def _elf_arch(e: ElfInfo) -> str | None:
+    """The wheel architecture of a host ELF (auditwheel's mapping), None for a machine, class and byte
+    order no policy covers."""
+    if (e.machine, e.elf_class) == ("ppc64", 64):
+        return "ppc64le" if e.endian == "little" else "ppc64"
+    arch, order = _ELF_ARCHES.get((e.machine, e.elf_class), (None, None))
+    return arch if order == e.endian else None
+
+
+def _host_arch(elves: Sequence[ElfInfo], tag_arch: str | None, findings: list[Finding]) -> str | None:
+    """The wheel's architecture: the host ELFs', the file name's when they agree or there are none.
+    Host ELFs of an unknown machine, or of several architectures, are ``elf-machine`` errors."""
+    unknown: dict[str, list[str]] = {}
+    arches: dict[str, list[ElfInfo]] = {}
+    for e in elves:
+        arch = _elf_arch(e)
+        if arch is None:
+            unknown.setdefault(f"{e.machine} ({e.elf_class}-bit, {e.endian}-endian)", []).append(e.member)
+        else:
+            arches.setdefault(arch, []).append(e)
+    for machine, members in sorted(unknown.items()):
+        findings.append(
+            Finding(
+                "elf-machine",
+                "error",
+                f"{_some(members)} {'is' if len(members) == 1 else 'are'} {machine} machine code, an "
+                "architecture no manylinux or musllinux policy covers: no platform tag can be judged",
+                file=members[0],
+            )
+        )
+    machines = sorted(arches)
     if not machines:
         return tag_arch
     if len(machines) > 1:
@@ -547,72 +662,98 @@ def _host_arch(host: Sequence[ElfInfo], tag_arch: str | None, findings: list[Fin
         )
     arch = tag_arch if tag_arch in machines else machines[0]
     if tag_arch is not None and tag_arch != arch:
-        for e in host:
-            findings.append(
-                Finding(
-                    "elf-machine",
-                    "error",
-                    f"{e.member} is {e.machine} but the wheel is tagged for {tag_arch}",
-                    file=e.member,
-                )
+        e = arches[arch][0]
+        findings.append(
+            Finding(
+                "elf-machine",
+                "error",
+                f"{e.member} is {arch} ({e.machine}) but the wheel is tagged for {tag_arch}",
+                file=e.member,
             )
-            break
+        )
     return arch
 
 
+_MUSL_NEEDS = ("libc.musl-", "ld-musl-")
+_GLIBC_NEEDS = ("ld-linux", "ld64.so.")
+
+
+def _wheel_libc(host: Sequence[ElfInfo], tag_libc: Libc | None, findings: list[Finding]) -> Libc:
+    """The libc the host ELFs link (auditwheel's rule, from DT_NEEDED), else the file name's."""
+    musl = [e.member for e in host if any(n.startswith(_MUSL_NEEDS) for n in e.needed)]
+    glibc = [e.member for e in host if any(n == "libc.so.6" or n.startswith(_GLIBC_NEEDS) for n in e.needed)]
+    if musl and glibc:
+        findings.append(
+            Finding(
+                "elf-libc",
+                "error",
+                f"{_some(musl)} link{'s' if len(musl) == 1 else ''} musl libc but {_some(glibc)} "
+                f"link{'s' if len(glibc) == 1 else ''} glibc: a wheel serves one libc",
+                file=musl[0],
+            )
+        )
+        return tag_libc or "glibc"
+    if musl:
+        return "musl"
+    if glibc:
+        return "glibc"
+    return tag_libc or "glibc"
+
+
 def _classify_libraries(
-    host: Sequence[ElfInfo], excludes: Sequence[str], arch: str
+    host: Sequence[ElfInfo], excludes: Sequence[str], pols: Sequence[Policy], resolution: Resolution
 ) -> tuple[LibraryUse, ...]:
-    provided: dict[str, str] = {}
-    for e in host:
-        provided.setdefault(posixpath.basename(e.member), e.member)
-        if e.soname:
-            provided.setdefault(e.soname, e.member)
-    widest = policies(arch)[-2]  # the least compatible manylinux policy has the widest whitelist
-    needed_by: dict[str, list[str]] = {}
+    """One entry per DT_NEEDED name: ``grafted`` when ld.so finds it in the wheel from every member
+    needing it (``detail``: the member found), else, for the members that do not find it there,
+    ``excluded`` / ``whitelisted`` / ``external`` (``needed_by``: those members)."""
+    widest = pols[-2]  # the least compatible policy has the widest whitelist
+    found: dict[str, dict[str, str | None]] = {}  # name -> needing member -> member found
     for e in host:
         for name in e.needed:
             if not is_dynamic_loader(name):
-                needed_by.setdefault(name, []).append(e.member)
+                found.setdefault(name, {})[e.member] = resolution.provider(e.member, name)
     out = []
-    for name in sorted(needed_by):
-        users = tuple(sorted(set(needed_by[name])))
+    for name in sorted(found):
+        users = found[name]
+        missing = tuple(sorted(m for m, p in users.items() if p is None))
+        if not missing:
+            first = sorted(users)[0]
+            out.append(LibraryUse(name, "grafted", tuple(sorted(users)), users[first]))
+            continue
         glob = next((g for g in excludes if fnmatch.fnmatchcase(name, g)), None)
         status: LibraryStatus
-        detail = None
-        if name in provided:
-            status, detail = "grafted", provided[name]
-        elif glob is not None:
-            status, detail = "excluded", glob
+        if glob is not None:
+            status = "excluded"
         elif name in widest.whitelist:
             status = "whitelisted"
         else:
             status = "external"
-        out.append(LibraryUse(name, status, users, detail))
+        out.append(LibraryUse(name, status, missing, glob))
     return tuple(out)
 
 
-def _library_policy(libraries: Sequence[LibraryUse], arch: str) -> Policy:
+def _library_policy(libraries: Sequence[LibraryUse], pols: Sequence[Policy]) -> Policy:
     counted = [u.library for u in libraries if u.status in ("external", "whitelisted")]
-    for p in policies(arch):
+    for p in pols:
         if all(p.allows_library(name) for name in counted):
             return p
-    return linux_policy(arch)
+    return pols[-1]
 
 
 def _symbol_maxima(host: Sequence[ElfInfo]) -> tuple[SymbolMax, ...]:
+    """Per library and prefix the highest numeric version required; each non-numeric version
+    (``GLIBC_ABI_DT_RELR``, ``GLIBC_PRIVATE``, ``CXXABI_TM_1``: not ordered) is its own entry, its
+    ``prefix`` the whole name."""
     best: dict[tuple[str, str], tuple[tuple[int, ...], str, list[str]]] = {}
     for e in host:
         for lib, versions in _needs(e).items():
             for sv in versions:
                 key = symbol_version_key(sv)
-                if key is None:
-                    continue
-                prefix = split_symbol_version(sv)[0]
+                prefix = split_symbol_version(sv)[0] if key is not None else sv
                 cur = best.get((lib, prefix))
-                if cur is None or key > cur[0]:
-                    best[(lib, prefix)] = (key, sv, [e.member])
-                elif key == cur[0]:
+                if cur is None or (key or ()) > cur[0]:
+                    best[(lib, prefix)] = (key or (), sv, [e.member])
+                elif (key or ()) == cur[0]:
                     cur[2].append(e.member)
     return tuple(
         SymbolMax(lib, prefix, sv, sorted(files)[0], tuple(sorted(set(files))))
@@ -620,13 +761,77 @@ def _symbol_maxima(host: Sequence[ElfInfo]) -> tuple[SymbolMax, ...]:
     )
 
 
-def _target_policy(config: GateConfig, file_tags: Sequence[str], arch: str) -> Policy | None:
-    if config.policy is not None:
-        return get_policy(config.policy, arch)
-    claimed = [parse_platform_tag(t) for t in file_tags]
-    pols = [get_policy(p[0], arch) for p in claimed if p is not None and p[1] == arch]
-    # the strictest claim is the most compatible tag (highest priority): the wheel must hold it
-    return max(pols, key=lambda p: p.priority) if pols else None
+def _claimed_policies(
+    file_tags: Sequence[str], arch: str, libc: Libc, findings: list[Finding]
+) -> list[tuple[str, Policy]]:
+    """The policies the file name's manylinux/musllinux tags of the wheel's architecture and libc
+    stand for (:func:`policy_for`: never an error for a PEP 600 name auditwheel has no entry for);
+    tags of another architecture or libc are errors."""
+    claimed: list[tuple[str, Policy]] = []
+    other_arch: list[str] = []
+    other_libc: list[str] = []
+    for tag in file_tags:
+        parsed = parse_policy_tag(tag)
+        if parsed is None:
+            continue
+        base, tag_arch, tag_libc = parsed
+        if tag_arch != arch:
+            other_arch.append(tag)
+        elif tag_libc != libc:
+            other_libc.append(tag)
+        else:
+            pol, note = policy_for(base, arch)
+            if note:
+                findings.append(Finding("platform-tag", "warning", f"file name tag {tag}: {note}"))
+            claimed.append((tag, pol))
+    if other_arch:
+        findings.append(
+            Finding(
+                "platform-tag", "error", f"file name tag {', '.join(other_arch)} but the ELF code is {arch}"
+            )
+        )
+    if other_libc:
+        findings.append(
+            Finding(
+                "platform-tag",
+                "error",
+                f"file name tag {', '.join(other_libc)} but the ELF code links {_LIBC_NAMES[libc]}",
+            )
+        )
+    return claimed
+
+
+def _target_policy(
+    config: GateConfig, claimed: Sequence[tuple[str, Policy]], arch: str, libc: Libc, findings: list[Finding]
+) -> Policy | None:
+    """The configured policy for the wheel's architecture (a ``policy`` finding when it names another
+    architecture or libc, or auditwheel has nothing that close), else the strictest claimed tag's."""
+    if config.policy is None:
+        # the strictest claim is the most compatible tag (highest priority): the wheel must hold it
+        return max((pol for _, pol in claimed), key=lambda p: p.strictness, default=None)
+    base, named_arch = split_policy_name(config.policy)
+    if named_arch is not None and named_arch != arch:
+        findings.append(
+            Finding(
+                "policy",
+                "error",
+                f"policy {config.policy} is for {named_arch}, but the wheel's host code is {arch}",
+            )
+        )
+    if base != "linux" and libc_of(base) != libc:
+        findings.append(
+            Finding(
+                "policy",
+                "error",
+                f"policy {config.policy} is a {_LIBC_NAMES[libc_of(base)]} policy, but the wheel's host "
+                f"code links {_LIBC_NAMES[libc]}",
+            )
+        )
+        return None
+    pol, note = policy_for(base, arch, libc)
+    if note:
+        findings.append(Finding("policy", "warning", f"policy {config.policy}: {note}"))
+    return pol
 
 
 def _check_ceilings(
@@ -658,31 +863,64 @@ def _check_ceilings(
                         )
 
 
+def _left_to_policy(config: GateConfig, target: Policy) -> Callable[[str], bool]:
+    """Whether the configured policy's symbol rule judges a symbol version: not a numeric version the
+    ceiling rule judges instead (above the effective ceiling: already an error; within an explicit
+    ceiling that loosens the policy's: allowed by it)."""
+    own = {p: version_tuple(v) or () for p, v in target.ceilings().items()}
+    effective = {**own, **{p: version_tuple(v) or () for p, v in config.ceilings.items()}}
+
+    def judged(sv: str) -> bool:
+        prefix, version = split_symbol_version(sv)
+        key = version_tuple(version)
+        if key is None or prefix not in effective:
+            return True
+        if key > effective[prefix]:
+            return False
+        loosened = prefix in config.ceilings and (prefix not in own or key > own[prefix])
+        return not loosened
+
+    return judged
+
+
+def _check_policy_symbols(
+    host: Sequence[ElfInfo], config: GateConfig, target: Policy, findings: list[Finding]
+) -> None:
+    """Every symbol version the configured policy does not allow, beyond the numeric ceilings: other
+    prefixes (``LIBATOMIC_1.0``, ``ZLIB_1.2.9``), non-numeric versions (``GLIBC_ABI_DT_RELR``,
+    ``GLIBC_PRIVATE``) and versions the policy does not list (``ceiling`` errors, one per library)."""
+    judged = [(target.tag, target)]
+    for lib, _tags, users in _disallowed(host, judged, _left_to_policy(config, target)):
+        highest, members, more = _offenders(users, "the policy does not allow")
+        allowed = best_symbol_policy(highest, target.arch, target.libc)
+        them = "it" if len(highest) == 1 else "them"
+        where = (
+            f"{allowed.name} is the oldest policy allowing {them}"
+            if allowed.name != "linux"
+            else f"no manylinux policy allows {them}"
+        )
+        verb = "requires" if len(members) == 1 else "require"
+        findings.append(
+            Finding(
+                "ceiling",
+                "error",
+                f"{_some(members)} {verb} {', '.join(highest)} from {lib}, which policy {target.name} "
+                f"does not allow ({where}){more}",
+                file=members[0],
+                library=lib,
+                symbol=", ".join(highest),
+            )
+        )
+
+
 def _check_file_tags(
     host: Sequence[ElfInfo],
     libraries: Sequence[LibraryUse],
-    file_tags: Sequence[str],
-    arch: str,
+    claimed: Sequence[tuple[str, Policy]],
     findings: list[Finding],
 ) -> None:
-    """Each manylinux tag of the file name must hold for the symbols and libraries: one finding per
-    library, naming every tag it breaks (not one per tag)."""
-    claimed: list[tuple[str, Policy]] = []
-    other_arch: list[str] = []
-    for tag in file_tags:
-        parsed = parse_platform_tag(tag)
-        if parsed is None:
-            continue
-        if parsed[1] != arch:
-            other_arch.append(tag)
-        else:
-            claimed.append((tag, get_policy(parsed[0], arch)))
-    if other_arch:
-        findings.append(
-            Finding(
-                "platform-tag", "error", f"file name tag {', '.join(other_arch)} but the ELF code is {arch}"
-            )
-        )
+    """Each manylinux/musllinux tag of the file name must hold for the symbols and libraries: one
+    finding per library, naming every tag it breaks (not one per tag)."""
     _check_tag_symbols(host, claimed, findings)
     for use in libraries:
         if use.status not in ("external", "whitelisted"):
@@ -703,36 +941,56 @@ def _check_file_tags(
             )
 
 
+def _disallowed(
+    host: Sequence[ElfInfo],
+    claimed: Sequence[tuple[str, Policy]],
+    judged: Callable[[str], bool] = lambda _: True,
+) -> list[tuple[str, list[str], dict[str, set[str]]]]:
+    """Per library (sorted): the tags some required symbol version breaks (in claim order) and each
+    offending version with the members requiring it; ``judged`` filters the versions looked at."""
+    tags: dict[str, dict[str, None]] = {}  # library -> tags broken (ordered set)
+    users: dict[str, dict[str, set[str]]] = {}  # library -> offending version -> members
+    for e in host:
+        for lib, versions in sorted(_needs(e).items()):
+            mine = [sv for sv in versions if judged(sv)]
+            for tag, pol in claimed:
+                for sv in pol.disallowed(mine):
+                    tags.setdefault(lib, {})[tag] = None
+                    users.setdefault(lib, {}).setdefault(sv, set()).add(e.member)
+    order = [t for t, _ in claimed]
+    return [(lib, [t for t in order if t in tags[lib]], users[lib]) for lib in sorted(users)]
+
+
+def _offenders(
+    users: Mapping[str, set[str]], disallowing: str = "the tags do not allow"
+) -> tuple[list[str], list[str], str]:
+    """The highest offending version per prefix (each non-numeric one on its own), the members
+    requiring one of them, and a note counting the other offending members."""
+    top: dict[str, str] = {}
+    for sv in users:
+        key = symbol_version_key(sv)
+        prefix = split_symbol_version(sv)[0] if key is not None else sv
+        if prefix not in top or (key or ()) > (symbol_version_key(top[prefix]) or ()):
+            top[prefix] = sv
+    highest = [top[p] for p in sorted(top, key=_prefix_order)]
+    members = sorted({m for sv in highest for m in users[sv]})
+    others = len({m for ms in users.values() for m in ms} - set(members))
+    more = f" (+{others} other member(s) requiring lower versions {disallowing})" if others else ""
+    return highest, members, more
+
+
 def _check_tag_symbols(
     host: Sequence[ElfInfo], claimed: Sequence[tuple[str, Policy]], findings: list[Finding]
 ) -> None:
     """Per library: the tags some required symbol version breaks, the highest such version per
     prefix, and the members requiring one of them."""
-    tags: dict[str, dict[str, None]] = {}  # library -> tags broken (ordered set)
-    users: dict[str, dict[str, set[str]]] = {}  # library -> offending version -> members
-    for e in host:
-        for lib, versions in sorted(_needs(e).items()):
-            for tag, pol in claimed:
-                for sv in pol.disallowed(versions):
-                    tags.setdefault(lib, {})[tag] = None
-                    users.setdefault(lib, {}).setdefault(sv, set()).add(e.member)
-    for lib in sorted(users):
-        top: dict[str, str] = {}
-        for sv in users[lib]:
-            prefix = split_symbol_version(sv)[0]
-            if prefix not in top or (symbol_version_key(sv) or ()) > (symbol_version_key(top[prefix]) or ()):
-                top[prefix] = sv
-        highest = [top[p] for p in sorted(top, key=_prefix_order)]
-        members = sorted({m for sv in highest for m in users[lib][sv]})
-        others = len({m for ms in users[lib].values() for m in ms} - set(members))
-        more = (
-            f" (+{others} other member(s) requiring lower versions the tags do not allow)" if others else ""
-        )
+    for lib, tags, users in _disallowed(host, claimed):
+        highest, members, more = _offenders(users)
         findings.append(
             Finding(
                 "platform-tag",
                 "error",
-                f"file name claims {', '.join(t for t, _ in claimed if t in tags[lib])} but {_some(members)} "
+                f"file name claims {', '.join(tags)} but {_some(members)} "
                 f"require{'s' if len(members) == 1 else ''} {', '.join(highest)} from {lib}{more}",
                 file=members[0],
                 library=lib,
@@ -741,18 +999,33 @@ def _check_tag_symbols(
         )
 
 
-def _check_libraries(libraries: Sequence[LibraryUse], target: Policy, findings: list[Finding]) -> None:
-    """One finding per library the target policy does not allow, naming the members needing it."""
+def _check_libraries(
+    libraries: Sequence[LibraryUse], target: Policy, elves: Sequence[ElfInfo], findings: list[Finding]
+) -> None:
+    """One finding per library the target policy does not allow, naming the members needing it (and
+    a member carrying that name where ld.so does not find it: see the load-order warning)."""
+    by_member = {e.member: e for e in elves}
+    carriers: dict[str, list[ElfInfo]] = {}
+    for e in elves:
+        for name in {e.soname, posixpath.basename(e.member)} - {None}:
+            carriers.setdefault(str(name), []).append(e)
     for use in libraries:
         if use.status in ("external", "whitelisted") and not target.allows_library(use.library):
             verb = "needs" if len(use.needed_by) == 1 else "need"
+            needer = by_member[use.needed_by[0]]
+            carrier = next((e.member for e in carriers.get(use.library, ()) if compatible(e, needer)), None)
+            where = (
+                f"not excluded by a rule, and ld.so does not find the wheel's {carrier} from "
+                f"{'it' if len(use.needed_by) == 1 else 'them'} (see the load-order warning; "
+                if carrier
+                else "not grafted in the wheel and not excluded by a rule ("
+            )
             findings.append(
                 Finding(
                     "external-library",
                     "error",
                     f"{_some(use.needed_by)} {verb} {use.library}: not on the {target.name} whitelist, "
-                    "not grafted in the wheel and not excluded by a rule (graft it with auditwheel "
-                    "repair or exclude it with --exclude/--exclude-set)",
+                    f"{where}graft it with auditwheel repair or exclude it with --exclude/--exclude-set)",
                     file=use.needed_by[0],
                     library=use.library,
                 )

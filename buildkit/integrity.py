@@ -17,12 +17,15 @@ Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never th
   wheels rely on a system ROCm there); every other absolute or relative path is an error, named a
   leaked build directory when it lies under ``/tmp``, ``/project``, ``/home``, ``/root`` or another
   usual build root.
-* ``load-order`` (warning): a DT_NEEDED satisfied by a member of the wheel (same SONAME or file
-  name) although no search path of the needing object reaches that member's directory: it loads
-  only when something else loaded the library first. Search paths follow ld.so: the object's
-  RUNPATH alone when it has one, else its RPATH and the RPATHs of the in-wheel objects that need it
-  (transitively; ld.so uses the loader chain's DT_RPATH, which is how auditwheel's grafted
-  libraries find one another).
+* ``load-order`` (warning): a DT_NEEDED that a member of the wheel carries (same file name or
+  SONAME) but ld.so does not find there from the needing object (:func:`resolve_libraries`): no
+  search path of it reaches that member's directory, or one does but the file there has another
+  name (``libhelper.so`` with SONAME ``libhelper.so.1``: ld.so opens ``dir/libhelper.so.1``). It loads
+  only when something else loaded the library first; the gate (:mod:`buildkit.gate`) counts such a
+  library as not in the wheel (external, unless whitelisted or excluded). Search paths follow
+  ld.so: the object's RUNPATH alone when it has one, else its RPATH and the RPATHs of the in-wheel
+  objects that load it (transitively; ld.so uses the loader chain's DT_RPATH, which is how
+  auditwheel's grafted libraries find one another).
 * ``pure-wheel``: a wheel whose tags all have platform ``any`` must not carry host code (error per
   host ELF); standalone GPU code objects there are data for a runtime loader (warning).
 """
@@ -31,7 +34,9 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from packaging.tags import parse_tag
 
@@ -61,13 +66,14 @@ ROCM_PREFIX = "/opt/rocm"
 _ORIGIN = ("$ORIGIN", "${ORIGIN}")
 
 
-def check_integrity(report: WheelReport) -> list[Finding]:
-    """Every integrity rule, in a stable order."""
+def check_integrity(report: WheelReport, resolution: Resolution | None = None) -> list[Finding]:
+    """Every integrity rule, in a stable order (``resolution``: :func:`resolve_libraries` of the
+    report's ELF members, when the caller has it)."""
     return [
         *check_record(report),
         *check_wheel_tags(report),
         *check_search_paths(report),
-        *check_load_order(report),
+        *check_load_order(report, resolution),
         *check_pure(report),
     ]
 
@@ -303,70 +309,129 @@ def check_search_paths(report: WheelReport) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- load order
-def _dirs_of(e: ElfInfo, entries: Iterable[str]) -> set[str]:
-    return {d for d in (resolve_origin(e.member, x) for x in entries) if d is not None and not _escapes(d)}
+@dataclass(frozen=True)
+class Resolution:
+    """Where ld.so finds, inside the wheel, each DT_NEEDED of each ELF member (:func:`resolve_libraries`).
+
+    ``found`` maps ``(member, needed name)`` to the member ld.so loads for it; a name missing there is
+    not found in the wheel by any search path of that member. ``dirs`` gives each member's search
+    directories in the wheel (relative to the install root, ``"."`` for the root), in search order.
+    """
+
+    found: Mapping[tuple[str, str], str]
+    dirs: Mapping[str, tuple[str, ...]]
+
+    def provider(self, member: str, name: str) -> str | None:
+        return self.found.get((member, name))
+
+
+def compatible(a: ElfInfo, b: ElfInfo) -> bool:
+    """ld.so skips a file of another machine, class or byte order and goes on searching."""
+    return (a.machine, a.elf_class, a.endian) == (b.machine, b.elf_class, b.endian)
+
+
+def resolve_libraries(elves: Sequence[ElfInfo]) -> Resolution:
+    """Resolve every DT_NEEDED the way ld.so does, inside the wheel: a needed name is found when a
+    member with that FILE NAME (not SONAME) sits in a directory the needing object searches, and is
+    an ELF of the same machine, class and byte order. The search directories of an object are its
+    RUNPATH alone when it has one, else its RPATH followed by the RPATHs of the in-wheel objects that
+    load it, transitively (ld.so's loader chain; a loader with a RUNPATH contributes no RPATH of its
+    own but passes on what it inherited). Only ``$ORIGIN`` entries that stay inside the install root
+    name wheel directories.
+
+    Who loads whom depends on what is found, so a member whose inherited directories grow is
+    resolved again (a worklist: each member's inherited set only grows, so it ends)."""
+    by_member = {e.member: e for e in elves}
+    at: dict[tuple[str, str], list[ElfInfo]] = {}
+    for e in elves:
+        at.setdefault(_location(e.member), []).append(e)
+    own = {e.member: _dirs_of(e, e.runpath or e.rpath) for e in elves}
+    passes_own = {e.member: () if e.runpath else own[e.member] for e in elves}
+    inherited: dict[str, set[str]] = {e.member: set() for e in elves}
+    found: dict[tuple[str, str], str] = {}
+    dirs: dict[str, tuple[str, ...]] = {}
+    todo = deque(by_member)
+    queued = set(by_member)
+    while todo:
+        member = todo.popleft()
+        queued.discard(member)
+        e = by_member[member]
+        extra = () if e.runpath else tuple(sorted(inherited[member] - set(own[member])))
+        dirs[member] = own[member] + extra
+        passing = set(passes_own[member]) | inherited[member]
+        for name in e.needed:
+            if "/" in name:  # a path: relative to the process's working directory, never the wheel
+                continue
+            hits = [p for d in dirs[member] for p in at.get((d, name), ()) if compatible(e, p)]
+            if hits:
+                found[(member, name)] = hits[0].member
+            for p in hits:
+                if p.member != member and not passing <= inherited[p.member]:
+                    inherited[p.member] |= passing
+                    if p.member not in queued:
+                        todo.append(p.member)
+                        queued.add(p.member)
+    return Resolution(found, dirs)
+
+
+def _carriers(elves: Sequence[ElfInfo]) -> dict[str, list[ElfInfo]]:
+    """Members by each name they could be asked for by: their file name and their SONAME."""
+    out: dict[str, list[ElfInfo]] = {}
+    for e in elves:
+        for name in {posixpath.basename(e.member)} | ({e.soname} if e.soname else set()):
+            out.setdefault(name, []).append(e)
+    return out
+
+
+def check_load_order(report: WheelReport, resolution: Resolution | None = None) -> list[Finding]:
+    """A DT_NEEDED that some member carries (same file name or SONAME) but ld.so does not find in the
+    wheel from the needing object (:func:`resolve_libraries`): it loads only when something else
+    loaded that library first, so the gate does not count it as in the wheel."""
+    elves = report.elves
+    res = resolution or resolve_libraries(elves)
+    carriers = _carriers(elves)
+    out = []
+    for e in elves:
+        for name in e.needed:
+            if "/" in name or res.provider(e.member, name) is not None:
+                continue
+            found = [p for p in carriers.get(name, ()) if p.member != e.member and compatible(e, p)]
+            if not found:
+                continue
+            out.append(_load_order_finding(e, name, found, res.dirs[e.member]))
+    return out
+
+
+def _load_order_finding(e: ElfInfo, name: str, found: Sequence[ElfInfo], dirs: Sequence[str]) -> Finding:
+    via = "RUNPATH" if e.runpath else "RPATH"
+    searched = ", ".join(dirs) or "none"
+    consequence = (
+        "it loads only when something else loaded it first, so the gate does not count it as in the wheel"
+    )
+    misnamed = [p for p in found if _location(p.member)[0] in dirs]
+    if misnamed:
+        where = _dirs(misnamed)
+        message = (
+            f"{e.member} needs {name}, which {_names(misnamed)} carries as its SONAME, but ld.so looks for "
+            f"a file named {name} and the {via} of {e.member} reaches {where} where there is none "
+            f"(name the file {name}): {consequence}"
+        )
+    else:
+        message = (
+            f"{e.member} needs {name}, which {_names(found)} provides, but no {via} of "
+            f"{e.member} reaches {_dirs(found)} (searched: {searched}): {consequence}"
+        )
+    return Finding("load-order", "warning", message, file=e.member, library=name, symbol=found[0].member)
+
+
+def _dirs_of(e: ElfInfo, entries: Iterable[str]) -> tuple[str, ...]:
+    resolved = (resolve_origin(e.member, x) for x in entries)
+    return tuple(dict.fromkeys(d for d in resolved if d is not None and not _escapes(d)))
 
 
 def _location(member: str) -> tuple[str, str]:
     where = install_path(member) or member
     return posixpath.dirname(where) or ".", posixpath.basename(where)
-
-
-def check_load_order(report: WheelReport) -> list[Finding]:
-    elves = report.elves
-    providers: dict[str, list[ElfInfo]] = {}
-    for e in elves:
-        names = {posixpath.basename(e.member)} | ({e.soname} if e.soname else set())
-        for name in names:
-            providers.setdefault(name, []).append(e)
-    needers: dict[str, set[str]] = {}
-    by_member = {e.member: e for e in elves}
-    for e in elves:
-        for name in e.needed:
-            for p in providers.get(name, ()):
-                if p.member != e.member:
-                    needers.setdefault(p.member, set()).add(e.member)
-    out = []
-    for e in elves:
-        dirs = _search_dirs(e, by_member, needers)
-        for name in e.needed:
-            found = [p for p in providers.get(name, ()) if p.member != e.member]
-            if not found or "/" in name:
-                continue
-            if any(_location(p.member) in {(d, name) for d in dirs} for p in found):
-                continue
-            via = "RUNPATH" if e.runpath else "RPATH"
-            searched = ", ".join(sorted(dirs)) or "none"
-            out.append(
-                Finding(
-                    "load-order",
-                    "warning",
-                    f"{e.member} needs {name}, which {_names(found)} provides, but no {via} of "
-                    f"{e.member} reaches {_dirs(found)} (searched: {searched}): it loads only when "
-                    "something else loaded it first",
-                    file=e.member,
-                    library=name,
-                    symbol=found[0].member,
-                )
-            )
-    return out
-
-
-def _search_dirs(e: ElfInfo, by_member: dict[str, ElfInfo], needers: dict[str, set[str]]) -> set[str]:
-    if e.runpath:
-        return _dirs_of(e, e.runpath)
-    dirs = _dirs_of(e, e.rpath)
-    seen = {e.member}
-    todo = list(needers.get(e.member, ()))
-    while todo:
-        member = todo.pop()
-        if member in seen:
-            continue
-        seen.add(member)
-        ancestor = by_member[member]
-        dirs |= _dirs_of(ancestor, ancestor.rpath)
-        todo.extend(needers.get(member, ()))
-    return dirs
 
 
 def _names(found: Sequence[ElfInfo]) -> str:

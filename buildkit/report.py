@@ -6,7 +6,7 @@ The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema
 
     {"schema": "rocm-buildkit/check-report", "schema_version": 1, "passed": bool,
      "wheels": [ {"wheel", "size", "sha256", "passed", "config": {...},
-                  "platform": {"overall_tag", "sym_tag", "library_tag", "file_tags", "arch", "pure"},
+                  "platform": {"overall_tag", "sym_tag", "library_tag", "file_tags", "arch", "pure", "libc"},
                   "symbols": [{"library", "prefix", "max", "file", "files"}],
                   "libraries": [{"library", "status", "needed_by", "detail"}],
                   "external_libraries": [...], "gfx": [{"file", "kind", "targets"}],
@@ -68,6 +68,7 @@ def verdict_to_json(v: Verdict) -> dict[str, Any]:
             "file_tags": list(v.file_tags),
             "arch": v.arch,
             "pure": v.pure,
+            "libc": v.libc,
         },
         "symbols": [
             {
@@ -124,6 +125,11 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
     lines.append(f"  gated as: {gated_as(v)}")
     if v.pure:
         lines.append("  platform: no host ELF code (pure wheel)")
+    elif v.overall_tag is None:
+        lines.append(
+            "  platform tag: none can be judged (host code of an architecture or libc auditwheel's "
+            "policies do not cover: see the elf-machine/elf-libc findings)"
+        )
     else:
         lines.append(
             f"  platform tag: {v.overall_tag}  (symbols allow {v.sym_tag}; "

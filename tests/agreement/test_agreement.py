@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import testwheels
 
 from buildkit.gate import GateConfig, Verdict, evaluate
 from buildkit.inspect import inspect_wheel
@@ -37,13 +38,7 @@ def test_symbol_verdict_and_external_libraries_agree(case: str, wheels: dict[str
     assert v.external_libraries() == sorted(aw["external_libs"])
     assert v.overall_tag == aw["overall_tag"]  # no exclusion rule in play
     # and the per-library versions are the ones auditwheel saw
-    for lib, versions in aw["versioned_symbols"].items():
-        for prefix in {s.split("_", 1)[0] for s in versions}:
-            top = max(
-                (s for s in versions if s.startswith(prefix + "_")),
-                key=lambda s: tuple(int(x) for x in s.split("_", 1)[1].split(".")),
-            )
-            assert (lib, top) in {(s.library, s.version) for s in v.symbols}
+    testwheels.assert_versions_listed(aw, v)
 
 
 def test_expected_verdicts(wheels: dict[str, Path]) -> None:

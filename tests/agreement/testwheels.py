@@ -8,6 +8,7 @@ this machine; a real one from the trixie hipcc builder may replace this later.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import struct
@@ -15,7 +16,10 @@ import subprocess
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from buildkit.gate import Verdict
+from buildkit.policy import symbol_version_key
 from tests.helpers import wheel_zip
 
 # EF_AMDGPU_MACH values (LLVM ELF.h) and the v4 xnack field
@@ -177,3 +181,199 @@ def hip_like(out: Path, plain: Sequence[str], compressed: Sequence[str] | None =
             src2, out / "libkernels2.so", flags=["-Wl,-soname,libkernels2.so"]
         )
     return pack_wheel(out, "hipk", "cp311-cp311-manylinux_2_28_x86_64", files)
+
+
+# --------------------------------------------------------------------------- policies beyond GLIBC ceilings
+def atomic16(out: Path) -> Path:
+    """16-byte atomics through libatomic: ``__atomic_load_16@LIBATOMIC_1.0`` (manylinux_2_24 and up)."""
+    so = compile_shared(
+        "typedef struct { long a, b; } pair;\npair g;\n"
+        "long use(void) { pair p; __atomic_load(&g, &p, __ATOMIC_SEQ_CST); return p.a; }\n"
+        "void *PyInit_atom(void) { return 0; }\n",
+        out / "atom.cpython-311-x86_64-linux-gnu.so",
+        libs=["-latomic"],
+    )
+    return pack_wheel(out, "atom", "cp311-cp311-linux_x86_64", {f"atom/{so.name}": so})
+
+
+def zlib_new(out: Path) -> Path:
+    """``uncompress2@ZLIB_1.2.9`` (manylinux_2_27 and up; blacklisted by auditwheel before 2_31)."""
+    so = compile_shared(
+        "#include <zlib.h>\n"
+        "int use(unsigned char *d, unsigned long *dl, const unsigned char *s, unsigned long *sl)"
+        " { return uncompress2(d, dl, s, sl); }\nvoid *PyInit_zl(void) { return 0; }\n",
+        out / "zl.cpython-311-x86_64-linux-gnu.so",
+        libs=["-lz"],
+    )
+    return pack_wheel(out, "zl", "cp311-cp311-linux_x86_64", {f"zl/{so.name}": so})
+
+
+def dt_relr(out: Path, tag: str = "linux_x86_64") -> Path:
+    """``-z pack-relative-relocs``: the extension needs ``GLIBC_ABI_DT_RELR`` (glibc 2.36), nothing
+    numeric above GLIBC_2.2.5."""
+    so = compile_shared(
+        "#include <string.h>\nstatic int a, b, c; int *tab[] = {&a, &b, &c, &a, &b, &c};\n"
+        "int get(int i, const char *s) { return *tab[i] + (int)strlen(s); }\n"
+        "void *PyInit_relr(void) { return 0; }\n",
+        out / "relr.cpython-311-x86_64-linux-gnu.so",
+        flags=["-Wl,-z,pack-relative-relocs"],
+    )
+    return pack_wheel(out, "relr", f"cp311-cp311-{tag}", {f"relr/{so.name}": so})
+
+
+def plain_ext(out: Path, tag: str, name: str = "plain") -> Path:
+    """A C extension needing only ``strlen@GLIBC_2.2.5``, under the platform tag ``tag``."""
+    so = compile_shared(
+        "#include <string.h>\nint use(const char *s) { return (int)strlen(s); }\n"
+        "void *PyInit_plain(void) { return 0; }\n",
+        out / f"{name}.cpython-311-x86_64-linux-gnu.so",
+    )
+    return pack_wheel(out, name, f"cp311-cp311-{tag}", {f"{name}/{so.name}": so})
+
+
+# --------------------------------------------------------------------------- libraries ld.so does not find
+_HELPER_USER = (
+    '#include <stdio.h>\nint helper(const char *);\nint use(void) { return helper("x") + puts("y"); }\n'
+    "void *PyInit__C(void) { return 0; }\n"
+)
+_EXT = "_C.cpython-311-x86_64-linux-gnu.so"
+
+
+def _helper(out: Path) -> Path:
+    return compile_shared(
+        "#include <string.h>\nint helper(const char *s) { return (int)strlen(s); }\n",
+        out / "libhelper.so.1",
+        flags=["-Wl,-soname,libhelper.so.1"],
+    )
+
+
+def soname_only(out: Path) -> Path:
+    """``pkg/libhelper.so`` carrying SONAME ``libhelper.so.1`` (a ``package_data=['*.so']`` copy of a
+    CMake SOVERSION library), needed by the extension through RUNPATH ``$ORIGIN``: ld.so looks for
+    ``pkg/libhelper.so.1`` and finds nothing."""
+    helper = _helper(out)
+    ext = compile_shared(
+        _HELPER_USER,
+        out / "_C_origin.so",
+        flags=["-Wl,--enable-new-dtags,-rpath,$ORIGIN"],
+        libs=[f"-L{out}", "-l:libhelper.so.1"],
+    )
+    return pack_wheel(
+        out,
+        "sonameonly",
+        "cp311-cp311-manylinux_2_17_x86_64",
+        {f"pkg/{_EXT}": ext, "pkg/libhelper.so": helper},
+    )
+
+
+def unreachable(out: Path, rpath: str | None = None) -> Path:
+    """``pkg/lib/libhelper.so.1`` needed by an extension with no search path (``rpath`` None) or the
+    RPATH ``rpath`` (``$ORIGIN/lib`` reaches it)."""
+    helper = _helper(out)
+    flags = [f"-Wl,--disable-new-dtags,-rpath,{rpath}"] if rpath else []
+    ext = compile_shared(_HELPER_USER, out / "_C_lib.so", flags=flags, libs=[f"-L{out}", "-l:libhelper.so.1"])
+    name = "reachable" if rpath else "unreachable"
+    return pack_wheel(
+        out, name, "cp311-cp311-manylinux_2_17_x86_64", {f"pkg/{_EXT}": ext, "pkg/lib/libhelper.so.1": helper}
+    )
+
+
+# --------------------------------------------------------------------------- other architectures, musl
+#: wheel arch -> (clang triple, extra flags, the architecture's base glibc version, Python's SOABI triple)
+CROSS = {
+    "aarch64": ("aarch64-linux-gnu", (), "2.17", "aarch64-linux-gnu"),
+    "ppc64le": ("powerpc64le-linux-gnu", (), "2.17", "powerpc64le-linux-gnu"),
+    "ppc64": ("powerpc64-linux-gnu", (), "2.3", "powerpc64-linux-gnu"),
+    "s390x": ("s390x-linux-gnu", (), "2.2", "s390x-linux-gnu"),
+    "i686": ("i686-linux-gnu", (), "2.0", "i386-linux-gnu"),
+    "armv7l": ("armv7-linux-gnueabihf", ("-mfloat-abi=hard",), "2.4", "arm-linux-gnueabihf"),
+    "riscv64": ("riscv64-linux-gnu", (), "2.27", "riscv64-linux-gnu"),
+    "mips64el": ("mips64el-linux-gnuabi64", (), "2.0", "mips64el-linux-gnuabi64"),  # no policy has it
+}
+
+
+def have_cross_toolchain() -> bool:
+    return shutil.which("clang-19") is not None and any(
+        shutil.which(t) for t in ("ld.lld", "ld.lld-19", "/usr/lib/llvm-19/bin/ld.lld")
+    )
+
+
+def _clang(triple: str, flags: Sequence[str]) -> list[str]:
+    return ["clang-19", f"--target={triple}", *flags, "-fPIC", "-shared", "-nostdlib", "-fuse-ld=lld", "-w"]
+
+
+def cross_ext(out: Path, arch: str, tag: str | None = None) -> Path:
+    """An extension for ``arch`` (clang-19 + lld, no sysroot) linked against a stub ``libc.so.6``
+    carrying the architecture's base glibc version node and GLIBC_2.34; it needs ``newfn@GLIBC_2.34``.
+    Tagged ``manylinux_2_17_<arch>`` unless ``tag`` says otherwise."""
+    triple, flags, base, soabi = CROSS[arch]
+    d = out / arch
+    d.mkdir(exist_ok=True)
+    (d / "libc.map").write_text(
+        f"GLIBC_{base} {{ global: strlen; }};\nGLIBC_2.34 {{ global: newfn; }} GLIBC_{base};\n"
+    )
+    (d / "libc.c").write_text(
+        "unsigned long strlen(const char *s) { return 0; }\nint newfn(void) { return 0; }\n"
+    )
+    cc = _clang(triple, flags)
+    libc_map = f"-Wl,--version-script={d / 'libc.map'}"
+    subprocess.run(
+        [*cc, "-Wl,-soname,libc.so.6", libc_map, str(d / "libc.c"), "-o", str(d / "libc.so.6")], check=True
+    )
+    (d / "ext.c").write_text(
+        "unsigned long strlen(const char *);\nint newfn(void);\n"
+        "int use(const char *s) { return (int)strlen(s) + newfn(); }\nvoid *PyInit_ext(void) { return 0; }\n"
+    )
+    so = d / f"ext.cpython-311-{soabi}.so"
+    subprocess.run([*cc, str(d / "ext.c"), str(d / "libc.so.6"), "-o", str(so)], check=True)
+    return pack_wheel(
+        d, f"ext{arch}", f"cp311-cp311-{tag or f'manylinux_2_17_{arch}'}", {f"ext/{so.name}": so}
+    )
+
+
+def musl_ext(out: Path, *, external: bool = False) -> Path:
+    """A musllinux_1_2 x86_64 extension (clang-19 + lld) linked against stubs with musl's SONAME
+    (musl has no symbol versions); with ``external``, also against ``libfoo.so.1`` (on no whitelist)."""
+    d = out / ("musl-ext" if external else "musl")
+    d.mkdir(exist_ok=True)
+    cc = _clang("x86_64-linux-musl", ())
+    (d / "libc.c").write_text(
+        "unsigned long strlen(const char *s) { return 0; }\nint foo(void) { return 1; }\n"
+    )
+    libc = d / "libc.musl-x86_64.so.1"
+    subprocess.run([*cc, "-Wl,-soname,libc.musl-x86_64.so.1", str(d / "libc.c"), "-o", str(libc)], check=True)
+    libs = [str(libc)]
+    if external:
+        foo = d / "libfoo.so.1"
+        subprocess.run([*cc, "-Wl,-soname,libfoo.so.1", str(d / "libc.c"), "-o", str(foo)], check=True)
+        libs.append(str(foo))
+    (d / "ext.c").write_text(
+        "unsigned long strlen(const char *);\nint use(const char *s) { return (int)strlen(s); }\n"
+        "void *PyInit_ext(void) { return 0; }\n"
+    )
+    so = d / "ext.cpython-311-x86_64-linux-musl.so"
+    subprocess.run([*cc, str(d / "ext.c"), *libs, "-o", str(so)], check=True)
+    name = "muslfoo" if external else "muslext"
+    return pack_wheel(d, name, "cp311-cp311-musllinux_1_2_x86_64", {f"ext/{so.name}": so})
+
+
+def auditwheel_show(wheel: Path) -> tuple[int, dict[str, Any]]:
+    """``auditwheel show --json``: its exit status and JSON document (it prints one on refusal too)."""
+    proc = subprocess.run(["auditwheel", "show", "--json", str(wheel)], capture_output=True, text=True)
+    data: dict[str, Any] = json.loads(proc.stdout)
+    assert data["version"] == 1, proc.stderr
+    return proc.returncode, data
+
+
+def assert_versions_listed(aw: dict[str, Any], v: Verdict) -> None:
+    """Per library, the highest numeric version of each prefix auditwheel saw, and each non-numeric
+    one (``GLIBC_ABI_DT_RELR``), is in our symbol maxima."""
+    listed = {(s.library, s.version) for s in v.symbols}
+    for lib, versions in aw["versioned_symbols"].items():
+        numeric = [s for s in versions if symbol_version_key(s) is not None]
+        for prefix in {s.split("_", 1)[0] for s in numeric}:
+            top = max(
+                (s for s in numeric if s.startswith(prefix + "_")), key=lambda s: symbol_version_key(s) or ()
+            )
+            assert (lib, top) in listed
+        assert {(lib, s) for s in versions if symbol_version_key(s) is None} <= listed

@@ -163,13 +163,15 @@ def test_new_external_library_regresses_unless_excluded(
         ("libfoo.so.1", "excluded", False)
     ]
     assert not excluded.regression
-    # grafting the library into the wheel (as auditwheel repair does) is no regression either
+    # grafting the library into the wheel (as auditwheel repair does: with an RPATH reaching it) is
+    # no regression either
+    user_rpath = so(tmp_path, "user_rpath.so", FOO_USER, libs=("foo",), rpath="$ORIGIN/../demo.libs")
     grafted = wheel(
         tmp_path / "g",
         "demo-1.1-cp311-cp311-manylinux_2_28_x86_64.whl",
         {
             "demo/a.so": libs["plain_old"],
-            "demo/b.so": user,
+            "demo/b.so": user_rpath,
             "demo.libs/libfoo.so.1": (libdir / "libfoo.so").read_bytes(),
         },
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from packaging.requirements import Requirement
@@ -21,6 +21,7 @@ from buildkit.gate import (
     wheel_pythons,
 )
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
+from buildkit.policy import get_policy
 
 EXT = "pkg/_ext.cpython-311-x86_64-linux-gnu.so"
 
@@ -32,6 +33,11 @@ def elf(
     soname: str | None = None,
     needs: dict[str, tuple[str, ...]] | None = None,
     targets: tuple[str, ...] = (),
+    rpath: tuple[str, ...] = (),
+    runpath: tuple[str, ...] = (),
+    machine: str = "x86_64",
+    elf_class: int = 64,
+    endian: Literal["little", "big"] = "little",
 ) -> ElfInfo:
     entries = tuple(
         OffloadEntry(f"hipv4-amdgcn-amd-amdhsa--{t}", "hipv4", "amdgcn-amd-amdhsa", t, 100) for t in targets
@@ -43,15 +49,16 @@ def elf(
         )
     return ElfInfo(
         member=member,
-        machine="x86_64",
-        elf_class=64,
+        machine=machine,
+        elf_class=elf_class,
         soname=soname,
         needed=needed,
-        rpath=(),
-        runpath=(),
+        rpath=rpath,
+        runpath=runpath,
         version_needs=needs if needs is not None else {"libc.so.6": ("GLIBC_2.2.5",)},
         offload_targets=entries,
         offload_bundles=1 if targets else 0,
+        endian=endian,
     )
 
 
@@ -139,7 +146,10 @@ def test_policy_ceilings_apply_when_the_file_name_says_nothing() -> None:
 
 
 def test_external_library_must_be_whitelisted_grafted_or_excluded() -> None:
-    ext = elf(needed=("libc.so.6", "libamdhip64.so.6", "libfoo-1a2b3c4d.so.1", "librocblas.so.5"))
+    ext = elf(
+        needed=("libc.so.6", "libamdhip64.so.6", "libfoo-1a2b3c4d.so.1", "librocblas.so.5"),
+        rpath=("$ORIGIN/../pkg.libs",),  # what auditwheel repair sets
+    )
     grafted = elf(
         "pkg.libs/libfoo-1a2b3c4d.so.1",
         soname="libfoo-1a2b3c4d.so.1",
@@ -262,7 +272,9 @@ def test_machine_mismatch_with_file_tag() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"policy": "manylinux_9_9"},
+        {"policy": "manylinux_2_x"},
+        {"policy": "foolinux_1_2"},
+        {"policy": "manylinux_2_28_sparc64"},  # an architecture no policy covers
         {"ceilings": {"GLIBC": "two"}},
         {"ceilings": {"FOO": "1.0"}},
         {"torch": "2"},
@@ -467,7 +479,7 @@ def test_job_identity_passes_the_jobs_own_wheel() -> None:
             "pkg-1.0-cp311-cp311-manylinux_2_34_x86_64.whl",
             {},
             "platform tag: expected manylinux_2_28_x86_64 (job cp311-rocm7.2's policy), found "
-            "manylinux_2_34_x86_64; auditwheel tags a wheel it cannot repair",
+            "manylinux_2_34_x86_64; no symbol version or library this gate reads is above the job's policy",
         ),
         (
             "pkg-1.0-cp311-cp311-linux_x86_64.manylinux_2_28_x86_64.whl",
@@ -599,3 +611,326 @@ def test_format_size_never_says_zero_mib(size: int, text: str) -> None:
 def test_size_messages_use_readable_units() -> None:
     v = evaluate(report(elf(), size=2048), GateConfig(size_limit=1024))
     assert [f.message for f in v.errors] == ["wheel is 2.0 KiB, above the limit of 1.0 KiB"]
+
+
+# --------------------------------------------------------------------------- every prefix of a policy
+@pytest.mark.parametrize(
+    ("policy", "library", "version", "oldest"),
+    [
+        (
+            "manylinux2014",
+            "libatomic.so.1",
+            "LIBATOMIC_1.0",
+            "manylinux_2_24 is the oldest policy allowing it",
+        ),
+        ("manylinux_2_24", "libz.so.1", "ZLIB_1.2.9", "manylinux_2_27 is the oldest policy allowing it"),
+        (
+            "manylinux_2_28",
+            "libc.so.6",
+            "GLIBC_ABI_DT_RELR",
+            "manylinux_2_36 is the oldest policy allowing it",
+        ),
+        (
+            "manylinux_2_17",
+            "libstdc++.so.6",
+            "CXXABI_FLOAT128",
+            "manylinux_2_24 is the oldest policy allowing it",
+        ),
+        ("manylinux_2_41", "libc.so.6", "GLIBC_PRIVATE", "no manylinux policy allows it"),
+        (
+            "manylinux_2_28",
+            "libc.so.6",
+            "GLIBC_2.0",
+            "no manylinux policy allows it",
+        ),  # not an x86_64 version
+    ],
+)
+def test_a_configured_policy_judges_every_symbol_version_it_lists(
+    policy: str, library: str, version: str, oldest: str
+) -> None:
+    needs = {"libc.so.6": ("GLIBC_2.2.5",), library: (version,)}
+    e = elf(needed=tuple(needs), needs=needs)
+    v = evaluate(report(e, tag="linux_x86_64"), GateConfig(policy=policy))
+    assert [(f.rule, f.file, f.library, f.symbol) for f in v.errors] == [("ceiling", EXT, library, version)]
+    assert v.errors[0].message == (
+        f"{EXT} requires {version} from {library}, which policy {get_policy(policy).name} does not allow "
+        f"({oldest})"
+    )
+    # the symbol verdict agrees, and without a policy nothing is claimed: no error
+    assert v.sym_policy is not None and v.sym_policy.priority < get_policy(policy).priority
+    assert evaluate(report(e, tag="linux_x86_64"), GateConfig()).passed
+
+
+def test_a_policy_symbol_above_a_numeric_ceiling_is_reported_once() -> None:
+    e = elf(needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.34", "GLIBC_ABI_DT_RELR")})
+    v = evaluate(report(e, tag="linux_x86_64"), GateConfig(policy="manylinux_2_28"))
+    assert sorted((f.rule, f.symbol) for f in v.errors) == [
+        ("ceiling", "GLIBC_2.34"),  # the numeric ceiling rule
+        ("ceiling", "GLIBC_ABI_DT_RELR"),  # the policy's other versions
+    ]
+
+
+def test_an_explicit_ceiling_loosens_only_its_numeric_versions() -> None:
+    e = elf(needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.34", "GLIBC_ABI_DT_RELR")})
+    config = GateConfig(policy="manylinux_2_28", ceilings={"GLIBC": "2.34"})
+    v = evaluate(report(e, tag="linux_x86_64"), config)
+    assert [f.symbol for f in v.errors] == ["GLIBC_ABI_DT_RELR"]
+    assert evaluate(report(e, tag="linux_x86_64"), GateConfig(policy="manylinux_2_36")).passed
+
+
+def test_non_numeric_versions_are_listed_in_the_symbol_maxima() -> None:
+    e = elf(needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_2.17", "GLIBC_ABI_DT_RELR", "GLIBC_PRIVATE")})
+    v = evaluate(report(e, tag="linux_x86_64"), GateConfig())
+    assert [(s.library, s.prefix, s.version) for s in v.symbols] == [
+        ("libc.so.6", "GLIBC", "GLIBC_2.17"),
+        ("libc.so.6", "GLIBC_ABI_DT_RELR", "GLIBC_ABI_DT_RELR"),
+        ("libc.so.6", "GLIBC_PRIVATE", "GLIBC_PRIVATE"),
+    ]
+    assert v.sym_tag == "linux_x86_64"  # GLIBC_PRIVATE: no policy allows it
+
+
+def test_job_identity_hint_names_the_ceiling_errors_only_when_there_are_some() -> None:
+    tagged_2_36 = "pkg-1.0-cp311-cp311-manylinux_2_36_x86_64.whl"
+    config = GateConfig(policy="manylinux_2_28", identity=identity())
+    relr = named(report(elf(needs={"libc.so.6": ("GLIBC_2.2.5", "GLIBC_ABI_DT_RELR")})), tagged_2_36)
+    v = evaluate(relr, config)
+    (mismatch,) = [f.message for f in v.findings if f.rule == "job-identity"]
+    assert mismatch.endswith("the ceiling errors name the symbol versions above the policy")
+    assert [f.symbol for f in v.errors if f.rule == "ceiling"] == ["GLIBC_ABI_DT_RELR"]
+    clean = evaluate(named(report(elf()), tagged_2_36), config)
+    (mismatch,) = [f.message for f in clean.findings if f.rule == "job-identity"]
+    assert "ceiling errors" not in mismatch and "blacklist, pyfpe and x86-isa findings" in mismatch
+    assert not [f for f in clean.errors if f.rule == "ceiling"]
+
+
+# --------------------------------------------------------------------------- libraries ld.so finds
+LIBDIR = "pkg.libs/libfoo-1a2b3c4d.so.1"
+
+
+def _needs_foo(member: str = EXT, **kw: Any) -> ElfInfo:
+    return elf(member, needed=("libc.so.6", "libfoo-1a2b3c4d.so.1"), **kw)
+
+
+def _foo(member: str = LIBDIR, soname: str = "libfoo-1a2b3c4d.so.1", **kw: Any) -> ElfInfo:
+    return elf(member, soname=soname, **kw)
+
+
+def _status(*elves: ElfInfo, **config: Any) -> tuple[str, tuple[str, ...], str | None]:
+    v = evaluate(report(*elves), GateConfig(**config))
+    (use,) = [u for u in v.libraries if u.library == "libfoo-1a2b3c4d.so.1"]
+    return use.status, use.needed_by, use.detail
+
+
+@pytest.mark.parametrize("entry", [("rpath", "$ORIGIN/../pkg.libs"), ("runpath", "${ORIGIN}/../pkg.libs")])
+def test_a_library_ld_so_finds_by_file_name_is_grafted(entry: tuple[str, str]) -> None:
+    kind, path = entry
+    assert _status(_needs_foo(**{kind: (path,)}), _foo()) == ("grafted", (EXT,), LIBDIR)
+
+
+@pytest.mark.parametrize(
+    ("ext", "lib"),
+    [
+        # the library sits in a directory no search path reaches (no RPATH at all)
+        (_needs_foo(), _foo()),
+        # the RUNPATH reaches the directory, but the file there is named otherwise (SONAME only)
+        (_needs_foo(runpath=("$ORIGIN",)), _foo("pkg/libfoo.so")),
+        # a directory outside the install root is not the wheel's
+        (_needs_foo(rpath=("$ORIGIN/../../pkg.libs",)), _foo()),
+    ],
+)
+def test_a_library_ld_so_does_not_find_in_the_wheel_is_external(ext: ElfInfo, lib: ElfInfo) -> None:
+    v = evaluate(report(ext, lib), GateConfig(policy="manylinux_2_28"))
+    assert [(u.library, u.status) for u in v.libraries if u.library.startswith("libfoo")] == [
+        ("libfoo-1a2b3c4d.so.1", "external")
+    ]
+    assert v.external_libraries() == ["libfoo-1a2b3c4d.so.1"] and v.overall_tag == "linux_x86_64"
+    (err,) = [f for f in v.errors if f.rule == "external-library"]
+    assert f"ld.so does not find the wheel's {lib.member} from it (see the load-order warning;" in err.message
+    assert [(f.file, f.library, f.symbol) for f in v.warnings if f.rule == "load-order"] == [
+        (EXT, "libfoo-1a2b3c4d.so.1", lib.member)
+    ]
+    # an exclusion rule still applies to it
+    assert _status(ext, lib, exclude_globs=("libfoo-*",))[0] == "excluded"
+
+
+def test_the_soname_only_case_says_which_file_name_ld_so_looks_for() -> None:
+    v = evaluate(report(_needs_foo(runpath=("$ORIGIN",)), _foo("pkg/libfoo.so")), GateConfig())
+    (warn,) = [f.message for f in v.warnings if f.rule == "load-order"]
+    assert (
+        "pkg/libfoo.so carries as its SONAME, but ld.so looks for a file named libfoo-1a2b3c4d.so.1" in warn
+    )
+    assert "the gate does not count it as in the wheel" in warn
+
+
+def test_rpath_is_inherited_along_the_loader_chain_runpath_is_not() -> None:
+    chained = elf("pkg.libs/libbar.so.1", soname="libbar.so.1", needed=("libc.so.6", "libfoo-1a2b3c4d.so.1"))
+    for kind, status in (("rpath", "grafted"), ("runpath", "external")):
+        ext = elf(needed=("libc.so.6", "libbar.so.1"), **{kind: ("$ORIGIN/../pkg.libs",)})
+        v = evaluate(report(ext, chained, _foo()), GateConfig())
+        found = {u.library: (u.status, u.needed_by) for u in v.libraries}
+        assert found["libbar.so.1"] == ("grafted", (EXT,))
+        assert found["libfoo-1a2b3c4d.so.1"] == (status, ("pkg.libs/libbar.so.1",)), kind
+
+
+def test_a_library_some_members_do_not_find_is_external_for_those() -> None:
+    reaches = _needs_foo("pkg/a.so", rpath=("$ORIGIN/../pkg.libs",))
+    lost = _needs_foo("pkg/b.so")
+    assert _status(reaches, lost, _foo()) == ("external", ("pkg/b.so",), None)
+
+
+def test_a_whitelisted_library_the_wheel_carries_unreached_is_whitelisted() -> None:
+    ext = elf(needed=("libc.so.6", "libz.so.1"))
+    v = evaluate(
+        report(ext, elf("pkg/lib/libz.so.1", soname="libz.so.1")), GateConfig(policy="manylinux_2_28")
+    )
+    assert {u.library: u.status for u in v.libraries}["libz.so.1"] == "whitelisted"
+    assert v.passed and [f.rule for f in v.warnings] == ["load-order"]
+
+
+def test_a_library_of_another_architecture_is_not_found() -> None:
+    other = _foo(machine="aarch64")
+    v = evaluate(report(_needs_foo(rpath=("$ORIGIN/../pkg.libs",)), other), GateConfig())
+    assert {u.library: u.status for u in v.libraries}["libfoo-1a2b3c4d.so.1"] == "external"
+
+
+# --------------------------------------------------------------------------- PEP 600 tags auditwheel lacks
+def tagged(*elves: ElfInfo, tag: str) -> WheelReport:
+    """A report whose file name has a compressed tag set (``a.b``), its tags expanded as packaging does."""
+    r = report(*elves, tag=tag)
+    expanded = tuple(f"cp311-cp311-{t}" for t in tag.split("."))
+    return replace(r, tags=expanded, wheel_tags=expanded)
+
+
+@pytest.mark.parametrize(
+    ("tag", "allowed", "refused", "basis"),
+    [
+        ("manylinux_2_29_x86_64", "GLIBC_2.29", "GLIBC_2.30", "manylinux_2_28"),
+        ("manylinux_2_33_x86_64", "GLIBC_2.33", "GLIBC_2.34", "manylinux_2_31"),
+        # the strictest claim holds
+        ("manylinux_2_28_x86_64.manylinux_2_29_x86_64", "GLIBC_2.28", "GLIBC_2.29", None),
+    ],
+)
+def test_a_pep600_tag_without_a_policy_is_judged_not_refused(
+    tag: str, allowed: str, refused: str, basis: str | None
+) -> None:
+    ok = evaluate(tagged(elf(needs={"libc.so.6": ("GLIBC_2.2.5", allowed)}), tag=tag), GateConfig())
+    assert ok.passed, ok.findings
+    bad = evaluate(tagged(elf(needs={"libc.so.6": ("GLIBC_2.2.5", refused)}), tag=tag), GateConfig())
+    assert ("platform-tag", refused) in [(f.rule, f.symbol) for f in bad.errors]
+    assert bad.target_policy is not None and bad.target_policy.basis == basis
+    assert not bad.warnings  # between two known policies: nothing to warn about
+
+
+def test_a_tag_above_every_policy_is_judged_by_the_newest_with_a_warning() -> None:
+    v = evaluate(report(elf(), tag="manylinux_2_42_x86_64"), GateConfig())
+    assert v.passed
+    (warn,) = [f.message for f in v.warnings if f.rule == "platform-tag"]
+    assert "manylinux_2_42_x86_64" in warn and "judged as manylinux_2_41" in warn
+    needs_new = evaluate(
+        report(elf(needs={"libc.so.6": ("GLIBC_2.42",)}), tag="manylinux_2_42_x86_64"), GateConfig()
+    )
+    assert "platform-tag" in rules(needs_new)
+
+
+def test_a_configured_pep600_policy_without_an_entry_works() -> None:
+    v = evaluate(
+        report(elf(needs={"libc.so.6": ("GLIBC_2.30",)}), tag="linux_x86_64"),
+        GateConfig(policy="manylinux_2_30"),
+    )
+    assert v.passed and v.target_policy is not None and v.target_policy.ceilings()["GLIBC"] == "2.30"
+    assert GateConfig.from_flags(policy="manylinux_2_42").policy == "manylinux_2_42"
+    v = evaluate(report(elf(), tag="linux_x86_64"), GateConfig(policy="manylinux_2_42"))
+    assert [f.rule for f in v.warnings] == ["policy"]
+
+
+# --------------------------------------------------------------------------- architectures
+@pytest.mark.parametrize(
+    ("machine", "elf_class", "endian", "arch", "base"),
+    [
+        ("ppc64", 64, "little", "ppc64le", "GLIBC_2.17"),
+        ("ppc64", 64, "big", "ppc64", "GLIBC_2.3"),
+        ("s390", 64, "big", "s390x", "GLIBC_2.2"),
+        ("386", 32, "little", "i686", "GLIBC_2.0"),
+        ("arm", 32, "little", "armv7l", "GLIBC_2.4"),
+        ("riscv", 64, "little", "riscv64", "GLIBC_2.27"),
+        ("aarch64", 64, "little", "aarch64", "GLIBC_2.17"),
+    ],
+)
+def test_every_architecture_auditwheel_knows_is_judged(
+    machine: str, elf_class: int, endian: Literal["little", "big"], arch: str, base: str
+) -> None:
+    e = elf(machine=machine, elf_class=elf_class, endian=endian, needs={"libc.so.6": (base, "GLIBC_2.34")})
+    v = evaluate(report(e, tag=f"manylinux_2_17_{arch}"), GateConfig())
+    assert not v.pure and v.arch == arch
+    assert v.sym_tag == (f"manylinux_2_34_{arch}" if arch != "ppc64" else "linux_ppc64")
+    assert "platform-tag" in rules(v)  # GLIBC_2.34 above the claimed manylinux_2_17
+    assert "elf-machine" not in rules(v)
+
+
+@pytest.mark.parametrize(
+    ("machine", "elf_class", "endian"),
+    [("sparcv9", 64, "big"), ("mips", 64, "little"), ("x86_64", 32, "little"), ("arm", 32, "big")],
+)
+def test_host_code_of_an_unknown_machine_is_an_error_not_pure(
+    machine: str, elf_class: int, endian: Literal["little", "big"]
+) -> None:
+    e = elf(machine=machine, elf_class=elf_class, endian=endian)
+    v = evaluate(report(e, tag="linux_x86_64"), GateConfig(policy="manylinux_2_28"))
+    assert not v.pure and not v.passed
+    (err,) = [f for f in v.errors if f.rule == "elf-machine"]
+    assert err.file == EXT and machine in err.message and "no manylinux or musllinux policy" in err.message
+
+
+def test_a_policy_given_without_or_with_an_architecture_works_for_the_wheels() -> None:
+    e = elf(machine="aarch64", needs={"libc.so.6": ("GLIBC_2.17",)})
+    for policy in ("manylinux_2_17_aarch64", "manylinux2014", "manylinux2014_aarch64", "manylinux_2_28"):
+        v = evaluate(report(e, tag="linux_aarch64"), GateConfig(policy=policy))
+        assert v.passed, (policy, v.findings)
+        assert v.target_policy is not None and v.target_policy.arch == "aarch64"
+    wrong = evaluate(report(e, tag="linux_aarch64"), GateConfig(policy="manylinux_2_28_x86_64"))
+    assert [f.message for f in wrong.errors] == [
+        "policy manylinux_2_28_x86_64 is for x86_64, but the wheel's host code is aarch64"
+    ]
+    # manylinux1 has no aarch64 policy: the lowest one judges, GLIBC cut at 2.5, with a warning
+    old = evaluate(report(e, tag="linux_aarch64"), GateConfig(policy="manylinux1"))
+    assert [f.rule for f in old.warnings] == ["policy"] and "ceiling" in rules(old)
+
+
+# --------------------------------------------------------------------------- musllinux
+MUSL = "libc.musl-x86_64.so.1"
+
+
+def musl_elf(*needed: str) -> ElfInfo:
+    return elf(needed=(MUSL, *needed), needs={})
+
+
+def test_a_musllinux_wheel_is_judged_by_the_musllinux_policies() -> None:
+    v = evaluate(report(musl_elf(), tag="musllinux_1_2_x86_64"), GateConfig())
+    assert v.passed, v.findings
+    assert (v.libc, v.sym_tag, v.overall_tag) == ("musl", "musllinux_1_2_x86_64", "musllinux_1_2_x86_64")
+    assert [(u.library, u.status) for u in v.libraries] == [(MUSL, "whitelisted")]
+    assert evaluate(report(musl_elf(), tag="musllinux_1_1_x86_64"), GateConfig(policy="musllinux_1_1")).passed
+    ext = evaluate(report(musl_elf("libfoo.so.1"), tag="musllinux_1_2_x86_64"), GateConfig())
+    assert ext.external_libraries() == ["libfoo.so.1"] and ext.overall_tag == "linux_x86_64"
+    assert sorted(rules(ext)) == ["external-library", "platform-tag"]
+
+
+def test_musl_and_glibc_are_not_mixed_up() -> None:
+    as_manylinux = evaluate(report(musl_elf(), tag="manylinux_2_28_x86_64"), GateConfig())
+    assert [f.message for f in as_manylinux.errors] == [
+        "file name tag manylinux_2_28_x86_64 but the ELF code links musl libc"
+    ]
+    glibc_policy = evaluate(report(musl_elf(), tag="linux_x86_64"), GateConfig(policy="manylinux_2_28"))
+    assert [f.rule for f in glibc_policy.errors] == ["policy"]
+    musl_policy = evaluate(report(elf(), tag="linux_x86_64"), GateConfig(policy="musllinux_1_2"))
+    assert [f.rule for f in musl_policy.errors] == ["policy"]
+    mixed = evaluate(report(musl_elf(), elf("pkg/b.so")), GateConfig())
+    assert "elf-libc" in rules(mixed)
+
+
+def test_the_byte_order_not_the_file_name_tells_ppc64le_from_ppc64() -> None:
+    little = elf(machine="ppc64", endian="little", needs={"libc.so.6": ("GLIBC_2.17",)})
+    v = evaluate(report(little, tag="manylinux_2_17_ppc64"), GateConfig())
+    assert v.arch == "ppc64le" and "elf-machine" in rules(v)
+    big = elf(machine="ppc64", endian="big", needs={"libc.so.6": ("GLIBC_2.3",)})
+    assert evaluate(report(big, tag="manylinux_2_17_ppc64"), GateConfig()).passed

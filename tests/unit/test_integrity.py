@@ -246,7 +246,15 @@ def test_needed_library_found_only_by_load_order_is_reported(tmp_path: Path) -> 
     ]
     message = next(f.message for f in v.findings if f.rule == "load-order" and f.file == EXT)
     assert "demo/_ext.so needs liba.so.1, which demo.libs/liba.so.1 provides" in message
-    assert v.passed  # a warning
+    # ld.so does not find them in the wheel: the gate counts them as external, as auditwheel does
+    assert {u.library: (u.status, u.needed_by) for u in v.libraries if u.library != "libc.so.6"} == {
+        "liba.so.1": ("external", (EXT,)),
+        "libb.so.1": ("external", ("demo.libs/liba.so.1",)),
+    }
+    assert sorted(f.library or "" for f in v.errors if f.rule == "external-library") == [
+        "liba.so.1",
+        "libb.so.1",
+    ]
 
 
 def test_rpath_reaches_the_whole_chain_runpath_only_its_own_needs(tmp_path: Path) -> None:
@@ -255,12 +263,22 @@ def test_rpath_reaches_the_whole_chain_runpath_only_its_own_needs(tmp_path: Path
         write_wheel(tmp_path / WHEEL, _chain(tmp_path, "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../demo.libs"))
     )
     assert not [f for f in rpath.findings if f.rule == "load-order"]
+    assert {u.library: u.detail for u in rpath.libraries if u.status == "grafted"} == {
+        "liba.so.1": "demo.libs/liba.so.1",
+        "libb.so.1": "demo.libs/libb.so.1",
+    }
+    assert rpath.passed, rpath.findings
     # DT_RUNPATH covers only the object's own DT_NEEDED: liba.so.1 finds libb.so.1 only by load order
     runpath = gate(
         write_wheel(tmp_path / WHEEL, _chain(tmp_path, "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../demo.libs"))
     )
     assert [(f.file, f.library) for f in runpath.findings if f.rule == "load-order"] == [
         ("demo.libs/liba.so.1", "libb.so.1")
+    ]
+    # ... so libb.so.1 is not in the wheel for it (the file name's manylinux_2_28 breaks too)
+    assert [(f.rule, f.library) for f in runpath.errors] == [
+        ("platform-tag", "libb.so.1"),
+        ("external-library", "libb.so.1"),
     ]
 
 
