@@ -300,7 +300,7 @@ def verify_rebuild(
     *,
     recipe: Path | None = None,
     cwd: Path | None = None,
-    use_cache: bool = True,
+    use_cache: bool = False,
     keep: Path | None = None,
     echo: Echo = lambda _line: None,
     client: Any = None,

@@ -18,7 +18,14 @@ from buildkit.errors import NotReproducible, UsageError
     default=None,
     help="The recipe (default: recipes/<the manifest's recipe file> under the current directory).",
 )
-@click.option("--no-cache", is_flag=True, help="Rebuild without the compiler-cache volume.")
+@click.option(
+    "--cache/--no-cache",
+    "use_cache",
+    default=False,
+    show_default=True,
+    help="Let the rebuild reuse the job's compiler-cache volume (faster, but every compile can then come "
+    "from the cache the first build filled, so the compiler's determinism is not what is checked).",
+)
 @click.option(
     "--keep",
     type=click.Path(file_okay=False, path_type=Path),
@@ -51,7 +58,7 @@ from buildkit.errors import NotReproducible, UsageError
 def verify(
     wheel: Path,
     recipe: Path | None,
-    no_cache: bool,
+    use_cache: bool,
     keep: Path | None,
     check_attestation: bool,
     attestation_file: Path | None,
@@ -62,7 +69,8 @@ def verify(
     """Rebuild WHEEL's recorded job and compare sha256 (exit 0 identical, 12 differs).
 
     With --attestation, check its signed provenance instead (exit 12 when it does not verify).
-    --public-key and --attestation-file only apply to --attestation; --recipe, --no-cache and --keep
+    The rebuild compiles from scratch unless --cache. --public-key and --attestation-file only apply to
+    --attestation; --recipe, --cache and --keep
     only to a rebuild: mixing them is a usage error (exit 2). A malformed manifest exits 2.
     """
     if not check_attestation and (public_key is not None or attestation_file is not None):
@@ -70,8 +78,8 @@ def verify(
             "--public-key/--attestation-file check a signed attestation: add --attestation "
             "(without it, verify rebuilds the wheel and would ignore them)"
         )
-    if check_attestation and (recipe is not None or no_cache or keep is not None):
-        raise UsageError("--recipe/--no-cache/--keep apply to a rebuild, not to --attestation")
+    if check_attestation and (recipe is not None or use_cache or keep is not None):
+        raise UsageError("--recipe/--cache/--keep apply to a rebuild, not to --attestation")
     if check_attestation:
         from buildkit.provenance import load_public_key, verify_attestation
 
@@ -89,7 +97,7 @@ def verify(
     result = verify_rebuild(
         wheel,
         recipe=recipe,
-        use_cache=not no_cache,
+        use_cache=use_cache,
         keep=keep,
         echo=lambda line: click.echo(line, err=True),
         verbose=verbose,
