@@ -16,6 +16,7 @@ behind; when the engine stops answering, the error names the label to clean up b
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import json
 import os
@@ -861,6 +862,19 @@ def _publish_to_out(wheel: Path, dest: Path) -> None:
     """
     parent = dest.parent
     parent.mkdir(parents=True, exist_ok=True)
+    # two builds of the same job into the same --out (two terminals, two CI steps) swap one at a time:
+    # without the lock one of them could find ``dest`` gone between its two renames and fail. The lock
+    # is taken on the folder itself (flock works on a directory's descriptor): no lock file is left.
+    folder = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        _swap_into(wheel, dest)
+    finally:
+        os.close(folder)  # releases the lock
+
+
+def _swap_into(wheel: Path, dest: Path) -> None:
+    parent = dest.parent
     files = [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
     incoming = Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-{os.getpid()}-", dir=parent))
     previous = parent / f".{dest.name}.previous-{os.getpid()}-{incoming.name.rsplit('-', 1)[-1]}"

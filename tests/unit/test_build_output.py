@@ -93,3 +93,31 @@ def test_bad_source_date_epoch_is_a_usage_error(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH"):
         build.source_date_epoch(tmp_path)
     assert build.source_date_epoch(tmp_path, 1234) == 1234
+
+
+def _swap_many(wheel: str, dest: str, rounds: int) -> int:
+    failures = 0
+    for _ in range(rounds):
+        try:
+            build._publish_to_out(Path(wheel), Path(dest))
+        except BuildFailed:
+            failures += 1
+    return failures
+
+
+def test_concurrent_swaps_into_the_same_job_folder_never_fail(tmp_path: Path) -> None:
+    # two builds of one job into one --out: without the lock about 1 swap in 300 failed (dest gone
+    # between the other process's two renames) and a passing wheel was reported as build-failed
+    import multiprocessing
+
+    dest = tmp_path / "dist" / "cp313-job"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = _staged(tmp_path / "a", b"from-a")
+    b = _staged(tmp_path / "b", b"from-b")
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(2) as pool:
+        results = pool.starmap(_swap_many, [(str(a), str(dest), 300), (str(b), str(dest), 300)])
+    assert results == [0, 0]
+    assert (dest / WHEEL).read_bytes() in (b"from-a", b"from-b")
+    assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == ["cp313-job"]
