@@ -304,16 +304,25 @@ class _Pass:
             return
         if self.undefined is None and self.symbols is None and self.from_start:
             self.undefined = loader.UndefinedScan(table.symtab, None, h, limit=table.strtab)
-        if self.symbols is None:
+        # each round may find the next part of the hash table inside this very chunk (the last
+        # chunk of a patchelf'd file holds .gnu.hash, .dynamic and .dynstr together)
+        for _ in range(64):
+            if self.symbols is not None:
+                break
             try:
                 self.symbols = loader.symbol_count(self.member, h, table, self.read, self.size)
             except MissingRange as missing:
                 self._need(missing.offset, max(missing.size, 4096), offset)
                 self.buf.feed(offset, chunk)
-                self._catch_up(offset, chunk)
-                return
+                if self.behind or not self.buf.has(missing.offset, missing.size):
+                    self._catch_up(offset, chunk)
+                    return
+                continue
             if self.undefined is not None:
                 self.undefined.set_count(self.symbols)
+        if self.symbols is None:
+            self._catch_up(offset, chunk)
+            return
         if self.undefined is None:
             self.undefined = loader.UndefinedScan(table.symtab, self.symbols, h)
         self._catch_up(offset, chunk)
