@@ -13,8 +13,8 @@ ROCm SONAMEs, the recipe's ``size_budget``), and explicit flags adjust it:
 * ``exclude_sets`` expand for ``rocm``, else for the job's ROCm release.
 
 Without a recipe the flags are the whole configuration (:meth:`GateConfig.from_flags`; ``rocm``
-pins the SONAMEs there too). RECORD hashes are verified by default with a recipe and job (what
-``build`` does), not without (:func:`verify_record_default`).
+pins the SONAMEs there too). RECORD hashes are verified by default, with or without a recipe and
+job (what ``build`` does; :func:`verify_record_default`); ``--no-verify-record`` skips the hashing.
 """
 
 from __future__ import annotations
@@ -172,15 +172,17 @@ def gate_config(flags: GateFlags, *, recipe: Path | None = None, job: str | None
     return config_for_job(loaded, found, flags)
 
 
-def verify_record_default(*, recipe: Path | None, job: str | None) -> bool:
+def verify_record_default(*, recipe: Path | None = None, job: str | None = None) -> bool:
     """Whether ``check`` hashes every member when neither ``--verify-record`` nor
-    ``--no-verify-record`` is given: yes with ``--recipe``/``--job`` (``build`` gates that way, and a
-    corrupted member must not pass as "consistent"), no for a plain check (speed: bench/README.md)."""
-    return recipe is not None or job is not None
+    ``--no-verify-record`` is given: always (``build`` gates that way, and a corrupted or edited
+    member must not pass as "consistent" because the plain check skipped its bytes). The
+    parameters are kept for callers that pass them; they no longer change the answer."""
+    del recipe, job
+    return True
 
 
 def check_wheels(
-    wheels: Sequence[Path], config: GateConfig, *, verify_record: bool = False
+    wheels: Sequence[Path], config: GateConfig, *, verify_record: bool = True
 ) -> tuple[list[Verdict], list[ReadFailure]]:
     """Inspect and gate each wheel; one that cannot be read becomes a ReadFailure (the rest go on)."""
     from buildkit.inspect import inspect_wheel

@@ -66,7 +66,8 @@ from buildkit.errors import UsageError
 from buildkit.findings import Finding as Finding
 from buildkit.findings import Severity as Severity
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
-from buildkit.integrity import Resolution, check_integrity, compatible, resolve_libraries
+from buildkit.inspect.models import Finding as Oddity
+from buildkit.integrity import Resolution, check_integrity, compatible, not_elf_load, resolve_libraries
 from buildkit.policy import (
     CEILING_PREFIXES,
     Libc,
@@ -447,7 +448,7 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
 
     gfx = _gfx_objects(report.elves, report.code_objects)
     for odd in report.findings:  # oddities the inspection noticed (e.g. a ".so" that is not ELF)
-        findings.append(Finding(f"inspect:{odd.kind}", "warning", odd.message, file=odd.member))
+        findings.append(_judge_oddity(odd, report.elves, resolution))
     _check_archs(gfx, config, findings)
     _check_size(report.size, config, findings)
     _check_torch(
@@ -479,6 +480,20 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
         target_policy=target,
         libc=libc,
     )
+
+
+def _judge_oddity(odd: Oddity, elves: Sequence[ElfInfo], resolution: Resolution) -> Finding:
+    """Rule ``inspect:<kind>``: a warning, except a member named like a shared library that is not
+    ELF where the installed wheel imports or loads it (:func:`buildkit.integrity.not_elf_load`):
+    that load fails, an error."""
+    rule = f"inspect:{odd.kind}"
+    if odd.kind != "not-elf-library":
+        return Finding(rule, "warning", odd.message, file=odd.member)
+    load = not_elf_load(odd.member, elves, resolution)
+    if load is None:
+        message = f"{odd.message}; nothing imports or loads it from there (a linker script or a data file?)"
+        return Finding(rule, "warning", message, file=odd.member)
+    return Finding(rule, "error", f"{odd.message}: {load}, which fails", file=odd.member)
 
 
 def _prefix_order(prefix: str) -> tuple[int, str]:

@@ -28,12 +28,20 @@ Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never th
   auditwheel's grafted libraries find one another).
 * ``pure-wheel``: a wheel whose tags all have platform ``any`` must not carry host code (error per
   host ELF); standalone GPU code objects there are data for a runtime loader (warning).
+
+:func:`not_elf_load` tells the gate whether a member named like a shared library that is not ELF
+(the inspection's ``not-elf-library`` finding) is loaded once installed, which then fails: an
+extension module name Python imports, a library in a ``*.libs`` folder, a file ld.so opens for a
+DT_NEEDED. Elsewhere (``.dist-info``, ``.data/{data,headers,scripts}``, a versioned ``libfoo.so.1``
+nothing needs, a plain ``libfoo.so`` under ``include``/``lib``/``lib64``: a linker script for
+the link editor) it is only odd.
 """
 
 from __future__ import annotations
 
 import hashlib
 import posixpath
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -440,6 +448,60 @@ def _names(found: Sequence[ElfInfo]) -> str:
 
 def _dirs(found: Sequence[ElfInfo]) -> str:
     return " or ".join(sorted({_location(p.member)[0] for p in found}))
+
+
+# --------------------------------------------------------------------------- not-ELF libraries
+#: an extension module's file name: a module name and one of the suffixes of
+#: ``importlib.machinery.EXTENSION_SUFFIXES`` of any CPython or PyPy on Linux
+#: (``.cpython-311-x86_64-linux-gnu.so``, ``.cpython-313t-...``, ``.abi3.so``, ``.pypy310-pp73-...``,
+#: ``.so``)
+_EXTENSION_NAME = re.compile(r"(?P<module>[^.]+)(?P<abi>\.(?:abi3|cpython-[^.]+|pypy[^.]*))?\.so")
+#: folders of build-time files (headers, libraries to link with, their linker scripts): a plain
+#: ``libfoo.so`` there is for the link editor, not for ``import``
+DEV_AREAS = frozenset({"include", "lib", "lib64"})
+
+
+def not_elf_load(member: str, elves: Sequence[ElfInfo], resolution: Resolution) -> str | None:
+    """How the installed wheel loads ``member``, a file named like a shared library that is not ELF
+    (so loading it fails), or None when nothing imports or loads it from where it lies.
+
+    Loaded: a DT_NEEDED of an ELF member that ld.so looks up in ``member``'s directory before any
+    ELF of that name (``invalid ELF header``); a library in a ``*.libs`` folder (auditwheel's grafted
+    libraries); an extension module name (:data:`_EXTENSION_NAME`) in an importable folder (every
+    folder a Python identifier), except a plain ``name.so`` under a :data:`DEV_AREAS` folder.
+    Never loaded: members installed outside site-packages (``.data/{data,headers,scripts}``) and
+    ``.dist-info`` files."""
+    where = install_path(member)
+    if where is None:
+        return None
+    *folders, base = where.split("/")
+    if folders and folders[0].endswith(".dist-info"):
+        return None
+    needer = _needing(member, base, elves, resolution)
+    if needer is not None:
+        return f"{needer} needs {base} and ld.so opens this file for it"
+    libs = next((f for f in folders if f.endswith(".libs")), None)
+    if libs is not None:
+        return f"ld.so loads the libraries of {libs}/ (auditwheel's grafted libraries)"
+    name = _EXTENSION_NAME.fullmatch(base)
+    if name is None or not all(part.isidentifier() for part in [*folders, name["module"]]):
+        return None
+    if name["abi"] is None and DEV_AREAS.intersection(folders):
+        return None
+    return f"`import {'.'.join([*folders, name['module']])}` loads it as an extension module"
+
+
+def _needing(member: str, base: str, elves: Sequence[ElfInfo], resolution: Resolution) -> str | None:
+    """The first ELF member whose search for DT_NEEDED ``base`` reaches ``member`` before any ELF."""
+    folder = _location(member)[0]
+    for e in elves:
+        searched = resolution.dirs.get(e.member, ())
+        if base not in e.needed or folder not in searched:
+            continue
+        provider = resolution.provider(e.member, base)
+        if provider is None or searched.index(_location(provider)[0]) > searched.index(folder):
+            return e.member
+    return None
 
 
 # --------------------------------------------------------------------------- pure wheels

@@ -158,9 +158,7 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
         if i.hashes_verified:
             lines.append(f"{head}, hashes verified: {state}")
         else:
-            lines.append(
-                f"{head}, names and sizes: {state}; contents not verified (--verify-record hashes them)"
-            )
+            lines.append(f"{head}, names and sizes: {state}; hashes not verified (--no-verify-record)")
     if v.gfx:
         lines.append("  gfx targets:")
         if verbose or len(v.gfx) <= GFX_LIST_MAX:

@@ -4,6 +4,11 @@
 rejects duplicate keys, and returns plain Python data plus a :class:`Spans` map from each JSON
 path (a tuple of keys and indices) to the 1-based ``(line, column)`` of its value and, for
 mapping entries, of its key. Validators report errors at those positions.
+
+Hostile input is bounded, each bound a :class:`RecipeError` at the place it is crossed: nesting
+deeper than :data:`MAX_DEPTH` levels (while composing, before Python's recursion limit could be
+reached: ``[[[[...`` 5000 deep), more than :data:`MAX_NODES` values once aliases and merge keys
+(``<<``) are expanded (the "billion laughs"), and mapping keys that are not scalars.
 """
 
 from __future__ import annotations
@@ -45,6 +50,46 @@ def _pos(node: yaml.Node) -> Pos:
     return (node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+def _kind(node: yaml.Node) -> str:
+    """``scalar``, ``sequence`` or ``mapping`` (PyYAML's node ids)."""
+    return str(getattr(node, "id", "value"))
+
+
+_MERGE = "tag:yaml.org,2002:merge"
+_VALUE = "tag:yaml.org,2002:value"
+Pairs = list[tuple[yaml.Node, yaml.Node]]
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader with the composer's recursion bounded: a sequence or mapping whose
+    values would lie more than :data:`MAX_DEPTH` levels below the document's root is a
+    :class:`RecipeError` where it starts."""
+
+    def __init__(self, text: str, file: str) -> None:
+        super().__init__(text)
+        self.file = file
+        self.depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        self.depth += 1
+        try:
+            # the root is at depth 1 and its values 1 level down: a collection at depth MAX_DEPTH + 1
+            # would hold values MAX_DEPTH + 1 levels down
+            nests = self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent)
+            if self.depth > MAX_DEPTH and nests:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise RecipeError(
+                    f"the recipe nests deeper than {MAX_DEPTH} levels",
+                    file=self.file,
+                    line=mark.line + 1 if mark else None,
+                    column=mark.column + 1 if mark else None,
+                    hint="a recipe is a few levels deep; is a bracket or an indentation runaway?",
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+
 class _Builder:
     def __init__(self, file: str) -> None:
         self.file = file
@@ -52,9 +97,10 @@ class _Builder:
         self.constructor = yaml.SafeLoader("")
         self.count = 0
 
-    def build(self, node: yaml.Node, path: Path) -> Any:
-        self.count += 1
-        if self.count > MAX_NODES or len(path) > MAX_DEPTH:
+    def _bound(self, node: yaml.Node, depth: int, added: int = 1) -> None:
+        """Count ``added`` values at ``node`` (``depth`` levels down); past a bound, a RecipeError there."""
+        self.count += added
+        if self.count > MAX_NODES or depth > MAX_DEPTH:
             line, column = _pos(node)
             raise RecipeError(
                 f"the recipe expands to more than {MAX_NODES} values or {MAX_DEPTH} levels "
@@ -63,16 +109,53 @@ class _Builder:
                 line=line,
                 column=column,
             )
+
+    def pairs(self, node: yaml.MappingNode, depth: int) -> Pairs:
+        """``node``'s entries with merge keys (``<<: *base``, ``<<: [*a, *b]``) expanded as PyYAML's
+        ``flatten_mapping`` does (merged entries first, a list's later mappings first), without
+        changing the shared nodes and within :data:`MAX_NODES` / :data:`MAX_DEPTH`."""
+        merged: Pairs = []
+        own: Pairs = []
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE:
+                if key_node.tag == _VALUE:  # PyYAML reads the `=` key as a string
+                    key_node.tag = "tag:yaml.org,2002:str"
+                own.append((key_node, value_node))
+                continue
+            listed = isinstance(value_node, yaml.SequenceNode)
+            for source in reversed(value_node.value) if listed else [value_node]:
+                if not isinstance(source, yaml.MappingNode):
+                    line, column = _pos(source)
+                    raise RecipeError(
+                        "YAML: a merge key (<<) takes a mapping or a list of mappings, "
+                        f"not a {_kind(source)}",
+                        file=self.file,
+                        line=line,
+                        column=column,
+                    )
+                self._bound(source, depth + 1, len(source.value))
+                merged.extend(self.pairs(source, depth + 1))
+        return merged + own
+
+    def build(self, node: yaml.Node, path: Path) -> Any:
+        self._bound(node, len(path))
         self.spans.values[path] = _pos(node)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
             first_seen: dict[str, Pos] = {}
-            self.constructor.flatten_mapping(node)
-            for key_node, value_node in node.value:
+            for key_node, value_node in self.pairs(node, len(path)):
+                if not isinstance(key_node, yaml.ScalarNode):
+                    line, column = _pos(key_node)
+                    raise RecipeError(
+                        f"a mapping key must be a name, not a {_kind(key_node)}",
+                        file=self.file,
+                        line=line,
+                        column=column,
+                    )
                 key = self.constructor.construct_object(key_node, deep=True)
                 if not isinstance(key, str):
                     # keys such as `3.10:` or `on:` read as numbers/booleans: keep the text
-                    key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else str(key)
+                    key = str(key_node.value)
                 line, column = _pos(key_node)
                 if key in first_seen:
                     raise RecipeError(
@@ -97,7 +180,7 @@ class _Builder:
 def load_with_spans(text: str, file: str) -> tuple[Any, Spans]:
     """Parse one YAML document into ``(data, spans)``; syntax errors become :class:`RecipeError`."""
     try:
-        loader = yaml.SafeLoader(text)
+        loader = _Loader(text, file)
         try:
             node = loader.get_single_node()
         finally:

@@ -23,9 +23,10 @@ Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 
   whose data overlap (the overlapping-entries bomb);
 * no ``.dist-info/WHEEL``; malformed ELF or offload bundles (see :mod:`~buildkit.inspect.elf`).
 
-A member named like a shared library (``*.so``, ``*.so.N``) that is not ELF is *not* an error: it is a
-:class:`~buildkit.inspect.models.Finding` (``not-elf-library``) for the gate to judge (linker scripts
-are legitimate). ELF members are recognised by their first four bytes, whatever their name.
+A member named like a shared library (``*.so``, ``*.so.N``) that is not ELF is *not* a read error: it is
+a :class:`~buildkit.inspect.models.Finding` (``not-elf-library``, naming its first 16 bytes) for the gate
+to judge (an extension module Python would import is an error there; a linker script in a development
+area is not). ELF members are recognised by their first four bytes, whatever their name.
 
 Memory: each worker holds at most one member's kept ranges (``head_bytes + tail_bytes`` + section
 table + ``PT_DYNAMIC`` with up to ``dynamic_reach`` before it + the dynamic string table + bundle-header
@@ -81,6 +82,11 @@ _READ_ERRORS = (
 _MAX_DIST_INFO_FILE = 64 * MiB
 # RECORD's own line carries no hash; its signatures are not listed in it (the wheel spec, PEP 491)
 RECORD_EXEMPT = ("RECORD", "RECORD.jws", "RECORD.p7s")
+
+
+#: how many first bytes of a member are read to tell ELF from not, and shown when a member named
+#: like a shared library is not ELF (``#!/bin/sh``, ``/* GNU ld script``, ``INPUT(``, ...)
+HEAD_SHOWN = 16
 
 
 def _looks_like_library(name: str) -> bool:
@@ -183,8 +189,8 @@ class _Reader:
     def _member(self, info: zipfile.ZipInfo) -> _MemberResult:
         name = info.filename
         algorithm = self.algorithms.get(name)
-        head = sniff(self.fd, info, self.fallback)
-        if head != ELF_MAGIC:
+        head = sniff(self.fd, info, self.fallback, size=HEAD_SHOWN)
+        if head[: len(ELF_MAGIC)] != ELF_MAGIC:
             findings: tuple[Finding, ...] = ()
             kind = "other"
             if _looks_like_library(name):
@@ -193,7 +199,7 @@ class _Reader:
                     Finding(
                         "not-elf-library",
                         name,
-                        f"{name} is named like a shared library but is not ELF (starts {head!r})",
+                        f"{name} is named like a shared library but is not ELF (starts with {head!r})",
                     ),
                 )
             read, digest = len(head), None

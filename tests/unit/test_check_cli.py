@@ -246,14 +246,40 @@ def test_integrity_findings_in_human_and_json_reports(
     (w,) = doc["wheels"]
     assert code == 7 and w["integrity"] == {"record_entries": 4, "files": 5, "hashes_verified": False}
     assert [(f["rule"], f["file"]) for f in w["findings"]] == [("record", "cxxnew/extra.txt")]
-    code, out, _ = run(capsys, str(tampered), "--policy", "manylinux_2_35")  # the default
+    code, out, _ = run(capsys, str(tampered), "--policy", "manylinux_2_35", "--no-verify-record")
     assert (
-        "RECORD: 4 entries for 5 files, names and sizes: 1 problem(s); contents not verified "
-        "(--verify-record hashes them)" in out
+        "RECORD: 4 entries for 5 files, names and sizes: 1 problem(s); hashes not verified "
+        "(--no-verify-record)" in out
     )
+    code, out, _ = run(capsys, str(tampered), "--policy", "manylinux_2_35")  # the default: hashed
+    assert code == 7 and "RECORD: 4 entries for 5 files, hashes verified: 1 problem(s)" in out
 
 
-def test_verify_record_catches_a_same_size_edit_the_default_does_not(
+def test_extension_module_that_is_not_elf_fails_the_check(
+    capsys: pytest.CaptureFixture[str], built: dict[str, Path], tmp_path: Path
+) -> None:
+    from tests.helpers.wheel_edit import edit_wheel
+
+    clean = built["glibcxx_new"]
+    member = "cxxnew/_shim.cpython-311-x86_64-linux-gnu.so"
+    put = {member: b"#!/bin/sh\nexec true\n", "cxxnew/lib/libcxx.so": b"/* GNU ld script */\nINPUT(x)\n"}
+    broken = edit_wheel(clean, put=put, rerecord=True, out=tmp_path / clean.name)
+    code, out, err = run(capsys, str(broken), "--policy", "manylinux_2_35")
+    assert code == 7 and "gate failed" in err
+    assert (
+        f"ERROR [inspect:not-elf-library] {member} is named like a shared library but is not ELF "
+        "(starts with b'#!/bin/sh\\nexec t'): `import cxxnew._shim` loads it as an extension module, "
+        "which fails" in out
+    )
+    assert "WARNING [inspect:not-elf-library] cxxnew/lib/libcxx.so" in out  # a linker script: not loaded
+    code, doc = run_json(capsys, str(broken), "--policy", "manylinux_2_35")
+    assert sorted((f["severity"], f["file"]) for f in doc["wheels"][0]["findings"]) == [
+        ("error", member),
+        ("warning", "cxxnew/lib/libcxx.so"),
+    ]
+
+
+def test_record_hashes_are_verified_by_default_and_no_verify_record_skips_them(
     capsys: pytest.CaptureFixture[str], built: dict[str, Path], tmp_path: Path
 ) -> None:
     from tests.helpers.wheel_edit import edit_wheel, read_members
@@ -263,12 +289,17 @@ def test_verify_record_catches_a_same_size_edit_the_default_does_not(
     edited = edit_wheel(
         clean, put={"cxxnew-1.0.dist-info/METADATA": meta.replace(b"1.0", b"9.9")}, out=tmp_path / clean.name
     )
-    assert run(capsys, str(edited), "--policy", "manylinux_2_35")[0] == 0
-    code, doc = run_json(capsys, str(edited), "--policy", "manylinux_2_35", "--verify-record")
-    assert code == 7
-    assert [(f["rule"], f["file"]) for f in doc["wheels"][0]["findings"]] == [
-        ("record", "cxxnew-1.0.dist-info/METADATA")
-    ]
+    for flag in ((), ("--verify-record",)):  # a same-size edit: only the hash shows it
+        code, doc = run_json(capsys, str(edited), "--policy", "manylinux_2_35", *flag)
+        assert code == 7
+        assert doc["wheels"][0]["integrity"]["hashes_verified"] is True
+        assert [(f["rule"], f["file"]) for f in doc["wheels"][0]["findings"]] == [
+            ("record", "cxxnew-1.0.dist-info/METADATA")
+        ]
+    code, out, _ = run(capsys, str(edited), "--policy", "manylinux_2_35")
+    assert "hashes verified: 1 problem(s)" in out
+    code, out, _ = run(capsys, str(edited), "--policy", "manylinux_2_35", "--no-verify-record")
+    assert code == 0 and "names and sizes: consistent; hashes not verified (--no-verify-record)" in out
 
 
 # --------------------------------------------------------------------------- --recipe/--job = build's gate
@@ -522,11 +553,13 @@ def test_recipe_job_verifies_record_hashes_by_default(
     code, out, err = run(capsys, str(bad), "--recipe", str(REFERENCE), "--job", REF_JOB)
     assert code == 6 and "refkernels/__init__.py" in err, out + err
     assert "PASS" not in out
-    # a plain check stays fast (names and sizes) and says so plainly
-    code, out, _ = run(capsys, str(bad), "--exclude-set", "rocm", "--rocm", "5.7")
+    # a plain check verifies them too; --no-verify-record skips them and says so plainly
+    code, _, err = run(capsys, str(bad), "--exclude-set", "rocm", "--rocm", "5.7")
+    assert code == 6 and "refkernels/__init__.py" in err
+    code, out, _ = run(capsys, str(bad), "--exclude-set", "rocm", "--rocm", "5.7", "--no-verify-record")
     assert code == 0
-    assert "names and sizes: consistent; contents not verified (--verify-record hashes them)" in out
+    assert "names and sizes: consistent; hashes not verified (--no-verify-record)" in out
     code, out, _ = run(capsys, str(bad), "--recipe", str(REFERENCE), "--job", REF_JOB, "--no-verify-record")
-    assert code == 0 and "contents not verified" in out
+    assert code == 0 and "hashes not verified" in out
     code, _, err = run(capsys, str(bad), "--exclude-set", "rocm", "--rocm", "5.7", "--verify-record")
     assert code == 6 and "refkernels/__init__.py" in err

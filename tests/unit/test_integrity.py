@@ -209,6 +209,32 @@ def test_origin_paths_inside_the_wheel_pass(tmp_path: Path) -> None:
     assert resolve_origin("demo-1.0.data/scripts/tool", "$ORIGIN/..") is None
 
 
+def test_wheel_tags_missing_from_either_side_are_named(tmp_path: Path) -> None:
+    # auditwheel's file name for a manylinux2014 wheel, with only the legacy alias in WHEEL
+    name = "demo-1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+    path = write_wheel(tmp_path / name, {EXT: lib(tmp_path)}, tag="cp311-cp311-manylinux2014_x86_64")
+    ((where, message),) = found(gate(path), "wheel-tags")
+    assert where == f"{DIST}/WHEEL"
+    assert message == (
+        "WHEEL Tag: lines differ from the file name's tags: the file name's "
+        f"cp311-cp311-manylinux_2_17_x86_64 not in {DIST}/WHEEL"
+    )
+    # the reverse: WHEEL lists both, the file name only the alias
+    other = tmp_path / "reverse"
+    other.mkdir()
+    path = write_wheel(
+        other / "demo-1.0-cp311-cp311-manylinux2014_x86_64.whl",
+        {EXT: lib(other)},
+        tag="cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64",
+    )
+    ((_, message),) = found(gate(path), "wheel-tags")
+    assert message == (
+        f"WHEEL Tag: lines differ from the file name's tags: {DIST}/WHEEL's "
+        "cp311-cp311-manylinux_2_17_x86_64 not in the file name"
+    )
+    assert "manylinux2014" not in message  # the tag both sides have is never named
+
+
 # --------------------------------------------------------------------------- load order
 def _gcc(out: Path, source: str, *flags: str) -> bytes:
     src = out.with_suffix(".c")
@@ -354,3 +380,81 @@ def test_gfx_name_tables_in_host_libraries_are_not_targets(tmp_path: Path, verif
     assert [f.message for f in v.findings if f.rule == "gfx-arch"] == [
         "archs gfx90a requested but the wheel has no HIP object or code object"
     ]
+
+
+# --------------------------------------------------------------------------- *.so that are not ELF
+SCRIPT = b"#!/bin/sh\necho not a library\n"
+LD_SCRIPT = b"/* GNU ld script */\nINPUT(libfoo.so.1)\n"
+
+
+def not_elf(v: Verdict, severity: str) -> list[tuple[str | None, str]]:
+    return found(v, "inspect:not-elf-library", severity)
+
+
+@pytest.mark.parametrize(
+    ("member", "module"),
+    [
+        ("demo/_ext.cpython-311-x86_64-linux-gnu.so", "demo._ext"),
+        ("demo/foo.abi3.so", "demo.foo"),
+        ("demo/plain.so", "demo.plain"),
+        ("demo/lib/_deep.cpython-311-x86_64-linux-gnu.so", "demo.lib._deep"),  # tagged: a module anywhere
+        ("demo-1.0.data/platlib/demo_plat/_p.so", "demo_plat._p"),  # installed into site-packages
+    ],
+)
+def test_extension_module_that_is_not_elf_fails_naming_its_first_bytes(
+    tmp_path: Path, member: str, module: str
+) -> None:
+    v = gate(write_wheel(tmp_path / WHEEL, {EXT: lib(tmp_path), member: SCRIPT}))
+    assert not v.passed
+    assert not_elf(v, "error") == [
+        (
+            member,
+            f"{member} is named like a shared library but is not ELF (starts with b'#!/bin/sh\\necho n'): "
+            f"`import {module}` loads it as an extension module, which fails",
+        )
+    ]
+    assert [f.rule for f in v.errors] == ["inspect:not-elf-library"]
+
+
+def test_not_elf_library_that_ld_so_loads_fails(tmp_path: Path) -> None:
+    helper = _gcc(tmp_path / "libhelper.so.1", "int h(void){return 1;}\n", "-Wl,-soname,libhelper.so.1")
+    ext = _gcc(
+        tmp_path / "ext.so",
+        "int h(void); int f(void){return h();}\n",
+        f"-L{tmp_path}",
+        "-l:libhelper.so.1",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN",
+    )
+    assert helper  # linked against the real library; the wheel carries a linker script in its place
+    members = {EXT: ext, "demo/libhelper.so.1": LD_SCRIPT, "demo.libs/libz-0a1b2c3d.so.1.2.13": LD_SCRIPT}
+    v = gate(write_wheel(tmp_path / WHEEL, members))
+    assert not v.passed
+    errors = dict(not_elf(v, "error"))
+    assert set(errors) == {"demo/libhelper.so.1", "demo.libs/libz-0a1b2c3d.so.1.2.13"}
+    assert errors["demo/libhelper.so.1"].endswith(
+        f"(starts with {LD_SCRIPT[:16]!r}): {EXT} needs libhelper.so.1 and ld.so opens this file for it, "
+        "which fails"
+    )
+    assert "ld.so loads the libraries of demo.libs/" in errors["demo.libs/libz-0a1b2c3d.so.1.2.13"]
+
+
+def test_not_elf_files_nothing_loads_stay_warnings(tmp_path: Path) -> None:
+    members = {
+        EXT: lib(tmp_path),
+        "demo/lib/libfoo.so": LD_SCRIPT,  # a linker script for the link editor (dev area)
+        "demo/include/libbar.so": b"GROUP ( libbar.so.2 )\n",
+        "demo/libunused.so.1": LD_SCRIPT,  # versioned: never imported, and nothing needs it
+        "demo/not-a-package/x.so": SCRIPT,  # no import reaches a folder named so
+        "demo/two.dots.so": SCRIPT,  # no module name has a dot
+        "demo-1.0.data/data/lib/libq.so": LD_SCRIPT,  # installed outside site-packages
+        "demo-1.0.data/headers/libh.so": LD_SCRIPT,
+        f"{DIST}/licenses/x.so": b"MIT\n",
+    }
+    v = gate(write_wheel(tmp_path / WHEEL, members))
+    assert v.passed, v.errors
+    warned = dict(not_elf(v, "warning"))
+    assert set(warned) == set(members) - {EXT}
+    assert warned["demo/lib/libfoo.so"] == (
+        "demo/lib/libfoo.so is named like a shared library but is not ELF (starts with b'/* GNU ld script'); "
+        "nothing imports or loads it from there (a linker script or a data file?)"
+    )
