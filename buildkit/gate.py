@@ -56,7 +56,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import Specifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
@@ -88,6 +87,8 @@ from buildkit.policy import (
 from buildkit.rocm import expected_sonames, get_release
 
 if TYPE_CHECKING:
+    from packaging.requirements import Requirement
+
     from buildkit.plan import Job
     from buildkit.recipe import Recipe
 
@@ -1347,6 +1348,8 @@ def _check_torch(
 ) -> None:
     if config.torch is None:
         return
+    from packaging.requirements import InvalidRequirement, Requirement  # only with a torch pin
+
     torch_reqs = []
     for line in requires:
         try:

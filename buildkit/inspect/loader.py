@@ -22,13 +22,12 @@ constructed, i.e. the last bytes of the file, which is exactly what this route a
 from __future__ import annotations
 
 import bisect
+import functools
 import struct
 import sys
 from array import array
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-
-from elftools.elf.enums import ENUM_E_MACHINE
 
 from buildkit.errors import WheelReadError
 from buildkit.inspect.sparse import MissingRange
@@ -64,9 +63,31 @@ GNU_PROPERTY_X86_ISA_1_NEEDED = 0xC0008002
 _HASH_BLOCK = 4096
 _MAX_CHAIN_BYTES = 1 << 20  # one hash chain (real ones hold a handful of symbols)
 HIP_REGISTER = b"\0__hipRegisterFatBinary\0"
-_MACHINE_NAMES = {value: name for name, value in ENUM_E_MACHINE.items() if name != "_default_"}
 
 Read = Callable[[int, int], bytes]
+
+
+# the machines of real wheels, named as pyelftools names them (a test keeps the two equal)
+_COMMON_MACHINES = {
+    3: "EM_386",
+    20: "EM_PPC",
+    21: "EM_PPC64",
+    22: "EM_S390",
+    40: "EM_ARM",
+    62: "EM_X86_64",
+    183: "EM_AARCH64",
+    224: "EM_AMDGPU",
+    243: "EM_RISCV",
+    258: "EM_LOONGARCH",
+}
+
+
+@functools.cache
+def _machine_names() -> dict[int, str]:
+    """pyelftools' ``EM_*`` names by value (its enums module takes ~15 ms to import: only when asked)."""
+    from elftools.elf.enums import ENUM_E_MACHINE
+
+    return {value: name for name, value in ENUM_E_MACHINE.items() if name != "_default_"}
 
 
 class Unmappable(Exception):
@@ -103,7 +124,7 @@ class ElfHeader:
     @property
     def machine_name(self) -> str:
         """pyelftools' name without ``EM_``, lower case (``"x86_64"``, ``"aarch64"``)."""
-        name = _MACHINE_NAMES.get(self.machine)
+        name = _COMMON_MACHINES.get(self.machine) or _machine_names().get(self.machine)
         return str(self.machine) if name is None else name.removeprefix("EM_").lower()
 
 

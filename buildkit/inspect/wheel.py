@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import email.parser
-import email.policy
 import hashlib
 import io
 import os
@@ -308,7 +307,7 @@ def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 
 def _headers(data: bytes, member: str) -> list[tuple[str, str]]:
     try:
-        message = email.parser.BytesParser(policy=email.policy.compat32).parsebytes(data)
+        message = email.parser.BytesParser().parsebytes(data)  # compat32, the default policy
     except Exception as err:  # email raises assorted errors on garbage
         raise WheelReadError(f"{member}: not an RFC 822 header file: {err}") from None
     return [(key, str(value)) for key, value in message.items()]

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import yaml
 from packaging.version import InvalidVersion, Version
 
 from buildkit.errors import UsageError
@@ -194,6 +193,8 @@ class Toolchain:
 
 
 def _load(name: str) -> Any:
+    import yaml  # only when the data is first asked for: `check` without --rocm never needs it
+
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
     return yaml.safe_load(text)
 

@@ -244,3 +244,12 @@ def test_really_corrupt_tables_name_the_bytes(tmp_path: Path) -> None:
             struct.pack_into("<qQ", data, base + 16 * i, 10, len(data) * 2)
     with pytest.raises(WheelReadError, match=r"DT_STRTAB .*past the file|bytes"):
         read_elf_member("corrupt.so", lambda: io.BytesIO(bytes(data)), len(data), Limits())
+
+
+def test_common_machine_names_are_pyelftools_names() -> None:
+    """The built-in names (no pyelftools import on the common path) are pyelftools' own."""
+    from elftools.elf.enums import ENUM_E_MACHINE
+
+    from buildkit.inspect.loader import _COMMON_MACHINES
+
+    assert all(ENUM_E_MACHINE[name] == value for value, name in _COMMON_MACHINES.items())
