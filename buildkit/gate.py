@@ -413,7 +413,7 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
     overall = sym = lib = target = None
     libc: Libc = tag_libc or "glibc"
     if arch is not None and host:
-        libc = _wheel_libc(host, tag_libc, findings)
+        libc, libc_known = _wheel_libc(host, tag_libc, findings)
         if arch not in known_archs(libc):
             findings.append(
                 Finding(
@@ -431,7 +431,7 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
             lib = _library_policy(libraries, pols)
             overall = min(sym, lib, key=lambda p: p.priority)
             symbols = _symbol_maxima(host)
-            claimed = _claimed_policies(file_tags, arch, libc, findings)
+            claimed = _claimed_policies(file_tags, arch, libc, findings, libc_known=libc_known)
             target = _target_policy(config, claimed, arch, libc, findings)
             # auditwheel's other ABI checks: blacklisted symbols, PyFPE_jbuf, x86-64 ISA level
             abi = check_abi(host, arch, held=(target, *(p for _, p in claimed)), candidates=pols)
@@ -627,13 +627,17 @@ def _file_platform_tags(
         return (), None, None
     platforms = tuple(sorted({t.platform for t in tags}))
     arch: str | None = None
-    libc: Libc | None = None
+    libcs: set[Libc] = set()
     for plat in platforms:
         parsed = parse_policy_tag(plat)
         if parsed:
-            _, arch, libc = parsed
+            _, arch, tag_libc = parsed
+            libcs.add(tag_libc)
         elif plat.startswith("linux_"):
             arch = plat.removeprefix("linux_")
+    # a file name with manylinux and musllinux tags (a static binary that runs on either): glibc,
+    # as auditwheel judges a wheel whose ELFs name no libc
+    libc: Libc | None = "glibc" if "glibc" in libcs else "musl" if libcs else None
     return platforms, arch, libc
 
 
@@ -694,8 +698,11 @@ _MUSL_NEEDS = ("libc.musl-", "ld-musl-")
 _GLIBC_NEEDS = ("ld-linux", "ld64.so.")
 
 
-def _wheel_libc(host: Sequence[ElfInfo], tag_libc: Libc | None, findings: list[Finding]) -> Libc:
-    """The libc the host ELFs link (auditwheel's rule, from DT_NEEDED), else the file name's."""
+def _wheel_libc(
+    host: Sequence[ElfInfo], tag_libc: Libc | None, findings: list[Finding]
+) -> tuple[Libc, bool]:
+    """The libc the host ELFs link (auditwheel's rule, from DT_NEEDED), else the file name's; and
+    whether the ELFs decided it (a static binary links no libc: it runs under either)."""
     musl = [e.member for e in host if any(n.startswith(_MUSL_NEEDS) for n in e.needed)]
     glibc = [e.member for e in host if any(n == "libc.so.6" or n.startswith(_GLIBC_NEEDS) for n in e.needed)]
     if musl and glibc:
@@ -708,12 +715,12 @@ def _wheel_libc(host: Sequence[ElfInfo], tag_libc: Libc | None, findings: list[F
                 file=musl[0],
             )
         )
-        return tag_libc or "glibc"
+        return tag_libc or "glibc", True
     if musl:
-        return "musl"
+        return "musl", True
     if glibc:
-        return "glibc"
-    return tag_libc or "glibc"
+        return "glibc", True
+    return tag_libc or "glibc", False
 
 
 def _classify_libraries(
@@ -778,11 +785,12 @@ def _symbol_maxima(host: Sequence[ElfInfo]) -> tuple[SymbolMax, ...]:
 
 
 def _claimed_policies(
-    file_tags: Sequence[str], arch: str, libc: Libc, findings: list[Finding]
+    file_tags: Sequence[str], arch: str, libc: Libc, findings: list[Finding], *, libc_known: bool = True
 ) -> list[tuple[str, Policy]]:
     """The policies the file name's manylinux/musllinux tags of the wheel's architecture and libc
     stand for (:func:`policy_for`: never an error for a PEP 600 name auditwheel has no entry for);
-    tags of another architecture or libc are errors."""
+    tags of another architecture are errors, and of another libc when the ELFs link one (code that
+    links no libc, such as a static Go or Rust binary, may carry both manylinux and musllinux tags)."""
     claimed: list[tuple[str, Policy]] = []
     other_arch: list[str] = []
     other_libc: list[str] = []
@@ -806,7 +814,7 @@ def _claimed_policies(
                 "platform-tag", "error", f"file name tag {', '.join(other_arch)} but the ELF code is {arch}"
             )
         )
-    if other_libc:
+    if other_libc and libc_known:
         findings.append(
             Finding(
                 "platform-tag",

@@ -152,7 +152,21 @@ class Policy:
     def allows_library(self, soname: str) -> bool:
         if self.name == "linux":
             return True
+        if self.libc == "musl" and is_musl_builtin(soname):
+            return True
         return soname in self.whitelist or is_dynamic_loader(soname)
+
+
+#: the names musl's dynamic loader answers with itself (``reserved`` in musl's ldso/dynlink.c): a
+#: musl program asking for ``libc.so`` (what Rust's musl target links) or ``libpthread.so`` gets
+#: musl's libc, never a file. auditwheel maps only its whitelist's ``libc.so`` to musl's SONAME and,
+#: on a glibc host, calls a DT_NEEDED ``libc.so`` external (a deliberate difference).
+_MUSL_BUILTINS = re.compile(r"^lib(?:c|pthread|rt|m|dl|util|xnet)\.so(?:\.[0-9.]+)?$")
+
+
+def is_musl_builtin(soname: str) -> bool:
+    """``libc.so``, ``libm.so``, ``libpthread.so.0`` ...: served by musl's loader itself."""
+    return _MUSL_BUILTINS.match(soname) is not None
 
 
 def is_dynamic_loader(soname: str) -> bool:

