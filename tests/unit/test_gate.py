@@ -943,7 +943,9 @@ def test_a_static_binary_may_carry_manylinux_and_musllinux_tags() -> None:
 
     def both(e: ElfInfo) -> WheelReport:
         tags = ("cp311-cp311-manylinux_2_12_x86_64", "cp311-cp311-musllinux_1_1_x86_64")
-        return replace(report(e, tag="manylinux_2_12_x86_64.musllinux_1_1_x86_64"), tags=tags, wheel_tags=tags)
+        return replace(
+            report(e, tag="manylinux_2_12_x86_64.musllinux_1_1_x86_64"), tags=tags, wheel_tags=tags
+        )
 
     v = evaluate(both(static), GateConfig())
     assert v.passed, v.findings
