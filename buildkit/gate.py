@@ -698,9 +698,7 @@ _MUSL_NEEDS = ("libc.musl-", "ld-musl-")
 _GLIBC_NEEDS = ("ld-linux", "ld64.so.")
 
 
-def _wheel_libc(
-    host: Sequence[ElfInfo], tag_libc: Libc | None, findings: list[Finding]
-) -> tuple[Libc, bool]:
+def _wheel_libc(host: Sequence[ElfInfo], tag_libc: Libc | None, findings: list[Finding]) -> tuple[Libc, bool]:
     """The libc the host ELFs link (auditwheel's rule, from DT_NEEDED), else the file name's; and
     whether the ELFs decided it (a static binary links no libc: it runs under either)."""
     musl = [e.member for e in host if any(n.startswith(_MUSL_NEEDS) for n in e.needed)]
