@@ -56,7 +56,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from packaging.specifiers import Specifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -88,6 +87,7 @@ from buildkit.rocm import expected_sonames, get_release
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
+    from packaging.specifiers import Specifier, SpecifierSet
 
     from buildkit.plan import Job
     from buildkit.recipe import Recipe
@@ -452,9 +452,9 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
         findings.append(_judge_oddity(odd, report.elves, resolution))
     _check_archs(gfx, config, findings)
     _check_size(report.size, config, findings)
-    _check_torch(
-        report.metadata_requires, config, findings, python=wheel_pythons(report.filename), machine=arch
-    )
+    if config.torch is not None:
+        python = wheel_pythons(report.filename)
+        _check_torch(report.metadata_requires, config, findings, python=python, machine=arch)
     _check_rocm_sonames(host, config, findings)
     findings.extend(check_integrity(report, resolution))
 
@@ -1262,6 +1262,8 @@ def torch_pin_problem(
     Python; None: the running one's minor series) and ``machine``: a marker false for one of them
     is a problem too (:func:`evaluate` passes the wheel's own, :func:`wheel_pythons`).
     """
+    from packaging.specifiers import SpecifierSet  # the torch rules only: imported when they run
+
     major, minor = (int(p) for p in pin.split("."))
     spec: SpecifierSet = requirement.specifier
     if python is None:
@@ -1304,6 +1306,8 @@ def torch_pin_problem(
 def wheel_pythons(filename: str) -> SpecifierSet:
     """The Pythons a wheel serves, from its tags: ``cp312-cp312`` -> ``==3.12.*``, ``cp39-abi3`` ->
     ``>=3.9``; anything else (``py3``, an invalid name): any Python (empty set)."""
+    from packaging.specifiers import SpecifierSet  # the torch rules only: imported when they run
+
     try:
         _, _, _, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename:

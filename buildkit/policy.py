@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
-from importlib import metadata, resources
+from pathlib import Path
 from typing import Literal
 
 from buildkit.errors import UsageError
@@ -174,7 +174,17 @@ def is_dynamic_loader(soname: str) -> bool:
     return "ld-linux" in soname or soname in ("ld64.so.1", "ld64.so.2")
 
 
+def auditwheel_policy_folder() -> Path:
+    """The installed auditwheel's ``policy/`` folder (a plain package on disk: read as files, without
+    importlib.resources' import cost)."""
+    import auditwheel
+
+    return Path(auditwheel.__file__).parent / "policy"
+
+
 def auditwheel_version() -> str:
+    from importlib import metadata
+
     try:
         return metadata.version("auditwheel")
     except metadata.PackageNotFoundError:  # pragma: no cover - the policy files come from it
@@ -183,8 +193,9 @@ def auditwheel_version() -> str:
 
 @cache
 def _policy_json(libc: Libc = "glibc") -> list[dict[str, object]]:
-    folder = resources.files("auditwheel").joinpath("policy")
-    data: list[dict[str, object]] = json.loads(folder.joinpath(_POLICY_FILES[libc]).read_text("utf-8"))
+    data: list[dict[str, object]] = json.loads(
+        (auditwheel_policy_folder() / _POLICY_FILES[libc]).read_text("utf-8")
+    )
     return data
 
 

@@ -27,7 +27,6 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from buildkit.findings import Finding
@@ -47,6 +46,8 @@ class ReadFailure:
 
 
 def load_schema() -> dict[str, Any]:
+    from importlib import resources
+
     text = (
         resources.files("buildkit").joinpath("schema").joinpath("check-report.schema.json").read_text("utf-8")
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+from pathlib import Path
 
 #: what auditwheel's ``elf_references_pyfpe_jbuf`` looks for
 PYFPE_SYMBOLS: frozenset[str] = frozenset({"PyFPE_jbuf", "PyFPE_dummy", "PyFPE_counter"})
@@ -21,7 +21,9 @@ _POLICY_FILES = ("manylinux-policy.json", "musllinux-policy.json")
 def blacklisted_symbols() -> frozenset[str]:
     """Every symbol name some policy of the installed auditwheel blacklists (any library, any policy)."""
     names: set[str] = set()
-    folder = resources.files("auditwheel").joinpath("policy")
+    import auditwheel  # its policy/ folder, read as plain files
+
+    folder = Path(auditwheel.__file__).parent / "policy"
     for filename in _POLICY_FILES:
         entry = folder.joinpath(filename)
         if not entry.is_file():

@@ -12,7 +12,6 @@ import fnmatch
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -193,6 +192,8 @@ class Toolchain:
 
 
 def _load(name: str) -> Any:
+    from importlib import resources
+
     import yaml  # only when the data is first asked for: `check` without --rocm never needs it
 
     text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")

@@ -237,3 +237,23 @@ def test_stored_members_work_too(tmp_path: Path) -> None:
     lib = build_shared_library(tmp_path / "a.so", GLIBC_234)
     report = inspect_wheel(_wheel(tmp_path, {"demo/a.so": lib.read_bytes()}, compression=zipfile.ZIP_STORED))
     assert report.elves[0].needed
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"Wheel-Version: 1.0\r\nTag: cp311-cp311-manylinux_2_28_x86_64\r\n\r\nbody: no",
+        b"Name: x\nSummary: one\n  continued\n\tand tabbed\nTag: a\nTag: b\n",
+        b"not a header\nTag: lost\n",
+        b"",
+        b"Bad Key: x\nTag: y\n",
+        b"Key:no-space\nEmpty:\n",
+    ],
+)
+def test_header_fields_are_read_as_email_compat32_reads_them(data: bytes) -> None:
+    import email.parser
+
+    from buildkit.inspect.wheel import _headers
+
+    message = email.parser.BytesParser().parsebytes(data)
+    assert _headers(data, "x.dist-info/WHEEL") == [(k, str(v)) for k, v in message.items()]
