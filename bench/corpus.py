@@ -60,6 +60,7 @@ except ModuleNotFoundError:  # Python 3.10
 DIFFERENCES = ROOT / "docs" / "auditwheel-differences.toml"
 CHUNK = 1 << 20
 FIELDS = ("sym_tag", "overall_tag", "external")
+AUDITWHEEL_ERROR = "auditwheel-error"
 
 
 # --------------------------------------------------------------------------- floors
@@ -83,9 +84,11 @@ def floor(path: Path, *, elf_only: bool) -> int:
 # --------------------------------------------------------------------------- deliberate differences
 @dataclass(frozen=True)
 class Difference:
-    """One deliberate difference. With ``libraries``, it explains a disagreement only when the two
-    tools' external libraries differ by those libraries alone (fnmatch patterns), and by at least one:
-    the overall tag then differs because of them."""
+    """One deliberate difference. With ``libraries``, it explains a disagreement only when auditwheel
+    calls external exactly the gate's external libraries plus at least one of those (fnmatch
+    patterns) and nothing else; for ``overall_tag`` also only when that is the cause: auditwheel says
+    ``linux_<arch>`` and the gate's overall tag is the one its symbols allow. ``field =
+    "auditwheel-error"`` lists a wheel auditwheel gives no verdict on (crash, "unknown architecture")."""
 
     wheel: str  # fnmatch pattern on the file name
     field: str  # sym_tag | overall_tag | external
@@ -97,10 +100,15 @@ class Difference:
             return False
         if not self.libraries:
             return True
-        differ = set(ours["external"]) ^ set(theirs["external"])
-        return bool(differ) and all(
-            any(fnmatch.fnmatchcase(lib, pat) for pat in self.libraries) for lib in differ
-        )
+        mine, peer = set(ours["external"]), set(theirs["external"])
+        extra = peer - mine
+        if not extra or not mine <= peer:
+            return False
+        if not all(any(fnmatch.fnmatchcase(lib, pat) for pat in self.libraries) for lib in extra):
+            return False
+        if fld == "overall_tag":
+            return str(theirs["overall_tag"]).startswith("linux_") and ours["overall_tag"] == ours["sym_tag"]
+        return True
 
 
 def load_differences(path: Path = DIFFERENCES) -> list[Difference]:
@@ -109,7 +117,7 @@ def load_differences(path: Path = DIFFERENCES) -> list[Difference]:
     data = tomllib.loads(path.read_text())
     out = []
     for entry in data.get("difference", []):
-        if entry["field"] not in FIELDS:
+        if entry["field"] not in (*FIELDS, AUDITWHEEL_ERROR):
             raise SystemExit(f"{path}: unknown field {entry['field']!r} (one of {', '.join(FIELDS)})")
         if not entry.get("reason", "").strip():
             raise SystemExit(f"{path}: the difference for {entry['wheel']} has no reason")
@@ -212,6 +220,19 @@ def judge(row: Row, check: Run, auditwheel: Run, differences: list[Difference]) 
     row.readable = row.check_error is None
     aw = _auditwheel_verdict(auditwheel)
     row.auditwheel_error = aw.get("error")
+    if row.auditwheel_error is not None:
+        known = next(
+            (
+                d
+                for d in differences
+                if d.field == AUDITWHEEL_ERROR and fnmatch.fnmatchcase(row.wheel, d.wheel)
+            ),
+            None,
+        )
+        if known is None:
+            row.unexplained.append(AUDITWHEEL_ERROR)
+        else:
+            row.explained[AUDITWHEEL_ERROR] = known.reason
     if not row.readable:
         return
     row.passed = bool(wheel["passed"])

@@ -718,7 +718,10 @@ def _wheel_libc(host: Sequence[ElfInfo], tag_libc: Libc | None, findings: list[F
         return "musl", True
     if glibc:
         return "glibc", True
-    return tag_libc or "glibc", False
+    # only code that needs no library at all (a static binary) runs under either libc: an extension
+    # needing just libstdc++.so.6 is still judged against the libc of each of its tags
+    static = all(not e.needed for e in host)
+    return tag_libc or "glibc", not static
 
 
 def _classify_libraries(

@@ -18,7 +18,8 @@ class Limits:
       ``ratio_floor`` bytes are exempt: small files compress absurdly well, and patchelf pads the
       segments it appends to the page size: pillow 13.0.0's grafted ``libXau`` is 2 MiB that deflate
       to 9 KiB, 224x). The declared sizes bound what is inflated in any case (``max_member_size``,
-      ``max_total_size``), and the reader never inflates past them.
+      ``max_total_size``), and the reader never inflates past them. ``.dist-info`` files are read
+      whole into memory, so they are held to ``max_ratio`` from ``metadata_ratio_floor`` on.
     - ``max_members``: most zip entries.
     - ``max_bundle_entries``: most entries one clang offload bundle may list.
     - ``head_bytes``/``tail_bytes``: how much of the start of an ELF member, and of the bytes just before
@@ -37,6 +38,7 @@ class Limits:
     max_total_size: int = 8 * GiB
     max_ratio: float = 200.0
     ratio_floor: int = 64 * MiB
+    metadata_ratio_floor: int = 1 * MiB
     max_members: int = 100_000
     max_bundle_entries: int = 4096
     head_bytes: int = 8 * MiB

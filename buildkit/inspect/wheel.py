@@ -43,6 +43,7 @@ import csv
 import hashlib
 import io
 import os
+import re
 import threading
 import zipfile
 import zlib
@@ -78,6 +79,8 @@ _READ_ERRORS = (
     UnicodeDecodeError,  # a member name flagged UTF-8 that is not (zipfile decodes names on open)
 )
 _MAX_DIST_INFO_FILE = 64 * MiB
+_MAX_HEADER_FIELDS = 50_000
+_LINE_END = re.compile(r"(\r\n|\r|\n)")
 # RECORD's own line carries no hash; its signatures are not listed in it (the wheel spec, PEP 491)
 RECORD_EXEMPT = ("RECORD", "RECORD.jws", "RECORD.p7s")
 
@@ -122,7 +125,8 @@ def _check_sizes(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: Limi
                 f"(limit {limits.max_member_size})"
             )
         ratio = info.file_size / max(info.compress_size, 1)
-        if info.file_size > limits.ratio_floor and ratio > limits.max_ratio:
+        floor = limits.metadata_ratio_floor if ".dist-info/" in info.filename else limits.ratio_floor
+        if info.file_size > floor and ratio > limits.max_ratio:
             raise WheelReadError(
                 f"{info.filename}: expands {ratio:.0f}x (limit {limits.max_ratio:.0f}x): zip bomb?"
             )
@@ -306,24 +310,36 @@ def _read_small(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
 
 def _headers(data: bytes, member: str) -> list[tuple[str, str]]:
     """The header fields of WHEEL / METADATA, as ``email``'s compat32 parser gives them (what pip and
-    auditwheel read them with): ``Name: value`` lines, a line starting with a blank continues the
-    previous value (joined with a newline), the first empty line or line that is not a header ends
-    the headers. Written out because ``email.parser`` costs ~25 ms of every run's start-up."""
-    del member  # any bytes parse: a file with no header simply has none
+    auditwheel read them with): bytes decoded as ASCII with surrogate escapes, lines ended only by
+    ``\\r\\n``, ``\\r`` or ``\\n``; ``Name: value`` lines; a line starting with a blank continues the
+    previous value (joined with its line end); the first empty line, or a line that is not a header,
+    ends the headers. Written out because ``email.parser`` costs ~25 ms of every run's start-up. At
+    most ``_MAX_HEADER_FIELDS`` fields (a METADATA of millions of tiny headers is a memory bomb)."""
     out: list[tuple[str, str]] = []
-    for line in data.decode("utf-8", "surrogateescape").splitlines():
+    parts = _LINE_END.split(data.decode("ascii", "surrogateescape"))
+    for at in range(0, len(parts), 2):
+        line, end = parts[at], parts[at + 1] if at + 1 < len(parts) else ""
         if not line:
             break
         if line[0] in " \t":
-            if out:
+            if out:  # compat32 keeps the folded source lines, line ends included
                 key, value = out[-1]
-                out[-1] = (key, f"{value}\n{line}")
+                out[-1] = (key, value + line + end)
             continue
         key, sep, value = line.partition(":")
-        if not sep or not key or any(c in key for c in " \t"):
+        if not sep or not key or not all("!" <= c <= "~" for c in key):  # email's headerRE
             break
-        out.append((key, value.lstrip(" \t")))
-    return out
+        if len(out) >= _MAX_HEADER_FIELDS:
+            raise WheelReadError(f"{member}: more than {_MAX_HEADER_FIELDS} header fields")
+        out.append((key, value.lstrip(" \t") + end))
+    return [(_sanitized(key), _sanitized(value.rstrip("\r\n"))) for key, value in out]
+
+
+def _sanitized(text: str) -> str:
+    """A non-ASCII byte becomes U+FFFD, as compat32 shows it."""
+    if text.isascii():
+        return text
+    return text.encode("ascii", "surrogateescape").decode("ascii", "replace")
 
 
 def _record(data: bytes, member: str) -> tuple[RecordEntry, ...]:

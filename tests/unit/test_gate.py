@@ -955,6 +955,9 @@ def test_a_static_binary_may_carry_manylinux_and_musllinux_tags() -> None:
     # code that does link a libc is still held to it
     linked = evaluate(both(musl_elf()), GateConfig())
     assert [f.rule for f in linked.errors] == ["platform-tag"]
+    # and so is code that names no libc but needs another library (stock Alpine has no libstdc++)
+    cxx = evaluate(both(elf(needed=("libstdc++.so.6",), needs={})), GateConfig())
+    assert "platform-tag" in [f.rule for f in cxx.errors]
 
 
 @pytest.mark.parametrize("name", ["libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so.1"])

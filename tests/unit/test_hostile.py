@@ -214,3 +214,11 @@ def test_member_with_an_empty_name(tmp_path: Path) -> None:
     struct.pack_into("<II", data, end + 12, size - name_len, offset)
     path.write_bytes(bytes(data))
     _raises(path, "has an empty name")
+
+
+def test_a_compressible_metadata_file_is_a_zip_bomb(tmp_path: Path) -> None:
+    """.dist-info files are read whole: they keep the 1 MiB ratio floor (a 2 MiB METADATA of tiny
+    headers deflating 500x would cost hundreds of MB once split into fields)."""
+    meta = b"Metadata-Version: 2.1\nName: demo\n" + b"a:b\n" * (600 * 1024)
+    path = write_wheel(tmp_path / WHEEL, {"demo-1.0.dist-info/licenses/LICENSE": meta})
+    _raises(path, "zip bomb")

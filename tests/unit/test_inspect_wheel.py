@@ -248,6 +248,9 @@ def test_stored_members_work_too(tmp_path: Path) -> None:
         b"",
         b"Bad Key: x\nTag: y\n",
         b"Key:no-space\nEmpty:\n",
+        "Generator: x\u2028y\x0cz\x1cw\nTag: cp312-cp312-linux_x86_64\n".encode(),
+        b"Name: a\rTag: b\r\n  folded\r\nTag: c\n\x85d: e\n",
+        "Author: \u0141ukasz\nTag: x\n".encode(),
     ],
 )
 def test_header_fields_are_read_as_email_compat32_reads_them(data: bytes) -> None:
@@ -257,3 +260,11 @@ def test_header_fields_are_read_as_email_compat32_reads_them(data: bytes) -> Non
 
     message = email.parser.BytesParser().parsebytes(data)
     assert _headers(data, "x.dist-info/WHEEL") == [(k, str(v)) for k, v in message.items()]
+
+
+def test_a_metadata_of_millions_of_headers_is_refused(tmp_path: Path) -> None:
+    from buildkit.errors import WheelReadError
+    from buildkit.inspect.wheel import _headers
+
+    with pytest.raises(WheelReadError, match="more than 50000 header fields"):
+        _headers(b"a:b\n" * 60_000, "x.dist-info/METADATA")
