@@ -126,7 +126,11 @@ def test_missing_record_and_weak_or_absent_hashes_fail(tmp_path: Path) -> None:
     edit_wheel(path, put={f"{DIST}/RECORD": ("\n".join(rows) + "\n").encode()})
     errors = dict(found(gate(path), "record"))
     assert "md5, which the wheel spec forbids" in errors[EXT]
-    assert errors["demo/x.py"] == "RECORD gives no hash for demo/x.py"
+    # no hash: pip installs it and nothing breaks, the gate only cannot verify it (calibrated on
+    # onnxruntime-rocm, docs/GATE-RULES.md): a warning
+    assert "demo/x.py" not in errors
+    warnings = dict(found(gate(path), "record", "warning"))
+    assert warnings["demo/x.py"] == "RECORD gives no hash for demo/x.py: it cannot be verified"
     edit_wheel(path, drop=[f"{DIST}/RECORD"])
     assert found(gate(path), "record") == [
         (None, f"the wheel has no {DIST}/RECORD (a wheel must list its files)")
@@ -146,7 +150,9 @@ def test_sha512_record_is_verified_in_its_own_algorithm(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- WHEEL tags
 def test_wheel_tag_lines_must_equal_the_file_name_tags(tmp_path: Path) -> None:
     path = write_wheel(tmp_path / WHEEL, {EXT: lib(tmp_path)}, tag="cp311-cp311-manylinux_2_17_x86_64")
-    errors = found(gate(path), "wheel-tags")
+    v = gate(path)
+    assert v.passed, v.findings  # a warning: pip and uv read the file name (cupy, playwright, xgboost)
+    errors = found(v, "wheel-tags", "warning")
     assert len(errors) == 1 and errors[0][0] == f"{DIST}/WHEEL"
     assert "cp311-cp311-manylinux_2_28_x86_64 not in" in errors[0][1]
     assert "cp311-cp311-manylinux_2_17_x86_64 not in the file name" in errors[0][1]
@@ -171,7 +177,8 @@ def test_compressed_tag_sets_compare_as_sets(tmp_path: Path, lines: list[str], o
     edit_wheel(path, put={f"{DIST}/WHEEL": text.encode()}, rerecord=True)
     v = gate(path)
     assert not found(v, "record")
-    assert (not found(v, "wheel-tags")) is ok
+    assert (not found(v, "wheel-tags", "warning")) is ok
+    assert v.passed
 
 
 # --------------------------------------------------------------------------- RPATH / RUNPATH
@@ -183,7 +190,9 @@ def test_compressed_tag_sets_compare_as_sets(tmp_path: Path, lines: list[str], o
         ("rpath:/home/runner/work/lib", "error", "RPATH entry /home/runner/work/lib"),
         ("/usr/local/cuda/lib64", "error", "absolute path outside the wheel"),
         ("lib", "error", "relative to the current directory"),
-        ("$ORIGIN/../..", "error", "resolves outside the wheel's install root"),
+        ("$ORIGIN/../..", "warning", "1 level above site-packages (inside the environment)"),
+        ("$ORIGIN/../../../..", "warning", "3 levels above site-packages (inside the environment)"),
+        ("$ORIGIN/../../../../..", "error", "4 levels above site-packages, outside the Python environment"),
         ("/opt/rocm/lib", "warning", "system ROCm install"),
         ("/opt/rocm-6.2.0/lib", "warning", "system ROCm install"),
     ],
@@ -213,7 +222,7 @@ def test_wheel_tags_missing_from_either_side_are_named(tmp_path: Path) -> None:
     # auditwheel's file name for a manylinux2014 wheel, with only the legacy alias in WHEEL
     name = "demo-1.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
     path = write_wheel(tmp_path / name, {EXT: lib(tmp_path)}, tag="cp311-cp311-manylinux2014_x86_64")
-    ((where, message),) = found(gate(path), "wheel-tags")
+    ((where, message),) = found(gate(path), "wheel-tags", "warning")
     assert where == f"{DIST}/WHEEL"
     assert message == (
         "WHEEL Tag: lines differ from the file name's tags: the file name's "
@@ -227,7 +236,7 @@ def test_wheel_tags_missing_from_either_side_are_named(tmp_path: Path) -> None:
         {EXT: lib(other)},
         tag="cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64",
     )
-    ((_, message),) = found(gate(path), "wheel-tags")
+    ((_, message),) = found(gate(path), "wheel-tags", "warning")
     assert message == (
         f"WHEEL Tag: lines differ from the file name's tags: {DIST}/WHEEL's "
         "cp311-cp311-manylinux_2_17_x86_64 not in the file name"
