@@ -10,10 +10,12 @@ Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never th
   other than the zip's, or (when the inspection hashed the members: ``WheelReport.record_verified``)
   with a digest other than the member's, is an error naming the member. RECORD's own line and its
   signatures (``RECORD.jws``, ``RECORD.p7s``) are exempt, as the wheel spec says.
-* ``wheel-tags`` (warning: pip and every installer read the file name, nothing breaks): the ``Tag:`` lines of ``.dist-info/WHEEL`` equal the file name's tags, as
-  sets, compressed tag sets (``py2.py3-none-any``) expanded on both sides.
+* ``wheel-tags`` (warning: pip and every installer read the file name, nothing breaks): the
+  ``Tag:`` lines of ``.dist-info/WHEEL`` equal the file name's tags, as sets, compressed tag sets
+  (``py2.py3-none-any``) expanded on both sides.
 * ``rpath`` (error / warning): every RPATH/RUNPATH entry starts with ``$ORIGIN`` and stays inside the
-  install root (site-packages) once resolved; entries under ``/opt/rocm*`` are warnings (many ROCm
+  install root (site-packages) once resolved (leaving it for at most 3 levels, still inside the
+  environment's prefix, is a warning); entries under ``/opt/rocm*`` are warnings (many ROCm
   wheels rely on a system ROCm there); every other absolute or relative path is an error, named a
   leaked build directory when it lies under ``/tmp``, ``/project``, ``/home``, ``/root`` or another
   usual build root.
