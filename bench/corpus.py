@@ -48,7 +48,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT))
 
 import check_vs_auditwheel  # noqa: E402
-from check_vs_auditwheel import ELF_MAGIC, Run, measure  # noqa: E402
+from check_vs_auditwheel import Run, _best  # noqa: E402
 
 from tests.corpus.fetch import DEFAULT_CACHE, fetch_all, load_corpus  # noqa: E402
 
@@ -58,7 +58,6 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 DIFFERENCES = ROOT / "docs" / "auditwheel-differences.toml"
-CHUNK = 1 << 20
 FIELDS = ("sym_tag", "overall_tag", "external")
 AUDITWHEEL_ERROR = "auditwheel-error"
 
@@ -86,23 +85,6 @@ print(total)
 
 def floor_argv(path: Path, *, elf_only: bool) -> list[str]:
     return [sys.executable, "-c", FLOOR_SCRIPT, str(path), *(["--elf"] if elf_only else [])]
-
-
-def floor(path: Path, *, elf_only: bool) -> int:
-    """Decompress the members once, single-threaded (every member, or only the ELF ones)."""
-    total = 0
-    with zipfile.ZipFile(path) as zf:
-        for info in zf.infolist():
-            if info.is_dir():
-                continue
-            with zf.open(info) as fh:
-                head = fh.read(4)
-                if elf_only and head != ELF_MAGIC:
-                    continue
-                total += len(head)
-                while block := fh.read(CHUNK):
-                    total += len(block)
-    return total
 
 
 # --------------------------------------------------------------------------- deliberate differences
@@ -205,15 +187,6 @@ def compile_buildkit() -> None:
     import buildkit
 
     compileall.compile_dir(str(Path(buildkit.__file__).parent), quiet=1)
-
-
-def _best(argv: list[str], repeat: int) -> Run:
-    runs = [measure(argv) for _ in range(repeat)]
-    best = min(runs, key=lambda r: r.wall)
-    best.maxrss_mib = max(r.maxrss_mib for r in runs)
-    best.write_bytes = max(r.write_bytes for r in runs)
-    best.tmp_peak = max(r.tmp_peak for r in runs)
-    return best
 
 
 def _written(run: Run) -> int:
@@ -441,8 +414,6 @@ def targets(rows: list[Row], totals: dict[str, Any], *, timing: bool) -> dict[st
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--floor", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--floor-elf", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--ci", action="store_true", help="only the CI subset")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these projects")
     ap.add_argument("--wheels", nargs="+", type=Path, help="these files instead of the corpus")
@@ -453,12 +424,6 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--results", type=Path, help="where to write the raw figures (JSON)")
     args = ap.parse_args()
-    if args.floor:
-        print(floor(args.floor, elf_only=False))
-        return 0
-    if args.floor_elf:
-        print(floor(args.floor_elf, elf_only=True))
-        return 0
     if args.wheels:
         paths = list(args.wheels)
     else:
