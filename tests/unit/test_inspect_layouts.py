@@ -24,6 +24,7 @@ import pytest
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerNeedSection
+from elftools.elf.sections import SymbolTableSection
 
 from buildkit.errors import WheelReadError
 from buildkit.inspect.elf import read_elf_member
@@ -44,7 +45,11 @@ LINKERS = {
     "gold": ["-fuse-ld=gold"],
     "lld": ["-fuse-ld=lld"],
     "mold": ["-fuse-ld=mold"],
+    # DT_HASH instead of (or beside) DT_GNU_HASH: another way .dynsym is counted
+    "bfd-sysv": ["-fuse-ld=bfd", "-Wl,--hash-style=sysv"],
+    "lld-both": ["-fuse-ld=lld", "-Wl,--hash-style=both"],
 }
+INTEREST = frozenset({"cos", "printf", "strlen", "zlibVersion", "uncompress2", "f"})
 
 LIMITS = [
     pytest.param(Limits(), id="defaults"),
@@ -83,7 +88,7 @@ def link(tmp: Path, linker: str, *, blob: int = 1 << 20, name: str = "libx.so") 
     cmd = [_tool("gcc"), "-shared", "-fPIC", "-O1", *LINKERS[linker], "-o", str(out), str(src)]
     cmd += ["-Wl,-soname,libx.so.1", "-lm", "-lz"]
     env = None
-    if linker == "lld":
+    if linker.startswith("lld"):
         import os
 
         env = {**os.environ, "PATH": f"{_lld_dir(tmp)}:{os.environ['PATH']}"}
@@ -121,7 +126,14 @@ def expected(path: Path) -> dict[str, object]:
         runpath: list[str] = []
         soname = None
         versions: dict[str, tuple[str, ...]] = {}
+        undefined: set[str] = set()
         for section in elf.iter_sections():
+            if isinstance(section, SymbolTableSection) and section.name == ".dynsym":
+                undefined |= {
+                    s.name
+                    for s in section.iter_symbols()
+                    if s["st_shndx"] == "SHN_UNDEF" and s["st_info"]["bind"] != "STB_WEAK"
+                } & INTEREST
             if isinstance(section, DynamicSection):
                 for tag in section.iter_tags():
                     kind = tag.entry.d_tag
@@ -142,12 +154,13 @@ def expected(path: Path) -> dict[str, object]:
         "rpath": tuple(rpath),
         "runpath": tuple(runpath),
         "version_needs": dict(sorted(versions.items())),
+        "undefined": tuple(sorted(undefined)),
     }
 
 
 def read(path: Path, limits: Limits) -> dict[str, object]:
     data = path.read_bytes()
-    result = read_elf_member(path.name, lambda: io.BytesIO(data), len(data), limits)
+    result = read_elf_member(path.name, lambda: io.BytesIO(data), len(data), limits, symbols=INTEREST)
     assert result.elf is not None
     elf = result.elf
     return {
@@ -156,6 +169,7 @@ def read(path: Path, limits: Limits) -> dict[str, object]:
         "rpath": elf.rpath,
         "runpath": elf.runpath,
         "version_needs": dict(elf.version_needs),
+        "undefined": elf.undefined_of_interest,
     }
 
 
@@ -219,6 +233,7 @@ def test_every_layout_reads_as_pyelftools_reads_it(
     path = built[(linker, variant)]
     want = expected(path)
     assert want["needed"], "the library links libm, libz and libc"
+    assert {"cos", "zlibVersion"} <= set(want["undefined"])  # type: ignore[arg-type]
     assert read(path, limits) == want
 
 
