@@ -14,7 +14,7 @@ ROCm SONAMEs, the recipe's ``size_budget``), and explicit flags adjust it:
 
 Without a recipe the flags are the whole configuration (:meth:`GateConfig.from_flags`; ``rocm``
 pins the SONAMEs there too). RECORD hashes are verified by default, with or without a recipe and
-job (what ``build`` does; :func:`verify_record_default`); ``--no-verify-record`` skips the hashing.
+job (what ``build`` does); ``--no-verify-record`` skips the hashing.
 """
 
 from __future__ import annotations
@@ -170,15 +170,6 @@ def gate_config(flags: GateFlags, *, recipe: Path | None = None, job: str | None
         raise UsageError("--recipe and --job go together")
     loaded, found = find_job(recipe, job)
     return config_for_job(loaded, found, flags)
-
-
-def verify_record_default(*, recipe: Path | None = None, job: str | None = None) -> bool:
-    """Whether ``check`` hashes every member when neither ``--verify-record`` nor
-    ``--no-verify-record`` is given: always (``build`` gates that way, and a corrupted or edited
-    member must not pass as "consistent" because the plain check skipped its bytes). The
-    parameters are kept for callers that pass them; they no longer change the answer."""
-    del recipe, job
-    return True
 
 
 def check_wheels(

@@ -452,9 +452,7 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
         findings.append(_judge_oddity(odd, report.elves, resolution))
     _check_archs(gfx, config, findings)
     _check_size(report.size, config, findings)
-    if config.torch is not None:
-        python = wheel_pythons(report.filename)
-        _check_torch(report.metadata_requires, config, findings, python=python, machine=arch)
+    _check_torch(report, config, findings, machine=arch)
     _check_rocm_sonames(host, config, findings)
     findings.extend(check_integrity(report, resolution))
 
@@ -1352,19 +1350,16 @@ def _check_rocm_sonames(host: Sequence[ElfInfo], config: GateConfig, findings: l
 
 
 def _check_torch(
-    requires: Sequence[str],
-    config: GateConfig,
-    findings: list[Finding],
-    *,
-    python: SpecifierSet | str = "",
-    machine: str | None = None,
+    report: WheelReport, config: GateConfig, findings: list[Finding], *, machine: str | None = None
 ) -> None:
+    """The torch pin against the wheel's ``Requires-Dist``, judged for the Pythons it serves."""
     if config.torch is None:
         return
     from packaging.requirements import InvalidRequirement, Requirement  # only with a torch pin
 
+    python = wheel_pythons(report.filename)
     torch_reqs = []
-    for line in requires:
+    for line in report.metadata_requires:
         try:
             req = Requirement(line)
         except InvalidRequirement as exc:

@@ -192,7 +192,9 @@ def auditwheel_version() -> str:
 
 
 @cache
-def _policy_json(libc: Libc = "glibc") -> list[dict[str, object]]:
+def policy_json(libc: Libc = "glibc") -> list[dict[str, object]]:
+    """auditwheel's policy file for ``libc``, parsed once per process (the policies here and the
+    symbols of interest of :mod:`buildkit.inspect.symbols` both read it)."""
     data: list[dict[str, object]] = json.loads(
         (auditwheel_policy_folder() / _POLICY_FILES[libc]).read_text("utf-8")
     )
@@ -203,7 +205,7 @@ def _policy_json(libc: Libc = "glibc") -> list[dict[str, object]]:
 def known_archs(libc: Libc = "glibc") -> frozenset[str]:
     """The architectures some policy of ``libc`` covers (``x86_64``, ``ppc64le``, ...)."""
     out: set[str] = set()
-    for raw in _policy_json(libc):
+    for raw in policy_json(libc):
         sym = raw["symbol_versions"]
         assert isinstance(sym, dict)
         out |= {str(a) for a in sym}
@@ -222,7 +224,7 @@ def _whitelist(raw: object, libc: Libc, arch: str) -> frozenset[str]:
 def policies(arch: str = "x86_64", libc: Libc = "glibc") -> tuple[Policy, ...]:
     """All policies of ``libc`` that exist for ``arch``, best (highest priority) first, ``linux`` last."""
     out = []
-    for raw in _policy_json(libc):
+    for raw in policy_json(libc):
         name = str(raw["name"])
         sym_all = raw["symbol_versions"]
         assert isinstance(sym_all, dict)

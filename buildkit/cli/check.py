@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from buildkit.checking import GateFlags, check_wheels, gate_config, verify_record_default
+from buildkit.checking import GateFlags, check_wheels, gate_config
 from buildkit.cli.options import exclude_options
 from buildkit.errors import GateFailed, WheelReadError
 from buildkit.report import render_all, to_json
@@ -55,7 +55,7 @@ from buildkit.report import render_all, to_json
 @click.option("--job", help="Job id in the recipe's plan, e.g. cp312-rocm7.2-torch2.10.")
 @click.option(
     "--verify-record/--no-verify-record",
-    default=None,
+    default=True,
     help="Hash every member and compare with RECORD (the default, as `buildkit build`: reads every member "
     "whole, ~15 % slower on small wheels, see bench/README.md). --no-verify-record checks RECORD's names "
     "and sizes only and reads ELF members only up to their dynamic data, so a corrupted member can pass; "
@@ -86,7 +86,7 @@ def check(
     size_limit: str | None,
     recipe: Path | None,
     job: str | None,
-    verify_record: bool | None,
+    verify_record: bool,
     as_json: bool,
     verbose: bool,
 ) -> None:
@@ -108,8 +108,6 @@ def check(
         size_limit=size_limit,
     )
     config = gate_config(flags, recipe=recipe, job=job)
-    if verify_record is None:
-        verify_record = verify_record_default(recipe=recipe, job=job)
     verdicts, failures = check_wheels(list(wheels), config, verify_record=verify_record)
     if as_json:
         click.echo(json.dumps(to_json(verdicts, failures), indent=2))

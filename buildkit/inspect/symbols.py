@@ -9,27 +9,22 @@ read from the installed auditwheel package, never copied.
 
 from __future__ import annotations
 
-import json
 from functools import cache
-from pathlib import Path
+
+from buildkit.policy import LIBCS, policy_json
 
 #: what auditwheel's ``elf_references_pyfpe_jbuf`` looks for
 PYFPE_SYMBOLS: frozenset[str] = frozenset({"PyFPE_jbuf", "PyFPE_dummy", "PyFPE_counter"})
-_POLICY_FILES = ("manylinux-policy.json", "musllinux-policy.json")
 
 
 def blacklisted_symbols() -> frozenset[str]:
     """Every symbol name some policy of the installed auditwheel blacklists (any library, any policy)."""
     names: set[str] = set()
-    import auditwheel  # its policy/ folder, read as plain files
-
-    folder = Path(auditwheel.__file__).parent / "policy"
-    for filename in _POLICY_FILES:
-        entry = folder.joinpath(filename)
-        if not entry.is_file():
-            continue
-        for policy in json.loads(entry.read_text("utf-8")):
-            for symbols in dict(policy.get("blacklist", {})).values():
+    for libc in LIBCS:
+        for policy in policy_json(libc):
+            blacklist = policy.get("blacklist", {})
+            assert isinstance(blacklist, dict)
+            for symbols in blacklist.values():
                 names.update(str(symbol) for symbol in symbols)
     names.discard("*")  # auditwheel's wildcard: matches any ELF needing the library, no name to keep
     return frozenset(names)
