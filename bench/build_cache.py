@@ -102,8 +102,7 @@ def main() -> None:
         one_compile = compile_seconds(log.read_text())
 
         # the same project through cibuildwheel alone (same image and environment, no buildkit)
-        from buildkit import cibw
-        from buildkit.build import HOST_CA_BUNDLE
+        from buildkit.build import HOST_CA_BUNDLE, cibw
 
         with_ca = HOST_CA_BUNDLE.is_file()
         if with_ca:  # pip in the container needs the host's CA bundle, as in buildkit's own runs

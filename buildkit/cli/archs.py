@@ -1,4 +1,4 @@
-"""``buildkit archs``: resolve the GPU archs of a build and print them (logic in buildkit.archs)."""
+"""``buildkit archs``: resolve the GPU archs of a build and print them (logic in buildkit.plan.archs)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import shlex
 
 import click
 
-from buildkit.archs import ArchSet
 from buildkit.errors import ArchesDropped
+from buildkit.plan.archs import ArchSet
 
 
 def _render(archs: ArchSet, fmt: str) -> str:
@@ -58,7 +58,7 @@ def archs(
     HIP architectures value, or JSON. Dropped archs are always reported on stderr, and so is an
     environment variable (PYTORCH_ROCM_ARCH, GPU_ARCHS) that is set to another list but ignored.
     """
-    from buildkit.archs import resolve_command
+    from buildkit.plan.archs import resolve_command
 
     result = resolve_command(
         rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from buildkit.build import BuildOptions, build_plan, render_summary
-from buildkit.ceilings import ceilings_from_images
 from buildkit.errors import BuildFailed, GateFailed
+from buildkit.image.ceilings import ceilings_from_images
 from buildkit.plan import check_strict, expand, printable
 from buildkit.recipe import load_recipe
 

@@ -19,8 +19,8 @@ def ceilings(images: tuple[str, ...], as_json: bool, no_cache: bool) -> None:
     A missing image (or no engine) exits 8; an invalid reference, an image without glibc or with a
     library that cannot be read exits 2.
     """
-    from buildkit.ceilings import check_image_reference, read_image_ceilings, render_human, report_json
     from buildkit.docker_engine import connect
+    from buildkit.image.ceilings import check_image_reference, read_image_ceilings, render_human, report_json
 
     for image in images:
         check_image_reference(image)

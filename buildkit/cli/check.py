@@ -2,7 +2,8 @@
 
 Exit 0 when every wheel passes, 7 (GateFailed) when one fails a rule, 6 (WheelReadError) when one
 cannot be read (the others are still reported), 4 (ArchError) for an invalid ``--archs`` target id.
-The logic (flags and ``--recipe``/``--job`` to a gate configuration, the checks) is :mod:`buildkit.checking`.
+The logic (flags and ``--recipe``/``--job`` to a gate configuration, the checks) is
+:mod:`buildkit.gate.check`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from buildkit.checking import GateFlags, check_wheels, gate_config
 from buildkit.cli.options import exclude_options
 from buildkit.errors import GateFailed, WheelReadError
-from buildkit.report import render_all, to_json
+from buildkit.gate.check import GateFlags, check_wheels, gate_config
+from buildkit.gate.report import render_all, to_json
 
 
 @click.command("check")

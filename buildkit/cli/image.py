@@ -1,4 +1,4 @@
-"""``buildkit image build|ls|prune|seed``: builder images (logic in buildkit.image and buildkit.seed)."""
+"""``buildkit image build|ls|prune|seed``: builder images (logic in buildkit.image, buildkit.image.seed)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from buildkit import image as images
-from buildkit import seed as seeding
 from buildkit.docker_engine import connect
+from buildkit.image import seed as seeding
 
 
 def _echo_progress(line: str) -> None:

@@ -37,7 +37,7 @@ def plan(recipe: str, fmt: str, cli_archs: str | None, shard_size: int, strict: 
     The plan's notes (dropped archs, ignored arch variables, torch indexes buildkit's data does not
     list for the pinned ROCm, unverified release data) are also printed on stderr, whatever the format.
     """
-    from buildkit.ceilings import ceilings_from_images
+    from buildkit.image.ceilings import ceilings_from_images
 
     the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
     text = render_github(the_plan, shard_size) if fmt == "github" else RENDERERS[fmt](the_plan)

@@ -81,7 +81,7 @@ def verify(
     if check_attestation and (recipe is not None or use_cache or keep is not None):
         raise UsageError("--recipe/--cache/--keep apply to a rebuild, not to --attestation")
     if check_attestation:
-        from buildkit.provenance import load_public_key, verify_attestation
+        from buildkit.build.provenance import load_public_key, verify_attestation
 
         if public_key is None:
             raise UsageError("--attestation needs --public-key PEM")
@@ -92,7 +92,7 @@ def verify(
             click.echo(f"{check.wheel}: attestation verified (sha256 {check.sha256}, keyid {check.keyid})")
         return
 
-    from buildkit.verify import render, verify_rebuild
+    from buildkit.build.verify import render, verify_rebuild
 
     result = verify_rebuild(
         wheel,

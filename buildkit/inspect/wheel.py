@@ -9,7 +9,7 @@ the zip CRC of a member is checked whenever it is read to its end, which every m
 ``Limits.whole_member_bytes`` and every HIP object is; ``Limits(verify_members=True)`` reads them all.
 ``verify_record=True`` (the default) also reads every member to its end, hashing it in the algorithm
 RECORD names (:class:`~buildkit.inspect.zipstream.DigestStream`; the gate compares, see
-:mod:`buildkit.integrity`): ELF members are parsed exactly as without it, the rest is only hashed.
+:mod:`buildkit.gate.rules.integrity`): ELF members are parsed exactly as without it, the rest is only hashed.
 
 Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 6):
 

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 import testwheels
 
-from buildkit.gate import GateConfig, Verdict, evaluate
+from buildkit.gate.config import GateConfig
+from buildkit.gate.evaluate import evaluate
+from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 
 CASES = ["glibc_new", "glibcxx_new", "external_lib", "grafted", "hip_like"]

@@ -1,4 +1,4 @@
-"""Agreement with ``auditwheel show --json`` on the rules buildkit.abi_rules adds: blacklisted
+"""Agreement with ``auditwheel show --json`` on the rules buildkit.gate.rules.abi adds: blacklisted
 symbols (``uncompress2`` of libz.so.1), ``PyFPE_jbuf`` (auditwheel's ``pyfpe``) and the x86-64 ISA
 level (``unsupported_isa``), on extensions built here with gcc. The overall tag is the minimum of
 the symbol policy and the ABI rules' policy (no external library is in play: libz.so.1 and libc.so.6
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import testwheels
 
-from buildkit.abi_rules import check_abi
+from buildkit.gate.rules.abi import check_abi
 from buildkit.inspect import inspect_wheel
 from buildkit.policy import best_symbol_policy, get_policy, is_dynamic_loader, policies
 

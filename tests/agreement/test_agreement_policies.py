@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 import testwheels
 
-from buildkit.gate import GateConfig, JobIdentity, Verdict, evaluate
+from buildkit.gate.config import GateConfig, JobIdentity
+from buildkit.gate.evaluate import evaluate
+from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.policy import get_policy
 

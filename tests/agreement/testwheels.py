@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from buildkit.gate import Verdict
+from buildkit.gate.verdict import Verdict
 from buildkit.policy import symbol_version_key
 from tests.helpers import wheel_zip
 

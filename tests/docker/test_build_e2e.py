@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 import yaml
 
-from buildkit.gate import GateConfig, evaluate
+from buildkit.gate.config import GateConfig
+from buildkit.gate.evaluate import evaluate
 from buildkit.inspect import inspect_wheel
 from buildkit.manifest import read as read_manifest
 from buildkit.manifest import sha256_file

@@ -2,7 +2,7 @@
 and a synthetic image (``docker import`` of a tar made here) without libstdc++ and with relative,
 absolute, directory and dangling symlinks.
 
-The expected values are read independently of buildkit.ceilings: the image *runs* ``ldd --version``
+The expected values are read independently of buildkit.image.ceilings: the image *runs* ``ldd --version``
 and ``cat``s its libraries (the shell follows the symlinks), and binutils' ``readelf -V`` on the host
 parses those bytes. buildkit itself never starts a container: checked with the engine's events.
 
@@ -23,9 +23,9 @@ from typing import Any
 import docker.errors
 import pytest
 
-from buildkit.ceilings import read_image_ceilings
 from buildkit.cli import main
 from buildkit.errors import DockerUnavailable
+from buildkit.image.ceilings import read_image_ceilings
 from tests.unit.test_ceilings import readelf_definitions, top
 
 pytestmark = pytest.mark.docker
@@ -226,7 +226,7 @@ def test_interrupted_read_removes_the_container(
     docker_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C while the libraries are copied (simulated: the fetch raises KeyboardInterrupt)."""
-    import buildkit.ceilings as ceilings
+    import buildkit.image.ceilings as ceilings
 
     def interrupted(*_args: Any) -> Any:
         assert docker_client.containers.list(all=True, filters={"label": LABEL})  # it exists now
@@ -361,8 +361,8 @@ def test_a_poisoned_cache_entry_is_not_trusted(docker_client: Any, tmp_path: Pat
     """A reading cached with an unreadable libc (by an older rocm-buildkit, same schema) still fails."""
     import json as _json
 
-    from buildkit.ceilings import CACHE_SCHEMA
     from buildkit.errors import UsageError
+    from buildkit.image.ceilings import CACHE_SCHEMA
 
     tag = _broken_image(docker_client, [("libc.so.6", "file", b"not a library, just text\n")])
     image_id = docker_client.images.get(tag).id

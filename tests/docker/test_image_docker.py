@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from buildkit import image as images
-from buildkit import seed
+from buildkit.image import seed
 
 pytestmark = pytest.mark.docker
 

@@ -1,6 +1,6 @@
 """``manylinux.ceilings.from_image`` planned on the real engine with the seeded Debian images.
 
-The plan reads the images through buildkit.ceilings (created-never-started containers); the expected
+The plan reads the images through buildkit.image.ceilings (created-never-started containers); the expected
 values are read independently (the image runs ``cp -L`` of its libraries, binutils' ``readelf -V``
 parses them on the host: ``tests/docker/test_ceilings_docker.independent``), then tightened by hand
 with the policy's ceilings from auditwheel's policy file. The recorded facts the unit tests plan
@@ -19,7 +19,7 @@ from typing import Any
 import docker.errors
 import pytest
 
-from buildkit.ceilings import read_image_ceilings
+from buildkit.image.ceilings import read_image_ceilings
 from buildkit.plan import expand, render_json, render_table
 from buildkit.policy import get_policy, version_tuple
 from buildkit.recipe import parse_recipe
@@ -70,7 +70,7 @@ def test_plan_takes_the_minimum_of_the_images(
     docker_client: Any, seeded: tuple[str, ...], fresh_cache: Path, tmp_path: Path
 ) -> None:
     recipe = parse_recipe(RECIPE.format(policy=POLICY, images=", ".join(seeded)), path=tmp_path / "r.yaml")
-    plan = expand(recipe, env={})  # the default reader: buildkit.ceilings on the real engine
+    plan = expand(recipe, env={})  # the default reader: buildkit.image.ceilings on the real engine
     (job,) = plan.jobs
 
     readings = [independent(docker_client, image, tmp_path) for image in seeded]

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from buildkit import manifest, smoke
-from buildkit.gate import GateConfig, evaluate
+from buildkit.gate.config import GateConfig
+from buildkit.gate.evaluate import evaluate
 from buildkit.inspect import inspect_wheel
 from tests.helpers.wheels_for_publish import write_wheel
 

@@ -1,4 +1,4 @@
-"""buildkit.abi_rules: auditwheel's blacklist, pyfpe and x86 ISA rules on ElfInfo data, with the
+"""buildkit.gate.rules.abi: auditwheel's blacklist, pyfpe and x86 ISA rules on ElfInfo data, with the
 policies of the installed auditwheel (buildkit.policy)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from buildkit.abi_rules import (
+from buildkit.gate.rules.abi import (
     AbiPolicies,
     abi_policies,
     blacklisted,

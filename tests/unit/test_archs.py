@@ -1,4 +1,4 @@
-"""Arch resolution (buildkit/archs.py)."""
+"""Arch resolution (buildkit/plan/archs.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from buildkit import rocm
-from buildkit.archs import (
+from buildkit.errors import ArchError
+from buildkit.plan.archs import (
     TargetId,
     host_enumerator,
     known_processors,
@@ -19,7 +20,6 @@ from buildkit.archs import (
     resolve,
     split_arch_list,
 )
-from buildkit.errors import ArchError
 
 NO_ENV: dict[str, str] = {}
 

@@ -25,7 +25,8 @@ import docker.errors
 import pytest
 import requests
 
-from buildkit import build, provenance, publish
+from buildkit import build, publish
+from buildkit.build import provenance
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
 from buildkit.plan import Job, expand
 from buildkit.recipe import Recipe, load_recipe

@@ -1,4 +1,4 @@
-"""buildkit.ceilings without an engine: version definitions of the host's real libraries (checked
+"""buildkit.image.ceilings without an engine: version definitions of the host's real libraries (checked
 against binutils' ``readelf -V``), symlink resolution, the policy match on auditwheel's data, the
 minimum across images, the cache. The engine part is in tests/docker/test_ceilings_docker.py."""
 
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.ceilings import (
+from buildkit.errors import UsageError
+from buildkit.image.ceilings import (
     CACHE_SCHEMA,
     ImageCeilings,
     LibraryVersions,
@@ -26,7 +27,6 @@ from buildkit.ceilings import (
     tighten,
     version_definitions,
 )
-from buildkit.errors import UsageError
 from buildkit.policy import get_policy, policies, version_tuple
 
 HOST_LIBS = Path("/lib/x86_64-linux-gnu")
@@ -71,7 +71,7 @@ def test_library_maxima_and_glibc_banner() -> None:
     ldd = subprocess.run(["ldd", "--version"], capture_output=True, text=True, check=True).stdout
     release = re.search(r"(\d+\.\d+)\s*$", ldd.splitlines()[0])
     assert release is not None
-    from buildkit.ceilings import _GLIBC_BANNER
+    from buildkit.image.ceilings import _GLIBC_BANNER
 
     banner = _GLIBC_BANNER.search((HOST_LIBS / "libc.so.6").read_bytes())
     assert banner is not None and banner.group(1).decode() == release.group(1)

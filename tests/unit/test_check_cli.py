@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from buildkit.cli import main
-from buildkit.report import load_schema
+from buildkit.gate.report import load_schema
 
 _spec = importlib.util.spec_from_file_location(
     "testwheels", Path(__file__).parents[1] / "agreement" / "testwheels.py"
@@ -319,7 +319,8 @@ def test_recipe_job_applies_the_size_budget_exactly_as_build(
 ) -> None:
     """``build`` gates with GateConfig.from_recipe_job; ``check --recipe --job`` must give the same
     configuration and the same findings, including the recipe's size limit (1 KiB < the wheel)."""
-    from buildkit.gate import GateConfig, evaluate
+    from buildkit.gate.config import GateConfig
+    from buildkit.gate.evaluate import evaluate
     from buildkit.inspect import inspect_wheel
     from buildkit.plan import expand
     from buildkit.recipe import load_recipe

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit import cibw
+from buildkit.build import cibw
 from buildkit.errors import UsageError
 from buildkit.plan import Job, expand
 from buildkit.recipe import load_recipe

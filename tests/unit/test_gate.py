@@ -11,15 +11,8 @@ import pytest
 from packaging.requirements import Requirement
 
 from buildkit.errors import UsageError
-from buildkit.gate import (
-    GateConfig,
-    JobIdentity,
-    MiB,
-    evaluate,
-    format_size,
-    torch_pin_problem,
-    wheel_pythons,
-)
+from buildkit.gate.config import GateConfig, JobIdentity, MiB, format_size
+from buildkit.gate.evaluate import evaluate, torch_pin_problem, wheel_pythons
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 from buildkit.policy import get_policy
 

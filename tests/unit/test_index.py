@@ -1,4 +1,4 @@
-"""The static PEP 503 index writer (buildkit.index): layout, hashes, PEP 658 files, idempotency."""
+"""The static PEP 503 index writer (buildkit.publish.index): layout, hashes, PEP 658 files, idempotency."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from buildkit import index
 from buildkit.errors import PublishRefused
 from buildkit.manifest import sha256_file
+from buildkit.publish import index
 from tests.helpers.wheels_for_publish import write_wheel
 
 

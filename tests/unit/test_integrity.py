@@ -1,4 +1,4 @@
-"""buildkit.integrity through the real pipeline: each rule on a wheel built here (gcc for the ELF
+"""buildkit.gate.rules.integrity through the real pipeline: each rule on a wheel built here (gcc for the ELF
 members, tests/helpers for the zip), inspected by ``inspect_wheel`` and judged by ``gate.evaluate``."""
 
 from __future__ import annotations
@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.gate import GateConfig, Verdict, evaluate
+from buildkit.gate.config import GateConfig
+from buildkit.gate.evaluate import evaluate
+from buildkit.gate.rules.integrity import resolve_origin
+from buildkit.gate.verdict import Verdict
 from buildkit.inspect import Limits, inspect_wheel
-from buildkit.integrity import resolve_origin
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_edit import edit_wheel, read_members, record_row

@@ -48,7 +48,7 @@ RECORDED_CEILINGS: dict[str, dict[str, str]] = {
 
 
 class RecordedReader:
-    """A stand-in for buildkit.ceilings.ceilings_from_images over RECORDED_CEILINGS (same contract:
+    """A stand-in for buildkit.image.ceilings.ceilings_from_images over RECORDED_CEILINGS (same contract:
     the minimum across the images, a prefix absent from any image left out, a missing image is
     DockerUnavailable); it counts the calls."""
 
@@ -347,7 +347,7 @@ def test_from_image_tightens_to_the_minimum_of_the_images() -> None:
     assert data["jobs"][0]["ceilings"]["GLIBC"] == "2.36" and data["notes"] == []
     assert "(tightened by from_image debian:bookworm-slim, debian:trixie-slim)" in render_table(plan)
     # and the gate sees those ceilings
-    from buildkit.gate import GateConfig
+    from buildkit.gate.config import GateConfig
 
     assert GateConfig.from_job(job).ceilings["GLIBCXX"] == "3.4.30"
 
@@ -373,7 +373,7 @@ def test_image_without_libstdcxx_leaves_its_prefixes_and_says_so(tmp_path: Path)
     plan = expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={}, ceilings_reader=RecordedReader())
     job = plan.jobs[0]
     # GLIBC/GCC: the minimum of both images; GLIBCXX/CXXABI: one image defines none, so no version is
-    # known safe there and the policy's stay (as buildkit.ceilings.minimum_ceilings does)
+    # known safe there and the policy's stay (as buildkit.image.ceilings.minimum_ceilings does)
     assert dict(job.ceilings) == {"CXXABI": "1.3.15", "GCC": "12.0.0", "GLIBC": "2.36", "GLIBCXX": "3.4.33"}
     (note,) = plan.notes
     assert note.startswith("manylinux.ceilings.from_image: example/no-libstdcxx:1 defines no GLIBCXX/CXXABI")
@@ -515,11 +515,11 @@ def test_unknown_job_id_lists_the_known_ones(tmp_path: Path) -> None:
 
 def test_importing_plan_loads_no_docker_module() -> None:
     """plan takes its ceilings reader from the caller: importing it (and expanding a recipe without
-    from_image) never loads buildkit.ceilings or the Docker SDK (a fresh interpreter, so other tests'
+    from_image) never loads buildkit.image.ceilings or the Docker SDK (a fresh interpreter, so other tests'
     imports do not count)."""
     code = (
         "import sys, buildkit.plan\n"
-        "print(sorted(m for m in ('buildkit.ceilings', 'docker') if m in sys.modules))\n"
+        "print(sorted(m for m in ('buildkit.image.ceilings', 'docker') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from buildkit import cibw
 from buildkit import rocm as rocm_data
+from buildkit.build import cibw
 from buildkit.errors import ArchError, ArchesDropped, RecipeError
 from buildkit.plan import Plan, check_strict, expand, render_json, render_table
 from buildkit.recipe import parse_recipe

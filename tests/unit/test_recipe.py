@@ -13,7 +13,7 @@ import pytest
 
 from buildkit.errors import RecipeError
 from buildkit.recipe import MAX_RECIPE_BYTES, cibuildwheel_pythons, load_recipe, parse_recipe, parse_size
-from buildkit.recipe_schema import recipe_schema
+from buildkit.recipe.schema import recipe_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"

@@ -146,7 +146,7 @@ def test_alias_and_merge_bombs_are_bounded(tmp_path: Path, text: str, message: s
 
 
 def test_merge_keys_still_merge(tmp_path: Path) -> None:
-    from buildkit.yamlspan import load_with_spans
+    from buildkit.recipe.yamlspan import load_with_spans
 
     data, spans = load_with_spans("b: &b {x: 1}\nc: &c {y: 2}\nd: {<<: [*b, *c], z: 3}\n", "r.yaml")
     assert data["d"] == {"x": 1, "y": 2, "z": 3}

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.diff import diff_wheels
 from buildkit.errors import WheelReadError
+from buildkit.gate.diff import diff_wheels
+from buildkit.gate.rules.regression import RULE, check_regression, compare_with_last_release
 from buildkit.plan import Job, expand
 from buildkit.recipe import parse_recipe
-from buildkit.regression import RULE, check_regression, compare_with_last_release
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel

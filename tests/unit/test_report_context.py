@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.findings import Finding
-from buildkit.gate import GateConfig, JobIdentity, Verdict
+from buildkit.gate.config import GateConfig, JobIdentity
+from buildkit.gate.findings import Finding
+from buildkit.gate.report import gated_as, render_human
+from buildkit.gate.verdict import Verdict
 from buildkit.policy import get_policy
-from buildkit.report import gated_as, render_human
 
 
 def verdict(
@@ -118,7 +119,7 @@ def test_rpath_finding_from_a_real_wheel_says_rpath(tmp_path: Path) -> None:
     testwheels = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("testwheels", testwheels)
     spec.loader.exec_module(testwheels)
-    from buildkit.gate import evaluate
+    from buildkit.gate.evaluate import evaluate
     from buildkit.inspect import inspect_wheel
 
     so = testwheels.compile_shared(

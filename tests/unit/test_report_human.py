@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from buildkit.cli.check import check
-from buildkit.findings import Finding
-from buildkit.gate import GateConfig, GfxObject, Verdict
-from buildkit.report import (
+from buildkit.gate.config import GateConfig
+from buildkit.gate.findings import Finding
+from buildkit.gate.report import (
     FINDINGS_SHOWN,
     GFX_EXAMPLES,
     GFX_GROUPS_MAX,
@@ -21,6 +21,7 @@ from buildkit.report import (
     render_all,
     render_human,
 )
+from buildkit.gate.verdict import GfxObject, Verdict
 from tests.helpers.offload_bundle import amdgpu_header
 from tests.helpers.wheel_zip import write_wheel
 

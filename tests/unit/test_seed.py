@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from buildkit import seed
 from buildkit.errors import UsageError
+from buildkit.image import seed
 
 DEB822 = """\
 Types: deb

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from buildkit import manifest as manifests
-from buildkit import verify
+from buildkit.build import verify
 from buildkit.errors import UsageError
 from tests.helpers.wheels_for_publish import make_wheel
 

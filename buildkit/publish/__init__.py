@@ -21,7 +21,7 @@ refusal.
 
 Targets (:func:`parse_target`):
 
-- ``directory``: a path or ``file://`` URL: a static PEP 503 index written by :mod:`buildkit.index`.
+- ``directory``: a path or ``file://`` URL: a static PEP 503 index written by :mod:`buildkit.publish.index`.
   An empty path (``--to ''``, ``file://``) or a path that cannot become a writable directory (an
   existing file, a path through a file, ``/proc/...``) is a :class:`~buildkit.errors.UsageError`
   (exit 2), raised before anything is written.
@@ -71,9 +71,9 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
-from buildkit import index as static_index
 from buildkit import manifest
 from buildkit.errors import BuildkitError, PublishRefused, PublishUnavailable, UsageError
+from buildkit.publish import index as static_index
 from buildkit.version import PYPI_LOCAL_REASON
 
 if TYPE_CHECKING:

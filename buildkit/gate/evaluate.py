@@ -2,7 +2,7 @@
 
 One function, :func:`evaluate`, serves ``build``, ``check``, CI and ``publish``. It never reads
 the wheel itself: everything comes from the streaming inspection (:mod:`buildkit.inspect`).
-Besides the platform rules below it applies the integrity rules of :mod:`buildkit.integrity`
+Besides the platform rules below it applies the integrity rules of :mod:`buildkit.gate.rules.integrity`
 (RECORD, WHEEL tags, RPATH/RUNPATH, load order, host code in pure wheels).
 
 The verdict (the best manylinux or musllinux tag the wheel is consistent with) follows
@@ -21,7 +21,7 @@ auditwheel's rules, read from auditwheel's installed policy files (:mod:`buildki
   version the policy lists counting, non-numeric ones (``GLIBC_ABI_DT_RELR``) included;
 * *library policy*: the best policy under which every DT_NEEDED is whitelisted, found inside the
   wheel (grafted: ld.so finds a member of that FILE NAME in a directory the needing object's
-  RPATH/RUNPATH reaches, :func:`buildkit.integrity.resolve_libraries`; a member that only has the
+  RPATH/RUNPATH reaches, :func:`buildkit.gate.rules.integrity.resolve_libraries`; a member that only has the
   name as its SONAME, or sits where no search path reaches, does not count: a ``load-order``
   warning says why), or excluded by a rule (fnmatch globs on the name, e.g. ``librocblas.so*``:
   provided at run time, not counted; their own requirements cannot be seen);
@@ -38,7 +38,7 @@ are checked the same way by the ``platform-tag`` rule.
 Differences from ``auditwheel show`` (documented, tested in tests/agreement): exclusion rules
 (auditwheel show has none); auditwheel also reads the symbol versions of non-whitelisted libraries
 it finds on the *host* (this gate never looks at the host); blacklisted symbols, ``PyFPE_jbuf`` and
-the x86-64 ISA level are checked on every host ELF (:mod:`buildkit.abi_rules`; auditwheel checks only
+the x86-64 ISA level are checked on every host ELF (:mod:`buildkit.gate.rules.abi`; auditwheel checks only
 the ELFs no other member needs, and PyFPE only in Python extensions); auditwheel's resolver
 searches an extension's RUNPATH for the libraries its dependencies need too, ld.so (and this
 gate) does not; auditwheel ignores host ELFs of another architecture or libc with a warning, this
@@ -53,21 +53,24 @@ import posixpath
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from buildkit.abi_rules import check_abi
-from buildkit.errors import UsageError
-from buildkit.findings import Finding as Finding
-from buildkit.findings import Severity as Severity
+from buildkit.gate.findings import Finding as Finding
+from buildkit.gate.findings import Severity as Severity
+from buildkit.gate.rules.abi import check_abi
+from buildkit.gate.rules.integrity import (
+    Resolution,
+    check_integrity,
+    compatible,
+    not_elf_load,
+    resolve_libraries,
+)
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
 from buildkit.inspect.models import Finding as Oddity
-from buildkit.integrity import Resolution, check_integrity, compatible, not_elf_load, resolve_libraries
 from buildkit.policy import (
-    CEILING_PREFIXES,
     Libc,
     Policy,
     best_symbol_policy,
@@ -83,19 +86,22 @@ from buildkit.policy import (
     verdict_policies,
     version_tuple,
 )
-from buildkit.rocm import expected_sonames, get_release
 
 if TYPE_CHECKING:
     from packaging.requirements import Requirement
     from packaging.specifiers import Specifier, SpecifierSet
 
-    from buildkit.plan import Job
-    from buildkit.recipe import Recipe
 
-MiB = 1024 * 1024
-DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
-
-LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
+from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, JobIdentity, format_size
+from buildkit.gate.verdict import (
+    GfxObject,
+    Integrity,
+    LibraryStatus,
+    LibraryUse,
+    SymbolMax,
+    Verdict,
+    _prefix_order,
+)
 
 # (ELF machine as the inspection names it, ELF class) -> (wheel-tag architecture, byte order), as
 # auditwheel's lddtree._get_platform maps them; EM_PPC64 is decided by the byte order (_elf_arch)
@@ -111,291 +117,6 @@ _ELF_ARCHES: dict[tuple[str, int], tuple[str, str]] = {
 _LIBC_NAMES: dict[Libc, str] = {"glibc": "glibc", "musl": "musl libc"}
 #: at most this many members are named in a finding about many of them (the rest are counted)
 MEMBERS_NAMED = 3
-
-
-def format_size(size: int) -> str:
-    """``512`` -> ``512 B``, ``31402`` -> ``30.7 KiB``, ``20971520`` -> ``20.0 MiB``: never ``0.0 MiB``."""
-    if size < 1024:
-        return f"{size} B"
-    if size < MiB:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size / MiB:.1f} MiB"
-
-
-def rocm_pin(rocm: str) -> dict[str, Any]:
-    """The ``rocm`` and ``rocm_sonames`` fields of a :class:`GateConfig` pinning release ``rocm``
-    (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as :meth:`GateConfig.from_job`
-    takes them for a job. An unknown release is :class:`~buildkit.rocm.UnknownRelease` (exit 2)."""
-    version = get_release(rocm).version
-    return {"rocm": version, "rocm_sonames": expected_sonames(version)}
-
-
-@dataclass(frozen=True)
-class JobIdentity:
-    """Which wheel a plan job makes: the ``job-identity`` rule holds the wheel's file name to it.
-
-    Set by :meth:`GateConfig.from_job` (``name`` and the recipe fields None: no recipe at hand) and
-    :meth:`GateConfig.from_recipe_job`; never by :meth:`GateConfig.from_flags`."""
-
-    job: str  # "cp312-rocm7.2-torch2.10"
-    version: str  # the plan's version, "0.1.12.post2+rocm7.2.manylinux.2.28"
-    python: str  # the job's CPython tag, "cp312"
-    platform_tag: str  # the job policy's tag, "manylinux_2_28_x86_64"
-    name: str | None = None  # the recipe's distribution name, "amd-aiter"
-    recipe: str | None = None  # the recipe file as given
-    recipe_sha256: str | None = None
-
-    @classmethod
-    def of(cls, job: Job, recipe: Recipe | None = None) -> JobIdentity:
-        return cls(
-            job=job.id,
-            version=job.version,
-            python=job.cp_tag,
-            platform_tag=job.platform_tag,
-            name=recipe.name if recipe is not None else None,
-            recipe=recipe.display_path if recipe is not None else None,
-            recipe_sha256=recipe.sha256 if recipe is not None else None,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "python_tag": self.python,
-            "platform_tag": self.platform_tag,
-        }
-
-
-# --------------------------------------------------------------------------- configuration
-@dataclass(frozen=True)
-class GateConfig:
-    """What the gate enforces. Build it from flags (:meth:`from_flags`), a plan Job (:meth:`from_job`)
-    or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
-
-    ``policy`` None: the tags in the wheel's file name are still checked against the symbols, and the
-    ceilings default to the strictest manylinux tag the file name claims (none if it claims none).
-    ``identity`` (from a job only): the wheel must be that job's (name, version, Python and platform
-    tags: the ``job-identity`` rule).
-    """
-
-    policy: str | None = None
-    ceilings: Mapping[str, str] = field(default_factory=dict)  # prefix -> max version; overrides policy's
-    exclude_globs: tuple[str, ...] = ()
-    archs: tuple[str, ...] = ()  # requested target ids ("gfx90a", "gfx90a:xnack-")
-    match_features: bool = False  # compare target-id features too, not only the processor
-    torch: str | None = None  # "2.10": METADATA must require a torch compatible with 2.10 only
-    size_warn: int | None = DEFAULT_SIZE_WARN
-    size_limit: int | None = None
-    rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
-    rocm_sonames: Mapping[str, str] = field(default_factory=dict)  # "libamdhip64" -> "libamdhip64.so.7"
-    identity: JobIdentity | None = None  # the job whose wheel this must be (job-identity rule)
-
-    def __post_init__(self) -> None:
-        if self.policy is not None:
-            # any architecture: the policy is resolved for the wheel's own (evaluate); a name that is
-            # no manylinux/musllinux policy raises UsageError naming the known ones
-            split_policy_name(self.policy)
-        for prefix, value in self.ceilings.items():
-            if prefix not in CEILING_PREFIXES:
-                raise UsageError(f"unknown ceiling {prefix!r}; known: {', '.join(CEILING_PREFIXES)}")
-            if version_tuple(value) is None:
-                raise UsageError(f"ceiling {prefix}={value!r} is not a dotted version such as 2.28")
-        if self.torch is not None:
-            parts = self.torch.split(".")
-            if len(parts) != 2 or not all(p.isdigit() for p in parts):
-                raise UsageError(f"torch pin {self.torch!r} must be MAJOR.MINOR, e.g. 2.10")
-        if self.size_limit is not None and self.size_limit <= 0:
-            raise UsageError("size limit must be positive")
-
-    @classmethod
-    def from_flags(
-        cls,
-        *,
-        policy: str | None = None,
-        max_glibc: str | None = None,
-        max_glibcxx: str | None = None,
-        max_cxxabi: str | None = None,
-        max_gcc: str | None = None,
-        exclude_globs: Iterable[str] = (),
-        archs: Iterable[str] = (),
-        match_features: bool = False,
-        torch: str | None = None,
-        size_warn: int | None = DEFAULT_SIZE_WARN,
-        size_limit: int | None = None,
-        rocm: str | None = None,
-    ) -> GateConfig:
-        """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
-        (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
-        given = {"GLIBC": max_glibc, "GLIBCXX": max_glibcxx, "CXXABI": max_cxxabi, "GCC": max_gcc}
-        pin = rocm_pin(rocm) if rocm else {}
-        return cls(
-            policy=policy,
-            ceilings={k: v for k, v in given.items() if v is not None},
-            exclude_globs=tuple(exclude_globs),
-            archs=tuple(a.strip() for a in archs if a.strip()),
-            match_features=match_features,
-            torch=torch,
-            size_warn=size_warn,
-            size_limit=size_limit,
-            **pin,
-        )
-
-    @classmethod
-    def from_job(cls, job: Job, **overrides: Any) -> GateConfig:
-        """A gate configuration from a plan Job (policy, ceilings, exclude globs, archs, torch pin,
-        ROCm SONAMEs, and the job's identity without the recipe's name)."""
-        ceilings = {str(k).upper(): str(v) for k, v in job.ceilings.items() if v is not None}
-        values: dict[str, Any] = {
-            "policy": job.policy,
-            "ceilings": ceilings,
-            "exclude_globs": tuple(job.exclude_globs),
-            "archs": tuple(str(t) for t in job.archs.kept),
-            "torch": job.torch,
-            "rocm": job.rocm,
-            "rocm_sonames": expected_sonames(job.rocm),
-            "identity": JobIdentity.of(job),
-        }
-        values.update(overrides)
-        return cls(**values)
-
-    @classmethod
-    def from_recipe_job(cls, recipe: Recipe, job: Job, **overrides: Any) -> GateConfig:
-        """What ``build`` gates a job's wheel with, and ``check --recipe R --job ID`` with it:
-        :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
-        ``size_limit``). ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller
-        adding to the job's exclude globs passes the union; :mod:`buildkit.checking` does). The
-        identity gets the recipe's distribution name, file and sha256."""
-        budget: dict[str, Any] = {"identity": JobIdentity.of(job, recipe)}
-        if "warn" in recipe.size_budget:
-            budget["size_warn"] = recipe.size_budget["warn"]
-        if "limit" in recipe.size_budget:
-            budget["size_limit"] = recipe.size_budget["limit"]
-        return cls.from_job(job, **{**budget, **overrides})
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "policy": self.policy,
-            "ceilings": dict(self.ceilings),
-            "exclude_globs": list(self.exclude_globs),
-            "archs": list(self.archs),
-            "match_features": self.match_features,
-            "torch": self.torch,
-            "size_warn": self.size_warn,
-            "size_limit": self.size_limit,
-            "rocm": self.rocm,
-            "rocm_sonames": dict(self.rocm_sonames),
-            "job": self.identity.job if self.identity else None,
-            "recipe": self.identity.recipe if self.identity else None,
-            "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,
-            "identity": self.identity.to_json() if self.identity else None,
-        }
-
-
-# --------------------------------------------------------------------------- verdict
-@dataclass(frozen=True)
-class SymbolMax:
-    """The highest version of one prefix required from one library, and the first file needing it."""
-
-    library: str
-    prefix: str
-    version: str  # "GLIBC_2.34"
-    file: str
-    files: tuple[str, ...]  # every member requiring exactly this version
-
-
-@dataclass(frozen=True)
-class LibraryUse:
-    library: str
-    status: LibraryStatus
-    needed_by: tuple[str, ...]
-    detail: str | None = None  # the glob that excluded it, or the member that provides it
-
-
-@dataclass(frozen=True)
-class GfxObject:
-    file: str
-    kind: Literal["bundle", "code-object"]
-    targets: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Integrity:
-    """What the integrity rules (:mod:`buildkit.integrity`) had to work with: RECORD's entry count,
-    the archive's file count, and whether every member's digest was compared with RECORD (else
-    RECORD was checked for names and sizes only)."""
-
-    record_entries: int
-    files: int
-    hashes_verified: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "record_entries": self.record_entries,
-            "files": self.files,
-            "hashes_verified": self.hashes_verified,
-        }
-
-
-@dataclass(frozen=True)
-class Verdict:
-    wheel: str
-    size: int
-    sha256: str
-    config: GateConfig
-    pure: bool
-    arch: str | None
-    overall_policy: Policy | None  # None for a wheel with no host ELF
-    sym_policy: Policy | None
-    lib_policy: Policy | None
-    file_tags: tuple[str, ...]
-    symbols: tuple[SymbolMax, ...]
-    libraries: tuple[LibraryUse, ...]
-    gfx: tuple[GfxObject, ...]
-    findings: tuple[Finding, ...]
-    integrity: Integrity | None = None
-    #: the policy whose ceilings and whitelist applied: the config's, else the file name's strictest
-    #: manylinux tag (None: neither, or no host ELF)
-    target_policy: Policy | None = None
-    libc: Libc = "glibc"  # the host ELFs' libc (musl: judged by the musllinux policies)
-
-    @property
-    def gated_ceilings(self) -> dict[str, str]:
-        """The ceilings the wheel was held to: the target policy's, each overridden by the config's."""
-        base = self.target_policy.ceilings() if self.target_policy else {}
-        merged = {**base, **self.config.ceilings}
-        return {p: merged[p] for p in sorted(merged, key=_prefix_order)}
-
-    @property
-    def passed(self) -> bool:
-        return not any(f.severity == "error" for f in self.findings)
-
-    @property
-    def errors(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity == "error")
-
-    @property
-    def warnings(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity == "warning")
-
-    @property
-    def overall_tag(self) -> str | None:
-        return self.overall_policy.tag if self.overall_policy else None
-
-    @property
-    def sym_tag(self) -> str | None:
-        return self.sym_policy.tag if self.sym_policy else None
-
-    def external_libraries(self, policy: Policy | None = None) -> list[str]:
-        """Libraries that count against ``policy`` (default: auditwheel's JSON choice, the most
-        compatible policy): not whitelisted by it, not grafted, not excluded."""
-        if self.arch is None or not self.libraries:
-            return []
-        pol = policy or verdict_policies(self.arch, self.libc)[0]
-        return sorted(
-            u.library
-            for u in self.libraries
-            if u.status in ("external", "whitelisted") and not pol.allows_library(u.library)
-        )
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -483,7 +204,7 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
 
 def _judge_oddity(odd: Oddity, elves: Sequence[ElfInfo], resolution: Resolution) -> Finding:
     """Rule ``inspect:<kind>``: a warning, except a member named like a shared library that is not
-    ELF where the installed wheel imports or loads it (:func:`buildkit.integrity.not_elf_load`):
+    ELF where the installed wheel imports or loads it (:func:`buildkit.gate.rules.integrity.not_elf_load`):
     that load fails, an error."""
     rule = f"inspect:{odd.kind}"
     if odd.kind != "not-elf-library":
@@ -493,11 +214,6 @@ def _judge_oddity(odd: Oddity, elves: Sequence[ElfInfo], resolution: Resolution)
         message = f"{odd.message}; nothing imports or loads it from there (a linker script or a data file?)"
         return Finding(rule, "warning", message, file=odd.member)
     return Finding(rule, "error", f"{odd.message}: {load}, which fails", file=odd.member)
-
-
-def _prefix_order(prefix: str) -> tuple[int, str]:
-    known = CEILING_PREFIXES.index(prefix) if prefix in CEILING_PREFIXES else len(CEILING_PREFIXES)
-    return known, prefix
 
 
 def _some(members: Sequence[str]) -> str:

@@ -29,8 +29,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from buildkit.findings import Finding
-from buildkit.gate import GfxObject, Verdict, format_size
+from buildkit.gate.config import format_size
+from buildkit.gate.findings import Finding
+from buildkit.gate.verdict import GfxObject, Verdict
 from buildkit.rocm import processor_sort_key
 
 SCHEMA_ID = "rocm-buildkit/check-report"

@@ -9,7 +9,7 @@ sorted keys, no timestamps, no absolute paths.
 
 ``manylinux.ceilings.from_image`` is read here, not when the recipe is loaded: each image's
 libraries are read by the caller's ``ceilings_reader`` (the commands pass
-:func:`buildkit.ceilings.ceilings_from_images`: a created-never-started container, cached by image
+:func:`buildkit.image.ceilings.ceilings_from_images`: a created-never-started container, cached by image
 id) and every job's ceilings become ``tighten(policy and explicit ceilings, minimum across the
 images)``. The ceilings are facts of the image ids, so the output stays byte-identical; each job
 names the images in ``ceilings_from_images``.
@@ -35,11 +35,11 @@ from typing import Any
 
 from packaging.version import Version
 
-from buildkit import archs as archs_mod
 from buildkit import rocm as rocm_data
 from buildkit import version as ver
-from buildkit.archs import ArchSet, Decision
 from buildkit.errors import ArchesDropped, BuildkitError, DockerUnavailable, RecipeError, UsageError
+from buildkit.plan import archs as archs_mod
+from buildkit.plan.archs import ArchSet, Decision
 from buildkit.policy import CEILING_PREFIXES, version_tuple
 from buildkit.recipe import Recipe, TorchPin
 
@@ -50,7 +50,8 @@ _FROM_IMAGE = ("manylinux", "ceilings", "from_image")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 #: Reads the ceilings of runtime images: ``reader(["debian:bookworm-slim"]) -> {"GLIBC": "2.36", ...}``
-#: (a prefix the image does not define is left out). The commands pass buildkit.ceilings.ceilings_from_images.
+#: (a prefix the image does not define is left out). The commands pass
+#: buildkit.image.ceilings.ceilings_from_images.
 CeilingsReader = Callable[[Sequence[str]], Mapping[str, str]]
 
 
@@ -254,13 +255,13 @@ def _engine_reader() -> CeilingsReader:
     """The reader used when :func:`expand`'s caller passed none: ceilings read on the Docker engine.
 
     Callers own the choice of reader: the ``plan``, ``build`` and ``verify`` commands pass
-    :func:`buildkit.ceilings.ceilings_from_images` themselves, tests pass recorded readers. This
-    fallback remains for callers that take no reader (``buildkit.checking.find_job``, behind
+    :func:`buildkit.image.ceilings.ceilings_from_images` themselves, tests pass recorded readers. This
+    fallback remains for callers that take no reader (``buildkit.gate.check.find_job``, behind
     ``check --recipe --job``). It imports the Docker-facing module only here, when a recipe names
     ``from_image`` images and no reader was given, never when plan is imported: expanding a recipe
     without ``from_image`` never loads the Docker SDK.
     """
-    from buildkit.ceilings import ceilings_from_images
+    from buildkit.image.ceilings import ceilings_from_images
 
     return ceilings_from_images
 
@@ -271,14 +272,14 @@ def image_ceilings(
     """``(ceilings, notes)``: the recipe's ceilings tightened by ``manylinux.ceilings.from_image``.
 
     Per prefix the minimum across the images, then the lower of that and the policy's (or the
-    recipe's explicit) ceiling, as :func:`buildkit.ceilings.tighten`. A prefix some image does not
-    define is left to the recipe's ceiling, as :func:`buildkit.ceilings.minimum_ceilings` does, and a
+    recipe's explicit) ceiling, as :func:`buildkit.image.ceilings.tighten`. A prefix some image does not
+    define is left to the recipe's ceiling, as :func:`buildkit.image.ceilings.minimum_ceilings` does, and a
     note names the image. Without ``from_image``: the recipe's ceilings, no note, Docker untouched.
     """
     m = recipe.manylinux
     if not m.from_images:
         return dict(m.ceilings), ()
-    from buildkit.ceilings import PROVIDERS, tighten
+    from buildkit.image.ceilings import PROVIDERS, tighten
 
     read = reader if reader is not None else _engine_reader()
     readings = [(image, _read_image(recipe, i, image, read)) for i, image in enumerate(m.from_images)]
@@ -376,10 +377,10 @@ def expand(
     """Expand ``recipe`` into a :class:`Plan`.
 
     ``env`` (default ``os.environ``) feeds ``archs: {from: env}``; ``cli_archs`` and ``enumerator``
-    are passed to :func:`buildkit.archs.resolve`. ``ceilings_reader`` reads the ceilings of the
+    are passed to :func:`buildkit.plan.archs.resolve`. ``ceilings_reader`` reads the ceilings of the
     recipe's ``manylinux.ceilings.from_image`` images, one image per call; it is not called when the
     recipe names no image. Callers that can reach the engine pass
-    :func:`buildkit.ceilings.ceilings_from_images` (DockerUnavailable, exit 8, when the engine is down
+    :func:`buildkit.image.ceilings.ceilings_from_images` (DockerUnavailable, exit 8, when the engine is down
     or an image is missing); without one, the same reader is imported lazily (:func:`_engine_reader`).
     """
     environ: Mapping[str, str] = os.environ if env is None else env

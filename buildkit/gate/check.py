@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from buildkit.errors import ArchError, UsageError, WheelReadError
-from buildkit.gate import DEFAULT_SIZE_WARN, GateConfig, Verdict, evaluate, rocm_pin
-from buildkit.report import ReadFailure
+from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, rocm_pin
+from buildkit.gate.evaluate import evaluate
+from buildkit.gate.report import ReadFailure
+from buildkit.gate.verdict import Verdict
 
 if TYPE_CHECKING:
     from buildkit.plan import Job
@@ -72,11 +74,11 @@ def parse_size(text: str) -> int:
 
 def parse_archs(text: str | None) -> list[str]:
     """``"gfx908, gfx90a:xnack-"`` -> canonical target ids, each validated the way ``plan`` and
-    ``archs`` do (:func:`buildkit.archs.parse_target_id`): an invalid one is ArchError (exit 4),
+    ``archs`` do (:func:`buildkit.plan.archs.parse_target_id`): an invalid one is ArchError (exit 4),
     not a gate failure for a target no wheel could carry. None or blank: no arch rule."""
     if text is None or not text.strip():
         return []
-    from buildkit.archs import parse_target_id, split_arch_list
+    from buildkit.plan.archs import parse_target_id, split_arch_list
 
     names = split_arch_list(text)
     if not names:

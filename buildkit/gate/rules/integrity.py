@@ -1,7 +1,7 @@
 """Integrity rules of the gate: is the wheel what it says it is, and does it load only from itself?
 
 Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never the wheel) and returns
-:class:`~buildkit.findings.Finding` objects; :func:`check_integrity` runs them all for
+:class:`~buildkit.gate.findings.Finding` objects; :func:`check_integrity` runs them all for
 :func:`buildkit.gate.evaluate`.
 
 * ``record`` (errors): ``.dist-info/RECORD`` lists exactly the archive's files. A file RECORD omits is
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from packaging.tags import parse_tag
 
-from buildkit.findings import Finding
+from buildkit.gate.findings import Finding
 from buildkit.inspect.models import ElfInfo, RecordEntry, WheelReport
 
 RECORD_EXEMPT = ("RECORD", "RECORD.jws", "RECORD.p7s")

@@ -58,7 +58,7 @@ BUILD_TYPE = "https://github.com/rocm-buildkit/rocm-buildkit/buildtypes/cibuildw
 BUILDER_ID = "https://github.com/rocm-buildkit/rocm-buildkit/builder/buildkit-build"
 SUFFIX = ".intoto.json"
 SIGNING_KEY_ENV = "BUILDKIT_SIGNING_KEY"
-PROBE_LABEL = "io.rocm-buildkit.provenance-probe"
+PROBE_LABEL = "io.rocm-buildkit.build.provenance-probe"
 #: the default build interpreter (the Debian builder's only one); a job's own is
 #: ``build.job_interpreter(job)`` (``/opt/python/cp312-cp312/bin/python`` for a cp312 job)
 BUILDER_PYTHON = "/opt/python/cp313-cp313/bin/python"

@@ -29,9 +29,9 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from buildkit import policy as mlpolicy
 from buildkit import version as ver
 from buildkit.errors import RecipeError, UsageError
-from buildkit.recipe_schema import did_you_mean, validate
-from buildkit.yamlspan import Path as JsonPath
-from buildkit.yamlspan import Spans, load_with_spans
+from buildkit.recipe.schema import did_you_mean, validate
+from buildkit.recipe.yamlspan import Path as JsonPath
+from buildkit.recipe.yamlspan import Spans, load_with_spans
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,5 +1,5 @@
 """One gate finding: which rule, how bad, what and where. Shared by :mod:`buildkit.gate` (which
-re-exports it) and the rule modules it calls (:mod:`buildkit.integrity`)."""
+re-exports it) and the rule modules it calls (:mod:`buildkit.gate.rules.integrity`)."""
 
 from __future__ import annotations
 

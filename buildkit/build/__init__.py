@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from packaging.utils import parse_wheel_filename
 
-from buildkit import cibw, manifest, provenance
+from buildkit import manifest
+from buildkit.build import cibw, provenance
 from buildkit.docker_engine import ENGINE_ERRORS, engine_failed
 from buildkit.errors import (
     BuildFailed,
@@ -50,8 +51,8 @@ from buildkit.plan import Job, Plan
 from buildkit.recipe import Recipe
 
 if TYPE_CHECKING:
-    from buildkit.gate import GateConfig
-    from buildkit.regression import RegressionCheck
+    from buildkit.gate.config import GateConfig
+    from buildkit.gate.rules.regression import RegressionCheck
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -212,7 +213,7 @@ def tool_versions() -> dict[str, str | None]:
 
 def gate_config(recipe: Recipe, job: Job) -> GateConfig:
     """What ``build`` gates the job's wheel with (``check --recipe R --job ID`` uses the same)."""
-    from buildkit.gate import GateConfig
+    from buildkit.gate.config import GateConfig
 
     return GateConfig.from_recipe_job(recipe, job)
 
@@ -273,7 +274,7 @@ def up_to_date(dest: Path, key: str) -> Path | None:
 
 
 def run_prebuild_checks(recipe: Recipe, source: Path) -> list[Path]:
-    from buildkit.tuned import check_tuned_csvs
+    from buildkit.build.tuned import check_tuned_csvs
 
     return check_tuned_csvs(source, recipe.tuned_csv, recipe=recipe)
 
@@ -295,9 +296,9 @@ class Gated:
 
 
 def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
-    from buildkit.gate import evaluate
+    from buildkit.gate.evaluate import evaluate
+    from buildkit.gate.report import render_human, verdict_to_json
     from buildkit.inspect import inspect_wheel
-    from buildkit.report import render_human, verdict_to_json
 
     verdict = evaluate(inspect_wheel(wheel), config)
     return Gated(
@@ -742,7 +743,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
 
 def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gated, RegressionCheck | None]:
     """The gate, then the recipe's no-regression rule; GateFailed when either refuses the wheel."""
-    from buildkit.regression import compare_with_last_release
+    from buildkit.gate.rules.regression import compare_with_last_release
 
     result, job = run.result, run.job
     run.step = "the gate"

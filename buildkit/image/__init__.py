@@ -132,7 +132,7 @@ def docker_dir() -> Path:
     override = os.environ.get("BUILDKIT_DOCKER_DIR")
     if override:
         candidates.append(Path(override))
-    candidates.append(Path(__file__).resolve().parent.parent / "docker")
+    candidates.append(Path(__file__).resolve().parents[2] / "docker")
     candidates.append(Path(sysconfig.get_path("data")) / "share" / "rocm-buildkit" / "docker")
     for candidate in candidates:
         if all((candidate / p.dockerfile).is_file() for p in PROFILES.values()):

@@ -20,7 +20,7 @@ object, the manylinux tag). :func:`diff_reports` compares them:
 
 The libraries provided at run time (``exclude_globs``) are named as ``buildkit check`` names them:
 :func:`run_time_globs` turns ``--exclude``, ``--exclude-set``, ``--rocm`` and ``--recipe R --job ID``
-into the globs of :func:`buildkit.checking.gate_config` (the only part of the gate configuration
+into the globs of :func:`buildkit.gate.check.gate_config` (the only part of the gate configuration
 that changes the facts compared here). Without them every ROCm library is external and a ROCm wheel
 is consistent with no manylinux tag at all (``linux_x86_64``).
 
@@ -52,7 +52,9 @@ from packaging.utils import (
 from packaging.version import Version
 
 from buildkit.errors import UsageError, WheelReadError
-from buildkit.gate import GateConfig, Verdict, evaluate
+from buildkit.gate.config import GateConfig
+from buildkit.gate.evaluate import evaluate
+from buildkit.gate.verdict import Verdict
 from buildkit.inspect.models import WheelReport
 from buildkit.policy import parse_platform_tag, split_symbol_version, version_tuple
 
@@ -390,11 +392,11 @@ def run_time_globs(
     job: str | None = None,
 ) -> tuple[str, ...]:
     """The SONAME globs of the libraries provided at run time, exactly as ``buildkit check`` with the
-    same options takes them (:func:`buildkit.checking.gate_config`): with ``recipe`` and ``job`` (both
+    same options takes them (:func:`buildkit.gate.check.gate_config`): with ``recipe`` and ``job`` (both
     or neither: UsageError) the job's exclude globs, which ``build`` repairs and gates with, plus
     ``exclude`` and ``exclude_sets``; the sets expand for ``rocm``, else for the job's ROCm release,
     else for every release (an unknown ``rocm``: UsageError naming the known ones)."""
-    from buildkit.checking import GateFlags, gate_config
+    from buildkit.gate.check import GateFlags, gate_config
 
     flags = GateFlags(exclude=tuple(exclude), exclude_sets=tuple(exclude_sets), rocm=rocm)
     return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)

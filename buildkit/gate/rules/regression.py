@@ -2,7 +2,7 @@
 
 A job whose recipe names a PEP 503 simple index (:attr:`buildkit.plan.Job.regression_baseline`)
 compares each new wheel with the newest earlier release of the same project and compatible tags
-there (:func:`buildkit.diff.diff_against_index`: the ``#sha256=`` fragment is verified, the job's
+there (:func:`buildkit.gate.diff.diff_against_index`: the ``#sha256=`` fragment is verified, the job's
 repair exclude globs apply). Every regression the diff finds becomes a gate
 :class:`~buildkit.gate.Finding` with rule ``"regression"`` and severity ``"error"``, naming what
 regressed in its fields:
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from buildkit.diff import Baseline, WheelDiff, diff_against_index
-from buildkit.gate import Finding
+from buildkit.gate.diff import Baseline, WheelDiff, diff_against_index
+from buildkit.gate.findings import Finding
 from buildkit.plan import Job
 
 RULE = "regression"

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from buildkit.findings import Finding
+from buildkit.gate.findings import Finding
 from buildkit.inspect.models import ElfInfo
 from buildkit.inspect.symbols import PYFPE_SYMBOLS
 from buildkit.policy import Policy, policies

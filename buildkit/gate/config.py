@@ -1,0 +1,204 @@
+"""What the gate enforces: a :class:`GateConfig` from flags, a plan job or a recipe job, and the
+identity (:class:`JobIdentity`) a job's wheel must carry."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from buildkit.errors import UsageError
+from buildkit.gate.findings import Finding as Finding
+from buildkit.gate.findings import Severity as Severity
+from buildkit.policy import (
+    CEILING_PREFIXES,
+    split_policy_name,
+    version_tuple,
+)
+from buildkit.rocm import expected_sonames, get_release
+
+if TYPE_CHECKING:
+    from buildkit.plan import Job
+    from buildkit.recipe import Recipe
+
+
+MiB = 1024 * 1024
+DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
+
+
+def format_size(size: int) -> str:
+    """``512`` -> ``512 B``, ``31402`` -> ``30.7 KiB``, ``20971520`` -> ``20.0 MiB``: never ``0.0 MiB``."""
+    if size < 1024:
+        return f"{size} B"
+    if size < MiB:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / MiB:.1f} MiB"
+
+
+def rocm_pin(rocm: str) -> dict[str, Any]:
+    """The ``rocm`` and ``rocm_sonames`` fields of a :class:`GateConfig` pinning release ``rocm``
+    (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as :meth:`GateConfig.from_job`
+    takes them for a job. An unknown release is :class:`~buildkit.rocm.UnknownRelease` (exit 2)."""
+    version = get_release(rocm).version
+    return {"rocm": version, "rocm_sonames": expected_sonames(version)}
+
+
+@dataclass(frozen=True)
+class JobIdentity:
+    """Which wheel a plan job makes: the ``job-identity`` rule holds the wheel's file name to it.
+
+    Set by :meth:`GateConfig.from_job` (``name`` and the recipe fields None: no recipe at hand) and
+    :meth:`GateConfig.from_recipe_job`; never by :meth:`GateConfig.from_flags`."""
+
+    job: str  # "cp312-rocm7.2-torch2.10"
+    version: str  # the plan's version, "0.1.12.post2+rocm7.2.manylinux.2.28"
+    python: str  # the job's CPython tag, "cp312"
+    platform_tag: str  # the job policy's tag, "manylinux_2_28_x86_64"
+    name: str | None = None  # the recipe's distribution name, "amd-aiter"
+    recipe: str | None = None  # the recipe file as given
+    recipe_sha256: str | None = None
+
+    @classmethod
+    def of(cls, job: Job, recipe: Recipe | None = None) -> JobIdentity:
+        return cls(
+            job=job.id,
+            version=job.version,
+            python=job.cp_tag,
+            platform_tag=job.platform_tag,
+            name=recipe.name if recipe is not None else None,
+            recipe=recipe.display_path if recipe is not None else None,
+            recipe_sha256=recipe.sha256 if recipe is not None else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "python_tag": self.python,
+            "platform_tag": self.platform_tag,
+        }
+
+
+# --------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class GateConfig:
+    """What the gate enforces. Build it from flags (:meth:`from_flags`), a plan Job (:meth:`from_job`)
+    or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
+
+    ``policy`` None: the tags in the wheel's file name are still checked against the symbols, and the
+    ceilings default to the strictest manylinux tag the file name claims (none if it claims none).
+    ``identity`` (from a job only): the wheel must be that job's (name, version, Python and platform
+    tags: the ``job-identity`` rule).
+    """
+
+    policy: str | None = None
+    ceilings: Mapping[str, str] = field(default_factory=dict)  # prefix -> max version; overrides policy's
+    exclude_globs: tuple[str, ...] = ()
+    archs: tuple[str, ...] = ()  # requested target ids ("gfx90a", "gfx90a:xnack-")
+    match_features: bool = False  # compare target-id features too, not only the processor
+    torch: str | None = None  # "2.10": METADATA must require a torch compatible with 2.10 only
+    size_warn: int | None = DEFAULT_SIZE_WARN
+    size_limit: int | None = None
+    rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
+    rocm_sonames: Mapping[str, str] = field(default_factory=dict)  # "libamdhip64" -> "libamdhip64.so.7"
+    identity: JobIdentity | None = None  # the job whose wheel this must be (job-identity rule)
+
+    def __post_init__(self) -> None:
+        if self.policy is not None:
+            # any architecture: the policy is resolved for the wheel's own (evaluate); a name that is
+            # no manylinux/musllinux policy raises UsageError naming the known ones
+            split_policy_name(self.policy)
+        for prefix, value in self.ceilings.items():
+            if prefix not in CEILING_PREFIXES:
+                raise UsageError(f"unknown ceiling {prefix!r}; known: {', '.join(CEILING_PREFIXES)}")
+            if version_tuple(value) is None:
+                raise UsageError(f"ceiling {prefix}={value!r} is not a dotted version such as 2.28")
+        if self.torch is not None:
+            parts = self.torch.split(".")
+            if len(parts) != 2 or not all(p.isdigit() for p in parts):
+                raise UsageError(f"torch pin {self.torch!r} must be MAJOR.MINOR, e.g. 2.10")
+        if self.size_limit is not None and self.size_limit <= 0:
+            raise UsageError("size limit must be positive")
+
+    @classmethod
+    def from_flags(
+        cls,
+        *,
+        policy: str | None = None,
+        max_glibc: str | None = None,
+        max_glibcxx: str | None = None,
+        max_cxxabi: str | None = None,
+        max_gcc: str | None = None,
+        exclude_globs: Iterable[str] = (),
+        archs: Iterable[str] = (),
+        match_features: bool = False,
+        torch: str | None = None,
+        size_warn: int | None = DEFAULT_SIZE_WARN,
+        size_limit: int | None = None,
+        rocm: str | None = None,
+    ) -> GateConfig:
+        """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
+        (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
+        given = {"GLIBC": max_glibc, "GLIBCXX": max_glibcxx, "CXXABI": max_cxxabi, "GCC": max_gcc}
+        pin = rocm_pin(rocm) if rocm else {}
+        return cls(
+            policy=policy,
+            ceilings={k: v for k, v in given.items() if v is not None},
+            exclude_globs=tuple(exclude_globs),
+            archs=tuple(a.strip() for a in archs if a.strip()),
+            match_features=match_features,
+            torch=torch,
+            size_warn=size_warn,
+            size_limit=size_limit,
+            **pin,
+        )
+
+    @classmethod
+    def from_job(cls, job: Job, **overrides: Any) -> GateConfig:
+        """A gate configuration from a plan Job (policy, ceilings, exclude globs, archs, torch pin,
+        ROCm SONAMEs, and the job's identity without the recipe's name)."""
+        ceilings = {str(k).upper(): str(v) for k, v in job.ceilings.items() if v is not None}
+        values: dict[str, Any] = {
+            "policy": job.policy,
+            "ceilings": ceilings,
+            "exclude_globs": tuple(job.exclude_globs),
+            "archs": tuple(str(t) for t in job.archs.kept),
+            "torch": job.torch,
+            "rocm": job.rocm,
+            "rocm_sonames": expected_sonames(job.rocm),
+            "identity": JobIdentity.of(job),
+        }
+        values.update(overrides)
+        return cls(**values)
+
+    @classmethod
+    def from_recipe_job(cls, recipe: Recipe, job: Job, **overrides: Any) -> GateConfig:
+        """What ``build`` gates a job's wheel with, and ``check --recipe R --job ID`` with it:
+        :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
+        ``size_limit``). ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller
+        adding to the job's exclude globs passes the union; :mod:`buildkit.gate.check` does). The
+        identity gets the recipe's distribution name, file and sha256."""
+        budget: dict[str, Any] = {"identity": JobIdentity.of(job, recipe)}
+        if "warn" in recipe.size_budget:
+            budget["size_warn"] = recipe.size_budget["warn"]
+        if "limit" in recipe.size_budget:
+            budget["size_limit"] = recipe.size_budget["limit"]
+        return cls.from_job(job, **{**budget, **overrides})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy,
+            "ceilings": dict(self.ceilings),
+            "exclude_globs": list(self.exclude_globs),
+            "archs": list(self.archs),
+            "match_features": self.match_features,
+            "torch": self.torch,
+            "size_warn": self.size_warn,
+            "size_limit": self.size_limit,
+            "rocm": self.rocm,
+            "rocm_sonames": dict(self.rocm_sonames),
+            "job": self.identity.job if self.identity else None,
+            "recipe": self.identity.recipe if self.identity else None,
+            "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,
+            "identity": self.identity.to_json() if self.identity else None,
+        }

@@ -1,0 +1,134 @@
+"""What the gate decided about one wheel: the :class:`Verdict` and the facts it carries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from buildkit.gate.findings import Finding as Finding
+from buildkit.gate.findings import Severity as Severity
+from buildkit.policy import (
+    CEILING_PREFIXES,
+    Libc,
+    Policy,
+    verdict_policies,
+)
+
+if TYPE_CHECKING:
+    pass
+
+
+from buildkit.gate.config import GateConfig
+
+LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
+
+
+@dataclass(frozen=True)
+class SymbolMax:
+    """The highest version of one prefix required from one library, and the first file needing it."""
+
+    library: str
+    prefix: str
+    version: str  # "GLIBC_2.34"
+    file: str
+    files: tuple[str, ...]  # every member requiring exactly this version
+
+
+@dataclass(frozen=True)
+class LibraryUse:
+    library: str
+    status: LibraryStatus
+    needed_by: tuple[str, ...]
+    detail: str | None = None  # the glob that excluded it, or the member that provides it
+
+
+@dataclass(frozen=True)
+class GfxObject:
+    file: str
+    kind: Literal["bundle", "code-object"]
+    targets: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Integrity:
+    """What the integrity rules (:mod:`buildkit.gate.rules.integrity`) had to work with: RECORD's entry count,
+    the archive's file count, and whether every member's digest was compared with RECORD (else
+    RECORD was checked for names and sizes only)."""
+
+    record_entries: int
+    files: int
+    hashes_verified: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "record_entries": self.record_entries,
+            "files": self.files,
+            "hashes_verified": self.hashes_verified,
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    wheel: str
+    size: int
+    sha256: str
+    config: GateConfig
+    pure: bool
+    arch: str | None
+    overall_policy: Policy | None  # None for a wheel with no host ELF
+    sym_policy: Policy | None
+    lib_policy: Policy | None
+    file_tags: tuple[str, ...]
+    symbols: tuple[SymbolMax, ...]
+    libraries: tuple[LibraryUse, ...]
+    gfx: tuple[GfxObject, ...]
+    findings: tuple[Finding, ...]
+    integrity: Integrity | None = None
+    #: the policy whose ceilings and whitelist applied: the config's, else the file name's strictest
+    #: manylinux tag (None: neither, or no host ELF)
+    target_policy: Policy | None = None
+    libc: Libc = "glibc"  # the host ELFs' libc (musl: judged by the musllinux policies)
+
+    @property
+    def gated_ceilings(self) -> dict[str, str]:
+        """The ceilings the wheel was held to: the target policy's, each overridden by the config's."""
+        base = self.target_policy.ceilings() if self.target_policy else {}
+        merged = {**base, **self.config.ceilings}
+        return {p: merged[p] for p in sorted(merged, key=_prefix_order)}
+
+    @property
+    def passed(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    @property
+    def errors(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "error")
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == "warning")
+
+    @property
+    def overall_tag(self) -> str | None:
+        return self.overall_policy.tag if self.overall_policy else None
+
+    @property
+    def sym_tag(self) -> str | None:
+        return self.sym_policy.tag if self.sym_policy else None
+
+    def external_libraries(self, policy: Policy | None = None) -> list[str]:
+        """Libraries that count against ``policy`` (default: auditwheel's JSON choice, the most
+        compatible policy): not whitelisted by it, not grafted, not excluded."""
+        if self.arch is None or not self.libraries:
+            return []
+        pol = policy or verdict_policies(self.arch, self.libc)[0]
+        return sorted(
+            u.library
+            for u in self.libraries
+            if u.status in ("external", "whitelisted") and not pol.allows_library(u.library)
+        )
+
+
+def _prefix_order(prefix: str) -> tuple[int, str]:
+    known = CEILING_PREFIXES.index(prefix) if prefix in CEILING_PREFIXES else len(CEILING_PREFIXES)
+    return known, prefix
