@@ -51,8 +51,8 @@ from buildkit.plan import Job, Plan
 from buildkit.recipe import Recipe
 
 if TYPE_CHECKING:
+    from buildkit.gate.baseline import RegressionCheck
     from buildkit.gate.config import GateConfig
-    from buildkit.gate.rules.regression import RegressionCheck
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -743,7 +743,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
 
 def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gated, RegressionCheck | None]:
     """The gate, then the recipe's no-regression rule; GateFailed when either refuses the wheel."""
-    from buildkit.gate.rules.regression import compare_with_last_release
+    from buildkit.gate.baseline import compare_with_last_release
 
     result, job = run.result, run.job
     run.step = "the gate"

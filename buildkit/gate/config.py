@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from buildkit.errors import UsageError
-from buildkit.gate.findings import Finding as Finding
-from buildkit.gate.findings import Severity as Severity
 from buildkit.policy import (
     CEILING_PREFIXES,
     split_policy_name,

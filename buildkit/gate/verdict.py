@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from buildkit.gate.findings import Finding as Finding
-from buildkit.gate.findings import Severity as Severity
+from buildkit.gate.findings import Finding
 from buildkit.policy import (
     CEILING_PREFIXES,
     Libc,
@@ -94,7 +93,7 @@ class Verdict:
         """The ceilings the wheel was held to: the target policy's, each overridden by the config's."""
         base = self.target_policy.ceilings() if self.target_policy else {}
         merged = {**base, **self.config.ceilings}
-        return {p: merged[p] for p in sorted(merged, key=_prefix_order)}
+        return {p: merged[p] for p in sorted(merged, key=prefix_order)}
 
     @property
     def passed(self) -> bool:
@@ -129,6 +128,6 @@ class Verdict:
         )
 
 
-def _prefix_order(prefix: str) -> tuple[int, str]:
+def prefix_order(prefix: str) -> tuple[int, str]:
     known = CEILING_PREFIXES.index(prefix) if prefix in CEILING_PREFIXES else len(CEILING_PREFIXES)
     return known, prefix

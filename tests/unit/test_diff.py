@@ -347,7 +347,7 @@ def test_missing_file_index_root_is_an_error_not_a_first_release(
 def test_regression_rule_refuses_a_missing_file_index(tmp_path: Path, libs: dict[str, bytes]) -> None:
     """The gate rule (buildkit.gate.rules.regression, through diff_against_index) behaves the same: a missing
     index root is a UsageError, not a first release with nothing to report."""
-    from buildkit.gate.rules.regression import check_regression, compare_with_last_release
+    from buildkit.gate.baseline import check_regression, compare_with_last_release
     from tests.unit.test_regression import job_for
 
     new = wheel(

@@ -12,7 +12,8 @@ from packaging.requirements import Requirement
 
 from buildkit.errors import UsageError
 from buildkit.gate.config import GateConfig, JobIdentity, MiB, format_size
-from buildkit.gate.evaluate import evaluate, torch_pin_problem, wheel_pythons
+from buildkit.gate.evaluate import evaluate
+from buildkit.gate.rules.torch import torch_pin_problem, wheel_pythons
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 from buildkit.policy import get_policy
 

@@ -10,7 +10,7 @@ import pytest
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
-from buildkit.gate.rules.integrity import resolve_origin
+from buildkit.gate.loading import resolve_origin
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import Limits, inspect_wheel
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle

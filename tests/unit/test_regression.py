@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from buildkit.errors import WheelReadError
+from buildkit.gate.baseline import check_regression, compare_with_last_release
 from buildkit.gate.diff import diff_wheels
-from buildkit.gate.rules.regression import RULE, check_regression, compare_with_last_release
+from buildkit.gate.rules.regression import REGRESSION
 from buildkit.plan import Job, expand
 from buildkit.recipe import parse_recipe
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle
@@ -102,7 +103,7 @@ def test_every_regression_is_an_error_finding_naming_what(tmp_path: Path, libs: 
     assert job.regression_baseline == url
 
     findings = check_regression(job, new)
-    assert {f.rule for f in findings} == {RULE} and {f.severity for f in findings} == {"error"}
+    assert {f.rule for f in findings} == {REGRESSION.id} and {f.severity for f in findings} == {"error"}
     # the same regressions `buildkit diff` reports, one finding each
     expected = diff_wheels(tmp_path / "index" / "simple" / "demo" / OLD_NAME, new).regressions
     assert len(findings) == len(expected) == 5

@@ -27,18 +27,57 @@ untyped ones, weak included).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from buildkit.gate.facts import Facts
 from buildkit.gate.findings import Finding
+from buildkit.gate.rule import Rule
 from buildkit.inspect.models import ElfInfo
 from buildkit.inspect.symbols import PYFPE_SYMBOLS
 from buildkit.policy import Policy, policies
 
-RULE_BLACKLIST = "blacklist"
-RULE_PYFPE = "pyfpe"
-RULE_X86_ISA = "x86-isa"
-RULES = (RULE_BLACKLIST, RULE_PYFPE, RULE_X86_ISA)
+BLACKLIST = Rule(
+    "blacklist",
+    ("error",),
+    checks=(
+        "No host ELF references a symbol that a held policy (target or claimed) blacklists for a "
+        "library in its DT_NEEDED (e.g. `uncompress2` of `libz.so.1`, absent from the zlib of "
+        "older baselines; `*` blacklists the whole library)."
+    ),
+    prevents=(
+        "ImportError `undefined symbol: uncompress2` with the older system zlib of the distros "
+        "the tag claims."
+    ),
+)
+
+PYFPE = Rule(
+    "pyfpe",
+    ("error",),
+    checks=(
+        "With a manylinux/musllinux policy held, no host ELF references `PyFPE_jbuf`, "
+        "`PyFPE_dummy` or `PyFPE_counter`."
+    ),
+    prevents=(
+        "ImportError `undefined symbol: PyFPE_jbuf`: no manylinux Python provides these (CPython "
+        "removed them in 3.7)."
+    ),
+)
+
+X86_ISA = Rule(
+    "x86-isa",
+    ("error",),
+    checks=(
+        "With a policy held, no x86_64 host ELF declares (GNU property `X86_ISA_1_NEEDED`) more "
+        "than the x86-64 baseline (v2, v3, v4 or unknown bits)."
+    ),
+    prevents=(
+        "On a CPU below that level (no AVX2 for v3) glibc 2.33+ refuses to load the object (CPU "
+        "ISA level is lower than required); older glibc loads it and it dies with SIGILL."
+    ),
+)
+
+RULES = (BLACKLIST, PYFPE, X86_ISA)
 #: auditwheel's wildcard blacklist entry: every ELF needing the library is concerned
 WILDCARD = "*"
 # GNU_PROPERTY_X86_ISA_1_NEEDED bits (binutils' include/elf/common.h, GNU_PROPERTY_X86_ISA_1_*)
@@ -64,7 +103,9 @@ class AbiPolicies:
     def lowered_by(self) -> tuple[str, ...]:
         """The rules that lower the tag below the best candidate (``("blacklist",)``), in RULES order."""
         chosen = (self.blacklist, self.pyfpe, self.isa)
-        return tuple(rule for rule, p in zip(RULES, chosen, strict=True) if p.priority < self.best.priority)
+        return tuple(
+            rule.id for rule, p in zip(RULES, chosen, strict=True) if p.priority < self.best.priority
+        )
 
 
 @dataclass(frozen=True)
@@ -90,6 +131,15 @@ def check_abi(
         *check_x86_isa(host, arch, pols),
     ]
     return AbiVerdict(tuple(findings), abi_policies(host, arch, cands))
+
+
+def check(facts: Facts) -> Iterator[Finding]:
+    """The three rules against the policies the wheel is held to: the target and the claimed tags'."""
+    if facts.judged and facts.arch is not None:
+        held = held_to((facts.target, *(p for _, p in facts.claimed)))
+        yield from check_blacklist(facts.host, held, facts.pols)
+        yield from check_pyfpe(facts.host, held)
+        yield from check_x86_isa(facts.host, facts.arch, held)
 
 
 def held_to(held: Iterable[Policy | None]) -> tuple[Policy, ...]:
@@ -129,9 +179,7 @@ def check_blacklist(
             allowed = _first_allowing(library, symbol, candidates)
             what = f"needs {library}" if symbol == WILDCARD else f"references {symbol} of {library}"
             findings.append(
-                Finding(
-                    RULE_BLACKLIST,
-                    "error",
+                BLACKLIST.error(
                     f"{elf.member} {what}, blacklisted by {', '.join(p.name for p in by)}: the {library} "
                     f"of those distributions lacks it (best tag for it: {allowed.tag}); avoid the call, "
                     "link that code statically or target a newer policy",
@@ -169,9 +217,7 @@ def check_pyfpe(host: Sequence[ElfInfo], held: Sequence[Policy]) -> list[Finding
     if not held:
         return []
     return [
-        Finding(
-            RULE_PYFPE,
-            "error",
+        PYFPE.error(
             f"{elf.member} references {symbol}, which no manylinux Python provides (only a CPython "
             "before 3.7 configured --with-fpectl has it): auditwheel tags such a wheel linux; rebuild "
             "against a Python without fpectl",
@@ -217,9 +263,7 @@ def check_x86_isa(host: Sequence[ElfInfo], arch: str, held: Sequence[Policy]) ->
         if level is None:
             continue
         findings.append(
-            Finding(
-                RULE_X86_ISA,
-                "error",
+            X86_ISA.error(
                 f"{elf.member} needs the {level} instruction set (GNU_PROPERTY_X86_ISA_1_NEEDED "
                 f"{elf.x86_isa_needed:#x}), above the x86-64 baseline of {', '.join(p.name for p in held)}: "
                 "auditwheel tags it linux (unsupported_isa); build without -mneeded / -Wl,-z,x86-64-vN "

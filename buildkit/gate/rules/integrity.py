@@ -44,15 +44,103 @@ from __future__ import annotations
 import hashlib
 import itertools
 import posixpath
-import re
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from packaging.tags import parse_tag
 
+from buildkit.gate.facts import Facts
 from buildkit.gate.findings import Finding
+from buildkit.gate.loading import (
+    PREFIX_DEPTH,
+    Resolution,
+    compatible,
+    escapes,
+    location,
+    origin_rest,
+    resolve_libraries,
+    resolve_origin,
+)
+from buildkit.gate.rule import Rule
 from buildkit.inspect.models import ElfInfo, RecordEntry, WheelReport
+
+RECORD = Rule(
+    "record",
+    ("error", "warning"),
+    checks=(
+        "`.dist-info/RECORD` exists and lists exactly the archive's files (`RECORD`, "
+        "`RECORD.jws`, `RECORD.p7s` exempt), once each, each with a hash (sha256 expected; md5, "
+        "sha1 and algorithms hashlib does not guarantee are refused), the zip's size and, when "
+        "hashes are verified, the member's digest."
+    ),
+    prevents=(
+        "A corrupted or modified file (changed after the build) shipping undetected; a hidden "
+        "binary or file that installers do not track and `pip uninstall` leaves behind; an entry "
+        "without a file (a broken wheel). Warning: an entry without a hash (it cannot be "
+        "verified; pip installs it)."
+    ),
+)
+
+WHEEL_TAGS = Rule(
+    "wheel-tags",
+    ("warning",),
+    checks=(
+        "The `Tag:` lines of `.dist-info/WHEEL` exist, parse, and equal the file name's tags as "
+        "expanded sets."
+    ),
+    prevents=(
+        "Nothing breaks (pip, uv and PyPI select by the file name): a warning that a renamed "
+        "wheel's metadata lags behind, so tools that read WHEEL (retagging, `wheel tags`) see "
+        "other tags. Calibrated on 13 corpus wheels (cupy, playwright, xgboost ...)."
+    ),
+)
+
+RPATH = Rule(
+    "rpath",
+    ("error", "warning"),
+    checks=(
+        "Every RPATH/RUNPATH entry of every ELF starts with `$ORIGIN` and stays inside the "
+        "install root (site-packages) once resolved. Error: an absolute path (named a leaked "
+        "build directory under `/tmp`, `/project`, `/home`, `/root`, `/build`, `/__w`, ...), a "
+        "path relative to the working directory, or `$ORIGIN/..` escaping the Python environment "
+        "(more than three levels above site-packages). Warning: an `$ORIGIN` entry leaving the "
+        "wheel but staying in the environment (jaxlib, the jax CUDA/ROCm plugins). Warning: an "
+        "entry under `/opt/rocm*`."
+    ),
+    prevents=(
+        "A path that can load a foreign library: ld.so searches a directory on the user's machine"
+        " (a writable `/tmp/build/lib`, a path relative to wherever Python runs, a directory "
+        "outside the wheel) and loads whatever library of that name it finds there first."
+    ),
+)
+
+LOAD_ORDER = Rule(
+    "load-order",
+    ("warning",),
+    checks=(
+        "A DT_NEEDED that a wheel member carries (same file name or SONAME) is not found there by"
+        " ld.so from the needing object (no search path reaches it, or the file is named by its "
+        "SONAME only). The gate then counts the library as not in the wheel, so "
+        "`external-library`/`platform-tag` judge it."
+    ),
+    prevents=(
+        "The library loads only if something else loaded it first (import-order dependent "
+        "ImportError); the error, if any, comes from `external-library`."
+    ),
+)
+
+PURE_WHEEL = Rule(
+    "pure-wheel",
+    ("error", "warning"),
+    checks=(
+        "A wheel whose tags are all platform `any`: error per host ELF it carries; warning per "
+        "standalone GPU code object."
+    ),
+    prevents=(
+        "Error: pip installs a `py3-none-any` wheel on any OS and CPU (macOS, Windows, aarch64) "
+        "where its compiled code cannot load."
+    ),
+)
+RULES = (RECORD, WHEEL_TAGS, RPATH, LOAD_ORDER, PURE_WHEEL)
 
 RECORD_EXEMPT = ("RECORD", "RECORD.jws", "RECORD.p7s")
 WEAK_HASHES = frozenset({"md5", "sha1"})
@@ -74,7 +162,11 @@ BUILD_ROOTS = (
     "/usr/src",
 )
 ROCM_PREFIX = "/opt/rocm"
-_ORIGIN = ("$ORIGIN", "${ORIGIN}")
+
+
+def check(facts: Facts) -> list[Finding]:
+    """The integrity rules of the gate (:func:`check_integrity` with the facts' resolution)."""
+    return check_integrity(facts.report, facts.resolution)
 
 
 def check_integrity(report: WheelReport, resolution: Resolution | None = None) -> list[Finding]:
@@ -105,17 +197,17 @@ def _files(report: WheelReport) -> dict[str, tuple[int | None, str | None]]:
 def check_record(report: WheelReport) -> list[Finding]:
     dist_info = report.dist_info_dir
     if dist_info is None:
-        return [Finding("record", "error", "no single top-level *.dist-info/WHEEL: cannot find RECORD")]
+        return [RECORD.error("no single top-level *.dist-info/WHEEL: cannot find RECORD")]
     record_name = f"{dist_info}/RECORD"
     exempt = {f"{dist_info}/{name}" for name in RECORD_EXEMPT}
     files = _files(report)
     if record_name not in files:
-        return [Finding("record", "error", f"the wheel has no {record_name} (a wheel must list its files)")]
+        return [RECORD.error(f"the wheel has no {record_name} (a wheel must list its files)")]
     out: list[Finding] = []
     listed: dict[str, RecordEntry] = {}
     for entry in report.record:
         if entry.path in listed:
-            out.append(Finding("record", "error", f"RECORD lists {entry.path} twice", file=entry.path))
+            out.append(RECORD.error(f"RECORD lists {entry.path} twice", file=entry.path))
             continue
         listed[entry.path] = entry
     binaries = {e.member for e in report.elves} | {c.member for c in report.code_objects}
@@ -124,9 +216,7 @@ def check_record(report: WheelReport) -> list[Finding]:
             continue
         what = "a hidden binary" if name in binaries else "a file installers will not track or uninstall"
         out.append(
-            Finding(
-                "record",
-                "error",
+            RECORD.error(
                 f"{name} is in the archive but not in RECORD: {what}",
                 file=name,
             )
@@ -135,9 +225,7 @@ def check_record(report: WheelReport) -> list[Finding]:
         if path not in files:
             if path not in exempt:
                 out.append(
-                    Finding(
-                        "record",
-                        "error",
+                    RECORD.error(
                         f"RECORD lists {path} but the archive has no such file: a broken wheel",
                         file=path,
                     )
@@ -156,15 +244,11 @@ def _check_entry(
     if entry.hash is None:
         # pip installs it and nothing breaks; only the gate cannot tell it from a modified file
         # (onnxruntime-rocm 1.22.2.post3 lists every file without a hash): hygiene, a warning
-        return [
-            Finding("record", "warning", f"RECORD gives no hash for {path}: it cannot be verified", file=path)
-        ]
+        return [RECORD.warning(f"RECORD gives no hash for {path}: it cannot be verified", file=path)]
     algorithm, value = _normal_hash(entry.hash)
     if algorithm in WEAK_HASHES:
         return [
-            Finding(
-                "record",
-                "error",
+            RECORD.error(
                 f"RECORD hashes {path} with {algorithm}, which the wheel spec forbids (use sha256)",
                 file=path,
                 symbol=entry.hash,
@@ -172,9 +256,7 @@ def _check_entry(
         ]
     if algorithm not in hashlib.algorithms_guaranteed or algorithm.startswith("shake"):
         return [
-            Finding(
-                "record",
-                "error",
+            RECORD.error(
                 f"RECORD hashes {path} with {algorithm or '(nothing)'!r}, not a hashlib algorithm",
                 file=path,
                 symbol=entry.hash,
@@ -183,18 +265,14 @@ def _check_entry(
     out = []
     if entry.size is not None and size is not None and entry.size != size:
         out.append(
-            Finding(
-                "record",
-                "error",
+            RECORD.error(
                 f"RECORD says {path} is {entry.size} bytes, the archive holds {size}",
                 file=path,
             )
         )
     if verified and digest is not None and _normal_hash(digest) != (algorithm, value):
         out.append(
-            Finding(
-                "record",
-                "error",
+            RECORD.error(
                 f"{path} does not match its RECORD hash (RECORD {entry.hash}, archive {digest}): "
                 "modified after the wheel was built",
                 file=path,
@@ -208,14 +286,14 @@ def _check_entry(
 def check_wheel_tags(report: WheelReport) -> list[Finding]:
     where = f"{report.dist_info_dir or '*.dist-info'}/WHEEL"
     if not report.wheel_tags:
-        return [Finding("wheel-tags", "warning", f"{where} has no Tag: lines", file=where)]
+        return [WHEEL_TAGS.warning(f"{where} has no Tag: lines", file=where)]
     declared: set[str] = set()
     out = []
     for line in report.wheel_tags:
         try:
             declared |= {str(t) for t in parse_tag(line)}
         except (ValueError, IndexError):
-            out.append(Finding("wheel-tags", "warning", f"{where}: malformed Tag: {line!r}", file=where))
+            out.append(WHEEL_TAGS.warning(f"{where}: malformed Tag: {line!r}", file=where))
     named = set(report.tags)
     missing, extra = sorted(named - declared), sorted(declared - named)
     if missing or extra:
@@ -225,9 +303,7 @@ def check_wheel_tags(report: WheelReport) -> list[Finding]:
         if extra:
             parts.append(f"{where}'s {', '.join(extra)} not in the file name")
         out.append(
-            Finding(
-                "wheel-tags",
-                "warning",
+            WHEEL_TAGS.warning(
                 "WHEEL Tag: lines differ from the file name's tags: " + "; ".join(parts),
                 file=where,
                 symbol=", ".join(missing + extra),
@@ -237,63 +313,25 @@ def check_wheel_tags(report: WheelReport) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- RPATH / RUNPATH
-def install_path(member: str) -> str | None:
-    """Where a member lands relative to the install root (site-packages); ``None`` for ``.data``
-    categories installed elsewhere (scripts, headers, data)."""
-    top, _, rest = member.partition("/")
-    if top.endswith(".data"):
-        category, _, inner = rest.partition("/")
-        return inner if category in ("purelib", "platlib") else None
-    return member
-
-
-def _origin_rest(entry: str) -> str | None:
-    """The part after ``$ORIGIN``/``${ORIGIN}`` (``""``, ``"/../lib"``), or None when it does not start so."""
-    for token in _ORIGIN:
-        if entry == token or entry.startswith(token + "/"):
-            return entry[len(token) :]
-    return None
-
-
-def resolve_origin(member: str, entry: str) -> str | None:
-    """The directory (relative to the install root, ``"."`` for the root) an ``$ORIGIN`` entry of
-    ``member`` names; ``".."``-prefixed when it escapes the root; None when it is not ``$ORIGIN`` or
-    the member's install location is unknown."""
-    rest = _origin_rest(entry)
-    where = install_path(member)
-    if rest is None or where is None:
-        return None
-    return posixpath.normpath(posixpath.join(posixpath.dirname(where) or ".", "./" + rest.lstrip("/")))
-
-
-_PREFIX_DEPTH = 3  # site-packages -> pythonX.Y -> lib -> the environment's prefix
-
-
-def _escapes(path: str) -> bool:
-    return path == ".." or path.startswith("../")
 
 
 def _path_finding(e: ElfInfo, kind: str, entry: str) -> Finding | None:
-    rest = _origin_rest(entry)
+    rest = origin_rest(entry)
     if rest is not None:
         resolved = resolve_origin(e.member, entry)
-        if resolved is not None and _escapes(resolved):
+        if resolved is not None and escapes(resolved):
             up = len(list(itertools.takewhile(lambda part: part == "..", resolved.split("/"))))
-            if up <= _PREFIX_DEPTH:
+            if up <= PREFIX_DEPTH:
                 # still inside the environment (site-packages is lib/pythonX.Y/site-packages): it
                 # finds only what that environment installs there (jaxlib, the jax CUDA/ROCm plugins
                 # point at other wheels' libraries so): hygiene, a warning
-                return Finding(
-                    "rpath",
-                    "warning",
+                return RPATH.warning(
                     f"{kind} entry {entry} of {e.member} resolves outside the wheel's install root, "
                     f"{up} level{'s' if up > 1 else ''} above site-packages (inside the environment)",
                     file=e.member,
                     symbol=entry,
                 )
-            return Finding(
-                "rpath",
-                "error",
+            return RPATH.error(
                 f"{kind} entry {entry} of {e.member} resolves {up} levels above site-packages, outside "
                 "the Python environment: it can load a library the environment does not control",
                 file=e.member,
@@ -301,9 +339,7 @@ def _path_finding(e: ElfInfo, kind: str, entry: str) -> Finding | None:
             )
         return None
     if entry == ROCM_PREFIX or entry.startswith((ROCM_PREFIX + "/", ROCM_PREFIX + "-")):
-        return Finding(
-            "rpath",
-            "warning",
+        return RPATH.warning(
             f"{kind} entry {entry} of {e.member} points at a system ROCm install outside the wheel "
             "(common in ROCm wheels; the ROCm libraries must be there at run time)",
             file=e.member,
@@ -312,16 +348,12 @@ def _path_finding(e: ElfInfo, kind: str, entry: str) -> Finding | None:
     if entry.startswith("/"):
         leaked = any(entry == root or entry.startswith(root + "/") for root in BUILD_ROOTS)
         why = "a leaked build directory" if leaked else "an absolute path outside the wheel"
-        return Finding(
-            "rpath",
-            "error",
+        return RPATH.error(
             f"{kind} entry {entry} of {e.member} is {why}: use $ORIGIN-relative paths",
             file=e.member,
             symbol=entry,
         )
-    return Finding(
-        "rpath",
-        "error",
+    return RPATH.error(
         f"{kind} entry {entry} of {e.member} is relative to the current directory at run time: "
         "use $ORIGIN-relative paths",
         file=e.member,
@@ -341,69 +373,6 @@ def check_search_paths(report: WheelReport) -> list[Finding]:
 
 
 # --------------------------------------------------------------------------- load order
-@dataclass(frozen=True)
-class Resolution:
-    """Where ld.so finds, inside the wheel, each DT_NEEDED of each ELF member (:func:`resolve_libraries`).
-
-    ``found`` maps ``(member, needed name)`` to the member ld.so loads for it; a name missing there is
-    not found in the wheel by any search path of that member. ``dirs`` gives each member's search
-    directories in the wheel (relative to the install root, ``"."`` for the root), in search order.
-    """
-
-    found: Mapping[tuple[str, str], str]
-    dirs: Mapping[str, tuple[str, ...]]
-
-    def provider(self, member: str, name: str) -> str | None:
-        return self.found.get((member, name))
-
-
-def compatible(a: ElfInfo, b: ElfInfo) -> bool:
-    """ld.so skips a file of another machine, class or byte order and goes on searching."""
-    return (a.machine, a.elf_class, a.endian) == (b.machine, b.elf_class, b.endian)
-
-
-def resolve_libraries(elves: Sequence[ElfInfo]) -> Resolution:
-    """Resolve every DT_NEEDED the way ld.so does, inside the wheel: a needed name is found when a
-    member with that FILE NAME (not SONAME) sits in a directory the needing object searches, and is
-    an ELF of the same machine, class and byte order. The search directories of an object are its
-    RUNPATH alone when it has one, else its RPATH followed by the RPATHs of the in-wheel objects that
-    load it, transitively (ld.so's loader chain; a loader with a RUNPATH contributes no RPATH of its
-    own but passes on what it inherited). Only ``$ORIGIN`` entries that stay inside the install root
-    name wheel directories.
-
-    Who loads whom depends on what is found, so a member whose inherited directories grow is
-    resolved again (a worklist: each member's inherited set only grows, so it ends)."""
-    by_member = {e.member: e for e in elves}
-    at: dict[tuple[str, str], list[ElfInfo]] = {}
-    for e in elves:
-        at.setdefault(_location(e.member), []).append(e)
-    own = {e.member: _dirs_of(e, e.runpath or e.rpath) for e in elves}
-    passes_own = {e.member: () if e.runpath else own[e.member] for e in elves}
-    inherited: dict[str, set[str]] = {e.member: set() for e in elves}
-    found: dict[tuple[str, str], str] = {}
-    dirs: dict[str, tuple[str, ...]] = {}
-    todo = deque(by_member)
-    queued = set(by_member)
-    while todo:
-        member = todo.popleft()
-        queued.discard(member)
-        e = by_member[member]
-        extra = () if e.runpath else tuple(sorted(inherited[member] - set(own[member])))
-        dirs[member] = own[member] + extra
-        passing = set(passes_own[member]) | inherited[member]
-        for name in e.needed:
-            if "/" in name:  # a path: relative to the process's working directory, never the wheel
-                continue
-            hits = [p for d in dirs[member] for p in at.get((d, name), ()) if compatible(e, p)]
-            if hits:
-                found[(member, name)] = hits[0].member
-            for p in hits:
-                if p.member != member and not passing <= inherited[p.member]:
-                    inherited[p.member] |= passing
-                    if p.member not in queued:
-                        todo.append(p.member)
-                        queued.add(p.member)
-    return Resolution(found, dirs)
 
 
 def _carriers(elves: Sequence[ElfInfo]) -> dict[str, list[ElfInfo]]:
@@ -440,7 +409,7 @@ def _load_order_finding(e: ElfInfo, name: str, found: Sequence[ElfInfo], dirs: S
     consequence = (
         "it loads only when something else loaded it first, so the gate does not count it as in the wheel"
     )
-    misnamed = [p for p in found if _location(p.member)[0] in dirs]
+    misnamed = [p for p in found if location(p.member)[0] in dirs]
     if misnamed:
         where = _dirs(misnamed)
         message = (
@@ -453,17 +422,7 @@ def _load_order_finding(e: ElfInfo, name: str, found: Sequence[ElfInfo], dirs: S
             f"{e.member} needs {name}, which {_names(found)} provides, but no {via} of "
             f"{e.member} reaches {_dirs(found)} (searched: {searched}): {consequence}"
         )
-    return Finding("load-order", "warning", message, file=e.member, library=name, symbol=found[0].member)
-
-
-def _dirs_of(e: ElfInfo, entries: Iterable[str]) -> tuple[str, ...]:
-    resolved = (resolve_origin(e.member, x) for x in entries)
-    return tuple(dict.fromkeys(d for d in resolved if d is not None and not _escapes(d)))
-
-
-def _location(member: str) -> tuple[str, str]:
-    where = install_path(member) or member
-    return posixpath.dirname(where) or ".", posixpath.basename(where)
+    return LOAD_ORDER.warning(message, file=e.member, library=name, symbol=found[0].member)
 
 
 def _names(found: Sequence[ElfInfo]) -> str:
@@ -471,61 +430,10 @@ def _names(found: Sequence[ElfInfo]) -> str:
 
 
 def _dirs(found: Sequence[ElfInfo]) -> str:
-    return " or ".join(sorted({_location(p.member)[0] for p in found}))
+    return " or ".join(sorted({location(p.member)[0] for p in found}))
 
 
 # --------------------------------------------------------------------------- not-ELF libraries
-#: an extension module's file name: a module name and one of the suffixes of
-#: ``importlib.machinery.EXTENSION_SUFFIXES`` of any CPython or PyPy on Linux
-#: (``.cpython-311-x86_64-linux-gnu.so``, ``.cpython-313t-...``, ``.abi3.so``, ``.pypy310-pp73-...``,
-#: ``.so``)
-_EXTENSION_NAME = re.compile(r"(?P<module>[^.]+)(?P<abi>\.(?:abi3|cpython-[^.]+|pypy[^.]*))?\.so")
-#: folders of build-time files (headers, libraries to link with, their linker scripts): a plain
-#: ``libfoo.so`` there is for the link editor, not for ``import``
-DEV_AREAS = frozenset({"include", "lib", "lib64"})
-
-
-def not_elf_load(member: str, elves: Sequence[ElfInfo], resolution: Resolution) -> str | None:
-    """How the installed wheel loads ``member``, a file named like a shared library that is not ELF
-    (so loading it fails), or None when nothing imports or loads it from where it lies.
-
-    Loaded: a DT_NEEDED of an ELF member that ld.so looks up in ``member``'s directory before any
-    ELF of that name (``invalid ELF header``); a library in a ``*.libs`` folder (auditwheel's grafted
-    libraries); an extension module name (:data:`_EXTENSION_NAME`) in an importable folder (every
-    folder a Python identifier), except a plain ``name.so`` under a :data:`DEV_AREAS` folder.
-    Never loaded: members installed outside site-packages (``.data/{data,headers,scripts}``) and
-    ``.dist-info`` files."""
-    where = install_path(member)
-    if where is None:
-        return None
-    *folders, base = where.split("/")
-    if folders and folders[0].endswith(".dist-info"):
-        return None
-    needer = _needing(member, base, elves, resolution)
-    if needer is not None:
-        return f"{needer} needs {base} and ld.so opens this file for it"
-    libs = next((f for f in folders if f.endswith(".libs")), None)
-    if libs is not None:
-        return f"ld.so loads the libraries of {libs}/ (auditwheel's grafted libraries)"
-    name = _EXTENSION_NAME.fullmatch(base)
-    if name is None or not all(part.isidentifier() for part in [*folders, name["module"]]):
-        return None
-    if name["abi"] is None and DEV_AREAS.intersection(folders):
-        return None
-    return f"`import {'.'.join([*folders, name['module']])}` loads it as an extension module"
-
-
-def _needing(member: str, base: str, elves: Sequence[ElfInfo], resolution: Resolution) -> str | None:
-    """The first ELF member whose search for DT_NEEDED ``base`` reaches ``member`` before any ELF."""
-    folder = _location(member)[0]
-    for e in elves:
-        searched = resolution.dirs.get(e.member, ())
-        if base not in e.needed or folder not in searched:
-            continue
-        provider = resolution.provider(e.member, base)
-        if provider is None or searched.index(_location(provider)[0]) > searched.index(folder):
-            return e.member
-    return None
 
 
 # --------------------------------------------------------------------------- pure wheels
@@ -535,18 +443,14 @@ def check_pure(report: WheelReport) -> list[Finding]:
         return []
     tag = ", ".join(report.tags)
     out = [
-        Finding(
-            "pure-wheel",
-            "error",
+        PURE_WHEEL.error(
             f"{e.member} is {e.machine} machine code but the wheel is tagged {tag} (platform-independent)",
             file=e.member,
         )
         for e in report.elves
     ]
     out += [
-        Finding(
-            "pure-wheel",
-            "warning",
+        PURE_WHEEL.warning(
             f"{c.member} is a standalone GPU code object ({c.target_id}) in a {tag} wheel: loaded by a "
             "runtime at run time, not linked; no host code, so not failed",
             file=c.member,

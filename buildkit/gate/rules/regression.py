@@ -4,7 +4,7 @@ A job whose recipe names a PEP 503 simple index (:attr:`buildkit.plan.Job.regres
 compares each new wheel with the newest earlier release of the same project and compatible tags
 there (:func:`buildkit.gate.diff.diff_against_index`: the ``#sha256=`` fragment is verified, the job's
 repair exclude globs apply). Every regression the diff finds becomes a gate
-:class:`~buildkit.gate.Finding` with rule ``"regression"`` and severity ``"error"``, naming what
+:class:`~buildkit.gate.findings.Finding` with rule ``"regression"`` and severity ``"error"``, naming what
 regressed in its fields:
 
 * a symbol version above what the last release needed: ``library`` ``libc.so.6``, ``symbol``
@@ -14,7 +14,9 @@ regressed in its fields:
 * a library newly external (neither whitelisted, grafted nor excluded): ``library``;
 * gfx targets removed from an object (``file``) or gone from the wheel: ``symbol`` the target id(s).
 
-No earlier compatible release (a first release) is no regression: nothing is reported. An index that
+The rule runs after the gate, where the index can be read: :mod:`buildkit.gate.baseline` finds the
+baseline and calls :func:`findings_from_diff`. No earlier compatible release (a first release) is no
+regression: nothing is reported. An index that
 cannot be read is a :class:`~buildkit.errors.UsageError` (exit 2) and a baseline whose bytes do not
 match the index's hash a :class:`~buildkit.errors.WheelReadError` (exit 6): the rule could not be
 evaluated, so the caller must not treat the wheel as passing it.
@@ -22,45 +24,30 @@ evaluated, so the caller must not treat the wheel as passing it.
 
 from __future__ import annotations
 
-import tempfile
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from buildkit.gate.diff import Baseline, WheelDiff, diff_against_index
 from buildkit.gate.findings import Finding
-from buildkit.plan import Job
+from buildkit.gate.rule import Rule
 
-RULE = "regression"
+if TYPE_CHECKING:
+    from buildkit.gate.diff import WheelDiff
 
-
-@dataclass(frozen=True)
-class RegressionCheck:
-    """The outcome of the rule for one wheel: the index, the release it was compared with (``baseline``;
-    ``baseline.file`` None on a first release), the diff (None on a first release) and the findings."""
-
-    index_url: str
-    baseline: Baseline
-    diff: WheelDiff | None
-    findings: tuple[Finding, ...]
-
-    @property
-    def passed(self) -> bool:
-        return not any(f.severity == "error" for f in self.findings)
-
-    @property
-    def compared_with(self) -> str | None:
-        """File name of the release compared with, None on a first release."""
-        return None if self.baseline.file is None else self.baseline.file.filename
-
-    def to_json(self) -> dict[str, Any]:
-        """For the manifest: where the baseline came from and what regressed (not the whole diff)."""
-        return {
-            "index_url": self.index_url,
-            "baseline": self.baseline.to_json(),
-            "passed": self.passed,
-            "findings": [f.to_json() for f in self.findings],
-        }
+REGRESSION = Rule(
+    "regression",
+    ("error",),
+    checks=(
+        "Only in `build`, when the recipe sets `gate.no_regression_against` (a PEP 503 index): "
+        "against the newest earlier compatible release there, no higher symbol version, no less "
+        "compatible manylinux tag, no platform tag lost, no newly external library, no gfx target"
+        " removed."
+    ),
+    prevents=(
+        "Users who could install the last release losing it: pip falls back to an older release "
+        "or the sdist, the new one fails with `GLIBC_x not found` or a missing library, or a GPU "
+        "that worked gets `hipErrorNoBinaryForGpu`."
+    ),
+)
+RULES = (REGRESSION,)
 
 
 def findings_from_diff(diff: WheelDiff, baseline_name: str) -> list[Finding]:
@@ -69,7 +56,7 @@ def findings_from_diff(diff: WheelDiff, baseline_name: str) -> list[Finding]:
     out: list[Finding] = []
 
     def add(message: str, **where: str | None) -> None:
-        out.append(Finding(RULE, "error", message, **where))
+        out.append(REGRESSION.error(message, **where))
 
     if diff.policy_regression:
         add(
@@ -104,30 +91,3 @@ def findings_from_diff(diff: WheelDiff, baseline_name: str) -> list[Finding]:
         if target not in per_object:
             add(f"gfx target {target} gone from the wheel {since}", symbol=target)
     return out
-
-
-def compare_with_last_release(
-    job: Job, wheel_path: Path, *, workdir: Path | None = None
-) -> RegressionCheck | None:
-    """Run the rule for ``wheel_path`` built by ``job``; None when the recipe sets no such rule.
-
-    The baseline is downloaded into ``workdir`` (default: a temporary directory removed afterwards).
-    """
-    url = job.regression_baseline
-    if url is None:
-        return None
-    if workdir is None:
-        with tempfile.TemporaryDirectory(prefix="buildkit-regression-") as tmp:
-            return compare_with_last_release(job, wheel_path, workdir=Path(tmp))
-    workdir.mkdir(parents=True, exist_ok=True)
-    baseline, diff = diff_against_index(url, wheel_path, exclude_globs=job.exclude_globs, workdir=workdir)
-    findings: tuple[Finding, ...] = ()
-    if diff is not None and baseline.file is not None:
-        findings = tuple(findings_from_diff(diff, baseline.file.filename))
-    return RegressionCheck(url, baseline, diff, findings)
-
-
-def check_regression(job: Job, wheel_path: Path, *, workdir: Path | None = None) -> list[Finding]:
-    """The rule's findings for ``wheel_path`` (empty: no rule, a first release, or no regression)."""
-    check = compare_with_last_release(job, wheel_path, workdir=workdir)
-    return [] if check is None else list(check.findings)

@@ -1,0 +1,67 @@
+"""The gate's rules, one module per family, and the registry that orders them.
+
+:data:`FAMILIES` is the registry: the order the rules run in (and their findings appear in), each
+family's :class:`~buildkit.gate.rule.Rule` objects and its check. From it come :data:`RULES` (every
+rule id: the check report schema's enum, the table of ``docs/GATE-RULES.md``; a test keeps both in
+step). Adding a rule: a module here defining its ``Rule`` objects and ``check(facts)``, and one line
+below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from buildkit.gate.facts import Facts
+from buildkit.gate.findings import Finding
+from buildkit.gate.rule import Rule
+from buildkit.gate.rules import (
+    abi,
+    ceilings,
+    gfx,
+    identity,
+    inspect,
+    integrity,
+    libraries,
+    regression,
+    rocm,
+    size,
+    tags,
+    torch,
+)
+
+Check = Callable[[Facts], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Family:
+    """Rules checked together. ``check`` None: the family does not run in :func:`evaluate` (the
+    regression rule needs the index; ``build`` runs it after the gate)."""
+
+    name: str
+    rules: tuple[Rule, ...]
+    check: Check | None
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("identity", identity.RULES, identity.check),
+    Family("tags", tags.RULES, tags.check),
+    Family("ceilings", ceilings.RULES, ceilings.check),
+    Family("abi", abi.RULES, abi.check),
+    Family("libraries", libraries.RULES, libraries.check),
+    Family("inspect", inspect.RULES, inspect.check),
+    Family("gfx", gfx.RULES, gfx.check),
+    Family("size", size.RULES, size.check),
+    Family("torch", torch.RULES, torch.check),
+    Family("rocm", rocm.RULES, rocm.check),
+    Family("integrity", integrity.RULES, integrity.check),
+    Family("regression", regression.RULES, None),
+)
+
+RULES: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in family.rules)
+RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
+
+
+def run(facts: Facts) -> list[Finding]:
+    """Every family's findings, in registry order."""
+    return [finding for family in FAMILIES if family.check is not None for finding in family.check(facts)]

@@ -1,0 +1,133 @@
+"""The ``job-identity`` rule: a job's wheel is that job's (distribution name, version, Python tag and
+platform tag, as the plan gives them)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from buildkit.gate.facts import Facts
+from buildkit.gate.findings import Finding, Severity
+from buildkit.gate.rule import Rule
+from buildkit.gate.rules import ceilings
+from buildkit.policy import parse_platform_tag
+
+JOB_IDENTITY = Rule(
+    "job-identity",
+    ("error",),
+    checks=(
+        "Only with a job (`build`, or `check --recipe --job`): the file name's distribution name "
+        "is the recipe's `name`, the version is the plan's, every tag serves the job's CPython "
+        "(`cp312-cp312`, or an `abi3` tag that Python loads), and the job's platform tag is "
+        "present with only same-architecture manylinux tags beside it."
+    ),
+    prevents=(
+        "Publishing a wheel under the wrong project or version, or one pip refuses on the job's "
+        'Python/platform ("is not a supported wheel on this platform"), so users get another '
+        "wheel or the sdist."
+    ),
+)
+
+RULES = (JOB_IDENTITY,)
+
+
+def check(facts: Facts) -> Iterator[Finding]:
+    """The wheel is the job's: its file name's version, Python tag and platform tag are the ones the
+    plan gives the job, its distribution name the recipe's ``name`` (the schema defines it as the
+    wheel's distribution name); each is an error naming expected and found."""
+    identity = facts.config.identity
+    if identity is None:
+        return
+    try:
+        name, version, _build, tags = parse_wheel_filename(facts.report.filename)
+    except InvalidWheelFilename:
+        return  # the wheel-name rule says so
+    job = f"job {identity.job}"
+
+    def mismatch(
+        what: str, expected: str, found: str, hint: str = "", severity: Severity = "error"
+    ) -> Finding:
+        message = f"{what}: expected {expected}, found {found}" + (f"; {hint}" if hint else "")
+        return JOB_IDENTITY.finding(severity, message)
+
+    if identity.name is not None and canonicalize_name(identity.name) != name:
+        yield mismatch(
+            "distribution name",
+            f"{canonicalize_name(identity.name)} (the recipe's name)",
+            name,
+            "set the recipe's name to the project's distribution name",
+        )
+    expected_version = _normal_version(identity.version)
+    if str(version) != expected_version:
+        yield mismatch(
+            "version",
+            f"{expected_version} (the plan's for {job})",
+            str(version),
+            "make the build read BUILDKIT_VERSION or SETUPTOOLS_SCM_PRETEND_VERSION",
+        )
+    if not _serves_python(tags, identity.python):
+        pairs = ", ".join(sorted({f"{t.interpreter}-{t.abi}" for t in tags}))
+        python = identity.python.removesuffix("t")
+        yield mismatch("python tag", f"{python}-{identity.python} ({job}'s Python)", pairs)
+    platforms = sorted({t.platform for t in tags})
+    if not _has_platform(platforms, identity.platform_tag):
+        repaired = all(parse_platform_tag(p) is not None for p in platforms)
+        yield mismatch(
+            "platform tag",
+            f"{identity.platform_tag} ({job}'s policy)",
+            ", ".join(platforms),
+            _repair_hint(ceilings.has_errors(facts)) if repaired else "",
+        )
+
+
+def _repair_hint(ceiling_errors: bool) -> str:
+    """Why a job's wheel carries another manylinux tag than the job's policy (build repairs to the
+    best policy auditwheel allows when it refuses the job's)."""
+    if ceiling_errors:
+        return (
+            "auditwheel tags a wheel it cannot repair to the policy for what its symbols allow: the "
+            "ceiling errors name the symbol versions above the policy"
+        )
+    return (
+        "no symbol version or library this gate reads is above the job's policy: see the blacklist, "
+        "pyfpe and x86-isa findings if any, else the wheel was repaired with another --plat"
+    )
+
+
+def _normal_version(text: str) -> str:
+    try:
+        return str(Version(text))
+    except InvalidVersion:
+        return text
+
+
+def _serves_python(tags: Iterable[Any], cp_tag: str) -> bool:
+    """Every tag is the job's CPython (``cp312-cp312``; ``cp313-cp313t`` for ``cp313t``), or a
+    stable-ABI tag (``cp39-abi3``) the job's Python satisfies."""
+    m = re.fullmatch(r"cp3(\d+)(t?)", cp_tag)
+    if m is None:
+        return all(t.interpreter == cp_tag for t in tags)
+    minor, threaded = int(m.group(1)), bool(m.group(2))
+    for t in tags:
+        if t.interpreter == f"cp3{minor}" and t.abi == cp_tag:
+            continue
+        floor = re.fullmatch(r"cp3(\d+)", t.interpreter)
+        if t.abi == "abi3" and floor is not None and not threaded and int(floor.group(1)) <= minor:
+            continue
+        return False
+    return True
+
+
+def _has_platform(platforms: Sequence[str], expected: str) -> bool:
+    """``expected`` is among the file name's platform tags and every other one is a manylinux tag
+    of the same architecture (auditwheel adds the more compatible policies the wheel also meets;
+    the platform-tag rule checks each against the symbols)."""
+    want = parse_platform_tag(expected)
+    if want is None:
+        return list(platforms) == [expected]
+    parsed = [parse_platform_tag(p) for p in platforms]
+    return want in parsed and all(p is not None and p[1] == want[1] for p in parsed)
