@@ -65,3 +65,14 @@ RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
 def run(facts: Facts) -> list[Finding]:
     """Every family's findings, in registry order."""
     return [finding for family in FAMILIES if family.check is not None for finding in family.check(facts)]
+
+
+def rules_table() -> str:
+    """The Markdown table of ``docs/GATE-RULES.md``: one row per rule, in registry order."""
+    rows = [
+        "| rule | severity | what it checks | failure it prevents |",
+        "|------|----------|----------------|---------------------|",
+    ]
+    for rule in RULES:
+        rows.append(f"| `{rule.id}` | {', '.join(rule.severities)} | {rule.checks} | {rule.prevents} |")
+    return "\n".join(rows) + "\n"
