@@ -20,7 +20,10 @@ REPO = Path(__file__).resolve().parents[2]
 SCHEMA = REPO / "buildkit" / "schema" / "check-report.schema.json"
 DOC = REPO / "docs" / "GATE-RULES.md"
 REGEN = os.environ.get("BUILDKIT_REGEN_GOLDEN") == "1"
-BEGIN, END = "<!-- rules:begin (generated from buildkit/gate/rules; BUILDKIT_REGEN_GOLDEN=1) -->", "<!-- rules:end -->"
+BEGIN, END = (
+    "<!-- rules:begin (generated from buildkit/gate/rules; BUILDKIT_REGEN_GOLDEN=1) -->",
+    "<!-- rules:end -->",
+)
 _ENUM = re.compile(r'("rule": \{"type": "string",\n(\s*))("enum": \[[^\]]*\],\n\s*)?')
 
 
@@ -75,7 +78,9 @@ def test_every_finding_is_made_through_a_rule() -> None:
 
 def _rule_call_line() -> int:
     tree = ast.parse((REPO / "buildkit" / "gate" / "rule.py").read_text(encoding="utf-8"))
-    return next(n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Finding")
+    return next(
+        n.lineno for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Finding"
+    )
 
 
 def test_a_rule_refuses_a_severity_it_does_not_declare() -> None:

@@ -233,7 +233,7 @@ def _tag_libraries(facts: Facts) -> Iterator[Finding]:
             continue
         broken = [(tag, pol) for tag, pol in facts.claimed if not pol.allows_library(use.library)]
         if broken:
-            policies_named = ", ".join(pol.name for _, pol in broken)
+            policies_named = ", ".join(dict.fromkeys(pol.name for _, pol in broken))
             yield PLATFORM_TAG.error(
                 f"file name claims {', '.join(tag for tag, _ in broken)} but {some(use.needed_by)} "
                 f"need{'s' if len(use.needed_by) == 1 else ''} {use.library}, not on the whitelist of "
