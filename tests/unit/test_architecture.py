@@ -1,0 +1,34 @@
+"""The layout promises of docs/ARCHITECTURE.md, checked: every folder of Python modules is a regular
+package (setuptools' find_packages ships only those: a namespace folder would be missing from the
+installed wheel), no module is over 800 lines, and every package the document maps exists and every
+package that exists is mapped."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PACKAGE = REPO / "buildkit"
+MAX_LINES = 800
+
+
+def test_every_folder_of_modules_is_a_regular_package() -> None:
+    folders = {p.parent for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    assert sorted(str(f.relative_to(REPO)) for f in folders if not (f / "__init__.py").is_file()) == []
+
+
+def test_no_module_is_over_800_lines() -> None:
+    long = {
+        str(p.relative_to(REPO)): n
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+def test_the_architecture_document_maps_every_package() -> None:
+    text = (REPO / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    mapped = set(re.findall(r"`buildkit/([a-z_]+)/`", text))
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert mapped == packages, f"document: {sorted(mapped)}, tree: {sorted(packages)}"
