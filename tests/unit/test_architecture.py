@@ -1,7 +1,7 @@
 """The layout promises of docs/ARCHITECTURE.md, checked: every folder of Python modules is a regular
-package (setuptools' find_packages ships only those: a namespace folder would be missing from the
-installed wheel), no module is over 800 lines, and every package the document maps exists and every
-package that exists is mapped."""
+package (an ``__init__.py`` whose docstring says what the package owns, not an implicit namespace
+folder), no module is over 800 lines, and every package the document maps exists and every package
+that exists is mapped."""
 
 from __future__ import annotations
 
