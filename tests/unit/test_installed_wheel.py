@@ -47,9 +47,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _buildkit(target: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(target)}
-    return subprocess.run(
-        [sys.executable, "-m", "buildkit", *args], cwd=cwd, env=env, capture_output=True, text=True, check=False
-    )
+    command = [sys.executable, "-m", "buildkit", *args]
+    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed: Path, tmp_path: Path) -> None:
