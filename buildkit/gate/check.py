@@ -29,6 +29,7 @@ from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, rocm_pin
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import ReadFailure
 from buildkit.gate.verdict import Verdict
+from buildkit.inspect import inspect_wheel
 
 if TYPE_CHECKING:
     from buildkit.plan import Job
@@ -178,7 +179,6 @@ def check_wheels(
     wheels: Sequence[Path], config: GateConfig, *, verify_record: bool = True
 ) -> tuple[list[Verdict], list[ReadFailure]]:
     """Inspect and gate each wheel; one that cannot be read becomes a ReadFailure (the rest go on)."""
-    from buildkit.inspect import inspect_wheel
 
     verdicts: list[Verdict] = []
     failures: list[ReadFailure] = []

@@ -52,9 +52,11 @@ from packaging.utils import (
 from packaging.version import Version
 
 from buildkit.errors import UsageError, WheelReadError
+from buildkit.gate.check import GateFlags, gate_config
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.verdict import Verdict
+from buildkit.inspect import inspect_wheel
 from buildkit.inspect.models import WheelReport
 from buildkit.policy import parse_platform_tag, split_symbol_version, version_tuple
 
@@ -396,14 +398,12 @@ def run_time_globs(
     or neither: UsageError) the job's exclude globs, which ``build`` repairs and gates with, plus
     ``exclude`` and ``exclude_sets``; the sets expand for ``rocm``, else for the job's ROCm release,
     else for every release (an unknown ``rocm``: UsageError naming the known ones)."""
-    from buildkit.gate.check import GateFlags, gate_config
 
     flags = GateFlags(exclude=tuple(exclude), exclude_sets=tuple(exclude_sets), rocm=rocm)
     return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)
 
 
 def diff_wheels(old: Path, new: Path, *, exclude_globs: Sequence[str] = ()) -> WheelDiff:
-    from buildkit.inspect import inspect_wheel
 
     return diff_reports(inspect_wheel(old), inspect_wheel(new), exclude_globs=exclude_globs)
 
@@ -713,7 +713,6 @@ def diff_against_index(
     This is the one call a "no regression against the last release" gate rule needs:
     fail when ``diff is not None and diff.regression``.
     """
-    from buildkit.inspect import inspect_wheel
 
     report = inspect_wheel(new)
     baseline = baseline_from_index(index_url, report, workdir)
