@@ -37,7 +37,16 @@ from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
 from buildkit.build import cibw, provenance
-from buildkit.docker_engine import ENGINE_ERRORS, engine_failed
+from buildkit.docker_engine import (
+    ENGINE_ERRORS,
+    PRUNE_HINT,
+    container_labels,
+    engine_failed,
+    keep_containers,
+    remove_run_containers,
+    run_filter,
+    throwaway,
+)
 from buildkit.errors import (
     BuildFailed,
     BuildkitError,
@@ -47,6 +56,7 @@ from buildkit.errors import (
     RecipeError,
     UsageError,
 )
+from buildkit.fsutil import atomic_write
 from buildkit.plan import Job, Plan
 from buildkit.recipe import Recipe
 
@@ -323,31 +333,6 @@ def ccache_volume(job: Job, image_tag: str) -> str:
     return f"rocm-buildkit-ccache-{key}"
 
 
-#: label put on every container a build creates (value: the build's own id), so that cleanup
-#: after a failure or Ctrl-C removes exactly ours, never another build's on the same engine
-BUILD_LABEL = "io.rocm-buildkit.build"
-
-
-def labelled_containers(client: Any, build_id: str) -> list[Any]:
-    return list(client.containers.list(all=True, filters={"label": f"{BUILD_LABEL}={build_id}"}))
-
-
-def remove_containers(client: Any, build_id: str) -> bool:
-    """Remove the containers labelled with ``build_id``; False when that was impossible (the engine
-    does not answer), so that the caller can tell the user what to clean up."""
-    try:
-        containers = labelled_containers(client, build_id)
-    except Exception:
-        return False
-    removed = True
-    for container in containers:
-        try:
-            container.remove(force=True)
-        except Exception as exc:
-            removed = removed and getattr(exc, "status_code", None) == 404  # already gone
-    return removed
-
-
 @functools.cache
 def _cibuildwheel_interpreters() -> dict[str, str]:
     """cibuildwheel's own table of build identifiers and interpreter folders (``cp312-manylinux_x86_64``
@@ -380,10 +365,11 @@ def toolchain_versions(
     image: str,
     *,
     python: str = provenance.BUILDER_PYTHON,
-    build_id: str = "toolchain-probe",
+    build_id: str | None = None,
 ) -> dict[str, str]:
     """Versions read inside the builder image (no network, removed afterwards); ``python`` is the
-    job's interpreter (:func:`job_interpreter`), ``build_id`` the value of the container's label."""
+    job's interpreter (:func:`job_interpreter`), ``build_id`` the build the container belongs to
+    (its ``io.rocm-buildkit.run`` label)."""
     import shlex
 
     interpreter = shlex.quote(python)
@@ -397,16 +383,8 @@ def toolchain_versions(
         "echo gcc=$(gcc --version 2>/dev/null | head -1 || echo none);"
         "echo glibc=$(ldd --version 2>&1 | head -1)"
     )
-    container = client.containers.create(
-        image, ["sh", "-c", script], network_disabled=True, labels={BUILD_LABEL: build_id}
-    )
-    try:
-        container.start()
-        container.wait(timeout=120)
-        raw = container.logs(stdout=True, stderr=False)
-    finally:
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
+    with throwaway(client, image, ["sh", "-c", script], purpose="build-probe", run_id=build_id) as box:
+        raw = box.run(timeout=120).stdout
     out: dict[str, str] = {}
     for line in raw.decode(errors="replace").splitlines():
         key, _, value = line.partition("=")
@@ -433,10 +411,9 @@ def _engine_lost(exc: BaseException, run: _Run, cleaned: bool) -> DockerUnavaila
     if not cleaned:
         hint = (
             "containers of this build may be left behind; once the engine answers, remove them with "
-            f"`docker rm -f $(docker ps -aq --filter label={BUILD_LABEL}={run.build_id})`"
+            f"{PRUNE_HINT} (all of buildkit's) or "
+            f"`docker rm -f $(docker ps -aq --filter {run_filter(run.build_id)})`"
         )
-        if run.step == _STEP_PROVENANCE:
-            hint += f" and `--filter label={provenance.PROBE_LABEL}`"
     return engine_failed(exc, during=f"{run.step} of {run.job.id}", hint=hint)
 
 
@@ -661,14 +638,14 @@ def build_one(
         )
         raise Interrupted(message) from None
     except ENGINE_ERRORS as exc:
-        cleaned = remove_containers(client, run.build_id)
+        cleaned = remove_run_containers(client, run.build_id)
         raise _engine_lost(exc, run, cleaned) from None
     except DockerUnavailable:
         raise
     except BuildkitError as exc:
         lost = _engine_error(client) if run.step == _STEP_CIBUILDWHEEL else None
         if lost is not None:  # cibuildwheel failed because the engine went away
-            cleaned = remove_containers(client, run.build_id)
+            cleaned = remove_run_containers(client, run.build_id)
             raise _engine_lost(lost, run, cleaned) from None
         result.message = str(exc)
         with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as log:
@@ -679,7 +656,7 @@ def build_one(
         result.seconds = time.monotonic() - started
         shutil.rmtree(run.work, ignore_errors=True)
         if cleaned is None:
-            remove_containers(client, run.build_id)
+            remove_run_containers(client, run.build_id)
     return result
 
 
@@ -692,7 +669,7 @@ def _run_job(run: _Run, log: TextIO) -> None:
     pins = cibw.constraints(run.job)
     if pins is not None:
         (staged / ".buildkit").mkdir(exist_ok=True)
-        (staged / ".buildkit" / cibw.CONSTRAINTS_NAME).write_text(pins, encoding="utf-8")
+        atomic_write(staged / ".buildkit" / cibw.CONSTRAINTS_NAME, pins)
     epoch = source_date_epoch(run.source, run.options.source_date_epoch)
     config = gate_config(run.recipe, run.job)
     run.key = inputs_key(
@@ -722,13 +699,15 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
         with_ca_bundle=with_ca,
         build_isolation=run.options.build_isolation,
         parallel_jobs=run.options.parallel_jobs,
-        labels={BUILD_LABEL: run.build_id},
+        labels=container_labels("cibuildwheel", run.build_id),
     )
     cibw_options = cibw.cibuildwheel_options(run.job, settings)
     for line in cibw.describe(cibw_options):
         log.write(line + "\n")
     env = cibw.subprocess_environment(os.environ, cibw_options)
     env["SOURCE_DATE_EPOCH"] = str(epoch)
+    if keep_containers():  # BUILDKIT_DEBUG_KEEP_CONTAINER: cibuildwheel keeps its container too
+        env["CIBW_DEBUG_KEEP_CONTAINER"] = "1"
     raw_out = run.work / "wheelhouse"
     run.step = _STEP_CIBUILDWHEEL
     t0 = time.monotonic()
@@ -800,6 +779,7 @@ def _record(
         source=staged,
         isolation=run.options.build_isolation,
         interpreter=interpreter,
+        run_id=run.build_id,
     )
     run.step = f"moving the wheel into {run.dest}"
     _publish_to_out(wheel, run.dest)

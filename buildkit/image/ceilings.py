@@ -32,7 +32,6 @@ import os
 import posixpath
 import re
 import tarfile
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +43,9 @@ from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerDefSection
 
+from buildkit.docker_engine import Throwaway, connect, throwaway
 from buildkit.errors import DockerUnavailable, UsageError
+from buildkit.fsutil import atomic_write
 from buildkit.policy import CEILING_PREFIXES, Policy, policies, split_symbol_version, version_tuple
 
 SCHEMA_VERSION = 1
@@ -82,7 +83,6 @@ _ARCHES: dict[str, tuple[str, str]] = {
     "s390x": ("s390x", "s390x-linux-gnu"),
 }
 
-_LABEL = "io.rocm-buildkit.purpose"
 # glibc's banner (what `gnu_get_libc_version` and running libc.so.6 print), read as bytes, not run
 _GLIBC_BANNER = re.compile(rb"GNU C Library [^\n\0]{0,200}? release version (\d+\.\d+)")
 _MANYLINUX_GLIBC = re.compile(r"^manylinux_(\d+)_(\d+)$")
@@ -356,7 +356,7 @@ class _Member:
     link: str = ""
 
 
-def _read_member(container: Any, path: str) -> _Member | None:
+def _read_member(container: Throwaway, path: str) -> _Member | None:
     """One ``get_archive`` request for ``path``: the single tar member it returns (a regular file's
     bytes, a symlink's target), or ``None`` when the path does not exist."""
     try:
@@ -394,7 +394,7 @@ def _resolve_link(path: str, target: str) -> str:
     return "/" + posixpath.normpath("/" + joined).lstrip("/")
 
 
-def _fetch_library(container: Any, soname: str, dirs: Sequence[str]) -> LibraryVersions:
+def _fetch_library(container: Throwaway, soname: str, dirs: Sequence[str]) -> LibraryVersions:
     for directory in dirs:
         path = posixpath.join(directory, soname)
         chain: list[str] = []
@@ -478,34 +478,13 @@ def _image(client: DockerClient, image: str) -> Any:
 
 
 def _read_from_engine(client: DockerClient, image_id: str, triplet: str) -> tuple[LibraryVersions, ...]:
-    name = f"buildkit-ceilings-{uuid.uuid4().hex[:12]}"
-    container = None
     try:
         # created, never started: the command is a placeholder (imported images have none)
-        container = client.containers.create(
-            image_id,
-            command=["/buildkit-ceilings-never-started"],
-            name=name,
-            network_disabled=True,
-            labels={_LABEL: "ceilings"},
-        )
-        dirs = search_dirs(triplet)
-        return tuple(_fetch_library(container, soname, dirs) for _lib, soname in LIBRARIES)
+        with throwaway(client, image_id, ["/buildkit-ceilings-never-started"], purpose="ceilings") as box:
+            dirs = search_dirs(triplet)
+            return tuple(_fetch_library(box, soname, dirs) for _lib, soname in LIBRARIES)
     except docker.errors.APIError as exc:
         raise DockerUnavailable(f"reading libraries from image {image_id}: {exc}") from None
-    finally:
-        _remove(client, container, name)
-
-
-def _remove(client: DockerClient, container: Any, name: str) -> None:
-    try:
-        if container is None:  # interrupted between the engine's create and the SDK's return
-            container = client.containers.get(name)
-        container.remove(force=True)
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.APIError:  # pragma: no cover - best effort; the name says what it was
-        pass
 
 
 def _load_cache(path: Path) -> tuple[str, tuple[LibraryVersions, ...]] | None:
@@ -528,9 +507,7 @@ def _store_cache(path: Path, image_id: str, arch: str, libs: Iterable[LibraryVer
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n", "utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
     except OSError:
         pass  # a read-only home is no reason to fail: the next call reads the image again
 
@@ -549,8 +526,6 @@ def read_image_ceilings(
     library that cannot be read (:func:`check_libraries`; such a reading is never cached).
     """
     if client is None:
-        from buildkit.docker_engine import connect
-
         client = connect()
     img = _image(client, image)
     image_id = str(img.id)
@@ -577,8 +552,6 @@ def ceilings_from_images(images: Sequence[str], *, client: DockerClient | None =
     if not images:
         raise UsageError("ceilings from_image needs at least one image")
     if client is None:
-        from buildkit.docker_engine import connect
-
         client = connect()
     readings = [read_image_ceilings(image, client=client) for image in images]
     return minimum_ceilings(readings)[0]

@@ -30,7 +30,7 @@ from tests.unit.test_ceilings import readelf_definitions, top
 
 pytestmark = pytest.mark.docker
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
-LABEL = "io.rocm-buildkit.purpose=ceilings"
+LABEL = "io.rocm-buildkit.container=ceilings"
 
 
 def run_in(client: Any, image: str, command: str) -> bytes:

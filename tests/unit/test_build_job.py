@@ -25,7 +25,7 @@ import docker.errors
 import pytest
 import requests
 
-from buildkit import build, publish
+from buildkit import build, docker_engine, publish
 from buildkit.build import provenance
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
 from buildkit.plan import Job, expand
@@ -78,6 +78,10 @@ class FakeContainers:
         self.engine.containers.append(container)
         self.engine.created.append(container)
         return container
+
+    def get(self, name: str) -> FakeContainer:
+        self.engine.fail_at("get")
+        raise docker.errors.NotFound(f"no such container: {name}")
 
     def list(self, all: bool = False, filters: dict[str, str] | None = None) -> list[FakeContainer]:
         self.engine.fail_at("list")
@@ -358,7 +362,8 @@ def test_engine_dying_mid_build_is_docker_unavailable(h: Harness, step: str) -> 
     assert err.value.exit_code == 8
     assert "unix:///run/test-engine.sock (from DOCKER_HOST)" in text
     assert "Connection refused" in text
-    assert re.search(r"--filter label=io\.rocm-buildkit\.build=staging-cp313-rocm5\.7-\d+-\w+", text), text
+    assert re.search(r"--filter label=io\.rocm-buildkit\.run=staging-cp313-rocm5\.7-\d+-\w+", text), text
+    assert "buildkit image prune --containers" in text
     assert h.wheel_of() == previous  # infrastructure, not the recipe: the previous output stays
     assert sorted(p.name for p in h.out.iterdir()) == [JOB]
 
@@ -373,7 +378,7 @@ def test_engine_error_with_cleanup_possible_removes_containers_and_gives_no_hint
     assert "hint" not in str(err.value)
     assert h.engine.containers == []
     assert h.engine.created and all(
-        c.labels[build.BUILD_LABEL].startswith(f"staging-{JOB}-") for c in h.engine.created
+        c.labels[docker_engine.RUN_LABEL].startswith(f"staging-{JOB}-") for c in h.engine.created
     )
 
 
@@ -479,7 +484,13 @@ def test_build_environment_is_cached_per_interpreter(tmp_path: Path, monkeypatch
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     scripts: list[str] = []
 
-    def probe(client: Any, tag: str, image_id: str, interpreter: str = provenance.BUILDER_PYTHON) -> bytes:
+    def probe(
+        client: Any,
+        tag: str,
+        image_id: str,
+        interpreter: str = provenance.BUILDER_PYTHON,
+        run_id: str | None = None,
+    ) -> bytes:
         scripts.append(provenance.environment_script(interpreter))
         return f'--- pip\n[{{"name": "pip", "version": "{len(scripts)}"}}]\n--- system\n'.encode()
 
