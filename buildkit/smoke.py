@@ -38,8 +38,11 @@ from typing import IO, Any
 
 from packaging.utils import parse_wheel_filename
 
+from buildkit import image as images
+from buildkit import manifest
 from buildkit.docker_engine import Throwaway, throwaway
 from buildkit.errors import DockerUnavailable, SmokeFailed, UsageError, WheelReadError
+from buildkit.recipe import load_recipe
 
 WORKDIR = "/bk-smoke"  # put_archive at "/": the one folder every image has
 VENV = f"{WORKDIR}/venv"
@@ -217,9 +220,6 @@ def choose_specs(
     if recipe is not None:
         if imports or commands:
             raise UsageError("--import/--command and --recipe exclude each other")
-        from buildkit import manifest
-        from buildkit.recipe import load_recipe
-
         data = manifest.read(wheel) if manifest.manifest_path(wheel).is_file() else None
         return specs_from_recipe(
             load_recipe(recipe).smoke, labels, image_override=image, values=job_values(data)
@@ -333,8 +333,6 @@ def _image_env(client: Any, image: str) -> dict[str, str]:
 
 def resolve_image(client: Any, ref: str, progress: Callable[[str], None]) -> str:
     """``rocm-buildkit/<profile>`` (no tag) names one of our image profiles: build or reuse it."""
-    from buildkit import image as images
-
     if ref.startswith(images.REPOSITORY_PREFIX) and ":" not in ref:
         profile = ref[len(images.REPOSITORY_PREFIX) :]
         if profile in images.PROFILES:

@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from buildkit import __version__
+from buildkit import manifest as manifests
 from buildkit.docker_engine import throwaway
 from buildkit.errors import BuildFailed, NotReproducible, UsageError
 from buildkit.fsutil import atomic_write
@@ -61,7 +63,7 @@ BUILDER_ID = "https://github.com/rocm-buildkit/rocm-buildkit/builder/buildkit-bu
 SUFFIX = ".intoto.json"
 SIGNING_KEY_ENV = "BUILDKIT_SIGNING_KEY"
 #: the default build interpreter (the Debian builder's only one); a job's own is
-#: ``build.job_interpreter(job)`` (``/opt/python/cp312-cp312/bin/python`` for a cp312 job)
+#: ``build.toolchain.job_interpreter(job)`` (``/opt/python/cp312-cp312/bin/python`` for a cp312 job)
 BUILDER_PYTHON = "/opt/python/cp313-cp313/bin/python"
 
 
@@ -203,8 +205,6 @@ def statement(wheel_name: str, sha256: str, manifest: Mapping[str, Any]) -> dict
 
 
 def _buildkit_version() -> str:
-    from buildkit import __version__
-
     return __version__
 
 
@@ -216,6 +216,7 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def keyid(public_key: Ed25519PublicKey) -> str:
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     return hashlib.sha256(public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)).hexdigest()
@@ -236,6 +237,7 @@ def envelope(statement_data: Mapping[str, Any], key: Ed25519PrivateKey | None) -
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -252,6 +254,7 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
@@ -319,8 +322,8 @@ def attach(
 ) -> dict[str, Any]:
     """Add ``manifest["provenance"]`` and write the attestation beside ``wheel``; returns the manifest.
 
-    Called by build.py just before the manifest is written, in the wheel's staging folder, so the
-    attestation moves into the output together with the wheel.
+    Called by :func:`record` (the build job's hook) just before the manifest is written, in the
+    wheel's staging folder, so the attestation moves into the output together with the wheel.
     """
     key = signing_key(env)
     provenance: dict[str, Any] = {
@@ -350,9 +353,8 @@ def verify_attestation(
     Raises :class:`NotReproducible` (exit 12) naming what failed: no signature, a signature that
     does not verify, a statement of another type, or a subject whose name/sha256 is not the wheel's.
     """
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
     from cryptography.exceptions import InvalidSignature
-
-    from buildkit.manifest import sha256_file
 
     path = path or attestation_path(wheel)
     payload_type, payload, signatures = _read_envelope(path)
@@ -394,7 +396,7 @@ def verify_attestation(
     subjects = stmt.get("subject")
     if not isinstance(subjects, list):
         raise NotReproducible(f"{path}: the statement's subject is not a list")
-    actual = sha256_file(wheel)
+    actual = manifests.sha256_file(wheel)
     named = []
     for subject in subjects:
         name = subject.get("name") if isinstance(subject, dict) else None
@@ -461,10 +463,9 @@ def record(
     interpreter: str = BUILDER_PYTHON,
     run_id: str | None = None,
 ) -> Path:
-    """Re-write the manifest beside ``wheel`` with its provenance and the attestation (build.py's hook);
-    ``interpreter`` is the job's build Python, whose packages are recorded."""
-    from buildkit import manifest as manifests
-
+    """Re-write the manifest beside ``wheel`` with its provenance and the attestation (the hook of
+    :mod:`buildkit.build.job`); ``interpreter`` is the job's build Python, whose packages are
+    recorded; ``run_id`` the build the probe container belongs to."""
     data = manifests.read(wheel)
     data.pop("schema", None)
     data.pop("schema_version", None)

@@ -86,9 +86,9 @@ def test_umask_is_read_without_changing_it() -> None:
 # --------------------------------------------------------------------------- one writer
 #: the os.replace calls outside fsutil, each with why it is not a single-file write
 RENAMES_ALLOWED: dict[tuple[str, str], str] = {
-    ("buildkit/build/__init__.py", "_swap_into"): "swaps a whole job folder into --out (and back on failure)",
-    ("buildkit/build/__init__.py", "discard_output"): "renames a stale job folder aside before removing it",
-    ("buildkit/build/__init__.py", "sweep_debris"): "puts back a job folder a killed swap left aside",
+    ("buildkit/build/output.py", "_swap_into"): "swaps a whole job folder into --out (and back on failure)",
+    ("buildkit/build/output.py", "discard_output"): "renames a stale job folder aside before removing it",
+    ("buildkit/build/staging.py", "sweep_debris"): "puts back a job folder a killed swap left aside",
     ("buildkit/publish/index.py", "add_wheels"): (
         "moves a wheel copied by copy_verified (streamed, hashed and fsynced while copied) into place"
     ),
