@@ -54,7 +54,7 @@ def compile_seconds(log_text: str) -> float:
 
 
 def main() -> None:
-    from buildkit.build import ccache_volume
+    from buildkit.build.cibw import ccache_volume
     from buildkit.docker_engine import connect
     from buildkit.image import ensure_image
     from buildkit.plan import expand
@@ -102,7 +102,8 @@ def main() -> None:
         one_compile = compile_seconds(log.read_text())
 
         # the same project through cibuildwheel alone (same image and environment, no buildkit)
-        from buildkit.build import HOST_CA_BUNDLE, cibw
+        from buildkit.build import cibw
+        from buildkit.build.staging import HOST_CA_BUNDLE
 
         with_ca = HOST_CA_BUNDLE.is_file()
         if with_ca:  # pip in the container needs the host's CA bundle, as in buildkit's own runs

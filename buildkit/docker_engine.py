@@ -1,16 +1,31 @@
-"""Connect to the Docker engine the user means: ``DOCKER_HOST``, else the current docker context.
+"""The Docker engine: connecting to the one the user means, and the one owner of throwaway containers.
 
-``from_env()`` honours ``DOCKER_HOST``/``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH`` but not
+Connecting: ``from_env()`` honours ``DOCKER_HOST``/``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH`` but not
 ``docker context use``; :func:`connect` reads the current context (``DOCKER_CONTEXT`` or the CLI's
 ``config.json``) through the SDK's own context API, so a remote build host works the same way as the
 local socket. A daemon that does not answer raises :class:`~buildkit.errors.DockerUnavailable`
 (exit 8) naming the endpoint it tried.
+
+Throwaway containers: :func:`throwaway` is the only place buildkit creates a container (the toolchain
+and build-environment probes, the ceilings reader, smoke tests); cibuildwheel creates its own, with
+:func:`container_labels` passed through its ``create_args``. Every one carries the label
+``io.rocm-buildkit.container=<purpose>`` (:data:`CONTAINER_LABEL`), a build's also
+``io.rocm-buildkit.run=<build id>`` (:data:`RUN_LABEL`), and is removed when the ``with`` block
+ends, also on an exception or Ctrl-C, even one that came while the engine was still creating it (it
+is then found by its unique name). What a hard kill leaves behind, :func:`prune_containers` (``buildkit
+image prune --containers``) removes. ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` keeps them for debugging
+(their names are printed on stderr), as cibuildwheel's ``CIBW_DEBUG_KEEP_CONTAINER`` does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import docker.context
 import docker.errors
@@ -91,3 +106,199 @@ def connect(*, timeout: int = DEFAULT_TIMEOUT) -> DockerClient:
     except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
         raise _unavailable(where, exc) from None
     return client
+
+
+# --------------------------------------------------------------------------- throwaway containers
+#: the one label key of every container buildkit makes (value: its purpose, e.g. ``smoke``)
+CONTAINER_LABEL = "io.rocm-buildkit.container"
+#: the build a container belongs to (value: the build's own id), so that the cleanup after a failure
+#: or Ctrl-C removes exactly that build's containers, never another build's on the same engine
+RUN_LABEL = "io.rocm-buildkit.run"
+#: ``=1``: leave throwaway containers in place (names printed on stderr) to look inside them
+KEEP_ENV = "BUILDKIT_DEBUG_KEEP_CONTAINER"
+PRUNE_HINT = "`buildkit image prune --containers`"
+
+Warn = Callable[[str], None]
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def keep_containers(env: Mapping[str, str] | None = None) -> bool:
+    """True when :data:`KEEP_ENV` asks to keep the containers (``1``, ``true``, ``yes``)."""
+    value = (os.environ if env is None else env).get(KEEP_ENV, "")
+    return value.strip().lower() in ("1", "true", "yes")
+
+
+def container_labels(purpose: str, run_id: str | None = None) -> dict[str, str]:
+    """The labels of a container made for ``purpose`` (in the build ``run_id``, if any)."""
+    labels = {CONTAINER_LABEL: purpose}
+    if run_id is not None:
+        labels[RUN_LABEL] = run_id
+    return labels
+
+
+def run_filter(run_id: str) -> str:
+    """The ``docker ps --filter`` value that selects the containers of one build."""
+    return f"label={RUN_LABEL}={run_id}"
+
+
+@dataclass(frozen=True)
+class Exited:
+    """How a started throwaway container ended: its exit code and its two output streams."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+class Throwaway:
+    """A container made by :func:`throwaway`: what its users do with it while it exists."""
+
+    def __init__(self, container: Any, name: str, purpose: str) -> None:
+        self.container = container
+        self.name = name
+        self.purpose = purpose
+
+    @property
+    def short_id(self) -> str:
+        return str(self.container.short_id)
+
+    def start(self) -> None:
+        self.container.start()
+
+    def wait(self, timeout: int | None = None) -> Exited:
+        """Wait for the command to end (``timeout`` seconds at most: the engine client raises
+        ``ReadTimeout`` after that); its exit code and output."""
+        status = self.container.wait() if timeout is None else self.container.wait(timeout=timeout)
+        code = int(status.get("StatusCode", 1)) if isinstance(status, dict) else 1
+        out: bytes = self.container.logs(stdout=True, stderr=False)
+        err: bytes = self.container.logs(stdout=False, stderr=True)
+        return Exited(code, out, err)
+
+    def run(self, timeout: int | None = None) -> Exited:
+        """Start the command and wait for it (:meth:`wait`)."""
+        self.start()
+        return self.wait(timeout)
+
+    def get_archive(self, path: str) -> tuple[Any, Any]:
+        """A tar stream of ``path`` in the container (one request), and its stat."""
+        stream, stat = self.container.get_archive(path)
+        return stream, stat
+
+    def put_archive(self, path: str, data: Any) -> bool:
+        """Extract the tar ``data`` at ``path`` in the container; False when the engine refused."""
+        return bool(self.container.put_archive(path, data))
+
+    def exec_run(self, command: Sequence[str], **kwargs: Any) -> Any:
+        return self.container.exec_run(list(command), **kwargs)
+
+
+def _remove(client: Any, container: Any, name: str, purpose: str, warn: Warn) -> None:
+    """Remove the container (found by ``name`` when its creation was interrupted); a failure is
+    said, never raised: the error that ended the block is the one the caller must see."""
+    try:
+        if container is None:
+            try:
+                container = client.containers.get(name)
+            except docker.errors.NotFound:
+                return  # the engine never made it
+        container.remove(force=True)
+    except docker.errors.NotFound:
+        pass
+    except Exception as exc:
+        warn(f"warning: could not remove the {purpose} container {name}: {exc}; {PRUNE_HINT} removes it")
+
+
+@contextlib.contextmanager
+def throwaway(
+    client: Any,
+    image: str,
+    command: Sequence[str],
+    *,
+    purpose: str,
+    run_id: str | None = None,
+    network: bool = False,
+    environment: Mapping[str, str] | None = None,
+    entrypoint: Sequence[str] | None = None,
+    devices: Sequence[str] = (),
+    group_add: Sequence[str] = (),
+    warn: Warn = _stderr,
+) -> Iterator[Throwaway]:
+    """A container of ``image`` created (not started) for ``purpose``, removed when the block ends.
+
+    ``network=False``: the container has no network at all (``--network none``). The container's
+    name is unique (``buildkit-<purpose>-<random>``) so that one whose creation was interrupted
+    (Ctrl-C between the engine's create and the answer) is still found and removed. With
+    ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` it is kept and its name said through ``warn`` (stderr).
+    """
+    name = f"buildkit-{purpose}-{uuid.uuid4().hex[:12]}"
+    create: dict[str, Any] = {
+        "name": name,
+        "labels": container_labels(purpose, run_id),
+        "network_mode": "bridge" if network else "none",
+        "detach": True,
+    }
+    if environment:
+        create["environment"] = dict(environment)
+    if entrypoint is not None:
+        create["entrypoint"] = list(entrypoint)
+    if devices:
+        create["devices"] = list(devices)
+    if group_add:
+        create["group_add"] = list(group_add)
+    container = None
+    try:
+        container = client.containers.create(image, list(command), **create)
+        yield Throwaway(container, name, purpose)
+    finally:
+        if keep_containers():
+            warn(f"{KEEP_ENV}: kept the {purpose} container {name} (remove it with {PRUNE_HINT})")
+        else:
+            _remove(client, container, name, purpose, warn)
+
+
+def remove_run_containers(client: Any, run_id: str) -> bool:
+    """Remove the containers of the build ``run_id`` (cibuildwheel's too); False when that was
+    impossible (the engine does not answer), so that the caller can tell the user what to clean up.
+    With ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` nothing is removed (and True returned)."""
+    if keep_containers():
+        return True
+    try:
+        containers = list(client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}))
+    except Exception:
+        return False
+    removed = True
+    for container in containers:
+        try:
+            container.remove(force=True)
+        except Exception as exc:
+            removed = removed and getattr(exc, "status_code", None) == 404  # already gone
+    return removed
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """One container removed by :func:`prune_containers`."""
+
+    name: str
+    purpose: str
+    run_id: str | None
+    status: str  # the engine's state when it was removed: "running", "exited", "created"
+
+
+def prune_containers(client: Any) -> list[Pruned]:
+    """Remove every container carrying :data:`CONTAINER_LABEL` (what killed runs left behind,
+    running ones too: run it when no buildkit command runs on this engine). Engine errors
+    (:data:`ENGINE_ERRORS`) are raised; a container already gone is skipped."""
+    removed: list[Pruned] = []
+    for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
+        labels = dict(container.labels or {})
+        try:
+            container.remove(force=True)
+        except docker.errors.NotFound:
+            continue
+        purpose, run_id = labels.get(CONTAINER_LABEL, ""), labels.get(RUN_LABEL)
+        removed.append(Pruned(str(container.name), purpose, run_id, str(container.status)))
+    return removed

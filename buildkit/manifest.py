@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from buildkit.fsutil import atomic_write
 
 SCHEMA = "rocm-buildkit/manifest"
 SCHEMA_VERSION = 1
@@ -47,12 +48,8 @@ def render(data: Mapping[str, Any]) -> str:
 
 
 def write(wheel: Path, data: Mapping[str, Any]) -> Path:
-    """Write the manifest of ``wheel`` atomically (temp file + rename in the same folder)."""
-    target = manifest_path(wheel)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(render(data), encoding="utf-8")
-    os.replace(tmp, target)
-    return target
+    """Write the manifest of ``wheel`` atomically (:func:`~buildkit.fsutil.atomic_write`)."""
+    return atomic_write(manifest_path(wheel), render(data))
 
 
 def read(wheel: Path) -> dict[str, Any]:

@@ -38,12 +38,15 @@ from typing import IO, Any
 
 from packaging.utils import parse_wheel_filename
 
+from buildkit import image as images
+from buildkit import manifest
+from buildkit.docker_engine import Throwaway, throwaway
 from buildkit.errors import DockerUnavailable, SmokeFailed, UsageError, WheelReadError
+from buildkit.recipe import load_recipe
 
 WORKDIR = "/bk-smoke"  # put_archive at "/": the one folder every image has
 VENV = f"{WORKDIR}/venv"
 GPU_LABEL = "gpu"
-LABEL = "io.rocm-buildkit.smoke"
 OUTPUT_LIMIT = 64 * 1024
 DEFAULT_TIMEOUT = 900
 CA_CANDIDATES = ("/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt")
@@ -217,9 +220,6 @@ def choose_specs(
     if recipe is not None:
         if imports or commands:
             raise UsageError("--import/--command and --recipe exclude each other")
-        from buildkit import manifest
-        from buildkit.recipe import load_recipe
-
         data = manifest.read(wheel) if manifest.manifest_path(wheel).is_file() else None
         return specs_from_recipe(
             load_recipe(recipe).smoke, labels, image_override=image, values=job_values(data)
@@ -298,7 +298,7 @@ def write_payload(stream: IO[bytes], wheel: Path, wheelhouse: Path | None, ca_bu
 class _Container:
     """A running throwaway container and the environment its steps run with."""
 
-    def __init__(self, container: Any, env: dict[str, str], timeout_prefix: list[str]) -> None:
+    def __init__(self, container: Throwaway, env: dict[str, str], timeout_prefix: list[str]) -> None:
         self.container = container
         self.env = env
         self.timeout_prefix = timeout_prefix
@@ -333,8 +333,6 @@ def _image_env(client: Any, image: str) -> dict[str, str]:
 
 def resolve_image(client: Any, ref: str, progress: Callable[[str], None]) -> str:
     """``rocm-buildkit/<profile>`` (no tag) names one of our image profiles: build or reuse it."""
-    from buildkit import image as images
-
     if ref.startswith(images.REPOSITORY_PREFIX) and ":" not in ref:
         profile = ref[len(images.REPOSITORY_PREFIX) :]
         if profile in images.PROFILES:
@@ -369,19 +367,18 @@ def run_smoke(
     spec = replace(spec, image=resolve_image(client, spec.image, progress))
     image_env = _image_env(client, spec.image)
     ca_bundle = host_ca_bundle() if index_url else None
-    create: dict[str, Any] = {
-        "entrypoint": ["sleep"],
-        "command": ["infinity"],
-        "labels": {LABEL: spec.name},
-        "detach": True,
-        "network_mode": "bridge" if index_url else "none",
-    }
-    if gpu is not None:
-        create["devices"] = list(gpu.devices)
-        create["group_add"] = list(gpu.groups)
-    container = client.containers.create(spec.image, **create)
     steps: list[Step] = []
-    try:
+    with throwaway(
+        client,
+        spec.image,
+        ["infinity"],
+        purpose="smoke",
+        entrypoint=["sleep"],
+        network=bool(index_url),
+        devices=gpu.devices if gpu is not None else (),
+        group_add=gpu.groups if gpu is not None else (),
+        warn=lambda line: progress(f"[{spec.name}] {line}"),
+    ) as container:
         with tempfile.TemporaryFile() as payload:
             write_payload(payload, wheel, wheelhouse, ca_bundle)
             try:
@@ -447,11 +444,6 @@ def run_smoke(
             step = box.run("command", command, ["sh", "-c", command])
             steps.append(step)
             progress(f"[{spec.name}] $ {command}: {'ok' if step.passed else 'FAILED: ' + step.error()}")
-    finally:
-        try:
-            container.remove(force=True)
-        except Exception as exc:  # the container must go; say so when it cannot
-            progress(f"[{spec.name}] warning: could not remove container {container.short_id}: {exc}")
     failures = [s for s in steps if s.kind in ("import", "command") and not s.passed]
     if failures:
         reason = "; ".join(f"{s.kind} {s.what}: {s.error()}" for s in failures)

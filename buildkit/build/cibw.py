@@ -20,6 +20,7 @@ channel between the host and the build container, so it is deliberately small:
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -47,7 +48,7 @@ HOST_PASSTHROUGH = (
     "REQUESTS_CA_BUNDLE",
 )
 
-#: where the staged source carries the CA bundle for pip inside the container (see build.py)
+#: where the staged source carries the CA bundle for pip inside the container (see buildkit.build.staging)
 CONTAINER_CA_PATH = "/project/.buildkit/ca-bundle.crt"
 #: the pip constraints of the build (the torch pin), staged beside it; pip applies PIP_CONSTRAINT to
 #: the isolated build environment too, so the extension compiles against the pinned torch
@@ -229,3 +230,9 @@ def has_url_credentials(value: str) -> bool:
 def describe(options: Mapping[str, str], keys: Sequence[str] | None = None) -> list[str]:
     """``KEY=value`` lines for the job log."""
     return [f"{k}={options[k]}" for k in (keys or sorted(options))]
+
+
+def ccache_volume(job: Job, image_tag: str) -> str:
+    """One compiler-cache volume per (image, job): jobs with other flags or toolchains never share."""
+    key = hashlib.sha256(f"{image_tag}\0{job.id}".encode()).hexdigest()[:12]
+    return f"rocm-buildkit-ccache-{key}"

@@ -41,7 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from buildkit import __version__
+from buildkit import manifest as manifests
+from buildkit.docker_engine import throwaway
 from buildkit.errors import BuildFailed, NotReproducible, UsageError
+from buildkit.fsutil import atomic_write
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -58,9 +62,8 @@ BUILD_TYPE = "https://github.com/rocm-buildkit/rocm-buildkit/buildtypes/cibuildw
 BUILDER_ID = "https://github.com/rocm-buildkit/rocm-buildkit/builder/buildkit-build"
 SUFFIX = ".intoto.json"
 SIGNING_KEY_ENV = "BUILDKIT_SIGNING_KEY"
-PROBE_LABEL = "io.rocm-buildkit.build.provenance-probe"
 #: the default build interpreter (the Debian builder's only one); a job's own is
-#: ``build.job_interpreter(job)`` (``/opt/python/cp312-cp312/bin/python`` for a cp312 job)
+#: ``build.toolchain.job_interpreter(job)`` (``/opt/python/cp312-cp312/bin/python`` for a cp312 job)
 BUILDER_PYTHON = "/opt/python/cp313-cp313/bin/python"
 
 
@@ -98,10 +101,14 @@ def parse_environment_listing(text: str) -> dict[str, Any]:
 
 
 def build_environment(
-    client: Any, image_id: str, image_tag: str, interpreter: str = BUILDER_PYTHON
+    client: Any,
+    image_id: str,
+    image_tag: str,
+    interpreter: str = BUILDER_PYTHON,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Packages of the builder image as seen by ``interpreter`` (cached by image id and interpreter:
-    an image id names its exact content)."""
+    an image id names its exact content); ``run_id``: the build the probe container belongs to."""
     safe = image_id.replace(":", "_").replace("/", "_")
     home = Path(interpreter).parent.parent.name or "python"  # /opt/python/cp312-cp312/bin/python
     cached = cache_dir() / f"{safe}--{home}.json"
@@ -112,41 +119,27 @@ def build_environment(
                 return data
         except (OSError, json.JSONDecodeError):
             pass
-    raw = _probe(client, image_tag, image_id, interpreter)
+    raw = _probe(client, image_tag, image_id, interpreter, run_id)
     data = {"image_id": image_id, "interpreter": interpreter, **parse_environment_listing(raw.decode())}
     cached.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cached.with_name(f".{cached.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, cached)
+    atomic_write(cached, json.dumps(data, indent=1, sort_keys=True) + "\n")
     return data
 
 
-def _probe(client: Any, image_tag: str, image_id: str, interpreter: str = BUILDER_PYTHON) -> bytes:
+def _probe(
+    client: Any, image_tag: str, image_id: str, interpreter: str = BUILDER_PYTHON, run_id: str | None = None
+) -> bytes:
     """Run the listing script in a throwaway container, removed in every case (Ctrl-C too)."""
-    container = client.containers.create(
-        image_tag,
-        ["sh", "-c", environment_script(interpreter)],
-        network_disabled=True,
-        labels={PROBE_LABEL: image_id},
-    )
-    try:
-        container.start()
-        status = container.wait()
-        code = int(status.get("StatusCode", 1)) if isinstance(status, dict) else 1
-        out: bytes = container.logs(stdout=True, stderr=False)
-        if code != 0:
-            err = container.logs(stdout=False, stderr=True).decode(errors="replace").strip()
-            raise BuildFailed(
-                f"listing the packages of the builder image {image_tag} failed (exit {code}): {err[-2000:]}"
-            )
-        return out
-    finally:
-        try:
-            container.remove(force=True)
-        except Exception as exc:  # the container must go; say so when it cannot
-            print(
-                f"warning: could not remove the probe container {container.short_id}: {exc}", file=sys.stderr
-            )
+    script = ["sh", "-c", environment_script(interpreter)]
+    with throwaway(client, image_tag, script, purpose="provenance", run_id=run_id) as box:
+        done = box.run()
+    if done.exit_code != 0:
+        err = done.stderr.decode(errors="replace").strip()
+        code = done.exit_code
+        raise BuildFailed(
+            f"listing the packages of the builder image {image_tag} failed (exit {code}): {err[-2000:]}"
+        )
+    return done.stdout
 
 
 def build_backend(source: Path, wheel: Path, isolation: bool) -> dict[str, Any]:
@@ -212,8 +205,6 @@ def statement(wheel_name: str, sha256: str, manifest: Mapping[str, Any]) -> dict
 
 
 def _buildkit_version() -> str:
-    from buildkit import __version__
-
     return __version__
 
 
@@ -225,6 +216,7 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def keyid(public_key: Ed25519PublicKey) -> str:
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     return hashlib.sha256(public_key.public_bytes(Encoding.Raw, PublicFormat.Raw)).hexdigest()
@@ -245,6 +237,7 @@ def envelope(statement_data: Mapping[str, Any], key: Ed25519PrivateKey | None) -
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import load_pem_private_key
 
@@ -261,6 +254,7 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
@@ -290,12 +284,6 @@ def companions(wheel: Path) -> list[Path]:
     return [path] if path.exists() else []
 
 
-def _write_atomic(path: Path, data: Mapping[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
 @dataclass(frozen=True)
 class Attestation:
     path: Path
@@ -316,7 +304,7 @@ def write_attestation(wheel: Path, manifest: Mapping[str, Any], key: Ed25519Priv
     wheel_info = manifest["wheel"]
     data = envelope(statement(wheel_info["filename"], wheel_info["sha256"], manifest), key)
     path = attestation_path(wheel)
-    _write_atomic(path, data)
+    atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return Attestation(path, key is not None, keyid(key.public_key()) if key is not None else None)
 
 
@@ -330,15 +318,16 @@ def attach(
     isolation: bool,
     env: Mapping[str, str] | None = None,
     interpreter: str = BUILDER_PYTHON,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Add ``manifest["provenance"]`` and write the attestation beside ``wheel``; returns the manifest.
 
-    Called by build.py just before the manifest is written, in the wheel's staging folder, so the
-    attestation moves into the output together with the wheel.
+    Called by :func:`record` (the build job's hook) just before the manifest is written, in the
+    wheel's staging folder, so the attestation moves into the output together with the wheel.
     """
     key = signing_key(env)
     provenance: dict[str, Any] = {
-        "build_environment": build_environment(client, image.id, image.tag, interpreter),
+        "build_environment": build_environment(client, image.id, image.tag, interpreter, run_id),
         "build_backend": build_backend(source, wheel, isolation),
         "build_isolation": isolation,
     }
@@ -364,9 +353,8 @@ def verify_attestation(
     Raises :class:`NotReproducible` (exit 12) naming what failed: no signature, a signature that
     does not verify, a statement of another type, or a subject whose name/sha256 is not the wheel's.
     """
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
     from cryptography.exceptions import InvalidSignature
-
-    from buildkit.manifest import sha256_file
 
     path = path or attestation_path(wheel)
     payload_type, payload, signatures = _read_envelope(path)
@@ -408,7 +396,7 @@ def verify_attestation(
     subjects = stmt.get("subject")
     if not isinstance(subjects, list):
         raise NotReproducible(f"{path}: the statement's subject is not a list")
-    actual = sha256_file(wheel)
+    actual = manifests.sha256_file(wheel)
     named = []
     for subject in subjects:
         name = subject.get("name") if isinstance(subject, dict) else None
@@ -473,11 +461,11 @@ def record(
     isolation: bool,
     env: Mapping[str, str] | None = None,
     interpreter: str = BUILDER_PYTHON,
+    run_id: str | None = None,
 ) -> Path:
-    """Re-write the manifest beside ``wheel`` with its provenance and the attestation (build.py's hook);
-    ``interpreter`` is the job's build Python, whose packages are recorded."""
-    from buildkit import manifest as manifests
-
+    """Re-write the manifest beside ``wheel`` with its provenance and the attestation (the hook of
+    :mod:`buildkit.build.job`); ``interpreter`` is the job's build Python, whose packages are
+    recorded; ``run_id`` the build the probe container belongs to."""
     data = manifests.read(wheel)
     data.pop("schema", None)
     data.pop("schema_version", None)
@@ -490,5 +478,6 @@ def record(
         isolation=isolation,
         env=env,
         interpreter=interpreter,
+        run_id=run_id,
     )
     return manifests.write(wheel, data)

@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from buildkit import manifest as manifests
+from buildkit.build.job import BuildOptions, build_one
+from buildkit.build.staging import fetch_source, run_prebuild_checks
+from buildkit.docker_engine import connect
 from buildkit.errors import ArchError, BuildFailed, GateFailed, UsageError
+from buildkit.image import ensure_image
+from buildkit.image.ceilings import ceilings_from_images
+from buildkit.plan import expand
+from buildkit.recipe import load_recipe
 
 Echo = Callable[[str], None]
 DIFFOSCOPE_TIMEOUT = 600
@@ -264,8 +271,6 @@ def _environ(name: str, value: str | None) -> Iterator[None]:
 
 
 def _image_for(client: Any, data: dict[str, Any], profile: str, echo: Echo, notes: list[str]) -> Any:
-    from buildkit.image import ensure_image
-
     recorded = data.get("image", {})
     current = ensure_image(profile, client=client, progress=echo)
     image: Any = current
@@ -307,10 +312,6 @@ def verify_rebuild(
     verbose: bool = False,
 ) -> VerifyResult:
     """Rebuild the job recorded beside ``wheel`` and compare; see the module docstring."""
-    from buildkit.build import BuildOptions, build_one, fetch_source, run_prebuild_checks
-    from buildkit.image.ceilings import ceilings_from_images
-    from buildkit.plan import expand
-    from buildkit.recipe import load_recipe
 
     if keep is not None:
         prepare_keep(keep)
@@ -340,8 +341,6 @@ def verify_rebuild(
         result.notes.append("the job expands differently now: " + ", ".join(changed) + " differ")
 
     if client is None:
-        from buildkit.docker_engine import connect
-
         client = connect()
     image = _image_for(client, data, job.image_profile, echo, result.notes)
     isolation = bool(data.get("provenance", {}).get("build_isolation", True))

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
-from buildkit.build import BuildOptions, build_plan, render_summary
+from buildkit.build import build_plan
+from buildkit.build.job import BuildOptions
+from buildkit.build.summary import render_summary
 from buildkit.errors import BuildFailed, GateFailed
 from buildkit.image.ceilings import ceilings_from_images
 from buildkit.plan import check_strict, expand, printable

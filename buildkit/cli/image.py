@@ -1,4 +1,5 @@
-"""``buildkit image build|ls|prune|seed``: builder images (logic in buildkit.image, buildkit.image.seed)."""
+"""``buildkit image build|ls|prune|seed``: builder images (logic in buildkit.image, buildkit.image.seed);
+``prune --containers``: buildkit's leftover containers (logic in buildkit.docker_engine)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import click
 
 from buildkit import image as images
-from buildkit.docker_engine import connect
+from buildkit.docker_engine import CONTAINER_LABEL, ENGINE_ERRORS, connect, engine_failed, prune_containers
 from buildkit.image import seed as seeding
 
 
@@ -60,8 +61,27 @@ def ls() -> None:
 
 @image.command("prune")
 @click.option("--all", "remove_all", is_flag=True, help="Remove all our images, current ones too.")
-def prune(remove_all: bool) -> None:
-    """Remove our images whose Dockerfile or context changed since they were built."""
+@click.option(
+    "--containers",
+    is_flag=True,
+    help=f"Remove the containers labelled {CONTAINER_LABEL} instead (left by killed runs; "
+    "running ones too: use it when no buildkit command runs on this engine).",
+)
+def prune(remove_all: bool, containers: bool) -> None:
+    """Remove our images whose Dockerfile or context changed since they were built; with
+    --containers, every container buildkit or its cibuildwheel runs made that is still there."""
+    if containers:
+        if remove_all:
+            raise click.UsageError("--all is for images; --containers removes every labelled container")
+        try:
+            pruned = prune_containers(connect())
+        except ENGINE_ERRORS as exc:
+            raise engine_failed(exc, during="removing the labelled containers") from None
+        for box in pruned:
+            run = f", build {box.run_id}" if box.run_id else ""
+            click.echo(f"removed container {box.name} ({box.purpose}{run}; was {box.status})")
+        click.echo(f"{len(pruned)} container(s) removed", err=True)
+        return
     removed = images.prune_images(connect(), remove_all=remove_all)
     for info in removed:
         click.echo(f"removed {', '.join(info.tags) or info.id[7:19]} ({_size(info.size)})")

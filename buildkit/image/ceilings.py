@@ -2,16 +2,15 @@
 
 A wheel runs in an image when every versioned symbol it needs (``GLIBC_2.34``, ``GLIBCXX_3.4.30``)
 is defined by the image's libc / libm / libstdc++ / libgcc_s. :func:`read_image_ceilings` reads the
-version definitions (``.gnu.version_d``, pyelftools) of those libraries out of the image and returns
-the highest ``GLIBC`` / ``GLIBCXX`` / ``CXXABI`` / ``GCC`` version each prefix reaches, plus the
-newest manylinux policy (auditwheel's policy data, :mod:`buildkit.policy`) whose ceilings all fit.
+version definitions (``.gnu.version_d``, parsed by :mod:`buildkit.inspect.verdef`) of those
+libraries out of the image and returns the highest ``GLIBC`` / ``GLIBCXX`` / ``CXXABI`` / ``GCC``
+version each prefix reaches, plus the newest manylinux policy (auditwheel's policy data,
+:mod:`buildkit.policy`) whose ceilings all fit.
 
-Nothing from the image is run: a container is *created* (never started), the libraries are copied
-out with ``container.get_archive`` (one file per request, never the whole filesystem), symlinks in
-the returned archives (``libstdc++.so.6 -> libstdc++.so.6.0.30``, absolute or relative) are resolved
-here, inside the image's tree, and the container is removed afterwards, also on error or Ctrl-C.
-Directory symlinks on the way (``/lib -> usr/lib`` on merged-/usr systems) are resolved by the
-engine within the container's root.
+Nothing from the image is run (:mod:`buildkit.image.libraries` reads the libraries out of a
+created, never started container: a :func:`buildkit.docker_engine.throwaway` with the label
+``io.rocm-buildkit.container=ceilings``, removed afterwards, also on error or Ctrl-C). This module
+owns the rest: the image lookup, the ceilings and the policy match, the disk cache, the reports.
 
 Results are cached by image id in ``$XDG_CACHE_HOME/rocm-buildkit/ceilings/<id>.json`` (default
 ``~/.cache``). The cache holds only what was read (libraries, paths, definitions); the policy match
@@ -26,13 +25,9 @@ leaving it out would make the image look *more* permissive than it is. Nothing i
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import posixpath
 import re
-import tarfile
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,33 +35,16 @@ from typing import Any
 
 import docker.errors
 from docker.client import DockerClient
-from elftools.common.exceptions import ELFError
-from elftools.elf.elffile import ELFFile
-from elftools.elf.gnuversions import GNUVerDefSection
 
+from buildkit.docker_engine import connect
 from buildkit.errors import DockerUnavailable, UsageError
-from buildkit.policy import CEILING_PREFIXES, Policy, policies, split_symbol_version, version_tuple
+from buildkit.fsutil import atomic_write
+from buildkit.image.libraries import LibraryVersions, check_libraries, read_libraries
+from buildkit.policy import CEILING_PREFIXES, Policy, policies, version_tuple
 
 SCHEMA_VERSION = 1
 CACHE_SCHEMA = 3  # 3: readings with an unreadable library are refused, never cached
-MAX_LIBRARY_BYTES = 256 * 1024 * 1024  # a libc/libstdc++ is a few MiB; refuse absurd files
-MAX_SYMLINK_HOPS = 40  # as the kernel's ELOOP limit
-VER_FLG_BASE = 0x1  # the verdef entry naming the file itself (its SONAME), not a version
 
-#: library -> the SONAME looked up; the prefixes each library is expected to define
-LIBRARIES: tuple[tuple[str, str], ...] = (
-    ("libc", "libc.so.6"),
-    ("libm", "libm.so.6"),
-    ("libstdc++", "libstdc++.so.6"),
-    ("libgcc_s", "libgcc_s.so.1"),
-)
-#: SONAME -> the version prefix a genuine copy of it always defines (libm defines GLIBC_* too)
-EXPECTED_PREFIX: dict[str, str] = {
-    "libc.so.6": "GLIBC",
-    "libm.so.6": "GLIBC",
-    "libstdc++.so.6": "GLIBCXX",
-    "libgcc_s.so.1": "GCC",
-}
 PROVIDERS: dict[str, str] = {
     "GLIBC": "libc.so.6",
     "GLIBCXX": "libstdc++.so.6",
@@ -82,73 +60,10 @@ _ARCHES: dict[str, tuple[str, str]] = {
     "s390x": ("s390x", "s390x-linux-gnu"),
 }
 
-_LABEL = "io.rocm-buildkit.purpose"
-# glibc's banner (what `gnu_get_libc_version` and running libc.so.6 print), read as bytes, not run
-_GLIBC_BANNER = re.compile(rb"GNU C Library [^\n\0]{0,200}? release version (\d+\.\d+)")
 _MANYLINUX_GLIBC = re.compile(r"^manylinux_(\d+)_(\d+)$")
-_SYMLINK_LOOP = re.compile(r"too many (?:levels of symbolic )?links", re.IGNORECASE)
-
-
-def search_dirs(triplet: str) -> tuple[str, ...]:
-    """The usual library directories, in the order the dynamic loader's defaults would try them."""
-    return (f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
 
 # --------------------------------------------------------------------------- data
-@dataclass(frozen=True)
-class LibraryVersions:
-    """One library as found in the image.
-
-    ``path`` is the regular file finally read (``None`` when not found), ``chain`` the symlinks
-    followed to it (``("/usr/lib/x86_64-linux-gnu/libstdc++.so.6",)``), ``definitions`` the version
-    names it defines (``"GLIBCXX_3.4.30"``, ``"CXXABI_TM_1"``...), sorted; ``problem`` says why a
-    library present under its name could not be read (not ELF, no version definitions, symlink loop).
-    """
-
-    soname: str
-    path: str | None
-    chain: tuple[str, ...] = ()
-    definitions: tuple[str, ...] = ()
-    problem: str | None = None
-    release: str | None = None  # libc only: "2.36" from glibc's banner
-
-    @property
-    def found(self) -> bool:
-        return self.path is not None and self.problem is None
-
-    def maxima(self) -> dict[str, str]:
-        """Highest numeric version defined per prefix (``{"GLIBC": "2.36"}``)."""
-        best: dict[str, str] = {}
-        for name in self.definitions:
-            prefix, version = split_symbol_version(name)
-            key = version_tuple(version)
-            if key is None:
-                continue
-            cur = best.get(prefix)
-            if cur is None or key > (version_tuple(cur) or ()):
-                best[prefix] = version
-        return best
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "soname": self.soname,
-            "path": self.path,
-            "chain": list(self.chain),
-            "definitions": list(self.definitions),
-            "problem": self.problem,
-            "release": self.release,
-        }
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> LibraryVersions:
-        return cls(
-            soname=str(raw["soname"]),
-            path=None if raw.get("path") is None else str(raw["path"]),
-            chain=tuple(str(c) for c in raw.get("chain", ())),
-            definitions=tuple(str(d) for d in raw.get("definitions", ())),
-            problem=None if raw.get("problem") is None else str(raw["problem"]),
-            release=None if raw.get("release") is None else str(raw["release"]),
-        )
 
 
 @dataclass(frozen=True)
@@ -328,135 +243,12 @@ def cache_dir() -> Path:
     return Path(base) / "rocm-buildkit" / "ceilings"
 
 
-def version_definitions(data: bytes) -> tuple[str, tuple[str, ...]]:
-    """``(machine, definitions)`` of an ELF image in memory: names of ``.gnu.version_d`` entries
-    without the base entry (the file's own name). Raises ``ValueError`` when not ELF."""
-    try:
-        elf = ELFFile(io.BytesIO(data))
-        machine = str(elf["e_machine"]).removeprefix("EM_").lower()
-        names: set[str] = set()
-        for section in elf.iter_sections():
-            if not isinstance(section, GNUVerDefSection):
-                continue
-            for verdef, aux in section.iter_versions():
-                if verdef["vd_flags"] & VER_FLG_BASE:
-                    continue
-                first = next(iter(aux), None)  # the first aux names the version, the rest its parents
-                if first is not None:
-                    names.add(str(first.name))
-    except (ELFError, ValueError, KeyError) as exc:
-        raise ValueError(f"not a readable ELF file: {exc}") from None
-    return machine, tuple(sorted(names))
-
-
-@dataclass(frozen=True)
-class _Member:
-    kind: str  # "file", "link", "directory", "special file", "symlink loop"
-    data: bytes = b""
-    link: str = ""
-
-
-def _read_member(container: Any, path: str) -> _Member | None:
-    """One ``get_archive`` request for ``path``: the single tar member it returns (a regular file's
-    bytes, a symlink's target), or ``None`` when the path does not exist."""
-    try:
-        stream, _stat = container.get_archive(path)
-    except docker.errors.NotFound:
-        return None
-    except docker.errors.APIError as exc:
-        # the engine resolves symlinks within the container's root itself and answers 500
-        # "evalSymlinksInScope: too many links" (ELOOP) for a loop on the way: no other signal
-        if _SYMLINK_LOOP.search(str(exc.explanation or exc)):
-            return _Member("symlink loop")
-        raise
-    buf = io.BytesIO()
-    for chunk in stream:
-        buf.write(chunk)
-        if buf.tell() > MAX_LIBRARY_BYTES + 1024 * 1024:
-            raise UsageError(f"{path} in the image is larger than {MAX_LIBRARY_BYTES} bytes: not a library")
-    buf.seek(0)
-    with tarfile.open(fileobj=buf, mode="r:") as tar:
-        member = tar.next()
-        if member is None:
-            return None
-        if member.issym():
-            return _Member("link", link=member.linkname)
-        if member.isfile():
-            handle = tar.extractfile(member)
-            assert handle is not None
-            return _Member("file", data=handle.read())
-        return _Member("directory" if member.isdir() else "special file")
-
-
-def _resolve_link(path: str, target: str) -> str:
-    """The absolute in-image path a symlink at ``path`` points to (``..`` stops at the image root)."""
-    joined = target if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
-    return "/" + posixpath.normpath("/" + joined).lstrip("/")
-
-
-def _fetch_library(container: Any, soname: str, dirs: Sequence[str]) -> LibraryVersions:
-    for directory in dirs:
-        path = posixpath.join(directory, soname)
-        chain: list[str] = []
-        for _hop in range(MAX_SYMLINK_HOPS):
-            got = _read_member(container, path)
-            if got is None:
-                break  # a dangling name here: try the next directory
-            if got.kind == "link":
-                chain.append(path)
-                path = _resolve_link(path, got.link)
-                continue
-            if got.kind == "symlink loop":
-                return LibraryVersions(soname, path, tuple(chain), problem=f"{path}: symlink loop")
-            if got.kind != "file":
-                return LibraryVersions(soname, path, tuple(chain), problem=f"{path} is a {got.kind}")
-            value = got.data
-            try:
-                _machine, names = version_definitions(value)
-            except ValueError as exc:
-                return LibraryVersions(soname, path, tuple(chain), problem=f"{path}: {exc}")
-            if not names:
-                problem = f"{path} defines no symbol versions (.gnu.version_d missing)"
-                return LibraryVersions(soname, path, tuple(chain), problem=problem)
-            expected = EXPECTED_PREFIX.get(soname)
-            if expected is not None and not any(split_symbol_version(n)[0] == expected for n in names):
-                problem = f"{path} defines no {expected}_* version: not a genuine {soname}"
-                return LibraryVersions(soname, path, tuple(chain), problem=problem)
-            release = None
-            if soname == "libc.so.6":
-                banner = _GLIBC_BANNER.search(value)
-                release = banner.group(1).decode() if banner else None
-            return LibraryVersions(soname, path, tuple(chain), names, release=release)
-        else:
-            return LibraryVersions(soname, path, tuple(chain), problem=f"{path}: symlink loop")
-    return LibraryVersions(soname, None)
-
-
 def check_image_reference(image: str) -> None:
     """Refuse what cannot be an image reference before asking the engine (UsageError, exit 2)."""
     if not image.strip():
         raise UsageError("empty image reference: give an image name (debian:trixie-slim) or id")
     if image != image.strip() or any(c.isspace() or not c.isprintable() for c in image):
         raise UsageError(f"invalid image reference {image!r}: it contains blanks or control characters")
-
-
-def check_libraries(image: str, triplet: str, libs: Sequence[LibraryVersions]) -> None:
-    """Refuse a reading the ceilings cannot be trusted from (UsageError, exit 2): no libc.so.6, or a
-    library present under its name that could not be read. Absent libstdc++ / libgcc_s are fine."""
-    libc = next((lib for lib in libs if lib.soname == "libc.so.6"), None)
-    if libc is None or libc.path is None:
-        raise UsageError(
-            f"image {image!r} has no libc.so.6 in {', '.join(search_dirs(triplet))}: "
-            "not a glibc-based image (musl images need musllinux wheels)"
-        )
-    broken = [lib for lib in libs if lib.problem is not None]
-    if broken:
-        what = "; ".join(f"{lib.soname}: {lib.problem}" for lib in broken)
-        raise UsageError(
-            f"image {image!r}: cannot read the symbol versions of {what}\n"
-            "  hint: a runtime image needs intact ELF libraries with .gnu.version_d; "
-            "its ceilings cannot be read from this one"
-        )
 
 
 def _image(client: DockerClient, image: str) -> Any:
@@ -475,37 +267,6 @@ def _image(client: DockerClient, image: str) -> Any:
         if exc.status_code == 400:  # the engine parses the reference: "invalid reference format"
             raise UsageError(f"invalid image reference {image!r}: {exc.explanation or exc}") from None
         raise DockerUnavailable(f"the Docker engine could not look up image {image!r}: {exc}") from None
-
-
-def _read_from_engine(client: DockerClient, image_id: str, triplet: str) -> tuple[LibraryVersions, ...]:
-    name = f"buildkit-ceilings-{uuid.uuid4().hex[:12]}"
-    container = None
-    try:
-        # created, never started: the command is a placeholder (imported images have none)
-        container = client.containers.create(
-            image_id,
-            command=["/buildkit-ceilings-never-started"],
-            name=name,
-            network_disabled=True,
-            labels={_LABEL: "ceilings"},
-        )
-        dirs = search_dirs(triplet)
-        return tuple(_fetch_library(container, soname, dirs) for _lib, soname in LIBRARIES)
-    except docker.errors.APIError as exc:
-        raise DockerUnavailable(f"reading libraries from image {image_id}: {exc}") from None
-    finally:
-        _remove(client, container, name)
-
-
-def _remove(client: DockerClient, container: Any, name: str) -> None:
-    try:
-        if container is None:  # interrupted between the engine's create and the SDK's return
-            container = client.containers.get(name)
-        container.remove(force=True)
-    except docker.errors.NotFound:
-        pass
-    except docker.errors.APIError:  # pragma: no cover - best effort; the name says what it was
-        pass
 
 
 def _load_cache(path: Path) -> tuple[str, tuple[LibraryVersions, ...]] | None:
@@ -528,9 +289,7 @@ def _store_cache(path: Path, image_id: str, arch: str, libs: Iterable[LibraryVer
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n", "utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(payload, indent=1, sort_keys=True) + "\n")
     except OSError:
         pass  # a read-only home is no reason to fail: the next call reads the image again
 
@@ -549,8 +308,6 @@ def read_image_ceilings(
     library that cannot be read (:func:`check_libraries`; such a reading is never cached).
     """
     if client is None:
-        from buildkit.docker_engine import connect
-
         client = connect()
     img = _image(client, image)
     image_id = str(img.id)
@@ -562,7 +319,7 @@ def read_image_ceilings(
         if hit is not None:
             check_libraries(image, triplet, hit[1])
             return ImageCeilings(image, image_id, hit[0], hit[1], cached=True)
-    libs = _read_from_engine(client, image_id, triplet)
+    libs = read_libraries(client, image_id, triplet)
     check_libraries(image, triplet, libs)
     _store_cache(cache_file, image_id, arch, libs)
     return ImageCeilings(image, image_id, arch, libs)
@@ -577,8 +334,6 @@ def ceilings_from_images(images: Sequence[str], *, client: DockerClient | None =
     if not images:
         raise UsageError("ceilings from_image needs at least one image")
     if client is None:
-        from buildkit.docker_engine import connect
-
         client = connect()
     readings = [read_image_ceilings(image, client=client) for image in images]
     return minimum_ceilings(readings)[0]

@@ -40,6 +40,7 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from buildkit.errors import PublishRefused, UsageError, WheelReadError
+from buildkit.fsutil import atomic_write
 from buildkit.manifest import sha256_file
 
 LOCK_NAME = ".buildkit-index.lock"
@@ -80,15 +81,7 @@ class AddResult:
 
 
 def _atomic_write_bytes(target: Path, data: bytes) -> None:
-    tmp = _tmp_path(target)
-    try:
-        with tmp.open("wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic_write(target, data)
 
 
 def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:

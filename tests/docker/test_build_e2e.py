@@ -85,9 +85,10 @@ def _no_debris(tmp: Path) -> None:
 
 
 def _containers(client: Any) -> set[str]:
-    """Containers a build makes: cibuildwheel's, and any carrying buildkit's build label."""
+    """Containers a build makes: cibuildwheel's, and any carrying buildkit's container label."""
     by_name = {c.name for c in client.containers.list(all=True, filters={"name": "cibuildwheel-"})}
-    by_label = {c.name for c in client.containers.list(all=True, filters={"label": "io.rocm-buildkit.build"})}
+    labelled = client.containers.list(all=True, filters={"label": "io.rocm-buildkit.container"})
+    by_label = {c.name for c in labelled}
     return by_name | by_label
 
 
@@ -403,7 +404,7 @@ def test_engine_dying_mid_build_is_exit_8_naming_the_endpoint(
         assert "Traceback" not in err, err
         assert f"the Docker engine at unix://{proxy_path} (from DOCKER_HOST) failed during" in err, err
         assert f"of {JOB}" in err
-        match = re.search(r"--filter label=(io\.rocm-buildkit\.build=staging-[\w.-]+)\)", err)
+        match = re.search(r"--filter label=(io\.rocm-buildkit\.run=staging-[\w.-]+)\)", err)
         assert match, err
         assert not list((tmp_path / "dist").rglob("*.whl"))
         _no_debris(tmp_path)

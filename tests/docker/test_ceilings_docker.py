@@ -30,7 +30,7 @@ from tests.unit.test_ceilings import readelf_definitions, top
 
 pytestmark = pytest.mark.docker
 LIBDIR = "/usr/lib/x86_64-linux-gnu"
-LABEL = "io.rocm-buildkit.purpose=ceilings"
+LABEL = "io.rocm-buildkit.container=ceilings"
 
 
 def run_in(client: Any, image: str, command: str) -> bytes:
@@ -226,13 +226,13 @@ def test_interrupted_read_removes_the_container(
     docker_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C while the libraries are copied (simulated: the fetch raises KeyboardInterrupt)."""
-    import buildkit.image.ceilings as ceilings
+    import buildkit.image.libraries as libraries
 
     def interrupted(*_args: Any) -> Any:
         assert docker_client.containers.list(all=True, filters={"label": LABEL})  # it exists now
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ceilings, "_fetch_library", interrupted)
+    monkeypatch.setattr(libraries, "_fetch_library", interrupted)
     with pytest.raises(KeyboardInterrupt):
         read_image_ceilings("debian:bookworm-slim", client=docker_client, use_cache=False, cache=tmp_path)
     assert not docker_client.containers.list(all=True, filters={"label": LABEL})

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from buildkit import manifest, smoke
+from buildkit import docker_engine, manifest, smoke
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.inspect import inspect_wheel
@@ -55,7 +55,9 @@ def copy_len(text):
 
 
 def _containers_of(client: Any, name: str) -> list[Any]:
-    return list(client.containers.list(all=True, filters={"label": f"{smoke.LABEL}={name}"}))
+    """The smoke containers on the engine (``name``: the smoke test's, for the reader: one runs at a time)."""
+    label = f"{docker_engine.CONTAINER_LABEL}=smoke"
+    return list(client.containers.list(all=True, filters={"label": label}))
 
 
 def runtime_image(client: Any, release: str) -> str:

@@ -267,6 +267,6 @@ def test_build_environment_lists_the_image_packages(
     data = provenance.build_environment(docker_client, image.id, "debian:trixie-slim")
     assert data["python_packages"] == []  # no /opt/python in a plain Debian image
     assert any(p.startswith("base-files=") for p in data["system_packages"]), data["system_packages"][:5]
-    labelled = {"label": f"{provenance.PROBE_LABEL}={image.id}"}
+    labelled = {"label": "io.rocm-buildkit.container=provenance"}
     assert docker_client.containers.list(all=True, filters=labelled) == []
     assert list((tmp_path / "cache").rglob("*.json"))  # cached by image id

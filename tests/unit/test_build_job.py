@@ -1,8 +1,8 @@
-"""``build.build_one`` around a stand-in for cibuildwheel, the gate and the Docker engine.
+"""``build.job.build_one`` around a stand-in for cibuildwheel, the gate and the Docker engine.
 
 What is real: the recipe and plan, source staging, the inputs key, the up-to-date check, the move
 into ``--out``, the removal of stale outputs, the staging folder, the error mapping. What is a
-stand-in (no engine, no compiler here): ``_run_cibuildwheel`` writes a small wheel made from the
+stand-in (no engine, no compiler here): ``runner.run_cibuildwheel`` writes a small wheel made from the
 staged source; ``gate_wheel`` applies the recipe's size limit only (the real gate is tested in
 test_gate.py and, on real wheels, in tests/docker/test_build_e2e.py); the Docker client is a fake
 that can raise what docker-py raises when the engine dies (``requests.ConnectionError``) at a
@@ -25,8 +25,10 @@ import docker.errors
 import pytest
 import requests
 
-from buildkit import build, publish
-from buildkit.build import provenance
+from buildkit import docker_engine, manifest, publish
+from buildkit.build import gating, provenance, runner, staging, summary, toolchain
+from buildkit.build import job as build_job
+from buildkit.build.key import inputs_key, tool_versions
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
 from buildkit.plan import Job, expand
 from buildkit.recipe import Recipe, load_recipe
@@ -78,6 +80,10 @@ class FakeContainers:
         self.engine.containers.append(container)
         self.engine.created.append(container)
         return container
+
+    def get(self, name: str) -> FakeContainer:
+        self.engine.fail_at("get")
+        raise docker.errors.NotFound(f"no such container: {name}")
 
     def list(self, all: bool = False, filters: dict[str, str] | None = None) -> list[FakeContainer]:
         self.engine.fail_at("list")
@@ -140,11 +146,11 @@ class Harness:
 
     def build(
         self, recipe: Recipe, job: Job, *, force: bool = False, interrupted: str | None = None
-    ) -> build.JobResult:
-        options = build.BuildOptions(
+    ) -> build_job.JobResult:
+        options = build_job.BuildOptions(
             out_dir=self.out, log_dir=self.tmp / "logs", ca_bundle=None, force=force, source_date_epoch=1
         )
-        return build.build_one(
+        return build_job.build_one(
             recipe,
             job,
             options,
@@ -173,15 +179,15 @@ def _fake_wheel(staged: Path, out: Path, job_version: str) -> None:
     )
 
 
-def _size_gate(wheel: Path, config: Any) -> build.Gated:
+def _size_gate(wheel: Path, config: Any) -> gating.Gated:
     """The recipe's size budget only (stand-in for the real gate)."""
     size = wheel.stat().st_size
     errors = int(config.size_limit is not None and size > config.size_limit)
-    return build.Gated(
+    return gating.Gated(
         passed=not errors,
         errors=errors,
         warnings=0,
-        sha256=build.manifest.sha256_file(wheel),
+        sha256=manifest.sha256_file(wheel),
         size=size,
         tag="manylinux_2_41_x86_64",
         summary="ERROR [size] too large" if errors else "PASS",
@@ -206,11 +212,11 @@ def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
     def fake_record(wheel: Path, **kwargs: Any) -> Path:
         harness.recorded.append(kwargs)
         harness.engine.fail_at("provenance")
-        return build.manifest.manifest_path(wheel)
+        return manifest.manifest_path(wheel)
 
-    monkeypatch.setattr(build, "_run_cibuildwheel", fake_cibuildwheel)
-    monkeypatch.setattr(build, "gate_wheel", _size_gate)
-    monkeypatch.setattr(build.provenance, "record", fake_record)
+    monkeypatch.setattr(runner, "run_cibuildwheel", fake_cibuildwheel)
+    monkeypatch.setattr(build_job, "gate_wheel", _size_gate)
+    monkeypatch.setattr(provenance, "record", fake_record)
     monkeypatch.setenv("DOCKER_HOST", "unix:///run/test-engine.sock")
     return harness
 
@@ -289,7 +295,7 @@ def test_up_to_date_only_for_the_same_recipe(h: Harness) -> None:
     recipe2 = load_recipe(changed)
     assert h.build(recipe2, expand(recipe2, env={}).jobs[0]).status == "passed"
     assert len(h.builds) == 2
-    assert build.manifest.read(h.wheel_of())["recipe"]["sha256"] == recipe2.sha256  # type: ignore[arg-type]
+    assert manifest.read(h.wheel_of())["recipe"]["sha256"] == recipe2.sha256  # type: ignore[arg-type]
 
 
 def test_up_to_date_wheel_is_gated_again(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -298,10 +304,10 @@ def test_up_to_date_wheel_is_gated_again(h: Harness, monkeypatch: pytest.MonkeyP
     recipe, job = h.recipe()
     h.build(recipe, job)
 
-    def refuse(wheel: Path, config: Any) -> build.Gated:
+    def refuse(wheel: Path, config: Any) -> gating.Gated:
         return dataclasses.replace(_size_gate(wheel, config), passed=False, errors=2)
 
-    monkeypatch.setattr(build, "gate_wheel", refuse)
+    monkeypatch.setattr(build_job, "gate_wheel", refuse)
     result = h.build(recipe, job)
     assert result.status == "gate-failed"
     assert len(h.builds) == 2
@@ -311,26 +317,26 @@ def test_up_to_date_wheel_is_gated_again(h: Harness, monkeypatch: pytest.MonkeyP
 def test_inputs_key_covers_recipe_gate_and_tools(h: Harness) -> None:
     recipe, job = h.recipe()
     tight, _ = h.recipe(limit="10KiB", name="tight.yaml")
-    gate = build.gate_key(build.gate_config(recipe, job))
+    gate = gating.gate_key(gating.gate_config(recipe, job))
     tools = {"cibuildwheel": "3.1.4", "auditwheel": "6.4.2"}
 
     def key(**changes: Any) -> str:
         values: dict[str, Any] = {"recipe_sha256": recipe.sha256, "gate": gate, "tools": tools, **changes}
-        return build.inputs_key(job, "sha256:1", "digest", 1, True, **values)
+        return inputs_key(job, "sha256:1", "digest", 1, True, **values)
 
     assert key() == key()
     assert key(recipe_sha256=tight.sha256) != key()
-    assert key(gate=build.gate_key(build.gate_config(tight, job))) != key()
+    assert key(gate=gating.gate_key(gating.gate_config(tight, job))) != key()
     assert key(tools={**tools, "cibuildwheel": "3.2.0"}) != key()
     assert key(tools={**tools, "auditwheel": "6.5.0"}) != key()
-    assert set(build.tool_versions()) == {"cibuildwheel", "auditwheel"}
+    assert set(tool_versions()) == {"cibuildwheel", "auditwheel"}
 
 
 def test_gate_key_is_deterministic_and_ignores_the_path_as_typed(h: Harness) -> None:
     recipe, job = h.recipe()
     other = load_recipe(Path(os.path.relpath(h.tmp / "recipe.yaml")))  # the same file, another spelling
-    a = build.gate_key(build.gate_config(recipe, job))
-    b = build.gate_key(build.gate_config(other, expand(other, env={}).jobs[0]))
+    a = gating.gate_key(gating.gate_config(recipe, job))
+    b = gating.gate_key(gating.gate_config(other, expand(other, env={}).jobs[0]))
     assert recipe.display_path != other.display_path
     assert a == b
     assert a["size_limit"] == 20 * 1024 * 1024
@@ -358,7 +364,8 @@ def test_engine_dying_mid_build_is_docker_unavailable(h: Harness, step: str) -> 
     assert err.value.exit_code == 8
     assert "unix:///run/test-engine.sock (from DOCKER_HOST)" in text
     assert "Connection refused" in text
-    assert re.search(r"--filter label=io\.rocm-buildkit\.build=staging-cp313-rocm5\.7-\d+-\w+", text), text
+    assert re.search(r"--filter label=io\.rocm-buildkit\.run=staging-cp313-rocm5\.7-\d+-\w+", text), text
+    assert "buildkit image prune --containers" in text
     assert h.wheel_of() == previous  # infrastructure, not the recipe: the previous output stays
     assert sorted(p.name for p in h.out.iterdir()) == [JOB]
 
@@ -373,7 +380,7 @@ def test_engine_error_with_cleanup_possible_removes_containers_and_gives_no_hint
     assert "hint" not in str(err.value)
     assert h.engine.containers == []
     assert h.engine.created and all(
-        c.labels[build.BUILD_LABEL].startswith(f"staging-{JOB}-") for c in h.engine.created
+        c.labels[docker_engine.RUN_LABEL].startswith(f"staging-{JOB}-") for c in h.engine.created
     )
 
 
@@ -437,7 +444,7 @@ def test_sweep_removes_debris_of_dead_builds_only(tmp_path: Path) -> None:
     (out / f".cp312-x.previous-{dead}-q1").mkdir()  # killed mid-swap: cp312-x is missing
     (out / f".cp312-x.previous-{dead}-q1" / "w.whl").write_text("w")
     echoed: list[str] = []
-    removed = build.sweep_debris(out, echoed.append)
+    removed = staging.sweep_debris(out, echoed.append)
     assert sorted(p.name for p in removed) == sorted(
         [f".staging-{JOB}-{dead}-ab12_c", f".{JOB}.incoming-{dead}-x9", f".{JOB}.stale-{dead}-0f0f"]
     )
@@ -459,10 +466,11 @@ def test_gitignore_covers_staging_debris() -> None:
 # --------------------------------------------------------------------------- 5: the job's interpreter
 def test_job_interpreter_follows_the_job_python(h: Harness) -> None:
     _, job = h.recipe()
-    assert build.job_interpreter(job) == "/opt/python/cp313-cp313/bin/python"
+    assert toolchain.job_interpreter(job) == "/opt/python/cp313-cp313/bin/python"
     for cp in ("cp310", "cp311", "cp312"):
         assert (
-            build.job_interpreter(dataclasses.replace(job, cp_tag=cp)) == f"/opt/python/{cp}-{cp}/bin/python"
+            toolchain.job_interpreter(dataclasses.replace(job, cp_tag=cp))
+            == f"/opt/python/{cp}-{cp}/bin/python"
         )
 
 
@@ -479,7 +487,13 @@ def test_build_environment_is_cached_per_interpreter(tmp_path: Path, monkeypatch
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     scripts: list[str] = []
 
-    def probe(client: Any, tag: str, image_id: str, interpreter: str = provenance.BUILDER_PYTHON) -> bytes:
+    def probe(
+        client: Any,
+        tag: str,
+        image_id: str,
+        interpreter: str = provenance.BUILDER_PYTHON,
+        run_id: str | None = None,
+    ) -> bytes:
         scripts.append(provenance.environment_script(interpreter))
         return f'--- pip\n[{{"name": "pip", "version": "{len(scripts)}"}}]\n--- system\n'.encode()
 
@@ -500,10 +514,10 @@ def test_summary_names_verdict_paths_and_next_steps(tmp_path: Path) -> None:
     out = tmp_path / "dist"
     wheel = out / JOB / "demo-1.0-cp313-cp313-manylinux_2_41_x86_64.whl"
     results = [
-        build.JobResult(
+        build_job.JobResult(
             JOB, "passed", wheel, 4.6, log=tmp_path / "build/logs" / f"{JOB}.log", gate="PASS", warnings=1
         ),
-        build.JobResult(
+        build_job.JobResult(
             "cp312-rocm5.7",
             "gate-failed",
             None,
@@ -513,9 +527,9 @@ def test_summary_names_verdict_paths_and_next_steps(tmp_path: Path) -> None:
             errors=2,
             removed=out / "cp312-rocm5.7",
         ),
-        build.JobResult("cp311-rocm5.7", "build-failed", None, 1.0, log=Path("/var/log/x.log")),
+        build_job.JobResult("cp311-rocm5.7", "build-failed", None, 1.0, log=Path("/var/log/x.log")),
     ]
-    text = build.render_summary(results, recipe="recipes/r.yaml", out_dir=out, cwd=tmp_path)
+    text = summary.render_summary(results, recipe="recipes/r.yaml", out_dir=out, cwd=tmp_path)
     lines = text.splitlines()
     assert re.match(rf"{JOB}\s+passed\s+4\.6s\s+PASS \(0 errors, 1 warning\)$", lines[1]), text
     assert f"  wheel     dist/{JOB}/{wheel.name}" in lines
@@ -532,4 +546,4 @@ def test_summary_names_verdict_paths_and_next_steps(tmp_path: Path) -> None:
     ]
     assert len(lines) <= 14
     # nothing passed: no next steps
-    assert "next steps" not in build.render_summary(results[1:], recipe="r.yaml", out_dir=out, cwd=tmp_path)
+    assert "next steps" not in summary.render_summary(results[1:], recipe="r.yaml", out_dir=out, cwd=tmp_path)

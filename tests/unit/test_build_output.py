@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from buildkit import build, manifest
+from buildkit import manifest
+from buildkit.build import output, staging
+from buildkit.build.key import up_to_date
 from buildkit.errors import BuildFailed, UsageError
 
 WHEEL = "pkg-1.0-cp313-cp313-manylinux_2_34_x86_64.whl"
@@ -26,11 +28,11 @@ def _staged(tmp: Path, content: bytes, key: str = "k1", passed: bool = True) -> 
 
 def test_publish_to_out_moves_wheel_and_manifest_together(tmp_path: Path) -> None:
     dest = tmp_path / "dist" / "cp313-job"
-    build._publish_to_out(_staged(tmp_path, b"one"), dest)
+    output.publish_to_out(_staged(tmp_path, b"one"), dest)
     assert sorted(p.name for p in dest.iterdir()) == [WHEEL, WHEEL + ".manifest.json"]
     assert (dest / WHEEL).read_bytes() == b"one"
     # a rebuild replaces the folder as a whole and leaves no hidden folders behind
-    build._publish_to_out(_staged(tmp_path, b"two"), dest)
+    output.publish_to_out(_staged(tmp_path, b"two"), dest)
     assert (dest / WHEEL).read_bytes() == b"two"
     assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == ["cp313-job"]
 
@@ -39,7 +41,7 @@ def test_publish_to_out_failure_keeps_the_previous_wheel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dest = tmp_path / "dist" / "cp313-job"
-    build._publish_to_out(_staged(tmp_path, b"good"), dest)
+    output.publish_to_out(_staged(tmp_path, b"good"), dest)
     real_replace = os.replace
 
     def failing_replace(src: os.PathLike[str] | str, dst: os.PathLike[str] | str) -> None:
@@ -47,59 +49,59 @@ def test_publish_to_out_failure_keeps_the_previous_wheel(
             raise OSError(28, "No space left on device")
         real_replace(src, dst)
 
-    monkeypatch.setattr(build.os, "replace", failing_replace)
+    monkeypatch.setattr(output.os, "replace", failing_replace)
     with pytest.raises(BuildFailed, match="No space left"):
-        build._publish_to_out(_staged(tmp_path, b"new"), dest)
+        output.publish_to_out(_staged(tmp_path, b"new"), dest)
     assert (dest / WHEEL).read_bytes() == b"good"
     assert sorted(p.name for p in (tmp_path / "dist").iterdir()) == ["cp313-job"]
 
 
 def test_up_to_date_needs_same_key_a_pass_and_intact_bytes(tmp_path: Path) -> None:
     dest = tmp_path / "dist" / "job"
-    build._publish_to_out(_staged(tmp_path, b"wheel-bytes", key="abc"), dest)
-    assert build.up_to_date(dest, "abc") == dest / WHEEL
-    assert build.up_to_date(dest, "other") is None
+    output.publish_to_out(_staged(tmp_path, b"wheel-bytes", key="abc"), dest)
+    assert up_to_date(dest, "abc") == dest / WHEEL
+    assert up_to_date(dest, "other") is None
     (dest / WHEEL).write_bytes(b"tampered")  # the manifest's sha256 no longer matches
-    assert build.up_to_date(dest, "abc") is None
-    build._publish_to_out(_staged(tmp_path, b"x", key="abc", passed=False), dest)
-    assert build.up_to_date(dest, "abc") is None
+    assert up_to_date(dest, "abc") is None
+    output.publish_to_out(_staged(tmp_path, b"x", key="abc", passed=False), dest)
+    assert up_to_date(dest, "abc") is None
 
 
 def test_tree_digest_follows_content_not_timestamps(tmp_path: Path) -> None:
     src = tmp_path / "src"
     (src / "pkg").mkdir(parents=True)
     (src / "pkg" / "a.hip").write_text("kernel")
-    first = build.tree_digest(src)
+    first = staging.tree_digest(src)
     os.utime(src / "pkg" / "a.hip", (0, 0))
-    assert build.tree_digest(src) == first
+    assert staging.tree_digest(src) == first
     (src / ".buildkit").mkdir()
     (src / ".buildkit" / "ca-bundle.crt").write_text("ca")  # host CA does not change the build
-    assert build.tree_digest(src) == first
+    assert staging.tree_digest(src) == first
     (src / "pkg" / "a.hip").write_text("kernel2")
-    assert build.tree_digest(src) != first
+    assert staging.tree_digest(src) != first
 
 
 def test_output_folder_must_be_writable(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(UsageError, match="--out"):
-        build.check_writable(blocker / "dist", "--out")
-    build.check_writable(tmp_path / "dist" / "sub", "--out")
+        output.check_writable(blocker / "dist", "--out")
+    output.check_writable(tmp_path / "dist" / "sub", "--out")
     assert not (tmp_path / "dist").exists()  # checking creates nothing
 
 
 def test_bad_source_date_epoch_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH"):
-        build.source_date_epoch(tmp_path)
-    assert build.source_date_epoch(tmp_path, 1234) == 1234
+        staging.source_date_epoch(tmp_path)
+    assert staging.source_date_epoch(tmp_path, 1234) == 1234
 
 
 def _swap_many(wheel: str, dest: str, rounds: int) -> int:
     failures = 0
     for _ in range(rounds):
         try:
-            build._publish_to_out(Path(wheel), Path(dest))
+            output.publish_to_out(Path(wheel), Path(dest))
         except BuildFailed:
             failures += 1
     return failures

@@ -15,18 +15,16 @@ from buildkit.errors import UsageError
 from buildkit.image.ceilings import (
     CACHE_SCHEMA,
     ImageCeilings,
-    LibraryVersions,
     _load_cache,
-    _resolve_link,
     _store_cache,
     check_image_reference,
-    check_libraries,
     match_policy,
     minimum_ceilings,
     policy_glibc,
     tighten,
-    version_definitions,
 )
+from buildkit.image.libraries import _GLIBC_BANNER, LibraryVersions, _resolve_link, check_libraries
+from buildkit.inspect.verdef import version_definitions
 from buildkit.policy import get_policy, policies, version_tuple
 
 HOST_LIBS = Path("/lib/x86_64-linux-gnu")
@@ -71,8 +69,6 @@ def test_library_maxima_and_glibc_banner() -> None:
     ldd = subprocess.run(["ldd", "--version"], capture_output=True, text=True, check=True).stdout
     release = re.search(r"(\d+\.\d+)\s*$", ldd.splitlines()[0])
     assert release is not None
-    from buildkit.image.ceilings import _GLIBC_BANNER
-
     banner = _GLIBC_BANNER.search((HOST_LIBS / "libc.so.6").read_bytes())
     assert banner is not None and banner.group(1).decode() == release.group(1)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from buildkit import docker_engine
 from buildkit.build import cibw
 from buildkit.errors import UsageError
 from buildkit.plan import Job, expand
@@ -139,10 +140,10 @@ def test_torch_pin_constrains_the_isolated_build_environment() -> None:
 
 
 def test_build_containers_are_labelled_for_cleanup() -> None:
-    opts = cibw.cibuildwheel_options(
-        _job("reference.yaml"), _settings(labels={"io.rocm-buildkit.build": "b1"})
-    )
-    assert "--label=io.rocm-buildkit.build=b1" in opts["CIBW_CONTAINER_ENGINE"]
+    labels = docker_engine.container_labels("cibuildwheel", "b1")
+    opts = cibw.cibuildwheel_options(_job("reference.yaml"), _settings(labels=labels))
+    assert "--label=io.rocm-buildkit.run=b1" in opts["CIBW_CONTAINER_ENGINE"]
+    assert "--label=io.rocm-buildkit.container=cibuildwheel" in opts["CIBW_CONTAINER_ENGINE"]
 
 
 def test_isolated_build_does_not_install_torch_into_the_target_python() -> None:

@@ -1,0 +1,394 @@
+"""One job: stage, build with cibuildwheel, repair, gate, record, and move into ``<out>/<job-id>/``.
+
+:func:`build_one` is the one path of ``buildkit build`` and ``buildkit verify``. The source is
+staged into a private folder inside ``<out>`` (:mod:`buildkit.build.staging`; cibuildwheel copies
+it to the fixed path ``/project`` of a container that gets no host mount); the inputs key
+(:mod:`buildkit.build.key`) may find the job up to date; else cibuildwheel builds and repairs, the
+wheel is inspected and gated (:mod:`buildkit.build.gating`) and checked against the last release,
+its manifest and provenance are written beside it and all of it is moved into the job's folder
+(:mod:`buildkit.build.output`).
+
+A failed or gate-refused job removes the previous ``<out>/<job-id>/`` (unless it was built from
+exactly these inputs); an interrupted job (Ctrl-C, SIGTERM) or a lost Docker engine leaves it as it
+was. No job leaves a container behind: every one carries the job's ``io.rocm-buildkit.run`` label
+and is removed by it; when the engine stops answering, the error says how to clean up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from packaging.utils import parse_wheel_filename
+
+from buildkit import manifest
+from buildkit.build import cibw, provenance, runner
+from buildkit.build.gating import Gated, gate_config, gate_key, gate_wheel
+from buildkit.build.key import inputs_key, tool_versions, up_to_date
+from buildkit.build.output import drop_stale_output, publish_to_out
+from buildkit.build.staging import (
+    HOST_CA_BUNDLE,
+    source_date_epoch,
+    stage_source,
+    staging_folder,
+    tree_digest,
+)
+from buildkit.build.toolchain import job_interpreter, toolchain_versions
+from buildkit.docker_engine import (
+    ENGINE_ERRORS,
+    PRUNE_HINT,
+    container_labels,
+    engine_failed,
+    keep_containers,
+    remove_run_containers,
+    run_filter,
+)
+from buildkit.errors import BuildFailed, BuildkitError, DockerUnavailable, GateFailed, Interrupted
+from buildkit.fsutil import atomic_write
+from buildkit.gate.baseline import RegressionCheck, compare_with_last_release
+from buildkit.gate.config import GateConfig
+from buildkit.plan import Job
+from buildkit.recipe import Recipe
+
+Echo = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    out_dir: Path
+    log_dir: Path
+    use_cache: bool = True
+    ca_bundle: Path | None = HOST_CA_BUNDLE
+    build_isolation: bool = True
+    parallel_jobs: int = 2
+    force: bool = False  # rebuild even when dist/<job-id>/ holds a wheel built from the same inputs
+    source_date_epoch: int | None = None  # None: $SOURCE_DATE_EPOCH, else the source's last commit time
+
+
+@dataclass
+class JobResult:
+    job: str
+    status: str  # "passed" | "up-to-date" | "gate-failed" | "build-failed" | "interrupted"
+    wheel: Path | None = None
+    seconds: float = 0.0
+    message: str = ""
+    log: Path | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    gate: str | None = None  # "PASS" | "FAIL"; None: the gate did not run
+    errors: int = 0  # error findings of the gate and of the regression check
+    warnings: int = 0
+    removed: Path | None = None  # the previous output folder of the job, removed as stale
+
+    @property
+    def manifest(self) -> Path | None:
+        return manifest.manifest_path(self.wheel) if self.wheel is not None else None
+
+
+def _engine_error(client: Any) -> BaseException | None:
+    """The error of a ping when the engine no longer answers, else None."""
+    try:
+        client.ping()
+    except ENGINE_ERRORS as exc:
+        return exc
+    except Exception:
+        return None
+    return None
+
+
+def _engine_lost(exc: BaseException, run: _Run, cleaned: bool) -> DockerUnavailable:
+    """The engine stopped answering (or refused) during ``run.step``; ``cleaned``: the job's
+    containers were removed (else the hint says how, by label)."""
+    hint = ""
+    if not cleaned:
+        hint = (
+            "containers of this build may be left behind; once the engine answers, remove them with "
+            f"{PRUNE_HINT} (all of buildkit's) or "
+            f"`docker rm -f $(docker ps -aq --filter {run_filter(run.build_id)})`"
+        )
+    return engine_failed(exc, during=f"{run.step} of {run.job.id}", hint=hint)
+
+
+@contextlib.contextmanager
+def _log_file(path: Path) -> Iterator[TextIO]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8", errors="surrogateescape") as fh:
+        yield fh
+
+
+_STEP_CIBUILDWHEEL = "cibuildwheel"
+_STEP_PROVENANCE = "recording the build environment (provenance)"
+
+
+@dataclass
+class _Run:
+    """One job being built: what :func:`build_one` was given, where it is (``step``, named in
+    errors), its inputs ``key`` once known, and its ``result``."""
+
+    recipe: Recipe
+    job: Job
+    options: BuildOptions
+    client: Any
+    image: Any
+    source: Path
+    work: Path
+    echo: Echo
+    verbose: bool
+    result: JobResult
+    step: str = "staging the source"
+    key: str | None = None
+
+    @property
+    def build_id(self) -> str:
+        """The value of the build label on every container of this job (the staging folder's name)."""
+        return self.work.name.lstrip(".")
+
+    @property
+    def dest(self) -> Path:
+        return self.options.out_dir / self.job.id
+
+
+def build_one(
+    recipe: Recipe,
+    job: Job,
+    options: BuildOptions,
+    *,
+    client: Any,
+    image: Any,
+    source: Path,
+    echo: Echo,
+    verbose: bool = False,
+    interrupted: str | None = None,
+) -> JobResult:
+    """Build, repair, gate and publish-to-``out`` one job (the one path of `build_plan` and `verify`).
+
+    Never leaves partial output. A failed or gate-refused job removes the job's previous output
+    (unless it was built from exactly these inputs); Ctrl-C becomes :class:`Interrupted` (message
+    ``interrupted``) and keeps it; an engine that stops answering becomes :class:`DockerUnavailable`
+    naming the endpoint and the step, and keeps it too."""
+    started = time.monotonic()
+    log_path = options.log_dir / f"{job.id}.log"
+    result = JobResult(job=job.id, status="build-failed", log=log_path)
+    run = _Run(
+        recipe,
+        job,
+        options,
+        client,
+        image,
+        source,
+        staging_folder(options.out_dir, job),
+        echo,
+        verbose,
+        result,
+    )
+    cleaned: bool | None = None
+    try:
+        with _log_file(log_path) as log:
+            _run_job(run, log)
+    except KeyboardInterrupt:
+        # Ctrl-C/SIGTERM: an Interrupted (exit 130, a message, no traceback); the finally below
+        # still removes the job's staging folder and containers first
+        result.status = "interrupted"
+        message = (
+            interrupted or f"interrupted during {job.id}: no partial output was left in {options.out_dir}"
+        )
+        raise Interrupted(message) from None
+    except ENGINE_ERRORS as exc:
+        cleaned = remove_run_containers(client, run.build_id)
+        raise _engine_lost(exc, run, cleaned) from None
+    except DockerUnavailable:
+        raise
+    except BuildkitError as exc:
+        lost = _engine_error(client) if run.step == _STEP_CIBUILDWHEEL else None
+        if lost is not None:  # cibuildwheel failed because the engine went away
+            cleaned = remove_run_containers(client, run.build_id)
+            raise _engine_lost(lost, run, cleaned) from None
+        result.message = str(exc)
+        with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as log:
+            log.write(f"\nERROR: {exc}\n")
+        keep = run.key if result.status == "build-failed" else None
+        result.removed = drop_stale_output(run.dest, job, echo, keep_key=keep)
+    finally:
+        result.seconds = time.monotonic() - started
+        shutil.rmtree(run.work, ignore_errors=True)
+        if cleaned is None:
+            remove_run_containers(client, run.build_id)
+    return result
+
+
+def _run_job(run: _Run, log: TextIO) -> None:
+    """The steps of :func:`build_one`; ``run`` records how far it got."""
+    staged = run.work / "src"
+    with_ca = stage_source(
+        run.source, staged, run.options.ca_bundle, skip=(run.options.out_dir, run.options.log_dir)
+    )
+    pins = cibw.constraints(run.job)
+    if pins is not None:
+        (staged / ".buildkit").mkdir(exist_ok=True)
+        atomic_write(staged / ".buildkit" / cibw.CONSTRAINTS_NAME, pins)
+    epoch = source_date_epoch(run.source, run.options.source_date_epoch)
+    config = gate_config(run.recipe, run.job)
+    run.key = inputs_key(
+        run.job,
+        run.image.id,
+        tree_digest(staged),
+        epoch,
+        run.options.build_isolation,
+        recipe_sha256=run.recipe.sha256,
+        gate=gate_key(config),
+        tools=tool_versions(),
+    )
+    run.step = "the up-to-date check"
+    if not run.options.force and _reuse(run.dest, run.key, config, log, run.result):
+        return
+    wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
+    gated, regression = _gate(run, wheel, config, log)
+    _record(run, wheel, staged, epoch, gated, regression)
+
+
+def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextIO) -> Path:
+    """Build and repair the staged source; the one wheel, named with the plan's version."""
+    settings = cibw.CibwSettings(
+        image=run.image.tag,
+        source_date_epoch=epoch,
+        ccache_volume=cibw.ccache_volume(run.job, run.image.tag) if run.options.use_cache else None,
+        with_ca_bundle=with_ca,
+        build_isolation=run.options.build_isolation,
+        parallel_jobs=run.options.parallel_jobs,
+        labels=container_labels("cibuildwheel", run.build_id),
+    )
+    cibw_options = cibw.cibuildwheel_options(run.job, settings)
+    for line in cibw.describe(cibw_options):
+        log.write(line + "\n")
+    env = cibw.subprocess_environment(os.environ, cibw_options)
+    env["SOURCE_DATE_EPOCH"] = str(epoch)
+    if keep_containers():  # BUILDKIT_DEBUG_KEEP_CONTAINER: cibuildwheel keeps its container too
+        env["CIBW_DEBUG_KEEP_CONTAINER"] = "1"
+    raw_out = run.work / "wheelhouse"
+    run.step = _STEP_CIBUILDWHEEL
+    t0 = time.monotonic()
+    runner.run_cibuildwheel(staged, raw_out, env, log, run.echo, verbose=run.verbose)
+    run.result.timings["cibuildwheel"] = time.monotonic() - t0
+    wheels = sorted(raw_out.glob("*.whl"))
+    if len(wheels) != 1:
+        raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
+    _check_version(wheels[0], run.job)
+    return wheels[0]
+
+
+def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gated, RegressionCheck | None]:
+    """The gate, then the recipe's no-regression rule; GateFailed when either refuses the wheel."""
+    result, job = run.result, run.job
+    run.step = "the gate"
+    t0 = time.monotonic()
+    gated = gate_wheel(wheel, config)
+    result.timings["gate"] = time.monotonic() - t0
+    _note_verdict(result, gated)
+    log.write(gated.details + "\n")  # the log keeps every line
+    if not gated.passed:
+        result.status = "gate-failed"
+        raise GateFailed(f"{job.id}: the gate refused {wheel.name}\n{gated.summary}")
+    run.step = "the regression check"
+    regression = compare_with_last_release(job, wheel, workdir=run.work / "baseline")
+    if regression is not None:
+        log.write(f"regression check against {regression.compared_with or 'no earlier release'}\n")
+        if not regression.passed:
+            result.status = "gate-failed"
+            result.gate = "FAIL"
+            result.errors += len(regression.findings)
+            lines = "\n".join(f"  ERROR [regression] {f.message}" for f in regression.findings)
+            raise GateFailed(f"{job.id}: {wheel.name} regresses against the last release\n{lines}")
+    return gated, regression
+
+
+def _record(
+    run: _Run, wheel: Path, staged: Path, epoch: int, gated: Gated, regression: RegressionCheck | None
+) -> None:
+    """Manifest and provenance beside the staged wheel, then all of it into ``--out/<job-id>/``."""
+    recipe, job, image = run.recipe, run.job, run.image
+    interpreter = job_interpreter(job)
+    run.step = "reading the toolchain versions in the builder image"
+    toolchain = toolchain_versions(run.client, image.tag, python=interpreter, build_id=run.build_id)
+    manifest.write(
+        wheel,
+        {
+            "wheel": {"filename": wheel.name, "sha256": gated.sha256, "size": gated.size},
+            "recipe": {"name": recipe.name, "file": recipe.path.name, "sha256": recipe.sha256},
+            "job": job.to_json(),
+            "image": {"profile": job.image_profile, "tag": image.tag, "id": image.id},
+            "toolchain": toolchain,
+            "archs": [str(t) for t in job.archs.kept],
+            "source": _source_info(recipe, run.source),
+            "source_date_epoch": epoch,
+            "inputs_key": run.key,
+            "regression": regression.to_json() if regression is not None else None,
+            "verdict": gated.verdict,
+        },
+    )
+    run.step = _STEP_PROVENANCE
+    provenance.record(
+        wheel,
+        client=run.client,
+        image=image,
+        source=staged,
+        isolation=run.options.build_isolation,
+        interpreter=interpreter,
+        run_id=run.build_id,
+    )
+    run.step = f"moving the wheel into {run.dest}"
+    publish_to_out(wheel, run.dest)
+    run.result.status = "passed"
+    run.result.wheel = run.dest / wheel.name
+    run.result.message = f"{wheel.name} ({gated.tag})"
+
+
+def _note_verdict(result: JobResult, gated: Gated) -> None:
+    result.gate = "PASS" if gated.passed else "FAIL"
+    result.errors = gated.errors
+    result.warnings = gated.warnings
+
+
+def _reuse(dest: Path, key: str, config: GateConfig, log: TextIO, result: JobResult) -> bool:
+    """True (``result`` filled in) when ``dest`` holds a wheel built from ``key`` that still passes
+    the gate, run again on it (cheap next to a build: it catches rule changes the key cannot see)."""
+    existing = up_to_date(dest, key)
+    if existing is None:
+        return False
+    gated = gate_wheel(existing, config)
+    if not gated.passed:
+        log.write(f"{existing.name} was built from the same inputs but fails the gate now: rebuilding\n")
+        return False
+    log.write(
+        f"up to date: {existing.name} was built from the same inputs ({key[:12]}) and passes the gate\n"
+    )
+    _note_verdict(result, gated)
+    result.status = "up-to-date"
+    result.wheel = existing
+    result.message = f"{existing.name} (inputs unchanged)"
+    return True
+
+
+def _check_version(wheel: Path, job: Job) -> None:
+    _name, version, _build, _tags = parse_wheel_filename(wheel.name)
+    if str(version) != job.version:
+        raise BuildFailed(
+            f"{wheel.name}: the package built version {version}, the plan says {job.version}; "
+            "make its build read BUILDKIT_VERSION (or SETUPTOOLS_SCM_PRETEND_VERSION)"
+        )
+
+
+def _source_info(recipe: Recipe, source: Path) -> dict[str, str]:
+    info = {k: v for k, v in vars(recipe.source).items() if v is not None}
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        commit = subprocess.run(
+            ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
+        if commit:
+            info["commit"] = commit
+    return info

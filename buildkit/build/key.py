@@ -1,0 +1,76 @@
+"""The inputs key of a job and the up-to-date check built on it.
+
+:func:`inputs_key` hashes everything a job's wheel and its verdict are made from (the job, the
+builder image id, the staged source's digest, SOURCE_DATE_EPOCH, build isolation, the recipe, the
+gate's rules, the host tools' versions); :func:`up_to_date` finds the wheel in a job's output folder
+whose manifest records that key and whose bytes still match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from buildkit import __version__, manifest
+from buildkit.plan import Job
+
+
+def tool_versions() -> dict[str, str | None]:
+    """Versions of the host tools that shape a wheel or its verdict: cibuildwheel drives the build,
+    auditwheel's policy data is the gate's (the auditwheel that repairs runs in the builder image,
+    whose id is part of the key)."""
+    versions: dict[str, str | None] = {}
+    for name in ("cibuildwheel", "auditwheel"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def inputs_key(
+    job: Job,
+    image_id: str,
+    source_digest: str,
+    epoch: int,
+    isolation: bool,
+    *,
+    recipe_sha256: str,
+    gate: Mapping[str, Any],
+    tools: Mapping[str, str | None],
+) -> str:
+    """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by
+    equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.build.gating.gate_key`,
+    ``tools`` :func:`tool_versions`."""
+    payload = {
+        "buildkit": __version__,
+        "job": job.to_json(),
+        "image": image_id,
+        "source": source_digest,
+        "source_date_epoch": epoch,
+        "isolation": isolation,
+        "recipe_sha256": recipe_sha256,
+        "gate": dict(gate),
+        "tools": dict(tools),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def up_to_date(dest: Path, key: str) -> Path | None:
+    """The wheel in ``dest`` when its manifest records ``key`` and its bytes still match."""
+    for wheel in sorted(dest.glob("*.whl")):
+        try:
+            data = manifest.read(wheel)
+        except (OSError, ValueError):
+            continue
+        if (
+            data.get("inputs_key") == key
+            and data.get("verdict", {}).get("passed") is True
+            and data.get("wheel", {}).get("sha256") == manifest.sha256_file(wheel)
+        ):
+            return wheel
+    return None

@@ -1,0 +1,121 @@
+"""A job's output folder ``<out>/<job-id>/``: checked writable, filled all at once, discarded when stale.
+
+:func:`publish_to_out` puts a gated wheel and its companions (manifest, attestation) into the job's
+folder by one rename (under a lock on ``<out>``; a previous folder is set aside for the instant of the
+swap and put back if the swap fails); :func:`discard_output` and :func:`drop_stale_output` remove a
+previous output that no longer matches the recipe or source; :func:`check_writable` refuses an
+``--out`` or ``--log-dir`` that cannot be written before anything starts.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from buildkit import manifest
+from buildkit.build import provenance
+from buildkit.build.key import up_to_date
+from buildkit.errors import BuildFailed, UsageError
+from buildkit.plan import Job
+
+Echo = Callable[[str], None]
+
+
+def check_writable(folder: Path, what: str) -> None:
+    """``folder`` is, or can become, a writable folder (its nearest existing ancestor is a writable
+    folder): checked before any image or compiler starts, creating nothing."""
+    probe = folder
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UsageError(f"{what} {folder}: {probe} is not a folder")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{what} {folder}: {probe} is not writable")
+
+
+def discard_output(dest: Path) -> list[str]:
+    """Remove a job's output folder (renamed aside first: a reader sees all of it or nothing);
+    returns the names of the wheels it held. OSError when it cannot be removed."""
+    if dest.is_symlink() or not dest.is_dir():
+        return []
+    wheels = sorted(p.name for p in dest.glob("*.whl"))
+    aside = dest.with_name(f".{dest.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
+    os.replace(dest, aside)
+    shutil.rmtree(aside)
+    return wheels
+
+
+def drop_stale_output(dest: Path, job: Job, echo: Echo, *, keep_key: str | None) -> Path | None:
+    """After a failed or gate-refused job: remove its previous output, which ``publish`` would
+    otherwise publish although it no longer matches the recipe or source. Kept only when it was
+    built from exactly the current inputs (``keep_key``: a ``--force`` rebuild that failed)."""
+    if keep_key is not None and up_to_date(dest, keep_key) is not None:
+        return None
+    try:
+        wheels = discard_output(dest)
+    except OSError as exc:
+        echo(
+            f"[{job.id}] warning: cannot remove the previous output {dest} ({exc}): it no longer matches "
+            "the recipe/source; remove it before `buildkit publish`"
+        )
+        return None
+    if not wheels:
+        return None
+    echo(
+        f"[{job.id}] removed the previous wheel of {job.id}: it no longer matches the recipe/source "
+        f"({', '.join(wheels)})"
+    )
+    return dest
+
+
+def publish_to_out(wheel: Path, dest: Path) -> None:
+    """Put the wheel and its companions (manifest, attestation) into ``dest`` all at once.
+
+    The files are first copied into a hidden folder inside ``dest``'s parent (the same file system
+    as ``dest``, whatever the staging folder's), then that folder is renamed to ``dest``. A previous
+    ``dest`` is set aside for the instant of the swap and put back if the swap fails.
+    """
+    parent = dest.parent
+    parent.mkdir(parents=True, exist_ok=True)
+    # two builds of the same job into the same --out (two terminals, two CI steps) swap one at a time:
+    # without the lock one of them could find ``dest`` gone between its two renames and fail. The lock
+    # is taken on the folder itself (flock works on a directory's descriptor): no lock file is left.
+    folder = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        _swap_into(wheel, dest)
+    finally:
+        os.close(folder)  # releases the lock
+
+
+def _swap_into(wheel: Path, dest: Path) -> None:
+    parent = dest.parent
+    files = [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
+    incoming = Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-{os.getpid()}-", dir=parent))
+    previous = parent / f".{dest.name}.previous-{os.getpid()}-{incoming.name.rsplit('-', 1)[-1]}"
+    try:
+        for path in files:
+            shutil.copyfile(path, incoming / path.name)
+        os.chmod(incoming, 0o755)
+        had_previous = dest.exists()
+        if had_previous:
+            os.replace(dest, previous)
+        try:
+            os.replace(incoming, dest)
+        except OSError:
+            if had_previous:
+                os.replace(previous, dest)
+            raise
+        if had_previous:
+            shutil.rmtree(previous, ignore_errors=True)
+    except OSError as exc:
+        raise BuildFailed(f"cannot move {wheel.name} into {dest}: {exc}") from None
+    finally:
+        shutil.rmtree(incoming, ignore_errors=True)

@@ -1,0 +1,60 @@
+"""Running cibuildwheel for one job: ``python -m cibuildwheel`` in its own session, its output into the
+job's log (and the terminal with ``--verbose``), Ctrl-C passed on to it so that it removes its
+container itself; a failure is a :class:`~buildkit.errors.BuildFailed` with the last lines."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TextIO
+
+from buildkit.errors import BuildFailed
+
+Echo = Callable[[str], None]
+
+
+def run_cibuildwheel(
+    staged: Path, out: Path, env: Mapping[str, str], log: TextIO, echo: Echo, *, verbose: bool
+) -> None:
+    cmd = [sys.executable, "-m", "cibuildwheel", "--platform", "linux", "--output-dir", str(out), "."]
+    log.write("$ " + " ".join(cmd) + "\n")
+    log.flush()
+    proc = subprocess.Popen(
+        cmd,
+        cwd=staged,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,  # our Ctrl-C handling decides when it stops
+    )
+    assert proc.stdout is not None
+    tail: list[str] = []
+    try:
+        for raw in proc.stdout:
+            line = raw.decode(errors="replace").rstrip("\n")
+            log.write(line + "\n")
+            tail = [*tail[-30:], line]
+            if verbose:
+                echo("    " + line)
+        rc = proc.wait()
+    except KeyboardInterrupt:
+        # let cibuildwheel remove its container itself, then make sure
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        raise
+    if rc != 0:
+        raise BuildFailed(
+            f"cibuildwheel failed (exit {rc}); last lines:\n      " + "\n      ".join(tail[-15:])
+        )

@@ -1,0 +1,62 @@
+"""The summary ``buildkit build`` prints after its jobs: per job status, time, verdict and paths,
+then the next steps (smoke each new wheel, publish dry-run)."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from buildkit.build.job import JobResult
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    """``path`` relative to ``cwd`` when it lies below it, else as is."""
+    try:
+        return str(path.relative_to(cwd))
+    except ValueError:
+        return str(path)
+
+
+def _verdict_cell(r: JobResult) -> str:
+    if r.gate is None:
+        return "not run"
+    counts = f"{r.errors} error{'s' * (r.errors != 1)}"
+    if r.warnings:
+        counts += f", {r.warnings} warning{'s' * (r.warnings != 1)}"
+    return f"{r.gate} ({counts})"
+
+
+def render_summary(
+    results: Sequence[JobResult],
+    *,
+    recipe: str | None = None,
+    out_dir: Path | None = None,
+    cwd: Path | None = None,
+) -> str:
+    """Per job: status, time and gate verdict, then where its wheel, manifest and log are; next steps
+    (smoke each new wheel, publish dry-run) when a job passed and ``recipe`` is given."""
+    here = cwd or Path.cwd()
+    rows = [("job", "status", "time", "gate")]
+    rows += [(r.job, r.status, f"{r.seconds:.1f}s", _verdict_cell(r)) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    table = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    lines = [table[0]]
+    smoke: list[str] = []
+    for r, row in zip(results, table[1:], strict=True):
+        lines.append(row)
+        if r.wheel is not None and r.manifest is not None:
+            lines.append(f"  wheel     {_shown(r.wheel, here)}")
+            lines.append(f"  manifest  {_shown(r.manifest, here)}")
+            if recipe is not None:
+                smoke.append(
+                    f"  buildkit smoke {shlex.quote(_shown(r.wheel, here))} --recipe {shlex.quote(recipe)}"
+                )
+        if r.removed is not None:
+            lines.append(f"  removed   {_shown(r.removed, here)} (the previous wheel, now stale)")
+        if r.log is not None:
+            lines.append(f"  log       {_shown(r.log, here)}")
+    if smoke and out_dir is not None and recipe is not None:
+        out = shlex.quote(_shown(out_dir, here))
+        lines += ["next steps:", *smoke, f"  buildkit publish {out} --recipe {shlex.quote(recipe)} --dry-run"]
+    return "\n".join(lines)

@@ -1,0 +1,68 @@
+"""Writing one file so that a reader sees the old bytes or the new ones, never a part: :func:`atomic_write`.
+
+Every single-file write buildkit makes (manifests, attestations, the ceilings and build-environment
+caches, the index's pages and ``.metadata`` files) goes through it: the bytes go to a temporary file
+in the target's own folder (the same file system, so the rename is atomic), are flushed to disk
+(``fsync``), the temporary file is renamed over the target (``os.replace``) and the folder is synced
+too, where the file system allows it, so that the rename itself survives a crash. On any error,
+Ctrl-C included, the temporary file is removed and the target is left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+#: a new file's permission bits before the umask, as ``open()`` would create it
+DEFAULT_MODE = 0o666
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc/self/status``);
+    elsewhere set and put back at once."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Sync the folder entry of a rename; some file systems cannot open or sync a folder: skipped."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        with contextlib.suppress(OSError):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, encoding: str = "utf-8") -> Path:
+    """Replace ``path`` by ``data`` (text is encoded with ``encoding``) all at once; returns ``path``.
+
+    ``mode``: the file's permission bits; None gives what ``open()`` gives a new file (0o666 minus
+    the umask). The temporary file is ``.<name>.<random>.tmp`` beside ``path``.
+    """
+    payload = data.encode(encoding) if isinstance(data, str) else data
+    folder = path.parent
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fchmod(fh.fileno(), (DEFAULT_MODE & ~_umask()) if mode is None else mode)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_folder(folder)
+    return path

@@ -1,0 +1,137 @@
+"""``fsutil.atomic_write``: all or nothing, synced; and no module renames over a file by hand."""
+
+from __future__ import annotations
+
+import ast
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from buildkit import fsutil
+from buildkit.fsutil import atomic_write
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_writes_text_and_bytes_and_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "a.json"
+    assert atomic_write(target, "héllo\n") == target
+    assert target.read_bytes() == "héllo\n".encode()
+    atomic_write(target, b"\x00\x01")
+    assert target.read_bytes() == b"\x00\x01"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json"]
+
+
+def test_mode_default_follows_the_umask_and_can_be_given(tmp_path: Path) -> None:
+    old = os.umask(0o027)
+    try:
+        atomic_write(tmp_path / "a", "x")
+        atomic_write(tmp_path / "b", "x", mode=0o600)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o640  # as open() would give: not mkstemp's 0600
+    assert stat.S_IMODE((tmp_path / "b").stat().st_mode) == 0o600
+
+
+def test_fsyncs_the_file_and_the_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    atomic_write(tmp_path / "m.json", "{}")
+    assert len(synced) == 2
+    assert Path(synced[0]).parent == tmp_path and Path(synced[0]).name.startswith(".m.json.")  # the temp
+    assert Path(synced[1]) == tmp_path  # the folder, after the rename
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), KeyboardInterrupt()])
+def test_no_temp_file_and_old_content_on_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: BaseException
+) -> None:
+    target = tmp_path / "m.json"
+    target.write_text("old")
+
+    def failing_fsync(fd: int) -> None:
+        raise error
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(type(error)):
+        atomic_write(target, "new")
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+def test_no_temp_file_when_the_rename_fails(tmp_path: Path) -> None:
+    (tmp_path / "m.json").mkdir()  # a folder in the way: os.replace refuses
+    with pytest.raises(OSError):
+        atomic_write(tmp_path / "m.json", "new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
+
+
+def test_umask_is_read_without_changing_it() -> None:
+    old = os.umask(0o077)
+    try:
+        assert fsutil._umask() == 0o077
+        assert os.umask(0o077) == 0o077  # still what it was
+    finally:
+        os.umask(old)
+
+
+# --------------------------------------------------------------------------- one writer
+#: the os.replace calls outside fsutil, each with why it is not a single-file write
+RENAMES_ALLOWED: dict[tuple[str, str], str] = {
+    ("buildkit/build/output.py", "_swap_into"): "swaps a whole job folder into --out (and back on failure)",
+    ("buildkit/build/output.py", "discard_output"): "renames a stale job folder aside before removing it",
+    ("buildkit/build/staging.py", "sweep_debris"): "puts back a job folder a killed swap left aside",
+    ("buildkit/publish/index.py", "add_wheels"): (
+        "moves a wheel copied by copy_verified (streamed, hashed and fsynced while copied) into place"
+    ),
+}
+
+
+def _renames(path: Path) -> list[str]:
+    """The functions of ``path`` that call ``os.replace`` (or ``os.rename``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[str] = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
+            call = child if isinstance(child, ast.Call) else None
+            if (
+                call is not None
+                and isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("replace", "rename")
+                and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "os"
+            ):
+                found.append(function)
+            visit(child, inner)
+
+    visit(tree, "<module>")
+    return found
+
+
+def test_only_fsutil_renames_over_a_file() -> None:
+    seen: set[tuple[str, str]] = set()
+    for path in sorted((ROOT / "buildkit").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if rel == "buildkit/fsutil.py":
+            continue
+        for function in _renames(path):
+            seen.add((rel, function))
+    unexplained = seen - set(RENAMES_ALLOWED)
+    assert not unexplained, f"write with fsutil.atomic_write instead: {sorted(unexplained)}"
+    assert set(RENAMES_ALLOWED) <= seen, f"stale allow-list entries: {sorted(set(RENAMES_ALLOWED) - seen)}"
+
+
+def test_the_rename_scan_sees_a_hand_made_atomic_write(tmp_path: Path) -> None:
+    sample = tmp_path / "m.py"
+    sample.write_text("import os\ndef save(p, t):\n    t.write_text('x')\n    os.replace(t, p)\n")
+    assert _renames(sample) == ["save"]

@@ -1,0 +1,249 @@
+"""``docker_engine.throwaway``, the one owner of buildkit's containers, on a fake Docker client.
+
+The fake keeps the engine's side (containers by name, with labels) so that each test can see what
+was left on the "engine" after the block: removal on an error, on Ctrl-C, after a Ctrl-C that came
+while the engine was creating the container (recovered by name), and the keep switch. The real
+engine is exercised in tests/docker/test_prune_containers.py.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+import pytest
+
+from buildkit import docker_engine
+from buildkit.docker_engine import CONTAINER_LABEL, KEEP_ENV, RUN_LABEL, throwaway
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class FakeContainer:
+    def __init__(self, engine: FakeEngine, name: str, command: list[str], kwargs: dict[str, Any]) -> None:
+        self.engine, self.name, self.command, self.kwargs = engine, name, command, kwargs
+        self.labels: dict[str, str] = dict(kwargs.get("labels", {}))
+        self.short_id = name[-6:]
+        self.status = "created"
+
+    def start(self) -> None:
+        self.status = "running"
+
+    def wait(self, timeout: int | None = None) -> dict[str, int]:
+        self.engine.waited.append(timeout)
+        self.status = "exited"
+        return {"StatusCode": self.engine.exit_code}
+
+    def logs(self, stdout: bool = True, stderr: bool = False) -> bytes:
+        return b"out\n" if stdout else b"err\n"
+
+    def remove(self, force: bool = False) -> None:
+        assert force
+        if self.engine.refuse_remove:
+            raise docker.errors.APIError("500 Server Error: removal refused")
+        if self.name not in self.engine.boxes:
+            raise docker.errors.NotFound("gone")
+        del self.engine.boxes[self.name]
+
+
+class FakeContainers:
+    def __init__(self, engine: FakeEngine) -> None:
+        self.engine = engine
+
+    def create(self, image: str, command: list[str], **kwargs: Any) -> FakeContainer:
+        name = kwargs["name"]
+        assert name not in self.engine.boxes
+        box = FakeContainer(self.engine, name, command, kwargs)
+        self.engine.boxes[name] = box
+        if self.engine.interrupt_create:  # Ctrl-C after the engine made it, before the answer came
+            raise KeyboardInterrupt
+        return box
+
+    def get(self, name: str) -> FakeContainer:
+        self.engine.looked_up.append(name)
+        try:
+            return self.engine.boxes[name]
+        except KeyError:
+            raise docker.errors.NotFound(f"no such container: {name}") from None
+
+    def list(self, all: bool = False, filters: dict[str, str] | None = None) -> list[FakeContainer]:
+        assert all
+        key, _, value = (filters or {})["label"].partition("=")
+        return [
+            b for b in self.engine.boxes.values() if key in b.labels and (not value or b.labels[key] == value)
+        ]
+
+
+class FakeEngine:
+    def __init__(self) -> None:
+        self.boxes: dict[str, FakeContainer] = {}
+        self.interrupt_create = False
+        self.refuse_remove = False
+        self.exit_code = 0
+        self.waited: list[int | None] = []
+        self.looked_up: list[str] = []
+        self.containers = FakeContainers(self)
+
+
+@pytest.fixture
+def engine(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
+    monkeypatch.delenv(KEEP_ENV, raising=False)
+    return FakeEngine()
+
+
+def test_runs_and_removes(engine: FakeEngine) -> None:
+    with throwaway(engine, "img", ["sh", "-c", "true"], purpose="build-probe", run_id="r1") as box:
+        assert list(engine.boxes) == [box.name]
+        created = engine.boxes[box.name]
+        done = box.run(timeout=120)
+    assert (done.exit_code, done.stdout, done.stderr) == (0, b"out\n", b"err\n")
+    assert engine.waited == [120]
+    assert engine.boxes == {}
+    assert created.labels == {CONTAINER_LABEL: "build-probe", RUN_LABEL: "r1"}
+    assert created.kwargs["network_mode"] == "none"
+    assert box.name.startswith("buildkit-build-probe-")
+
+
+def test_network_environment_and_devices_are_passed(engine: FakeEngine) -> None:
+    with throwaway(
+        engine,
+        "img",
+        ["infinity"],
+        purpose="smoke",
+        network=True,
+        entrypoint=["sleep"],
+        environment={"A": "1"},
+        devices=["/dev/kfd:/dev/kfd:rwm"],
+        group_add=["44"],
+    ) as box:
+        kwargs = engine.boxes[box.name].kwargs
+    assert kwargs["network_mode"] == "bridge"
+    assert kwargs["entrypoint"] == ["sleep"] and kwargs["environment"] == {"A": "1"}
+    assert kwargs["devices"] == ["/dev/kfd:/dev/kfd:rwm"] and kwargs["group_add"] == ["44"]
+    assert kwargs["labels"] == {CONTAINER_LABEL: "smoke"}  # no build: no run label
+
+
+def test_removed_on_error(engine: FakeEngine) -> None:
+    with pytest.raises(RuntimeError, match="boom"), throwaway(engine, "img", ["x"], purpose="ceilings"):
+        assert engine.boxes
+        raise RuntimeError("boom")
+    assert engine.boxes == {}
+
+
+def test_removed_on_keyboard_interrupt(engine: FakeEngine) -> None:
+    with pytest.raises(KeyboardInterrupt), throwaway(engine, "img", ["x"], purpose="smoke") as box:
+        box.start()
+        raise KeyboardInterrupt
+    assert engine.boxes == {}
+
+
+def test_interrupted_create_is_recovered_by_name(engine: FakeEngine) -> None:
+    engine.interrupt_create = True
+    with pytest.raises(KeyboardInterrupt), throwaway(engine, "img", ["x"], purpose="provenance"):
+        pytest.fail("the block must not run")  # pragma: no cover
+    assert len(engine.looked_up) == 1 and engine.looked_up[0].startswith("buildkit-provenance-")
+    assert engine.boxes == {}
+
+
+def test_failed_create_looks_up_and_finds_nothing(engine: FakeEngine) -> None:
+    def refuse(image: str, command: list[str], **kwargs: Any) -> Any:
+        raise docker.errors.APIError("400 Client Error: invalid reference format")
+
+    engine.containers.create = refuse  # type: ignore[method-assign]
+    warned: list[str] = []
+    with (
+        pytest.raises(docker.errors.APIError),
+        throwaway(engine, "img", ["x"], purpose="ceilings", warn=warned.append),
+    ):
+        pass  # pragma: no cover
+    assert len(engine.looked_up) == 1 and warned == []
+
+
+def test_removal_failure_is_said_not_raised_and_the_first_error_wins(engine: FakeEngine) -> None:
+    engine.refuse_remove = True
+    warned: list[str] = []
+    with (
+        pytest.raises(RuntimeError, match="first"),
+        throwaway(engine, "img", ["x"], purpose="smoke", warn=warned.append) as box,
+    ):
+        raise RuntimeError("first")
+    assert len(warned) == 1 and box.name in warned[0] and "prune --containers" in warned[0]
+    assert list(engine.boxes) == [box.name]
+
+
+def test_keep_switch_leaves_the_container_and_names_it(
+    engine: FakeEngine, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(KEEP_ENV, "1")
+    with (
+        pytest.raises(RuntimeError),
+        throwaway(engine, "img", ["x"], purpose="build-probe", run_id="r") as box,
+    ):
+        raise RuntimeError("look inside")
+    assert list(engine.boxes) == [box.name]
+    err = capsys.readouterr().err
+    assert box.name in err and KEEP_ENV in err
+    assert docker_engine.remove_run_containers(engine, "r") is True  # kept too
+    assert list(engine.boxes) == [box.name]
+
+
+@pytest.mark.parametrize(("value", "keep"), [("1", True), ("yes", True), ("0", False), ("", False)])
+def test_keep_switch_values(value: str, keep: bool) -> None:
+    assert docker_engine.keep_containers({KEEP_ENV: value}) is keep
+
+
+def test_remove_run_containers_removes_only_that_run(engine: FakeEngine) -> None:
+    for purpose, run in (("cibuildwheel", "a"), ("build-probe", "a"), ("provenance", "b")):
+        engine.containers.create(
+            "img", ["x"], name=f"{purpose}-{run}", labels=docker_engine.container_labels(purpose, run)
+        )
+    assert docker_engine.remove_run_containers(engine, "a") is True
+    assert list(engine.boxes) == ["provenance-b"]
+
+
+def test_prune_removes_every_labelled_container(engine: FakeEngine) -> None:
+    engine.containers.create("img", ["x"], name="ours", labels=docker_engine.container_labels("smoke"))
+    engine.containers.create(
+        "img", ["x"], name="cibw", labels=docker_engine.container_labels("cibuildwheel", "staging-x")
+    )
+    engine.containers.create("img", ["x"], name="theirs", labels={"com.example": "x"})
+    pruned = docker_engine.prune_containers(engine)
+    assert sorted((p.name, p.purpose, p.run_id) for p in pruned) == [
+        ("cibw", "cibuildwheel", "staging-x"),
+        ("ours", "smoke", None),
+    ]
+    assert list(engine.boxes) == ["theirs"]
+
+
+# --------------------------------------------------------------------------- one owner
+def _creates_containers(path: Path) -> bool:
+    """True when the module calls ``<anything>.containers.create(...)`` or ``.containers.run(...)``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value
+        if (
+            node.func.attr in ("create", "run")
+            and isinstance(owner, ast.Attribute)
+            and owner.attr == "containers"
+        ):
+            return True
+    return False
+
+
+def test_exactly_one_module_creates_containers() -> None:
+    creators = sorted(
+        str(p.relative_to(ROOT)) for p in (ROOT / "buildkit").rglob("*.py") if _creates_containers(p)
+    )
+    assert creators == ["buildkit/docker_engine.py"]
+
+
+def test_the_scan_sees_a_creator(tmp_path: Path) -> None:
+    sample = tmp_path / "m.py"
+    sample.write_text("def f(client):\n    return client.containers.run('img', ['true'])\n")
+    assert _creates_containers(sample)
+    sample.write_text("def f(client):\n    return client.containers.list(all=True)\n")
+    assert not _creates_containers(sample)
