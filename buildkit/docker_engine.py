@@ -230,8 +230,9 @@ def throwaway(
 
     ``network=False``: the container has no network at all (``--network none``). The container's
     name is unique (``buildkit-<purpose>-<random>``) so that one whose creation was interrupted
-    (Ctrl-C between the engine's create and the answer) is still found and removed. With
-    ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` it is kept and its name said through ``warn`` (stderr).
+    (Ctrl-C between the engine's create and the answer) is still found and removed; a removal that
+    fails is said through ``warn`` (default: stderr), never raised. With
+    ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` it is kept and its name printed on stderr.
     """
     name = f"buildkit-{purpose}-{uuid.uuid4().hex[:12]}"
     create: dict[str, Any] = {
@@ -253,8 +254,8 @@ def throwaway(
         container = client.containers.create(image, list(command), **create)
         yield Throwaway(container, name, purpose)
     finally:
-        if keep_containers():
-            warn(f"{KEEP_ENV}: kept the {purpose} container {name} (remove it with {PRUNE_HINT})")
+        if keep_containers():  # said on stderr whatever ``warn`` does: the user asked for the name
+            _stderr(f"{KEEP_ENV}: kept the {purpose} container {name} (remove it with {PRUNE_HINT})")
         else:
             _remove(client, container, name, purpose, warn)
 

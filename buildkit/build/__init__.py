@@ -1,87 +1,15 @@
-"""``buildkit build``: every job of a plan, each one cibuildwheel run in a pinned builder image, gated.
+"""The build stage: recipe jobs -> gated wheels in ``<out>/<job-id>/``. Its modules, by job:
 
-:func:`build_plan` checks ``--out`` and ``--log-dir``, sweeps what killed builds left there, fetches
-the source once and runs its pre-build checks, refuses a job its image cannot serve before building
-anything, prepares one builder image per (profile, ROCm release) and builds the jobs one after the
-other (:func:`buildkit.build.job.build_one`).
+:mod:`~buildkit.build.run` (``buildkit build``: all jobs of a plan), :mod:`~buildkit.build.job` (one
+job), :mod:`~buildkit.build.staging` (source fetch, staging folders, tree digest, debris sweep),
+:mod:`~buildkit.build.key` (inputs key, up-to-date check), :mod:`~buildkit.build.gating` (the gate
+as ``build`` uses it), :mod:`~buildkit.build.runner` (the cibuildwheel subprocess),
+:mod:`~buildkit.build.cibw` (cibuildwheel's options), :mod:`~buildkit.build.toolchain` (the builder
+image's interpreter and toolchain versions), :mod:`~buildkit.build.output` (``<out>/<job-id>/``
+housekeeping), :mod:`~buildkit.build.summary` (the table printed at the end),
+:mod:`~buildkit.build.provenance` (build environment, attestation), :mod:`~buildkit.build.tuned`
+(pre-build checks of tuned CSVs) and :mod:`~buildkit.build.verify` (``buildkit verify``).
 
-The modules of the stage, by job: :mod:`~buildkit.build.staging` (source fetch, staging folders,
-tree digest, debris sweep), :mod:`~buildkit.build.key` (inputs key, up-to-date check),
-:mod:`~buildkit.build.gating` (the gate as ``build`` uses it), :mod:`~buildkit.build.job` (one job,
-cibuildwheel), :mod:`~buildkit.build.toolchain` (the builder image's interpreter and toolchain
-versions), :mod:`~buildkit.build.output` (``<out>/<job-id>/`` housekeeping),
-:mod:`~buildkit.build.summary` (the table printed at the end), :mod:`~buildkit.build.cibw`
-(cibuildwheel's options), :mod:`~buildkit.build.provenance`, :mod:`~buildkit.build.tuned` and
-:mod:`~buildkit.build.verify` (``buildkit verify``).
+Nothing is imported here: ``buildkit.build.cibw`` or ``.provenance`` alone does not pull in the gate
+or the Docker SDK.
 """
-
-from __future__ import annotations
-
-import tempfile
-from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any
-
-from buildkit.build.job import BuildOptions, JobResult, build_one
-from buildkit.build.output import check_writable
-from buildkit.build.staging import fetch_source, run_prebuild_checks, sweep_debris
-from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
-from buildkit.errors import RecipeError
-from buildkit.image import ensure_image, rocm_build_args
-from buildkit.plan import Plan
-from buildkit.recipe import Recipe
-
-Echo = Callable[[str], None]
-
-
-def build_plan(
-    recipe: Recipe,
-    plan: Plan,
-    job_ids: Sequence[str],
-    options: BuildOptions,
-    *,
-    echo: Echo,
-    verbose: bool = False,
-    client: Any = None,
-) -> list[JobResult]:
-    jobs = [plan.job(j) for j in dict.fromkeys(job_ids)] if job_ids else list(plan.jobs)
-    if not jobs:
-        raise RecipeError("the plan has no job to build", file=recipe.display_path)
-    check_writable(options.out_dir, "--out")
-    check_writable(options.log_dir, "--log-dir")
-    sweep_debris(options.out_dir, echo)
-    if client is None:
-        client = connect()
-    results: list[JobResult] = []
-    with tempfile.TemporaryDirectory(prefix="buildkit-src-") as tmp:
-        source = fetch_source(recipe, Path(tmp))
-        checked = run_prebuild_checks(recipe, source)
-        for path in checked:
-            echo(f"pre-build check: {path.relative_to(source)} ok (gfx column, unique keys)")
-        images: dict[tuple[str, str], Any] = {}
-        for job in jobs:  # refuse a job its image cannot serve before building anything
-            rocm_build_args(job.image_profile, job.rocm)
-        for job in jobs:
-            key = (job.image_profile, job.rocm)
-            if key not in images:  # one image per (profile, ROCm release): a 7.2 job never builds on 6.4
-                try:
-                    images[key] = ensure_image(
-                        job.image_profile,
-                        build_args=rocm_build_args(job.image_profile, job.rocm),
-                        client=client,
-                        progress=echo,
-                    )
-                except ENGINE_ERRORS as exc:
-                    raise engine_failed(exc, during=f"preparing the builder image of {job.id}") from None
-            image = images[key]
-            echo(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
-            result = build_one(
-                recipe, job, options, client=client, image=image, source=source, echo=echo, verbose=verbose
-            )
-            results.append(result)
-            first = result.message.splitlines()[0] if result.message else ""
-            echo(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")
-            if result.status not in ("passed", "up-to-date"):
-                echo(result.message)
-                echo(f"    log: {result.log}")
-    return results

@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any
 
 from buildkit import __version__
 from buildkit import manifest as manifests
-from buildkit.docker_engine import throwaway
 from buildkit.errors import BuildFailed, NotReproducible, UsageError
 from buildkit.fsutil import atomic_write
 
@@ -130,6 +129,9 @@ def _probe(
     client: Any, image_tag: str, image_id: str, interpreter: str = BUILDER_PYTHON, run_id: str | None = None
 ) -> bytes:
     """Run the listing script in a throwaway container, removed in every case (Ctrl-C too)."""
+    # imported here for start-up time: checking an attestation (`buildkit verify`) needs no Docker SDK
+    from buildkit.docker_engine import throwaway
+
     script = ["sh", "-c", environment_script(interpreter)]
     with throwaway(client, image_tag, script, purpose="provenance", run_id=run_id) as box:
         done = box.run()

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from buildkit.build import build_plan
 from buildkit.build.job import BuildOptions
+from buildkit.build.run import build_plan
 from buildkit.build.summary import render_summary
 from buildkit.errors import BuildFailed, GateFailed
 from buildkit.image.ceilings import ceilings_from_images

@@ -86,8 +86,15 @@ def _no_debris(tmp: Path) -> None:
 
 def _containers(client: Any) -> set[str]:
     """Containers a build makes: cibuildwheel's, and any carrying buildkit's container label."""
-    by_name = {c.name for c in client.containers.list(all=True, filters={"name": "cibuildwheel-"})}
-    labelled = client.containers.list(all=True, filters={"label": "io.rocm-buildkit.container"})
+    # ignore_removed: a container removed between the engine's listing and the SDK's inspect of it
+    # (polled while builds start and stop containers) is not there any more, not an error
+    by_name = {
+        c.name
+        for c in client.containers.list(all=True, filters={"name": "cibuildwheel-"}, ignore_removed=True)
+    }
+    labelled = client.containers.list(
+        all=True, filters={"label": "io.rocm-buildkit.container"}, ignore_removed=True
+    )
     by_label = {c.name for c in labelled}
     return by_name | by_label
 

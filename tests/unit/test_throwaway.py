@@ -179,7 +179,7 @@ def test_keep_switch_leaves_the_container_and_names_it(
     monkeypatch.setenv(KEEP_ENV, "1")
     with (
         pytest.raises(RuntimeError),
-        throwaway(engine, "img", ["x"], purpose="build-probe", run_id="r") as box,
+        throwaway(engine, "img", ["x"], purpose="build-probe", run_id="r", warn=lambda _l: None) as box,
     ):
         raise RuntimeError("look inside")
     assert list(engine.boxes) == [box.name]
