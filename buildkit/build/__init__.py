@@ -47,7 +47,7 @@ from buildkit.errors import (
     RecipeError,
     UsageError,
 )
-from buildkit.plan import Job, Plan
+from buildkit.plan.models import Job, Plan
 from buildkit.recipe import Recipe
 
 if TYPE_CHECKING:

@@ -309,7 +309,7 @@ def verify_rebuild(
     """Rebuild the job recorded beside ``wheel`` and compare; see the module docstring."""
     from buildkit.build import BuildOptions, build_one, fetch_source, run_prebuild_checks
     from buildkit.image.ceilings import ceilings_from_images
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     if keep is not None:

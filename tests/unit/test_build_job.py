@@ -28,7 +28,8 @@ import requests
 from buildkit import build, publish
 from buildkit.build import provenance
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
-from buildkit.plan import Job, expand
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import Job
 from buildkit.recipe import Recipe, load_recipe
 from tests.helpers.wheel_zip import write_wheel
 

@@ -10,7 +10,8 @@ import pytest
 
 from buildkit.build import cibw
 from buildkit.errors import UsageError
-from buildkit.plan import Job, expand
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import Job
 from buildkit.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
