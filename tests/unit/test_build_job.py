@@ -25,11 +25,12 @@ import docker.errors
 import pytest
 import requests
 
-from buildkit import build, publish
+from buildkit import build
 from buildkit.build import provenance
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
+from buildkit.publish.refusal import collect
 from buildkit.recipe import Recipe, load_recipe
 from tests.helpers.wheel_zip import write_wheel
 
@@ -230,7 +231,7 @@ def test_failed_build_removes_the_previous_wheel_of_the_job(h: Harness) -> None:
     result = h.build(recipe, job)
     assert result.status == "build-failed"
     assert not (h.out / JOB).exists(), "the previous wheel of an older source stayed in --out"
-    assert publish.collect(h.out) == []
+    assert collect(h.out) == []
     assert any(REMOVED in line for line in h.echoed), h.echoed
     assert result.removed == h.out / JOB
 
