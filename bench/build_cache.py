@@ -57,7 +57,7 @@ def main() -> None:
     from buildkit.build.cibw import ccache_volume
     from buildkit.docker_engine import connect
     from buildkit.image import ensure_image
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     client = connect()

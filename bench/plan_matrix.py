@@ -23,7 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from buildkit.plan import expand, render_github, render_json, render_table
+from buildkit.plan.expansion import expand
+from buildkit.plan.render import render_github, render_json, render_table
 from buildkit.recipe import load_recipe
 
 T = TypeVar("T")

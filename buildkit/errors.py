@@ -11,6 +11,8 @@ code  class                        meaning
 0     -                            success
 1     -                            internal error (a bug: traceback printed)
 2     UsageError                   bad command-line usage (click's own code)
+2     UnknownJob                   a ``--job`` id (or a manifest's job) the recipe's plan does not have:
+                                   the recipe is valid, the command line names a job it has not
 3     RecipeError                  recipe malformed or invalid (file:line:column)
 4     ArchError                    no usable GPU arch / invalid target id
 5     ArchesDropped                ``--strict`` and some requested arch was dropped
@@ -44,6 +46,12 @@ class BuildkitError(Exception):
 
 class UsageError(BuildkitError):
     exit_code = 2
+
+
+class UnknownJob(UsageError):
+    """A job id that is not in the recipe's plan: the same error (and message) from every command
+    (:meth:`buildkit.plan.models.Plan.job`). Exit 2: the recipe is valid; the id asked for is not
+    one of its jobs, a usage mistake as a misspelt option value is."""
 
 
 class RecipeError(BuildkitError):

@@ -34,6 +34,13 @@ from buildkit.errors import UsageError
 
 #: the symbol-version prefixes the gate puts ceilings on
 CEILING_PREFIXES: tuple[str, ...] = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
+#: the library whose version definitions give each ceiling prefix
+CEILING_PROVIDERS: dict[str, str] = {
+    "GLIBC": "libc.so.6",
+    "GLIBCXX": "libstdc++.so.6",
+    "CXXABI": "libstdc++.so.6",
+    "GCC": "libgcc_s.so.1",
+}
 
 Libc = Literal["glibc", "musl"]
 LIBCS: tuple[Libc, ...] = ("glibc", "musl")
@@ -75,6 +82,17 @@ def version_tuple(version: str) -> tuple[int, ...] | None:
     if not _VERSION_RE.match(version):
         return None
     return tuple(int(part) for part in version.split("."))
+
+
+def tighten(base: Mapping[str, str], *others: Mapping[str, str]) -> dict[str, str]:
+    """Per prefix the lowest of the given ceilings (e.g. a policy's and an image's)."""
+    out = dict(base)
+    for other in others:
+        for prefix, value in other.items():
+            cur = out.get(prefix)
+            if cur is None or (version_tuple(value) or ()) < (version_tuple(cur) or ()):
+                out[prefix] = value
+    return out
 
 
 def symbol_version_key(symbol_version: str) -> tuple[int, ...] | None:

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from buildkit.errors import UsageError
-from buildkit.plan import Job
+from buildkit.plan.models import Job
 from buildkit.recipe import RESERVED_ENV
 
 #: host variables cibuildwheel itself needs to reach the engine and run; nothing else is passed.

@@ -16,7 +16,7 @@ from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import render_human, verdict_to_json
 from buildkit.inspect import inspect_wheel
-from buildkit.plan import Job
+from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
 
 

@@ -54,7 +54,7 @@ from buildkit.errors import BuildFailed, BuildkitError, DockerUnavailable, GateF
 from buildkit.fsutil import atomic_write
 from buildkit.gate.baseline import RegressionCheck, compare_with_last_release
 from buildkit.gate.config import GateConfig
-from buildkit.plan import Job
+from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
 
 Echo = Callable[[str], None]

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from buildkit import __version__, manifest
-from buildkit.plan import Job
+from buildkit.plan.models import Job
 
 
 def tool_versions() -> dict[str, str | None]:

@@ -21,7 +21,7 @@ from buildkit import manifest
 from buildkit.build import provenance
 from buildkit.build.key import up_to_date
 from buildkit.errors import BuildFailed, UsageError
-from buildkit.plan import Job
+from buildkit.plan.models import Job
 
 Echo = Callable[[str], None]
 

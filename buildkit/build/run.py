@@ -19,7 +19,7 @@ from buildkit.build.staging import fetch_source, run_prebuild_checks, sweep_debr
 from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
 from buildkit.errors import RecipeError
 from buildkit.image import ensure_image, rocm_build_args
-from buildkit.plan import Plan
+from buildkit.plan.models import Plan
 from buildkit.recipe import Recipe
 
 Echo = Callable[[str], None]

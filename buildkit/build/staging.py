@@ -24,7 +24,7 @@ from pathlib import Path
 
 from buildkit.build.tuned import check_tuned_csvs
 from buildkit.errors import BuildFailed, UsageError
-from buildkit.plan import Job
+from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
 
 Echo = Callable[[str], None]

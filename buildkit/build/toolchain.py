@@ -17,7 +17,7 @@ from typing import Any
 
 from buildkit.build import provenance
 from buildkit.docker_engine import throwaway
-from buildkit.plan import Job
+from buildkit.plan.models import Job
 
 if sys.version_info >= (3, 11):
     import tomllib

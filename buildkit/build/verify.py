@@ -38,7 +38,7 @@ from buildkit.docker_engine import connect
 from buildkit.errors import ArchError, BuildFailed, GateFailed, UsageError
 from buildkit.image import ensure_image
 from buildkit.image.ceilings import ceilings_from_images
-from buildkit.plan import expand
+from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 
 Echo = Callable[[str], None]

@@ -1,14 +1,19 @@
-"""``buildkit archs``: resolve the GPU archs of a build and print them (logic in buildkit.plan.archs)."""
+"""``buildkit archs``: resolve the GPU archs of a build and print them (resolution in buildkit.plan.archs;
+:func:`resolve_command` turns the command's options and recipe into its arguments)."""
 
 from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 
 import click
 
-from buildkit.errors import ArchesDropped
-from buildkit.plan.archs import ArchSet
+from buildkit import rocm as rocmdata
+from buildkit.errors import ArchesDropped, UsageError
+from buildkit.plan.archs import ArchSet, resolve
+from buildkit.recipe import load_recipe
+from buildkit.targets import split_arch_list
 
 
 def _render(archs: ArchSet, fmt: str) -> str:
@@ -21,6 +26,42 @@ def _render(archs: ArchSet, fmt: str) -> str:
     return (
         f"PYTORCH_ROCM_ARCH={shlex.quote(archs.pytorch_rocm_arch())}\n"
         f"GPU_ARCHS={shlex.quote(archs.gpu_archs())}"
+    )
+
+
+def resolve_command(
+    *,
+    rocm: str | None,
+    cli_archs: str | None = None,
+    recipe_path: str | None = None,
+    toolchain: str | None = None,
+    allow: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ArchSet:
+    """``buildkit archs``: the recipe (when given) supplies the arch list, allow-list, toolchain and,
+    when it pins a single release, the ROCm release; explicit arguments win over it."""
+    recipe_archs: list[str] | None = None
+    recipe_allow: list[str] | None = None
+    if recipe_path is not None:
+        recipe = load_recipe(recipe_path)
+        recipe_archs = list(recipe.archs.list) if recipe.archs.list else None
+        recipe_allow = list(recipe.archs.allow) if recipe.archs.allow else None
+        toolchain = toolchain or recipe.archs.toolchain
+        if rocm is None:
+            if len(recipe.rocm) != 1:
+                raise UsageError(f"{recipe_path} pins ROCm {', '.join(recipe.rocm)}: choose one with --rocm")
+            rocm = recipe.rocm[0]
+    if rocm is None:
+        raise UsageError("--rocm is required (or a --recipe that pins a single ROCm release)")
+    toolchain_archs = list(rocmdata.get_toolchain(toolchain).archs) if toolchain is not None else None
+    return resolve(
+        rocm=rocm,
+        cli_archs=cli_archs,
+        recipe_archs=recipe_archs,
+        allow=split_arch_list(allow) if allow is not None else recipe_allow,
+        env=env,
+        toolchain_archs=toolchain_archs,
+        toolchain=toolchain,
     )
 
 
@@ -58,8 +99,6 @@ def archs(
     HIP architectures value, or JSON. Dropped archs are always reported on stderr, and so is an
     environment variable (PYTORCH_ROCM_ARCH, GPU_ARCHS) that is set to another list but ignored.
     """
-    from buildkit.plan.archs import resolve_command
-
     result = resolve_command(
         rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow
     )

@@ -12,7 +12,8 @@ from buildkit.build.run import build_plan
 from buildkit.build.summary import render_summary
 from buildkit.errors import BuildFailed, GateFailed
 from buildkit.image.ceilings import ceilings_from_images
-from buildkit.plan import check_strict, expand, printable
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import check_strict, printable
 from buildkit.recipe import load_recipe
 
 

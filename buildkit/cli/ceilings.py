@@ -19,6 +19,7 @@ def ceilings(images: tuple[str, ...], as_json: bool, no_cache: bool) -> None:
     A missing image (or no engine) exits 8; an invalid reference, an image without glibc or with a
     library that cannot be read exits 2.
     """
+    # deferred (heavy: the Docker SDK, pyelftools): `buildkit ceilings --help` stays fast
     from buildkit.docker_engine import connect
     from buildkit.image.ceilings import check_image_reference, read_image_ceilings, render_human, report_json
 

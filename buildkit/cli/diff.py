@@ -66,6 +66,7 @@ def diff(
     platform dropped, or a new external library. For ROCm wheels name the libraries provided at run
     time (--exclude-set rocm, or --recipe R --job ID) as for `buildkit check`: otherwise each one is
     external and the manylinux tag is linux_x86_64."""
+    # deferred (heavy: the wheel inspection and the gate): `buildkit diff --help` stays fast
     from buildkit.gate.diff import WheelDiff, diff_against_index, diff_wheels, render_human, run_time_globs
 
     if index_url is None and len(wheels) != 2:

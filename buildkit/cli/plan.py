@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import click
 
-from buildkit.plan import GITHUB_MAX_JOBS, RENDERERS, check_strict, expand, printable, render_github
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import check_strict, printable
+from buildkit.plan.render import GITHUB_MAX_JOBS, RENDERERS, render_github
 from buildkit.recipe import load_recipe
+
+
+def _read_image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
+    """The plan's ceilings reader (:func:`buildkit.image.ceilings.ceilings_from_images`)."""
+    # deferred: the Docker SDK loads only for a recipe that names from_image images, so a plan
+    # without them starts as fast as before (bench/plan_matrix.py)
+    from buildkit.image.ceilings import ceilings_from_images
+
+    return ceilings_from_images(images)
 
 
 @click.command("plan")
@@ -37,9 +50,7 @@ def plan(recipe: str, fmt: str, cli_archs: str | None, shard_size: int, strict: 
     The plan's notes (dropped archs, ignored arch variables, torch indexes buildkit's data does not
     list for the pinned ROCm, unverified release data) are also printed on stderr, whatever the format.
     """
-    from buildkit.image.ceilings import ceilings_from_images
-
-    the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
+    the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=_read_image_ceilings)
     text = render_github(the_plan, shard_size) if fmt == "github" else RENDERERS[fmt](the_plan)
     click.echo(text, nl=False)
     for note in the_plan.notes:

@@ -12,16 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from buildkit import publish as publishing
 from buildkit.errors import UsageError
-from buildkit.publish import outcomes_json, parse_target, scrub, secrets_from, target_of
-
-if TYPE_CHECKING:
-    from buildkit.recipe import Recipe
+from buildkit.publish import run as publishing
+from buildkit.publish.run import outcomes_json
+from buildkit.publish.scrub import scrub, secrets_from
+from buildkit.publish.target import parse_target, target_of
+from buildkit.recipe import Recipe, load_recipe
 
 
 @click.command("publish")
@@ -70,8 +69,6 @@ def publish_cmd(
     if to is not None:
         target = parse_target(to, simple_url=simple_url)
     else:
-        from buildkit.recipe import load_recipe
-
         loaded = load_recipe(str(recipe))
         target = target_of(loaded, simple_url=simple_url)
     secrets = secrets_from(os.environ)

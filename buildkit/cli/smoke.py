@@ -58,6 +58,7 @@ def smoke(
     as_json: bool,
 ) -> None:
     """Install WHEEL in a container of each runtime image, then run the imports and commands."""
+    # deferred (heavy: the Docker SDK): `buildkit smoke --help` and click's usage errors stay fast
     from buildkit import smoke as smoking
     from buildkit.docker_engine import connect
 

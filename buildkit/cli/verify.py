@@ -81,6 +81,7 @@ def verify(
     if check_attestation and (recipe is not None or use_cache or keep is not None):
         raise UsageError("--recipe/--cache/--keep apply to a rebuild, not to --attestation")
     if check_attestation:
+        # deferred (heavy: cryptography): only the --attestation path needs it
         from buildkit.build.provenance import load_public_key, verify_attestation
 
         if public_key is None:
@@ -92,6 +93,7 @@ def verify(
             click.echo(f"{check.wheel}: attestation verified (sha256 {check.sha256}, keyid {check.keyid})")
         return
 
+    # deferred (heavy: the build stage, the Docker SDK): --attestation and usage errors never load it
     from buildkit.build.verify import render, verify_rebuild
 
     result = verify_rebuild(

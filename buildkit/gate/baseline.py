@@ -13,7 +13,7 @@ from typing import Any
 from buildkit.gate.diff import Baseline, WheelDiff, diff_against_index
 from buildkit.gate.findings import Finding
 from buildkit.gate.rules.regression import findings_from_diff
-from buildkit.plan import Job
+from buildkit.plan.models import Job
 
 
 @dataclass(frozen=True)

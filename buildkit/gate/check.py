@@ -32,7 +32,7 @@ from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 
 if TYPE_CHECKING:
-    from buildkit.plan import Job
+    from buildkit.plan.models import Job
     from buildkit.recipe import Recipe
 
 
@@ -75,11 +75,11 @@ def parse_size(text: str) -> int:
 
 def parse_archs(text: str | None) -> list[str]:
     """``"gfx908, gfx90a:xnack-"`` -> canonical target ids, each validated the way ``plan`` and
-    ``archs`` do (:func:`buildkit.plan.archs.parse_target_id`): an invalid one is ArchError (exit 4),
+    ``archs`` do (:func:`buildkit.targets.parse_target_id`): an invalid one is ArchError (exit 4),
     not a gate failure for a target no wheel could carry. None or blank: no arch rule."""
     if text is None or not text.strip():
         return []
-    from buildkit.plan.archs import parse_target_id, split_arch_list
+    from buildkit.targets import parse_target_id, split_arch_list
 
     names = split_arch_list(text)
     if not names:
@@ -97,17 +97,13 @@ def exclude_set_globs(sets: Sequence[str], rocm: str | None) -> list[str]:
 
 
 def find_job(recipe_path: Path, job_id: str) -> tuple[Recipe, Job]:
-    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UsageError naming the known ones)."""
-    from buildkit.plan import expand
+    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UnknownJob naming the known ones)."""
+    from buildkit.image.ceilings import ceilings_from_images
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = load_recipe(recipe_path)
-    plan = expand(recipe)
-    for job in plan.jobs:
-        if job.id == job_id:
-            return recipe, job
-    known = ", ".join(j.id for j in plan.jobs) or "none"
-    raise UsageError(f"no job {job_id!r} in {recipe_path}; jobs: {known}")
+    return recipe, expand(recipe, ceilings_reader=ceilings_from_images).job(job_id)
 
 
 def _union(first: Iterable[str], then: Iterable[str]) -> tuple[str, ...]:

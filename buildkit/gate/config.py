@@ -16,7 +16,7 @@ from buildkit.policy import (
 from buildkit.rocm import expected_sonames, get_release
 
 if TYPE_CHECKING:
-    from buildkit.plan import Job
+    from buildkit.plan.models import Job
     from buildkit.recipe import Recipe
 
 

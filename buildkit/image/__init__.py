@@ -1,23 +1,27 @@
 """Builder images through the docker SDK, tagged by the hash of what they are made of.
 
-A *profile* names a Dockerfile under ``docker/`` and the files its build context needs. The tag of
-an image is ``rocm-buildkit/<profile>:<12 hex>``, the sha256 of (profile name, Dockerfile bytes,
-context file bytes, build arguments, and the local image id of the base when the Dockerfile takes
-it from a ``BASE_IMAGE`` argument). When an image with that tag exists it is reused as is; any
-change to those inputs gives a new tag, and ``prune`` removes the images whose sources changed.
+A *profile* names a Dockerfile under ``docker/`` and the files its build context needs; the
+profiles are data, ``docker/profiles.toml`` (:mod:`buildkit.image.profiles` reads and validates
+it). The tag of an image is ``rocm-buildkit/<profile>:<12 hex>``, the sha256 of (profile name,
+Dockerfile bytes, context file bytes, build arguments, and the local image id of the base when the
+Dockerfile takes it from a ``BASE_IMAGE`` argument). When an image with that tag exists it is
+reused as is; any change to those inputs gives a new tag, and ``prune`` removes the images whose
+sources changed.
 
 Python tools are installed in the images offline: a profile's ``wheel_requirements`` are pinned,
 hash-checked requirement files; :func:`ensure_image` downloads them on the host (``pip download``)
 into ``wheels/`` of a temporary build context, so the build needs no pip index or CA bundle.
 The requirement files are part of the hash; the downloaded wheels are not (their hashes are pinned).
 
-Where the Dockerfiles are found (first hit wins): ``$BUILDKIT_DOCKER_DIR``; ``docker/`` next to
-the ``buildkit`` package (a checkout or an editable install); ``<sys.prefix>/share/rocm-buildkit/
-docker`` (a wheel install: pyproject ships ``docker/*`` there as data files).
+Where the profiles and Dockerfiles are found (the first directory holding ``profiles.toml`` and
+every Dockerfile it names wins): ``$BUILDKIT_DOCKER_DIR``; ``docker/`` next to the ``buildkit``
+package (a checkout or an editable install); ``<sys.prefix>/share/rocm-buildkit/docker`` (a wheel
+install: pyproject ships ``docker/*`` there as data files, ``profiles.toml`` included).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -29,15 +33,18 @@ import sysconfig
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 import docker.errors
 
+from buildkit import rocm as rocm_data
+from buildkit.docker_engine import connect
 from buildkit.errors import BuildFailed, DockerUnavailable, UsageError
+from buildkit.image.profiles import PROFILES_FILE, Profile, load_profiles
+from buildkit.image.profiles import REPOSITORY_PREFIX as REPOSITORY_PREFIX  # the images' name (ls, smoke)
 
-REPOSITORY_PREFIX = "rocm-buildkit/"
 LABEL_PROFILE = "io.rocm-buildkit.profile"
 LABEL_CONTENT = "io.rocm-buildkit.content-hash"
 LABEL_SOURCES = "io.rocm-buildkit.sources-hash"
@@ -47,51 +54,35 @@ HASH_LENGTH = 12
 Progress = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class Profile:
-    """A builder image recipe: a Dockerfile and the files its build context needs."""
-
-    name: str
-    dockerfile: str
-    context_files: tuple[str, ...] = ()
-    wheel_requirements: tuple[str, ...] = ()
-    wheel_python: str = "3.13"
-    build_args: Mapping[str, str] = field(default_factory=dict)
-    description: str = ""
-    #: the ROCm releases this image can provide: None = any (chosen by build args), else fixed
-    rocm_releases: tuple[str, ...] | None = None
-    #: the build argument naming the ROCm release (images that install AMD's packages)
-    rocm_build_arg: str | None = None
-
-    @property
-    def repository(self) -> str:
-        return REPOSITORY_PREFIX + self.name
+@functools.cache
+def _read_profiles(path: str, mtime_ns: int, size: int) -> dict[str, Profile]:
+    return load_profiles(Path(path))
 
 
-PROFILES: dict[str, Profile] = {
-    profile.name: profile
-    for profile in (
-        Profile(
-            name="debian-rocm",
-            dockerfile="debian-rocm.Dockerfile",
-            context_files=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
-            wheel_requirements=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
-            description="Debian trixie + Debian's hipcc (ROCm 5.7.1, clang 17): offline and CI builds",
-            rocm_releases=("5.7",),
-        ),
-        Profile(
-            name="debian-runtime",
-            dockerfile="debian-runtime.Dockerfile",
-            description="Debian trixie + python3 + Debian's HIP runtime: smoke tests of Debian-built wheels",
-        ),
-        Profile(
-            name="manylinux_2_28-rocm",
-            dockerfile="manylinux_2_28-rocm.Dockerfile",
-            description="pypa manylinux_2_28 + AMD's ROCm packages: production wheels",
-            rocm_build_arg="ROCM_VERSION",
-        ),
-    )
-}
+def _profiles_at(path: Path) -> dict[str, Profile]:
+    """The profiles of the file ``path``, read again only when it changed."""
+    st = path.stat()
+    return _read_profiles(str(path), st.st_mtime_ns, st.st_size)
+
+
+class _Profiles(Mapping[str, Profile]):
+    """The profiles of ``profiles.toml`` in :func:`docker_dir`, read when first needed."""
+
+    def _current(self) -> dict[str, Profile]:
+        return _profiles_at(docker_dir() / PROFILES_FILE)
+
+    def __getitem__(self, name: str) -> Profile:
+        return self._current()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+
+#: name -> :class:`Profile`, from ``profiles.toml`` beside the Dockerfiles
+PROFILES: Mapping[str, Profile] = _Profiles()
 
 
 @dataclass(frozen=True)
@@ -127,7 +118,8 @@ def get_profile(name: str) -> Profile:
 
 
 def docker_dir() -> Path:
-    """The directory holding the Dockerfiles (see the module docstring for the search order)."""
+    """The directory holding ``profiles.toml`` and the Dockerfiles it names (see the module
+    docstring for the search order)."""
     candidates: list[Path] = []
     override = os.environ.get("BUILDKIT_DOCKER_DIR")
     if override:
@@ -135,10 +127,16 @@ def docker_dir() -> Path:
     candidates.append(Path(__file__).resolve().parents[2] / "docker")
     candidates.append(Path(sysconfig.get_path("data")) / "share" / "rocm-buildkit" / "docker")
     for candidate in candidates:
-        if all((candidate / p.dockerfile).is_file() for p in PROFILES.values()):
+        if not (candidate / PROFILES_FILE).is_file():
+            continue
+        profiles = _profiles_at(candidate / PROFILES_FILE)
+        if all((candidate / p.dockerfile).is_file() for p in profiles.values()):
             return candidate
     tried = ", ".join(str(c) for c in candidates)
-    raise UsageError(f"cannot find the builder Dockerfiles (tried {tried}); set BUILDKIT_DOCKER_DIR")
+    raise UsageError(
+        f"cannot find the builder Dockerfiles and their {PROFILES_FILE} (tried {tried}); "
+        "set BUILDKIT_DOCKER_DIR"
+    )
 
 
 def parse_build_args(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -155,8 +153,6 @@ def parse_build_args(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
 def rocm_build_args(profile_name: str, rocm: str) -> dict[str, str]:
     """The build arguments that make ``profile_name``'s image carry ROCm ``rocm`` (a release such as
     "7.2": its newest known patch is installed). A profile fixed to other releases refuses."""
-    from buildkit import rocm as rocm_data
-
     profile = get_profile(profile_name)
     if profile.rocm_releases is not None:
         if rocm not in profile.rocm_releases:
@@ -374,8 +370,6 @@ def ensure_image(
 ) -> ImageRef:
     """The image of ``profile_name`` with these build args: reused when its content tag exists."""
     if client is None:
-        from buildkit.docker_engine import connect
-
         client = connect()
     report = progress or (lambda _line: None)
     profile = get_profile(profile_name)

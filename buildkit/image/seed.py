@@ -21,6 +21,7 @@ from typing import Any
 
 import docker.errors
 
+from buildkit.docker_engine import connect
 from buildkit.errors import BuildFailed, UsageError
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
@@ -184,8 +185,6 @@ def seed_base(
     report = progress or (lambda _line: None)
     suite = suite_of(tag)
     if client is None:
-        from buildkit.docker_engine import connect
-
         client = connect()
     if not force:
         try:

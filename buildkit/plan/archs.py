@@ -7,13 +7,10 @@ An environment variable that is set but loses to a higher-precedence source is n
 ("set but ignored"), and :attr:`ArchSet.warnings` says so when its list differs from the one chosen
 (aiter's setup reads ``GPU_ARCHS``, PyTorch's extensions ``PYTORCH_ROCM_ARCH``).
 
-Normalisation: every entry must be a target ID (``gfx90a``, ``gfx90a:xnack-``,
-``gfx90a:sramecc+:xnack-``) of a processor LLVM knows (:func:`known_processors`; an unknown one
-such as ``gfx905`` is an :class:`~buildkit.errors.ArchError` with "did you mean"); features are
-limited to what the processor accepts (``buildkit/rocm/targets.yaml``) and put in alphabetical
-order (clang's canonical form);
-duplicates collapse; a bare processor listed next to a featured variant of itself is dropped (clang
-refuses that combination); the result is sorted by :func:`buildkit.rocm.processor_sort_key`.
+Normalisation: every entry must be a target ID that :func:`buildkit.targets.parse_target_id`
+accepts (a processor LLVM knows, features it takes, written canonically); duplicates collapse; a
+bare processor listed next to a featured variant of itself is dropped (clang refuses that
+combination); the result is sorted by :func:`buildkit.rocm.processor_sort_key`.
 
 Intersection, in order, each drop recorded with its reason: the pinned ROCm release's ``archs``
 (or, when a toolchain is given, the toolchain's compilable archs instead -- a distribution
@@ -23,10 +20,7 @@ Nothing left is an :class:`~buildkit.errors.ArchError` naming what was asked and
 
 from __future__ import annotations
 
-import difflib
-import functools
 import os
-import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -34,123 +28,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from buildkit import rocm as rocmdata
-from buildkit.errors import ArchError, UsageError
+from buildkit.errors import ArchError
+from buildkit.targets import TargetId, parse_target_id, split_arch_list
 
 __all__ = [
     "ArchSet",
     "Decision",
-    "TargetId",
     "host_enumerator",
-    "known_processors",
-    "parse_target_id",
-    "processor_suggestions",
     "resolve",
-    "split_arch_list",
 ]
-
-_PROCESSOR = re.compile(r"^gfx(?:[0-9]{1,2}[0-9a-f]{2}|[0-9]{1,2}(?:-[0-9]+)?-generic)$")
-_FEATURE = re.compile(r"^([a-z][a-z0-9-]*)([+-])$")
-_SEPARATORS = re.compile(r"[;,\s]+")
 #: the environment variables that can name archs, by precedence
 _ENV_SOURCES = ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")
-
-
-@functools.cache
-def _data_processors() -> frozenset[str]:
-    """Processors buildkit's ROCm data names (releases, toolchains, target-ID features)."""
-    names: set[str] = set()
-    for release in rocmdata.releases():
-        names.update(release.official)
-        names.update(rocmdata.processor_of(t) for t in release.library_targets)
-    for toolchain in rocmdata.toolchains():
-        names.update(toolchain.archs)
-    for processors in rocmdata.feature_processors().values():
-        names.update(processors)
-    return frozenset(names)
-
-
-@functools.cache
-def known_processors() -> frozenset[str]:
-    """Every AMDGPU processor LLVM defines: the ``EF_AMDGPU_MACH`` names of LLVM's ELF.h
-    (:data:`buildkit.inspect.codeobject.MACH_NAMES`, which the wheel inspection decodes code objects
-    with) plus those buildkit's ROCm data names."""
-    from buildkit.inspect.codeobject import MACH_NAMES
-
-    return frozenset(MACH_NAMES.values()) | _data_processors()
-
-
-def _is_processor(name: str) -> bool:
-    # the data's names first: knowing them never imports the ELF tables
-    return name in _data_processors() or name in known_processors()
-
-
-def processor_suggestions(name: str) -> list[str]:
-    """Up to three known processors spelled like ``name`` (difflib), the ones some ROCm release
-    supports first: ``gfx905`` -> ``["gfx950", "gfx90a", "gfx908"]``."""
-    supported = sorted({a for release in rocmdata.releases() for a in release.archs})
-    close = difflib.get_close_matches(name, supported, n=3, cutoff=0.6)
-    return close or difflib.get_close_matches(name, sorted(known_processors()), n=3, cutoff=0.6)
-
-
-def _unknown_processor(text: str, name: str) -> str:
-    message = f"invalid GPU arch {text!r}: {name} is not an AMDGPU processor"
-    close = processor_suggestions(name)
-    if close:
-        shown = close[0] if len(close) == 1 else ", ".join(close[:-1]) + " or " + close[-1]
-        message += f"; did you mean {shown}?"
-    return message
-
-
-@dataclass(frozen=True, order=False)
-class TargetId:
-    """An AMDGPU target ID: a processor and its target-ID features (``("xnack-",)``)."""
-
-    name: str
-    features: tuple[str, ...] = ()
-
-    def __str__(self) -> str:
-        return ":".join((self.name, *self.features))
-
-    @property
-    def sort_key(self) -> tuple[int, int, int, str]:
-        return rocmdata.processor_sort_key(str(self))
-
-
-def parse_target_id(text: str) -> TargetId:
-    """Parse and canonicalise a target ID; raise :class:`ArchError` naming what is wrong."""
-    raw = text.strip()
-    parts = raw.split(":")
-    name = parts[0].lower()
-    if not _PROCESSOR.match(name):
-        raise ArchError(
-            f"invalid GPU arch {text!r}: expected an AMDGPU processor such as gfx90a or gfx1100, "
-            "optionally with features (gfx90a:xnack-, gfx90a:sramecc+:xnack-)"
-        )
-    if not _is_processor(name):
-        raise ArchError(_unknown_processor(text, name))
-    accepted = rocmdata.feature_processors()
-    features: dict[str, str] = {}
-    for part in parts[1:]:
-        m = _FEATURE.match(part)
-        if not m:
-            raise ArchError(f"invalid GPU arch {text!r}: feature {part!r} must look like xnack+ or xnack-")
-        feature, sign = m.groups()
-        if feature not in accepted:
-            raise ArchError(
-                f"invalid GPU arch {text!r}: {feature!r} is not a target-ID feature "
-                f"(known: {', '.join(sorted(accepted))})"
-            )
-        if name not in accepted[feature]:
-            raise ArchError(f"invalid GPU arch {text!r}: {name} does not support the {feature} feature")
-        if feature in features:
-            raise ArchError(f"invalid GPU arch {text!r}: feature {feature} given twice")
-        features[feature] = sign
-    return TargetId(name, tuple(f"{k}{features[k]}" for k in sorted(features)))
-
-
-def split_arch_list(text: str) -> list[str]:
-    """``"gfx908;gfx90a, gfx942"`` -> ``["gfx908", "gfx90a", "gfx942"]``."""
-    return [t for t in _SEPARATORS.split(text.strip()) if t]
 
 
 @dataclass(frozen=True)
@@ -458,41 +346,3 @@ def _basis(toolchain_archs: Sequence[str] | None, toolchain: str | None, pinned:
     if toolchain_archs is not None:
         return f"toolchain {toolchain or '?'}"
     return f"ROCm {pinned}"
-
-
-def resolve_command(
-    *,
-    rocm: str | None,
-    cli_archs: str | None = None,
-    recipe_path: str | None = None,
-    toolchain: str | None = None,
-    allow: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> ArchSet:
-    """``buildkit archs``: the recipe (when given) supplies the arch list, allow-list, toolchain and,
-    when it pins a single release, the ROCm release; explicit arguments win over it."""
-    recipe_archs: list[str] | None = None
-    recipe_allow: list[str] | None = None
-    if recipe_path is not None:
-        from buildkit.recipe import load_recipe
-
-        recipe = load_recipe(recipe_path)
-        recipe_archs = list(recipe.archs.list) if recipe.archs.list else None
-        recipe_allow = list(recipe.archs.allow) if recipe.archs.allow else None
-        toolchain = toolchain or recipe.archs.toolchain
-        if rocm is None:
-            if len(recipe.rocm) != 1:
-                raise UsageError(f"{recipe_path} pins ROCm {', '.join(recipe.rocm)}: choose one with --rocm")
-            rocm = recipe.rocm[0]
-    if rocm is None:
-        raise UsageError("--rocm is required (or a --recipe that pins a single ROCm release)")
-    toolchain_archs = list(rocmdata.get_toolchain(toolchain).archs) if toolchain is not None else None
-    return resolve(
-        rocm=rocm,
-        cli_archs=cli_archs,
-        recipe_archs=recipe_archs,
-        allow=split_arch_list(allow) if allow is not None else recipe_allow,
-        env=env,
-        toolchain_archs=toolchain_archs,
-        toolchain=toolchain,
-    )

@@ -6,7 +6,7 @@
 policy ...). Every problem is a :class:`~buildkit.errors.RecipeError` at ``file:line:column``.
 
 Loading never contacts Docker: ``manylinux.ceilings.from_image`` is kept as image references
-(:attr:`Manylinux.from_images`) and read by :func:`buildkit.plan.expand`.
+(:attr:`Manylinux.from_images`) and read by :func:`buildkit.plan.expansion.expand`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ maps it back to the YAML line and column. Each validator keyword gets a message 
 was expected, plus "did you mean" for unknown keys and enum values.
 
 One keyword is buildkit's own: ``"x-target-id": true`` (arch lists) checks a string the
-``pattern`` accepts with :func:`buildkit.plan.archs.parse_target_id`: a processor LLVM does not know
+``pattern`` accepts with :func:`buildkit.targets.parse_target_id`: a processor LLVM does not know
 (``gfx905``, with "did you mean") or a feature the processor does not take (``gfx1100:xnack-``) is
 reported at the item's position. Editors ignore the keyword (unknown keywords are annotations).
 """
@@ -25,8 +25,9 @@ import jsonschema.validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from buildkit.errors import RecipeError
+from buildkit.errors import ArchError, RecipeError
 from buildkit.recipe.yamlspan import Path, Spans
+from buildkit.targets import parse_target_id
 
 # Lower sorts first among errors reported at the same position: the specific before the general.
 _PRIORITY = {"additionalProperties": 0, "propertyNames": 0, "type": 1, "enum": 2, "const": 2, "pattern": 3}
@@ -48,9 +49,6 @@ def _target_id(
 ) -> Iterator[ValidationError]:
     """``x-target-id``: a target ID whose processor and features are real (the syntax is the
     ``pattern``'s job: a string it rejects is left to it)."""
-    from buildkit.errors import ArchError
-    from buildkit.plan.archs import parse_target_id
-
     pattern = schema.get("pattern")
     if value is not True or not isinstance(instance, str) or (pattern and not re.search(pattern, instance)):
         return

@@ -31,7 +31,7 @@ from buildkit.gate.evaluate import evaluate
 from buildkit.inspect import inspect_wheel
 from buildkit.manifest import read as read_manifest
 from buildkit.manifest import sha256_file
-from buildkit.plan import expand
+from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 
 pytestmark = pytest.mark.docker

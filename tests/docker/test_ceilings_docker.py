@@ -25,7 +25,7 @@ import pytest
 
 from buildkit.cli import main
 from buildkit.errors import DockerUnavailable
-from buildkit.image.ceilings import read_image_ceilings
+from buildkit.image.ceilings import ceilings_from_images, read_image_ceilings
 from tests.unit.test_ceilings import readelf_definitions, top
 
 pytestmark = pytest.mark.docker
@@ -319,7 +319,7 @@ def test_unreadable_library_fails_like_a_missing_libc(
     engine refuses with a 500), or a libstdc++/libgcc_s present but corrupt: exit 2, nothing cached
     (it once gave exit 0 with manylinux_2_41: libm's GLIBC versions stood in for the missing libc)."""
     from buildkit.errors import RecipeError, UsageError
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import parse_recipe
 
     members, message = BROKEN[case]
@@ -354,7 +354,7 @@ def test_unreadable_library_fails_like_a_missing_libc(
         f"  ceilings:\n    from_image: [{tag}]\nimage: manylinux_2_28-rocm\n"
     )
     with pytest.raises(RecipeError, match=message):
-        expand(parse_recipe(recipe, path=tmp_path / "r.yaml"), env={})
+        expand(parse_recipe(recipe, path=tmp_path / "r.yaml"), env={}, ceilings_reader=ceilings_from_images)
 
 
 def test_a_poisoned_cache_entry_is_not_trusted(docker_client: Any, tmp_path: Path) -> None:

@@ -19,8 +19,9 @@ from typing import Any
 import docker.errors
 import pytest
 
-from buildkit.image.ceilings import read_image_ceilings
-from buildkit.plan import expand, render_json, render_table
+from buildkit.image.ceilings import ceilings_from_images, read_image_ceilings
+from buildkit.plan.expansion import expand
+from buildkit.plan.render import render_json, render_table
 from buildkit.policy import get_policy, version_tuple
 from buildkit.recipe import parse_recipe
 from tests.docker.test_ceilings_docker import _tar_image, independent
@@ -70,7 +71,7 @@ def test_plan_takes_the_minimum_of_the_images(
     docker_client: Any, seeded: tuple[str, ...], fresh_cache: Path, tmp_path: Path
 ) -> None:
     recipe = parse_recipe(RECIPE.format(policy=POLICY, images=", ".join(seeded)), path=tmp_path / "r.yaml")
-    plan = expand(recipe, env={})  # the default reader: buildkit.image.ceilings on the real engine
+    plan = expand(recipe, env={}, ceilings_reader=ceilings_from_images)  # read on the real engine
     (job,) = plan.jobs
 
     readings = [independent(docker_client, image, tmp_path) for image in seeded]
@@ -85,7 +86,7 @@ def test_plan_takes_the_minimum_of_the_images(
     assert job.ceilings_from_images == seeded and plan.notes == ()
     assert len(list(fresh_cache.glob("*.json"))) == 2  # read once per image, cached by image id
 
-    again = expand(recipe, env={})  # from the cache now
+    again = expand(recipe, env={}, ceilings_reader=ceilings_from_images)  # from the cache now
     assert render_json(again) == render_json(plan) and render_table(again) == render_table(plan)
 
 
@@ -126,7 +127,7 @@ def test_image_without_libstdcxx_is_a_note(
 ) -> None:
     nocxx = _tar_image(docker_client)  # host libc/libm/libgcc_s, no libstdc++
     text = RECIPE.format(policy=POLICY, images=f"debian:bookworm-slim, {nocxx}")
-    plan = expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={})
+    plan = expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={}, ceilings_reader=ceilings_from_images)
     (job,) = plan.jobs
     bookworm = read_image_ceilings("debian:bookworm-slim", client=docker_client).ceilings
     other = read_image_ceilings(nocxx, client=docker_client).ceilings

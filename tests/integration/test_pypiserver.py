@@ -22,9 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from buildkit import publish as pub
 from buildkit.errors import PublishRefused
 from buildkit.manifest import sha256_file
+from buildkit.publish import run as publishing
+from buildkit.publish.target import parse_target
 from tests.helpers.wheels_for_publish import make_wheel
 
 USER = "__token__"
@@ -182,12 +183,12 @@ def _env(server: Server) -> dict[str, str]:
 def test_one_conflict_uploads_nothing(server: Server, tmp_path: Path) -> None:
     """The server's state of EVERY wheel is checked before the first upload."""
     released = make_wheel(tmp_path / "released", "demo_rocm-1.0-py3-none-any.whl")
-    assert pub.publish(tmp_path / "released", pub.parse_target(server.url), env=_env(server))
+    assert publishing.publish(tmp_path / "released", parse_target(server.url), env=_env(server))
     dist = tmp_path / "dist"
     make_wheel(dist / "a", "alpha-1.0-py3-none-any.whl")  # new, sorted first
     make_wheel(dist / "b", released.name, payload=b"VALUE = 2\n")  # same name, other bytes
     with pytest.raises(PublishRefused, match=r"1 of 2 wheel\(s\); nothing was published"):
-        pub.publish(dist, pub.parse_target(server.url), env=_env(server))
+        publishing.publish(dist, parse_target(server.url), env=_env(server))
     assert sorted(p.name for p in server.packages.iterdir()) == [released.name]
 
 
@@ -200,7 +201,7 @@ def test_the_bytes_uploaded_are_the_bytes_checked(server: Server, tmp_path: Path
         if line.startswith("$ twine"):  # logged just before twine starts
             wheel.write_bytes(checked + b"tampered")
 
-    outcomes = pub.publish(tmp_path / "dist", pub.parse_target(server.url), env=_env(server), log=tamper)
+    outcomes = publishing.publish(tmp_path / "dist", parse_target(server.url), env=_env(server), log=tamper)
     assert [o.status for o in outcomes] == ["published"]
     assert (server.packages / wheel.name).read_bytes() == checked
     assert sha256_file(server.packages / wheel.name) != sha256_file(wheel)
@@ -210,15 +211,17 @@ def test_the_bytes_uploaded_are_the_bytes_checked(server: Server, tmp_path: Path
 def test_a_server_that_needs_a_login_to_read(server: Server, tmp_path: Path) -> None:
     """The simple page answers 401 without credentials: they are sent (same origin, loopback)."""
     wheel = make_wheel(tmp_path / "dist", "demo_rocm-1.0-py3-none-any.whl")
-    target = pub.parse_target(server.url)
-    assert [o.status for o in pub.publish(tmp_path / "dist", target, env=_env(server))] == ["published"]
+    target = parse_target(server.url)
+    assert [o.status for o in publishing.publish(tmp_path / "dist", target, env=_env(server))] == [
+        "published"
+    ]
     assert (server.packages / wheel.name).read_bytes() == wheel.read_bytes()
-    again = pub.publish(tmp_path / "dist", target, env=_env(server))
+    again = publishing.publish(tmp_path / "dist", target, env=_env(server))
     assert [o.status for o in again] == ["already published"]
     # without credentials the page cannot be read: refused before any upload, and said so
     env = {k: v for k, v in _env(server).items() if not k.startswith("TWINE_")}
     with pytest.raises(PublishRefused, match=r"asks for credentials \(HTTP 401\)"):
-        pub.publish(tmp_path / "dist", target, env=env)
+        publishing.publish(tmp_path / "dist", target, env=env)
 
 
 def test_dry_run_reads_the_server_and_uploads_nothing(server: Server, tmp_path: Path) -> None:

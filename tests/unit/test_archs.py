@@ -1,4 +1,4 @@
-"""Arch resolution (buildkit/plan/archs.py)."""
+"""Target ids (buildkit/targets.py) and arch resolution (buildkit/plan/archs.py)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ import pytest
 
 from buildkit import rocm
 from buildkit.errors import ArchError
-from buildkit.plan.archs import (
+from buildkit.plan.archs import host_enumerator, resolve
+from buildkit.targets import (
     TargetId,
-    host_enumerator,
     known_processors,
     parse_target_id,
     processor_suggestions,
-    resolve,
     split_arch_list,
 )
 
@@ -294,7 +293,7 @@ def test_processors_llvm_knows_beyond_the_rocm_data_parse(name: str) -> None:
 def test_every_processor_in_the_rocm_data_is_one_llvm_defines() -> None:
     """The releases, toolchains and target-ID features name only processors of LLVM's
     EF_AMDGPU_MACH table (a typo such as gfx9050 in the data would fail here)."""
-    from buildkit.inspect.codeobject import MACH_NAMES
+    from buildkit.targets import MACH_NAMES
 
     named = {a for r in rocm.releases() for a in (*r.official, *r.archs)}
     named |= {rocm.processor_of(t) for r in rocm.releases() for t in r.library_targets}

@@ -25,12 +25,14 @@ import docker.errors
 import pytest
 import requests
 
-from buildkit import docker_engine, manifest, publish
+from buildkit import docker_engine, manifest
 from buildkit.build import gating, provenance, runner, staging, summary, toolchain
 from buildkit.build import job as build_job
 from buildkit.build.key import inputs_key, tool_versions
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
-from buildkit.plan import Job, expand
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import Job
+from buildkit.publish.refusal import collect
 from buildkit.recipe import Recipe, load_recipe
 from tests.helpers.wheel_zip import write_wheel
 
@@ -235,7 +237,7 @@ def test_failed_build_removes_the_previous_wheel_of_the_job(h: Harness) -> None:
     result = h.build(recipe, job)
     assert result.status == "build-failed"
     assert not (h.out / JOB).exists(), "the previous wheel of an older source stayed in --out"
-    assert publish.collect(h.out) == []
+    assert collect(h.out) == []
     assert any(REMOVED in line for line in h.echoed), h.echoed
     assert result.removed == h.out / JOB
 

@@ -213,7 +213,7 @@ def test_exclude_set_from_rocm_data(capsys: pytest.CaptureFixture[str], tmp_path
 
 
 def test_recipe_job(capsys: pytest.CaptureFixture[str], built: dict[str, Path]) -> None:
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = REPO / "recipes" / "reference.yaml"
@@ -322,7 +322,7 @@ def test_recipe_job_applies_the_size_budget_exactly_as_build(
     from buildkit.gate.config import GateConfig
     from buildkit.gate.evaluate import evaluate
     from buildkit.inspect import inspect_wheel
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     path = budget_recipe(tmp_path, "  limit: 1KiB\n  warn: 512B\n")
@@ -360,7 +360,7 @@ def test_recipe_job_applies_the_size_budget_exactly_as_build(
 def test_recipe_job_flags_add_excludes_and_override_ceilings_and_archs(
     capsys: pytest.CaptureFixture[str], built: dict[str, Path]
 ) -> None:
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = REPO / "recipes" / "reference.yaml"
@@ -390,7 +390,7 @@ REF_JOB = "cp313-rocm5.7"
 
 
 def reference_job() -> Any:
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = load_recipe(REFERENCE)
@@ -477,7 +477,7 @@ def test_recipe_job_refuses_another_jobs_wheel(capsys: pytest.CaptureFixture[str
 def test_recipe_job_refuses_a_pure_wheel_for_a_platform_job(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     aiter = REPO / "recipes" / "aiter.yaml"

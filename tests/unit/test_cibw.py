@@ -11,7 +11,8 @@ import pytest
 from buildkit import docker_engine
 from buildkit.build import cibw
 from buildkit.errors import UsageError
-from buildkit.plan import Job, expand
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import Job
 from buildkit.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parents[2]

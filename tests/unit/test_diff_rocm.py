@@ -155,7 +155,7 @@ def test_recipe_job_takes_the_exclusions_check_and_build_use(
     tmp_path: Path, exts: dict[str, bytes], capsys: pytest.CaptureFixture[str]
 ) -> None:
     from buildkit.cli import main
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     job = expand(load_recipe(REFERENCE)).jobs[0]

@@ -281,7 +281,7 @@ def test_bad_config_is_a_usage_error(kwargs: dict[str, Any]) -> None:
 
 
 def test_from_job_uses_the_jobs_fields() -> None:
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     job = expand(load_recipe(Path(__file__).parents[2] / "recipes" / "reference.yaml")).jobs[0]
@@ -313,7 +313,7 @@ def test_rocm_soname_of_another_release_fails() -> None:
 
 
 def test_from_job_takes_the_sonames_of_the_jobs_rocm_release() -> None:
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     root = Path(__file__).resolve().parents[2]
@@ -390,7 +390,7 @@ def test_wheel_pythons(filename: str, spec: str) -> None:
 
 
 def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = load_recipe(Path(__file__).parents[2] / "recipes" / "reference.yaml")
@@ -504,7 +504,7 @@ def test_no_job_identity_rule_without_a_job() -> None:
 
 
 def test_from_recipe_job_takes_the_identity_the_plan_gives() -> None:
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "aiter.yaml")
@@ -531,7 +531,7 @@ def test_from_recipe_job_takes_the_identity_the_plan_gives() -> None:
 
 def test_reference_jobs_repaired_wheel_name_passes_the_identity_rule() -> None:
     """The reference build's wheel: auditwheel repaired to manylinux_2_41 and added manylinux_2_34."""
-    from buildkit.plan import expand
+    from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "reference.yaml")

@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.errors import ArchError, DockerUnavailable, RecipeError, UsageError
-from buildkit.plan import Plan, expand, github_matrix, job_id, render_github, render_json, render_table
+from buildkit.errors import ArchError, DockerUnavailable, RecipeError, UnknownJob, UsageError
+from buildkit.plan.expansion import expand, job_id
+from buildkit.plan.models import Plan
+from buildkit.plan.render import github_matrix, render_github, render_json, render_table
 from buildkit.policy import version_tuple
 from buildkit.recipe import load_recipe, parse_recipe
 
@@ -413,12 +415,18 @@ def test_not_a_glibc_image_is_a_recipe_error(tmp_path: Path) -> None:
     assert "not a glibc-based image" in info.value.detail
 
 
-def test_default_reader_is_the_docker_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without an injected reader the plan asks the Docker engine (here: one that does not exist)."""
+def test_the_commands_reader_is_the_docker_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan layer never reaches the engine itself: without a reader a from_image recipe is a
+    caller's bug; the reader ``buildkit plan`` injects asks the Docker engine (here: one that does not
+    exist), and the failure names the image's position in the recipe."""
+    from buildkit.cli.plan import _read_image_ceilings
+
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     text = _from_image(tmp_path, "debian:bookworm-slim")
-    with pytest.raises(DockerUnavailable) as info:
+    with pytest.raises(ValueError, match="needs a ceilings_reader"):
         expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={})
+    with pytest.raises(DockerUnavailable) as info:
+        expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={}, ceilings_reader=_read_image_ceilings)
     assert str(info.value).startswith(f"{tmp_path / 'r.yaml'}:10:17: manylinux.ceilings.from_image: ")
     assert "no-engine.sock" in str(info.value)
 
@@ -502,15 +510,15 @@ def test_renderers_keep_valid_text_unchanged(tmp_path: Path) -> None:
 
 def test_unknown_job_id_lists_the_known_ones(tmp_path: Path) -> None:
     plan = expand(parse_recipe(_plain_recipe(), path=tmp_path / "r.yaml"))
-    with pytest.raises(RecipeError) as info:
+    where = plan.recipe.display_path
+    with pytest.raises(UnknownJob) as info:
         plan.job("cp399-rocm6.4")
-    assert info.value.exit_code == 3
-    assert info.value.detail == "no job 'cp399-rocm6.4' in the plan of demo"
-    assert info.value.hint == "known: cp312-rocm6.4"
+    assert info.value.exit_code == 2  # the recipe is valid: the id asked for is the mistake
+    assert str(info.value) == f"{where}: no job 'cp399-rocm6.4' in the plan of demo; known: cp312-rocm6.4"
     empty = Plan(recipe=plan.recipe, jobs=(), skipped=())
-    with pytest.raises(RecipeError) as info:
+    with pytest.raises(UnknownJob) as info:
         empty.job("cp312-rocm6.4")
-    assert info.value.hint == "the plan has no jobs (every combination was skipped)"
+    assert str(info.value).endswith("; the plan has no jobs (every combination was skipped)")
 
 
 def test_importing_plan_loads_no_docker_module() -> None:
@@ -523,3 +531,21 @@ def test_importing_plan_loads_no_docker_module() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_plans_ceiling_facts_are_the_image_layers() -> None:
+    """The plan tightens with buildkit.policy's tighten and names providers from CEILING_PROVIDERS
+    (it never imports the image layer); buildkit.image.ceilings has the same facts."""
+    from buildkit import policy
+    from buildkit.image import ceilings as image_ceilings
+
+    assert policy.CEILING_PROVIDERS == image_ceilings.PROVIDERS
+    base = {"GLIBC": "2.28", "GLIBCXX": "3.4.24", "GCC": "7.0.0"}
+    others = ({"GLIBC": "2.36", "GLIBCXX": "3.4.19", "CXXABI": "1.3.7"}, {"GCC": "4.2.0", "GLIBC": "2.17"})
+    assert policy.tighten(base, *others) == image_ceilings.tighten(base, *others)
+    assert policy.tighten(base, *others) == {
+        "GLIBC": "2.17",
+        "GLIBCXX": "3.4.19",
+        "GCC": "4.2.0",
+        "CXXABI": "1.3.7",
+    }

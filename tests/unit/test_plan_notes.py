@@ -15,7 +15,9 @@ import pytest
 from buildkit import rocm as rocm_data
 from buildkit.build import cibw
 from buildkit.errors import ArchError, ArchesDropped, RecipeError
-from buildkit.plan import Plan, check_strict, expand, render_json, render_table
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import Plan, check_strict
+from buildkit.plan.render import render_json, render_table
 from buildkit.recipe import parse_recipe
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,9 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from buildkit import publish as pub
 from buildkit.errors import PublishRefused, UsageError
 from buildkit.manifest import manifest_path, sha256_file
+from buildkit.publish.refusal import collect
+from buildkit.publish.remote import credentials_for
+from buildkit.publish.run import publish
+from buildkit.publish.scrub import scrub, secrets_from
+from buildkit.publish.target import Target, parse_target, recipe_target
 from buildkit.recipe import load_recipe
 from tests.helpers.wheels_for_publish import FAILING, make_wheel
 
@@ -44,23 +48,23 @@ def run_cli(
 
 
 def test_parse_target() -> None:
-    assert pub.parse_target("pypi").kind == "pypi"
-    assert pub.parse_target("https://upload.pypi.org/legacy/").simple_url == "https://pypi.org/simple/"
-    assert pub.parse_target("https://test.pypi.org/legacy/").kind == "pypi"
-    srv = pub.parse_target("http://127.0.0.1:8080/")
+    assert parse_target("pypi").kind == "pypi"
+    assert parse_target("https://upload.pypi.org/legacy/").simple_url == "https://pypi.org/simple/"
+    assert parse_target("https://test.pypi.org/legacy/").kind == "pypi"
+    srv = parse_target("http://127.0.0.1:8080/")
     assert (srv.kind, srv.simple_url) == ("index", "http://127.0.0.1:8080/simple/")
-    assert pub.parse_target("file:///srv/idx").location == "/srv/idx"
-    assert pub.parse_target("out/idx") == pub.Target("directory", "out/idx")
+    assert parse_target("file:///srv/idx").location == "/srv/idx"
+    assert parse_target("out/idx") == Target("directory", "out/idx")
     with pytest.raises(UsageError, match="credentials in the URL"):
-        pub.parse_target("https://user:s3cret@example.org/")
+        parse_target("https://user:s3cret@example.org/")
     with pytest.raises(UsageError, match="unsupported scheme"):
-        pub.parse_target("s3://bucket/idx")
+        parse_target("s3://bucket/idx")
 
 
 @pytest.mark.parametrize("text", ["", "file://", "file:", "  "])
 def test_parse_target_refuses_an_empty_directory(text: str) -> None:
     with pytest.raises(UsageError, match="empty directory path"):
-        pub.parse_target(text)
+        parse_target(text)
 
 
 @pytest.mark.parametrize("to", ["", "file://"])
@@ -90,7 +94,7 @@ def test_unwritable_directory_target_is_a_usage_error(tmp_path: Path) -> None:
     make_wheel(dist, "demo-1.0-py3-none-any.whl")
     for to, message in _unwritable_targets(tmp_path):
         with pytest.raises(UsageError, match=message):
-            pub.publish(dist, pub.parse_target(to))
+            publish(dist, parse_target(to))
     assert (tmp_path / "afile").read_text() == "keep me\n"
     assert not Path("/proc/idx").exists()
 
@@ -111,7 +115,7 @@ def test_each_refusal_is_named_and_nothing_is_published(tmp_path: Path) -> None:
     failed = make_wheel(dist / "job-c", "failed-1.0-py3-none-any.whl", verdict=FAILING)
     other = make_wheel(dist / "job-d", "other-1.0-py3-none-any.whl", manifest_sha256="ab" * 32)
     with pytest.raises(PublishRefused) as info:
-        pub.publish(dist, pub.parse_target(str(tmp_path / "idx")))
+        publish(dist, parse_target(str(tmp_path / "idx")))
     text = str(info.value)
     assert info.value.exit_code == 10
     assert "3 of 4 wheel(s); nothing was published" in text
@@ -128,7 +132,7 @@ def test_tampered_wheel_is_refused(tmp_path: Path) -> None:
     with wheel.open("ab") as fh:
         fh.write(b"\0")
     with pytest.raises(PublishRefused, match="sha256 mismatch"):
-        pub.publish(tmp_path / "dist", pub.parse_target(str(tmp_path / "idx")))
+        publish(tmp_path / "dist", parse_target(str(tmp_path / "idx")))
 
 
 def test_manifest_for_another_file_is_refused(tmp_path: Path) -> None:
@@ -137,16 +141,16 @@ def test_manifest_for_another_file_is_refused(tmp_path: Path) -> None:
     data["wheel"]["filename"] = "demo-2.0-py3-none-any.whl"
     manifest_path(wheel).write_text(json.dumps(data))
     with pytest.raises(PublishRefused, match=r"for another file \(demo-2.0"):
-        pub.publish(tmp_path / "dist", pub.parse_target(str(tmp_path / "idx")))
+        publish(tmp_path / "dist", parse_target(str(tmp_path / "idx")))
 
 
 def test_pypi_refuses_local_versions_before_any_upload(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     make_wheel(dist, "demo-1.0+rocm7.2.torch210-py3-none-any.whl")
     with pytest.raises(PublishRefused, match=r"local version label '\+rocm7.2.torch210'.*PyPI refuses"):
-        pub.publish(dist, pub.parse_target("pypi"))
+        publish(dist, parse_target("pypi"))
     # the same wheel is fine for an index of your own
-    outcomes = pub.publish(dist, pub.parse_target(str(tmp_path / "idx")))
+    outcomes = publish(dist, parse_target(str(tmp_path / "idx")))
     assert [o.status for o in outcomes] == ["published"]
 
 
@@ -154,28 +158,28 @@ def test_directory_publish_is_idempotent_and_refuses_other_bytes(tmp_path: Path)
     dist = tmp_path / "dist"
     make_wheel(dist / "j1", "demo-1.0-py3-none-any.whl")
     make_wheel(dist / "j2", "demo-1.1-py3-none-any.whl")
-    target = pub.parse_target((tmp_path / "idx").as_uri())
-    assert [o.status for o in pub.publish(dist, target)] == ["published", "published"]
-    assert [o.status for o in pub.publish(dist, target)] == ["already published"] * 2
+    target = parse_target((tmp_path / "idx").as_uri())
+    assert [o.status for o in publish(dist, target)] == ["published", "published"]
+    assert [o.status for o in publish(dist, target)] == ["already published"] * 2
 
     rebuilt = tmp_path / "rebuilt"
     make_wheel(rebuilt, "demo-1.0-py3-none-any.whl", payload=b"VALUE = 2\n")
     with pytest.raises(PublishRefused, match="already has a file of this name with other bytes"):
-        pub.publish(rebuilt, target)
+        publish(rebuilt, target)
 
 
 def test_no_wheels_is_refused(tmp_path: Path) -> None:
     (tmp_path / "dist").mkdir()
     with pytest.raises(PublishRefused, match="no wheels"):
-        pub.publish(tmp_path / "dist", pub.parse_target(str(tmp_path / "idx")))
+        publish(tmp_path / "dist", parse_target(str(tmp_path / "idx")))
 
 
 def test_scrub_and_secrets() -> None:
     env = {"TWINE_USERNAME": "__token__", "TWINE_PASSWORD": "pypi-AgEI+abc/def", "MY_API_TOKEN": "tok123456"}
-    secrets = pub.secrets_from(env)
+    secrets = secrets_from(env)
     assert "__token__" not in secrets
     text = "auth pypi-AgEI+abc/def and pypi-AgEI%2Babc%2Fdef and tok123456"
-    assert pub.scrub(text, secrets) == "auth *** and *** and ***"
+    assert scrub(text, secrets) == "auth *** and *** and ***"
 
 
 def test_cli_exit_codes_and_log(tmp_path: Path) -> None:
@@ -244,15 +248,15 @@ def test_recipe_target_kinds(tmp_path: Path) -> None:
     recipe = tmp_path / "recipes" / "demo.yaml"
     recipe.parent.mkdir()
     recipe.write_text(RECIPE)
-    assert pub.recipe_target(recipe) == pub.Target("directory", str(tmp_path / "recipes" / "site" / "index"))
+    assert recipe_target(recipe) == Target("directory", str(tmp_path / "recipes" / "site" / "index"))
     recipe.write_text(RECIPE.replace("  directory: site/index", "  pypi: true"))
-    assert pub.recipe_target(recipe).kind == "pypi"
+    assert recipe_target(recipe).kind == "pypi"
     recipe.write_text(RECIPE.replace("  directory: site/index", "  index: https://pkgs.example/upload/"))
-    target = pub.recipe_target(recipe)
+    target = recipe_target(recipe)
     assert (target.kind, target.location) == ("index", "https://pkgs.example/upload/")
     recipe.write_text(RECIPE.replace("publish:\n  directory: site/index\n", ""))
     with pytest.raises(UsageError, match="no publish section"):
-        pub.recipe_target(recipe)
+        recipe_target(recipe)
 
 
 def test_collect_skips_dot_files_and_dot_folders(tmp_path: Path) -> None:
@@ -261,7 +265,7 @@ def test_collect_skips_dot_files_and_dot_folders(tmp_path: Path) -> None:
     make_wheel(dist / ".cp312-rocm6.4.incoming-x1", "demo-1.1-py3-none-any.whl")  # build's staging
     make_wheel(dist / "job" / ".hidden" / "deep", "demo-1.2-py3-none-any.whl")
     make_wheel(dist / "job", ".demo-1.3-py3-none-any.whl")
-    assert pub.collect(dist) == [kept]
+    assert collect(dist) == [kept]
 
 
 # ---------------------------------------------------------------- credentials, against local servers
@@ -344,17 +348,17 @@ def _page(*links: str) -> bytes:
 
 def test_credentials_policy() -> None:
     env = {"TWINE_USERNAME": USER, "TWINE_PASSWORD": PASSWORD}
-    pypi = pub.credentials_for("https://upload.pypi.org/legacy/", env)
+    pypi = credentials_for("https://upload.pypi.org/legacy/", env)
     assert pypi is not None and PASSWORD not in repr(pypi)
     assert pypi.allows("https://upload.pypi.org:443/other")
     assert not pypi.allows("https://pypi.org/simple/demo/")  # the pypi target's simple index
     assert not pypi.allows("http://upload.pypi.org/legacy/")  # other scheme, other origin
     assert not pypi.allows("https://upload.pypi.org:8443/legacy/")
     assert not pypi.allows("https://files.pythonhosted.org/packages/demo.whl")
-    assert pub.credentials_for("http://index.example.org/", env) is None  # would go in clear
+    assert credentials_for("http://index.example.org/", env) is None  # would go in clear
     for loopback in ("http://127.0.0.1:8080/", "http://127.3.4.5/", "http://[::1]:9/", "http://localhost/"):
-        assert pub.credentials_for(loopback, env) is not None, loopback
-    assert pub.credentials_for("https://index.example.org/", {"TWINE_USERNAME": USER}) is None
+        assert credentials_for(loopback, env) is not None, loopback
+    assert credentials_for("https://index.example.org/", {"TWINE_USERNAME": USER}) is None
 
 
 def test_credentials_reach_only_the_upload_origin_and_only_on_401(
@@ -365,7 +369,7 @@ def test_credentials_reach_only_the_upload_origin_and_only_on_401(
     # the page needs auth; its unhashed file link is on the other origin, so the file is downloaded there
     upload.routes["/simple/demo/"] = Route(body=_page(f"{other.url}files/{wheel.name}"), needs_auth=True)
     other.routes[f"/files/{wheel.name}"] = Route(body=wheel.read_bytes())
-    outcomes = pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV)
+    outcomes = publish(tmp_path / "dist", parse_target(upload.url), env=CREDS_ENV)
     assert [o.status for o in outcomes] == ["already published"]
     assert upload.seen == [("GET", "/simple/demo/", None), ("GET", "/simple/demo/", BASIC)]
     assert other.seen == [("GET", f"/files/{wheel.name}", None)]
@@ -373,7 +377,7 @@ def test_credentials_reach_only_the_upload_origin_and_only_on_401(
     # the file server wants credentials too: refused, and still never given them
     other.routes[f"/files/{wheel.name}"] = Route(body=wheel.read_bytes(), needs_auth=True)
     with pytest.raises(PublishRefused, match="not the upload URL's origin"):
-        pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV)
+        publish(tmp_path / "dist", parse_target(upload.url), env=CREDS_ENV)
     assert other.authorizations() == []
     assert not [m for m, _, _ in upload.seen + other.seen if m != "GET"]  # nothing was uploaded
 
@@ -387,7 +391,7 @@ def test_a_redirect_to_another_origin_does_not_carry_credentials(
     # authenticated on the upload origin, then sent (302) to the other origin
     upload.routes["/simple/demo/"] = Route(302, location=f"{other.url}mirror/demo/", needs_auth=True)
     other.routes["/mirror/demo/"] = Route(body=_page(f"{wheel.name}#sha256={sha}"))
-    outcomes = pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV)
+    outcomes = publish(tmp_path / "dist", parse_target(upload.url), env=CREDS_ENV)
     assert [o.status for o in outcomes] == ["already published"]
     assert upload.authorizations() == [BASIC]
     assert other.seen == [("GET", "/mirror/demo/", None)]
@@ -396,7 +400,7 @@ def test_a_redirect_to_another_origin_does_not_carry_credentials(
     upload.seen.clear()
     upload.routes["/simple/demo/"] = Route(301, location="/moved/demo/", needs_auth=True)
     upload.routes["/moved/demo/"] = Route(body=_page(f"{wheel.name}#sha256={sha}"), needs_auth=True)
-    pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV)
+    publish(tmp_path / "dist", parse_target(upload.url), env=CREDS_ENV)
     assert upload.seen[-1] == ("GET", "/moved/demo/", BASIC)
 
 
@@ -407,9 +411,9 @@ def test_a_simple_index_on_another_origin_never_gets_credentials(
     upload, other = servers
     make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl")
     other.routes["/simple/demo/"] = Route(body=_page(), needs_auth=True)
-    target = pub.parse_target(upload.url, simple_url=other.url + "simple/")
+    target = parse_target(upload.url, simple_url=other.url + "simple/")
     with pytest.raises(PublishRefused, match=r"asks for credentials.*not the upload URL's origin"):
-        pub.publish(tmp_path / "dist", target, env=CREDS_ENV)
+        publish(tmp_path / "dist", target, env=CREDS_ENV)
     assert other.seen == [("GET", "/simple/demo/", None)]
     assert upload.seen == []
 
@@ -422,7 +426,7 @@ def test_one_remote_conflict_uploads_nothing(tmp_path: Path, servers: tuple[Reco
     demo = make_wheel(dist, "demo-1.0-py3-none-any.whl")
     upload.routes["/simple/demo/"] = Route(body=_page(f"{demo.name}#sha256={'e' * 64}"))
     with pytest.raises(PublishRefused) as info:
-        pub.publish(dist, pub.parse_target(upload.url), env=CREDS_ENV)
+        publish(dist, parse_target(upload.url), env=CREDS_ENV)
     assert "1 of 2 wheel(s); nothing was published" in str(info.value)
     assert f"{demo.name}: {upload.url}simple/demo/ already has a file of this name" in str(info.value)
     assert [(m, p) for m, p, _ in upload.seen] == [("GET", "/simple/alpha/"), ("GET", "/simple/demo/")]
@@ -440,7 +444,7 @@ def test_a_wheel_changed_after_its_check_is_not_uploaded(
             wheel.write_bytes(wheel.read_bytes() + b"\0")
 
     with pytest.raises(PublishRefused, match="changed while it was copied"):
-        pub.publish(tmp_path / "dist", pub.parse_target(upload.url), env=CREDS_ENV, log=tamper)
+        publish(tmp_path / "dist", parse_target(upload.url), env=CREDS_ENV, log=tamper)
     assert [m for m, _, _ in upload.seen] == ["GET"]  # the state check, no upload
 
 
@@ -448,14 +452,14 @@ def test_one_directory_conflict_writes_nothing(tmp_path: Path) -> None:
     idx = tmp_path / "idx"
     first = tmp_path / "first"
     make_wheel(first, "demo-1.0-py3-none-any.whl")
-    pub.publish(first, pub.parse_target(str(idx)))
+    publish(first, parse_target(str(idx)))
     before = sorted(p.relative_to(idx) for p in idx.rglob("*"))
 
     dist = tmp_path / "dist"
     make_wheel(dist, "alpha-1.0-py3-none-any.whl")  # new, and sorted first
     make_wheel(dist, "demo-1.0-py3-none-any.whl", payload=b"VALUE = 2\n")  # other bytes
     with pytest.raises(PublishRefused, match=r"1 of 2 wheel\(s\); nothing was published"):
-        pub.publish(dist, pub.parse_target(str(idx)))
+        publish(dist, parse_target(str(idx)))
     assert sorted(p.relative_to(idx) for p in idx.rglob("*")) == before
 
 
@@ -464,7 +468,7 @@ def test_same_file_name_twice_under_dist_with_other_bytes_is_refused(tmp_path: P
     make_wheel(dist / "a", "demo-1.0-py3-none-any.whl")
     make_wheel(dist / "b", "demo-1.0-py3-none-any.whl", payload=b"VALUE = 2\n")
     with pytest.raises(PublishRefused, match="has this file name with other bytes"):
-        pub.publish(dist, pub.parse_target(str(tmp_path / "idx")))
+        publish(dist, parse_target(str(tmp_path / "idx")))
     assert not (tmp_path / "idx" / "simple" / "demo").exists()
 
 
@@ -476,7 +480,7 @@ def test_a_directory_wheel_changed_after_its_check_is_not_written(tmp_path: Path
             wheel.write_bytes(wheel.read_bytes() + b"\0")
 
     with pytest.raises(PublishRefused, match="changed while it was copied"):
-        pub.publish(tmp_path / "dist", pub.parse_target(str(tmp_path / "idx")), log=tamper)
+        publish(tmp_path / "dist", parse_target(str(tmp_path / "idx")), log=tamper)
     assert not [p for p in (tmp_path / "idx").rglob("*") if p.name != ".buildkit-index.lock"]
 
 
@@ -524,7 +528,7 @@ def test_recipe_edited_since_the_build_is_refused(tmp_path: Path) -> None:
     built_from = sha256_file(demo)
     demo.write_text(RECIPE.replace('base: "1.0"', 'base: "1.1"'))
     with pytest.raises(PublishRefused) as info:
-        pub.publish(tmp_path / "dist", pub.recipe_target(demo), recipe=load_recipe(demo))
+        publish(tmp_path / "dist", recipe_target(demo), recipe=load_recipe(demo))
     assert f"{wheel}: project demo was built from recipe demo.yaml (demo, sha256 {built_from[:12]})" in str(
         info.value
     )
@@ -546,10 +550,10 @@ def test_recipe_refuses_a_project_named_otherwise(tmp_path: Path) -> None:
     one whose manifest records this recipe, is refused (the gate's job-identity rule fails it at build)."""
     demo, _ = _two_recipes(tmp_path)
     wheel = bind_recipe(make_wheel(tmp_path / "dist", "demo_extra-1.0-py3-none-any.whl"), demo)
-    target = pub.recipe_target(demo)
+    target = recipe_target(demo)
     assert target.kind == "directory"
     with pytest.raises(PublishRefused) as info:
-        pub.publish(tmp_path / "dist", target, recipe=load_recipe(demo))
+        publish(tmp_path / "dist", target, recipe=load_recipe(demo))
     assert f"{wheel}: project demo-extra is not the distribution --recipe" in str(info.value)
     assert "(demo): the recipe's name is its wheels' distribution name" in str(info.value)
     assert info.value.exit_code == 10
@@ -576,7 +580,7 @@ def test_dry_run_directory_writes_nothing(tmp_path: Path) -> None:
     assert "dry run: nothing was written" in first.stderr
     assert not idx.exists()  # not even the folder or its lock
 
-    pub.publish(dist, pub.parse_target(str(idx)))
+    publish(dist, parse_target(str(idx)))
     before = _snapshot(idx)
     alpha = make_wheel(dist, "alpha-1.0-py3-none-any.whl")
     again = run_cli("publish", str(dist), "--to", str(idx), "--dry-run", "--json")
@@ -594,7 +598,7 @@ def test_dry_run_refuses_what_publish_refuses(tmp_path: Path) -> None:
     idx = tmp_path / "idx"
     released = tmp_path / "released"
     make_wheel(released, "demo-1.0-py3-none-any.whl")
-    pub.publish(released, pub.parse_target(str(idx)))
+    publish(released, parse_target(str(idx)))
     before = _snapshot(idx)
 
     conflict = tmp_path / "conflict"
@@ -617,7 +621,7 @@ def test_dry_run_remote_reads_the_index_and_uploads_nothing(
     make_wheel(dist, "alpha-1.0-py3-none-any.whl")
     demo = make_wheel(dist, "demo-1.0-py3-none-any.whl")
     upload.routes["/simple/demo/"] = Route(body=_page(f"{demo.name}#sha256={sha256_file(demo)}"))
-    outcomes = pub.publish(dist, pub.parse_target(upload.url), env=CREDS_ENV, dry_run=True)
+    outcomes = publish(dist, parse_target(upload.url), env=CREDS_ENV, dry_run=True)
     assert [(o.wheel.name, o.status, o.where) for o in outcomes] == [
         ("alpha-1.0-py3-none-any.whl", "would publish", f"{upload.url}simple/alpha/"),
         (demo.name, "already published", f"{upload.url}simple/demo/"),
@@ -626,13 +630,13 @@ def test_dry_run_remote_reads_the_index_and_uploads_nothing(
 
     upload.routes["/simple/demo/"] = Route(body=_page(f"{demo.name}#sha256={'e' * 64}"))
     with pytest.raises(PublishRefused, match="already has a file of this name with other bytes"):
-        pub.publish(dist, pub.parse_target(upload.url), env=CREDS_ENV, dry_run=True)
+        publish(dist, parse_target(upload.url), env=CREDS_ENV, dry_run=True)
     assert {m for m, _, _ in upload.seen} == {"GET"}
 
 
 def test_recipe_target_takes_simple_url(tmp_path: Path) -> None:
     """--simple-url applies to a recipe's index target too (it was ignored with --recipe)."""
-    from buildkit.publish import target_of
+    from buildkit.publish.target import target_of
 
     indexed = tmp_path / "indexed.yaml"
     indexed.write_text(
@@ -652,25 +656,25 @@ def test_collect_skips_a_directory_target_inside_dist(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     kept = make_wheel(dist / "cp312-rocm6.4", "demo-1.0-py3-none-any.whl")
     copy = make_wheel(dist / "index" / "simple" / "demo", "demo-0.9-py3-none-any.whl", with_manifest=False)
-    inside = pub.Target("directory", str(dist / "index"))
-    assert pub.collect(dist, inside) == [kept]
-    assert pub.collect(dist) == sorted([copy, kept])  # without the target, nothing tells them apart
+    inside = Target("directory", str(dist / "index"))
+    assert collect(dist, inside) == [kept]
+    assert collect(dist) == sorted([copy, kept])  # without the target, nothing tells them apart
     # the same target written another way (relative, through "..") is recognised
-    relative = pub.Target("directory", os.path.relpath(dist / "x" / ".." / "index"))
-    assert pub.collect(dist, relative) == [kept]
+    relative = Target("directory", os.path.relpath(dist / "x" / ".." / "index"))
+    assert collect(dist, relative) == [kept]
     # a target outside DIST, or a remote one, skips nothing
-    assert pub.collect(dist, pub.Target("directory", str(tmp_path / "site"))) == sorted([copy, kept])
-    assert pub.collect(dist, pub.parse_target("https://pkgs.example/upload/")) == sorted([copy, kept])
+    assert collect(dist, Target("directory", str(tmp_path / "site"))) == sorted([copy, kept])
+    assert collect(dist, parse_target("https://pkgs.example/upload/")) == sorted([copy, kept])
 
 
 def test_publishing_twice_into_an_index_inside_dist(tmp_path: Path) -> None:
     """The second run reports "already published" instead of refusing the index's copies (exit 10)."""
     dist = tmp_path / "dist"
     make_wheel(dist / "j1", "demo-1.0-py3-none-any.whl")
-    target = pub.parse_target(str(dist / "index"))
-    assert [o.status for o in pub.publish(dist, target)] == ["published"]
+    target = parse_target(str(dist / "index"))
+    assert [o.status for o in publish(dist, target)] == ["published"]
     assert sorted(p.name for p in (dist / "index").rglob("*.whl")) == ["demo-1.0-py3-none-any.whl"]
-    assert [o.status for o in pub.publish(dist, target)] == ["already published"]
+    assert [o.status for o in publish(dist, target)] == ["already published"]
     again = run_cli("publish", str(dist), "--to", str(dist / "index"))
     assert again.returncode == 0, again.stdout + again.stderr
     assert "already published" in again.stdout

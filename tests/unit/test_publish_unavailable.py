@@ -21,9 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from buildkit import publish as pub
 from buildkit.errors import PublishRefused, PublishUnavailable
 from buildkit.manifest import sha256_file
+from buildkit.publish.remote import network_failure, remote_files
+from buildkit.publish.run import publish
+from buildkit.publish.target import parse_target
 from tests.helpers.wheels_for_publish import make_wheel
 
 ENV = {**os.environ, "TWINE_USERNAME": "__token__", "TWINE_PASSWORD": "pypi-unavailable-test-token"}
@@ -137,7 +139,7 @@ def test_an_unhashed_file_that_fails_to_download_is_transient(tmp_path: Path, in
     index.pages["/simple/demo/"] = _page(f"/files/{wheel.name}")  # no #sha256=: the file is downloaded
     index.statuses[f"/files/{wheel.name}"] = 502
     with pytest.raises(PublishUnavailable, match=rf"cannot download {index.url}files/{wheel.name}: HTTP 502"):
-        pub.publish(tmp_path / "dist", pub.parse_target(index.url), env=ENV)
+        publish(tmp_path / "dist", parse_target(index.url), env=ENV)
     assert index.uploads() == 0
 
 
@@ -176,14 +178,14 @@ def test_a_failure_after_an_upload_names_it_and_a_retry_completes(tmp_path: Path
     demo = make_wheel(dist, "demo-1.0-py3-none-any.whl")
     index.posts = [200, 503]
     with pytest.raises(PublishUnavailable) as info:
-        pub.publish(dist, pub.parse_target(index.url), env=ENV)
+        publish(dist, parse_target(index.url), env=ENV)
     assert f"{demo.name}: twine upload" in str(info.value)
     assert f"uploaded before the failure: {alpha.name}" in str(info.value)
 
     # the index now has alpha and answers again: the same command completes the batch
     index.pages["/simple/alpha/"] = _page(f"/files/{alpha.name}#sha256={sha256_file(alpha)}")
     index.posts = [200]
-    outcomes = pub.publish(dist, pub.parse_target(index.url), env=ENV)
+    outcomes = publish(dist, parse_target(index.url), env=ENV)
     assert [(o.wheel.name, o.status) for o in outcomes] == [
         (alpha.name, "already published"),
         (demo.name, "published"),
@@ -193,7 +195,7 @@ def test_a_failure_after_an_upload_names_it_and_a_retry_completes(tmp_path: Path
 def test_an_unresolvable_host_is_transient() -> None:
     """.invalid never resolves (RFC 6761)."""
     with pytest.raises(PublishUnavailable, match=r"cannot read http://buildkit-test\.invalid/simple/demo/"):
-        pub.remote_files("http://buildkit-test.invalid/simple/", "demo")
+        remote_files("http://buildkit-test.invalid/simple/", "demo")
 
 
 @pytest.mark.parametrize(
@@ -215,7 +217,7 @@ def test_an_unresolvable_host_is_transient() -> None:
     ],
 )
 def test_network_failure_classification(exc: BaseException, kind: type[Exception]) -> None:
-    error = pub.network_failure("read", "http://x/simple/demo/", exc)
+    error = network_failure("read", "http://x/simple/demo/", exc)
     assert type(error) is kind
     assert error.exit_code == (13 if kind is PublishUnavailable else 10)
     assert str(error).startswith("cannot read http://x/simple/demo/: ")

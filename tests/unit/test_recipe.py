@@ -372,7 +372,7 @@ def test_recipe_env_literal_values_without_expansion_are_kept() -> None:
 def test_reference_recipe_publishes_outside_the_build_output() -> None:
     """`buildkit build --out dist` then `publish dist --recipe`: an index inside dist/ would be
     collected again on the next run (its copies have no manifest)."""
-    from buildkit.publish import target_of
+    from buildkit.publish.target import target_of
 
     target = target_of(load_recipe(RECIPES / "reference.yaml"))
     assert target.kind == "directory"

@@ -13,7 +13,8 @@ from buildkit.errors import WheelReadError
 from buildkit.gate.baseline import check_regression, compare_with_last_release
 from buildkit.gate.diff import diff_wheels
 from buildkit.gate.rules.regression import REGRESSION
-from buildkit.plan import Job, expand
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import Job
 from buildkit.recipe import parse_recipe
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle
 from tests.helpers.shared_library import build_shared_library, have_gcc

@@ -1,0 +1,171 @@
+"""Image profiles as data: ``profiles.toml`` beside the Dockerfiles (``docker/`` of the checkout, or
+``<sys.prefix>/share/rocm-buildkit/docker`` of a wheel install).
+
+Each ``[profiles.NAME]`` table is one :class:`Profile`; the fields and their meaning are listed at
+the top of the file itself. :func:`load_profiles` validates what it reads: a file that is not TOML,
+an unknown field (with "did you mean"), a field of the wrong type, a missing ``dockerfile`` or a
+name Docker cannot use as a repository is a :class:`~buildkit.errors.UsageError` naming
+``file:line`` (the line of the field, else of its table, when it can be found).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from buildkit.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PROFILES_FILE = "profiles.toml"
+REPOSITORY_PREFIX = "rocm-buildkit/"
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")  # a Docker repository path component
+_AT_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A builder image recipe: a Dockerfile and the files its build context needs."""
+
+    name: str
+    dockerfile: str
+    context_files: tuple[str, ...] = ()
+    wheel_requirements: tuple[str, ...] = ()
+    wheel_python: str = "3.13"
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
+    #: the ROCm releases this image can provide: None = any (chosen by build args), else fixed
+    rocm_releases: tuple[str, ...] | None = None
+    #: the build argument naming the ROCm release (images that install AMD's packages)
+    rocm_build_arg: str | None = None
+
+    @property
+    def repository(self) -> str:
+        return REPOSITORY_PREFIX + self.name
+
+
+# field -> its kind in the file: "str", "list" (of strings) or "table" (of strings)
+_FIELDS: dict[str, str] = {
+    "dockerfile": "str",
+    "context_files": "list",
+    "wheel_requirements": "list",
+    "wheel_python": "str",
+    "build_args": "table",
+    "description": "str",
+    "rocm_releases": "list",
+    "rocm_build_arg": "str",
+}
+_KIND_TEXT = {"str": "a string", "list": "a list of strings", "table": "a table of strings"}
+
+
+class _Locator:
+    """Lines of ``[profiles.NAME]`` headers and of the fields under them (a line-based scan: enough
+    for the flat tables of this file)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.splitlines()
+
+    def table(self, name: str) -> int | None:
+        spellings = {f"profiles.{name}", f'profiles."{name}"', f"profiles.'{name}'"}
+        for number, line in enumerate(self.lines, 1):
+            stripped = line.strip()
+            if stripped.startswith("[") and stripped.strip("[] \t").replace(" ", "") in spellings:
+                return number
+        return None
+
+    def key(self, name: str, key: str) -> int | None:
+        start = self.table(name)
+        if start is None:
+            return None
+        pattern = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+        for number in range(start + 1, len(self.lines) + 1):
+            line = self.lines[number - 1]
+            if line.strip().startswith("["):
+                break
+            if pattern.match(line):
+                return number
+        return start
+
+
+def _fail(path: Path, line: int | None, message: str) -> UsageError:
+    where = f"{path}:{line}" if line is not None else str(path)
+    return UsageError(f"{where}: {message}")
+
+
+def _check_kind(value: Any, kind: str) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "list":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
+
+
+def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
+    if not isinstance(raw, dict):
+        raise _fail(path, where.table(name), f"profiles.{name} must be a table")
+    if not _NAME.match(name):
+        raise _fail(
+            path,
+            where.table(name),
+            f"profile name {name!r} cannot name an image (lowercase letters, digits, '.', '_', '-')",
+        )
+    for key, value in raw.items():
+        kind = _FIELDS.get(key)
+        if kind is None:
+            close = difflib.get_close_matches(key, sorted(_FIELDS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(_FIELDS))})"
+            raise _fail(path, where.key(name, key), f"profile {name}: unknown field {key!r}{hint}")
+        if not _check_kind(value, kind):
+            raise _fail(path, where.key(name, key), f"profile {name}: {key} must be {_KIND_TEXT[kind]}")
+    if "dockerfile" not in raw:
+        raise _fail(path, where.table(name), f"profile {name}: dockerfile is required")
+    releases = raw.get("rocm_releases")
+    return Profile(
+        name=name,
+        dockerfile=raw["dockerfile"],
+        context_files=tuple(raw.get("context_files", ())),
+        wheel_requirements=tuple(raw.get("wheel_requirements", ())),
+        wheel_python=raw.get("wheel_python", "3.13"),
+        build_args=dict(raw.get("build_args", {})),
+        description=raw.get("description", ""),
+        rocm_releases=tuple(releases) if releases is not None else None,
+        rocm_build_arg=raw.get("rocm_build_arg"),
+    )
+
+
+def parse_profiles(text: str, path: Path) -> dict[str, Profile]:
+    """The profiles of ``text`` (the contents of ``path``), validated (see the module docstring)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = _AT_LINE.search(str(exc))
+        detail = _AT_LINE.sub("", str(exc)).strip()
+        raise _fail(path, int(m.group(1)) if m else None, f"not valid TOML: {detail}") from None
+    unknown = sorted(set(data) - {"profiles"})
+    if unknown:
+        raise _fail(
+            path, None, f"unknown top-level key {unknown[0]!r}: the file holds [profiles.NAME] tables"
+        )
+    profiles = data.get("profiles")
+    if not isinstance(profiles, dict) or not profiles:
+        raise _fail(path, None, "no [profiles.NAME] table")
+    where = _Locator(text)
+    return {name: _profile(path, where, name, raw) for name, raw in profiles.items()}
+
+
+def load_profiles(path: Path) -> dict[str, Profile]:
+    """The profiles of the file at ``path`` (UsageError when it cannot be read or is malformed)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the image profiles: {exc}") from None
+    return parse_profiles(text, path)

@@ -1,0 +1,367 @@
+"""Expansion: a recipe into a :class:`~buildkit.plan.models.Plan` (python x rocm x torch x extra
+axes, zip and exclude).
+
+:func:`expand` gives jobs with stable ids (``cp312-rocm7.2-torch2.10``; ``cp313-rocm5.7`` without
+torch), resolved archs, the builder image profile, the wheel version, the symbol-version ceilings
+(:mod:`buildkit.plan.from_image`), the repair exclude globs and the build environment.
+Combinations left out are kept in :attr:`Plan.skipped` with the reason.
+
+The plan's notes (warnings about the plan; ``buildkit plan`` also prints them on stderr): every arch
+dropped for a ROCm release (``--strict`` turns a drop into exit 5,
+:func:`~buildkit.plan.models.check_strict`), an arch environment variable set to another list but
+ignored, a pinned release whose data is marked ``unverified:`` in buildkit/rocm/releases.yaml, an
+explicit ``torch[].index_url`` that the data knows but does not list as serving that torch for that
+ROCm release, and an image of ``from_image`` that lacks a library.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from packaging.version import Version
+
+from buildkit import rocm as rocm_data
+from buildkit import version as ver
+from buildkit.errors import BuildkitError
+from buildkit.plan import archs as archs_mod
+from buildkit.plan.archs import ArchSet
+from buildkit.plan.from_image import CeilingsReader, image_ceilings
+from buildkit.plan.models import Job, Plan, Skipped
+from buildkit.plan.torch_index import index_note, missing_index_hint
+from buildkit.recipe import Recipe, TorchPin
+
+_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
+
+Combo = dict[str, str | None]
+
+
+def job_id(python: str, rocm: str, torch: str | None, axes: Sequence[tuple[str, str]] = ()) -> str:
+    """``cp312-rocm7.2-torch2.10`` (+ ``-prebuild_kernels1`` per extra axis)."""
+    out = f"cp{ver.nodot(python)}-rocm{rocm}"
+    if torch is not None:
+        out += f"-torch{torch}"
+    for name, value in axes:
+        out += "-" + _ID_UNSAFE.sub("_", f"{name.lower()}{value}")
+    return out
+
+
+def _combinations(recipe: Recipe) -> Iterator[Combo]:
+    """Every combination of axis values: zipped axes move together, the rest form a product."""
+    axes: list[tuple[str, tuple[str | None, ...]]] = [
+        ("python", recipe.python),
+        ("rocm", recipe.rocm),
+        ("torch", tuple(t.series for t in recipe.torch) or (None,)),
+        *recipe.matrix.axes,
+    ]
+    zipped = set(recipe.matrix.zip)
+    groups: list[list[Combo]] = []
+    zip_group: list[Combo] | None = None
+    for name, values in axes:
+        if name in zipped:
+            if zip_group is None:
+                zip_names = [n for n, _ in axes if n in zipped]
+                columns = [dict(axes)[n] for n in zip_names]
+                zip_group = [dict(zip(zip_names, row, strict=True)) for row in zip(*columns, strict=True)]
+                groups.append(zip_group)
+            continue
+        groups.append([{name: v} for v in values])
+    for parts in itertools.product(*groups):
+        combo: Combo = {}
+        for part in parts:
+            combo.update(part)
+        yield combo
+
+
+def _base_version(recipe: Recipe) -> str:
+    spec = recipe.version
+    if spec.base is not None:
+        return spec.base
+    try:
+        if recipe.source.git is not None:
+            assert recipe.source.ref is not None
+            return ver.base_from_tag(recipe.source.ref, spec.tag_pattern)
+        src = recipe.source_dir()
+        assert src is not None
+        tag, distance = ver.describe_tag(src)
+        return ver.base_from_tag(tag, spec.tag_pattern, distance)
+    except ver.VersionProblem as exc:
+        raise recipe.error(f"version.from: git-tag: {exc}", ("version", "from")) from None
+
+
+def _releases(recipe: Recipe) -> dict[str, rocm_data.RocmRelease]:
+    """The data of every pinned ROCm release; an unknown one is a recipe error at its position."""
+    releases = {}
+    for i, rel in enumerate(recipe.rocm):
+        try:
+            releases[rel] = rocm_data.get_release(rel)
+        except BuildkitError as exc:
+            raise recipe.error(f"rocm[{i}]: {exc}", ("rocm", i)) from None
+    return releases
+
+
+def _toolchain_archs(recipe: Recipe, releases: Mapping[str, rocm_data.RocmRelease]) -> tuple[str, ...] | None:
+    """The archs ``archs.toolchain`` compiles (None without one); its ROCm must be every pin's."""
+    if recipe.archs.toolchain is None:
+        return None
+    try:
+        toolchain = rocm_data.get_toolchain(recipe.archs.toolchain)
+    except BuildkitError as exc:
+        raise recipe.error(f"archs.toolchain: {exc}", ("archs", "toolchain")) from None
+    for i, rel in enumerate(recipe.rocm):
+        if releases[rel].version != rocm_data.get_release(toolchain.rocm).version:
+            raise recipe.error(
+                f"rocm[{i}]: toolchain {toolchain.id} packages ROCm {toolchain.rocm}, not {rel}",
+                ("rocm", i),
+                hint="a distribution toolchain builds against its own ROCm only",
+            )
+    return toolchain.archs
+
+
+def _arch_notes(rocm: str, archs: ArchSet) -> list[str]:
+    return [f"ROCm {rocm}: {d}" for d in archs.dropped] + list(archs.warnings)
+
+
+@dataclass
+class _Expansion:
+    """What the jobs of one expansion share, and the memo of what they computed once."""
+
+    recipe: Recipe
+    environ: Mapping[str, str]
+    cli_archs: str | None
+    enumerator: Callable[[], list[str]] | None
+    base: str
+    releases: dict[str, rocm_data.RocmRelease]
+    toolchain_archs: tuple[str, ...] | None
+    ceilings: dict[str, str]
+    notes: dict[str, None]  # insertion-ordered, without duplicates
+    pins: dict[str, tuple[int, TorchPin]] = field(init=False)
+    used_fields: set[str] = field(init=False)
+    rule_hits: list[int] = field(init=False)
+    arch_cache: dict[str, ArchSet] = field(default_factory=dict)
+    arch_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    values_cache: dict[tuple[str, str, str | None], dict[str, str]] = field(default_factory=dict)
+    glob_cache: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    version_cache: dict[tuple[tuple[str, str], ...], str] = field(default_factory=dict)
+    noted: set[tuple[int | str, str]] = field(default_factory=set)  # (torch index or "unverified", rocm)
+    seen_ids: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.pins = {t.series: (i, t) for i, t in enumerate(self.recipe.torch)}
+        self.used_fields = set(ver.template_fields(self.recipe.version.local))
+        self.rule_hits = [0] * len(self.recipe.matrix.exclude)
+
+    def new_id(self, combo: Combo, extra: Sequence[tuple[str, str]]) -> str:
+        python, rocm = combo["python"], combo["rocm"]
+        assert python is not None and rocm is not None
+        jid = job_id(python, rocm, combo["torch"], extra)
+        if jid in self.seen_ids:
+            raise self.recipe.error(
+                f"two combinations share the job id {jid!r}",
+                ("matrix",),
+                hint="give matrix.axes values that differ in letters or digits",
+            )
+        self.seen_ids.add(jid)
+        return jid
+
+    def skip_reason(self, combo: Combo) -> str | None:
+        """Why ``combo`` is left out (the first matching exclude rule, a torch without wheels for
+        the Python), or None; counts every rule that matches."""
+        reason = None
+        for n, rule in enumerate(self.recipe.matrix.exclude):
+            if all(combo.get(axis) == value for axis, value in rule.values):
+                self.rule_hits[n] += 1
+                if reason is None:
+                    why = f": {rule.reason}" if rule.reason else ""
+                    reason = f"excluded by matrix.exclude[{rule.index}]{why}"
+        torch, python = combo["torch"], combo["python"]
+        assert python is not None
+        if reason is not None or torch is None:
+            return reason
+        pin_index, pin = self.pins[torch]
+        if pin.python is not None and not pin.python.contains(Version(python)):
+            return (
+                f"torch {pin.series} ships no wheels for Python {python} "
+                f"(torch[{pin_index}].python is {str(pin.python)!r})"
+            )
+        return None
+
+    def archs(self, rocm: str) -> ArchSet:
+        """The resolved archs of ``rocm`` (resolved once per release; its notes recorded then)."""
+        archs = self.arch_cache.get(rocm)
+        if archs is None:
+            archs = archs_mod.resolve(
+                rocm=rocm,
+                cli_archs=self.cli_archs,
+                recipe_archs=self.recipe.archs.list,
+                allow=self.recipe.archs.allow,
+                env=self.environ,
+                enumerator=self.enumerator,
+                toolchain_archs=self.toolchain_archs,
+                toolchain=self.recipe.archs.toolchain,
+            )
+            self.arch_cache[rocm] = archs
+            self.arch_env[rocm] = {
+                "PYTORCH_ROCM_ARCH": archs.pytorch_rocm_arch(),
+                "GPU_ARCHS": archs.gpu_archs(),
+            }
+            self.notes.update(dict.fromkeys(_arch_notes(rocm, archs)))
+        return archs
+
+    def note_unverified(self, rocm: str, pin: TorchPin | None) -> None:
+        """Note the release's unverified data once, when it is used: for its arch list (no
+        toolchain) or its torch index."""
+        if (self.toolchain_archs is None or pin is not None) and ("unverified", rocm) not in self.noted:
+            self.noted.add(("unverified", rocm))
+            self.notes.update(
+                dict.fromkeys(
+                    f"ROCm {rocm}: buildkit's data for this release is marked unverified: {text}"
+                    for text in self.releases[rocm].unverified
+                )
+            )
+
+    def globs(self, rocm: str) -> tuple[str, ...]:
+        globs = self.glob_cache.get(rocm)
+        if globs is None:
+            found = rocm_data.exclude_globs(self.recipe.exclude_sets, rocm)
+            globs = tuple(sorted(set(found) | set(self.recipe.exclude_patterns)))
+            self.glob_cache[rocm] = globs
+        return globs
+
+    def values(
+        self, rocm: str, python: str, torch: str | None, extra: Sequence[tuple[str, str]]
+    ) -> dict[str, str]:
+        """The version template's values of one job (``cp``, ``rocm``, ..., the extra axes)."""
+        key = (rocm, python, torch)
+        values = self.values_cache.get(key)
+        if values is None:
+            values = ver.template_values(
+                rocm=rocm, policy=self.recipe.manylinux.policy, python=python, torch=torch
+            )
+            self.values_cache[key] = values
+        return {**values, **dict(extra)} if extra else values
+
+    def version(self, values: Mapping[str, str]) -> str:
+        key = tuple(sorted((k, v) for k, v in values.items() if k in self.used_fields))
+        version = self.version_cache.get(key)
+        if version is None:
+            try:
+                version = ver.render_version(self.base, self.recipe.version.local, values)
+            except ver.VersionProblem as exc:
+                raise self.recipe.error(f"version.local: {exc}", ("version", "local")) from None
+            self.version_cache[key] = version
+        return version
+
+    def index_url(self, rocm: str, pin_index: int, pin: TorchPin) -> str:
+        """The torch index of ``pin`` for ``rocm``: the explicit one (noted when the data says it
+        serves another pair) or the one the data knows; none is a recipe error."""
+        release = self.releases[rocm]
+        index_url = pin.index_url or release.torch_index_for(pin.version)
+        if index_url is None:
+            raise self.recipe.error(
+                f"torch[{pin_index}] has no index_url, and buildkit's ROCm data knows no index "
+                f"serving torch {pin.series} for ROCm {rocm}",
+                ("torch", pin_index),
+                hint=missing_index_hint(pin, release),
+            )
+        if pin.index_url is not None and (pin_index, rocm) not in self.noted:
+            self.noted.add((pin_index, rocm))
+            note = index_note(pin_index, pin, release)
+            if note is not None:
+                self.notes[note] = None
+        return index_url
+
+    def job(self, jid: str, combo: Combo, extra: Sequence[tuple[str, str]]) -> Job:
+        python, rocm, torch = combo["python"], combo["rocm"], combo["torch"]
+        assert python is not None and rocm is not None
+        pin_index, pin = self.pins[torch] if torch is not None else (-1, None)
+        archs = self.archs(rocm)
+        self.note_unverified(rocm, pin)
+        globs = self.globs(rocm)
+        values = self.values(rocm, python, torch, extra)
+        version = self.version(values)
+        index_url = self.index_url(rocm, pin_index, pin) if pin is not None else None
+        recipe = self.recipe
+        job_env = {**recipe.env, **dict(extra), **self.arch_env[rocm]}
+        return Job(
+            id=jid,
+            python=python,
+            cp_tag=values["cp"],
+            rocm=rocm,
+            torch=torch,
+            torch_requirement=pin.requirement if pin is not None else None,
+            torch_index_url=index_url,
+            archs=archs,
+            version=version,
+            policy=recipe.manylinux.policy,
+            platform_tag=f"{recipe.manylinux.policy}_x86_64",
+            ceilings=self.ceilings,
+            exclude_globs=globs,
+            env=dict(sorted(job_env.items())),
+            image_profile=recipe.image,
+            axes=dict(extra),
+            ceilings_from_images=recipe.manylinux.from_images,
+            regression_baseline=recipe.gate.no_regression_against,
+        )
+
+    def check_rules_used(self) -> None:
+        """An exclude rule that matched no combination is a mistake in the recipe."""
+        for n, hits in enumerate(self.rule_hits):
+            if hits == 0:
+                rule = self.recipe.matrix.exclude[n]
+                shown = ", ".join(f"{a}={v}" for a, v in rule.values)
+                raise self.recipe.error(
+                    f"matrix.exclude[{rule.index}] ({shown}) matches no combination",
+                    ("matrix", "exclude", rule.index),
+                    hint="zipped axes only combine as paired; check the values",
+                )
+
+
+def expand(
+    recipe: Recipe,
+    env: Mapping[str, str] | None = None,
+    *,
+    cli_archs: str | None = None,
+    enumerator: Callable[[], list[str]] | None = None,
+    ceilings_reader: CeilingsReader | None = None,
+) -> Plan:
+    """Expand ``recipe`` into a :class:`~buildkit.plan.models.Plan`.
+
+    ``env`` (default ``os.environ``) feeds ``archs: {from: env}``; ``cli_archs`` and ``enumerator``
+    are passed to :func:`buildkit.plan.archs.resolve`. ``ceilings_reader`` reads the ceilings of the
+    recipe's ``manylinux.ceilings.from_image`` images, one image per call; it is not called when the
+    recipe names no image, and must be given when it names one (the commands pass
+    :func:`buildkit.image.ceilings.ceilings_from_images`: DockerUnavailable, exit 8, when the engine
+    is down or an image is missing).
+    """
+    base = _base_version(recipe)
+    releases = _releases(recipe)
+    toolchain_archs = _toolchain_archs(recipe, releases)
+    ceilings, plan_notes = image_ceilings(recipe, ceilings_reader)
+    run = _Expansion(
+        recipe=recipe,
+        environ=os.environ if env is None else env,
+        cli_archs=cli_archs,
+        enumerator=enumerator,
+        base=base,
+        releases=releases,
+        toolchain_archs=toolchain_archs,
+        ceilings=ceilings,
+        notes=dict.fromkeys(plan_notes),
+    )
+    jobs: list[Job] = []
+    skipped: list[Skipped] = []
+    extra_names = [n for n, _ in recipe.matrix.axes]
+    for combo in _combinations(recipe):
+        extra = [(n, str(combo[n])) for n in extra_names]
+        jid = run.new_id(combo, extra)
+        reason = run.skip_reason(combo)
+        if reason is not None:
+            skipped.append(Skipped(jid, reason))
+        else:
+            jobs.append(run.job(jid, combo, extra))
+    run.check_rules_used()
+    return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped), notes=tuple(run.notes))

@@ -1,0 +1,163 @@
+"""The plan's data: :class:`Job`, :class:`Skipped`, :class:`Plan`, and the job selection every
+command that takes a job id shares (:meth:`Plan.job`, :func:`select_jobs`: one error, one message).
+
+:func:`printable` makes text from file names safe to print and to encode as UTF-8 (the plan's JSON
+and tables use it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from buildkit.errors import ArchesDropped, UnknownJob
+from buildkit.plan.archs import ArchSet, Decision
+from buildkit.recipe import Recipe
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    python: str
+    cp_tag: str
+    rocm: str
+    torch: str | None  # series, "2.10"
+    torch_requirement: str | None  # "torch==2.10.*"
+    torch_index_url: str | None
+    archs: ArchSet
+    version: str
+    policy: str
+    platform_tag: str  # "manylinux_2_28_x86_64"
+    ceilings: Mapping[str, str]
+    exclude_globs: tuple[str, ...]
+    env: Mapping[str, str]
+    image_profile: str
+    axes: Mapping[str, str] = field(default_factory=dict)  # extra matrix axes of this job
+    #: runtime images (as the recipe names them) whose libraries lowered ``ceilings``
+    ceilings_from_images: tuple[str, ...] = ()
+    #: the recipe's ``gate.no_regression_against``: PEP 503 index of the released wheels, or None
+    regression_baseline: str | None = None
+
+    def to_json(self, archs_json: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs."""
+        return {
+            "id": self.id,
+            "python": self.python,
+            "cp_tag": self.cp_tag,
+            "rocm": self.rocm,
+            "torch": self.torch,
+            "torch_requirement": self.torch_requirement,
+            "torch_index_url": self.torch_index_url,
+            "archs": self.archs.to_json() if archs_json is None else archs_json,
+            "pytorch_rocm_arch": self.archs.pytorch_rocm_arch(),
+            "version": self.version,
+            "policy": self.policy,
+            "platform_tag": self.platform_tag,
+            "ceilings": dict(self.ceilings),
+            "ceilings_from_images": list(self.ceilings_from_images),
+            "regression_baseline": self.regression_baseline,
+            "exclude_globs": list(self.exclude_globs),
+            "env": dict(self.env),
+            "image_profile": self.image_profile,
+            "axes": dict(self.axes),
+        }
+
+
+@dataclass(frozen=True)
+class Skipped:
+    id: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Plan:
+    recipe: Recipe
+    jobs: tuple[Job, ...]
+    skipped: tuple[Skipped, ...]
+    notes: tuple[str, ...] = ()  # warnings about the plan as a whole (e.g. an image lacking libstdc++)
+
+    def job(self, job_id: str) -> Job:
+        """The job ``job_id``; :class:`~buildkit.errors.UnknownJob` (exit 2) naming the known ids."""
+        for j in self.jobs:
+            if j.id == job_id:
+                return j
+        known = (
+            "known: " + ", ".join(j.id for j in self.jobs)
+            if self.jobs
+            else "the plan has no jobs (every combination was skipped)"
+        )
+        raise UnknownJob(
+            f"{self.recipe.display_path}: no job {job_id!r} in the plan of {self.recipe.name}; {known}"
+        )
+
+    def dropped_archs(self, job_ids: Collection[str] = ()) -> tuple[tuple[str, Decision], ...]:
+        """``(rocm, decision)`` for every requested arch dropped, once per ROCm release; only the
+        releases of ``job_ids`` when given."""
+        seen: set[str] = set()
+        out: list[tuple[str, Decision]] = []
+        for j in self.jobs:
+            if (job_ids and j.id not in job_ids) or j.rocm in seen:
+                continue
+            seen.add(j.rocm)
+            out.extend((j.rocm, d) for d in j.archs.dropped)
+        return tuple(out)
+
+    @staticmethod
+    def _archs_json(job: Job, memo: dict[int, dict[str, Any]]) -> dict[str, Any]:
+        key = id(job.archs)
+        if key not in memo:
+            memo[key] = job.archs.to_json()
+        return memo[key]
+
+    def to_json(self) -> dict[str, Any]:
+        r = self.recipe
+        memo: dict[int, dict[str, Any]] = {}
+        return {
+            "recipe": {
+                "name": r.name,
+                # relative: output must not depend on where the checkout lives
+                "file": printable(r.path.name),
+                "sha256": r.sha256,
+                "source": {k: v for k, v in vars(r.source).items() if v is not None},
+            },
+            "jobs": [j.to_json(self._archs_json(j, memo)) for j in self.jobs],
+            "skipped": [s.to_json() for s in self.skipped],
+            "notes": list(self.notes),
+        }
+
+
+def check_strict(plan: Plan, job_ids: Collection[str] = ()) -> None:
+    """``--strict``: raise :class:`ArchesDropped` (exit 5) naming every arch the plan dropped."""
+    dropped = plan.dropped_archs(job_ids)
+    if dropped:
+        n = len(dropped)
+        raise ArchesDropped(
+            f"--strict: {n} requested arch{'s' if n != 1 else ''} dropped: "
+            + "; ".join(f"ROCm {rocm}: {d}" for rocm, d in dropped)
+        )
+
+
+def select_jobs(plan: Plan, job_ids: Iterable[str] = ()) -> list[Job]:
+    """The jobs ``job_ids`` names (each once, in the order given), or every job when it names none;
+    an id the plan does not have is :class:`~buildkit.errors.UnknownJob` (:meth:`Plan.job`)."""
+    ids = list(dict.fromkeys(job_ids))
+    return [plan.job(j) for j in ids] if ids else list(plan.jobs)
+
+
+def printable(text: str) -> str:
+    """``text`` that encodes as UTF-8: a byte a file name smuggled in (``\\xff``, decoded by
+    Python as the lone surrogate U+DCFF) is shown as ``\\xff``, any other lone surrogate as
+    ``\\udXXX``. Valid text is returned unchanged."""
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def _escape_surrogate(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"

@@ -1,0 +1,133 @@
+"""The plan's renderers: a table, JSON, and GitHub Actions ``strategy.matrix`` shards.
+
+Identical plans give byte-identical output: sorted keys, no timestamps, no absolute paths.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from buildkit.plan.models import Job, Plan, printable
+
+#: GitHub Actions refuses a matrix of more than 256 jobs.
+GITHUB_MAX_JOBS = 256
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _dumps(obj: Any, *, compact: bool = False) -> str:
+    """Sorted-key JSON, non-ASCII kept as UTF-8; a lone surrogate (which has no UTF-8 encoding)
+    becomes its JSON escape ``\\udcff``, so the output is always valid UTF-8."""
+    if compact:
+        text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    else:
+        text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    # surrogates only occur inside JSON strings, where \uXXXX is a valid escape
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def render_json(plan: Plan) -> str:
+    """The plan as JSON: sorted keys, one job (or skipped combination) per line.
+
+    One compact line per job keeps large plans fast to write (the C encoder) and diffs readable.
+    """
+    data = plan.to_json()
+    parts = []
+    for key in sorted(data):
+        value = data[key]
+        if isinstance(value, list) and value:
+            body = ",\n".join("  " + _dumps(item, compact=True) for item in value)
+            parts.append(f"{json.dumps(key)}: [\n{body}\n]")
+        else:
+            parts.append(f"{json.dumps(key)}: {_dumps(value, compact=True)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def github_entry(job: Job) -> dict[str, Any]:
+    """One ``strategy.matrix.include`` entry: flat strings a workflow step can use directly."""
+    return {
+        "id": job.id,
+        "python": job.python,
+        "cp_tag": job.cp_tag,
+        "rocm": job.rocm,
+        "torch": job.torch or "",
+        "torch_index_url": job.torch_index_url or "",
+        "version": job.version,
+        "policy": job.policy,
+        "image_profile": job.image_profile,
+        "pytorch_rocm_arch": job.archs.pytorch_rocm_arch(),
+    }
+
+
+def github_matrix(plan: Plan, shard_size: int = GITHUB_MAX_JOBS) -> dict[str, Any]:
+    """``{"shards": [{"include": [...]}, ...], "shard_count": n, "job_count": m}``; each shard is a
+    valid ``strategy.matrix`` of at most ``shard_size`` (<= 256) jobs."""
+    if not 1 <= shard_size <= GITHUB_MAX_JOBS:
+        raise ValueError(f"shard size must be within 1..{GITHUB_MAX_JOBS}")
+    entries = [github_entry(j) for j in plan.jobs]
+    shards = [{"include": entries[i : i + shard_size]} for i in range(0, len(entries), shard_size)]
+    return {"job_count": len(entries), "shard_count": len(shards), "shards": shards}
+
+
+def render_github(plan: Plan, shard_size: int = GITHUB_MAX_JOBS) -> str:
+    """Compact one-line JSON, ready for ``echo "matrix=$(...)" >> "$GITHUB_OUTPUT"``."""
+    return _dumps(github_matrix(plan, shard_size), compact=True) + "\n"
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def render_table(plan: Plan) -> str:
+    r = plan.recipe
+    lines = [
+        f"recipe {printable(r.path.name)} ({r.name}, sha256 {r.sha256[:12]}): "
+        f"{len(plan.jobs)} job{'s' if len(plan.jobs) != 1 else ''}, {len(plan.skipped)} skipped",
+        "",
+    ]
+    if plan.jobs:
+        rows = [["JOB", "PYTHON", "ROCM", "TORCH", "ARCHS", "IMAGE", "VERSION"]]
+        for j in plan.jobs:
+            rows.append(
+                [
+                    j.id,
+                    j.python,
+                    j.rocm,
+                    j.torch or "-",
+                    j.archs.pytorch_rocm_arch(),
+                    j.image_profile,
+                    j.version,
+                ]
+            )
+        lines += _table(rows)
+    first = plan.jobs[0] if plan.jobs else None
+    if first is not None:
+        lines.append("")
+        origin = ""
+        if first.ceilings_from_images:
+            origin = f" (tightened by from_image {', '.join(first.ceilings_from_images)})"
+        lines.append(
+            f"policy {first.policy}: ceilings "
+            + ", ".join(f"{k} {v}" for k, v in sorted(first.ceilings.items()))
+            + origin
+        )
+        if first.regression_baseline is not None:
+            lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
+    if plan.notes:
+        lines.append("")
+        lines += [f"note: {n}" for n in plan.notes]
+    if plan.skipped:
+        lines.append("")
+        lines.append("skipped:")
+        lines += ["  " + line for line in _table([[s.id, s.reason] for s in plan.skipped])]
+    return printable("\n".join(lines) + "\n")
+
+
+RENDERERS: dict[str, Callable[[Plan], str]] = {
+    "table": render_table,
+    "json": render_json,
+    "github": render_github,
+}

@@ -1,0 +1,172 @@
+"""The refusal rules of ``publish``: which wheels under DIST are candidates, and why one is refused
+(no manifest, a gate verdict that did not pass, a sha256 the manifest does not name, another recipe,
+a local version label for PyPI). :func:`check_all` refuses the whole batch for any one refusal."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+
+from buildkit import manifest
+from buildkit.errors import PublishRefused, UsageError
+from buildkit.publish.target import Target
+from buildkit.recipe import Recipe
+from buildkit.version import PYPI_LOCAL_REASON
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A wheel whose manifest was read and whose sha256 was recomputed."""
+
+    wheel: Path
+    sha256: str
+    manifest: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    wheel: Path
+    reason: str
+
+
+def collect(dist: Path, target: Target | None = None) -> list[Path]:
+    """Every ``*.whl`` under ``dist`` (recursively, sorted).
+
+    A path with any dot-component below ``dist`` is skipped: temporary dot-files, and dot-folders such
+    as the ``.<job>.incoming-*`` staging folders of ``buildkit build``. With a ``directory`` target
+    inside ``dist`` (``--to dist/index``), the wheels already published there are skipped too: they
+    are the index's copies, not wheels to publish (they have no manifest beside them).
+    """
+    if dist.is_file() and dist.suffix == ".whl":
+        return [dist]
+    if not dist.is_dir():
+        raise UsageError(f"{dist}: no such directory")
+    index = _index_inside(dist, target)
+    return sorted(
+        p
+        for p in dist.rglob("*.whl")
+        if p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(dist).parts)
+        and not (index is not None and p.resolve().is_relative_to(index))
+    )
+
+
+def _index_inside(dist: Path, target: Target | None) -> Path | None:
+    """The resolved root of a directory ``target`` that lies in ``dist`` (or is it), else None."""
+    if target is None or target.kind != "directory":
+        return None
+    root = Path(target.location).resolve()
+    return root if root.is_relative_to(dist.resolve()) else None
+
+
+def examine(wheel: Path) -> Candidate | Refusal:
+    """Read the manifest of ``wheel`` and recompute its sha256: a Candidate, or the Refusal's reason."""
+    try:
+        parse_wheel_filename(wheel.name)
+    except InvalidWheelFilename as exc:
+        return Refusal(wheel, f"not a valid wheel file name: {exc}")
+    path = manifest.manifest_path(wheel)
+    if not path.is_file():
+        return Refusal(wheel, f"no manifest ({path.name} missing): build and gate it with `buildkit build`")
+    try:
+        data = manifest.read(wheel)
+    except (ValueError, OSError) as exc:
+        return Refusal(wheel, f"manifest {path.name} is unreadable: {exc}")
+    if not isinstance(data, dict) or data.get("schema") != manifest.SCHEMA:
+        return Refusal(wheel, f"manifest {path.name} is not a {manifest.SCHEMA} document")
+    verdict = data.get("verdict")
+    if not isinstance(verdict, dict) or verdict.get("passed") is not True:
+        errors = []
+        if isinstance(verdict, dict):
+            errors = [
+                str(f.get("message", f))
+                for f in verdict.get("findings", [])
+                if isinstance(f, dict) and f.get("severity", "error") == "error"
+            ]
+        detail = f": {'; '.join(errors[:3])}" if errors else ""
+        return Refusal(wheel, f"the gate failed on this wheel (manifest verdict.passed is not true){detail}")
+    recorded = data.get("wheel", {}).get("sha256") if isinstance(data.get("wheel"), dict) else None
+    if not isinstance(recorded, str):
+        return Refusal(wheel, f"manifest {path.name} names no wheel.sha256")
+    named = data["wheel"].get("filename")
+    if named is not None and named != wheel.name:
+        return Refusal(wheel, f"manifest {path.name} is for another file ({named})")
+    actual = manifest.sha256_file(wheel)
+    if actual != recorded:
+        return Refusal(
+            wheel,
+            f"sha256 mismatch: the wheel is {actual}, the manifest names {recorded} "
+            "(the gate did not see these bytes)",
+        )
+    return Candidate(wheel, actual, data)
+
+
+def refuse_for_pypi(candidate: Candidate) -> Refusal | None:
+    version = parse_wheel_filename(candidate.wheel.name)[1]
+    if version.local is not None:
+        return Refusal(candidate.wheel, f"local version label '+{version.local}': {PYPI_LOCAL_REASON}")
+    return None
+
+
+def project_of(wheel: Path) -> str:
+    """The canonical (PEP 503) project name in a wheel's file name."""
+    return canonicalize_name(parse_wheel_filename(wheel.name)[0])
+
+
+def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
+    """A Refusal when the manifest does not record ``recipe``'s file bytes (its sha256) as the recipe
+    the wheel was built from; the message names both recipes (file, name, sha256)."""
+    recorded = candidate.manifest.get("recipe")
+    given = f"--recipe {recipe.display_path} ({recipe.name}, sha256 {recipe.sha256[:12]})"
+    project = project_of(candidate.wheel)
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256"), str):
+        return Refusal(
+            candidate.wheel,
+            f"project {project}: the manifest records no recipe (recipe.sha256), so the wheel cannot be "
+            f"tied to {given}; publish it with --to",
+        )
+    if recorded["sha256"] == recipe.sha256:
+        if project != canonicalize_name(recipe.name):
+            return Refusal(
+                candidate.wheel,
+                f"project {project} is not the distribution {given} names "
+                f"({canonicalize_name(recipe.name)}): the recipe's name is its wheels' distribution name",
+            )
+        return None
+    built = (
+        f"recipe {recorded.get('file', '?')} ({recorded.get('name', '?')}, "
+        f"sha256 {str(recorded['sha256'])[:12]})"
+    )
+    return Refusal(
+        candidate.wheel,
+        f"project {project} was built from {built}, not from {given}: publish it with the recipe it "
+        "was built from (or rebuild it, if this recipe was edited since)",
+    )
+
+
+def check_all(wheels: list[Path], target: Target, recipe: Recipe | None = None) -> list[Candidate]:
+    """Examine every wheel (and, with ``recipe``, that it was built from that recipe file); any
+    refusal raises one PublishRefused listing them all."""
+    if not wheels:
+        raise PublishRefused("no wheels to publish (no *.whl found)")
+    candidates: list[Candidate] = []
+    refusals: list[Refusal] = []
+    for wheel in wheels:
+        result = examine(wheel)
+        if isinstance(result, Candidate) and recipe is not None:
+            result = refuse_for_recipe(result, recipe) or result
+        if isinstance(result, Candidate) and target.kind == "pypi":
+            result = refuse_for_pypi(result) or result
+        if isinstance(result, Candidate):
+            candidates.append(result)
+        else:
+            refusals.append(result)
+    if refusals:
+        lines = [f"publish refused: {len(refusals)} of {len(wheels)} wheel(s); nothing was published"]
+        lines += [f"  {r.wheel}: {r.reason}" for r in refusals]
+        raise PublishRefused("\n".join(lines))
+    return candidates

@@ -1,0 +1,245 @@
+"""``publish``: put gated wheels on an index, only when their manifest proves the gate passed.
+
+The manifest beside each wheel (``<wheel>.manifest.json``, :mod:`buildkit.manifest`) is the proof:
+nothing heavy is re-run, but the wheel's sha256 IS recomputed and must be the one the manifest names.
+Every wheel under DIST is checked before any is published: one refusal publishes nothing
+(:class:`~buildkit.errors.PublishRefused`, exit 10, naming each wheel and its reason).
+
+With a recipe (``publish DIST --recipe R``: the target is the recipe's ``publish`` section), every
+wheel must also have been built from that very recipe file: a wheel whose manifest records another
+recipe sha256 (another recipe, or this one edited since the build) is refused, naming both recipes.
+``--to TARGET`` publishes wheels of any recipe.
+
+``dry_run``: every check above and the target's state (the static index read without its lock, or the
+index's simple pages) is done; nothing is written or uploaded, and each wheel's outcome is "would
+publish" or "already published".
+
+A network failure (DNS, connection refused or reset, timeout, HTTP 5xx / 408 / 429) while reading the
+index or uploading is :class:`~buildkit.errors.PublishUnavailable` (exit 13: transient, retry), never
+a refusal (exit 10: retrying gives the same answer). A TLS certificate that does not verify is a
+refusal.
+
+Targets (:func:`buildkit.publish.target.parse_target`):
+
+- ``directory``: a path or ``file://`` URL: a static PEP 503 index written by :mod:`buildkit.publish.index`.
+  An empty path (``--to ''``, ``file://``) or a path that cannot become a writable directory (an
+  existing file, a path through a file, ``/proc/...``) is a :class:`~buildkit.errors.UsageError`
+  (exit 2), raised before anything is written.
+- ``index``: an ``http(s)://`` upload URL of an index server (pypiserver, devpi, ...): uploaded with
+  ``twine upload --repository-url``. Credentials: ``TWINE_USERNAME``/``TWINE_PASSWORD`` in the
+  environment, or twine's keyring lookup; they reach twine only through its environment and every
+  line echoed back is scrubbed of them.
+- ``pypi``: ``pypi`` or an ``upload.pypi.org``/``test.pypi.org`` URL: like ``index``, but wheels with a
+  PEP 440 local label are refused (PyPI rejects them).
+
+Idempotent: before anything is uploaded or written, EVERY checked wheel is compared with the
+target's current state (the index's simple page, or the static index under its lock): a file already
+there with the same sha256 is reported "already published"; one with other bytes refuses the whole
+batch, so nothing is published.
+
+The bytes published are the bytes checked: each wheel is copied (and hashed while copied) into the
+static index, or into a private temporary folder that twine then uploads from.
+
+Credentials (``TWINE_USERNAME``/``TWINE_PASSWORD``) are sent by this module only to the exact origin
+(scheme, host, port) of the upload URL, and only over https or to a loopback http host (127.0.0.0/8,
+::1, localhost): never to another host the simple page links to, never across a redirect to another
+origin, never to pypi.org for an upload.pypi.org target. A simple page is read without credentials
+first; they are added only when that origin answers HTTP 401.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from buildkit.errors import PublishRefused, PublishUnavailable
+from buildkit.publish import index as static_index
+from buildkit.publish.refusal import Candidate, check_all, collect, project_of
+from buildkit.publish.remote import (
+    Credentials,
+    RemoteFile,
+    credentials_for,
+    fetch_sha256,
+    remote_files,
+    twine_upload,
+)
+from buildkit.publish.scrub import strip_userinfo
+from buildkit.publish.target import Target
+from buildkit.recipe import Recipe
+
+
+@dataclass(frozen=True)
+class Outcome:
+    wheel: Path
+    status: str  # "published" | "already published" | "would publish" (dry run)
+    where: str
+
+
+def publish(
+    dist: Path,
+    target: Target,
+    *,
+    env: Mapping[str, str] | None = None,
+    log: Callable[[str], None] = lambda line: None,
+    recipe: Recipe | None = None,
+    dry_run: bool = False,
+) -> list[Outcome]:
+    """Check every wheel under ``dist`` and the target's state, then publish; returns what happened.
+
+    ``recipe``: every wheel must have been built from that recipe file (manifest ``recipe.sha256``).
+    ``dry_run``: all the checks and the target's state, nothing written or uploaded ("would publish").
+    """
+    environ = dict(os.environ if env is None else env)
+    if target.kind == "directory":  # an unwritable target is refused before anything is written
+        static_index.check_root(Path(target.location))
+    candidates = check_all(collect(dist, target), target, recipe)
+    log(f"{len(candidates)} wheel(s) checked: manifests passed, sha256 recomputed and matching")
+    if recipe is not None:
+        _log_recipe(candidates, recipe, log)
+    if target.kind == "directory":
+        return _publish_directory(candidates, Path(target.location), log, dry_run=dry_run)
+    return _publish_remote(candidates, target, environ, log, dry_run=dry_run)
+
+
+def _log_recipe(candidates: list[Candidate], recipe: Recipe, log: Callable[[str], None]) -> None:
+    log(f"every wheel was built from {recipe.display_path} (sha256 {recipe.sha256[:12]})")
+
+
+def _publish_directory(
+    candidates: list[Candidate], root: Path, log: Callable[[str], None], *, dry_run: bool
+) -> list[Outcome]:
+    pairs = [(c.wheel, c.sha256) for c in candidates]
+    results = static_index.check_wheels(root, pairs) if dry_run else static_index.add_wheels(root, pairs)
+    new = "would publish" if dry_run else "published"
+    outcomes = [
+        Outcome(c.wheel, new if r.status == "published" else "already published", str(r.path))
+        for c, r in zip(candidates, results, strict=True)
+    ]
+    for o in outcomes:
+        log(f"{o.status}: {o.wheel.name} -> {o.where}")
+    if dry_run:
+        log(f"dry run: nothing was written to {root}")
+    return outcomes
+
+
+def remote_state(candidates: list[Candidate], target: Target, credentials: Credentials | None) -> list[bool]:
+    """For each candidate, whether it is already on the index; any conflict raises PublishRefused
+    naming every one (same file name with other bytes there, or twice under DIST). An index that
+    cannot be reached raises PublishUnavailable."""
+    assert target.simple_url is not None
+    pages: dict[str, dict[str, RemoteFile]] = {}
+    seen: dict[str, str] = {}
+    present: list[bool] = []
+    conflicts: list[str] = []
+    for c in candidates:
+        name = c.wheel.name
+        if name in seen:  # the same file twice under DIST: published once
+            present.append(True)
+            if seen[name] != c.sha256:
+                conflicts.append(
+                    f"  {c.wheel}: another wheel under DIST has this file name with other bytes "
+                    f"(sha256 {seen[name]}, this wheel {c.sha256})"
+                )
+            continue
+        seen[name] = c.sha256
+        project = project_of(c.wheel)
+        if project not in pages:
+            pages[project] = remote_files(target.simple_url, project, credentials)
+        remote = pages[project].get(name)
+        if remote is None:
+            present.append(False)
+            continue
+        sha = remote.sha256 or fetch_sha256(remote.url, credentials)
+        present.append(True)
+        if sha != c.sha256:
+            where = f"{strip_userinfo(target.simple_url).rstrip('/')}/{project}/"
+            conflicts.append(
+                f"  {name}: {where} already has a file of this name with other bytes "
+                f"(sha256 {sha}, this wheel {c.sha256}); a released file is never replaced"
+            )
+    if conflicts:
+        head = f"publish refused: {len(conflicts)} of {len(candidates)} wheel(s); nothing was published"
+        raise PublishRefused("\n".join([head, *conflicts]))
+    return present
+
+
+def _remote_state_or_unavailable(
+    candidates: list[Candidate], target: Target, credentials: Credentials | None, *, dry_run: bool
+) -> list[bool]:
+    try:
+        return remote_state(candidates, target, credentials)
+    except PublishUnavailable as exc:
+        done = (
+            f"dry run: {len(candidates)} wheel(s) passed every check, but whether they are already on "
+            f"{target.describe()} is unknown"
+            if dry_run
+            else "nothing was published"
+        )
+        raise PublishUnavailable(f"{exc.message}\n  {done}") from None
+
+
+def _publish_remote(
+    candidates: list[Candidate],
+    target: Target,
+    env: Mapping[str, str],
+    log: Callable[[str], None],
+    *,
+    dry_run: bool = False,
+) -> list[Outcome]:
+    assert target.simple_url is not None
+    credentials = credentials_for(target.location, env)
+    present = _remote_state_or_unavailable(candidates, target, credentials, dry_run=dry_run)
+    where = {
+        c.wheel: f"{strip_userinfo(target.simple_url).rstrip('/')}/{project_of(c.wheel)}/" for c in candidates
+    }
+    if dry_run:
+        planned = [
+            Outcome(c.wheel, "already published" if there else "would publish", where[c.wheel])
+            for c, there in zip(candidates, present, strict=True)
+        ]
+        for o in planned:
+            log(f"{o.status}: {o.wheel.name} -> {o.where}")
+        log(f"dry run: nothing was uploaded to {strip_userinfo(target.location)}")
+        return planned
+    outcomes: list[Outcome] = []
+    with tempfile.TemporaryDirectory(prefix="buildkit-publish-") as private:  # mode 0700
+        copies: list[Path | None] = []
+        for c, there in zip(candidates, present, strict=True):  # every copy verified before any upload
+            copy = Path(private) / c.wheel.name
+            if not there:
+                static_index.copy_verified(c.wheel, copy, c.sha256)
+            copies.append(None if there else copy)
+        for c, upload in zip(candidates, copies, strict=True):
+            if upload is None:
+                outcomes.append(Outcome(c.wheel, "already published", where[c.wheel]))
+            else:
+                _upload(upload, target, env, log, outcomes)
+                outcomes.append(Outcome(c.wheel, "published", where[c.wheel]))
+            log(f"{outcomes[-1].status}: {c.wheel.name} -> {where[c.wheel]}")
+    return outcomes
+
+
+def _upload(
+    wheel: Path, target: Target, env: Mapping[str, str], log: Callable[[str], None], done: list[Outcome]
+) -> None:
+    """:func:`twine_upload`; a failure names the wheels this run uploaded before it."""
+    try:
+        twine_upload(wheel, target.location, env, log)
+    except (PublishRefused, PublishUnavailable) as exc:
+        uploaded = [o.wheel.name for o in done if o.status == "published"]
+        if not uploaded:
+            raise
+        raise type(exc)(f"{exc.message}\n  uploaded before the failure: {', '.join(uploaded)}") from None
+
+
+def outcomes_json(outcomes: list[Outcome], target: Target, *, dry_run: bool = False) -> str:
+    data = {
+        "target": {"kind": target.kind, "location": target.location},
+        "dry_run": dry_run,
+        "wheels": [{"wheel": str(o.wheel), "status": o.status, "where": o.where} for o in outcomes],
+    }
+    return json.dumps(data, indent=2, sort_keys=True)

@@ -1,0 +1,169 @@
+"""Image profiles as data: docker/profiles.toml, loaded and validated by buildkit.image.profiles."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from buildkit import image as images
+from buildkit.errors import UsageError
+from buildkit.image.profiles import PROFILES_FILE, Profile, load_profiles, parse_profiles
+
+ROOT = Path(__file__).resolve().parents[2]
+REPO_DOCKER = ROOT / "docker"
+
+#: the profiles as buildkit/image/__init__.py defined them in Python before they became data
+BEFORE = {
+    "debian-rocm": Profile(
+        name="debian-rocm",
+        dockerfile="debian-rocm.Dockerfile",
+        context_files=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
+        wheel_requirements=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
+        description="Debian trixie + Debian's hipcc (ROCm 5.7.1, clang 17): offline and CI builds",
+        rocm_releases=("5.7",),
+    ),
+    "debian-runtime": Profile(
+        name="debian-runtime",
+        dockerfile="debian-runtime.Dockerfile",
+        description="Debian trixie + python3 + Debian's HIP runtime: smoke tests of Debian-built wheels",
+    ),
+    "manylinux_2_28-rocm": Profile(
+        name="manylinux_2_28-rocm",
+        dockerfile="manylinux_2_28-rocm.Dockerfile",
+        description="pypa manylinux_2_28 + AMD's ROCm packages: production wheels",
+        rocm_build_arg="ROCM_VERSION",
+    ),
+}
+
+
+def test_the_loaded_profiles_are_the_ones_the_code_had() -> None:
+    loaded = load_profiles(REPO_DOCKER / PROFILES_FILE)
+    assert loaded == BEFORE
+    assert list(loaded) == list(BEFORE)
+    for name, profile in loaded.items():  # every field, default ones included
+        assert vars(profile) == vars(BEFORE[name]), name
+        assert profile.repository == f"rocm-buildkit/{name}"
+    assert dict(images.PROFILES) == BEFORE  # what the image layer serves
+
+
+def test_the_production_profile_is_intact() -> None:
+    prod = images.get_profile("manylinux_2_28-rocm")
+    assert (prod.dockerfile, prod.rocm_build_arg, prod.rocm_releases) == (
+        "manylinux_2_28-rocm.Dockerfile",
+        "ROCM_VERSION",
+        None,
+    )
+    assert prod.build_args == {} and prod.context_files == () and prod.wheel_requirements == ()
+    assert images.rocm_build_args("manylinux_2_28-rocm", "6.4")["ROCM_VERSION"].startswith("6.4.")
+
+
+def test_the_profiles_file_is_installed_with_the_dockerfiles() -> None:
+    """pyproject ships the profiles file to share/rocm-buildkit/docker as it does the Dockerfiles."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = data["tool"]["setuptools"]["data-files"]["share/rocm-buildkit/docker"]
+    matched = {p.name for pattern in shipped for p in ROOT.glob(pattern)}
+    assert PROFILES_FILE in matched
+    assert {p.dockerfile for p in BEFORE.values()} <= matched
+
+
+A = '[profiles.a]\ndockerfile = "a.Dockerfile"\n'
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / PROFILES_FILE
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # not TOML: the parser's line
+        ('[profiles.a]\ndockerfile = "a.Dockerfile"\ndescription = "unterminated\n', ":3: not valid TOML: "),
+        # an unknown field: its line, and the field it looks like
+        (
+            '[profiles.a]\ndockerfile = "a.Dockerfile"\n\n[profiles.b]\ndockerfile = "b.Dockerfile"\n'
+            'contxt_files = ["x"]\n',
+            ":6: profile b: unknown field 'contxt_files'; did you mean 'context_files'?",
+        ),
+        (
+            '[profiles.a]\ndockerfile = "a.Dockerfile"\ncolour = "red"\n',
+            ":3: profile a: unknown field 'colour' (known: ",
+        ),
+        # a wrong type: the field's line
+        (
+            '[profiles.a]\ndockerfile = "a.Dockerfile"\nrocm_releases = "5.7"\n',
+            ":3: profile a: rocm_releases must be a list",
+        ),
+        (
+            '[profiles.a]\ndockerfile = "a.Dockerfile"\nbuild_args = { K = 1 }\n',
+            ":3: profile a: build_args must be a table",
+        ),
+        # required, name and layout: the table's line
+        (
+            '# profiles\n\n[profiles.a]\ndescription = "no dockerfile"\n',
+            ":3: profile a: dockerfile is required",
+        ),
+        (
+            '[profiles.Bad_Name]\ndockerfile = "a.Dockerfile"\n',
+            ":1: profile name 'Bad_Name' cannot name an image",
+        ),
+        ('[profile.a]\ndockerfile = "a.Dockerfile"\n', ": unknown top-level key 'profile'"),
+        ("# nothing\n", ": no [profiles.NAME] table"),
+    ],
+)
+def test_a_malformed_file_names_file_and_line(tmp_path: Path, text: str, message: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(UsageError) as info:
+        load_profiles(path)
+    assert str(info.value).startswith(f"{path}{message}")
+    assert info.value.exit_code == 2
+
+
+def test_parse_profiles_reads_every_field(tmp_path: Path) -> None:
+    text = (
+        '[profiles."x-1"]\ndockerfile = "x.Dockerfile"\ncontext_files = ["a.txt"]\n'
+        'wheel_requirements = ["a.txt"]\nwheel_python = "3.12"\n'
+        'build_args = { BASE_IMAGE = "debian:trixie" }\n'
+        'description = "d"\nrocm_releases = ["6.4", "7.0"]\nrocm_build_arg = "ROCM_VERSION"\n'
+    )
+    assert parse_profiles(text, tmp_path / PROFILES_FILE) == {
+        "x-1": Profile(
+            name="x-1",
+            dockerfile="x.Dockerfile",
+            context_files=("a.txt",),
+            wheel_requirements=("a.txt",),
+            wheel_python="3.12",
+            build_args={"BASE_IMAGE": "debian:trixie"},
+            description="d",
+            rocm_releases=("6.4", "7.0"),
+            rocm_build_arg="ROCM_VERSION",
+        )
+    }
+
+
+def test_the_docker_dir_is_the_one_with_the_profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An override directory without profiles.toml is passed over; one with a malformed profiles.toml
+    is an error naming it (never silently another directory's profiles)."""
+    copy = tmp_path / "docker"
+    shutil.copytree(REPO_DOCKER, copy)
+    (copy / PROFILES_FILE).unlink()
+    monkeypatch.setenv("BUILDKIT_DOCKER_DIR", str(copy))
+    assert images.docker_dir() == REPO_DOCKER
+    (copy / PROFILES_FILE).write_text('[profiles.a]\ndockerfile = "debian-rocm.Dockerfile"\nextra = 1\n')
+    with pytest.raises(UsageError, match=rf"^{copy / PROFILES_FILE}:3: profile a: unknown field 'extra'"):
+        images.docker_dir()
+    (copy / PROFILES_FILE).write_text('[profiles.only]\ndockerfile = "debian-rocm.Dockerfile"\n')
+    assert images.docker_dir() == copy
+    assert list(images.PROFILES) == ["only"]
+    with pytest.raises(UsageError, match="unknown image profile 'debian-rocm'; known profiles: only"):
+        images.get_profile("debian-rocm")
