@@ -108,7 +108,14 @@ def check(
         size_warn=size_warn,
         size_limit=size_limit,
     )
-    config = gate_config(flags, recipe=recipe, job=job)
+    reader = None
+    if recipe is not None:
+        # the Docker SDK only with --recipe (runtime images' ceilings, as build reads them): a plain
+        # check never loads it
+        from buildkit.image.ceilings import ceilings_from_images
+
+        reader = ceilings_from_images
+    config = gate_config(flags, recipe=recipe, job=job, ceilings_reader=reader)
     verdicts, failures = check_wheels(list(wheels), config, verify_record=verify_record)
     if as_json:
         click.echo(json.dumps(to_json(verdicts, failures), indent=2))

@@ -32,6 +32,7 @@ from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 
 if TYPE_CHECKING:
+    from buildkit.plan.from_image import CeilingsReader
     from buildkit.plan.models import Job
     from buildkit.recipe import Recipe
 
@@ -96,14 +97,18 @@ def exclude_set_globs(sets: Sequence[str], rocm: str | None) -> list[str]:
     return list(rocm_data.exclude_globs(list(sets), rocm))
 
 
-def find_job(recipe_path: Path, job_id: str) -> tuple[Recipe, Job]:
-    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UnknownJob naming the known ones)."""
-    from buildkit.image.ceilings import ceilings_from_images
+def find_job(
+    recipe_path: Path, job_id: str, ceilings_reader: CeilingsReader | None = None
+) -> tuple[Recipe, Job]:
+    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UnknownJob naming the known
+    ones). ``ceilings_reader``: what ``build`` expands with, so that the job's ceilings are the ones its
+    build was gated with (the command injects it: the gate never talks to a Docker engine itself)."""
+    # only with --recipe: a plain check does not load the recipe layer (PyYAML, jsonschema)
     from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = load_recipe(recipe_path)
-    return recipe, expand(recipe, ceilings_reader=ceilings_from_images).job(job_id)
+    return recipe, expand(recipe, ceilings_reader=ceilings_reader).job(job_id)
 
 
 def _union(first: Iterable[str], then: Iterable[str]) -> tuple[str, ...]:
@@ -160,14 +165,21 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
     )
 
 
-def gate_config(flags: GateFlags, *, recipe: Path | None = None, job: str | None = None) -> GateConfig:
+def gate_config(
+    flags: GateFlags,
+    *,
+    recipe: Path | None = None,
+    job: str | None = None,
+    ceilings_reader: CeilingsReader | None = None,
+) -> GateConfig:
     """The configuration ``check`` gates with: :func:`config_for_job` when a recipe and job are
-    given (both or neither), else :func:`config_from_flags`."""
+    given (both or neither; ``ceilings_reader`` as :func:`find_job` takes it), else
+    :func:`config_from_flags`."""
     if recipe is None and job is None:
         return config_from_flags(flags)
     if recipe is None or job is None:
         raise UsageError("--recipe and --job go together")
-    loaded, found = find_job(recipe, job)
+    loaded, found = find_job(recipe, job, ceilings_reader)
     return config_for_job(loaded, found, flags)
 
 
