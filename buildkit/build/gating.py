@@ -1,7 +1,8 @@
-"""The gate as ``build`` uses it: the job's gate configuration, its key, and the verdict on a wheel.
+"""The gate as ``build`` uses it: the job's gate configuration's key, and the verdict on a wheel.
 
-:func:`gate_config` is what ``build`` gates a job's wheel with (``check --recipe R --job ID`` uses the
-same), :func:`gate_key` its plain-data form for the inputs key, :func:`gate_wheel` runs the gate
+``build`` gates a job's wheel with :meth:`GateConfig.from_recipe_job
+<buildkit.gate.config.GateConfig.from_recipe_job>` (``check --recipe R --job ID`` uses the same);
+:func:`gate_key` is its plain-data form for the inputs key, :func:`gate_wheel` runs the gate
 (:mod:`buildkit.gate`) on a wheel and keeps what ``build`` needs of the verdict (:class:`Gated`).
 """
 
@@ -16,13 +17,6 @@ from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import render_human, verdict_to_json
 from buildkit.inspect import inspect_wheel
-from buildkit.plan.models import Job
-from buildkit.recipe import Recipe
-
-
-def gate_config(recipe: Recipe, job: Job) -> GateConfig:
-    """What ``build`` gates the job's wheel with (``check --recipe R --job ID`` uses the same)."""
-    return GateConfig.from_recipe_job(recipe, job)
 
 
 def gate_key(config: GateConfig) -> dict[str, Any]:

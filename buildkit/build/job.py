@@ -30,7 +30,7 @@ from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
 from buildkit.build import cibw, provenance, runner
-from buildkit.build.gating import Gated, gate_config, gate_key, gate_wheel
+from buildkit.build.gating import Gated, gate_key, gate_wheel
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
 from buildkit.build.staging import (
@@ -233,7 +233,7 @@ def _run_job(run: _Run, log: TextIO) -> None:
         (staged / ".buildkit").mkdir(exist_ok=True)
         atomic_write(staged / ".buildkit" / cibw.CONSTRAINTS_NAME, pins)
     epoch = source_date_epoch(run.source, run.options.source_date_epoch)
-    config = gate_config(run.recipe, run.job)
+    config = GateConfig.from_recipe_job(run.recipe, run.job)
     run.key = inputs_key(
         run.job,
         run.image.id,

@@ -62,12 +62,13 @@ class GateFlags:
         return {k: v for k, v in given.items() if v}
 
 
-def parse_size(text: str) -> int:
+def parse_size_option(text: str) -> int:
     """``"100MiB"``, ``"1.5GB"``, ``"4096"`` -> bytes (the recipe's size syntax)."""
-    from buildkit.recipe import parse_size as recipe_parse_size
+    # the recipe layer (PyYAML, jsonschema) only with a size flag: a plain check does not load it
+    from buildkit.recipe import parse_size
 
     try:
-        return recipe_parse_size(text)
+        return parse_size(text)
     except ValueError:
         if text.strip().isdigit():
             return int(text.strip())
@@ -141,9 +142,9 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
     if flags.match_features:
         overrides["match_features"] = True
     if flags.size_warn is not None:
-        overrides["size_warn"] = parse_size(flags.size_warn)
+        overrides["size_warn"] = parse_size_option(flags.size_warn)
     if flags.size_limit is not None:
-        overrides["size_limit"] = parse_size(flags.size_limit)
+        overrides["size_limit"] = parse_size_option(flags.size_limit)
     return GateConfig.from_recipe_job(recipe, job, **overrides)
 
 
@@ -159,8 +160,8 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         archs=parse_archs(flags.archs),
         match_features=flags.match_features,
         torch=flags.torch,
-        size_warn=DEFAULT_SIZE_WARN if flags.size_warn is None else parse_size(flags.size_warn),
-        size_limit=None if flags.size_limit is None else parse_size(flags.size_limit),
+        size_warn=DEFAULT_SIZE_WARN if flags.size_warn is None else parse_size_option(flags.size_warn),
+        size_limit=None if flags.size_limit is None else parse_size_option(flags.size_limit),
         rocm=flags.rocm,
     )
 

@@ -11,9 +11,9 @@ from buildkit.inspect.limits import Limits
 from buildkit.inspect.models import (
     CodeObject,
     ElfInfo,
-    Finding,
     MemberFile,
     MemberStat,
+    Oddity,
     OffloadEntry,
     RecordEntry,
     WheelReport,
@@ -24,10 +24,10 @@ from buildkit.inspect.wheel import inspect_wheel
 __all__ = [
     "CodeObject",
     "ElfInfo",
-    "Finding",
     "Limits",
     "MemberFile",
     "MemberStat",
+    "Oddity",
     "OffloadEntry",
     "RecordEntry",
     "WheelReport",

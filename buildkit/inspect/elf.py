@@ -47,7 +47,7 @@ from buildkit.inspect import loader
 from buildkit.inspect.codeobject import EM_AMDGPU, code_object_version, target_id_from_flags
 from buildkit.inspect.limits import Limits
 from buildkit.inspect.loader import ELF_MAGIC, DynamicTable, ElfHeader, LoaderView, Segment
-from buildkit.inspect.models import CodeObject, ElfInfo, Finding, OffloadEntry
+from buildkit.inspect.models import CodeObject, ElfInfo, Oddity, OffloadEntry
 from buildkit.inspect.offload import BundleError, BundleScanner
 from buildkit.inspect.sparse import MissingRange, SparseBuffer, SparseStream
 from buildkit.inspect.symbols import default_symbols_of_interest
@@ -71,7 +71,7 @@ _LOADER, _SECTIONS = "loader", "sections"
 class ElfResult:
     elf: ElfInfo | None
     code_object: CodeObject | None
-    findings: tuple[Finding, ...]
+    findings: tuple[Oddity, ...]
     bytes_read: int
     passes: int
     complete: bool = True  # the member was read to its end (its CRC was checked)
@@ -425,9 +425,9 @@ def _shstrtab_range(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int]]:
 
 def _walk_fatbins(
     member: str, p: _Pass, fatbins: list[tuple[int, int]]
-) -> tuple[tuple[OffloadEntry, ...], int, tuple[Finding, ...]]:
+) -> tuple[tuple[OffloadEntry, ...], int, tuple[Oddity, ...]]:
     entries: list[OffloadEntry] = []
-    findings: list[Finding] = []
+    findings: list[Oddity] = []
     bundles = 0
     for offset, size in fatbins:
         if offset + size > p.size:
@@ -624,7 +624,7 @@ def _drain(member: str, stream: IO[bytes], left: int, chunk_size: int) -> int:
 
 def _finish(
     member: str, p: _Pass, limits: Limits, *, last: bool
-) -> tuple[ElfInfo | None, CodeObject | None, tuple[Finding, ...]] | _Carry:
+) -> tuple[ElfInfo | None, CodeObject | None, tuple[Oddity, ...]] | _Carry:
     """The parsed result of a pass, or what the next pass must keep."""
     h = p.header_or_fail
     if h.machine == EM_AMDGPU:
@@ -646,7 +646,7 @@ def _finish(
             return p.carry()  # stopped early: a HIP object whose bundles were not looked for
         entries: tuple[OffloadEntry, ...] = ()
         bundles = 0
-        findings: tuple[Finding, ...] = ()
+        findings: tuple[Oddity, ...] = ()
         if p.complete:
             fatbins = _fatbin_sections(h, p.buf)
             if fatbins and (p.scan_from is None or p.scan_from > min(start for start, _ in fatbins)):

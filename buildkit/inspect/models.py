@@ -210,7 +210,7 @@ class MemberStat:
 
 
 @dataclass(frozen=True)
-class Finding:
+class Oddity:
     """Something odd but not unreadable, for the gate to judge (e.g. ``kind="not-elf-library"``: a
     member named like a shared library whose first bytes are not the ELF magic)."""
 
@@ -242,7 +242,7 @@ class WheelReport:
     members: tuple[str, ...]
     elves: tuple[ElfInfo, ...]
     code_objects: tuple[CodeObject, ...]
-    findings: tuple[Finding, ...] = ()
+    findings: tuple[Oddity, ...] = ()
     stats: tuple[MemberStat, ...] = field(default=(), compare=False)
     dist_info: str | None = None  # "pkg-1.0.dist-info" (None: derived from the members)
     files: tuple[MemberFile, ...] = ()  # every file member, archive order

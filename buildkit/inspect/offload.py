@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from buildkit.inspect.codeobject import target_id_from_header
 from buildkit.inspect.limits import Limits
-from buildkit.inspect.models import Finding, OffloadEntry
+from buildkit.inspect.models import Oddity, OffloadEntry
 from buildkit.inspect.sparse import SparseBuffer
 
 PLAIN_MAGIC = b"__CLANG_OFFLOAD_BUNDLE__"
@@ -312,7 +312,7 @@ class BundleScanner:
 
     def walk(
         self, member: str, section_offset: int, section_size: int
-    ) -> tuple[tuple[OffloadEntry, ...], int, tuple[Finding, ...]]:
+    ) -> tuple[tuple[OffloadEntry, ...], int, tuple[Oddity, ...]]:
         """The bundles that tile the fat-binary section ``[offset, offset+size)``: each starts where the
         previous one ends (after padding). Raises BundleError when the section's bundles lie."""
         if self.overflow:
@@ -324,7 +324,7 @@ class BundleScanner:
                 f"section at {section_offset:#x} (size {section_size}) does not start with an offload bundle"
             )
         entries: list[OffloadEntry] = []
-        findings: list[Finding] = []
+        findings: list[Oddity] = []
         bundles = 0
         pos = section_offset
         for start in starts:
@@ -352,7 +352,7 @@ class BundleScanner:
                     co_target = target_id_from_header(self._buf.read(start + raw.offset, 64))
                     if co_target is not None and co_target != target:
                         findings.append(
-                            Finding(
+                            Oddity(
                                 "code-object-mismatch",
                                 member,
                                 f"bundle entry {raw.entry_id!r} holds a code object for {co_target}",

@@ -24,7 +24,7 @@ Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 
 * no ``.dist-info/WHEEL``; malformed ELF or offload bundles (see :mod:`~buildkit.inspect.elf`).
 
 A member named like a shared library (``*.so``, ``*.so.N``) that is not ELF is *not* a read error: it is
-a :class:`~buildkit.inspect.models.Finding` (``not-elf-library``, naming its first 16 bytes) for the gate
+a :class:`~buildkit.inspect.models.Oddity` (``not-elf-library``, naming its first 16 bytes) for the gate
 to judge (an extension module Python would import is an error there; a linker script in a development
 area is not). ELF members are recognised by their first four bytes, whatever their name.
 
@@ -61,9 +61,9 @@ from buildkit.inspect.limits import Limits, MiB
 from buildkit.inspect.models import (
     CodeObject,
     ElfInfo,
-    Finding,
     MemberFile,
     MemberStat,
+    Oddity,
     RecordEntry,
     WheelReport,
 )
@@ -148,7 +148,7 @@ def _check_sizes(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: Limi
 class _MemberResult:
     elf: ElfInfo | None
     code_object: CodeObject | None
-    findings: tuple[Finding, ...]
+    findings: tuple[Oddity, ...]
     stat: MemberStat
     hash: str | None = None
 
@@ -193,12 +193,12 @@ class _Reader:
         algorithm = self.algorithms.get(name)
         head = sniff(self.fd, info, self.fallback, size=HEAD_SHOWN)
         if head[: len(ELF_MAGIC)] != ELF_MAGIC:
-            findings: tuple[Finding, ...] = ()
+            findings: tuple[Oddity, ...] = ()
             kind = "other"
             if _looks_like_library(name):
                 kind = "not-elf-library"
                 findings = (
-                    Finding(
+                    Oddity(
                         "not-elf-library",
                         name,
                         f"{name} is named like a shared library but is not ELF (starts with {head!r})",

@@ -305,7 +305,7 @@ class _Staged:
     metadata: bytes = b""
 
 
-def check_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
+def check_additions(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
     """What :func:`add_wheels` would do, writing nothing (no lock either: for ``publish --dry-run``).
 
     ``status`` is "published" for a wheel that would be added, "already" for the same file already
@@ -355,7 +355,7 @@ def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[AddResul
 def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
     """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
 
-    Under the index lock, every wheel is first checked against the index (:func:`check_wheels`): the
+    Under the index lock, every wheel is first checked against the index (:func:`check_additions`): the
     same file again is ``status == "already"`` (nothing rewritten); the same file name with other bytes
     (in the index, or twice in ``wheels``) raises :class:`PublishRefused` naming every such wheel, before
     anything is written. Then every new wheel is copied to a temporary file beside its final place,

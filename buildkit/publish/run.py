@@ -113,7 +113,7 @@ def _publish_directory(
     candidates: list[Candidate], root: Path, log: Callable[[str], None], *, dry_run: bool
 ) -> list[Outcome]:
     pairs = [(c.wheel, c.sha256) for c in candidates]
-    results = static_index.check_wheels(root, pairs) if dry_run else static_index.add_wheels(root, pairs)
+    results = static_index.check_additions(root, pairs) if dry_run else static_index.add_wheels(root, pairs)
     new = "would publish" if dry_run else "published"
     outcomes = [
         Outcome(c.wheel, new if r.status == "published" else "already published", str(r.path))

@@ -1,5 +1,5 @@
 """The ``inspect:<kind>`` rules: what the streaming inspection noticed without being unable to read
-the wheel (:class:`~buildkit.inspect.models.Finding`), judged. A member named like a shared library
+the wheel (:class:`~buildkit.inspect.models.Oddity`), judged. A member named like a shared library
 that is not ELF is an error where the installed wheel imports or loads it
 (:func:`buildkit.gate.loading.not_elf_load`), else a warning; every other kind is a warning."""
 
