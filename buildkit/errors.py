@@ -11,9 +11,9 @@ code  class                        meaning
 0     -                            success
 1     -                            internal error (a bug: traceback printed)
 2     UsageError                   bad command-line usage (click's own code)
-2     UnknownJob                   a ``--job`` id (or a manifest's job) the recipe's plan does not have:
-                                   the recipe is valid, the command line names a job it has not
-3     RecipeError                  recipe malformed or invalid (file:line:column)
+2     UnknownJob (a UsageError)    a ``--job`` id (or a manifest's job) the recipe's plan does not
+                                   have: the recipe is valid, the command names a job it has not
+3     RecipeError                  recipe missing, malformed or invalid (file:line:column)
 4     ArchError                    no usable GPU arch / invalid target id
 5     ArchesDropped                ``--strict`` and some requested arch was dropped
 6     WheelReadError               a wheel cannot be read (corrupt, hostile, not a wheel)
