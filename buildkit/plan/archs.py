@@ -227,6 +227,83 @@ def _normalise(
     return sorted(result, key=lambda t: t.sort_key)
 
 
+def _pinned(rocm: str, toolchain_archs: Sequence[str] | None) -> tuple[rocmdata.RocmRelease | None, str]:
+    """The release data and the pinned version; with a toolchain an unknown release is allowed."""
+    if toolchain_archs is None:
+        release = rocmdata.get_release(rocm)
+        return release, release.version
+    try:
+        release = rocmdata.get_release(rocm)
+    except rocmdata.UnknownRelease:
+        return None, rocm
+    return release, release.version
+
+
+def _supported(
+    release: rocmdata.RocmRelease | None,
+    pinned: str,
+    toolchain_archs: Sequence[str] | None,
+    toolchain: str | None,
+    trail: list[str],
+) -> tuple[str, ...]:
+    """The archs that can be built: the toolchain's (replacing the release's list), else the release's."""
+    if toolchain_archs is not None:
+        label = toolchain or "the toolchain"
+        supported = tuple(sorted(set(toolchain_archs), key=rocmdata.processor_sort_key))
+        trail.append(
+            f"supported set: {label} (ROCm {pinned}) can compile {len(supported)} processors; "
+            "it replaces AMD's release list"
+        )
+        return supported
+    assert release is not None
+    trail.append(
+        f"supported set: ROCm {pinned} archs (official + rocBLAS kernel targets): {', '.join(release.archs)}"
+    )
+    trail.extend(f"ROCm {pinned} data marked unverified: {text}" for text in release.unverified)
+    return release.archs
+
+
+def _unsupported_reason(
+    target: TargetId,
+    release: rocmdata.RocmRelease | None,
+    pinned: str,
+    toolchain_archs: Sequence[str] | None,
+    toolchain: str | None,
+) -> str:
+    """Why ``target`` is not in the supported set."""
+    if toolchain_archs is not None:
+        return f"not compilable by toolchain {toolchain or '?'} (ROCm {pinned})"
+    assert release is not None
+    first = rocmdata.min_release_for(target.name)
+    withheld = release.withheld.get(target.name)
+    if first is not None and rocmdata.version_key(first) > rocmdata.version_key(pinned):
+        reason = f"needs ROCm >= {first}, pinned {pinned}"
+    else:
+        reason = f"not supported by ROCm {pinned}"
+    return reason + (f" ({withheld})" if withheld else "")
+
+
+def _allowed(
+    kept: list[TargetId], allow: Sequence[str], trail: list[str], decisions: list[Decision]
+) -> list[TargetId]:
+    """``kept`` intersected with the recipe's allow-list (a bare processor allows its variants)."""
+    allowed = [parse_target_id(a) for a in allow]
+    trail.append(f"allow-list: {', '.join(map(str, allowed))}")
+    still: list[TargetId] = []
+    for target in kept:
+        if any(a == target or (not a.features and a.name == target.name) for a in allowed):
+            still.append(target)
+        else:
+            decisions.append(
+                Decision(
+                    str(target),
+                    False,
+                    f"dropped: not in the recipe's allow-list ({', '.join(map(str, allowed))})",
+                )
+            )
+    return still
+
+
 def resolve(
     *,
     rocm: str,
@@ -250,70 +327,20 @@ def resolve(
     warnings: list[str] = []
     decisions: list[Decision] = []
 
-    release = None
-    if toolchain_archs is None:
-        release = rocmdata.get_release(rocm)
-        pinned = release.version
-    else:
-        try:
-            release = rocmdata.get_release(rocm)
-            pinned = release.version
-        except rocmdata.UnknownRelease:
-            pinned = rocm
-
+    release, pinned = _pinned(rocm, toolchain_archs)
     source, values = _choose_source(cli_archs, recipe_archs, env, enumerator, trail, warnings)
     targets = _normalise(source, values, trail, decisions)
-
-    if toolchain_archs is not None:
-        label = toolchain or "the toolchain"
-        supported: tuple[str, ...] = tuple(sorted(set(toolchain_archs), key=rocmdata.processor_sort_key))
-        trail.append(
-            f"supported set: {label} (ROCm {pinned}) can compile {len(supported)} processors; "
-            "it replaces AMD's release list"
-        )
-    else:
-        assert release is not None
-        supported = release.archs
-        trail.append(
-            f"supported set: ROCm {pinned} archs (official + rocBLAS kernel targets): {', '.join(supported)}"
-        )
-        trail.extend(f"ROCm {pinned} data marked unverified: {text}" for text in release.unverified)
+    supported = _supported(release, pinned, toolchain_archs, toolchain, trail)
 
     kept: list[TargetId] = []
     for target in targets:
         if target.name in supported:
             kept.append(target)
-            continue
-        if toolchain_archs is not None:
-            reason = f"not compilable by toolchain {toolchain or '?'} (ROCm {pinned})"
         else:
-            assert release is not None
-            first = rocmdata.min_release_for(target.name)
-            withheld = release.withheld.get(target.name)
-            if first is not None and rocmdata.version_key(first) > rocmdata.version_key(pinned):
-                reason = f"needs ROCm >= {first}, pinned {pinned}"
-            else:
-                reason = f"not supported by ROCm {pinned}"
-            if withheld:
-                reason += f" ({withheld})"
-        decisions.append(Decision(str(target), False, f"dropped: {reason}"))
-
+            reason = _unsupported_reason(target, release, pinned, toolchain_archs, toolchain)
+            decisions.append(Decision(str(target), False, f"dropped: {reason}"))
     if allow:
-        allowed = [parse_target_id(a) for a in allow]
-        trail.append(f"allow-list: {', '.join(map(str, allowed))}")
-        still: list[TargetId] = []
-        for target in kept:
-            if any(a == target or (not a.features and a.name == target.name) for a in allowed):
-                still.append(target)
-            else:
-                decisions.append(
-                    Decision(
-                        str(target),
-                        False,
-                        f"dropped: not in the recipe's allow-list ({', '.join(map(str, allowed))})",
-                    )
-                )
-        kept = still
+        kept = _allowed(kept, allow, trail, decisions)
 
     for target in kept:
         decisions.append(

@@ -1,5 +1,5 @@
 """The plan's data: :class:`Job`, :class:`Skipped`, :class:`Plan`, and the job selection every
-command that takes a job id shares (:meth:`Plan.job`, :func:`select_jobs`: one error, one message).
+command that takes a job id shares (:meth:`Plan.job`: one error, one message).
 
 :func:`printable` makes text from file names safe to print and to encode as UTF-8 (the plan's JSON
 and tables use it).
@@ -8,7 +8,7 @@ and tables use it).
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,13 +142,6 @@ def check_strict(plan: Plan, job_ids: Collection[str] = ()) -> None:
             f"--strict: {n} requested arch{'s' if n != 1 else ''} dropped: "
             + "; ".join(f"ROCm {rocm}: {d}" for rocm, d in dropped)
         )
-
-
-def select_jobs(plan: Plan, job_ids: Iterable[str] = ()) -> list[Job]:
-    """The jobs ``job_ids`` names (each once, in the order given), or every job when it names none;
-    an id the plan does not have is :class:`~buildkit.errors.UnknownJob` (:meth:`Plan.job`)."""
-    ids = list(dict.fromkeys(job_ids))
-    return [plan.job(j) for j in ids] if ids else list(plan.jobs)
 
 
 def printable(text: str) -> str:
