@@ -10,6 +10,13 @@ housekeeping), :mod:`~buildkit.build.summary` (the table printed at the end),
 :mod:`~buildkit.build.provenance` (build environment, attestation), :mod:`~buildkit.build.tuned`
 (pre-build checks of tuned CSVs) and :mod:`~buildkit.build.verify` (``buildkit verify``).
 
-Nothing is imported here: ``buildkit.build.cibw`` or ``.provenance`` alone does not pull in the gate
+Only the :data:`Echo` type is defined here: ``buildkit.build.cibw`` or ``.provenance`` alone does not pull in the gate
 or the Docker SDK.
 """
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+#: where a build's progress lines go (click.echo to stderr from the command; a list in tests)
+Echo = Callable[[str], None]

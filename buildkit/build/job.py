@@ -21,7 +21,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,7 +29,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import cibw, provenance, runner
+from buildkit.build import Echo, cibw, provenance, runner
 from buildkit.build.gating import Gated, gate_key, gate_wheel
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
@@ -56,8 +56,6 @@ from buildkit.gate.baseline import RegressionCheck, compare_with_last_release
 from buildkit.gate.config import GateConfig
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
-
-Echo = Callable[[str], None]
 
 
 @dataclass(frozen=True)

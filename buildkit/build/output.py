@@ -14,16 +14,13 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from buildkit import manifest
-from buildkit.build import provenance
+from buildkit.build import Echo, provenance
 from buildkit.build.key import up_to_date
 from buildkit.errors import BuildFailed, UsageError
 from buildkit.plan.models import Job
-
-Echo = Callable[[str], None]
 
 
 def check_writable(folder: Path, what: str) -> None:

@@ -9,10 +9,11 @@ other (:func:`buildkit.build.job.build_one`).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from buildkit.build import Echo
 from buildkit.build.job import BuildOptions, JobResult, build_one
 from buildkit.build.output import check_writable
 from buildkit.build.staging import fetch_source, run_prebuild_checks, sweep_debris
@@ -21,8 +22,6 @@ from buildkit.errors import RecipeError
 from buildkit.image import ensure_image, rocm_build_args
 from buildkit.plan.models import Plan
 from buildkit.recipe import Recipe
-
-Echo = Callable[[str], None]
 
 
 def build_plan(

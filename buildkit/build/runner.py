@@ -9,13 +9,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
+from buildkit.build import Echo
 from buildkit.errors import BuildFailed
-
-Echo = Callable[[str], None]
 
 
 def run_cibuildwheel(

@@ -19,15 +19,14 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+from buildkit.build import Echo
 from buildkit.build.tuned import check_tuned_csvs
 from buildkit.errors import BuildFailed, UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
-
-Echo = Callable[[str], None]
 
 #: SOURCE_DATE_EPOCH when the source has no git history: 1980-01-01, the zip format's epoch
 DEFAULT_EPOCH = 315532800

@@ -26,12 +26,13 @@ import shutil
 import subprocess
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from buildkit import manifest as manifests
+from buildkit.build import Echo
 from buildkit.build.job import BuildOptions, build_one
 from buildkit.build.staging import fetch_source, run_prebuild_checks
 from buildkit.docker_engine import connect
@@ -41,7 +42,6 @@ from buildkit.image.ceilings import ceilings_from_images
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 
-Echo = Callable[[str], None]
 DIFFOSCOPE_TIMEOUT = 600
 DIFFOSCOPE_MAX_LINES = 200
 

@@ -40,17 +40,10 @@ from buildkit.docker_engine import connect
 from buildkit.errors import DockerUnavailable, UsageError
 from buildkit.fsutil import atomic_write
 from buildkit.image.libraries import LibraryVersions, check_libraries, read_libraries
-from buildkit.policy import CEILING_PREFIXES, Policy, policies, version_tuple
+from buildkit.policy import CEILING_PREFIXES, CEILING_PROVIDERS, Policy, policies, version_tuple
 
 SCHEMA_VERSION = 1
 CACHE_SCHEMA = 3  # 3: readings with an unreadable library are refused, never cached
-
-PROVIDERS: dict[str, str] = {
-    "GLIBC": "libc.so.6",
-    "GLIBCXX": "libstdc++.so.6",
-    "CXXABI": "libstdc++.so.6",
-    "GCC": "libgcc_s.so.1",
-}
 
 # docker's image Architecture -> (auditwheel arch, Debian multiarch triplet)
 _ARCHES: dict[str, tuple[str, str]] = {
@@ -91,7 +84,7 @@ class PolicyMatch:
         elif self.newer is None and self.policy is not None:
             text += " (the newest policy auditwheel knows)"
         if self.absent:
-            libs = sorted({PROVIDERS.get(p, p) for p in self.absent})
+            libs = sorted({CEILING_PROVIDERS.get(p, p) for p in self.absent})
             text += (
                 f"; {'/'.join(self.absent)} absent: only for wheels that need nothing from "
                 f"{', '.join(libs)} (or bundle it)"
@@ -226,17 +219,6 @@ def minimum_ceilings(readings: Sequence[ImageCeilings]) -> tuple[dict[str, str],
     return ceilings, absent
 
 
-def tighten(base: Mapping[str, str], *others: Mapping[str, str]) -> dict[str, str]:
-    """Per prefix the lowest of the given ceilings (e.g. a policy's and an image's)."""
-    out = dict(base)
-    for other in others:
-        for prefix, value in other.items():
-            cur = out.get(prefix)
-            if cur is None or (version_tuple(value) or ()) < (version_tuple(cur) or ()):
-                out[prefix] = value
-    return out
-
-
 # --------------------------------------------------------------------------- reading an image
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -367,7 +349,7 @@ def render_human(readings: Sequence[ImageCeilings]) -> str:
         lines.append(f"{r.image}  (image {short}, {r.arch}, glibc {r.glibc_release or '?'}{note})")
         have = r.ceilings
         for prefix in CEILING_PREFIXES:
-            provider = PROVIDERS[prefix]
+            provider = CEILING_PROVIDERS[prefix]
             lib = r.library(provider)
             value = have.get(prefix)
             if value is None:
@@ -379,7 +361,7 @@ def render_human(readings: Sequence[ImageCeilings]) -> str:
                 where = " -> ".join([*lib.chain, lib.path])
             lines.append(f"  {prefix:<8} {value:<9} {where}")
         for lib in r.libraries:
-            if lib.problem and lib.soname not in PROVIDERS.values():
+            if lib.problem and lib.soname not in CEILING_PROVIDERS.values():
                 lines.append(f"  note: {lib.soname}: {lib.problem}")
         lines.append(f"  policy   {r.policy_match().describe()}")
     if len(readings) > 1:
