@@ -10,8 +10,8 @@ housekeeping), :mod:`~buildkit.build.summary` (the table printed at the end),
 :mod:`~buildkit.build.provenance` (build environment, attestation), :mod:`~buildkit.build.tuned`
 (pre-build checks of tuned CSVs) and :mod:`~buildkit.build.verify` (``buildkit verify``).
 
-Only the :data:`Echo` type is defined here: ``buildkit.build.cibw`` or ``.provenance`` alone does not pull in the gate
-or the Docker SDK.
+Only the :data:`Echo` type is defined here: ``buildkit.build.cibw`` or ``.provenance`` alone does
+not pull in the gate or the Docker SDK.
 """
 
 from __future__ import annotations
