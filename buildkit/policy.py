@@ -201,7 +201,7 @@ def auditwheel_policy_folder() -> Path:
 
 
 def auditwheel_version() -> str:
-    from importlib import metadata
+    from importlib import metadata  # only for reports that name auditwheel's version (start-up time)
 
     try:
         return metadata.version("auditwheel")

@@ -30,6 +30,8 @@ from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import ReadFailure
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
+from buildkit.policy import policy_tag
+from buildkit.targets import parse_target_id, split_arch_list
 
 if TYPE_CHECKING:
     from buildkit.plan.from_image import CeilingsReader
@@ -81,8 +83,6 @@ def parse_archs(text: str | None) -> list[str]:
     not a gate failure for a target no wheel could carry. None or blank: no arch rule."""
     if text is None or not text.strip():
         return []
-    from buildkit.targets import parse_target_id, split_arch_list
-
     names = split_arch_list(text)
     if not names:
         raise ArchError(f"--archs {text!r} names no GPU arch (give e.g. gfx90a,gfx942)")
@@ -93,7 +93,7 @@ def exclude_set_globs(sets: Sequence[str], rocm: str | None) -> list[str]:
     """The SONAME globs of named exclusion sets (``rocm``, ``rocm-system``, ``torch``) for ``rocm``."""
     if not sets:
         return []
-    from buildkit import rocm as rocm_data
+    from buildkit import rocm as rocm_data  # the ROCm data only with --exclude-set (start-up time)
 
     return list(rocm_data.exclude_globs(list(sets), rocm))
 
@@ -132,8 +132,6 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
     if flags.policy:
         overrides["policy"] = flags.policy
         if base.identity is not None:
-            from buildkit.policy import policy_tag
-
             overrides["identity"] = replace(base.identity, platform_tag=policy_tag(flags.policy))
     if flags.rocm:
         overrides.update(rocm_pin(flags.rocm))

@@ -47,7 +47,7 @@ class ReadFailure:
 
 
 def load_schema() -> dict[str, Any]:
-    from importlib import resources
+    from importlib import resources  # only when a caller validates (tests, --json consumers)
 
     text = (
         resources.files("buildkit").joinpath("schema").joinpath("check-report.schema.json").read_text("utf-8")

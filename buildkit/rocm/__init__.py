@@ -192,7 +192,7 @@ class Toolchain:
 
 
 def _load(name: str) -> Any:
-    from importlib import resources
+    from importlib import resources  # the data files, read when first asked for (start-up time)
 
     import yaml  # only when the data is first asked for: `check` without --rocm never needs it
 
