@@ -21,11 +21,10 @@ from buildkit.image.ceilings import (
     match_policy,
     minimum_ceilings,
     policy_glibc,
-    tighten,
 )
 from buildkit.image.libraries import _GLIBC_BANNER, LibraryVersions, _resolve_link, check_libraries
 from buildkit.inspect.verdef import version_definitions
-from buildkit.policy import get_policy, policies, version_tuple
+from buildkit.policy import get_policy, policies, tighten, version_tuple
 
 HOST_LIBS = Path("/lib/x86_64-linux-gnu")
 needs_host_libs = pytest.mark.skipif(
