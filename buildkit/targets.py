@@ -23,6 +23,8 @@ from buildkit import rocm as rocmdata
 from buildkit.errors import ArchError
 
 __all__ = [
+    "ARCH_SEPARATORS",
+    "ARCH_VARIABLES",
     "MACH_NAMES",
     "TargetId",
     "known_processors",
@@ -30,6 +32,25 @@ __all__ = [
     "processor_suggestions",
     "split_arch_list",
 ]
+
+#: Environment variables build systems read their GPU arch list from, with the separator each
+#: expects: PyTorch's extensions and aiter (``PYTORCH_ROCM_ARCH``, ``GPU_ARCHS``: ``;``), projects
+#: using the old hcc-era name (``HCC_AMDGPU_TARGET``: ``,``), the ROCm libraries' CMake lists
+#: (``AMDGPU_TARGETS``, ``GPU_TARGETS``) and CMake's own (``CMAKE_HIP_ARCHITECTURES``), all ``;``.
+#: A recipe exports the resolved list to any of them (``archs.export``), to another name with an
+#: explicit separator; ``PYTORCH_ROCM_ARCH`` and ``GPU_ARCHS`` are always exported.
+ARCH_VARIABLES: dict[str, str] = {
+    "PYTORCH_ROCM_ARCH": ";",
+    "GPU_ARCHS": ";",
+    "HCC_AMDGPU_TARGET": ",",
+    "AMDGPU_TARGETS": ";",
+    "GPU_TARGETS": ";",
+    "CMAKE_HIP_ARCHITECTURES": ";",
+}
+#: the separators an exported arch list may use
+ARCH_SEPARATORS: tuple[str, ...] = (";", ",", " ", ":")
+#: exported whatever the recipe says (what rocm-buildkit has always set)
+ALWAYS_EXPORTED: tuple[str, ...] = ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")
 
 _PROCESSOR = re.compile(r"^gfx(?:[0-9]{1,2}[0-9a-f]{2}|[0-9]{1,2}(?:-[0-9]+)?-generic)$")
 _FEATURE = re.compile(r"^([a-z][a-z0-9-]*)([+-])$")

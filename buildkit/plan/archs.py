@@ -85,6 +85,10 @@ class ArchSet:
     def cmake_hip_architectures(self) -> str:
         return self._joined()
 
+    def exported(self, export: Sequence[tuple[str, str]]) -> dict[str, str]:
+        """The kept archs joined for each ``(variable, separator)`` (the recipe's ``archs.export``)."""
+        return {name: sep.join(str(t) for t in self.kept) for name, sep in export}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "rocm": self.rocm,

@@ -204,10 +204,7 @@ class _Expansion:
                 toolchain=self.recipe.archs.toolchain,
             )
             self.arch_cache[rocm] = archs
-            self.arch_env[rocm] = {
-                "PYTORCH_ROCM_ARCH": archs.pytorch_rocm_arch(),
-                "GPU_ARCHS": archs.gpu_archs(),
-            }
+            self.arch_env[rocm] = archs.exported(self.recipe.archs.export)
             self.notes.update(dict.fromkeys(_arch_notes(rocm, archs)))
         return archs
 

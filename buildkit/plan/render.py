@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from buildkit.plan.models import Job, Plan, printable
+from buildkit.targets import ALWAYS_EXPORTED
 
 #: GitHub Actions refuses a matrix of more than 256 jobs.
 GITHUB_MAX_JOBS = 256
@@ -116,6 +117,12 @@ def render_table(plan: Plan) -> str:
         )
         if first.regression_baseline is not None:
             lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
+    extra = [name for name, _ in r.archs.export if name not in ALWAYS_EXPORTED]
+    if plan.jobs and extra:
+        lines.append("")
+        lines.append("arch variables (archs.export; PYTORCH_ROCM_ARCH and GPU_ARCHS as ARCHS):")
+        rows = [["JOB", *extra]] + [[j.id, *(j.env.get(name, "") for name in extra)] for j in plan.jobs]
+        lines += [f"  {line}" for line in _table(rows)]
     if plan.notes:
         lines.append("")
         lines += [f"note: {n}" for n in plan.notes]

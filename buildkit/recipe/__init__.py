@@ -32,6 +32,7 @@ from buildkit.errors import RecipeError, UsageError
 from buildkit.recipe.schema import did_you_mean, validate
 from buildkit.recipe.yamlspan import Path as JsonPath
 from buildkit.recipe.yamlspan import Spans, load_with_spans
+from buildkit.targets import ALWAYS_EXPORTED, ARCH_VARIABLES
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -104,6 +105,34 @@ RESERVED_ENV: Mapping[str, ReservedEnv] = MappingProxyType(
         "CIBUILDWHEEL_BUILD_IDENTIFIER": ReservedEnv("cibuildwheel sets it to the build identifier"),
     }
 )
+#: the recipe key that does what a cibuildwheel option would (``CIBW_*`` in ``env`` is refused)
+_CIBW_KEYS: Mapping[str, str] = MappingProxyType(
+    {
+        "CIBW_BUILD": "python: (the CPython versions to build)",
+        "CIBW_SKIP": "python: and matrix.exclude",
+        "CIBW_PROJECT_REQUIRES_PYTHON": "python:",
+        "CIBW_ENVIRONMENT": "env: (passed to the build as written)",
+        "CIBW_ENVIRONMENT_PASS_LINUX": "env: (the host's environment never reaches the build)",
+        "CIBW_MANYLINUX_X86_64_IMAGE": "image: (a builder profile)",
+        "CIBW_REPAIR_WHEEL_COMMAND": "repair.exclude: (auditwheel repair runs with the job's policy)",
+        "CIBW_REPAIR_WHEEL_COMMAND_LINUX": "repair.exclude:",
+        "CIBW_ARCHS": "nothing: rocm-buildkit builds x86_64 wheels",
+        "CIBW_TEST_COMMAND": "smoke: (imports and commands in runtime images)",
+    }
+)
+
+
+def _cibw_hint(name: str) -> str:
+    """Where a cibuildwheel option's job is done in a recipe."""
+    key = _CIBW_KEYS.get(name.removesuffix("_LINUX") if name not in _CIBW_KEYS else name)
+    base = "cibuildwheel reads its options on the host, so in env it would only be an inert variable"
+    return (
+        f"{base}; use the recipe's {key}"
+        if key
+        else f"{base}; rocm-buildkit renders cibuildwheel's options from the recipe"
+    )
+
+
 #: cibuildwheel identifiers of the CPython builds for our platform: cp312-manylinux_x86_64 (not cp314t).
 _CIBW_CPYTHON = re.compile(r"^cp(?P<major>[0-9])(?P<minor>[0-9]+)-manylinux_x86_64$")
 
@@ -162,6 +191,9 @@ class ArchSpec:
     from_env: bool
     allow: tuple[str, ...] | None
     toolchain: str | None  # a toolchain id from buildkit/rocm/toolchains.yaml
+    #: (variable, separator) the resolved list is exported to: PYTORCH_ROCM_ARCH and GPU_ARCHS
+    #: always, then the recipe's ``archs.export`` in its order
+    export: tuple[tuple[str, str], ...] = tuple((name, ARCH_VARIABLES[name]) for name in ALWAYS_EXPORTED)
 
 
 @dataclass(frozen=True)
@@ -363,11 +395,15 @@ class _Builder:
             from_env=archs_raw.get("from") == "env",
             allow=tuple(archs_raw["allow"]) if "allow" in archs_raw else None,
             toolchain=archs_raw.get("toolchain"),
+            export=self._arch_export(archs_raw.get("export")),
         )
         manylinux = self._manylinux()
         env = dict(d.get("env", {}))
         for name, value in env.items():
-            self._check_env_name(name, value, ("env", name))
+            self._check_env_name(name, value, ("env", name), archs.export)
+        for name, _ in matrix.axes:
+            if name in dict(archs.export):
+                self._check_env_name(name, None, ("matrix", "axes", name), archs.export)
         for name, _ in matrix.axes:
             if name in env:
                 raise self.err(
@@ -419,9 +455,74 @@ class _Builder:
             gate=GateRules(no_regression_against=d.get("gate", {}).get("no_regression_against")),
         )
 
-    def _check_env_name(self, name: str, value: str | None, at: JsonPath) -> None:
-        """Refuse a build variable rocm-buildkit or cibuildwheel sets itself (:data:`RESERVED_ENV`);
+    def _arch_export(self, raw: Any) -> tuple[tuple[str, str], ...]:
+        """``archs.export``: a list of known arch variables (:data:`buildkit.targets.ARCH_VARIABLES`,
+        their usual separator) or a mapping of variable -> separator; after the two always exported."""
+        out = dict((name, ARCH_VARIABLES[name]) for name in ALWAYS_EXPORTED)
+        if raw is None:
+            return tuple(out.items())
+        items: list[tuple[str, str | None, JsonPath]]
+        if isinstance(raw, list):
+            items = [(name, None, ("archs", "export", i)) for i, name in enumerate(raw)]
+        else:
+            items = [(name, sep, ("archs", "export", name)) for name, sep in raw.items()]
+        for name, sep, at in items:
+            key = not isinstance(raw, list)
+            if name.startswith("CIBW_") or (name in RESERVED_ENV and name not in ALWAYS_EXPORTED):
+                raise self.err(
+                    f"archs.export: {name} is not an arch variable a build reads",
+                    at,
+                    key=key,
+                    hint="export the arch list to a variable the build reads (HCC_AMDGPU_TARGET, ...)",
+                )
+            usual = ARCH_VARIABLES.get(name)
+            if sep is None:
+                if usual is None:
+                    raise self.err(
+                        f"archs.export: {name} has no known separator",
+                        at,
+                        hint=f'write it as a mapping with the separator the build expects: {{{name}: ","}} '
+                        f"(known: {', '.join(ARCH_VARIABLES)})",
+                    )
+                sep = usual
+            if name in ALWAYS_EXPORTED and sep != usual:
+                raise self.err(
+                    f"archs.export: {name} is always exported with {usual!r}",
+                    at,
+                    key=key,
+                    hint=f"PyTorch and aiter read it {usual!r}-separated; export the list to another name",
+                )
+            out[name] = sep
+        return tuple(out.items())
+
+    def _check_env_name(
+        self, name: str, value: str | None, at: JsonPath, exported: tuple[tuple[str, str], ...] = ()
+    ) -> None:
+        """Refuse a build variable rocm-buildkit or cibuildwheel sets itself (:data:`RESERVED_ENV`), an
+        arch variable (exported by ``archs.export``, or one builds usually read: set by hand it goes
+        stale when ``--archs`` changes the list) and a cibuildwheel option (``CIBW_*``: cibuildwheel
+        reads those on the host, so in ``env`` they only reach the build as inert variables);
         ``value`` None: a matrix axis, whose values vary, so even a fixed one is refused."""
+        if name.startswith("CIBW_"):
+            raise self.err(
+                f"{'.'.join(str(p) for p in at)}: {name} is a cibuildwheel option, not a build variable",
+                at,
+                key=True,
+                hint=_cibw_hint(name),
+            )
+        exports = dict(exported)
+        if (name in exports or name in ARCH_VARIABLES) and name not in RESERVED_ENV:
+            sep = exports.get(name, ARCH_VARIABLES.get(name, ","))
+            already = (
+                "archs.export exports it" if name in exports else f'add archs.export: {{{name}: "{sep}"}}'
+            )
+            raise self.err(
+                f"{'.'.join(str(p) for p in at)}: {name} is an arch variable: set by hand it goes stale "
+                "when --archs or PYTORCH_ROCM_ARCH changes the arch list",
+                at,
+                key=True,
+                hint=f"{already} (the resolved list, {sep!r}-separated, in step with every arch source)",
+            )
         reserved = RESERVED_ENV.get(name)
         if reserved is None or (value is not None and value == reserved.value):
             return

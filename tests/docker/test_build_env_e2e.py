@@ -1,4 +1,5 @@
-"""``buildkit build`` keeps the host's environment out of the build container, on the real engine.
+"""``buildkit build`` keeps the host's environment out of the build container, on the real engine,
+and gives it what the recipe exports (``archs.export``).
 
 A project whose ``[tool.cibuildwheel]`` asks for ``environment-pass = ["PIP_INDEX_URL", ...]`` and
 prints those variables in its ``before-build`` hook is built from a host whose ``PIP_INDEX_URL``
@@ -26,7 +27,10 @@ SECRET_URL = f"https://ci-bot:{SECRET}@pypi.internal.example/simple"
 LEAKY_PYPROJECT = """
 [tool.cibuildwheel]
 environment-pass = ["PIP_INDEX_URL", "BUILDKIT_E2E_TOKEN"]
-before-build = "echo ENV-PROBE:[$PIP_INDEX_URL][$BUILDKIT_E2E_TOKEN][$BUILDKIT_JOB]"
+before-build = [
+  "echo ENV-PROBE:[$PIP_INDEX_URL][$BUILDKIT_E2E_TOKEN][$BUILDKIT_JOB]",
+  "echo ARCHS-PROBE:[$HCC_AMDGPU_TARGET]",
+]
 
 [tool.cibuildwheel.linux]
 environment-pass = ["PIP_INDEX_URL", "BUILDKIT_E2E_TOKEN"]
@@ -42,6 +46,8 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
         fh.write(LEAKY_PYPROJECT)
     data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
     data["source"] = {"path": str(source)}
+    # archs.export end to end: the resolved list reaches the build under the name the project reads
+    data["archs"]["export"] = {"HCC_AMDGPU_TARGET": ","}
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(data, sort_keys=False))
     env = {**os.environ, "PIP_INDEX_URL": SECRET_URL, "BUILDKIT_E2E_TOKEN": SECRET}
@@ -58,6 +64,7 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     # the project's hook ran inside the container, with buildkit's environment and nothing of the host's
     assert "ENV-PROBE:[][][cp313-rocm5.7]" in log, log[-4000:]
     assert "CIBW_ENVIRONMENT_PASS_LINUX=" in log
+    assert "ARCHS-PROBE:[" + ",".join(data["archs"]["list"]) + "]" in log, log[-4000:]
     manifests = "".join(p.read_text() for p in (tmp_path / "dist").glob("*/*.manifest.json"))
     assert manifests
     for where, text in {
