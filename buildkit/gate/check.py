@@ -32,6 +32,7 @@ from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.policy import policy_tag
 from buildkit.targets import parse_target_id, split_arch_list
+from buildkit.units import parse_size
 
 if TYPE_CHECKING:
     from buildkit.plan.from_image import CeilingsReader
@@ -66,9 +67,6 @@ class GateFlags:
 
 def parse_size_option(text: str) -> int:
     """``"100MiB"``, ``"1.5GB"``, ``"4096"`` -> bytes (the recipe's size syntax)."""
-    # the recipe layer (PyYAML, jsonschema) only with a size flag: a plain check does not load it
-    from buildkit.recipe import parse_size
-
     try:
         return parse_size(text)
     except ValueError:

@@ -14,23 +14,14 @@ from buildkit.policy import (
     version_tuple,
 )
 from buildkit.rocm import expected_sonames, get_release
+from buildkit.units import MiB
 
 if TYPE_CHECKING:
     from buildkit.plan.models import Job
     from buildkit.recipe import Recipe
 
 
-MiB = 1024 * 1024
 DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
-
-
-def format_size(size: int) -> str:
-    """``512`` -> ``512 B``, ``31402`` -> ``30.7 KiB``, ``20971520`` -> ``20.0 MiB``: never ``0.0 MiB``."""
-    if size < 1024:
-        return f"{size} B"
-    if size < MiB:
-        return f"{size / 1024:.1f} KiB"
-    return f"{size / MiB:.1f} MiB"
 
 
 def rocm_pin(rocm: str) -> dict[str, Any]:

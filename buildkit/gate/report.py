@@ -29,10 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from buildkit.gate.config import format_size
 from buildkit.gate.findings import Finding
 from buildkit.gate.verdict import GfxObject, Verdict
 from buildkit.rocm import processor_sort_key
+from buildkit.units import format_size
 
 SCHEMA_ID = "rocm-buildkit/check-report"
 SCHEMA_VERSION = 1

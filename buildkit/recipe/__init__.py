@@ -33,6 +33,7 @@ from buildkit.recipe.schema import did_you_mean, validate
 from buildkit.recipe.yamlspan import Path as JsonPath
 from buildkit.recipe.yamlspan import Spans, load_with_spans
 from buildkit.targets import ALWAYS_EXPORTED, ARCH_VARIABLES
+from buildkit.units import parse_size
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -41,8 +42,6 @@ else:  # pragma: no cover - Python 3.10
 
 #: Built-in matrix axes; ``matrix.axes`` adds environment-variable axes.
 BUILTIN_AXES: tuple[str, ...] = ("python", "rocm", "torch")
-_SIZE = re.compile(r"^(?P<n>[0-9]+(?:\.[0-9]+)?) ?(?P<unit>[KMG]i?B|B)$")
-_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
 #: A recipe is a short YAML file: anything larger is refused before it is read into memory.
 MAX_RECIPE_BYTES = 2**20
 _FILE_KINDS = {
@@ -303,14 +302,6 @@ def cibuildwheel_pythons() -> tuple[str, ...]:
         if m:
             found.add((int(m.group("major")), int(m.group("minor"))))
     return tuple(f"{major}.{minor}" for major, minor in sorted(found))
-
-
-def parse_size(text: str) -> int:
-    """``"450MiB"`` -> 471859200."""
-    m = _SIZE.match(text.strip())
-    if not m:
-        raise ValueError(f"not a size: {text!r}")
-    return int(float(m.group("n")) * _UNITS[m.group("unit")])
 
 
 def _read_recipe_bytes(path: Path, display: str) -> bytes:

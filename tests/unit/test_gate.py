@@ -11,11 +11,12 @@ import pytest
 from packaging.requirements import Requirement
 
 from buildkit.errors import UsageError
-from buildkit.gate.config import GateConfig, JobIdentity, MiB, format_size
+from buildkit.gate.config import GateConfig, JobIdentity
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.rules.torch import torch_pin_problem, wheel_pythons
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 from buildkit.policy import get_policy
+from buildkit.units import MiB, format_size
 
 EXT = "pkg/_ext.cpython-311-x86_64-linux-gnu.so"
 

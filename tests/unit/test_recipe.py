@@ -12,8 +12,9 @@ import jsonschema
 import pytest
 
 from buildkit.errors import RecipeError
-from buildkit.recipe import MAX_RECIPE_BYTES, cibuildwheel_pythons, load_recipe, parse_recipe, parse_size
+from buildkit.recipe import MAX_RECIPE_BYTES, cibuildwheel_pythons, load_recipe, parse_recipe
 from buildkit.recipe.schema import recipe_schema
+from buildkit.units import parse_size
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from buildkit.gate.config import DEFAULT_SIZE_WARN, format_size
+from buildkit.gate.config import DEFAULT_SIZE_WARN
 from buildkit.gate.facts import Facts
 from buildkit.gate.findings import Finding
 from buildkit.gate.rule import Rule
+from buildkit.units import format_size
 
 SIZE = Rule(
     "size",
