@@ -481,13 +481,26 @@ def _split_paths(values: list[str]) -> tuple[str, ...]:
 
 def _parse_sections(p: _Pass) -> LoaderView:
     """The section route: ``.dynamic`` and ``.gnu.version_r`` through pyelftools, as auditwheel reads
-    them (MissingRange, possibly wrapped, when a byte was not kept)."""
+    them (MissingRange, possibly wrapped, when a byte was not kept). A file with none of those
+    sections (a static executable: Go, Rust-musl, patchelf's own) has nothing to read there: its view
+    is empty, and pyelftools (~0.1 s to import) is not loaded for it."""
+    h = p.header_or_fail
+    kinds = {typ for _name_at, typ, _offset, _size, _link in _section_headers(h, p.buf)}
+    if not kinds & {_SHT_DYNAMIC, _SHT_GNU_VERNEED} and not (_SHT_DYNSYM in kinds and p.interest):
+        return LoaderView(
+            needed=(),
+            soname=None,
+            rpath=(),
+            runpath=(),
+            version_needs={},
+            mentions_hip_register=False,
+            undefined_of_interest=(),
+        )
     from elftools.elf.dynamic import DynamicSection  # the rare route: imported when taken
     from elftools.elf.elffile import ELFFile
     from elftools.elf.gnuversions import GNUVerNeedSection
     from elftools.elf.sections import SymbolTableSection
 
-    h = p.header_or_fail
     elf = ELFFile(cast(IO[bytes], SparseStream(p.buf)))
     needed: list[str] = []
     rpath: list[str] = []
