@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -93,14 +93,11 @@ class Facts:
     other_libc_tags: tuple[str, ...] = ()
     target: Policy | None = None
     policy_problems: tuple[PolicyProblem, ...] = ()
-    gfx: tuple[GfxObject, ...] = field(default=())
+    gfx: tuple[GfxObject, ...] = ()
 
     @property
     def judged(self) -> bool:
         return bool(self.pols)
-
-    def needs(self, elf: ElfInfo) -> dict[str, tuple[str, ...]]:
-        return needs(elf)
 
 
 def needs(elf: ElfInfo) -> dict[str, tuple[str, ...]]:

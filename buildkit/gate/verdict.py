@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from buildkit.gate.config import GateConfig
 from buildkit.gate.findings import Finding
 from buildkit.policy import (
     CEILING_PREFIXES,
@@ -12,12 +13,6 @@ from buildkit.policy import (
     Policy,
     verdict_policies,
 )
-
-if TYPE_CHECKING:
-    pass
-
-
-from buildkit.gate.config import GateConfig
 
 LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
 

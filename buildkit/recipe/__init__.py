@@ -503,7 +503,7 @@ class _Builder:
             )
         exports = dict(exported)
         if (name in exports or name in ARCH_VARIABLES) and name not in RESERVED_ENV:
-            sep = exports.get(name, ARCH_VARIABLES.get(name, ","))
+            sep = exports.get(name) or ARCH_VARIABLES[name]
             already = (
                 "archs.export exports it" if name in exports else f'add archs.export: {{{name}: "{sep}"}}'
             )

@@ -125,21 +125,24 @@ def check_abi(
     ``candidates`` (``AbiVerdict.policies.overall`` lowers the overall tag)."""
     pols = held_to(held)
     cands = tuple(candidates) if candidates is not None else policies(arch)
-    findings = [
-        *check_blacklist(host, pols, cands),
-        *check_pyfpe(host, pols),
-        *check_x86_isa(host, arch, pols),
-    ]
-    return AbiVerdict(tuple(findings), abi_policies(host, arch, cands))
+    return AbiVerdict(tuple(_findings(host, arch, pols, cands)), abi_policies(host, arch, cands))
 
 
 def check(facts: Facts) -> Iterator[Finding]:
     """The three rules against the policies the wheel is held to: the target and the claimed tags'."""
     if facts.judged and facts.arch is not None:
         held = held_to((facts.target, *(p for _, p in facts.claimed)))
-        yield from check_blacklist(facts.host, held, facts.pols)
-        yield from check_pyfpe(facts.host, held)
-        yield from check_x86_isa(facts.host, facts.arch, held)
+        yield from _findings(facts.host, facts.arch, held, facts.pols)
+
+
+def _findings(
+    host: Sequence[ElfInfo], arch: str, held: Sequence[Policy], candidates: Sequence[Policy]
+) -> list[Finding]:
+    return [
+        *check_blacklist(host, held, candidates),
+        *check_pyfpe(host, held),
+        *check_x86_isa(host, arch, held),
+    ]
 
 
 def held_to(held: Iterable[Policy | None]) -> tuple[Policy, ...]:
