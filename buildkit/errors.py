@@ -24,6 +24,7 @@ code  class                        meaning
 11    SmokeFailed                  a smoke test failed in its runtime container
 12    NotReproducible              verify: the rebuild differs, or the attestation fails
 13    PublishUnavailable           publish: the index could not be reached (transient: retry)
+14    BuilderContractError         a builder image lacks what builds need (the list of gaps)
 130   Interrupted                  Ctrl-C; partial outputs were removed
 ====  ===========================  ===============================================
 """
@@ -130,6 +131,14 @@ class PublishUnavailable(BuildkitError):
     (:class:`PublishRefused`, 10) is not: retrying it gives the same answer."""
 
     exit_code = 13
+
+
+class BuilderContractError(BuildkitError):
+    """A builder image (a profile's, extended, a project's Dockerfile or a ref) lacks what a build
+    needs: planned Pythons, auditwheel with globbing --exclude, patchelf, a HIP compiler for the
+    planned archs (:mod:`buildkit.image.probe`); the message lists every gap at once."""
+
+    exit_code = 14
 
 
 class Interrupted(BuildkitError):

@@ -174,6 +174,20 @@ def before_build(job: Job, *, isolation: bool = True) -> str | None:
     return " ".join(shlex.quote(c) for c in cmd)
 
 
+#: the flag that turns build isolation off, per build frontend
+_NO_ISOLATION = {
+    "build": "--no-isolation",
+    "build[uv]": "--no-isolation",
+    "pip": "--no-build-isolation",
+    "uv": "--no-build-isolation",
+}
+
+
+def build_frontend(name: str, isolation: bool) -> str:
+    """``CIBW_BUILD_FRONTEND``: the recipe's frontend, with isolation turned off by ``--no-isolation``."""
+    return name if isolation else f"{name}; args: {_NO_ISOLATION[name]}"
+
+
 def container_engine(settings: CibwSettings) -> str:
     parts = ["docker", "disable_host_mount: true"]
     args = [f"--label={key}={value}" for key, value in sorted(settings.labels.items())]
@@ -196,14 +210,25 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
         # empty beats the project's [tool.cibuildwheel] environment-pass: no host variable gets in
         "CIBW_ENVIRONMENT_PASS_LINUX": "",
         "CIBW_REPAIR_WHEEL_COMMAND_LINUX": repair_command(job),
-        "CIBW_BUILD_FRONTEND": "build" if settings.build_isolation else "build; args: --no-isolation",
+        "CIBW_BUILD_FRONTEND": build_frontend(job.hooks.build_frontend, settings.build_isolation),
         "CIBW_BUILD_VERBOSITY": "1",
-        "CIBW_TEST_SKIP": "*",
         "CIBW_ENABLE": "",
     }
-    hook = before_build(job, isolation=settings.build_isolation)
-    if hook:
-        options["CIBW_BEFORE_BUILD_LINUX"] = hook
+    hooks = job.hooks
+    # every hook is set, empty when the recipe has none: an environment variable beats the project's
+    # [tool.cibuildwheel] table, so the recipe is the only source of what runs in the container
+    torch_hook = before_build(job, isolation=settings.build_isolation)
+    options["CIBW_BEFORE_ALL_LINUX"] = " && ".join(hooks.before_all)
+    options["CIBW_BEFORE_BUILD_LINUX"] = " && ".join(
+        (*((torch_hook,) if torch_hook else ()), *hooks.before_build)
+    )
+    options["CIBW_CONFIG_SETTINGS_LINUX"] = " ".join(
+        shlex.quote(f"{name}={value}") for name, values in hooks.config_settings for value in values
+    )
+    options["CIBW_BEFORE_TEST_LINUX"] = ""
+    options["CIBW_TEST_COMMAND_LINUX"] = " && ".join(hooks.test_command)
+    options["CIBW_TEST_REQUIRES_LINUX"] = " ".join(shlex.quote(r) for r in hooks.test_requires)
+    options["CIBW_TEST_SKIP"] = "" if hooks.test_command else "*"
     return options
 
 

@@ -19,7 +19,9 @@ from buildkit.build.output import check_writable
 from buildkit.build.staging import fetch_source, run_prebuild_checks, sweep_debris
 from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
 from buildkit.errors import RecipeError
-from buildkit.image import ensure_image, rocm_build_args
+from buildkit.image import rocm_build_args
+from buildkit.image.builder import ensure_builder
+from buildkit.image.probe import Contract, check_builder
 from buildkit.plan.models import Plan
 from buildkit.recipe import Recipe
 
@@ -48,19 +50,29 @@ def build_plan(
         checked = run_prebuild_checks(recipe, source)
         for path in checked:
             echo(f"pre-build check: {path.relative_to(source)} ok (gfx column, unique keys)")
-        images: dict[tuple[str, str], Any] = {}
+        images: dict[str, Any] = {}
         for job in jobs:  # refuse a job its image cannot serve before building anything
-            rocm_build_args(job.image_profile, job.rocm)
+            if recipe.image.profile:
+                rocm_build_args(recipe.image.profile, job.rocm)
         for job in jobs:
-            key = (job.image_profile, job.rocm)
-            if key not in images:  # one image per (profile, ROCm release): a 7.2 job never builds on 6.4
+            key = job.rocm
+            if key not in images:  # one image per ROCm release: a 7.2 job never builds on 6.4
                 try:
-                    images[key] = ensure_image(
-                        job.image_profile,
-                        build_args=rocm_build_args(job.image_profile, job.rocm),
+                    images[key] = ensure_builder(
+                        recipe.image,
+                        job.rocm,
+                        recipe_dir=recipe.path.parent,
+                        recipe_name=recipe.name,
                         client=client,
                         progress=echo,
                     )
+                    served = [j for j in jobs if j.rocm == job.rocm]
+                    contract = Contract.of(
+                        (j.cp_tag for j in served),
+                        (str(a) for j in served for a in j.archs.kept),
+                        recipe.hooks.build_frontend,
+                    )
+                    check_builder(client, images[key].tag, images[key].id, contract, progress=echo)
                 except ENGINE_ERRORS as exc:
                     raise engine_failed(exc, during=f"preparing the builder image of {job.id}") from None
             image = images[key]

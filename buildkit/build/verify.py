@@ -37,10 +37,11 @@ from buildkit.build.job import BuildOptions, build_one
 from buildkit.build.staging import fetch_source, run_prebuild_checks
 from buildkit.docker_engine import connect
 from buildkit.errors import ArchError, BuildFailed, GateFailed, UsageError
-from buildkit.image import ensure_image
+from buildkit.image.builder import ensure_builder
 from buildkit.image.ceilings import ceilings_from_images
 from buildkit.plan.expansion import expand
-from buildkit.recipe import load_recipe
+from buildkit.plan.models import Job
+from buildkit.recipe import Recipe, load_recipe
 
 DIFFOSCOPE_TIMEOUT = 600
 DIFFOSCOPE_MAX_LINES = 200
@@ -270,9 +271,19 @@ def _environ(name: str, value: str | None) -> Iterator[None]:
             os.environ[name] = old
 
 
-def _image_for(client: Any, data: dict[str, Any], profile: str, echo: Echo, notes: list[str]) -> Any:
+def _image_for(
+    client: Any, data: dict[str, Any], recipe: Recipe, job: Job, echo: Echo, notes: list[str]
+) -> Any:
     recorded = data.get("image", {})
-    current = ensure_image(profile, client=client, progress=echo)
+    profile = job.image_profile
+    current = ensure_builder(
+        recipe.image,
+        job.rocm,
+        recipe_dir=recipe.path.parent,
+        recipe_name=recipe.name,
+        client=client,
+        progress=echo,
+    )
     image: Any = current
     tag = recorded.get("tag")
     if tag and tag != current.tag:
@@ -342,7 +353,7 @@ def verify_rebuild(
 
     if client is None:
         client = connect()
-    image = _image_for(client, data, job.image_profile, echo, result.notes)
+    image = _image_for(client, data, the_recipe, job, echo, result.notes)
     isolation = bool(data.get("provenance", {}).get("build_isolation", True))
     epoch = data.get("source_date_epoch")
 

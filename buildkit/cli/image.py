@@ -38,7 +38,6 @@ def build(
     ref = images.ensure_image(
         profile,
         build_args=images.parse_build_args(build_args),
-        client=connect(),
         progress=None if quiet else _echo_progress,
         log_path=log_path,
         rebuild=rebuild,

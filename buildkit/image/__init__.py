@@ -1,7 +1,7 @@
 """Builder images through the docker SDK, tagged by the hash of what they are made of.
 
 A *profile* names a Dockerfile under ``docker/`` and the files its build context needs; the
-profiles are data, ``docker/profiles.toml`` (:mod:`buildkit.image.profiles` reads and validates
+profiles are data, ``docker/profiles.toml`` (:mod:`buildkit.profiles` reads and validates
 it). The tag of an image is ``rocm-buildkit/<profile>:<12 hex>``, the sha256 of (profile name,
 Dockerfile bytes, context file bytes, build arguments, and the local image id of the base when the
 Dockerfile takes it from a ``BASE_IMAGE`` argument). When an image with that tag exists it is
@@ -21,7 +21,6 @@ install: pyproject ships ``docker/*`` there as data files, ``profiles.toml`` inc
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -29,7 +28,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -42,8 +40,9 @@ import docker.errors
 from buildkit import rocm as rocm_data
 from buildkit.docker_engine import connect
 from buildkit.errors import BuildFailed, DockerUnavailable, UsageError
-from buildkit.image.profiles import PROFILES_FILE, Profile, load_profiles
-from buildkit.image.profiles import REPOSITORY_PREFIX as REPOSITORY_PREFIX  # the images' name (ls, smoke)
+from buildkit.profiles import PROFILES as PROFILES
+from buildkit.profiles import REPOSITORY_PREFIX as REPOSITORY_PREFIX  # the images' name (ls, smoke)
+from buildkit.profiles import Profile, docker_dir, get_profile, profile_build_args
 
 LABEL_PROFILE = "io.rocm-buildkit.profile"
 LABEL_CONTENT = "io.rocm-buildkit.content-hash"
@@ -52,37 +51,6 @@ LABEL_BUILD_ARGS = "io.rocm-buildkit.build-args"
 HASH_LENGTH = 12
 
 Progress = Callable[[str], None]
-
-
-@functools.cache
-def _read_profiles(path: str, mtime_ns: int, size: int) -> dict[str, Profile]:
-    return load_profiles(Path(path))
-
-
-def _profiles_at(path: Path) -> dict[str, Profile]:
-    """The profiles of the file ``path``, read again only when it changed."""
-    st = path.stat()
-    return _read_profiles(str(path), st.st_mtime_ns, st.st_size)
-
-
-class _Profiles(Mapping[str, Profile]):
-    """The profiles of ``profiles.toml`` in :func:`docker_dir`, read when first needed."""
-
-    def _current(self) -> dict[str, Profile]:
-        return _profiles_at(docker_dir() / PROFILES_FILE)
-
-    def __getitem__(self, name: str) -> Profile:
-        return self._current()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._current())
-
-    def __len__(self) -> int:
-        return len(self._current())
-
-
-#: name -> :class:`Profile`, from ``profiles.toml`` beside the Dockerfiles
-PROFILES: Mapping[str, Profile] = _Profiles()
 
 
 @dataclass(frozen=True)
@@ -107,36 +75,6 @@ class ImageInfo:
     size: int
     created: str
     current: bool  # its sources hash equals the one of the files on disk now
-
-
-def get_profile(name: str) -> Profile:
-    try:
-        return PROFILES[name]
-    except KeyError:
-        known = ", ".join(sorted(PROFILES))
-        raise UsageError(f"unknown image profile {name!r}; known profiles: {known}") from None
-
-
-def docker_dir() -> Path:
-    """The directory holding ``profiles.toml`` and the Dockerfiles it names (see the module
-    docstring for the search order)."""
-    candidates: list[Path] = []
-    override = os.environ.get("BUILDKIT_DOCKER_DIR")
-    if override:
-        candidates.append(Path(override))
-    candidates.append(Path(__file__).resolve().parents[2] / "docker")
-    candidates.append(Path(sysconfig.get_path("data")) / "share" / "rocm-buildkit" / "docker")
-    for candidate in candidates:
-        if not (candidate / PROFILES_FILE).is_file():
-            continue
-        profiles = _profiles_at(candidate / PROFILES_FILE)
-        if all((candidate / p.dockerfile).is_file() for p in profiles.values()):
-            return candidate
-    tried = ", ".join(str(c) for c in candidates)
-    raise UsageError(
-        f"cannot find the builder Dockerfiles and their {PROFILES_FILE} (tried {tried}); "
-        "set BUILDKIT_DOCKER_DIR"
-    )
 
 
 def parse_build_args(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -306,15 +244,16 @@ def build_context(profile: Profile, *, progress: Progress) -> Iterator[Path]:
         yield root
 
 
-def default_log_path(profile: Profile, tag: str) -> Path:
+def default_log_path(name: str, tag: str) -> Path:
+    """``~/.cache/rocm-buildkit/logs/image-<name>-<content hash>.log``."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "rocm-buildkit" / "logs" / f"image-{profile.name}-{tag.rsplit(':', 1)[1]}.log"
+    return cache / "rocm-buildkit" / "logs" / f"image-{name}-{tag.rsplit(':', 1)[1]}.log"
 
 
-def _stream_build(
+def stream_build(
     client: Any,
     context: Path,
-    profile: Profile,
+    dockerfile: str,
     tag: str,
     args: dict[str, str],
     labels: dict[str, str],
@@ -326,7 +265,7 @@ def _stream_build(
     tail: list[str] = []
     stream = client.api.build(
         path=str(context),
-        dockerfile=profile.dockerfile,
+        dockerfile=dockerfile,
         tag=tag,
         buildargs=args,
         labels=labels,
@@ -341,7 +280,7 @@ def _stream_build(
             log.write(detail + "\n")
             log.flush()
             raise BuildFailed(
-                f"building image {tag} ({profile.dockerfile}) failed: {detail.strip()}\n"
+                f"building image {tag} ({dockerfile}) failed: {detail.strip()}\n"
                 + "".join(f"  | {line}\n" for line in tail[-10:])
                 + f"  full log: {log.name}"
             )
@@ -369,11 +308,18 @@ def ensure_image(
     rebuild: bool = False,
 ) -> ImageRef:
     """The image of ``profile_name`` with these build args: reused when its content tag exists."""
-    if client is None:
-        client = connect()
     report = progress or (lambda _line: None)
     profile = get_profile(profile_name)
     args = effective_build_args(profile, build_args)
+    declared = profile_build_args(profile)
+    unknown = [name for name in args if name not in declared]
+    if unknown:  # Docker would only warn "build-args were not consumed" and tag the image anyway
+        raise UsageError(
+            f"{profile.dockerfile} declares no ARG {', '.join(unknown)}; its build arguments: "
+            f"{', '.join(declared) or 'none'}"
+        )
+    if client is None:
+        client = connect()
     tag, _base = resolve_tag(client, profile, args)
     if not rebuild:
         try:
@@ -384,7 +330,7 @@ def ensure_image(
             report(f"reusing {tag} ({existing.short_id})")
             return _image_ref(profile, tag, existing, built=False)
 
-    log_file = log_path or default_log_path(profile, tag)
+    log_file = log_path or default_log_path(profile.name, tag)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     labels = {
         LABEL_PROFILE: profile.name,
@@ -395,7 +341,7 @@ def ensure_image(
     report(f"building {tag} from {profile.dockerfile} (log: {log_file})")
     with build_context(profile, progress=report) as context, log_file.open("w") as log:
         try:
-            image_id = _stream_build(client, context, profile, tag, args, labels, log, report)
+            image_id = stream_build(client, context, profile.dockerfile, tag, args, labels, log, report)
         except docker.errors.APIError as exc:
             raise BuildFailed(f"building image {tag} failed: {exc}\n  full log: {log_file}") from None
     image = client.images.get(image_id or tag)

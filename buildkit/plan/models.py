@@ -15,6 +15,8 @@ from typing import Any
 from buildkit.errors import ArchesDropped, UnknownJob
 from buildkit.plan.archs import ArchSet, Decision
 from buildkit.recipe import Recipe
+from buildkit.recipe.hooks import Hooks
+from buildkit.recipe.image import ImageSpec
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -35,7 +37,11 @@ class Job:
     ceilings: Mapping[str, str]
     exclude_globs: tuple[str, ...]
     env: Mapping[str, str]
-    image_profile: str
+    image_profile: str  # the image's label: a profile name, dockerfile:<path> or ref:<image>
+    #: the recipe's image: profile, own Dockerfile or ref, with extra packages and build args
+    image: ImageSpec
+    #: the recipe's build hooks and options (before_all, config_settings, build_frontend, ...)
+    hooks: Hooks
     axes: Mapping[str, str] = field(default_factory=dict)  # extra matrix axes of this job
     #: runtime images (as the recipe names them) whose libraries lowered ``ceilings``
     ceilings_from_images: tuple[str, ...] = ()
@@ -63,6 +69,8 @@ class Job:
             "exclude_globs": list(self.exclude_globs),
             "env": dict(self.env),
             "image_profile": self.image_profile,
+            "image": self.image.to_json(),
+            "hooks": self.hooks.to_json(),
             "axes": dict(self.axes),
         }
 

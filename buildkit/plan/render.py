@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from buildkit.plan.models import Job, Plan, printable
+from buildkit.recipe import Recipe
 from buildkit.targets import ALWAYS_EXPORTED
 
 #: GitHub Actions refuses a matrix of more than 256 jobs.
@@ -117,6 +118,7 @@ def render_table(plan: Plan) -> str:
         )
         if first.regression_baseline is not None:
             lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
+    lines += _image_and_hooks(r)
     extra = [name for name, _ in r.archs.export if name not in ALWAYS_EXPORTED]
     if plan.jobs and extra:
         lines.append("")
@@ -131,6 +133,32 @@ def render_table(plan: Plan) -> str:
         lines.append("skipped:")
         lines += ["  " + line for line in _table([[s.id, s.reason] for s in plan.skipped])]
     return printable("\n".join(lines) + "\n")
+
+
+def _image_and_hooks(r: Recipe) -> list[str]:
+    """What the recipe adds to its builder image and to cibuildwheel's run (nothing for defaults)."""
+    out: list[str] = []
+    spec = r.image
+    if spec.kind == "dockerfile":
+        out.append(f"image: the project's Dockerfile {spec.dockerfile} (context {spec.context or '.'})")
+    elif spec.kind == "ref":
+        out.append(f"image: {spec.ref}, used as is")
+    if spec.packages:
+        out.append(f"image packages (a layer over {spec.profile}): {' '.join(spec.packages)}")
+    if spec.build_args:
+        out.append("image build args: " + " ".join(f"{k}={v}" for k, v in spec.build_args.items()))
+    h = r.hooks
+    for name, commands in (("before_all", h.before_all), ("before_build", h.before_build)):
+        if commands:
+            out.append(f"{name}: {' && '.join(commands)}")
+    if h.config_settings:
+        out.append("config_settings: " + " ".join(f"{k}={v}" for k, vs in h.config_settings for v in vs))
+    if h.build_frontend != "build":
+        out.append(f"build_frontend: {h.build_frontend}")
+    if h.test_command:
+        requires = f" (after installing {' '.join(h.test_requires)})" if h.test_requires else ""
+        out.append(f"test_command: {' && '.join(h.test_command)}{requires}")
+    return ["", *out] if out else []
 
 
 RENDERERS: dict[str, Callable[[Plan], str]] = {

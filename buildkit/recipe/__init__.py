@@ -29,6 +29,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from buildkit import policy as mlpolicy
 from buildkit import version as ver
 from buildkit.errors import RecipeError, UsageError
+from buildkit.recipe.hooks import Hooks, parse_hooks
+from buildkit.recipe.image import ImageSpec, parse_image
 from buildkit.recipe.schema import did_you_mean, validate
 from buildkit.recipe.yamlspan import Path as JsonPath
 from buildkit.recipe.yamlspan import Spans, load_with_spans
@@ -112,11 +114,16 @@ _CIBW_KEYS: Mapping[str, str] = MappingProxyType(
         "CIBW_PROJECT_REQUIRES_PYTHON": "python:",
         "CIBW_ENVIRONMENT": "env: (passed to the build as written)",
         "CIBW_ENVIRONMENT_PASS_LINUX": "env: (the host's environment never reaches the build)",
-        "CIBW_MANYLINUX_X86_64_IMAGE": "image: (a builder profile)",
+        "CIBW_MANYLINUX_X86_64_IMAGE": "image: (a profile, your own image.dockerfile or an image.ref)",
+        "CIBW_BEFORE_ALL": "before_all: (or image.packages for system packages, built once into the image)",
+        "CIBW_BEFORE_BUILD": "before_build:",
+        "CIBW_CONFIG_SETTINGS": "config_settings:",
+        "CIBW_BUILD_FRONTEND": "build_frontend:",
+        "CIBW_TEST_REQUIRES": "test_requires:",
         "CIBW_REPAIR_WHEEL_COMMAND": "repair.exclude: (auditwheel repair runs with the job's policy)",
         "CIBW_REPAIR_WHEEL_COMMAND_LINUX": "repair.exclude:",
         "CIBW_ARCHS": "nothing: rocm-buildkit builds x86_64 wheels",
-        "CIBW_TEST_COMMAND": "smoke: (imports and commands in runtime images)",
+        "CIBW_TEST_COMMAND": "test_command: (in the builder) or smoke: (in runtime images)",
     }
 )
 
@@ -245,13 +252,14 @@ class Recipe:
     exclude_sets: tuple[str, ...]
     exclude_patterns: tuple[str, ...]
     env: Mapping[str, str]
-    image: str
+    image: ImageSpec
     smoke: tuple[SmokeTest, ...]
     publish: Publish | None
     tuned_csv: tuple[str, ...]
     size_budget: Mapping[str, int]  # "limit"/"warn" -> bytes (wheel file size)
     spans: Spans = field(repr=False, compare=False)
     gate: GateRules = field(default_factory=GateRules)
+    hooks: Hooks = field(default_factory=Hooks)
 
     @property
     def display_path(self) -> str:
@@ -437,13 +445,14 @@ class _Builder:
             exclude_sets=tuple(exclude.get("sets", ())),
             exclude_patterns=tuple(exclude.get("patterns", ())),
             env=env,
-            image=d["image"],
+            image=parse_image(d["image"], self.path.parent, self.err),
             smoke=smoke,
             publish=publish,
             tuned_csv=tuple(d.get("checks", {}).get("tuned_csv", ())),
             size_budget=budget,
             spans=self.spans,
             gate=GateRules(no_regression_against=d.get("gate", {}).get("no_regression_against")),
+            hooks=parse_hooks(d),
         )
 
     def _arch_export(self, raw: Any) -> tuple[tuple[str, str], ...]:

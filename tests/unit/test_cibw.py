@@ -59,7 +59,7 @@ def test_reference_job_options() -> None:
     assert env["BUILDKIT_VERSION"] == job.version
     assert env["CCACHE_DIR"] == "/ccache"
     assert env["PIP_CERT"] == cibw.CONTAINER_CA_PATH
-    assert "CIBW_BEFORE_BUILD_LINUX" not in opts  # no torch pin in the reference recipe
+    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ""  # no torch pin, no before_build in the reference recipe
 
 
 def test_repair_excludes_versioned_sonames() -> None:
@@ -153,7 +153,7 @@ def test_isolated_build_does_not_install_torch_into_the_target_python() -> None:
     job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
     opts = cibw.cibuildwheel_options(job, _settings(build_isolation=True))
     assert opts["CIBW_BUILD_FRONTEND"] == "build"
-    assert "CIBW_BEFORE_BUILD_LINUX" not in opts
+    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ""
     assert cibw.before_build(job, isolation=True) is None
     env = _parse_environment(opts["CIBW_ENVIRONMENT_LINUX"])
     assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH

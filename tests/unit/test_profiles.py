@@ -1,4 +1,4 @@
-"""Image profiles as data: docker/profiles.toml, loaded and validated by buildkit.image.profiles."""
+"""Image profiles as data: docker/profiles.toml, loaded and validated by buildkit.profiles."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import pytest
 
 from buildkit import image as images
 from buildkit.errors import UsageError
-from buildkit.image.profiles import PROFILES_FILE, Profile, load_profiles, parse_profiles
+from buildkit.profiles import PROFILES_FILE, Profile, load_profiles, parse_profiles
 
 ROOT = Path(__file__).resolve().parents[2]
 REPO_DOCKER = ROOT / "docker"
 
-#: the profiles as buildkit/image/__init__.py defined them in Python before they became data
+#: the profiles as buildkit/image/__init__.py defined them in Python before they became data (and
+#: the package manager that installs a recipe's image.packages)
 BEFORE = {
     "debian-rocm": Profile(
         name="debian-rocm",
@@ -23,17 +24,20 @@ BEFORE = {
         wheel_requirements=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
         description="Debian trixie + Debian's hipcc (ROCm 5.7.1, clang 17): offline and CI builds",
         rocm_releases=("5.7",),
+        package_manager="apt",
     ),
     "debian-runtime": Profile(
         name="debian-runtime",
         dockerfile="debian-runtime.Dockerfile",
         description="Debian trixie + python3 + Debian's HIP runtime: smoke tests of Debian-built wheels",
+        package_manager="apt",
     ),
     "manylinux_2_28-rocm": Profile(
         name="manylinux_2_28-rocm",
         dockerfile="manylinux_2_28-rocm.Dockerfile",
         description="pypa manylinux_2_28 + AMD's ROCm packages: production wheels",
         rocm_build_arg="ROCM_VERSION",
+        package_manager="dnf",
     ),
 }
 

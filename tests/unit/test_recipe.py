@@ -70,7 +70,7 @@ def test_aiter_recipe() -> None:
     assert r.manylinux.ceilings["CXXABI"] == "1.3.11"
     assert r.exclude_sets == ("rocm", "torch")
     assert r.env["PREBUILD_KERNELS"] == "1"
-    assert r.image == "manylinux_2_28-rocm"
+    assert r.image.label == "manylinux_2_28-rocm" and r.image.kind == "profile"
     assert r.publish is not None and r.publish.kind == "index"
     assert r.size_budget == {"limit": 900 * 2**20, "warn": 500 * 2**20}
     assert r.sha256 == hashlib.sha256((RECIPES / "aiter.yaml").read_bytes()).hexdigest()
@@ -84,7 +84,7 @@ def test_reference_recipe() -> None:
     assert r.rocm == ("5.7",)
     assert r.archs.list == ("gfx908", "gfx90a", "gfx942")
     assert r.archs.toolchain == "debian-trixie"
-    assert r.image == "debian-rocm"
+    assert r.image.label == "debian-rocm" and not r.image.packages
     assert r.torch == ()
     assert r.manylinux.policy == "manylinux_2_41"
     assert r.manylinux.ceilings["GLIBC"] == "2.41"

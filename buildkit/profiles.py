@@ -11,9 +11,13 @@ name Docker cannot use as a repository is a :class:`~buildkit.errors.UsageError`
 from __future__ import annotations
 
 import difflib
+import functools
+import os
 import re
+import shlex
 import sys
-from collections.abc import Mapping
+import sysconfig
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +51,9 @@ class Profile:
     rocm_releases: tuple[str, ...] | None = None
     #: the build argument naming the ROCm release (images that install AMD's packages)
     rocm_build_arg: str | None = None
+    #: how a recipe's ``image.packages`` are installed in a layer over the image: "apt" or "dnf";
+    #: None: the profile takes no extra packages
+    package_manager: str | None = None
 
     @property
     def repository(self) -> str:
@@ -63,7 +70,9 @@ _FIELDS: dict[str, str] = {
     "description": "str",
     "rocm_releases": "list",
     "rocm_build_arg": "str",
+    "package_manager": "str",
 }
+PACKAGE_MANAGERS = ("apt", "dnf")
 _KIND_TEXT = {"str": "a string", "list": "a list of strings", "table": "a table of strings"}
 
 
@@ -129,6 +138,13 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
     if "dockerfile" not in raw:
         raise _fail(path, where.table(name), f"profile {name}: dockerfile is required")
     releases = raw.get("rocm_releases")
+    manager = raw.get("package_manager")
+    if manager is not None and manager not in PACKAGE_MANAGERS:
+        raise _fail(
+            path,
+            where.key(name, "package_manager"),
+            f"profile {name}: package_manager must be one of {', '.join(PACKAGE_MANAGERS)}, not {manager!r}",
+        )
     return Profile(
         name=name,
         dockerfile=raw["dockerfile"],
@@ -139,6 +155,7 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
         description=raw.get("description", ""),
         rocm_releases=tuple(releases) if releases is not None else None,
         rocm_build_arg=raw.get("rocm_build_arg"),
+        package_manager=manager,
     )
 
 
@@ -169,3 +186,89 @@ def load_profiles(path: Path) -> dict[str, Profile]:
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read the image profiles: {exc}") from None
     return parse_profiles(text, path)
+
+
+@functools.cache
+def _read_profiles(path: str, mtime_ns: int, size: int) -> dict[str, Profile]:
+    return load_profiles(Path(path))
+
+
+def _profiles_at(path: Path) -> dict[str, Profile]:
+    """The profiles of the file ``path``, read again only when it changed."""
+    st = path.stat()
+    return _read_profiles(str(path), st.st_mtime_ns, st.st_size)
+
+
+class _Profiles(Mapping[str, Profile]):
+    """The profiles of ``profiles.toml`` in :func:`docker_dir`, read when first needed."""
+
+    def _current(self) -> dict[str, Profile]:
+        return _profiles_at(docker_dir() / PROFILES_FILE)
+
+    def __getitem__(self, name: str) -> Profile:
+        return self._current()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+
+#: name -> :class:`Profile`, from ``profiles.toml`` beside the Dockerfiles
+PROFILES: Mapping[str, Profile] = _Profiles()
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        known = ", ".join(sorted(PROFILES))
+        raise UsageError(f"unknown image profile {name!r}; known profiles: {known}") from None
+
+
+def docker_dir() -> Path:
+    """The directory holding ``profiles.toml`` and the Dockerfiles it names (see the module
+    docstring for the search order)."""
+    candidates: list[Path] = []
+    override = os.environ.get("BUILDKIT_DOCKER_DIR")
+    if override:
+        candidates.append(Path(override))
+    candidates.append(Path(__file__).resolve().parents[1] / "docker")
+    candidates.append(Path(sysconfig.get_path("data")) / "share" / "rocm-buildkit" / "docker")
+    for candidate in candidates:
+        if not (candidate / PROFILES_FILE).is_file():
+            continue
+        profiles = _profiles_at(candidate / PROFILES_FILE)
+        if all((candidate / p.dockerfile).is_file() for p in profiles.values()):
+            return candidate
+    tried = ", ".join(str(c) for c in candidates)
+    raise UsageError(
+        f"cannot find the builder Dockerfiles and their {PROFILES_FILE} (tried {tried}); "
+        "set BUILDKIT_DOCKER_DIR"
+    )
+
+
+_ARG = re.compile(r"^\s*ARG\s+(.+)$", re.IGNORECASE | re.MULTILINE)
+
+
+def declared_build_args(dockerfile_text: str) -> tuple[str, ...]:
+    """The build arguments a Dockerfile declares (``ARG NAME`` / ``ARG NAME=default``, several per
+    line allowed), in order: the only ones a build can pass it (Docker ignores the others with a
+    warning, "build-args were not consumed")."""
+    names: dict[str, None] = {}
+    for match in _ARG.finditer(dockerfile_text.replace("\\\n", " ")):
+        try:
+            words = shlex.split(match.group(1), comments=True)
+        except ValueError:  # an unbalanced quote: the first word still names the argument
+            words = match.group(1).split()[:1]
+        for word in words:
+            name = word.split("=", 1)[0]
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                names[name] = None
+    return tuple(names)
+
+
+def profile_build_args(profile: Profile) -> tuple[str, ...]:
+    """The build arguments ``profile``'s Dockerfile declares."""
+    return declared_build_args((docker_dir() / profile.dockerfile).read_text(encoding="utf-8"))

@@ -1,0 +1,205 @@
+"""The builder contract, probed: what an image must have before a build runs in it.
+
+cibuildwheel and rocm-buildkit's repair step assume a manylinux-like layout; an image that lacks
+one piece fails minutes into a build with an error that names something else (or, worse, builds a
+wheel without its device code). So before a build uses an image (a profile's, one extended with
+packages, a project's own Dockerfile or an image ``ref``), one throwaway container with no network
+runs ``probe.sh`` (:func:`probe_script`) and :func:`check_builder` refuses the image with one
+message that lists everything missing or too old:
+
+* ``/opt/python/<tag>/bin/python`` for every planned Python, and cibuildwheel's utility interpreter
+  ``/opt/python/cp39-cp39/bin/python``;
+* ``auditwheel`` >= :data:`MIN_AUDITWHEEL` (the first release whose ``--exclude`` takes globs: the
+  exclude sets are globs such as ``libamdhip64.so*``; an older one takes them literally and grafts
+  the ROCm runtime into the wheel), and ``patchelf``;
+* a HIP compiler (``hipcc`` on ``PATH`` or in ``$ROCM_PATH/bin``) that compiles a kernel for every
+  planned arch, and no ``HIP_PLATFORM`` other than ``amd``;
+* the GCC that hipcc's clang picks (``Selected GCC installation``) of the same major version as
+  ``g++``: otherwise host code is compiled against other C++ headers than the one the wheel links;
+* ``uv`` when the recipe's ``build_frontend`` needs it.
+
+A passing probe is remembered per (image id, contract) in ``~/.cache/rocm-buildkit/probe/``: an
+image id names immutable content, so it is probed once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from buildkit.docker_engine import ENGINE_ERRORS, engine_failed, throwaway
+from buildkit.errors import BuilderContractError
+from buildkit.fsutil import atomic_write
+
+#: auditwheel 6.2.0 added globs to ``repair --exclude`` (pypa/auditwheel#508)
+MIN_AUDITWHEEL = "6.2.0"
+UTILITY_PYTHON = "cp39-cp39"  # cibuildwheel's utility interpreter (oci_container.UTILITY_PYTHON)
+PROBE_TIMEOUT = 300
+_FRONTENDS_NEEDING_UV = frozenset({"build[uv]", "uv"})
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Contract:
+    """What the jobs that use one image need from it."""
+
+    pythons: tuple[str, ...]  # cibuildwheel's tags: cp313-cp313
+    archs: tuple[str, ...]  # target ids: gfx90a, gfx942:xnack-
+    needs_uv: bool = False
+
+    @classmethod
+    def of(cls, cp_tags: Iterable[str], archs: Iterable[str], frontend: str = "build") -> Contract:
+        return cls(
+            pythons=tuple(sorted(set(cp_tags))),
+            archs=tuple(sorted(set(archs))),
+            needs_uv=frontend in _FRONTENDS_NEEDING_UV,
+        )
+
+    def digest(self) -> str:
+        doc = {"pythons": self.pythons, "archs": self.archs, "uv": self.needs_uv, "aw": MIN_AUDITWHEEL}
+        return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def probe_environment(contract: Contract) -> dict[str, str]:
+    """The inputs of ``probe.sh`` (beside this module) for ``contract``."""
+    return {
+        "PROBE_PYTHONS": " ".join((*contract.pythons, UTILITY_PYTHON)),
+        "PROBE_ARCHS": " ".join(contract.archs),
+        "PROBE_UV": "1" if contract.needs_uv else "0",
+    }
+
+
+def probe_script() -> str:
+    """The probe (``buildkit/image/probe.sh``): one ``<check>\t<ok|missing|bad>\t<detail>`` line
+    per check."""
+    return resources.files("buildkit.image").joinpath("probe.sh").read_text(encoding="utf-8")
+
+
+def parse_probe(output: str) -> dict[str, tuple[str, str]]:
+    """``check -> (status, detail)`` of a probe's output."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in output.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3:
+            found[parts[0]] = (parts[1], parts[2].strip())
+    return found
+
+
+def _version_in(text: str) -> Version | None:
+    for word in text.replace(",", " ").split():
+        try:
+            return Version(word)
+        except InvalidVersion:
+            continue
+    return None
+
+
+def _gcc_major(path: str) -> str:
+    """``/opt/rh/gcc-toolset-13/root/usr/lib/gcc/x86_64-redhat-linux/13`` -> ``13``."""
+    return path.rstrip("/").rsplit("/", 1)[-1].split(".")[0]
+
+
+def problems(found: dict[str, tuple[str, str]], contract: Contract) -> list[str]:
+    """What the image lacks for ``contract``, one line each (empty: the image serves it)."""
+    out: list[str] = []
+
+    def status(check: str) -> tuple[str, str]:
+        return found.get(check, ("missing", "(the probe did not report it)"))
+
+    for tag in contract.pythons:
+        if status(f"python:{tag}")[0] != "ok":
+            out.append(f"/opt/python/{tag}/bin/python (the planned CPython {tag})")
+    if status(f"python:{UTILITY_PYTHON}")[0] != "ok":
+        out.append(f"/opt/python/{UTILITY_PYTHON}/bin/python (cibuildwheel's utility interpreter)")
+    state, detail = status("auditwheel")
+    if state != "ok":
+        out.append(f"auditwheel >= {MIN_AUDITWHEEL} on PATH (repair)")
+    else:
+        version = _version_in(detail)
+        if version is None or version < Version(MIN_AUDITWHEEL):
+            out.append(
+                f"auditwheel >= {MIN_AUDITWHEEL} (found {detail or 'no version'}): older releases take "
+                "--exclude literally, so the ROCm runtime globs would be grafted into the wheel"
+            )
+    if status("patchelf")[0] != "ok":
+        out.append("patchelf on PATH (auditwheel repair needs it)")
+    platform = status("hip-platform")[1]
+    if platform not in ("", "amd"):
+        out.append(f"HIP_PLATFORM=amd (the image sets HIP_PLATFORM={platform})")
+    if status("hipcc")[0] != "ok":
+        out.append("a HIP compiler: hipcc on PATH or in $ROCM_PATH/bin")
+    else:
+        state, detail = status("hip-archs")
+        if state != "ok":
+            archs = ", ".join(contract.archs)
+            out.append(f"a hipcc that compiles for every planned arch ({archs}): {detail or 'it failed'}")
+        gcc, gxx = status("hipcc-gcc")[1], status("gxx")
+        if gcc and gxx[0] == "ok" and _gcc_major(gcc) != gxx[1].split(".")[0]:
+            out.append(
+                f"hipcc's clang to use the GCC of g++ {gxx[1]} (it selected {gcc}): host code would "
+                "be compiled against other C++ headers than the libstdc++ the wheel links"
+            )
+    if contract.needs_uv and status("uv")[0] != "ok":
+        out.append("uv on PATH (build_frontend build[uv] / uv)")
+    return out
+
+
+def _cache_file(image_id: str, contract: Contract) -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    key = image_id.removeprefix("sha256:")[:32]
+    return cache / "rocm-buildkit" / "probe" / f"{key}-{contract.digest()}.json"
+
+
+def run_probe(client: Any, image: str, contract: Contract) -> dict[str, tuple[str, str]]:
+    """Run :func:`probe_script` in a throwaway container of ``image`` (no network)."""
+    script = probe_script()
+    env = probe_environment(contract)
+    try:
+        with throwaway(
+            client, image, ["-c", script], purpose="probe", entrypoint=["/bin/sh"], environment=env
+        ) as box:
+            done = box.run(timeout=PROBE_TIMEOUT)
+    except ENGINE_ERRORS as exc:
+        raise engine_failed(exc, during=f"probing the builder image {image}") from None
+    text = done.stdout.decode("utf-8", "replace")
+    if done.exit_code != 0 and not text:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        raise BuilderContractError(
+            f"builder image {image} cannot run the contract probe (/bin/sh, exit {done.exit_code}): "
+            + " | ".join(detail)
+        )
+    return parse_probe(text)
+
+
+def check_builder(
+    client: Any, image: str, image_id: str, contract: Contract, *, progress: Progress | None = None
+) -> None:
+    """Refuse ``image`` (BuilderContractError, one message listing every gap) unless it serves
+    ``contract``; a pass is cached per (image id, contract)."""
+    cached = _cache_file(image_id, contract)
+    if cached.is_file():
+        return
+    if progress:
+        archs = ", ".join(contract.archs)
+        progress(f"probing {image} for the builder contract ({', '.join(contract.pythons)}; {archs})")
+    gaps = problems(run_probe(client, image, contract), contract)
+    if gaps:
+        raise BuilderContractError(
+            f"builder image {image} does not meet the builder contract; it lacks:\n"
+            + "".join(f"  - {gap}\n" for gap in gaps)
+            + "  hint: add them to the image (image.packages, or your Dockerfile), or use a profile "
+            "of docker/profiles.toml"
+        )
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(
+        cached, json.dumps({"image": image, "image_id": image_id, "contract": contract.digest()}) + "\n"
+    )

@@ -1,0 +1,82 @@
+"""The recipe's build hooks and options, with cibuildwheel's meaning and names.
+
+=================  ======================================  ==========================================
+recipe key         cibuildwheel option                     what it does
+=================  ======================================  ==========================================
+``before_all``     ``before-all``                          commands run once in the build container,
+                                                           before any Python's build
+``before_build``   ``before-build``                        commands run before each wheel's build
+``config_settings`` ``config-settings``                    PEP 517 config settings for the backend
+``build_frontend`` ``build-frontend``                      ``build`` (default), ``build[uv]``,
+                                                           ``pip`` or ``uv``
+``test_command``   ``test-command``                        commands run on the repaired wheel, in the
+                                                           builder, after repair (``{project}``,
+                                                           ``{package}`` as in cibuildwheel)
+``test_requires``  ``test-requires``                       what the test environment installs first
+=================  ======================================  ==========================================
+
+A list of commands is joined with ``&&``, as cibuildwheel joins its lists. rocm-buildkit renders
+every one of these options itself, empty when the recipe gives none, so a project's own
+``[tool.cibuildwheel]`` table cannot add hooks behind the recipe's back (an environment variable
+beats pyproject.toml in cibuildwheel's option cascade).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+FRONTENDS = ("build", "build[uv]", "pip", "uv")
+
+
+@dataclass(frozen=True)
+class Hooks:
+    before_all: tuple[str, ...] = ()
+    before_build: tuple[str, ...] = ()
+    #: (setting, values) in the recipe's order; a setting given a list is passed once per value
+    config_settings: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    build_frontend: str = "build"
+    test_command: tuple[str, ...] = ()
+    test_requires: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "before_all": list(self.before_all),
+            "before_build": list(self.before_build),
+            "config_settings": {k: list(v) for k, v in self.config_settings},
+            "build_frontend": self.build_frontend,
+            "test_command": list(self.test_command),
+            "test_requires": list(self.test_requires),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Hooks:
+        return cls(
+            before_all=tuple(data.get("before_all", ())),
+            before_build=tuple(data.get("before_build", ())),
+            config_settings=tuple((k, tuple(v)) for k, v in data.get("config_settings", {}).items()),
+            build_frontend=data.get("build_frontend", "build"),
+            test_command=tuple(data.get("test_command", ())),
+            test_requires=tuple(data.get("test_requires", ())),
+        )
+
+
+def _commands(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def parse_hooks(data: dict[str, Any]) -> Hooks:
+    """The hooks of a schema-valid recipe document."""
+    settings = data.get("config_settings", {})
+    return Hooks(
+        before_all=_commands(data.get("before_all")),
+        before_build=_commands(data.get("before_build")),
+        config_settings=tuple(
+            (str(k), (v,) if isinstance(v, str) else tuple(v)) for k, v in settings.items()
+        ),
+        build_frontend=data.get("build_frontend", "build"),
+        test_command=_commands(data.get("test_command")),
+        test_requires=tuple(data.get("test_requires", ())),
+    )
