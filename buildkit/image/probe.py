@@ -52,14 +52,16 @@ Progress = Callable[[str], None]
 class Contract:
     """What the jobs that use one image need from it."""
 
-    pythons: tuple[str, ...]  # cibuildwheel's tags: cp313-cp313
+    pythons: tuple[str, ...]  # the folders of /opt/python: cp313-cp313
     archs: tuple[str, ...]  # target ids: gfx90a, gfx942:xnack-
     needs_uv: bool = False
 
     @classmethod
     def of(cls, cp_tags: Iterable[str], archs: Iterable[str], frontend: str = "build") -> Contract:
+        """The contract of jobs building for ``cp_tags`` (``cp313``: the interpreter is
+        ``/opt/python/cp313-cp313``, as in the manylinux images), ``archs`` and ``frontend``."""
         return cls(
-            pythons=tuple(sorted(set(cp_tags))),
+            pythons=tuple(sorted({tag if "-" in tag else f"{tag}-{tag}" for tag in cp_tags})),
             archs=tuple(sorted(set(archs))),
             needs_uv=frontend in _FRONTENDS_NEEDING_UV,
         )

@@ -154,12 +154,15 @@ def _check_dockerfile(spec: ImageSpec, recipe_dir: Path, err: Err) -> None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = "it does not exist" if isinstance(exc, FileNotFoundError) else str(exc)
-        raise err(f"image.dockerfile: cannot read {path}: {reason}", ("image", "dockerfile")) from None
+        raise err(
+            f"image.dockerfile: cannot read {spec.dockerfile} (relative to the recipe): {reason}",
+            ("image", "dockerfile"),
+        ) from None
     context = spec.context_path(recipe_dir)
     assert context is not None
     if not context.is_dir():
         at: JsonPath = ("image", "context") if spec.context else ("image", "dockerfile")
-        raise err(f"image.context: {context} is not a directory", at)
+        raise err(f"image.context: {spec.context or '.'} (relative to the recipe) is not a directory", at)
     declared = profiles.declared_build_args(text)
     for name in spec.build_args:
         if name not in declared:

@@ -1,10 +1,12 @@
 """``buildkit build`` keeps the host's environment out of the build container, on the real engine,
-and gives it what the recipe exports (``archs.export``).
+gives it what the recipe exports (``archs.export``), and runs the recipe's hooks (``before_all``,
+``before_build``, ``config_settings``, ``test_command``), never the project's own.
 
 A project whose ``[tool.cibuildwheel]`` asks for ``environment-pass = ["PIP_INDEX_URL", ...]`` and
-prints those variables in its ``before-build`` hook is built from a host whose ``PIP_INDEX_URL``
-carries a password: the credential must appear nowhere (container, cibuildwheel's printed options,
-job log, terminal, manifest), while the hook itself demonstrably ran with buildkit's environment.
+has hooks of its own is built from a host whose ``PIP_INDEX_URL`` carries a password, by a recipe
+whose ``before_build`` prints those variables: the credential must appear nowhere (container,
+cibuildwheel's printed options, job log, terminal, manifest), the recipe's hooks demonstrably ran
+with buildkit's environment, and the project's did not run at all.
 """
 
 from __future__ import annotations
@@ -27,10 +29,9 @@ SECRET_URL = f"https://ci-bot:{SECRET}@pypi.internal.example/simple"
 LEAKY_PYPROJECT = """
 [tool.cibuildwheel]
 environment-pass = ["PIP_INDEX_URL", "BUILDKIT_E2E_TOKEN"]
-before-build = [
-  "echo ENV-PROBE:[$PIP_INDEX_URL][$BUILDKIT_E2E_TOKEN][$BUILDKIT_JOB]",
-  "echo ARCHS-PROBE:[$HCC_AMDGPU_TARGET]",
-]
+before-all = "echo PROJECT-BEFORE-ALL"
+before-build = "echo PROJECT-BEFORE-BUILD:[$PIP_INDEX_URL]"
+test-command = "echo PROJECT-TEST"
 
 [tool.cibuildwheel.linux]
 environment-pass = ["PIP_INDEX_URL", "BUILDKIT_E2E_TOKEN"]
@@ -48,6 +49,14 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     data["source"] = {"path": str(source)}
     # archs.export end to end: the resolved list reaches the build under the name the project reads
     data["archs"]["export"] = {"HCC_AMDGPU_TARGET": ","}
+    data["before_all"] = "echo BEFORE-ALL:[$BUILDKIT_JOB]"
+    data["before_build"] = [
+        "echo ENV-PROBE:[$PIP_INDEX_URL][$BUILDKIT_E2E_TOKEN][$BUILDKIT_JOB]",
+        "echo ARCHS-PROBE:[$HCC_AMDGPU_TARGET]",
+    ]
+    # setuptools ignores settings it does not know: this one only has to reach the frontend's command
+    data["config_settings"] = {"buildkit-e2e": "yes"}
+    data["test_command"] = 'python -c "import refkernels, sys; print(\'TEST-PROBE:\', sys.prefix)"'
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(data, sort_keys=False))
     env = {**os.environ, "PIP_INDEX_URL": SECRET_URL, "BUILDKIT_E2E_TOKEN": SECRET}
@@ -65,6 +74,11 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     assert "ENV-PROBE:[][][cp313-rocm5.7]" in log, log[-4000:]
     assert "CIBW_ENVIRONMENT_PASS_LINUX=" in log
     assert "ARCHS-PROBE:[" + ",".join(data["archs"]["list"]) + "]" in log, log[-4000:]
+    assert "BEFORE-ALL:[cp313-rocm5.7]" in log, log[-4000:]
+    assert "-Cbuildkit-e2e=yes" in log, log[-4000:]
+    # the recipe's test_command ran on the repaired wheel, in cibuildwheel's test virtualenv
+    assert "TEST-PROBE:" in log, log[-4000:]
+    assert "PROJECT-" not in log.replace("echo PROJECT-", ""), log[-4000:]
     manifests = "".join(p.read_text() for p in (tmp_path / "dist").glob("*/*.manifest.json"))
     assert manifests
     for where, text in {
