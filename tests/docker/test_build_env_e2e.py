@@ -56,7 +56,7 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     ]
     # setuptools ignores settings it does not know: this one only has to reach the frontend's command
     data["config_settings"] = {"buildkit-e2e": "yes"}
-    data["test_command"] = 'python -c "import refkernels, sys; print(\'TEST-PROBE:\', sys.prefix)"'
+    data["test_command"] = "python -c \"import refkernels, sys; print('TEST-PROBE:', sys.prefix)\""
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(data, sort_keys=False))
     env = {**os.environ, "PIP_INDEX_URL": SECRET_URL, "BUILDKIT_E2E_TOKEN": SECRET}
