@@ -36,6 +36,11 @@ from buildkit.gate.report import render_all, to_json
     "SONAMEs (libamdhip64.so.7 for 7.x), and --exclude-set rocm expands to its libraries.",
 )
 @click.option(
+    "--toolchain",
+    help="A distribution's ROCm packaging the wheel was built with, e.g. debian-trixie (replaces the "
+    "job's): HIP objects must link its SONAMEs (libhipblas.so.0), and its release is the pinned one.",
+)
+@click.option(
     "--archs", help="Comma-separated gfx target ids every HIP object must carry (replaces the job's)."
 )
 @click.option("--match-features", is_flag=True, help="Compare target-id features (xnack-, sramecc+) too.")
@@ -80,6 +85,7 @@ def check(
     exclude: tuple[str, ...],
     exclude_set: tuple[str, ...],
     rocm: str | None,
+    toolchain: str | None,
     archs: str | None,
     match_features: bool,
     torch: str | None,
@@ -102,6 +108,7 @@ def check(
         exclude=exclude,
         exclude_sets=exclude_set,
         rocm=rocm,
+        toolchain=toolchain,
         archs=archs,
         match_features=match_features,
         torch=torch,

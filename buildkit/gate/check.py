@@ -52,6 +52,7 @@ class GateFlags:
     exclude: tuple[str, ...] = ()
     exclude_sets: tuple[str, ...] = ()
     rocm: str | None = None
+    toolchain: str | None = None
     archs: str | None = None
     match_features: bool = False
     torch: str | None = None
@@ -131,8 +132,8 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
         overrides["policy"] = flags.policy
         if base.identity is not None:
             overrides["identity"] = replace(base.identity, platform_tag=policy_tag(flags.policy))
-    if flags.rocm:
-        overrides.update(rocm_pin(flags.rocm))
+    if flags.rocm or flags.toolchain:
+        overrides.update(rocm_pin(flags.rocm, flags.toolchain))
     if flags.torch:
         overrides["torch"] = flags.torch
     if flags.match_features:
@@ -159,6 +160,7 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         size_warn=DEFAULT_SIZE_WARN if flags.size_warn is None else parse_size_option(flags.size_warn),
         size_limit=None if flags.size_limit is None else parse_size_option(flags.size_limit),
         rocm=flags.rocm,
+        toolchain=flags.toolchain,
     )
 
 

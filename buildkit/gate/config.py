@@ -13,7 +13,7 @@ from buildkit.policy import (
     split_policy_name,
     version_tuple,
 )
-from buildkit.rocm import expected_sonames, get_release
+from buildkit.rocm import expected_sonames, get_release, get_toolchain
 from buildkit.units import MiB
 
 if TYPE_CHECKING:
@@ -24,12 +24,22 @@ if TYPE_CHECKING:
 DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
 
 
-def rocm_pin(rocm: str) -> dict[str, Any]:
-    """The ``rocm`` and ``rocm_sonames`` fields of a :class:`GateConfig` pinning release ``rocm``
-    (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as :meth:`GateConfig.from_job`
-    takes them for a job. An unknown release is :class:`~buildkit.rocm.UnknownRelease` (exit 2)."""
+def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
+    """The ``rocm``, ``toolchain`` and ``rocm_sonames`` fields of a :class:`GateConfig` pinning
+    release ``rocm`` (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as
+    :meth:`GateConfig.from_job` takes them for a job; with a ``toolchain`` (a distribution's ROCm
+    packaging, ``debian-trixie``), its SONAMEs and its release. An unknown release is
+    :class:`~buildkit.rocm.UnknownRelease` (exit 2), an unknown toolchain UnknownToolchain (exit 2)."""
+    if toolchain is not None:
+        chain = get_toolchain(toolchain)
+        return {
+            "rocm": chain.rocm,
+            "toolchain": chain.id,
+            "rocm_sonames": expected_sonames(chain.rocm, toolchain=chain.id),
+        }
+    assert rocm is not None
     version = get_release(rocm).version
-    return {"rocm": version, "rocm_sonames": expected_sonames(version)}
+    return {"rocm": version, "toolchain": None, "rocm_sonames": expected_sonames(version)}
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,9 @@ class GateConfig:
     size_limit: int | None = None
     rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
     rocm_sonames: Mapping[str, str] = field(default_factory=dict)  # "libamdhip64" -> "libamdhip64.so.7"
+    #: the ROCm packaging the wheel was built with (toolchains.yaml, "debian-trixie"): its SONAMEs are
+    #: the expected ones; None: AMD's release ``rocm``
+    toolchain: str | None = None
     identity: JobIdentity | None = None  # the job whose wheel this must be (job-identity rule)
 
     def __post_init__(self) -> None:
@@ -125,11 +138,12 @@ class GateConfig:
         size_warn: int | None = DEFAULT_SIZE_WARN,
         size_limit: int | None = None,
         rocm: str | None = None,
+        toolchain: str | None = None,
     ) -> GateConfig:
         """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
         (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
         given = {"GLIBC": max_glibc, "GLIBCXX": max_glibcxx, "CXXABI": max_cxxabi, "GCC": max_gcc}
-        pin = rocm_pin(rocm) if rocm else {}
+        pin = rocm_pin(rocm, toolchain) if rocm or toolchain else {}
         return cls(
             policy=policy,
             ceilings={k: v for k, v in given.items() if v is not None},
@@ -154,7 +168,8 @@ class GateConfig:
             "archs": tuple(str(t) for t in job.archs.kept),
             "torch": job.torch,
             "rocm": job.rocm,
-            "rocm_sonames": expected_sonames(job.rocm),
+            "rocm_sonames": expected_sonames(job.rocm, toolchain=job.toolchain),
+            "toolchain": job.toolchain,
             "identity": JobIdentity.of(job),
         }
         values.update(overrides)
@@ -186,6 +201,7 @@ class GateConfig:
             "size_limit": self.size_limit,
             "rocm": self.rocm,
             "rocm_sonames": dict(self.rocm_sonames),
+            "toolchain": self.toolchain,
             "job": self.identity.job if self.identity else None,
             "recipe": self.identity.recipe if self.identity else None,
             "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,

@@ -196,7 +196,7 @@ def gated_as(v: Verdict) -> str:
     archs = " ".join(c.archs)
     parts.append(f"archs {archs}{' (features matched)' if c.match_features else ''}" if archs else "no archs")
     if c.rocm is not None:
-        parts.append(f"ROCm {c.rocm}")
+        parts.append(f"ROCm {c.rocm}" + (f" as {c.toolchain} packages it" if c.toolchain else ""))
     if c.torch is not None:
         parts.append(f"torch {c.torch}")
     if c.exclude_globs:

@@ -298,6 +298,7 @@ class _Expansion:
             ceilings=self.ceilings,
             exclude_globs=globs,
             env=dict(sorted(job_env.items())),
+            toolchain=recipe.archs.toolchain,
             image_profile=recipe.image.label,
             image=recipe.image,
             hooks=recipe.hooks,

@@ -37,6 +37,8 @@ class Job:
     ceilings: Mapping[str, str]
     exclude_globs: tuple[str, ...]
     env: Mapping[str, str]
+    #: the distribution's ROCm packaging the job builds with (the recipe's archs.toolchain), or None
+    toolchain: str | None
     image_profile: str  # the image's label: a profile name, dockerfile:<path> or ref:<image>
     #: the recipe's image: profile, own Dockerfile or ref, with extra packages and build args
     image: ImageSpec
@@ -68,6 +70,7 @@ class Job:
             "regression_baseline": self.regression_baseline,
             "exclude_globs": list(self.exclude_globs),
             "env": dict(self.env),
+            "toolchain": self.toolchain,
             "image_profile": self.image_profile,
             "image": self.image.to_json(),
             "hooks": self.hooks.to_json(),

@@ -174,6 +174,9 @@ class Toolchain:
     archs: tuple[str, ...]
     source: str
     note: str | None = None
+    #: library name -> the SONAME it has in this packaging ("libhipblas" -> "libhipblas.so.0")
+    sonames: Mapping[str, str] = field(default_factory=dict)
+    sonames_source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -185,6 +188,8 @@ class Toolchain:
             "archs": list(self.archs),
             "source": self.source,
             "note": self.note,
+            "sonames": dict(self.sonames),
+            "sonames_source": self.sonames_source,
         }
 
 
@@ -305,6 +310,8 @@ def _toolchains() -> tuple[Toolchain, ...]:
             archs=tuple(str(a) for a in r["archs"]),
             source=str(r["source"]),
             note=r.get("note"),
+            sonames={str(k): str(v) for k, v in (r.get("sonames") or {}).items()},
+            sonames_source=r.get("sonames_source"),
         )
         for r in rows
     )
@@ -407,8 +414,13 @@ def _soname(lib: RuntimeLibrary, rocm: str) -> str | None:
     return f"{lib.name}.so.{major}"
 
 
-def expected_sonames(rocm: str, sets: Sequence[str] = ("rocm",)) -> dict[str, str]:
-    """Library name -> the SONAME release ``rocm`` ships (only where the major is confirmed)."""
+def expected_sonames(
+    rocm: str, sets: Sequence[str] = ("rocm",), toolchain: str | None = None
+) -> dict[str, str]:
+    """Library name -> the SONAME release ``rocm`` ships (only where the major is confirmed); with a
+    ``toolchain`` (a distribution's packaging, toolchains.yaml), the SONAMEs of that packaging."""
+    if toolchain is not None:
+        return dict(get_toolchain(toolchain).sonames)
     release = get_release(rocm)
     out: dict[str, str] = {}
     for lib in _libraries_for(sets, release.version):

@@ -429,7 +429,8 @@ def test_recipe_job_passes_the_jobs_own_wheel_and_says_what_it_gated_against(
     assert "  verdict: PASS (0 error(s), 0 warning(s))" in out
     assert (
         f"  gated as: job {REF_JOB} of {REFERENCE} (sha256 {recipe.sha256[:12]}); policy manylinux_2_41, "
-        "GLIBC<=2.41 GLIBCXX<=3.4.33 CXXABI<=1.3.15 GCC<=14.0.0, archs gfx908 gfx90a gfx942, ROCm 5.7, "
+        "GLIBC<=2.41 GLIBCXX<=3.4.33 CXXABI<=1.3.15 GCC<=14.0.0, archs gfx908 gfx90a gfx942, "
+        "ROCm 5.7 as debian-trixie packages it, "
         f"{len(job.exclude_globs)} exclude glob(s), size warn 100.0 MiB limit 20.0 MiB"
     ) in out
     assert f"({ref_wheel.stat().st_size / 1024:.1f} KiB, sha256 " in out  # not "(0.0 MiB"
@@ -564,3 +565,18 @@ def test_recipe_job_verifies_record_hashes_by_default(
     assert code == 0 and "hashes not verified" in out
     code, _, err = run(capsys, str(bad), "--exclude-set", "rocm", "--rocm", "5.7", "--verify-record")
     assert code == 6 and "refkernels/__init__.py" in err
+
+
+def test_toolchain_flag_pins_a_distributions_sonames(
+    capsys: pytest.CaptureFixture[str], ref_wheel: Path
+) -> None:
+    """--toolchain debian-trixie: the release and SONAMEs of Debian's packaging (the wheel links
+    Debian's libamdhip64.so.5); an unknown toolchain is a usage error naming the known ones."""
+    code, doc = run_json(
+        capsys, str(ref_wheel), "--toolchain", "debian-trixie", "--exclude", "libamdhip64.so*"
+    )
+    cfg = doc["wheels"][0]["config"]
+    assert code == 0 and cfg["rocm"] == "5.7" and cfg["toolchain"] == "debian-trixie"
+    assert cfg["rocm_sonames"]["libhipblas"] == "libhipblas.so.0"
+    code, _out, err = run(capsys, str(ref_wheel), "--toolchain", "debian-sid")
+    assert code == 2 and "unknown toolchain 'debian-sid'" in err and "debian-trixie" in err

@@ -962,3 +962,28 @@ def test_names_musl_serves_itself_are_not_external(name: str) -> None:
     v = evaluate(report(elf(needed=(name,), needs={}), tag="musllinux_1_2_x86_64"), GateConfig())
     assert v.passed, v.findings
     assert v.external_libraries() == [] and v.overall_tag == "musllinux_1_2_x86_64"
+
+
+def test_debian_packaged_rocm_is_judged_by_its_own_sonames() -> None:
+    """The reference recipe builds with Debian trixie's packaging of ROCm 5.7 (archs.toolchain): a
+    HIP object linking Debian's libhipblas.so.0 and librocblas.so.0 is what that builder makes and
+    passes; judged as AMD's 5.7 (libhipblas.so.1, librocblas.so.3) the same object fails, and Debian's
+    SONAME of another major still fails under the toolchain."""
+    from buildkit.plan.expansion import expand
+    from buildkit.recipe import load_recipe
+
+    root = Path(__file__).resolve().parents[2]
+    job = expand(load_recipe(root / "recipes" / "reference.yaml"), env={}).jobs[0]
+    assert job.toolchain == "debian-trixie"
+    debian = GateConfig.from_job(job)
+    assert debian.toolchain == "debian-trixie" and debian.rocm == "5.7"
+    needed = ("libc.so.6", "libamdhip64.so.5", "libhipblas.so.0", "librocblas.so.0")
+    assert not [f for f in evaluate(report(elf(needed=needed)), debian).findings if f.rule == "rocm-soname"]
+    amd = replace(debian, toolchain=None, rocm_sonames=GateConfig.from_flags(rocm="5.7").rocm_sonames)
+    wrong = [f for f in evaluate(report(elf(needed=needed)), amd).errors if f.rule == "rocm-soname"]
+    assert sorted(str(f.library) for f in wrong) == ["libhipblas.so.0", "librocblas.so.0"]
+    other = evaluate(report(elf(needed=("libc.so.6", "libhipblas.so.2"))), debian)
+    (finding,) = [f for f in other.errors if f.rule == "rocm-soname"]
+    assert "ROCm 5.7 as debian-trixie packages it ships libhipblas.so.0" in finding.message
+    flags = GateConfig.from_flags(toolchain="debian-trixie")
+    assert flags.rocm == "5.7" and flags.rocm_sonames == debian.rocm_sonames

@@ -14,7 +14,8 @@ ROCM_SONAME = Rule(
     checks=(
         "With a ROCm release pinned (`--rocm` or the job's), every versioned DT_NEEDED of a ROCm "
         "runtime library is the SONAME that release ships (`libamdhip64.so.7` for ROCm 7.x, not "
-        "`.so.6`)."
+        "`.so.6`); with a distribution's toolchain (`archs.toolchain: debian-trixie`, `--toolchain`), "
+        "the SONAME of that packaging (Debian's `libhipblas.so.0`)."
     ),
     prevents=(
         "A wheel labelled for ROCm X but built against another release: `libamdhip64.so.6: cannot"
@@ -36,9 +37,12 @@ def check(facts: Facts) -> Iterator[Finding]:
             base, sep, _major = needed.partition(".so.")
             expected = config.rocm_sonames.get(base)
             if sep and expected is not None and needed != expected:
+                ships = f"ROCm {config.rocm}" + (
+                    f" as {config.toolchain} packages it" if config.toolchain else ""
+                )
                 yield ROCM_SONAME.error(
-                    f"{elf.member} needs {needed}, but ROCm {config.rocm} ships {expected}: it was "
-                    f"built against another ROCm release than {config.rocm}",
+                    f"{elf.member} needs {needed}, but {ships} ships {expected}: it was "
+                    f"built against another ROCm release or packaging than {config.rocm}",
                     file=elf.member,
                     library=needed,
                 )
