@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import click
 
@@ -13,20 +13,25 @@ from buildkit import rocm as rocmdata
 from buildkit.errors import ArchesDropped, UsageError
 from buildkit.plan.archs import ArchSet, resolve
 from buildkit.recipe import load_recipe
-from buildkit.targets import split_arch_list
+from buildkit.targets import ALWAYS_EXPORTED, split_arch_list
 
 
-def _render(archs: ArchSet, fmt: str) -> str:
+def _render(archs: ArchSet, fmt: str, export: Sequence[tuple[str, str]] = ()) -> str:
+    """``export``: the recipe's ``archs.export`` (variable, separator), printed in the env and JSON
+    formats after PYTORCH_ROCM_ARCH and GPU_ARCHS, as the build exports them."""
+    values = archs.exported(export)
     if fmt == "json":
-        return json.dumps(archs.to_json(), indent=2, sort_keys=True)
+        return json.dumps({**archs.to_json(), "exported": values}, indent=2, sort_keys=True)
     if fmt == "flags":
         return " ".join(archs.offload_arch_flags())
     if fmt == "cmake":
         return archs.cmake_hip_architectures()
-    return (
-        f"PYTORCH_ROCM_ARCH={shlex.quote(archs.pytorch_rocm_arch())}\n"
-        f"GPU_ARCHS={shlex.quote(archs.gpu_archs())}"
-    )
+    lines = [
+        f"PYTORCH_ROCM_ARCH={shlex.quote(archs.pytorch_rocm_arch())}",
+        f"GPU_ARCHS={shlex.quote(archs.gpu_archs())}",
+    ]
+    lines += [f"{name}={shlex.quote(value)}" for name, value in values.items() if name not in ALWAYS_EXPORTED]
+    return "\n".join(lines)
 
 
 def resolve_command(
@@ -37,9 +42,11 @@ def resolve_command(
     toolchain: str | None = None,
     allow: str | None = None,
     env: Mapping[str, str] | None = None,
-) -> ArchSet:
-    """``buildkit archs``: the recipe (when given) supplies the arch list, allow-list, toolchain and,
-    when it pins a single release, the ROCm release; explicit arguments win over it."""
+) -> tuple[ArchSet, tuple[tuple[str, str], ...]]:
+    """``buildkit archs``: the recipe (when given) supplies the arch list, allow-list, toolchain,
+    the variables it exports the list to and, when it pins a single release, the ROCm release;
+    explicit arguments win over it. The resolved archs and the (variable, separator) exports."""
+    export: tuple[tuple[str, str], ...] = ()
     recipe_archs: list[str] | None = None
     recipe_allow: list[str] | None = None
     if recipe_path is not None:
@@ -47,6 +54,7 @@ def resolve_command(
         recipe_archs = list(recipe.archs.list) if recipe.archs.list else None
         recipe_allow = list(recipe.archs.allow) if recipe.archs.allow else None
         toolchain = toolchain or recipe.archs.toolchain
+        export = recipe.archs.export
         if rocm is None:
             if len(recipe.rocm) != 1:
                 raise UsageError(f"{recipe_path} pins ROCm {', '.join(recipe.rocm)}: choose one with --rocm")
@@ -54,7 +62,7 @@ def resolve_command(
     if rocm is None:
         raise UsageError("--rocm is required (or a --recipe that pins a single ROCm release)")
     toolchain_archs = list(rocmdata.get_toolchain(toolchain).archs) if toolchain is not None else None
-    return resolve(
+    resolved = resolve(
         rocm=rocm,
         cli_archs=cli_archs,
         recipe_archs=recipe_archs,
@@ -63,6 +71,7 @@ def resolve_command(
         toolchain_archs=toolchain_archs,
         toolchain=toolchain,
     )
+    return resolved, export
 
 
 @click.command("archs")
@@ -95,11 +104,12 @@ def archs(
 ) -> None:
     """Resolve GPU archs: --archs > recipe > PYTORCH_ROCM_ARCH > GPU_ARCHS > rocm_agent_enumerator.
 
-    Prints PYTORCH_ROCM_ARCH/GPU_ARCHS (env, shell-quoted), --offload-arch flags, the CMake
+    Prints PYTORCH_ROCM_ARCH/GPU_ARCHS and the recipe's archs.export variables (env, shell-quoted),
+    --offload-arch flags, the CMake
     HIP architectures value, or JSON. Dropped archs are always reported on stderr, and so is an
     environment variable (PYTORCH_ROCM_ARCH, GPU_ARCHS) that is set to another list but ignored.
     """
-    result = resolve_command(
+    result, export = resolve_command(
         rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow
     )
     if explain:
@@ -110,7 +120,7 @@ def archs(
             click.echo(f"buildkit archs: {decision}", err=True)
     for warning in result.warnings:
         click.echo(f"buildkit archs: warning: {warning}", err=True)
-    click.echo(_render(result, fmt))
+    click.echo(_render(result, fmt, export))
     if strict and result.dropped:
         raise ArchesDropped(
             f"--strict: {len(result.dropped)} requested arch(s) dropped: "

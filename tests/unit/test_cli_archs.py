@@ -231,3 +231,21 @@ def test_unknown_processor_exits_4_with_suggestions() -> None:
         "invalid GPU arch 'gfx905': gfx905 is not an AMDGPU processor; "
         "did you mean gfx950, gfx90a or gfx908? (from --archs)\n"
     )
+
+
+def test_a_recipes_exported_variables_are_printed_in_step_with_archs(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "name: demo\nsource: {path: .}\nversion: {base: '1.0'}\npython: ['3.13']\nrocm: ['5.7']\n"
+        "archs: {list: [gfx908, gfx90a], toolchain: debian-trixie,\n"
+        "        export: {HCC_AMDGPU_TARGET: ',', CMAKE_HIP_ARCHITECTURES: ';'}}\n"
+        "manylinux: {policy: manylinux_2_41}\nimage: debian-rocm\n"
+    )
+    out = run("archs", "--recipe", str(recipe))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[2:] == [
+        "HCC_AMDGPU_TARGET=gfx908,gfx90a",
+        "CMAKE_HIP_ARCHITECTURES='gfx908;gfx90a'",
+    ]
+    out = run("archs", "--recipe", str(recipe), "--archs", "gfx942", "--format", "json")
+    assert json.loads(out.stdout)["exported"]["HCC_AMDGPU_TARGET"] == "gfx942"
