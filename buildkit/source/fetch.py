@@ -214,13 +214,12 @@ def _read_page(http: Http, url: str) -> tuple[bytes, str, str]:
     return data, ctype, final
 
 
-def download(
-    http: Http, url: str, sha256: str, filename: str, origin: str, *, limit: int = MAX_DOWNLOAD_BYTES
-) -> Path:
+def download(http: Http, url: str, sha256: str, filename: str, origin: str) -> Path:
     """Download ``url`` into the cache as ``<sha256>/<filename>``: streamed into a temporary file
-    there, hashed, renamed only when the hash is ``sha256``."""
+    there, hashed, renamed only when the hash is ``sha256`` (and it stayed under
+    :data:`MAX_DOWNLOAD_BYTES`)."""
+    limit = MAX_DOWNLOAD_BYTES
     folder = cache_root() / sha256
-    folder.mkdir(parents=True, exist_ok=True)
     response, _final = http.open(url)
     with response:
         length = response.headers.get("Content-Length")
@@ -228,6 +227,7 @@ def download(
             raise SourceRefused(
                 f"{filename} from {origin} is {int(length)} bytes, more than the {limit} a source may have"
             )
+        folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(prefix=f".{filename}.", suffix=".part", dir=folder)
         tmp = Path(tmp_name)
         try:
@@ -256,6 +256,8 @@ def download(
             os.replace(tmp, final)
         except BaseException:
             tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty: no other download of this sha256 is running
             raise
     return final
 

@@ -221,7 +221,11 @@ class _Writer:
                 raise self.refuse(member, f"is a folder, and the archive has {name!r} as a file before it")
             self._mkdirs(name)
             return
-        if name in self.files or name in self.links or name in self.dirs:
+        if name in self.dirs:
+            raise self.refuse(
+                member, f"is a {member.kind}, and the archive has {name!r} as a folder before it"
+            )
+        if name in self.files or name in self.links:
             raise self.refuse(member, "is in the archive twice: the second would overwrite the first")
         self._mkdirs(posixpath.dirname(name))
         if member.kind == "symlink":
