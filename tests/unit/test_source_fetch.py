@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -354,3 +355,15 @@ def test_network_trouble_is_a_build_failure(cache: Path, tmp_path: Path) -> None
     recipe = _recipe(tmp_path, url + "/x.tar.gz", OTHER)
     with pytest.raises(BuildFailed, match=r"cannot fetch http://127\.0\.0\.1:\d+/x\.tar\.gz: "):
         fetch_source(recipe, tmp_path)
+
+
+def test_the_manifest_records_the_pin_without_credentials_or_a_stray_commit(tmp_path: Path) -> None:
+    from buildkit.build.job import _source_info
+
+    recipe = _recipe(tmp_path, "https://ci:s3cret@example.org/x-1.0.tar.gz", OTHER)
+    repo = tmp_path / "inside-a-checkout"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)  # rev-parse finds it
+    assert _source_info(recipe, repo) == {"url": "https://ci:***@example.org/x-1.0.tar.gz", "sha256": OTHER}
