@@ -38,6 +38,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -56,6 +57,8 @@ from buildkit import __version__
 MAX_DOWNLOAD_BYTES = 2 * 2**30
 #: a project page (an index's list of files) larger than this is refused
 MAX_PAGE_BYTES = 64 * 2**20
+#: a download's temporary file untouched for this long belongs to a killed process: removed
+STALE_PART_SECONDS = 24 * 3600
 DEFAULT_INDEX = "https://pypi.org/simple"
 DEFAULT_TIMEOUT = 60.0
 #: the suffixes of source archives, longest first
@@ -112,12 +115,19 @@ def sha256_file(path: Path) -> str:
 
 
 def cached(sha256: str, echo: Echo | None = None) -> Path | None:
-    """The cached archive of ``sha256``, hashed again now; one whose bytes changed is removed."""
+    """The cached archive of ``sha256``, hashed again now; one whose bytes changed is removed, and so
+    are the temporary files of downloads killed more than :data:`STALE_PART_SECONDS` ago."""
     folder = cache_root() / sha256
     try:
-        entries = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and p.is_file())
+        listing = list(folder.iterdir())
     except OSError:
         return None
+    for part in listing:
+        if part.name.startswith(".") and part.name.endswith(".part"):
+            with contextlib.suppress(OSError):
+                if time.time() - part.stat().st_mtime > STALE_PART_SECONDS:
+                    part.unlink()
+    entries = sorted(p for p in listing if not p.name.startswith(".") and p.is_file())
     for path in entries:
         if sha256_file(path) == sha256:
             return path

@@ -73,6 +73,20 @@ def test_a_cached_file_that_changed_is_fetched_again(cache: Path) -> None:
     assert said[0] == f"removed {path} from the source cache: its bytes no longer have sha256 {digest}"
 
 
+def test_a_killed_download_s_temporary_file_is_swept_once_stale(cache: Path) -> None:
+    served = Served(routes={"/demo.tar.gz": (DEMO, "application/gzip")})
+    digest = sha256(DEMO)
+    (cache / digest).mkdir(parents=True)
+    stale, fresh = cache / digest / ".demo.tar.gz.old.part", cache / digest / ".demo.tar.gz.new.part"
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"another download, running now")
+    os.utime(stale, (0, 0))
+    with serve(served):
+        fetch_url(served.url + "/demo.tar.gz", digest)
+    assert fetch.cached(digest) == cache / digest / "demo.tar.gz"
+    assert not stale.exists() and fresh.exists()
+
+
 @pytest.mark.parametrize("length", [True, False], ids=["content-length", "no-content-length"])
 def test_a_download_over_the_bound_is_refused(
     cache: Path, monkeypatch: pytest.MonkeyPatch, length: bool
