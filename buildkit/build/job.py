@@ -56,6 +56,7 @@ from buildkit.gate.baseline import RegressionCheck, compare_with_last_release
 from buildkit.gate.config import GateConfig
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
+from buildkit.source.fetch import redact
 
 
 @dataclass(frozen=True)
@@ -383,6 +384,10 @@ def _check_version(wheel: Path, job: Job) -> None:
 
 def _source_info(recipe: Recipe, source: Path) -> dict[str, str]:
     info = {k: v for k, v in vars(recipe.source).items() if v is not None}
+    if recipe.source.downloaded:  # pinned by sha256; an unpacked archive has no commit of its own
+        if recipe.source.url is not None:
+            info["url"] = redact(recipe.source.url)
+        return info
     with contextlib.suppress(OSError, subprocess.SubprocessError):
         commit = subprocess.run(
             ["git", "-C", str(source), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30

@@ -173,6 +173,10 @@ def statement(wheel_name: str, sha256: str, manifest: Mapping[str, Any]) -> dict
         deps.append(
             {"uri": f"git+{uri}" if source.get("git") else uri, "digest": {"gitCommit": source["commit"]}}
         )
+    if source.get("sha256"):  # an sdist or archive pinned by its sha256
+        name, _, version = str(source.get("sdist", "")).partition("==")
+        uri = f"pkg:pypi/{name}@{version}" if source.get("sdist") else str(source.get("url", ""))
+        deps.append({"uri": uri, "digest": {"sha256": source["sha256"]}})
     if image.get("id"):
         algo, _, hexdigest = str(image["id"]).partition(":")
         deps.append({"uri": f"docker-image:{image.get('tag', '')}", "digest": {algo or "sha256": hexdigest}})

@@ -1,9 +1,10 @@
 """``buildkit build``: every job of a plan, each one cibuildwheel run in a pinned builder image, gated.
 
 :func:`build_plan` checks ``--out`` and ``--log-dir``, sweeps what killed builds left there, fetches
-the source once and runs its pre-build checks, refuses a job its image cannot serve before building
-anything, prepares one builder image per (profile, ROCm release) and builds the jobs one after the
-other (:func:`buildkit.build.job.build_one`).
+the source once, checks its version rule against the jobs' versions
+(:func:`buildkit.plan.source_version.check_source_version`) and runs its pre-build checks, refuses a
+job its image cannot serve before building anything, prepares one builder image per (profile, ROCm
+release) and builds the jobs one after the other (:func:`buildkit.build.job.build_one`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from buildkit.image import rocm_build_args
 from buildkit.image.builder import ensure_builder
 from buildkit.image.probe import Contract, check_builder
 from buildkit.plan.models import Plan
+from buildkit.plan.source_version import check_source_version
 from buildkit.recipe import Recipe
 
 
@@ -42,14 +44,18 @@ def build_plan(
     check_writable(options.out_dir, "--out")
     check_writable(options.log_dir, "--log-dir")
     sweep_debris(options.out_dir, echo)
-    if client is None:
-        client = connect()
     results: list[JobResult] = []
     with tempfile.TemporaryDirectory(prefix="buildkit-src-") as tmp:
-        source = fetch_source(recipe, Path(tmp))
+        source = fetch_source(recipe, Path(tmp), echo)
+        # before any image or compiler: a version the source fixes and the plan's label cannot carry
+        checked_plan = check_source_version(plan, source, jobs)
+        for note in checked_plan.notes[len(plan.notes) :]:
+            echo(f"note: {note}")
         checked = run_prebuild_checks(recipe, source)
         for path in checked:
             echo(f"pre-build check: {path.relative_to(source)} ok (gfx column, unique keys)")
+        if client is None:
+            client = connect()
         images: dict[str, Any] = {}
         for job in jobs:  # refuse a job its image cannot serve before building anything
             if recipe.image.profile:

@@ -2,8 +2,9 @@
 that killed builds left in ``--out``.
 
 :func:`fetch_source` gives the recipe's source as a local folder (a path source as is, a git source
-cloned at its ref); :func:`run_prebuild_checks` runs the recipe's checks on it (tuned CSVs) before
-any compiler starts; :func:`stage_source` copies it without build litter into the job's staging
+cloned at its ref, an sdist or url source unpacked from its verified archive);
+:func:`run_prebuild_checks` runs the recipe's checks on it (tuned CSVs) before any compiler starts;
+:func:`stage_source` copies it without build litter into the job's staging
 folder (:func:`staging_folder`, ``<out>/.staging-<job>-<pid>-*``: a dot-folder ``publish`` never
 reads), with the host's CA bundle for pip in the container; :func:`tree_digest` is what the inputs
 key sees of it; :func:`source_date_epoch` the time stamp the wheel is built with.
@@ -27,6 +28,7 @@ from buildkit.build.tuned import check_tuned_csvs
 from buildkit.errors import BuildFailed, UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
+from buildkit.source.tree import unpacked_source
 
 #: SOURCE_DATE_EPOCH when the source has no git history: 1980-01-01, the zip format's epoch
 DEFAULT_EPOCH = 315532800
@@ -59,13 +61,16 @@ def source_date_epoch(source: Path, override: int | None = None) -> int:
         return DEFAULT_EPOCH
 
 
-def fetch_source(recipe: Recipe, into: Path) -> Path:
-    """The recipe's source as a local folder: a path source as is, a git source cloned at its ref."""
+def fetch_source(recipe: Recipe, into: Path, echo: Echo | None = None) -> Path:
+    """The recipe's source as a local folder: a path source as is, a git source cloned at its ref,
+    an sdist or url source fetched (cached, sha256-verified) and unpacked (:mod:`buildkit.source`)."""
     local = recipe.source_dir()
     if local is not None:
         if not local.is_dir():
             raise recipe.error(f"source.path: {local} is not a directory", ("source", "path"))
         return local
+    if recipe.source.downloaded:
+        return unpacked_source(recipe, into, echo)
     assert recipe.source.git is not None
     dest = into / "git"
     ref = recipe.source.ref or "HEAD"

@@ -9,6 +9,7 @@ import click
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import check_strict, printable
 from buildkit.plan.render import GITHUB_MAX_JOBS, RENDERERS, render_github
+from buildkit.plan.source_version import with_source_version
 from buildkit.recipe import load_recipe
 
 
@@ -48,9 +49,13 @@ def plan(recipe: str, fmt: str, cli_archs: str | None, shard_size: int, strict: 
     """Expand RECIPE into build jobs with stable ids, resolved archs and versions.
 
     The plan's notes (dropped archs, ignored arch variables, torch indexes buildkit's data does not
-    list for the pinned ROCm, unverified release data) are also printed on stderr, whatever the format.
+    list for the pinned ROCm, unverified release data, a source whose version rule is unknown) are
+    also printed on stderr, whatever the format. A source that fixes a version other than the plan's
+    is a recipe error (exit 3) at version.local or version.base.
     """
     the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=_read_image_ceilings)
+    # the source's version rule against the plan's versions (an sdist/url source: fetched, cached)
+    the_plan = with_source_version(the_plan, echo=lambda line: click.echo(line, err=True))
     text = render_github(the_plan, shard_size) if fmt == "github" else RENDERERS[fmt](the_plan)
     click.echo(text, nl=False)
     for note in the_plan.notes:

@@ -32,6 +32,7 @@ from buildkit.errors import RecipeError, UsageError
 from buildkit.recipe.hooks import Hooks, parse_hooks
 from buildkit.recipe.image import ImageSpec, parse_image
 from buildkit.recipe.schema import did_you_mean, validate
+from buildkit.recipe.source import Source, parse_source
 from buildkit.recipe.yamlspan import Path as JsonPath
 from buildkit.recipe.yamlspan import Spans, load_with_spans
 from buildkit.targets import ALWAYS_EXPORTED, ARCH_VARIABLES
@@ -141,14 +142,6 @@ def _cibw_hint(name: str) -> str:
 
 #: cibuildwheel identifiers of the CPython builds for our platform: cp312-manylinux_x86_64 (not cp314t).
 _CIBW_CPYTHON = re.compile(r"^cp(?P<major>[0-9])(?P<minor>[0-9]+)-manylinux_x86_64$")
-
-
-@dataclass(frozen=True)
-class Source:
-    path: str | None = None  # relative to the recipe, as written
-    git: str | None = None
-    ref: str | None = None
-    subdirectory: str | None = None
 
 
 @dataclass(frozen=True)
@@ -381,10 +374,7 @@ class _Builder:
 
     def build(self) -> Recipe:
         d = self.d
-        src = d["source"]
-        source = Source(
-            path=src.get("path"), git=src.get("git"), ref=src.get("ref"), subdirectory=src.get("subdirectory")
-        )
+        source = parse_source(d, self.err)
         self._pythons()
         torch = self._torch()
         matrix = self._matrix(torch)

@@ -92,6 +92,11 @@ RENAMES_ALLOWED: dict[tuple[str, str], str] = {
     ("buildkit/publish/index.py", "add_wheels"): (
         "moves a wheel copied by copy_verified (streamed, hashed and fsynced while copied) into place"
     ),
+    ("buildkit/source/fetch.py", "download"): (
+        "moves a source archive (up to 2 GiB: streamed, hashed and fsynced while downloaded, not held in "
+        "memory) into the cache once its sha256 is the pinned one"
+    ),
+    ("buildkit/source/unpack.py", "unpack"): "renames a whole unpacked source tree into place",
 }
 
 

@@ -236,6 +236,11 @@ def test_rocm_system_set_expands_into_the_repair_command(tmp_path: Path) -> None
 # ---------------------------------------------------------------- the commands
 
 
+def _real_source(text: str) -> str:
+    """``text`` with its source the real csrc/: ``buildkit plan`` reads the source's version rule."""
+    return text.replace("{path: ../csrc}", f"{{path: {ROOT / 'csrc'}}}")
+
+
 def _run(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")}
     base["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), base.get("PYTHONPATH", "")) if p)
@@ -253,7 +258,7 @@ def _run(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> sub
 @pytest.mark.parametrize("fmt", ["table", "json", "github"])
 def test_plan_prints_drops_on_stderr_and_strict_exits_5(tmp_path: Path, fmt: str) -> None:
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(_recipe('"7.0"', archs=ALLOW_942))
+    recipe.write_text(_real_source(_recipe('"7.0"', archs=ALLOW_942)))
     drop = ALLOW_DROP
     out = _run("plan", str(recipe), "--format", fmt)
     assert out.returncode == 0, out.stderr
@@ -269,7 +274,7 @@ def test_plan_prints_drops_on_stderr_and_strict_exits_5(tmp_path: Path, fmt: str
 
 def test_plan_strict_without_drops_exits_0(tmp_path: Path) -> None:
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(_recipe('"7.0"', archs="gfx942, gfx950"))
+    recipe.write_text(_real_source(_recipe('"7.0"', archs="gfx942, gfx950")))
     out = _run("plan", str(recipe), "--strict", "--format", "github")
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
@@ -278,7 +283,7 @@ def test_plan_strict_without_drops_exits_0(tmp_path: Path) -> None:
 
 def test_plan_unknown_processor_in_the_recipe_is_positioned(tmp_path: Path) -> None:
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(_recipe('"7.0"', archs="gfx942, gfx905"))
+    recipe.write_text(_real_source(_recipe('"7.0"', archs="gfx942, gfx905")))
     out = _run("plan", str(recipe))
     assert out.returncode == 3
     assert f"{recipe}:6:24: error: archs.list[1]: gfx905 is not an AMDGPU processor" in out.stderr
@@ -287,7 +292,7 @@ def test_plan_unknown_processor_in_the_recipe_is_positioned(tmp_path: Path) -> N
 
 def test_plan_unknown_processor_in_the_environment_exits_4(tmp_path: Path) -> None:
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(_recipe('"7.0"').replace("{list: [gfx90a]}", "{from: env}"))
+    recipe.write_text(_real_source(_recipe('"7.0"').replace("{list: [gfx90a]}", "{from: env}")))
     out = _run("plan", str(recipe), env={"PYTORCH_ROCM_ARCH": "gfx942;gfx905"})
     assert out.returncode == 4
     assert "invalid GPU arch 'gfx905'" in out.stderr and "did you mean gfx950" in out.stderr
@@ -296,7 +301,7 @@ def test_plan_unknown_processor_in_the_environment_exits_4(tmp_path: Path) -> No
 
 def test_build_strict_exits_5_before_building(tmp_path: Path) -> None:
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(_recipe('"6.4"', archs="gfx942, gfx950"))
+    recipe.write_text(_real_source(_recipe('"6.4"', archs="gfx942, gfx950")))
     out_dir, logs = tmp_path / "dist", tmp_path / "logs"
     # no Docker engine answers at this socket: reaching the build would be exit 8, not 5
     env = {"DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock"}

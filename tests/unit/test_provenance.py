@@ -101,6 +101,27 @@ def test_statement_is_in_toto_v1_with_slsa_provenance(tmp_path: Path) -> None:
     assert stmt["predicate"]["runDetails"]["builder"]["id"] == prov.BUILDER_ID
 
 
+@pytest.mark.parametrize(
+    ("source", "uri"),
+    [
+        ({"sdist": "cupy==13.6.0", "sha256": "a1" * 32}, "pkg:pypi/cupy@13.6.0"),
+        (
+            {"url": "https://example.org/x-1.0.tar.gz", "sha256": "a1" * 32},
+            "https://example.org/x-1.0.tar.gz",
+        ),
+    ],
+)
+def test_a_downloaded_source_is_a_dependency_by_its_sha256(
+    tmp_path: Path, source: dict[str, str], uri: str
+) -> None:
+    wheel = _wheel(tmp_path)
+    data = {**_manifest(wheel), "source": source}
+    build = prov.statement(wheel.name, data["wheel"]["sha256"], data)["predicate"]["buildDefinition"]
+    deps = {d["uri"]: d["digest"] for d in build["resolvedDependencies"]}
+    assert deps[uri] == {"sha256": "a1" * 32}
+    assert len(deps) == 2  # the archive and the image
+
+
 def test_signed_attestation_verifies_and_openssl_agrees(tmp_path: Path) -> None:
     key, _private, public = _key_files(tmp_path)
     wheel = _wheel(tmp_path)

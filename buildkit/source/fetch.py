@@ -1,0 +1,510 @@
+"""Downloading a pinned source archive: an ``sdist`` from the index pip is configured with, or an
+archive ``url``; verified by sha256 and cached.
+
+**Where an sdist comes from.** ``pip download`` cannot be used: for an sdist it installs the build
+requirements and runs the project's build backend to prepare metadata, even with ``--no-deps`` (for
+a HIP extension that can mean torch on the host, or a failure). So pip is asked only for its
+configuration (``python -m pip config list``: the config files and ``PIP_*`` variables, ``global``,
+``download`` and environment in pip's order of precedence): ``index-url`` (default PyPI),
+``extra-index-url``, ``find-links``, ``no-index``, ``cert`` and ``timeout``. Each index's project
+page (PEP 691 JSON, else PEP 503 HTML; ``file://`` folders too) and each find-links folder or page
+is read, and the file named ``<name>-<version>.tar.gz`` (or ``.zip``, ...) is downloaded. Credentials
+in an index URL (``https://user:token@host/simple``) or ``~/.netrc`` are sent to that host only, and
+never shown in messages. **Where a url comes from:** the URL, the CA bundle from ``SSL_CERT_FILE``,
+else ``PIP_CERT``, else the system's.
+
+**Verified and cached.** Every download streams into a temporary file in
+``$XDG_CACHE_HOME/rocm-buildkit/sources/<sha256>/`` (default ``~/.cache``) while being hashed, and is
+renamed to its file name only when its sha256 is the pinned one and it stayed under
+:data:`MAX_DOWNLOAD_BYTES`; a cached file is hashed again before each use (one that changed is
+removed and fetched again). A cache hit asks neither pip nor the network anything.
+
+Errors: :class:`HashMismatch` (naming both hashes) and :class:`SourceRefused` (no such sdist, too
+large) are the recipe's to fix; :class:`FetchFailed` (DNS, refused connection, HTTP 5xx, pip's
+configuration unreadable) is not. :mod:`buildkit.source` turns them into positioned errors.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import contextlib
+import hashlib
+import json
+import netrc
+import os
+import posixpath
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import NormalizedName, canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from buildkit import __version__
+
+#: a download larger than this is refused (by Content-Length before, by counting while reading)
+MAX_DOWNLOAD_BYTES = 2 * 2**30
+#: a project page (an index's list of files) larger than this is refused
+MAX_PAGE_BYTES = 64 * 2**20
+#: a download's temporary file untouched for this long belongs to a killed process: removed
+STALE_PART_SECONDS = 24 * 3600
+DEFAULT_INDEX = "https://pypi.org/simple"
+DEFAULT_TIMEOUT = 60.0
+#: the suffixes of source archives, longest first
+ARCHIVE_SUFFIXES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".zip", ".tar")
+_CHUNK = 1 << 20
+_ACCEPT_PAGE = (
+    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
+)
+Echo = Callable[[str], None]
+
+
+class FetchFailed(Exception):
+    """The archive could not be fetched: network, server or pip trouble (retry, or fix the host)."""
+
+
+class SourceRefused(Exception):
+    """What the recipe pins cannot be had: no such sdist, or more bytes than allowed."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.hint = hint
+
+
+class HashMismatch(SourceRefused):
+    """The file's sha256 (read, or listed by the index) is not the pinned one."""
+
+    def __init__(self, filename: str, origin: str, expected: str, actual: str, *, listed: bool) -> None:
+        how = "is listed by the index with" if listed else "has"
+        super().__init__(
+            f"{filename} from {origin} {how} sha256 {actual}, but the recipe pins sha256 {expected}",
+            "check the file's sha256 where the release is published (PyPI's file page lists it) and pin "
+            "that; another hash for the same name means other bytes",
+        )
+        self.filename = filename
+        self.expected = expected
+        self.actual = actual
+
+
+# --- the cache --------------------------------------------------------------------------------
+
+
+def cache_root() -> Path:
+    """``$XDG_CACHE_HOME/rocm-buildkit/sources`` (default ``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rocm-buildkit" / "sources"
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def cached(sha256: str, echo: Echo | None = None) -> Path | None:
+    """The cached archive of ``sha256``, hashed again now; one whose bytes changed is removed, and so
+    are the temporary files of downloads killed more than :data:`STALE_PART_SECONDS` ago."""
+    folder = cache_root() / sha256
+    try:
+        listing = list(folder.iterdir())
+    except OSError:
+        return None
+    for part in listing:
+        if part.name.startswith(".") and part.name.endswith(".part"):
+            with contextlib.suppress(OSError):
+                if time.time() - part.stat().st_mtime > STALE_PART_SECONDS:
+                    part.unlink()
+    entries = sorted(p for p in listing if not p.name.startswith(".") and p.is_file())
+    for path in entries:
+        if sha256_file(path) == sha256:
+            return path
+        path.unlink(missing_ok=True)
+        if echo is not None:
+            echo(f"removed {path} from the source cache: its bytes no longer have sha256 {sha256}")
+    return None
+
+
+# --- HTTP -------------------------------------------------------------------------------------
+
+
+def redact(url: str) -> str:
+    """``url`` without the password or token of its user part (``https://user:***@host/``)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None and "@" not in parts.netloc:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}" if user else f"***@{host}"))
+
+
+@dataclass
+class Http:
+    """urllib with a CA bundle, a timeout and credentials per host (never sent to another host,
+    not even on a redirect)."""
+
+    cafile: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+    credentials: dict[str, tuple[str, str]] = field(default_factory=dict)  # netloc -> (user, password)
+
+    def strip(self, url: str) -> str:
+        """``url`` without its user part, whose credentials are remembered for its host."""
+        parts = urllib.parse.urlsplit(url)
+        if "@" not in parts.netloc:
+            return url
+        host = parts.netloc.rpartition("@")[2]
+        self.credentials[host] = (
+            urllib.parse.unquote(parts.username or ""),
+            urllib.parse.unquote(parts.password or ""),
+        )
+        return urllib.parse.urlunsplit(parts._replace(netloc=host))
+
+    def _auth(self, netloc: str) -> tuple[str, str] | None:
+        if netloc in self.credentials:
+            return self.credentials[netloc]
+        with contextlib.suppress(OSError, netrc.NetrcParseError):
+            found = netrc.netrc().authenticators(netloc.partition(":")[0])
+            if found and found[2] is not None:
+                return (found[0] or "", found[2])
+        return None
+
+    def open(self, url: str, accept: str | None = None) -> tuple[Any, str]:
+        """The response to GET ``url`` and its final URL; :class:`FetchFailed` or, for HTTP 404/410,
+        :class:`FileNotFoundError`."""
+        request = urllib.request.Request(url, headers={"User-Agent": f"rocm-buildkit/{__version__}"})
+        if accept:
+            request.add_header("Accept", accept)
+        parts = urllib.parse.urlsplit(url)
+        auth = self._auth(parts.netloc) if parts.scheme in ("http", "https") else None
+        if auth is not None:
+            token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
+            request.add_unredirected_header("Authorization", f"Basic {token}")
+        context = ssl.create_default_context(cafile=self.cafile) if self.cafile else None
+        opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+        try:
+            response = opener.open(request, timeout=self.timeout)
+        except urllib.error.HTTPError as exc:
+            if exc.code in (404, 410):
+                raise FileNotFoundError(redact(url)) from None
+            raise FetchFailed(f"{redact(url)}: HTTP {exc.code} {exc.reason}") from None
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, FileNotFoundError) or isinstance(exc, FileNotFoundError):
+                raise FileNotFoundError(redact(url)) from None
+            raise FetchFailed(f"{redact(url)}: {reason}") from None
+        return response, response.geturl()
+
+
+def _read_page(http: Http, url: str) -> tuple[bytes, str, str]:
+    """(bytes, content type, final URL) of an index page; a ``file://`` folder gives its
+    ``index.html``."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme == "file":
+        folder = Path(urllib.request.url2pathname(parts.path))
+        if folder.is_dir():
+            url = (folder / "index.html").as_uri()
+    response, final = http.open(url, _ACCEPT_PAGE)
+    with response:
+        data = response.read(MAX_PAGE_BYTES + 1)
+        ctype = response.headers.get("Content-Type", "") or ""
+    if len(data) > MAX_PAGE_BYTES:
+        raise FetchFailed(f"{redact(url)}: the page is larger than {MAX_PAGE_BYTES} bytes")
+    return data, ctype, final
+
+
+def download(http: Http, url: str, sha256: str, filename: str, origin: str) -> Path:
+    """Download ``url`` into the cache as ``<sha256>/<filename>``: streamed into a temporary file
+    there, hashed, renamed only when the hash is ``sha256`` (and it stayed under
+    :data:`MAX_DOWNLOAD_BYTES`)."""
+    limit = MAX_DOWNLOAD_BYTES
+    folder = cache_root() / sha256
+    response, _final = http.open(url)
+    with response:
+        length = response.headers.get("Content-Length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise SourceRefused(
+                f"{filename} from {origin} is {int(length)} bytes, more than the {limit} a source may have"
+            )
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{filename}.", suffix=".part", dir=folder)
+        tmp = Path(tmp_name)
+        try:
+            digest = hashlib.sha256()
+            size = 0
+            with os.fdopen(fd, "wb") as out:
+                while True:
+                    try:
+                        chunk = response.read(_CHUNK)
+                    except OSError as exc:
+                        raise FetchFailed(f"{redact(url)}: {exc}") from None
+                    if not chunk:
+                        break
+                    size += len(chunk)
+                    if size > limit:
+                        raise SourceRefused(
+                            f"{filename} from {origin} is more than the {limit} bytes a source may have"
+                        )
+                    digest.update(chunk)
+                    out.write(chunk)
+                out.flush()
+                os.fsync(out.fileno())
+            if digest.hexdigest() != sha256:
+                raise HashMismatch(filename, origin, sha256, digest.hexdigest(), listed=False)
+            final = folder / filename
+            os.replace(tmp, final)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty: no other download of this sha256 is running
+            raise
+    return final
+
+
+def safe_filename(name: str, fallback: str = "source") -> str:
+    """A file name for the cache: the last path component, not hidden, else ``fallback``."""
+    base = posixpath.basename(urllib.parse.unquote(name)).strip()
+    if not base or base.startswith(".") or "\0" in base or len(base) > 200:
+        return fallback
+    return base
+
+
+# --- pip's configuration ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PipConfig:
+    """What pip would search and how it would connect (``pip config list``)."""
+
+    index_urls: tuple[str, ...] = (DEFAULT_INDEX,)
+    find_links: tuple[str, ...] = ()
+    cert: str | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+    @classmethod
+    def parse(cls, listing: str) -> PipConfig:
+        """From the output of ``pip config list`` (``section.key='value'`` lines, in load order)."""
+        sections: dict[str, dict[str, str]] = {"global": {}, "download": {}, ":env:": {}}
+        for line in listing.splitlines():
+            key, sep, raw = line.partition("=")
+            section, _, name = key.rpartition(".")
+            if not sep or section not in sections:
+                continue
+            try:
+                value = ast.literal_eval(raw)
+            except (ValueError, SyntaxError):
+                value = raw
+            sections[section][name.replace("_", "-")] = str(value)
+        merged = {**sections["global"], **sections["download"], **sections[":env:"]}
+        no_index = merged.get("no-index", "").lower() in ("1", "true", "yes", "on")
+        index = merged.get("index-url", DEFAULT_INDEX)
+        extra = merged.get("extra-index-url", "").split()
+        timeout = merged.get("timeout") or merged.get("default-timeout")
+        try:
+            seconds = float(timeout) if timeout else DEFAULT_TIMEOUT
+        except ValueError:
+            seconds = DEFAULT_TIMEOUT
+        return cls(
+            index_urls=() if no_index else tuple(dict.fromkeys([index, *extra])),
+            find_links=tuple(merged.get("find-links", "").split()),
+            cert=merged.get("cert") or None,
+            timeout=seconds,
+        )
+
+
+def pip_config() -> PipConfig:
+    """pip's configuration, as ``python -m pip config list`` gives it (this interpreter's pip)."""
+    cmd = [sys.executable, "-m", "pip", "config", "list"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise FetchFailed(f"cannot read pip's configuration ({' '.join(cmd)}): {exc}") from None
+    if proc.returncode != 0:
+        detail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        raise FetchFailed(f"cannot read pip's configuration ({' '.join(cmd)}): {detail[0]}")
+    return PipConfig.parse(proc.stdout)
+
+
+# --- finding an sdist -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Candidate:
+    filename: str
+    url: str
+    origin: str  # the index or find-links location it was listed by (redacted)
+    sha256: str | None  # as the index lists it
+
+
+def sdist_release(filename: str) -> tuple[NormalizedName, Version] | None:
+    """``(name, version)`` of an sdist file name (``six-1.16.0.tar.gz``), else None."""
+    stem = next((filename[: -len(s)] for s in ARCHIVE_SUFFIXES if filename.endswith(s)), None)
+    if stem is None:
+        return None
+    name, sep, version = stem.rpartition("-")
+    if not sep or not name:
+        return None
+    try:
+        return canonicalize_name(name), Version(version)
+    except InvalidVersion:
+        return None
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        href = dict(attrs).get("href")
+        if tag == "a" and href:
+            self.hrefs.append(href)
+
+
+def _page_files(data: bytes, ctype: str, base: str) -> Iterable[tuple[str, str, str | None]]:
+    """(filename, absolute URL, listed sha256) of every file of a PEP 691 or PEP 503 page."""
+    if ctype.startswith("application/vnd.pypi.simple.v1+json"):
+        try:
+            files = json.loads(data)["files"]
+        except (ValueError, KeyError, TypeError):
+            return
+        for f in files:
+            if isinstance(f, dict) and isinstance(f.get("url"), str) and isinstance(f.get("filename"), str):
+                hashes = f.get("hashes")
+                listed = hashes.get("sha256") if isinstance(hashes, dict) else None
+                yield f["filename"], urllib.parse.urljoin(base, f["url"]), listed
+        return
+    parser = _Links()
+    parser.feed(data.decode("utf-8", "replace"))
+    for href in parser.hrefs:
+        url = urllib.parse.urljoin(base, href)
+        path, _, fragment = url.partition("#")
+        listed = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
+        yield posixpath.basename(urllib.parse.unquote(urllib.parse.urlsplit(path).path)), path, listed
+
+
+def _location_files(http: Http, location: str) -> Iterable[tuple[str, str, str | None]]:
+    """The files a find-links entry offers: a local folder or file, or a page of links."""
+    if "://" not in location:
+        path = Path(location).expanduser()
+        if path.is_dir():
+            for p in sorted(path.iterdir()):
+                yield p.name, p.resolve().as_uri(), None
+        elif path.is_file():
+            yield path.name, path.resolve().as_uri(), None
+        return
+    data, ctype, final = _read_page(http, location)
+    yield from _page_files(data, ctype, final)
+
+
+def find_sdist(
+    http: Http, config: PipConfig, name: NormalizedName, version: Version
+) -> tuple[list[Candidate], list[str], int]:
+    """The sdists of ``name==version`` every index and find-links location lists, the locations
+    searched (redacted) and how many other files (wheels) of that release they list."""
+    found: list[Candidate] = []
+    searched: list[str] = []
+    others = 0
+    failures: list[str] = []
+    places = [(index, True) for index in config.index_urls] + [(loc, False) for loc in config.find_links]
+    for place, is_index in places:
+        searched.append(redact(place))
+        plain = http.strip(place)
+        try:
+            if is_index:
+                data, ctype, final = _read_page(http, plain.rstrip("/") + f"/{name}/")
+                entries = list(_page_files(data, ctype, final))
+            else:
+                entries = list(_location_files(http, plain))
+        except FileNotFoundError:
+            continue  # the index has no such project
+        except FetchFailed as exc:
+            failures.append(str(exc))
+            continue
+        for filename, url, listed in entries:
+            if filename.endswith(".whl") and filename.count("-") >= 4:
+                wname, _, rest = filename.partition("-")
+                if canonicalize_name(wname) == name and rest.split("-", 1)[0] == str(version):
+                    others += 1
+                continue
+            release = sdist_release(filename)
+            if release == (name, version):
+                found.append(Candidate(filename, url, redact(place), listed.lower() if listed else None))
+    if not found and failures:
+        raise FetchFailed("; ".join(failures))
+    return found, searched, others
+
+
+# --- the two kinds of source ------------------------------------------------------------------
+
+
+def fetch_sdist(requirement: str, sha256: str, echo: Echo | None = None) -> Path:
+    """The verified archive of the sdist ``name==version`` pinned by ``sha256``: from the cache,
+    else from the index pip is configured with."""
+    hit = cached(sha256, echo)
+    if hit is not None:
+        return hit
+    raw_name, _, raw_version = requirement.partition("==")
+    name, version = canonicalize_name(raw_name), Version(raw_version)
+    config = pip_config()
+    http = Http(cafile=config.cert or os.environ.get("SSL_CERT_FILE") or None, timeout=config.timeout)
+    candidates, searched, others = find_sdist(http, config, name, version)
+    if not candidates:
+        where = ", ".join(searched) or "nowhere (pip is configured with no-index and no find-links)"
+        wheels = f"; they list {others} wheel(s) of {version} but no sdist" if others else ""
+        raise SourceRefused(
+            f"no sdist of {name}=={version} on {where}{wheels}",
+            f"the files of a release are listed at {(config.index_urls or (DEFAULT_INDEX,))[0].rstrip('/')}"
+            f"/{name}/; pin a version published as an sdist (.tar.gz), or use url: for another archive",
+        )
+    matching = [c for c in candidates if c.sha256 == sha256]
+    unlisted = [c for c in candidates if c.sha256 is None]
+    if not matching and not unlisted:
+        c = candidates[0]
+        assert c.sha256 is not None
+        raise HashMismatch(c.filename, c.origin, sha256, c.sha256, listed=True)
+    mismatch: HashMismatch | None = None
+    for candidate in matching or unlisted:
+        if echo is not None:
+            echo(f"fetching {candidate.filename} from {candidate.origin}")
+        try:
+            return download(http, candidate.url, sha256, safe_filename(candidate.filename), candidate.origin)
+        except FileNotFoundError:
+            raise FetchFailed(
+                f"{candidate.origin} lists {candidate.filename}, but its URL answers 404"
+            ) from None
+        except HashMismatch as exc:
+            mismatch = exc
+    assert mismatch is not None
+    raise mismatch
+
+
+def fetch_url(url: str, sha256: str, echo: Echo | None = None) -> Path:
+    """The verified archive at ``url`` pinned by ``sha256``: from the cache, else downloaded (CA
+    bundle: ``SSL_CERT_FILE``, else ``PIP_CERT``, else the system's)."""
+    hit = cached(sha256, echo)
+    if hit is not None:
+        return hit
+    cafile = os.environ.get("SSL_CERT_FILE") or os.environ.get("PIP_CERT") or None
+    http = Http(cafile=cafile)
+    plain = http.strip(url)
+    filename = safe_filename(urllib.parse.urlsplit(plain).path, fallback="source-archive")
+    if echo is not None:
+        echo(f"fetching {redact(url)}")
+    try:
+        return download(http, plain, sha256, filename, redact(url))
+    except FileNotFoundError:
+        raise SourceRefused(
+            f"{redact(url)} answers 404 (not found)", "check the URL: is the release or tag named right?"
+        ) from None
