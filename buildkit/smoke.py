@@ -42,6 +42,7 @@ from buildkit import image as images
 from buildkit import manifest
 from buildkit.docker_engine import Throwaway, throwaway
 from buildkit.errors import DockerUnavailable, SmokeFailed, UsageError, WheelReadError
+from buildkit.image.builder import with_packages
 from buildkit.recipe import load_recipe
 
 WORKDIR = "/bk-smoke"  # put_archive at "/": the one folder every image has
@@ -63,6 +64,8 @@ class SmokeSpec:
     commands: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
     gpu: bool = False  # the recipe's `gpu: true`; the label `gpu` means the same
+    #: extra system packages over the runtime image of a profile (``rocm-buildkit/<profile>``)
+    packages: tuple[str, ...] = ()
 
     @property
     def needs_gpu(self) -> bool:
@@ -195,6 +198,7 @@ def specs_from_recipe(
                 tuple(entry.commands),
                 tuple(entry.labels),
                 gpu=bool(getattr(entry, "gpu", False)),
+                packages=() if image_override else tuple(getattr(entry, "packages", ())),
             )
         )
     if not specs:
@@ -331,12 +335,20 @@ def _image_env(client: Any, image: str) -> dict[str, str]:
     return env
 
 
-def resolve_image(client: Any, ref: str, progress: Callable[[str], None]) -> str:
-    """``rocm-buildkit/<profile>`` (no tag) names one of our image profiles: build or reuse it."""
+def resolve_image(
+    client: Any, ref: str, progress: Callable[[str], None], packages: tuple[str, ...] = ()
+) -> str:
+    """``rocm-buildkit/<profile>`` (no tag) names one of our image profiles: build or reuse it, with
+    ``packages`` in a generated layer over it (:func:`buildkit.image.builder.with_packages`)."""
     if ref.startswith(images.REPOSITORY_PREFIX) and ":" not in ref:
         profile = ref[len(images.REPOSITORY_PREFIX) :]
         if profile in images.PROFILES:
-            return images.ensure_image(profile, client=client, progress=progress).tag
+            base = images.ensure_image(profile, client=client, progress=progress)
+            if packages:
+                return with_packages(client, base, profile, packages, progress).tag
+            return base.tag
+    if packages:
+        raise UsageError(f"smoke packages need a profile's image (rocm-buildkit/<profile>), not {ref!r}")
     return ref
 
 
@@ -364,7 +376,7 @@ def run_smoke(
             "needs a GPU (gpu: true or the label gpu) but /dev/kfd and /dev/dri are not available here",
             gpu_note,
         )
-    spec = replace(spec, image=resolve_image(client, spec.image, progress))
+    spec = replace(spec, image=resolve_image(client, spec.image, progress, spec.packages))
     image_env = _image_env(client, spec.image)
     ca_bundle = host_ca_bundle() if index_url else None
     steps: list[Step] = []

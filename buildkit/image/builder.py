@@ -102,29 +102,33 @@ def _ref(profile: str, tag: str, image: Any, built: bool) -> images.ImageRef:
     )
 
 
-def _with_packages(
-    client: Any, base: images.ImageRef, spec: ImageSpec, progress: Progress, rebuild: bool
+def with_packages(
+    client: Any,
+    base: images.ImageRef,
+    profile_name: str,
+    packages: tuple[str, ...],
+    progress: Progress,
+    rebuild: bool = False,
 ) -> images.ImageRef:
-    assert spec.profile is not None
-    profile = get_profile(spec.profile)
+    """``base`` (an image of profile ``profile_name``) with ``packages`` installed in a generated
+    layer, tagged by (base image id, package manager, packages): reused when that tag exists."""
+    profile = get_profile(profile_name)
     manager = profile.package_manager
     if manager is None:  # the recipe layer refuses this already
         raise UsageError(f"profile {profile.name} takes no extra packages")
-    text = packages_dockerfile(base.tag, manager, spec.packages)
-    digest = _digest(
-        {"base": base.id, "manager": manager, "packages": list(spec.packages), "dockerfile": text}
-    )
+    text = packages_dockerfile(base.tag, manager, packages)
+    digest = _digest({"base": base.id, "manager": manager, "packages": list(packages), "dockerfile": text})
     tag = f"{profile.repository}:{digest[: images.HASH_LENGTH]}"
     found = None if rebuild else _existing(client, tag)
     if found is not None:
-        progress(f"reusing {tag} ({found.short_id}: {profile.name} + {' '.join(spec.packages)})")
+        progress(f"reusing {tag} ({found.short_id}: {profile.name} + {' '.join(packages)})")
         return _ref(profile.name, tag, found, built=False)
     labels = {
         images.LABEL_PROFILE: profile.name,
         images.LABEL_CONTENT: digest[: images.HASH_LENGTH],
         images.LABEL_SOURCES: images.sources_hash(profile, docker_dir()),
         LABEL_BASE: base.tag,
-        LABEL_PACKAGES: json.dumps(list(spec.packages)),
+        LABEL_PACKAGES: json.dumps(list(packages)),
     }
     with tempfile.TemporaryDirectory(prefix="buildkit-packages-") as tmp:
         (Path(tmp) / "Dockerfile").write_text(text, encoding="utf-8")
@@ -255,7 +259,7 @@ def ensure_builder(
     )
     if not spec.packages:
         return base
-    return _with_packages(client, base, spec, progress, rebuild)
+    return with_packages(client, base, spec.profile, spec.packages, progress, rebuild)
 
 
 def describe(spec: ImageSpec, image: images.ImageRef) -> dict[str, Any]:

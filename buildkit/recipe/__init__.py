@@ -30,7 +30,7 @@ from buildkit import policy as mlpolicy
 from buildkit import version as ver
 from buildkit.errors import RecipeError, UsageError
 from buildkit.recipe.hooks import Hooks, parse_hooks
-from buildkit.recipe.image import ImageSpec, parse_image
+from buildkit.recipe.image import ImageSpec, check_smoke_packages, parse_image
 from buildkit.recipe.schema import did_you_mean, validate
 from buildkit.recipe.source import Source, parse_source
 from buildkit.recipe.yamlspan import Path as JsonPath
@@ -213,6 +213,8 @@ class SmokeTest:
     commands: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
     gpu: bool = False  # needs an AMD GPU passed through (skipped with the reason without one)
+    #: extra system packages over the runtime image of a profile (``image: rocm-buildkit/<profile>``)
+    packages: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -412,9 +414,13 @@ class _Builder:
                 commands=tuple(s.get("commands", ())),
                 labels=tuple(s.get("labels", ())),
                 gpu=bool(s.get("gpu", False)),
+                packages=tuple(s.get("packages", ())),
             )
             for s in d.get("smoke", ())
         )
+        for i, test in enumerate(smoke):
+            if test.packages:
+                check_smoke_packages(test.image, ("smoke", i), self.err)
         names = [s.name for s in smoke]
         for i, n in enumerate(names):
             if n in names[:i]:

@@ -115,6 +115,30 @@ def parse_image(raw: Any, recipe_dir: Path, err: Err) -> ImageSpec:
     return spec
 
 
+def check_smoke_packages(image: str, at: JsonPath, err: Err) -> None:
+    """A smoke test's ``packages`` extend the runtime image of a profile, named
+    ``rocm-buildkit/<profile>``: any other image is taken as it is."""
+    name = image.removeprefix(profiles.REPOSITORY_PREFIX)
+    if name == image or ":" in name:
+        raise err(
+            f"{at[0]}[{at[1]}].packages needs a profile's runtime image (rocm-buildkit/<profile>), "
+            f"not {image!r}",
+            (*at, "packages"),
+            key=True,
+            hint="name a profile such as rocm-buildkit/debian-runtime, or install the packages in your image",
+        )
+    try:
+        profile = profiles.get_profile(name)
+    except UsageError as exc:
+        raise err(f"{at[0]}[{at[1]}].image: {exc}", (*at, "image")) from None
+    if profile.package_manager is None:
+        raise err(
+            f"{at[0]}[{at[1]}].packages: profile {name} installs no extra packages (no package_manager)",
+            (*at, "packages"),
+            key=True,
+        )
+
+
 def _check_profile(spec: ImageSpec, err: Err) -> None:
     assert spec.profile is not None
     try:
