@@ -363,7 +363,10 @@ def list_images(client: Any) -> list[ImageInfo]:
                 id=str(image.id),
                 size=int(image.attrs.get("Size", 0)),
                 created=str(image.attrs.get("Created", "")),
-                current=current.get(profile) == labels.get(LABEL_SOURCES),
+                # an image of a project's own Dockerfile (no profile of ours): its sources are the
+                # project's, so only `prune --all` removes it
+                current=profile.startswith("dockerfile:")
+                or current.get(profile) == labels.get(LABEL_SOURCES),
             )
         )
     return sorted(infos, key=lambda i: i.created, reverse=True)
