@@ -56,7 +56,9 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     ]
     # setuptools ignores settings it does not know: this one only has to reach the frontend's command
     data["config_settings"] = {"buildkit-e2e": "yes"}
-    data["test_command"] = "python -c \"import refkernels, sys; print('TEST-PROBE:', sys.prefix)\""
+    data["test_command"] = "python -c \"import refkernels, six, sys; print('TEST-PROBE:', sys.prefix)\""
+    data["test_requires"] = ["six==1.17.0"]  # from the index, into cibuildwheel's test virtualenv
+    data["build_frontend"] = "pip"  # not the default: pip wheel builds it, config settings included
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(data, sort_keys=False))
     env = {**os.environ, "PIP_INDEX_URL": SECRET_URL, "BUILDKIT_E2E_TOKEN": SECRET}
@@ -75,7 +77,7 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     assert "CIBW_ENVIRONMENT_PASS_LINUX=" in log
     assert "ARCHS-PROBE:[" + ",".join(data["archs"]["list"]) + "]" in log, log[-4000:]
     assert "BEFORE-ALL:[cp313-rocm5.7]" in log, log[-4000:]
-    assert "-Cbuildkit-e2e=yes" in log, log[-4000:]
+    assert "-Cbuildkit-e2e=yes" in log and "pip wheel" in log, log[-4000:]
     # the recipe's test_command ran on the repaired wheel, in cibuildwheel's test virtualenv
     assert "TEST-PROBE:" in log, log[-4000:]
     assert "PROJECT-" not in log.replace("echo PROJECT-", ""), log[-4000:]

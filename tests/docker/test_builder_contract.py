@@ -40,6 +40,7 @@ def test_the_probe_refuses_a_stripped_image_naming_every_gap(tmp_path: Path, deb
     data["source"] = {"path": str(ROOT / "csrc")}
     data["image"] = {
         "dockerfile": "builder/Stripped.Dockerfile",
+        "context": "builder",
         "build_args": {"BASE_IMAGE": debian_rocm_image.tag},
     }
     recipe = tmp_path / "recipe.yaml"
