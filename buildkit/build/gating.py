@@ -45,8 +45,9 @@ class Gated:
     summary: str  # the human report (errors and warnings summarised)
     details: str  # every line, for the log
     verdict: dict[str, Any]  # for the manifest
+    waived: int = 0  # findings a recipe waiver accepted (not counted in errors / warnings)
     #: one line per waiver that accepted findings: ``gate.waive[0] (size): 1 finding waived: reason``
-    waived: tuple[str, ...] = ()
+    waivers: tuple[str, ...] = ()
     report: str = ""  # what `buildkit check -v` prints for the wheel
     report_json: dict[str, Any] = field(default_factory=dict)  # what `buildkit check --json` prints
 
@@ -79,7 +80,8 @@ def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
         summary=render_human(verdict),
         details=render_human(verdict, verbose=True),
         verdict=verdict_to_json(verdict),
-        waived=waived_lines(verdict.findings),
+        waived=len(verdict.waived),
+        waivers=waived_lines(verdict.findings),
         report=render_all([verdict], verbose=True),
         report_json=to_json([verdict]),
     )

@@ -210,7 +210,7 @@ def test_build_gate_summary_and_manifest_verdict_carry_the_waived_findings(
     )
     gated = gate_wheel(wheel, GateConfig.from_recipe_job(recipe, job_of(recipe)))
     assert gated.passed and (gated.errors, gated.warnings) == (0, 0)
-    assert gated.waived == ("gate.waive[0] (size): 1 finding waived: agreed",)
+    assert gated.waived == 1 and gated.waivers == ("gate.waive[0] (size): 1 finding waived: agreed",)
     [finding] = gated.verdict["findings"]
     assert (finding["rule"], finding["severity"], finding["waived"]["reason"]) == ("size", "error", "agreed")
     assert gated.verdict["passed"] is True
