@@ -36,7 +36,15 @@ from buildkit.build import Echo, cibw, provenance, runner
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
-from buildkit.build.quarantine import examine_command, quarantine, quarantine_root, release, shown
+from buildkit.build.quarantine import (
+    JSON_SUFFIX,
+    TEXT_SUFFIX,
+    examine_command,
+    quarantine,
+    quarantine_root,
+    release,
+    shown,
+)
 from buildkit.build.staging import (
     HOST_CA_BUNDLE,
     source_date_epoch,
@@ -73,6 +81,7 @@ class BuildOptions:
     force: bool = False  # rebuild even when dist/<job-id>/ holds a wheel built from the same inputs
     source_date_epoch: int | None = None  # None: $SOURCE_DATE_EPOCH, else the source's last commit time
     keep_refused: Path | None = None  # where refused wheels are kept (DIR/<job-id>/); None: <out>/.refused
+    quarantine: bool = True  # keep refused wheels at all (verify's throwaway rebuild does not)
 
     @property
     def refused_dir(self) -> Path:
@@ -236,9 +245,8 @@ def build_one(
 def _run_job(run: _Run, log: TextIO) -> None:
     """The steps of :func:`build_one`; ``run`` records how far it got."""
     staged = run.work / "src"
-    with_ca = stage_source(
-        run.source, staged, run.options.ca_bundle, skip=(run.options.out_dir, run.options.log_dir)
-    )
+    skip = (run.options.out_dir, run.options.log_dir, run.options.refused_dir)
+    with_ca = stage_source(run.source, staged, run.options.ca_bundle, skip=skip)
     pins = cibw.constraints(run.job)
     if pins is not None:
         (staged / ".buildkit").mkdir(exist_ok=True)
@@ -330,6 +338,8 @@ def _quarantine(run: _Run, wheel: Path, gated: Gated, regression: RegressionChec
     the lines the job's failure message ends with (where it is, how to examine it, or why it could
     not be kept)."""
     recipe, job, result = run.recipe, run.job, run.result
+    if not run.options.quarantine:
+        return ""
     dest = run.options.refused_dir / job.id
     index = regression.index_url if regression is not None else None
     command = examine_command(dest / wheel.name, recipe.display_path, job, regression_index=index)
@@ -349,14 +359,19 @@ def _quarantine(run: _Run, wheel: Path, gated: Gated, regression: RegressionChec
         "errors": errors,
         "verdict": gated.verdict,
         "regression": regression.to_json() if regression is not None else None,
-        "reports": {"text": wheel.name + ".check.txt", "json": wheel.name + ".check.json"},
+        "reports": {"text": wheel.name + TEXT_SUFFIX, "json": wheel.name + JSON_SUFFIX},
         "examine": command,
         "published": "never: a refused wheel has no manifest; fix the cause and build again",
     }
+    report = gated.report
+    if regression is not None:  # the gate passed it: the text report ends with what regressed
+        against = regression.compared_with or "no earlier release"
+        report += f"\nregression check against {against} ({regression.index_url}):\n"
+        report += "\n".join(f"  ERROR [{f.rule}] {f.message}" for f in failing)
     run.step = f"keeping the refused wheel in {dest}"
     try:
         result.refused = quarantine(
-            wheel, dest, report=gated.report, report_json=gated.report_json, record=record, echo=run.echo
+            wheel, dest, report=report, report_json=gated.report_json, record=record, echo=run.echo
         )
     except BuildFailed as exc:
         run.echo(f"[{job.id}] warning: {exc}")

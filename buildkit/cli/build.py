@@ -107,9 +107,11 @@ def build(
     if failed:
         kept = [r for r in failed if r.refused is not None]
         where = (
-            f"; their wheels are kept apart in {shown(options.refused_dir)} (never published)" if kept else ""
+            f"; their wheels are kept apart in {shown(options.refused_dir)}/ (never published)"
+            if kept
+            else ""
         )
         raise GateFailed(
-            f"{len(failed)} of {len(results)} jobs failed the gate; nothing of them was written to "
-            f"{options.out_dir}/<job-id>{where}"
+            f"{len(failed)} of {len(results)} jobs failed the gate: nothing of them is in "
+            f"{shown(options.out_dir)}/<job-id>/{where}"
         )

@@ -10,7 +10,8 @@ One keyword is buildkit's own: ``"x-target-id": true`` (arch lists) checks a str
 reported at the item's position. A second, ``"x-never-waived": {rule: reason}`` (the rule of a
 ``gate.waive`` entry), refuses a rule the gate never lets a recipe waive, with the reason; the map and
 the rule enum beside it are generated from the gate's rule registry (the recipe layer does not import
-the gate). Editors ignore both keywords (unknown keywords are annotations).
+the gate). Editors ignore both keywords (unknown keywords are annotations), and ``x-enum-expected``,
+which words an ``enum`` error ("expected a gate rule id ...") instead of listing every value.
 """
 
 from __future__ import annotations

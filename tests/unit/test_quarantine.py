@@ -206,6 +206,34 @@ def test_a_quarantine_that_cannot_be_written_leaves_nothing_and_says_so(h: Harne
     assert sorted(p.name for p in h.out.iterdir()) == []  # no staging, no incoming folder
 
 
+def test_verify_s_throwaway_rebuild_keeps_no_refused_wheel(h: Harness) -> None:
+    recipe, job = h.recipe(limit="10B")
+    options = build_job.BuildOptions(
+        out_dir=h.out, log_dir=h.tmp / "logs", ca_bundle=None, source_date_epoch=1, quarantine=False
+    )
+    result = build_job.build_one(recipe, job, options, **h_kwargs(h))
+    assert result.status == "gate-failed" and result.refused is None
+    assert "kept" not in result.message
+    assert list(h.out.iterdir()) == []
+
+
+def test_a_keep_refused_folder_inside_the_source_is_not_staged(h: Harness) -> None:
+    recipe, job = h.recipe(limit="10B")
+    options = build_job.BuildOptions(
+        out_dir=h.out,
+        log_dir=h.tmp / "logs",
+        ca_bundle=None,
+        source_date_epoch=1,
+        keep_refused=h.source / "kept",
+    )
+    staged: list[list[str]] = []
+    h.cibuildwheel = lambda src, _out: staged.append(sorted(p.name for p in src.iterdir()))
+    for _ in range(2):
+        assert build_job.build_one(recipe, job, options, **h_kwargs(h)).status == "gate-failed"
+    assert (h.source / "kept" / JOB).is_dir()
+    assert staged == [["pkg"], ["pkg"]]
+
+
 def test_the_debris_sweep_keeps_the_quarantine(tmp_path: Path) -> None:
     out = tmp_path / "dist"
     (out / ".refused" / JOB).mkdir(parents=True)
@@ -299,6 +327,9 @@ def test_a_regression_waiver_is_judged_after_the_regression_check(h: Harness) ->
     assert result.refused is not None
     record = json.loads(manifest.refused_path(result.refused).read_text())
     assert record["refused_by"] == "regression"
+    report = result.refused.with_name(result.refused.name + ".check.txt").read_text()
+    assert "regression check against no earlier release (https://index.invalid/simple/):" in report
+    assert "  ERROR [waiver-unused] gate.waive[0]" in report
     assert result.examine is not None and result.examine.startswith(
         "buildkit diff --against-index https://index.invalid/simple/ "
     )
