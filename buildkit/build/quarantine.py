@@ -134,13 +134,13 @@ def release(dest: Path, job: Job, echo: Echo) -> bool:
     superseded). A folder that cannot be removed is reported, not an error. True: one was removed."""
     if dest.is_symlink() or not dest.is_dir():
         return False
-    with locked(dest.parent):
-        aside = dest.with_name(f".{dest.name}.stale-{os.getpid()}-released")
-        try:
+    aside = dest.with_name(f".{dest.name}.stale-{os.getpid()}-released")
+    try:
+        with locked(dest.parent):
             os.replace(dest, aside)
-        except OSError as exc:
-            echo(f"[{job.id}] warning: cannot remove the superseded refusal {dest} ({exc})")
-            return False
+    except OSError as exc:
+        echo(f"[{job.id}] warning: cannot remove the superseded refusal {dest} ({exc})")
+        return False
     shutil.rmtree(aside, ignore_errors=True)
     echo(
         f"[{job.id}] removed {shown(dest)}: the refused wheel kept there is superseded by this passing build"

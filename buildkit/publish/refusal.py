@@ -95,7 +95,7 @@ def examine(wheel: Path) -> Candidate | Refusal:
             errors = [
                 str(f.get("message", f))
                 for f in verdict.get("findings", [])
-                if isinstance(f, dict) and f.get("severity", "error") == "error"
+                if isinstance(f, dict) and f.get("severity", "error") == "error" and not f.get("waived")
             ]
         detail = f": {'; '.join(errors[:3])}" if errors else ""
         return Refusal(wheel, f"the gate failed on this wheel (manifest verdict.passed is not true){detail}")

@@ -346,3 +346,45 @@ def test_summary_of_a_refused_job_names_the_kept_wheel_and_how_to_examine_it(tmp
         f"  refused   dist/.refused/{JOB}/{wheel.name} (kept apart, never published)",
         f"  examine   {command}",
     ]
+
+
+def test_publish_names_only_the_unwaived_errors_of_a_failed_verdict(tmp_path: Path) -> None:
+    from tests.helpers.wheels_for_publish import make_wheel
+
+    waived = {"rule": "size", "severity": "error", "message": "wheel is 2 MiB", "waived": {"reason": "ok"}}
+    failing = {"rule": "rpath", "severity": "error", "message": "absolute RUNPATH /tmp/build", "waived": None}
+    dist = tmp_path / "dist"
+    bad = make_wheel(
+        dist / "a", "bad-1.0-py3-none-any.whl", verdict={"passed": False, "findings": [waived, failing]}
+    )
+    with pytest.raises(PublishRefused) as info:
+        publish(dist, parse_target(str(tmp_path / "idx")))
+    assert (
+        f"{bad}: the gate failed on this wheel (manifest verdict.passed is not true): absolute RUNPATH"
+        in str(info.value)
+    )
+    assert "wheel is 2 MiB" not in str(info.value)
+    # a passing verdict with waived findings is published
+    dist2 = tmp_path / "dist2"
+    make_wheel(dist2 / "a", "ok-1.0-py3-none-any.whl", verdict={"passed": True, "findings": [waived]})
+    assert [o.status for o in publish(dist2, parse_target(str(tmp_path / "idx")))] == ["published"]
+
+
+def test_the_examine_command_reproduces_the_build_s_gate(h: Harness, tmp_path: Path) -> None:
+    """With the recipe and job; with --archs too when the build was given other archs (check would
+    gate with the recipe's otherwise); a regression is examined with diff against the index."""
+    recipe, _job = h.recipe()
+    wheel = tmp_path / "my dist" / "w.whl"
+    plain = expand(recipe, env={}).jobs[0]
+    assert (
+        quarantine.examine_command(wheel, "r.yaml", plain)
+        == f"buildkit check '{wheel}' --recipe r.yaml --job {JOB}"
+    )
+    narrowed = expand(recipe, env={}, cli_archs="gfx90a:xnack-").jobs[0]
+    assert quarantine.examine_command(wheel, "r.yaml", narrowed).endswith(
+        f"--job {JOB} --archs gfx90a:xnack-"
+    )
+    assert quarantine.examine_command(wheel, "r.yaml", plain, regression_index="file:///i/simple/") == (
+        f"buildkit diff --against-index file:///i/simple/ '{wheel}' --recipe r.yaml --job {JOB} "
+        "--fail-on-regression"
+    )
