@@ -11,6 +11,11 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
      "image": {"profile", "tag", "id"}, "toolchain": {"hipcc": ..., "python": ..., ...},
      "archs": [...], "source": {...}, "source_date_epoch": int,
      "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]}}
+
+A wheel the gate refused in ``buildkit build`` gets no manifest: it is kept apart in a quarantine
+folder (``<out>/.refused/<job-id>/``, :data:`REFUSED_DIR`; :mod:`buildkit.build.quarantine`) with
+``<wheel>.refused.json`` (:func:`refused_path`, schema :data:`REFUSED_SCHEMA`), the record of why,
+which ``publish`` recognises and names when such a wheel lies in its tree.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ from buildkit.fsutil import atomic_write
 SCHEMA = "rocm-buildkit/manifest"
 SCHEMA_VERSION = 1
 SUFFIX = ".manifest.json"
+#: the quarantine of refused wheels inside ``--out`` (a dot-folder: ``publish`` never reads it)
+REFUSED_DIR = ".refused"
+REFUSED_SCHEMA = "rocm-buildkit/refused"
+REFUSED_SUFFIX = ".refused.json"
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -38,6 +47,11 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 def manifest_path(wheel: Path) -> Path:
     return wheel.with_name(wheel.name + SUFFIX)
+
+
+def refused_path(wheel: Path) -> Path:
+    """The record of why the gate refused ``wheel`` (beside it in its quarantine folder)."""
+    return wheel.with_name(wheel.name + REFUSED_SUFFIX)
 
 
 def render(data: Mapping[str, Any]) -> str:

@@ -1,21 +1,25 @@
 """The gate as ``build`` uses it: the job's gate configuration's key, and the verdict on a wheel.
 
 ``build`` gates a job's wheel with :meth:`GateConfig.from_recipe_job
-<buildkit.gate.config.GateConfig.from_recipe_job>` (``check --recipe R --job ID`` uses the same);
-:func:`gate_key` is its plain-data form for the inputs key, :func:`gate_wheel` runs the gate
-(:mod:`buildkit.gate`) on a wheel and keeps what ``build`` needs of the verdict (:class:`Gated`).
+<buildkit.gate.config.GateConfig.from_recipe_job>` (``check --recipe R --job ID`` uses the same,
+the recipe's waivers included); :func:`gate_key` is its plain-data form for the inputs key (waivers
+included: changing one changes the key), :func:`gate_wheel` runs the gate (:mod:`buildkit.gate`) on
+a wheel and keeps what ``build`` needs of the verdict (:class:`Gated`): the counts, the reports (the
+text and JSON ``buildkit check`` gives, kept beside a refused wheel) and a line per waiver used.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
-from buildkit.gate.report import render_human, verdict_to_json
+from buildkit.gate.findings import Finding
+from buildkit.gate.report import render_all, render_human, to_json, verdict_to_json
 from buildkit.inspect import inspect_wheel
 
 
@@ -41,6 +45,27 @@ class Gated:
     summary: str  # the human report (errors and warnings summarised)
     details: str  # every line, for the log
     verdict: dict[str, Any]  # for the manifest
+    waived: int = 0  # findings a recipe waiver accepted (not counted in errors / warnings)
+    #: one line per waiver that accepted findings: ``gate.waive[0] (size): 1 finding waived: reason``
+    waivers: tuple[str, ...] = ()
+    report: str = ""  # what `buildkit check -v` prints for the wheel
+    report_json: dict[str, Any] = field(default_factory=dict)  # what `buildkit check --json` prints
+
+
+def waived_lines(findings: Iterable[Finding]) -> tuple[str, ...]:
+    """One line per waiver among ``findings``' waivers, in recipe order: what it waives, how many
+    findings, and its reason."""
+    counts: dict[int, int] = {}
+    waivers = {}
+    for f in findings:
+        if f.waived is not None:
+            counts[f.waived.index] = counts.get(f.waived.index, 0) + 1
+            waivers[f.waived.index] = f.waived
+    lines = []
+    for index in sorted(waivers):
+        n, w = counts[index], waivers[index]
+        lines.append(f"{w.at} ({w.describe()}): {n} finding{'s' * (n != 1)} waived: {w.reason}")
+    return tuple(lines)
 
 
 def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
@@ -55,4 +80,8 @@ def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
         summary=render_human(verdict),
         details=render_human(verdict, verbose=True),
         verdict=verdict_to_json(verdict),
+        waived=len(verdict.waived),
+        waivers=waived_lines(verdict.findings),
+        report=render_all([verdict], verbose=True),
+        report_json=to_json([verdict]),
     )

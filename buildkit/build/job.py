@@ -6,7 +6,10 @@ it to the fixed path ``/project`` of a container that gets no host mount); the i
 (:mod:`buildkit.build.key`) may find the job up to date; else cibuildwheel builds and repairs, the
 wheel is inspected and gated (:mod:`buildkit.build.gating`) and checked against the last release,
 its manifest and provenance are written beside it and all of it is moved into the job's folder
-(:mod:`buildkit.build.output`).
+(:mod:`buildkit.build.output`). A wheel the gate or the regression check refuses is moved, with its
+reports and the record of why, into the job's quarantine folder (``<out>/.refused/<job-id>/`` or
+``--keep-refused DIR``: :mod:`buildkit.build.quarantine`), never into ``<out>/<job-id>/``; a job that
+passes removes its superseded quarantine folder.
 
 A failed or gate-refused job removes the previous ``<out>/<job-id>/`` (unless it was built from
 exactly these inputs); an interrupted job (Ctrl-C, SIGTERM) or a lost Docker engine leaves it as it
@@ -30,9 +33,18 @@ from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
 from buildkit.build import Echo, cibw, provenance, runner
-from buildkit.build.gating import Gated, gate_key, gate_wheel
+from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
+from buildkit.build.quarantine import (
+    JSON_SUFFIX,
+    TEXT_SUFFIX,
+    examine_command,
+    quarantine,
+    quarantine_root,
+    release,
+    shown,
+)
 from buildkit.build.staging import (
     HOST_CA_BUNDLE,
     source_date_epoch,
@@ -69,6 +81,12 @@ class BuildOptions:
     parallel_jobs: int = 2
     force: bool = False  # rebuild even when dist/<job-id>/ holds a wheel built from the same inputs
     source_date_epoch: int | None = None  # None: $SOURCE_DATE_EPOCH, else the source's last commit time
+    keep_refused: Path | None = None  # where refused wheels are kept (DIR/<job-id>/); None: <out>/.refused
+    quarantine: bool = True  # keep refused wheels at all (verify's throwaway rebuild does not)
+
+    @property
+    def refused_dir(self) -> Path:
+        return quarantine_root(self.out_dir, self.keep_refused)
 
 
 @dataclass
@@ -84,6 +102,10 @@ class JobResult:
     errors: int = 0  # error findings of the gate and of the regression check
     warnings: int = 0
     removed: Path | None = None  # the previous output folder of the job, removed as stale
+    waived: int = 0  # findings a recipe waiver accepted
+    waivers: tuple[str, ...] = ()  # one line per waiver used (gating.waived_lines)
+    refused: Path | None = None  # the refused wheel, kept in the job's quarantine folder
+    examine: str | None = None  # the command that reproduces the refusal of ``refused``
 
     @property
     def manifest(self) -> Path | None:
@@ -224,9 +246,8 @@ def build_one(
 def _run_job(run: _Run, log: TextIO) -> None:
     """The steps of :func:`build_one`; ``run`` records how far it got."""
     staged = run.work / "src"
-    with_ca = stage_source(
-        run.source, staged, run.options.ca_bundle, skip=(run.options.out_dir, run.options.log_dir)
-    )
+    skip = (run.options.out_dir, run.options.log_dir, run.options.refused_dir)
+    with_ca = stage_source(run.source, staged, run.options.ca_bundle, skip=skip)
     pins = cibw.constraints(run.job)
     if pins is not None:
         (staged / ".buildkit").mkdir(exist_ok=True)
@@ -292,18 +313,72 @@ def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gate
     log.write(gated.details + "\n")  # the log keeps every line
     if not gated.passed:
         result.status = "gate-failed"
-        raise GateFailed(f"{job.id}: the gate refused {wheel.name}\n{gated.summary}")
+        kept = _quarantine(run, wheel, gated, None)
+        raise GateFailed(f"{job.id}: the gate refused {wheel.name}\n{gated.summary}{kept}")
     run.step = "the regression check"
     regression = compare_with_last_release(job, wheel, workdir=run.work / "baseline")
     if regression is not None:
+        regression = regression.waived(config.waivers, recipe=run.recipe.display_path)
         log.write(f"regression check against {regression.compared_with or 'no earlier release'}\n")
+        waived = [f for f in regression.findings if f.waived is not None]
+        result.waived += len(waived)
+        result.waivers += waived_lines(waived)
         if not regression.passed:
             result.status = "gate-failed"
             result.gate = "FAIL"
-            result.errors += len(regression.findings)
-            lines = "\n".join(f"  ERROR [regression] {f.message}" for f in regression.findings)
-            raise GateFailed(f"{job.id}: {wheel.name} regresses against the last release\n{lines}")
+            failing = [f for f in regression.findings if f.fails]
+            result.errors += len(failing)
+            lines = "\n".join(f"  ERROR [{f.rule}] {f.message}" for f in failing)
+            kept = _quarantine(run, wheel, gated, regression)
+            raise GateFailed(f"{job.id}: {wheel.name} regresses against the last release\n{lines}{kept}")
     return gated, regression
+
+
+def _quarantine(run: _Run, wheel: Path, gated: Gated, regression: RegressionCheck | None) -> str:
+    """Keep the refused ``wheel`` in the job's quarantine folder (:mod:`buildkit.build.quarantine`);
+    the lines the job's failure message ends with (where it is, how to examine it, or why it could
+    not be kept)."""
+    recipe, job, result = run.recipe, run.job, run.result
+    if not run.options.quarantine:
+        return ""
+    dest = run.options.refused_dir / job.id
+    index = regression.index_url if regression is not None else None
+    command = examine_command(dest / wheel.name, recipe.display_path, job, regression_index=index)
+    failing = [f for f in (regression.findings if regression is not None else ()) if f.fails]
+    errors = [f"[{f.rule}] {f.message}" for f in failing] or [
+        f"[{f['rule']}] {f['message']}"
+        for f in gated.verdict.get("findings", [])
+        if f.get("severity") == "error" and not f.get("waived")
+    ]
+    record = {
+        "wheel": {"filename": wheel.name, "sha256": gated.sha256, "size": gated.size},
+        "recipe": {"name": recipe.name, "file": recipe.path.name, "sha256": recipe.sha256},
+        "job": job.to_json(),
+        "image": {"profile": job.image_profile, "tag": run.image.tag, "id": run.image.id},
+        "inputs_key": run.key,
+        "refused_by": "regression" if regression is not None else "gate",
+        "errors": errors,
+        "verdict": gated.verdict,
+        "regression": regression.to_json() if regression is not None else None,
+        "reports": {"text": wheel.name + TEXT_SUFFIX, "json": wheel.name + JSON_SUFFIX},
+        "examine": command,
+        "published": "never: a refused wheel has no manifest; fix the cause and build again",
+    }
+    report = gated.report
+    if regression is not None:  # the gate passed it: the text report ends with what regressed
+        against = regression.compared_with or "no earlier release"
+        report += f"\nregression check against {against} ({regression.index_url}):\n"
+        report += "\n".join(f"  ERROR [{f.rule}] {f.message}" for f in failing)
+    run.step = f"keeping the refused wheel in {dest}"
+    try:
+        result.refused = quarantine(
+            wheel, dest, report=report, report_json=gated.report_json, record=record, echo=run.echo
+        )
+    except BuildFailed as exc:
+        run.echo(f"[{job.id}] warning: {exc}")
+        return f"\n  the refused wheel could not be kept: {exc}"
+    result.examine = command
+    return f"\n  refused wheel kept in {shown(result.refused)} (never published)\n  examine it: {command}"
 
 
 def _record(
@@ -342,6 +417,7 @@ def _record(
     )
     run.step = f"moving the wheel into {run.dest}"
     publish_to_out(wheel, run.dest)
+    release(run.options.refused_dir / job.id, job, run.echo)
     run.result.status = "passed"
     run.result.wheel = run.dest / wheel.name
     run.result.message = f"{wheel.name} ({gated.tag})"
@@ -351,6 +427,8 @@ def _note_verdict(result: JobResult, gated: Gated) -> None:
     result.gate = "PASS" if gated.passed else "FAIL"
     result.errors = gated.errors
     result.warnings = gated.warnings
+    result.waived = gated.waived
+    result.waivers = gated.waivers
 
 
 def _reuse(dest: Path, key: str, config: GateConfig, log: TextIO, result: JobResult) -> bool:

@@ -2,18 +2,22 @@
 
 :func:`publish_to_out` puts a gated wheel and its companions (manifest, attestation) into the job's
 folder by one rename (under a lock on ``<out>``; a previous folder is set aside for the instant of the
-swap and put back if the swap fails); :func:`discard_output` and :func:`drop_stale_output` remove a
-previous output that no longer matches the recipe or source; :func:`check_writable` refuses an
-``--out`` or ``--log-dir`` that cannot be written before anything starts.
+swap and put back if the swap fails: :func:`locked` and :func:`swap_in`, which the quarantine of
+refused wheels uses too, :mod:`buildkit.build.quarantine`); :func:`discard_output` and
+:func:`drop_stale_output` remove a previous output that no longer matches the recipe or source;
+:func:`check_writable` refuses an ``--out``, ``--log-dir`` or ``--keep-refused`` that cannot be
+written before anything starts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import secrets
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from buildkit import manifest
@@ -79,40 +83,57 @@ def publish_to_out(wheel: Path, dest: Path) -> None:
     as ``dest``, whatever the staging folder's), then that folder is renamed to ``dest``. A previous
     ``dest`` is set aside for the instant of the swap and put back if the swap fails.
     """
-    parent = dest.parent
-    parent.mkdir(parents=True, exist_ok=True)
-    # two builds of the same job into the same --out (two terminals, two CI steps) swap one at a time:
-    # without the lock one of them could find ``dest`` gone between its two renames and fail. The lock
-    # is taken on the folder itself (flock works on a directory's descriptor): no lock file is left.
+    files = [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with locked(dest.parent):
+        incoming = incoming_folder(dest)
+        try:
+            for path in files:
+                shutil.copyfile(path, incoming / path.name)
+            swap_in(incoming, dest)
+        except OSError as exc:
+            raise BuildFailed(f"cannot move {wheel.name} into {dest}: {exc}") from None
+        finally:
+            shutil.rmtree(incoming, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def locked(parent: Path) -> Iterator[None]:
+    """An exclusive lock on the folder ``parent`` while its job folders are swapped.
+
+    Two builds of the same job into the same --out (two terminals, two CI steps) swap one at a time:
+    without the lock one of them could find ``dest`` gone between its two renames and fail. The lock
+    is taken on the folder itself (flock works on a directory's descriptor): no lock file is left."""
     folder = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(folder, fcntl.LOCK_EX)
-        _swap_into(wheel, dest)
+        yield
     finally:
         os.close(folder)  # releases the lock
 
 
-def _swap_into(wheel: Path, dest: Path) -> None:
+def incoming_folder(dest: Path) -> Path:
+    """A new hidden folder beside ``dest`` (``.<name>.incoming-<pid>-*``: the same file system, a
+    name :func:`~buildkit.build.staging.sweep_debris` removes after a killed build) to fill before
+    :func:`swap_in`."""
+    return Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-{os.getpid()}-", dir=dest.parent))
+
+
+def swap_in(incoming: Path, dest: Path) -> None:
+    """Rename the filled folder ``incoming`` (from :func:`incoming_folder`) to ``dest``, under
+    :func:`locked` of their parent. A previous ``dest`` is set aside for the instant of the swap
+    (``.<name>.previous-<pid>-*``), put back if the rename fails, else removed. OSError on failure."""
     parent = dest.parent
-    files = [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
-    incoming = Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-{os.getpid()}-", dir=parent))
     previous = parent / f".{dest.name}.previous-{os.getpid()}-{incoming.name.rsplit('-', 1)[-1]}"
+    os.chmod(incoming, 0o755)
+    had_previous = dest.exists()
+    if had_previous:
+        os.replace(dest, previous)
     try:
-        for path in files:
-            shutil.copyfile(path, incoming / path.name)
-        os.chmod(incoming, 0o755)
-        had_previous = dest.exists()
+        os.replace(incoming, dest)
+    except OSError:
         if had_previous:
-            os.replace(dest, previous)
-        try:
-            os.replace(incoming, dest)
-        except OSError:
-            if had_previous:
-                os.replace(previous, dest)
-            raise
-        if had_previous:
-            shutil.rmtree(previous, ignore_errors=True)
-    except OSError as exc:
-        raise BuildFailed(f"cannot move {wheel.name} into {dest}: {exc}") from None
-    finally:
-        shutil.rmtree(incoming, ignore_errors=True)
+            os.replace(previous, dest)
+        raise
+    if had_previous:
+        shutil.rmtree(previous, ignore_errors=True)

@@ -1,5 +1,6 @@
-"""The summary ``buildkit build`` prints after its jobs: per job status, time, verdict and paths,
-then the next steps (smoke each new wheel, publish dry-run)."""
+"""The summary ``buildkit build`` prints after its jobs: per job status, time, verdict and paths
+(a refused wheel's quarantine path and the command that examines it, the waivers that accepted
+findings), then the next steps (smoke each new wheel, publish dry-run)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from buildkit.build.job import JobResult
-
-
-def _shown(path: Path, cwd: Path) -> str:
-    """``path`` relative to ``cwd`` when it lies below it, else as is."""
-    try:
-        return str(path.relative_to(cwd))
-    except ValueError:
-        return str(path)
+from buildkit.build.quarantine import shown as _shown
 
 
 def _verdict_cell(r: JobResult) -> str:
@@ -24,6 +18,8 @@ def _verdict_cell(r: JobResult) -> str:
     counts = f"{r.errors} error{'s' * (r.errors != 1)}"
     if r.warnings:
         counts += f", {r.warnings} warning{'s' * (r.warnings != 1)}"
+    if r.waived:
+        counts += f", {r.waived} waived"
     return f"{r.gate} ({counts})"
 
 
@@ -34,8 +30,10 @@ def render_summary(
     out_dir: Path | None = None,
     cwd: Path | None = None,
 ) -> str:
-    """Per job: status, time and gate verdict, then where its wheel, manifest and log are; next steps
-    (smoke each new wheel, publish dry-run) when a job passed and ``recipe`` is given."""
+    """Per job: status, time and gate verdict, then where its wheel, manifest and log are (a refused
+    wheel: where it is kept and how to examine it), and each waiver that accepted findings with its
+    reason; next steps (smoke each new wheel, publish dry-run) when a job passed and ``recipe`` is
+    given."""
     here = cwd or Path.cwd()
     rows = [("job", "status", "time", "gate")]
     rows += [(r.job, r.status, f"{r.seconds:.1f}s", _verdict_cell(r)) for r in results]
@@ -52,6 +50,11 @@ def render_summary(
                 smoke.append(
                     f"  buildkit smoke {shlex.quote(_shown(r.wheel, here))} --recipe {shlex.quote(recipe)}"
                 )
+        if r.refused is not None:
+            lines.append(f"  refused   {_shown(r.refused, here)} (kept apart, never published)")
+            if r.examine is not None:
+                lines.append(f"  examine   {r.examine}")
+        lines += [f"  waived    {line}" for line in r.waivers]
         if r.removed is not None:
             lines.append(f"  removed   {_shown(r.removed, here)} (the previous wheel, now stale)")
         if r.log is not None:

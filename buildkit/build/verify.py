@@ -366,6 +366,7 @@ def verify_rebuild(
             build_isolation=isolation,
             force=True,
             parallel_jobs=os.cpu_count() or 2,
+            quarantine=False,  # the rebuild's folder is temporary: a refused wheel is not kept
         )
         echo(f"[{job.id}] rebuilding in {image.tag} (SOURCE_DATE_EPOCH={epoch})")
         with _environ("SOURCE_DATE_EPOCH", None if epoch is None else str(epoch)):

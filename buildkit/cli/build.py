@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from buildkit.build.job import BuildOptions
+from buildkit.build.output import check_writable
+from buildkit.build.quarantine import shown
 from buildkit.build.run import build_plan
 from buildkit.build.summary import render_summary
 from buildkit.errors import BuildFailed, GateFailed
@@ -37,6 +39,13 @@ from buildkit.recipe import load_recipe
     show_default=True,
     help="One log file per job.",
 )
+@click.option(
+    "--keep-refused",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Keep wheels the gate refuses in DIR/<job-id>/ with their gate reports (default: "
+    "OUT/.refused/<job-id>/). Never published: they get no manifest.",
+)
 @click.option("--archs", "cli_archs", default=None, help="Arch list overriding the recipe.")
 @click.option("--no-cache", is_flag=True, help="Do not mount the compiler-cache volume.")
 @click.option("--no-isolation", is_flag=True, help="Build with the image's own build dependencies (offline).")
@@ -54,6 +63,7 @@ def build(
     job_ids: tuple[str, ...],
     out_dir: str,
     log_dir: str,
+    keep_refused: str | None,
     cli_archs: str | None,
     no_cache: bool,
     no_isolation: bool,
@@ -75,7 +85,18 @@ def build(
         build_isolation=not no_isolation,
         force=force,
         parallel_jobs=os.cpu_count() or 2,
+        keep_refused=Path(keep_refused).absolute() if keep_refused is not None else None,
     )
+    if options.keep_refused is not None:
+        check_writable(options.keep_refused, "--keep-refused")
+        if options.keep_refused.is_relative_to(options.out_dir) and not any(
+            part.startswith(".") for part in options.keep_refused.relative_to(options.out_dir).parts
+        ):
+            click.echo(
+                f"buildkit build: note: --keep-refused {keep_refused} lies inside --out {out_dir}: "
+                f"`buildkit publish {out_dir}` refuses to publish while it holds a refused wheel",
+                err=True,
+            )
     results = build_plan(
         the_recipe, the_plan, job_ids, options, echo=lambda line: click.echo(line, err=True), verbose=verbose
     )
@@ -84,7 +105,13 @@ def build(
     if any(r.status == "build-failed" for r in failed):
         raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")
     if failed:
+        kept = [r for r in failed if r.refused is not None]
+        where = (
+            f"; their wheels are kept apart in {shown(options.refused_dir)}/ (never published)"
+            if kept
+            else ""
+        )
         raise GateFailed(
-            f"{len(failed)} of {len(results)} jobs failed the gate; nothing of them was written to "
-            f"{options.out_dir}"
+            f"{len(failed)} of {len(results)} jobs failed the gate: nothing of them is in "
+            f"{shown(options.out_dir)}/<job-id>/{where}"
         )

@@ -55,7 +55,8 @@ from buildkit.gate.report import render_all, to_json
     "--recipe",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Recipe giving the gate rules: with --job, exactly what `buildkit build` gates that job's wheel "
-    "with (size_budget, RECORD hashes and the job's name, version, Python and platform tags included); "
+    "with (size_budget, the recipe's gate.waive waivers, RECORD hashes and the job's name, version, Python "
+    "and platform tags included); "
     "the flags above then adjust it as their help says.",
 )
 @click.option("--job", help="Job id in the recipe's plan, e.g. cp312-rocm7.2-torch2.10.")

@@ -6,12 +6,14 @@ diff the wheel against it, and turn what regressed into findings. ``build`` call
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from buildkit.gate.diff import Baseline, WheelDiff, diff_against_index
-from buildkit.gate.findings import Finding
+from buildkit.gate.findings import Finding, Waiver
+from buildkit.gate.rules import AFTER_GATE, waive
 from buildkit.gate.rules.regression import findings_from_diff
 from buildkit.plan.models import Job
 
@@ -28,7 +30,16 @@ class RegressionCheck:
 
     @property
     def passed(self) -> bool:
-        return not any(f.severity == "error" for f in self.findings)
+        """No regression finding, other than those a recipe's waiver accepted."""
+        return not any(f.fails for f in self.findings)
+
+    def waived(self, waivers: Sequence[Waiver], *, recipe: str | None = None) -> RegressionCheck:
+        """This check with the ``regression`` waivers among ``waivers`` applied to its findings
+        (:func:`buildkit.gate.rules.waive`: one ``waiver-unused`` error per waiver matching none)."""
+        mine = [w for w in waivers if w.rule in AFTER_GATE]
+        if not mine:
+            return self
+        return replace(self, findings=tuple(waive(self.findings, mine, recipe=recipe)))
 
     @property
     def compared_with(self) -> str | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from buildkit.errors import UsageError
+from buildkit.gate.findings import Waiver
 from buildkit.policy import (
     CEILING_PREFIXES,
     split_policy_name,
@@ -104,6 +105,9 @@ class GateConfig:
     #: the expected ones; None: AMD's release ``rocm``
     toolchain: str | None = None
     identity: JobIdentity | None = None  # the job whose wheel this must be (job-identity rule)
+    #: the recipe's ``gate.waive``: findings they match are accepted (shown, not failing); each must
+    #: match one (``waiver-unused``)
+    waivers: tuple[Waiver, ...] = ()
 
     def __post_init__(self) -> None:
         if self.policy is not None:
@@ -179,10 +183,23 @@ class GateConfig:
     def from_recipe_job(cls, recipe: Recipe, job: Job, **overrides: Any) -> GateConfig:
         """What ``build`` gates a job's wheel with, and ``check --recipe R --job ID`` with it:
         :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
-        ``size_limit``). ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller
-        adding to the job's exclude globs passes the union; :mod:`buildkit.gate.check` does). The
-        identity gets the recipe's distribution name, file and sha256."""
-        budget: dict[str, Any] = {"identity": JobIdentity.of(job, recipe)}
+        ``size_limit``) and its waivers (``gate.waive``). ``overrides`` then replace whole fields, as
+        in :meth:`from_job` (a caller adding to the job's exclude globs passes the union;
+        :mod:`buildkit.gate.check` does). The identity gets the recipe's distribution name, file and
+        sha256."""
+        waivers = tuple(
+            Waiver(
+                rule=w.rule,
+                reason=w.reason,
+                library=w.library,
+                file=w.file,
+                index=w.index,
+                line=w.line,
+                column=w.column,
+            )
+            for w in recipe.gate.waive
+        )
+        budget: dict[str, Any] = {"identity": JobIdentity.of(job, recipe), "waivers": waivers}
         if "warn" in recipe.size_budget:
             budget["size_warn"] = recipe.size_budget["warn"]
         if "limit" in recipe.size_budget:
@@ -206,4 +223,5 @@ class GateConfig:
             "recipe": self.identity.recipe if self.identity else None,
             "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,
             "identity": self.identity.to_json() if self.identity else None,
+            "waivers": [w.to_json() for w in self.waivers],
         }

@@ -49,16 +49,19 @@ from __future__ import annotations
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.facts import gather
-from buildkit.gate.rules import run
+from buildkit.gate.rules import AFTER_GATE, run, waive
 from buildkit.gate.rules.abi import abi_policies
 from buildkit.gate.verdict import Integrity, Verdict
 from buildkit.inspect.models import WheelReport
 
 
 def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
-    """Apply every gate rule to one inspected wheel."""
+    """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
+    rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule)."""
     facts = gather(report, config)
-    findings = run(facts)
+    judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
+    recipe = config.identity.recipe if config.identity is not None else None
+    findings = waive(run(facts), judged_here, recipe=recipe)
     overall = None
     if facts.judged and facts.arch is not None and facts.sym is not None and facts.lib is not None:
         # the worst of the symbol, library and ABI policies: auditwheel's overall_tag

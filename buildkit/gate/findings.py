@@ -1,9 +1,18 @@
-"""One gate finding: which rule, how bad, what and where. Shared by :mod:`buildkit.gate` (which
-re-exports it) and the rule modules it calls (:mod:`buildkit.gate.rules.integrity`)."""
+"""One gate finding: which rule, how bad, what and where, and the recipe's waiver that accepted it.
+Shared by :mod:`buildkit.gate` (which re-exports it) and the rule modules it calls
+(:mod:`buildkit.gate.rules.integrity`).
+
+A :class:`Waiver` is one entry of a recipe's ``gate.waive`` list (``{rule, library?, file?,
+reason}``): a finding of that rule whose ``library`` and ``file`` match its globs is kept and shown,
+marked waived with the reason, and no longer fails the wheel (:attr:`Finding.fails`). Which rules
+may be waived, and what happens to a waiver that matches nothing, is
+:mod:`buildkit.gate.rules.waivers`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
@@ -21,6 +30,60 @@ SYMBOL_LABELS: dict[str, str] = {
 
 
 @dataclass(frozen=True)
+class Waiver:
+    """One ``gate.waive`` entry of a recipe: findings of ``rule`` whose library (``library``, an
+    fnmatch glob on the file name, ``libfoo.so.*``) and wheel member (``file``, an fnmatch glob on
+    the member path, ``pkg/*.so``; ``*`` crosses ``/``) match, each glob only when given, are
+    accepted for ``reason``. ``index`` is its place in the list, ``line``/``column`` its position in
+    the recipe file (None: not from a file)."""
+
+    rule: str
+    reason: str
+    library: str | None = None
+    file: str | None = None
+    index: int = 0
+    line: int | None = None
+    column: int | None = None
+
+    @property
+    def at(self) -> str:
+        """``gate.waive[0]``: where the waiver is in the recipe."""
+        return f"gate.waive[{self.index}]"
+
+    def position(self, recipe: str | None) -> str:
+        """``gate.waive[0] (recipes/x.yaml:31:5)`` when the recipe file and position are known."""
+        if recipe is None or self.line is None:
+            return self.at
+        return f"{self.at} ({recipe}:{self.line}:{self.column})"
+
+    def describe(self) -> str:
+        """``rocm-soname, library libfoo.so.1``: the rule and the globs."""
+        globs = [f"library {self.library}" if self.library else "", f"file {self.file}" if self.file else ""]
+        return ", ".join([self.rule, *(g for g in globs if g)])
+
+    def matches(self, finding: Finding) -> bool:
+        """Same rule, and each glob given matches the finding's field (a finding without that field
+        does not match it)."""
+        if finding.rule != self.rule:
+            return False
+        for glob, value in ((self.library, finding.library), (self.file, finding.file)):
+            if glob is not None and (value is None or not fnmatchcase(value, glob)):
+                return False
+        return True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "library": self.library,
+            "file": self.file,
+            "reason": self.reason,
+            "at": self.at,
+            "line": self.line,
+            "column": self.column,
+        }
+
+
+@dataclass(frozen=True)
 class Finding:
     rule: str  # "ceiling", "platform-tag", "external-library", "gfx-arch", "size", "record", "rpath", ...
     severity: Severity
@@ -30,6 +93,13 @@ class Finding:
     #: the symbol version (GLIBC_2.34), target id, requirement, hash, tags or path concerned: see
     #: :data:`SYMBOL_LABELS` and :attr:`symbol_label`
     symbol: str | None = None
+    #: the recipe's waiver that accepted this finding (None: not waived)
+    waived: Waiver | None = None
+
+    @property
+    def fails(self) -> bool:
+        """An error no waiver accepted: the wheel fails the gate."""
+        return self.severity == "error" and self.waived is None
 
     @property
     def symbol_label(self) -> str:
@@ -45,4 +115,5 @@ class Finding:
             "library": self.library,
             "symbol": self.symbol,
             "message": self.message,
+            "waived": None if self.waived is None else self.waived.to_json(),
         }

@@ -10,14 +10,18 @@ The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema
                   "symbols": [{"library", "prefix", "max", "file", "files"}],
                   "libraries": [{"library", "status", "needed_by", "detail"}],
                   "external_libraries": [...], "gfx": [{"file", "kind", "targets"}],
-                  "findings": [{"rule", "severity", "file", "library", "symbol", "message"}],
+                  "findings": [{"rule", "severity", "file", "library", "symbol", "message",
+                                "waived": {"rule", "library", "file", "reason", "at", "line",
+                                           "column"} | null}],
                   "integrity": {"record_entries", "files", "hashes_verified"} | null}
                 | {"wheel", "error"} ]}
 
 Version bumps: add optional fields freely; renaming or removing a field bumps ``schema_version``.
 ``integrity``, the finding rules ``record``, ``wheel-tags``, ``rpath``, ``load-order``, ``pure-wheel``
 and ``job-identity``, and the config fields ``job``, ``recipe``, ``recipe_sha256`` and ``identity``
-(what a job's wheel must be called) were added without a bump (additive).
+(what a job's wheel must be called) were added without a bump (additive); so were the recipe's
+waivers (config ``waivers``, a finding's ``waived``: the waiver that accepted it, which then does
+not count against ``passed``) and the rule ``waiver-unused``.
 """
 
 from __future__ import annotations
@@ -108,7 +112,7 @@ def to_json(verdicts: Sequence[Verdict], failures: Sequence[ReadFailure] = ()) -
 GFX_LIST_MAX = 12  # up to this many objects, one line per object
 GFX_EXAMPLES = 3  # example members per (kind, targets) group
 GFX_GROUPS_MAX = 8  # groups shown with examples; the rest are counted on one line
-FINDINGS_SHOWN: dict[str, int] = {"error": 20, "warning": 5}  # per (severity, rule)
+FINDINGS_SHOWN: dict[str, int] = {"error": 20, "warning": 5, "waived": 20}  # per (severity, rule)
 GFX_MORE = "(-v lists every object, --json too)"
 FINDINGS_MORE = "(-v lists all, --json too)"
 
@@ -123,7 +127,8 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
     always gives the real totals."""
     lines = [f"{v.wheel}  ({format_size(v.size)}, sha256 {v.sha256[:12]})"]
     status = "PASS" if v.passed else "FAIL"
-    lines.append(f"  verdict: {status} ({len(v.errors)} error(s), {len(v.warnings)} warning(s))")
+    waived = f", {len(v.waived)} waived" if v.waived else ""
+    lines.append(f"  verdict: {status} ({len(v.errors)} error(s), {len(v.warnings)} warning(s){waived})")
     lines.append(f"  gated as: {gated_as(v)}")
     if v.pure:
         lines.append("  platform: no host ELF code (pure wheel)")
@@ -167,8 +172,13 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
             lines += [f"    {g.file} [{g.kind}]: {' '.join(g.targets)}" for g in v.gfx]
         else:
             lines += _gfx_summary(v.gfx)
-    lines += _finding_lines(v.findings, verbose=verbose)
+    lines += _finding_lines(v.findings, verbose=verbose, recipe=recipe_of(v))
     return "\n".join(lines)
+
+
+def recipe_of(v: Verdict) -> str | None:
+    """The recipe file the verdict's configuration came from, as given (None: flags)."""
+    return v.config.identity.recipe if v.config.identity is not None else None
 
 
 def gated_as(v: Verdict) -> str:
@@ -201,6 +211,8 @@ def gated_as(v: Verdict) -> str:
         parts.append(f"torch {c.torch}")
     if c.exclude_globs:
         parts.append(f"{len(c.exclude_globs)} exclude glob(s)")
+    if c.waivers:
+        parts.append(f"{len(c.waivers)} waiver(s)")
     if c.size_warn is None and c.size_limit is None:
         parts.append("no size budget")
     else:
@@ -235,27 +247,34 @@ def _gfx_summary(gfx: Sequence[GfxObject]) -> list[str]:
     return lines
 
 
-def _finding_lines(findings: Sequence[Finding], *, verbose: bool) -> list[str]:
+def _finding_lines(findings: Sequence[Finding], *, verbose: bool, recipe: str | None = None) -> list[str]:
+    """Errors and warnings grouped by (severity, rule) in order of first appearance, then the
+    waived findings grouped by rule (``WAIVED``, each with its waiver and reason)."""
     groups: dict[tuple[str, str], list[Finding]] = {}
-    for f in findings:
-        groups.setdefault((f.severity, f.rule), []).append(f)
+    for f in sorted(findings, key=lambda f: f.waived is not None):  # stable: waived ones last
+        groups.setdefault(("waived" if f.waived else f.severity, f.rule), []).append(f)
     lines: list[str] = []
-    for (severity, rule), group in groups.items():
-        shown = len(group) if verbose else FINDINGS_SHOWN.get(severity, len(group))
-        lines += [_finding_line(f) for f in group[:shown]]
+    for (status, rule), group in groups.items():
+        shown = len(group) if verbose else FINDINGS_SHOWN.get(status, len(group))
+        lines += [_finding_line(f, recipe) for f in group[:shown]]
         if len(group) > shown:
-            lines.append(f"  ... and {len(group) - shown} more {rule} {severity}(s) {FINDINGS_MORE}")
+            what = "waived finding" if status == "waived" else status
+            lines.append(f"  ... and {len(group) - shown} more {rule} {what}(s) {FINDINGS_MORE}")
     return lines
 
 
-def _finding_line(f: Finding) -> str:
+def _finding_line(f: Finding, recipe: str | None = None) -> str:
     parts = (
         f"file {f.file}" if f.file and not _names_path(f.message, f.file) else "",
         f"library {f.library}" if f.library else "",
         f"{f.symbol_label} {f.symbol}" if f.symbol else "",
     )
     where = ", ".join(part for part in parts if part)
-    return f"  {f.severity.upper()} [{f.rule}] {f.message}" + (f"  ({where})" if where else "")
+    status = "WAIVED" if f.waived is not None else f.severity.upper()
+    line = f"  {status} [{f.rule}] {f.message}" + (f"  ({where})" if where else "")
+    if f.waived is not None:
+        line += f"  waived by {f.waived.position(recipe)}: {f.waived.reason}"
+    return line
 
 
 def _names_path(message: str, path: str) -> bool:

@@ -17,12 +17,15 @@ from buildkit.gate.findings import Finding, Severity
 
 @dataclass(frozen=True)
 class Rule:
-    """One gate rule. ``severities``: what its findings can be, the usual one first."""
+    """One gate rule. ``severities``: what its findings can be, the usual one first.
+    ``never_waived``: why a recipe's ``gate.waive`` may not accept this rule's findings (None: it
+    may); the recipe schema refuses such a waiver with this reason."""
 
     id: str  # "ceiling", "platform-tag", "inspect:not-elf-library"
     severities: tuple[Severity, ...]
     checks: str  # what it checks (one paragraph, Markdown)
     prevents: str  # the failure it prevents: what a user of a wheel it refuses would have hit
+    never_waived: str | None = None
 
     def finding(
         self,

@@ -92,15 +92,23 @@ class Verdict:
 
     @property
     def passed(self) -> bool:
-        return not any(f.severity == "error" for f in self.findings)
+        """No error finding, other than those a recipe's waiver accepted."""
+        return not any(f.fails for f in self.findings)
 
     @property
     def errors(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity == "error")
+        """The error findings no waiver accepted (the ones that fail the wheel)."""
+        return tuple(f for f in self.findings if f.fails)
 
     @property
     def warnings(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.severity == "warning")
+        """The warning findings no waiver accepted."""
+        return tuple(f for f in self.findings if f.severity == "warning" and f.waived is None)
+
+    @property
+    def waived(self) -> tuple[Finding, ...]:
+        """The findings (of either severity) a waiver of the recipe accepted."""
+        return tuple(f for f in self.findings if f.waived is not None)
 
     @property
     def overall_tag(self) -> str | None:

@@ -1,9 +1,16 @@
 """The refusal rules of ``publish``: which wheels under DIST are candidates, and why one is refused
-(no manifest, a gate verdict that did not pass, a sha256 the manifest does not name, another recipe,
-a local version label for PyPI). :func:`check_all` refuses the whole batch for any one refusal."""
+(a wheel the gate refused in ``build`` and kept apart, no manifest, a gate verdict that did not pass,
+a sha256 the manifest does not name, another recipe, a local version label for PyPI). :func:`check_all`
+refuses the whole batch for any one refusal.
+
+Refused wheels are kept in ``<out>/.refused/<job-id>/`` (a dot-folder: never collected) or in a
+``build --keep-refused DIR`` folder; when that folder lies in the publish tree, each of its wheels is
+refused by name, with the errors its ``<wheel>.refused.json`` records, whatever else lies beside it.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +76,9 @@ def examine(wheel: Path) -> Candidate | Refusal:
         parse_wheel_filename(wheel.name)
     except InvalidWheelFilename as exc:
         return Refusal(wheel, f"not a valid wheel file name: {exc}")
+    refused = _refused_by_build(wheel)
+    if refused is not None:
+        return refused
     path = manifest.manifest_path(wheel)
     if not path.is_file():
         return Refusal(wheel, f"no manifest ({path.name} missing): build and gate it with `buildkit build`")
@@ -85,7 +95,7 @@ def examine(wheel: Path) -> Candidate | Refusal:
             errors = [
                 str(f.get("message", f))
                 for f in verdict.get("findings", [])
-                if isinstance(f, dict) and f.get("severity", "error") == "error"
+                if isinstance(f, dict) and f.get("severity", "error") == "error" and not f.get("waived")
             ]
         detail = f": {'; '.join(errors[:3])}" if errors else ""
         return Refusal(wheel, f"the gate failed on this wheel (manifest verdict.passed is not true){detail}")
@@ -103,6 +113,33 @@ def examine(wheel: Path) -> Candidate | Refusal:
             "(the gate did not see these bytes)",
         )
     return Candidate(wheel, actual, data)
+
+
+def _refused_by_build(wheel: Path) -> Refusal | None:
+    """A Refusal when ``wheel`` is one ``buildkit build`` refused and kept apart (its
+    ``<wheel>.refused.json`` lies beside it), naming the errors recorded there."""
+    record = manifest.refused_path(wheel)
+    if not record.is_file():
+        return None
+    errors: list[str] = []
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("errors"), list):
+            errors = [str(e) for e in data["errors"]]
+    except (OSError, ValueError):
+        pass
+    detail = f": {'; '.join(errors[:3])}" if errors else ""
+    return Refusal(
+        wheel,
+        f"the gate refused this wheel in `buildkit build` ({record.name}{detail}); a refused wheel is "
+        f"kept only to be examined and is never published: move {wheel.parent} out of the publish tree",
+    )
+
+
+def refused_wheels(dist: Path) -> list[Path]:
+    """The wheels ``build`` kept apart in ``dist``'s own quarantine (``dist/.refused/<job-id>/``)."""
+    root = dist / manifest.REFUSED_DIR
+    return sorted(p for p in root.glob("*/*.whl") if p.is_file()) if root.is_dir() else []
 
 
 def refuse_for_pypi(candidate: Candidate) -> Refusal | None:
@@ -148,11 +185,21 @@ def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
     )
 
 
-def check_all(wheels: list[Path], target: Target, recipe: Recipe | None = None) -> list[Candidate]:
+def check_all(
+    wheels: list[Path], target: Target, recipe: Recipe | None = None, *, dist: Path | None = None
+) -> list[Candidate]:
     """Examine every wheel (and, with ``recipe``, that it was built from that recipe file); any
-    refusal raises one PublishRefused listing them all."""
+    refusal raises one PublishRefused listing them all. ``dist``: the tree they were collected
+    from, whose refused wheels an empty batch names."""
     if not wheels:
-        raise PublishRefused("no wheels to publish (no *.whl found)")
+        kept = refused_wheels(dist) if dist is not None and dist.is_dir() else []
+        note = (
+            f"; {len(kept)} wheel(s) the gate refused are kept in {dist / manifest.REFUSED_DIR}, never "
+            f"published (examine one with `buildkit check`, see its .refused.json)"
+            if kept and dist is not None
+            else ""
+        )
+        raise PublishRefused(f"no wheels to publish (no *.whl found){note}")
     candidates: list[Candidate] = []
     refusals: list[Refusal] = []
     for wheel in wheels:

@@ -96,7 +96,7 @@ def publish(
     environ = dict(os.environ if env is None else env)
     if target.kind == "directory":  # an unwritable target is refused before anything is written
         static_index.check_root(Path(target.location))
-    candidates = check_all(collect(dist, target), target, recipe)
+    candidates = check_all(collect(dist, target), target, recipe, dist=dist)
     log(f"{len(candidates)} wheel(s) checked: manifests passed, sha256 recomputed and matching")
     if recipe is not None:
         _log_recipe(candidates, recipe, log)

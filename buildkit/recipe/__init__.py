@@ -29,6 +29,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from buildkit import policy as mlpolicy
 from buildkit import version as ver
 from buildkit.errors import RecipeError, UsageError
+from buildkit.recipe.gate import GateRules, parse_gate
 from buildkit.recipe.hooks import Hooks, parse_hooks
 from buildkit.recipe.image import ImageSpec, check_smoke_packages, parse_image
 from buildkit.recipe.schema import did_you_mean, validate
@@ -215,14 +216,6 @@ class SmokeTest:
     gpu: bool = False  # needs an AMD GPU passed through (skipped with the reason without one)
     #: extra system packages over the runtime image of a profile (``image: rocm-buildkit/<profile>``)
     packages: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class GateRules:
-    """The recipe's ``gate:`` rules (beyond policy, ceilings, excludes, archs and size budget)."""
-
-    #: PEP 503 simple index of released wheels: a wheel must not regress against its last release
-    no_regression_against: str | None = None
 
 
 @dataclass(frozen=True)
@@ -447,7 +440,7 @@ class _Builder:
             tuned_csv=tuple(d.get("checks", {}).get("tuned_csv", ())),
             size_budget=budget,
             spans=self.spans,
-            gate=GateRules(no_regression_against=d.get("gate", {}).get("no_regression_against")),
+            gate=parse_gate(d.get("gate", {}), self.spans, self.err),
             hooks=parse_hooks(d),
         )
 

@@ -7,7 +7,11 @@ was expected, plus "did you mean" for unknown keys and enum values.
 One keyword is buildkit's own: ``"x-target-id": true`` (arch lists) checks a string the
 ``pattern`` accepts with :func:`buildkit.targets.parse_target_id`: a processor LLVM does not know
 (``gfx905``, with "did you mean") or a feature the processor does not take (``gfx1100:xnack-``) is
-reported at the item's position. Editors ignore the keyword (unknown keywords are annotations).
+reported at the item's position. A second, ``"x-never-waived": {rule: reason}`` (the rule of a
+``gate.waive`` entry), refuses a rule the gate never lets a recipe waive, with the reason; the map and
+the rule enum beside it are generated from the gate's rule registry (the recipe layer does not import
+the gate). Editors ignore both keywords (unknown keywords are annotations), and ``x-enum-expected``,
+which words an ``enum`` error ("expected a gate rule id ...") instead of listing every value.
 """
 
 from __future__ import annotations
@@ -58,13 +62,22 @@ def _target_id(
         yield ValidationError(str(exc))
 
 
+def _never_waived(
+    validator: Validator, value: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    """``x-never-waived``: the rule of a waiver is not one whose findings may never be waived."""
+    if isinstance(value, Mapping) and isinstance(instance, str) and instance in value:
+        yield ValidationError(f"rule {instance!r} cannot be waived: {value[instance]}")
+
+
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
     schema = recipe_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     # jsonschema's stubs leave extend() untyped: it returns a subclass of the validator it extends
     extend = cast(Callable[..., type[jsonschema.Draft202012Validator]], jsonschema.validators.extend)
-    return extend(jsonschema.Draft202012Validator, {"x-target-id": _target_id})(schema)
+    keywords = {"x-target-id": _target_id, "x-never-waived": _never_waived}
+    return extend(jsonschema.Draft202012Validator, keywords)(schema)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
@@ -168,9 +181,13 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> Pr
     elif validator in ("enum", "const"):
         options = value if validator == "enum" else [value]
         shown = ", ".join(json.dumps(o) for o in options)
-        message = f"{where}: expected {'one of ' if len(options) > 1 else ''}{shown}, got {_kind(instance)}"
+        expected = schema.get("x-enum-expected") or f"{'one of ' if len(options) > 1 else ''}{shown}"
+        message = f"{where}: expected {expected}, got {_kind(instance)}"
         if isinstance(instance, str):
             hint = did_you_mean(instance, [str(o) for o in options])
+    elif validator == "x-never-waived":
+        message = f"{where}: {err.message}"
+        hint = "remove the waiver"
     elif validator == "pattern":
         expected = schema.get("x-expected") or f"a string matching {value}"
         message = f"{where}: expected {expected}, got {instance!r}"

@@ -78,10 +78,26 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 def _no_debris(tmp: Path) -> None:
-    """No staging folder in --out nor beside it."""
+    """No staging folder in --out nor beside it; nothing hidden in --out but the quarantine of
+    refused wheels (.refused), with no swap folder in it either."""
     assert not any(p.name.startswith((".buildkit-", ".staging-")) for p in tmp.iterdir())
     if (tmp / "dist").is_dir():
-        assert not [p.name for p in (tmp / "dist").iterdir() if p.name.startswith(".")]
+        assert not [
+            p.name for p in (tmp / "dist").iterdir() if p.name.startswith(".") and p.name != ".refused"
+        ]
+    if (tmp / "dist" / ".refused").is_dir():
+        assert not [p.name for p in (tmp / "dist" / ".refused").iterdir() if p.name.startswith(".")]
+
+
+def _refused(tmp: Path) -> list[Path]:
+    """The wheels kept in --out's quarantine (dist/.refused/<job-id>/)."""
+    return sorted((tmp / "dist" / ".refused").glob("*/*.whl"))
+
+
+def _published(tmp: Path) -> list[Path]:
+    """The wheels of --out that publish would consider (outside its dot-folders)."""
+    dist = tmp / "dist"
+    return [p for p in dist.rglob("*.whl") if not any(x.startswith(".") for x in p.relative_to(dist).parts)]
 
 
 def _containers(client: Any) -> set[str]:
@@ -214,9 +230,11 @@ def test_manylinux_2_28_ceilings_fail_and_leave_dist_empty(
     assert proc.returncode == 7, text
     # the offending library and symbol are named
     assert "libc.so.6" in text and "GLIBC_2.34" in text, text
-    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").rglob("*")), (
-        "dist/ must stay empty"
-    )
+    # nothing in dist/ but the refused wheel, kept apart in its quarantine
+    assert sorted(p.relative_to(tmp_path / "dist").parts[:2] for p in (tmp_path / "dist").rglob("*.whl")) == [
+        (".refused", JOB)
+    ]
+    assert _published(tmp_path) == []
     _no_debris(tmp_path)
     assert _containers(docker_client) == before
 
@@ -304,10 +322,12 @@ def test_failed_or_refused_job_removes_its_previous_wheel(tmp_path: Path, debian
     assert refused.returncode == 7, text
     assert "above the limit of" in text and REMOVED in refused.stderr, text
     assert not (tmp_path / "dist" / JOB).exists()
+    assert len(_refused(tmp_path)) == 1
     dry = _buildkit("publish", "dist", "--recipe", str(recipe), "--dry-run", cwd=tmp_path)
     assert ".whl" not in dry.stdout, dry.stdout + dry.stderr
 
     assert _build(recipe, tmp_path).returncode == 0
+    assert _refused(tmp_path) == []  # the passing build removed the superseded refusal
     kernel = next(p for p in sorted(source.rglob("*.hip")) if p.is_file())
     kernel.write_text(kernel.read_text() + "\nthis is not C++;\n")
     broken = _build(recipe, tmp_path)
@@ -446,4 +466,68 @@ def test_regression_against_the_last_release_fails_the_job(
     text = proc.stdout + proc.stderr
     assert proc.returncode == 7, text
     assert "regresses against the last release" in text and "gfx942" in text, text
-    assert not (tmp_path / "dist").exists() or not any((tmp_path / "dist").rglob("*.whl"))
+    assert _published(tmp_path) == []
+    [kept] = _refused(tmp_path)
+    record = json.loads(kept.with_name(kept.name + ".refused.json").read_text())
+    assert record["refused_by"] == "regression" and any("gfx942" in e for e in record["errors"]), record
+    assert "buildkit diff --against-index" in text, text
+
+
+def test_a_refused_wheel_is_kept_apart_and_never_published(tmp_path: Path, debian_rocm_image: Any) -> None:
+    """The reference recipe with a 1 KiB size limit: exit 7; the wheel and its gate reports are in
+    dist/.refused/<job>/, nothing in dist/<job>/; the summary names the path and the check command,
+    which exits 7 with the same finding; publish publishes nothing. Built again with
+    --keep-refused dist/refused (inside the publish tree): publish refuses that wheel by name."""
+    recipe = _recipe(tmp_path, ROOT / "csrc", name="tiny.yaml", size_budget={"limit": "1KiB"})
+    started = time.monotonic()
+    proc = _build(recipe, tmp_path)
+    print(f"refused reference build: {time.monotonic() - started:.1f}s")
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 7, text
+    folder = tmp_path / "dist" / ".refused" / JOB
+    [wheel] = _refused(tmp_path)
+    assert wheel.parent == folder
+    suffixes = ["", ".check.json", ".check.txt", ".refused.json"]
+    assert sorted(p.name for p in folder.iterdir()) == [wheel.name + s for s in suffixes]
+    assert not (tmp_path / "dist" / JOB).exists()
+    assert not list((tmp_path / "dist").rglob("*.manifest.json"))
+    shown = f"dist/.refused/{JOB}/{wheel.name}"
+    examine = f"buildkit check {shown} --recipe {recipe} --job {JOB}"
+    assert f"  refused   {shown} (kept apart, never published)" in proc.stdout.splitlines(), proc.stdout
+    assert f"  examine   {examine}" in proc.stdout.splitlines(), proc.stdout
+    assert f"refused wheel kept in {shown} (never published)" in proc.stderr, proc.stderr
+    record = json.loads((folder / f"{wheel.name}.refused.json").read_text())
+    assert record["wheel"]["sha256"] == sha256_file(wheel)
+    [error] = record["errors"]
+    assert error.startswith("[size] wheel is ") and error.endswith("above the limit of 1.0 KiB"), error
+
+    # the command the summary gives: exit 7, the same finding and the same JSON report as kept
+    check = _buildkit(*examine.split()[1:], cwd=tmp_path)
+    assert check.returncode == 7, check.stdout + check.stderr
+    assert f"  ERROR {error}" in check.stdout.splitlines(), check.stdout
+    report = (folder / f"{wheel.name}.check.txt").read_text()
+    assert f"  ERROR {error}" in report.splitlines()
+    as_json = _buildkit(*examine.split()[1:], "--json", cwd=tmp_path)
+    assert json.loads(as_json.stdout) == json.loads((folder / f"{wheel.name}.check.json").read_text())
+
+    index = tmp_path / "index"
+    published = _buildkit("publish", "dist", "--to", str(index), cwd=tmp_path)
+    assert published.returncode == 10, published.stdout + published.stderr
+    assert "no wheels to publish" in published.stderr and "the gate refused are kept in" in published.stderr
+    assert not (index / "simple").exists()
+
+    # --keep-refused inside the publish tree: a note at build time, a refusal by name at publish time
+    started = time.monotonic()
+    again = _build(recipe, tmp_path, "--keep-refused", "dist/refused")
+    print(f"refused rebuild with --keep-refused: {time.monotonic() - started:.1f}s")
+    assert again.returncode == 7, again.stdout + again.stderr
+    assert "--keep-refused dist/refused lies inside --out" in again.stderr, again.stderr
+    [kept] = sorted((tmp_path / "dist" / "refused" / JOB).glob("*.whl"))
+    assert f"  refused   dist/refused/{JOB}/{kept.name} (kept apart, never published)" in again.stdout
+    published = _buildkit("publish", "dist", "--to", str(index), cwd=tmp_path)
+    text = published.stdout + published.stderr
+    assert published.returncode == 10, text
+    assert f"  dist/refused/{JOB}/{kept.name}: the gate refused this wheel in `buildkit build`" in text, text
+    assert f"never published: move dist/refused/{JOB} out of the publish tree" in text, text
+    assert not (index / "simple").exists()
+    _no_debris(tmp_path)

@@ -201,6 +201,11 @@ def _size_gate(wheel: Path, config: Any) -> gating.Gated:
 
 @pytest.fixture
 def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    return make_harness(tmp_path, monkeypatch)
+
+
+def make_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
+    """The stand-ins in place (tests/unit/test_quarantine.py uses them too)."""
     source = tmp_path / "src"
     (source / "pkg").mkdir(parents=True)
     (source / "pkg" / "kernel.hip").write_text("__global__ void k() {}\n")

@@ -86,7 +86,17 @@ def test_umask_is_read_without_changing_it() -> None:
 # --------------------------------------------------------------------------- one writer
 #: the os.replace calls outside fsutil, each with why it is not a single-file write
 RENAMES_ALLOWED: dict[tuple[str, str], str] = {
-    ("buildkit/build/output.py", "_swap_into"): "swaps a whole job folder into --out (and back on failure)",
+    ("buildkit/build/output.py", "swap_in"): (
+        "swaps a whole job folder into --out or a quarantine folder (and back on failure)"
+    ),
+    ("buildkit/build/quarantine.py", "_move"): (
+        "moves a refused wheel (written by cibuildwheel, not by us) into its quarantine folder's "
+        "incoming folder, which swap_in then renames into place"
+    ),
+    (
+        "buildkit/build/quarantine.py",
+        "release",
+    ): "renames a superseded quarantine folder aside before removing it",
     ("buildkit/build/output.py", "discard_output"): "renames a stale job folder aside before removing it",
     ("buildkit/build/staging.py", "sweep_debris"): "puts back a job folder a killed swap left aside",
     ("buildkit/publish/index.py", "add_wheels"): (

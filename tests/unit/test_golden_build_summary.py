@@ -1,6 +1,7 @@
 """Golden file for the summary ``buildkit build`` prints on stdout (tests/data/golden/build-summary.txt):
-one job of each status (passed with a warning, up to date, gate-failed with the stale folder removed,
-build-failed with a log outside the working directory, interrupted), then the next steps.
+one job of each status (passed with a warning and a waived finding, up to date, gate-failed with its
+wheel kept apart and the stale folder removed, build-failed with a log outside the working directory,
+interrupted), then the next steps.
 ``BUILDKIT_REGEN_GOLDEN=1`` rewrites it. The e2e build tests (tests/docker) check the same summary
 on real builds; this file pins its layout and wording."""
 
@@ -28,6 +29,8 @@ def test_build_summary(tmp_path: Path) -> None:
             log=logs / "cp312-rocm7.2-torch2.10.log",
             gate="PASS",
             warnings=1,
+            waived=1,
+            waivers=("gate.waive[0] (rocm-soname, library libfoo.so.1): 1 finding waived: vendor keeps 5.x",),
         ),
         JobResult(
             "cp311-rocm7.2-torch2.10",
@@ -46,6 +49,11 @@ def test_build_summary(tmp_path: Path) -> None:
             errors=2,
             warnings=3,
             removed=out / "cp313-rocm7.2-torch2.10",
+            refused=out / ".refused" / "cp313-rocm7.2-torch2.10" / name.replace("cp312", "cp313"),
+            examine=(
+                f"buildkit check dist/.refused/cp313-rocm7.2-torch2.10/{name.replace('cp312', 'cp313')} "
+                "--recipe recipes/aiter.yaml --job cp313-rocm7.2-torch2.10"
+            ),
         ),
         JobResult(
             "cp310-rocm7.2-torch2.10", "build-failed", None, 61.0, log=Path("/var/log/buildkit/cp310.log")

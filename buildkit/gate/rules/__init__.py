@@ -9,11 +9,11 @@ below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from buildkit.gate.facts import Facts
-from buildkit.gate.findings import Finding
+from buildkit.gate.findings import Finding, Waiver
 from buildkit.gate.rule import Rule
 from buildkit.gate.rules import (
     abi,
@@ -28,6 +28,7 @@ from buildkit.gate.rules import (
     size,
     tags,
     torch,
+    waivers,
 )
 
 Check = Callable[[Facts], Iterable[Finding]]
@@ -35,8 +36,9 @@ Check = Callable[[Facts], Iterable[Finding]]
 
 @dataclass(frozen=True)
 class Family:
-    """Rules checked together. ``check`` None: the family does not run in :func:`evaluate` (the
-    regression rule needs the index; ``build`` runs it after the gate)."""
+    """Rules checked together. ``check`` None: the family does not run with the others in
+    :func:`run`: the regression rule needs the index (``build`` runs it after the gate), and the
+    waiver rule judges the other families' findings (:func:`waive`, called by ``evaluate``)."""
 
     name: str
     rules: tuple[Rule, ...]
@@ -55,11 +57,24 @@ FAMILIES: tuple[Family, ...] = (
     Family("torch", torch.RULES, torch.check),
     Family("rocm", rocm.RULES, rocm.check),
     Family("integrity", integrity.RULES, integrity.check),
+    Family("waivers", waivers.RULES, None),
     Family("regression", regression.RULES, None),
 )
 
 RULES: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in family.rules)
 RULE_IDS: tuple[str, ...] = tuple(rule.id for rule in RULES)
+#: rule id -> why a recipe may not waive its findings
+NEVER_WAIVED: dict[str, str] = {rule.id: rule.never_waived for rule in RULES if rule.never_waived}
+#: rules judged after the gate (``build``'s regression check): ``evaluate`` leaves their waivers to it
+AFTER_GATE: frozenset[str] = frozenset(rule.id for rule in regression.RULES)
+
+
+def waive(
+    findings: Sequence[Finding], given: Sequence[Waiver], *, recipe: str | None = None
+) -> list[Finding]:
+    """``findings`` with the waivers applied and one ``waiver-unused`` error per waiver that matched
+    none (:func:`buildkit.gate.rules.waivers.apply`)."""
+    return waivers.apply(findings, given, recipe=recipe, never_waived=NEVER_WAIVED)
 
 
 def run(facts: Facts) -> list[Finding]:
@@ -68,11 +83,13 @@ def run(facts: Facts) -> list[Finding]:
 
 
 def rules_table() -> str:
-    """The Markdown table of ``docs/GATE-RULES.md``: one row per rule, in registry order."""
+    """The Markdown table of ``docs/GATE-RULES.md``: one row per rule, in registry order (a rule
+    whose findings no recipe waiver may accept says so after its severities)."""
     rows = [
         "| rule | severity | what it checks | failure it prevents |",
         "|------|----------|----------------|---------------------|",
     ]
     for rule in RULES:
-        rows.append(f"| `{rule.id}` | {', '.join(rule.severities)} | {rule.checks} | {rule.prevents} |")
+        severity = ", ".join(rule.severities) + (" (never waived)" if rule.never_waived else "")
+        rows.append(f"| `{rule.id}` | {severity} | {rule.checks} | {rule.prevents} |")
     return "\n".join(rows) + "\n"

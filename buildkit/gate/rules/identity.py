@@ -30,6 +30,10 @@ JOB_IDENTITY = Rule(
         'Python/platform ("is not a supported wheel on this platform"), so users get another '
         "wheel or the sdist."
     ),
+    never_waived=(
+        "a wheel that is not the job's would be published under the wrong name, version or tags: "
+        "fix the recipe's name or version, or the build"
+    ),
 )
 
 RULES = (JOB_IDENTITY,)

@@ -78,6 +78,10 @@ RECORD = Rule(
         "without a file (a broken wheel). Warning: an entry without a hash (it cannot be "
         "verified; pip installs it)."
     ),
+    never_waived=(
+        "RECORD problems mean the wheel's files are not the ones its build wrote (corrupted, "
+        "modified, or a member installers do not track): rebuild the wheel"
+    ),
 )
 
 WHEEL_TAGS = Rule(

@@ -25,6 +25,7 @@ WHEEL_NAME = Rule(
         "`packaging.utils.parse_wheel_filename`)."
     ),
     prevents='pip refuses the file ("Invalid wheel filename"), and no platform rule can judge it.',
+    never_waived="no installer accepts such a file: fix the name the build gives the wheel",
 )
 
 ELF_MACHINE = Rule(

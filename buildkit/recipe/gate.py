@@ -1,0 +1,83 @@
+"""The recipe's ``gate:`` section: the regression index and the waivers.
+
+``gate.no_regression_against`` names a PEP 503 index of released wheels a new wheel must not
+regress against. ``gate.waive`` lists findings the gate accepts, each with its reason::
+
+    gate:
+      waive:
+        - rule: rocm-soname
+          library: "libfoo.so.1"      # fnmatch glob on the finding's library (optional)
+          file: "pkg/_C*.so"          # fnmatch glob on the finding's wheel member (optional)
+          reason: "libfoo keeps its 5.x SONAME in 6.x; checked with the vendor"
+
+The schema checks each key (``rule`` a gate rule id, with "did you mean"; a rule the gate never
+lets be waived refused with the reason: both generated from the gate's rule registry, which this
+layer does not import); :func:`parse_gate` adds what a schema cannot say. The gate applies the
+waivers (:mod:`buildkit.gate.rules.waivers`), and reports a waiver that matches nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from buildkit.errors import RecipeError
+from buildkit.recipe.yamlspan import Spans
+
+Err = Callable[..., RecipeError]
+
+
+@dataclass(frozen=True)
+class WaiverSpec:
+    """One ``gate.waive`` entry as the recipe states it: findings of ``rule`` whose library / wheel
+    member match the fnmatch globs ``library`` / ``file`` (each only when given) are accepted for
+    ``reason``. ``index`` is its place in the list, ``line``/``column`` its position in the file."""
+
+    rule: str
+    reason: str
+    library: str | None = None
+    file: str | None = None
+    index: int = 0
+    line: int | None = None
+    column: int | None = None
+
+
+@dataclass(frozen=True)
+class GateRules:
+    """The recipe's ``gate:`` rules (beyond policy, ceilings, excludes, archs and size budget)."""
+
+    #: PEP 503 simple index of released wheels: a wheel must not regress against its last release
+    no_regression_against: str | None = None
+    #: findings the gate accepts, each with its reason (``gate.waive``)
+    waive: tuple[WaiverSpec, ...] = ()
+
+
+def parse_gate(raw: Mapping[str, Any], spans: Spans, err: Err) -> GateRules:
+    """The schema-valid ``gate`` value as :class:`GateRules`. A waiver repeating another's rule and
+    globs is refused (one of the two could never be used), and so is a ``regression`` waiver
+    without ``no_regression_against`` (that rule runs only against an index)."""
+    index = raw.get("no_regression_against")
+    waivers: list[WaiverSpec] = []
+    seen: dict[tuple[str, str | None, str | None], int] = {}
+    for i, w in enumerate(raw.get("waive", ())):
+        at = ("gate", "waive", i)
+        rule, library, file = w["rule"], w.get("library"), w.get("file")
+        first = seen.get((rule, library, file))
+        if first is not None:
+            raise err(
+                f"gate.waive[{i}] repeats gate.waive[{first}] (same rule, library and file)",
+                at,
+                hint="keep one waiver and give it both reasons",
+            )
+        seen[rule, library, file] = i
+        if rule == "regression" and index is None:
+            raise err(
+                f"gate.waive[{i}]: a regression waiver, but no gate.no_regression_against",
+                (*at, "rule"),
+                hint="the regression rule runs only against an index of released wheels: add "
+                "gate.no_regression_against, or remove the waiver",
+            )
+        line, column = spans.value(at) or (None, None)
+        waivers.append(WaiverSpec(rule, w["reason"].strip(), library, file, i, line, column))
+    return GateRules(no_regression_against=index, waive=tuple(waivers))
