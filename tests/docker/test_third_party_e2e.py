@@ -118,12 +118,16 @@ def test_cupy_from_its_sdist_is_built_gated_and_imported(
         str(RECIPE),
         "--wheelhouse",
         str(smoke_wheelhouse),
+        "--json",
         cwd=tmp_path,
         timeout=3600,
     )
     smoke_seconds = time.monotonic() - start
     assert smoked.returncode == 0, smoked.stdout + smoked.stderr
-    assert "cupy 13.6.0 HIP" in smoked.stdout + smoked.stderr
+    (result,) = json.loads(smoked.stdout)["results"]
+    assert result["status"] == "passed", result
+    outputs = {step["kind"]: step["output"] for step in result["steps"]}
+    assert "cupy 13.6.0 HIP" in outputs["command"], result
     print(
         f"\ncupy e2e: build {build_seconds:.0f} s (image layers + compile + repair + gate), smoke "
         f"{smoke_seconds:.0f} s; wheel {wheel.name} {wheel.stat().st_size / 2**20:.1f} MiB; "
