@@ -191,3 +191,32 @@ def test_fixed_profile_refuses_another_rocm_release() -> None:
     assert images.rocm_build_args("debian-rocm", "5.7") == {}
     with pytest.raises(UsageError, match=r"provides ROCm 5\.7 only"):
         images.rocm_build_args("debian-rocm", "6.4")
+
+
+def test_image_build_refuses_an_undeclared_build_arg_before_contacting_docker() -> None:
+    """``buildkit image build debian-rocm --build-arg EXTRA_PACKAGES=...`` would only get Docker's
+    "build-args were not consumed" and a tag no build uses: refused with the declared arguments (exit 2),
+    before any engine is contacted (DOCKER_HOST points nowhere)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "buildkit",
+            "image",
+            "build",
+            "debian-rocm",
+            "--build-arg",
+            "EXTRA_PACKAGES=jq",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "debian-rocm.Dockerfile declares no ARG EXTRA_PACKAGES" in proc.stderr
+    assert "BASE_IMAGE, HIP_DEB_VERSION, AUDITWHEEL_PLAT" in proc.stderr
+    assert "Traceback" not in proc.stderr
