@@ -331,7 +331,6 @@ def ensure_image(
             return _image_ref(profile, tag, existing, built=False)
 
     log_file = log_path or default_log_path(profile.name, tag)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
     labels = {
         LABEL_PROFILE: profile.name,
         LABEL_CONTENT: tag.rsplit(":", 1)[1],
@@ -339,13 +338,30 @@ def ensure_image(
         LABEL_BUILD_ARGS: json.dumps(args, sort_keys=True),
     }
     report(f"building {tag} from {profile.dockerfile} (log: {log_file})")
-    with build_context(profile, progress=report) as context, log_file.open("w") as log:
+    with build_context(profile, progress=report) as context:
+        image = build_logged(client, context, profile.dockerfile, tag, args, labels, log_file, report)
+    return _image_ref(profile, tag, image, built=True)
+
+
+def build_logged(
+    client: Any,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    args: dict[str, str],
+    labels: dict[str, str],
+    log_file: Path,
+    progress: Progress,
+) -> Any:
+    """:func:`stream_build` with its output kept in ``log_file``; the built image (the engine's
+    object). A refused build is :class:`BuildFailed` naming the log."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("w") as log:
         try:
-            image_id = stream_build(client, context, profile.dockerfile, tag, args, labels, log, report)
+            image_id = stream_build(client, context, dockerfile, tag, args, labels, log, progress)
         except docker.errors.APIError as exc:
             raise BuildFailed(f"building image {tag} failed: {exc}\n  full log: {log_file}") from None
-    image = client.images.get(image_id or tag)
-    return _image_ref(profile, tag, image, built=True)
+    return client.images.get(image_id or tag)
 
 
 def list_images(client: Any) -> list[ImageInfo]:

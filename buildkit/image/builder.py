@@ -27,7 +27,7 @@ from typing import Any
 import docker.errors
 
 from buildkit import image as images
-from buildkit.errors import BuildFailed, DockerUnavailable, UsageError
+from buildkit.errors import DockerUnavailable, UsageError
 from buildkit.profiles import REPOSITORY_PREFIX, declared_build_args, docker_dir, get_profile
 from buildkit.recipe.image import ImageSpec
 
@@ -80,14 +80,8 @@ def _build(
     progress: Progress,
 ) -> Any:
     log_file = images.default_log_path(name, tag)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
     progress(f"building {tag} ({name}, log: {log_file})")
-    with log_file.open("w") as log:
-        try:
-            image_id = images.stream_build(client, context, dockerfile, tag, args, labels, log, progress)
-        except docker.errors.APIError as exc:
-            raise BuildFailed(f"building image {tag} failed: {exc}\n  full log: {log_file}") from None
-    return client.images.get(image_id or tag)
+    return images.build_logged(client, context, dockerfile, tag, args, labels, log_file, progress)
 
 
 def _ref(profile: str, tag: str, image: Any, built: bool) -> images.ImageRef:
