@@ -7,12 +7,12 @@ pip installs there comes from the wheelhouse filled here first, on the host:
 
 * **what** (:func:`requested`): the source's PEP 518 ``[build-system] requires`` (without that table,
   PEP 518's default ``setuptools>=40.8.0`` and ``wheel``; ``wheel`` is added for the setuptools
-  backend, whose releases before 70.1 ask for it in ``get_requires_for_build_wheel``); with a
-  ``test_command``, the recipe's ``test_requires`` and the project's static ``[project]
-  dependencies`` (cibuildwheel installs the wheel and them into its test virtualenv); the job's torch
-  pin (``torch==2.10.*``) when torch is among those or the build runs ``--no-isolation`` (the
-  ``before_build`` that installs it): a project that does not build against torch does not download
-  it. Markers are evaluated for the job's Python and platform, not the host's;
+  backend when the requirement allows a setuptools before 70.1, whose ``get_requires_for_build_wheel``
+  asks for it); with a ``test_command``, the recipe's ``test_requires`` and the project's static
+  ``[project] dependencies`` (cibuildwheel installs the wheel and them into its test virtualenv);
+  the job's torch pin (``torch==2.10.*``) when torch is among those or the build runs
+  ``--no-isolation`` (the ``before_build`` that installs it): a project that does not build against
+  torch does not download it. Markers are evaluated for the job's Python and platform, not the host's;
 * **how** (:func:`resolve_command`): ``python -m pip download --only-binary=:all: --python-version
   3.13 --implementation cp --abi cp313 --platform manylinux_2_41_x86_64 ... --platform
   manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --dest WH REQ...`` with dependencies, run
@@ -71,6 +71,8 @@ else:  # pragma: no cover - Python 3.10
 
 #: PEP 518: what a source without a ``[build-system]`` table is built with
 DEFAULT_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
+#: the first setuptools whose ``get_requires_for_build_wheel`` no longer asks for ``wheel``
+SETUPTOOLS_WITHOUT_WHEEL = Version("70.1")
 #: a ROCm torch wheel is gigabytes
 PIP_TIMEOUT = 3600
 PROBE_TIMEOUT = 120
@@ -281,6 +283,18 @@ def _requirement(
     return Requested(str(req), origin, at)
 
 
+def _at_least(requested: Requested, version: Version) -> bool:
+    """The requirement allows no release before ``version`` (a lower bound at or above it)."""
+    for spec in Requirement(requested.requirement).specifier:
+        try:
+            bound = Version(spec.version.removesuffix(".*"))
+        except InvalidVersion:
+            continue
+        if spec.operator in (">=", ">", "==", "~=", "===") and bound >= version:
+            return True
+    return False
+
+
 def _pyproject(source: Path) -> dict[str, Any]:
     path = source / "pyproject.toml"
     if not path.is_file():
@@ -307,8 +321,13 @@ def requested(recipe: Recipe, job: Job, source: Path, *, isolation: bool = True)
         raise BuildFailed("the source's pyproject.toml: [build-system] requires is not a list")
     items = [_requirement(r, origin, env, recipe, None) for r in requires]
     if backend is None or str(backend).startswith("setuptools.build_meta"):
-        names = {r.name for r in items if r is not None}
-        if "setuptools" in names and "wheel" not in names:
+        setuptools = [r for r in items if r is not None and r.name == "setuptools"]
+        has_wheel = any(r.name == "wheel" for r in items if r is not None)
+        if (
+            setuptools
+            and not has_wheel
+            and not any(_at_least(r, SETUPTOOLS_WITHOUT_WHEEL) for r in setuptools)
+        ):
             items.append(Requested("wheel", "the setuptools backend (before 70.1 it asks for wheel)"))
     if job.hooks.test_command:
         where = "the recipe's test_requires"
@@ -413,7 +432,8 @@ def fetch_locked(lock: Lock, job: Job, dest: Path, log: TextIO, *, wheelhouse: P
         )
         lock_file.unlink()
         if code != 0:
-            said = "\n".join(f"    {line}" for line in _errors(output))
+            tail = [line for line in output.splitlines() if line.strip()][-10:]
+            said = "\n".join(f"    {line}" for line in tail)
             raise BuildFailed(
                 f"{job.id}: pip could not download the build requirements the manifest locks "
                 f"({len(lock.files)} file(s), by sha256):\n{said}\n  hint: the index (or --wheelhouse DIR) "

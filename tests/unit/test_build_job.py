@@ -143,10 +143,11 @@ class Harness:
     #: the build requirements the stand-in resolver "downloads" (name, version) per call
     wheelhouse: tuple[tuple[str, str], ...] = (("setuptools", "80.0.0"),)
     resolved: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    environments: list[dict[str, str]] = dataclasses.field(default_factory=list)  # cibuildwheel's, per run
 
-    def recipe(self, limit: str = "20MiB", name: str = "recipe.yaml") -> tuple[Recipe, Job]:
+    def recipe(self, limit: str = "20MiB", name: str = "recipe.yaml", extra: str = "") -> tuple[Recipe, Job]:
         path = self.tmp / name
-        path.write_text(RECIPE.format(limit=limit), encoding="utf-8")
+        path.write_text(RECIPE.format(limit=limit) + extra, encoding="utf-8")
         recipe = load_recipe(path)
         return recipe, expand(recipe, env={}).jobs[0]
 
@@ -214,8 +215,9 @@ def make_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
     (source / "pkg" / "kernel.hip").write_text("__global__ void k() {}\n")
     harness = Harness(tmp_path, tmp_path / "dist", source, FakeEngine(), [], [], [], monkeypatch)
 
-    def fake_cibuildwheel(staged: Path, out: Path, *_args: Any, **_kwargs: Any) -> None:
+    def fake_cibuildwheel(staged: Path, out: Path, env: dict[str, str], *_args: Any, **_kwargs: Any) -> None:
         harness.builds.append(staged)
+        harness.environments.append(dict(env))
         if harness.cibuildwheel is not None:
             harness.cibuildwheel(staged, out)
         _fake_wheel(staged, out, "1.0+rocm5.7")
@@ -232,7 +234,9 @@ def make_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
         harness.resolved.append(kwargs)
         dest.mkdir(parents=True, exist_ok=True)
         for name, version in harness.wheelhouse:
-            write_wheel(dest / f"{name}-{version}-py3-none-any.whl", {f"{name}/__init__.py": b""}, fixed_time=True)
+            write_wheel(
+                dest / f"{name}-{version}-py3-none-any.whl", {f"{name}/__init__.py": b""}, fixed_time=True
+            )
         wanted = [requirements.Requested(name, "the stand-in") for name, _ in harness.wheelhouse]
         return requirements.lock_folder(job, wanted, dest)
 
