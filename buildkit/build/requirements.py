@@ -10,6 +10,8 @@ pip installs there comes from the wheelhouse filled here first, on the host:
   backend when the requirement allows a setuptools before 70.1, whose ``get_requires_for_build_wheel``
   asks for it); with a ``test_command``, the recipe's ``test_requires`` and the project's static
   ``[project] dependencies`` (cibuildwheel installs the wheel and them into its test virtualenv);
+  with a ``test_command`` also ``virtualenv`` and its dependencies, at the versions cibuildwheel's
+  constraints pin (its test step installs it: an image whose job Python lacks it would need the index);
   the job's torch pin (``torch==2.10.*``) when torch is among those or the build runs
   ``--no-isolation`` (the ``before_build`` that installs it): a project that does not build against
   torch does not download it. Markers are evaluated for the job's Python and platform, not the host's;
@@ -49,6 +51,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -222,16 +225,32 @@ def resolve_command(
     *,
     wheelhouse: Path | None = None,
     extra_index: str | None = None,
+    constraints: Path | None = None,
 ) -> list[str]:
     """``pip download`` of ``requirements`` and their dependencies, for the job, into ``dest``."""
     return [
         *_pip("download", "--progress-bar", "off"),
         *target_args(job),
         *_index_args(wheelhouse, extra_index),
+        *(["--constraint", str(constraints)] if constraints is not None else []),
         "--dest",
         str(dest),
         *requirements,
     ]
+
+
+def cibuildwheel_constraints(python: str) -> Path:
+    """The pinned constraints cibuildwheel installs ``virtualenv`` with before its test step (its
+    bundled ``constraints-python313.txt``, copied into the container as ``/constraints.txt``)."""
+    base = resources.files("cibuildwheel").joinpath("resources")
+    specific = base.joinpath(f"constraints-python{python.replace('.', '')}.txt")
+    return Path(str(specific if specific.is_file() else base.joinpath("constraints.txt")))
+
+
+def needs_virtualenv(job: Job) -> bool:
+    """cibuildwheel's test step runs ``pip install virtualenv -c /constraints.txt`` in the job's
+    Python (uv frontends make the test environment with ``uv venv`` instead)."""
+    return bool(job.hooks.test_command) and job.hooks.build_frontend not in ("build[uv]", "uv")
 
 
 def locked_command(
@@ -416,6 +435,16 @@ def resolve(
         code, output = _run_pip(cmd, log)
         if code != 0:
             raise refusal(recipe, job, wanted, output, wheelhouse=wheelhouse, extra_index=extra)
+    if needs_virtualenv(job):  # resolved apart: with cibuildwheel's pins, as its test step installs it
+        venv = Requested(
+            "virtualenv", "cibuildwheel's test step (pip install virtualenv, with its constraints)"
+        )
+        constraints = cibuildwheel_constraints(job.python)
+        cmd = resolve_command(job, ["virtualenv"], dest, wheelhouse=wheelhouse, constraints=constraints)
+        code, output = _run_pip(cmd, log)
+        if code != 0:
+            raise refusal(recipe, job, [venv], output, wheelhouse=wheelhouse)
+        wanted.append(venv)
     return lock_folder(job, wanted, dest)
 
 

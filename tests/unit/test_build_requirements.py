@@ -357,3 +357,22 @@ def test_a_hook_reaching_for_the_network_is_explained() -> None:
         hint = reqs.explain_offline_failure(f"building\n{line}\nerror\n")
         assert hint is not None and "image.packages" in hint and "network: true" in hint, line
     assert reqs.explain_offline_failure("kernel.hip:1:1: error: unknown type name 'foo'\n") is None
+
+
+def test_the_test_step_gets_virtualenv_at_cibuildwheels_pin(tmp_path: Path, offline: None) -> None:
+    """cibuildwheel's test step runs ``pip install virtualenv -c /constraints.txt``: the wheelhouse
+    holds the version its constraints pin, not the newest one the index has."""
+    pins = reqs.cibuildwheel_constraints("3.13").read_text()
+    pinned = next(
+        line.split("==")[1].strip() for line in pins.splitlines() if line.startswith("virtualenv==")
+    )
+    house = _house(tmp_path / "house")
+    write_wheel(house / f"virtualenv-{pinned}-py3-none-any.whl", {"virtualenv/__init__.py": b""})
+    write_wheel(house / "virtualenv-99.0-py3-none-any.whl", {"virtualenv/__init__.py": b""})
+    src = _source(tmp_path, '[build-system]\nrequires = ["demo-leaf"]\nbuild-backend = "x"\n')
+    recipe, job = _recipe(tmp_path, src, test_command="true")
+    lock = reqs.resolve(recipe, job, src, tmp_path / "wh", io.StringIO(), wheelhouse=house)
+    assert [(f.name, f.version) for f in lock.files] == [("demo-leaf", "1.0"), ("virtualenv", pinned)]
+    assert "virtualenv" in lock.requested
+    recipe, job = _recipe(tmp_path, src, test_command="true", build_frontend="uv")  # uv venv: none
+    assert reqs.needs_virtualenv(job) is False
