@@ -265,7 +265,9 @@ def _run_job(run: _Run, log: TextIO) -> None:
     if pins is not None:
         (staged / ".buildkit").mkdir(exist_ok=True)
         atomic_write(staged / ".buildkit" / cibw.CONSTRAINTS_NAME, pins)
-    lock = None if run.recipe.network else _wheelhouse(run, staged, log)
+    hermetic = not run.recipe.network
+    isolation = run.options.build_isolation
+    request = requirements.request_key(run.recipe, run.job, staged, isolation=isolation) if hermetic else None
     epoch = source_date_epoch(run.source, run.options.source_date_epoch)
     config = GateConfig.from_recipe_job(run.recipe, run.job)
     run.key = inputs_key(
@@ -277,11 +279,12 @@ def _run_job(run: _Run, log: TextIO) -> None:
         recipe_sha256=run.recipe.sha256,
         gate=gate_key(config),
         tools=tool_versions(),
-        build_requirements=lock.sha256 if lock is not None else None,
+        build_requirements=request,
     )
     run.step = "the up-to-date check"
     if not run.options.force and _reuse(run.dest, run.key, config, log, run.result):
         return
+    lock = _wheelhouse(run, staged, log) if hermetic else None
     wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
     gated, regression = _gate(run, wheel, config, log)
     _record(run, wheel, staged, epoch, gated, regression, lock)

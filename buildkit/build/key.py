@@ -2,7 +2,7 @@
 
 :func:`inputs_key` hashes everything a job's wheel and its verdict are made from (the job, the
 builder image id, the staged source's digest, SOURCE_DATE_EPOCH, build isolation, the recipe, the
-gate's rules, the host tools' versions, the lock of a hermetic build's requirements);
+gate's rules, the host tools' versions, what a hermetic build requests);
 :func:`up_to_date` finds the wheel in a job's output folder whose manifest records that key and whose
 bytes still match.
 """
@@ -47,8 +47,8 @@ def inputs_key(
 ) -> str:
     """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by
     equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.build.gating.gate_key`,
-    ``tools`` :func:`tool_versions`, ``build_requirements`` the sha256 of a hermetic build's lock
-    (:attr:`buildkit.build.requirements.Lock.sha256`; None with ``network: true``)."""
+    ``tools`` :func:`tool_versions`, ``build_requirements`` what a hermetic build requests
+    (:func:`buildkit.build.requirements.request_key`; None with ``network: true``)."""
     payload = {
         "buildkit": __version__,
         "job": job.to_json(),

@@ -45,6 +45,7 @@ transitive dependencies for the host's Python (pypa/pip#11010).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -371,6 +372,20 @@ def requested(recipe: Recipe, job: Job, source: Path, *, isolation: bool = True)
         )
         wanted.append(Requested(job.torch_requirement, "the recipe's torch pin", at))
     return wanted
+
+
+def request_key(recipe: Recipe, job: Job, source: Path, *, isolation: bool = True) -> str:
+    """What the inputs key sees of a hermetic build's requirements: what is requested, for which
+    Python and platforms. Not the resolution, which needs the index: the up-to-date check does not,
+    and a new release of a requirement does not rebuild by itself (``--force`` does; the manifest's
+    lock says what each wheel was built with)."""
+    payload = {
+        "requested": [r.requirement for r in requested(recipe, job, source, isolation=isolation)],
+        "python": job.python,
+        "platforms": list(target_platforms(job.platform_tag)),
+        "virtualenv": needs_virtualenv(job),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 def lock_folder(job: Job, wanted: Sequence[Requested], folder: Path) -> Lock:

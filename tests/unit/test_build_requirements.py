@@ -4,6 +4,7 @@ command lines, the lock format, and real ``pip download`` runs against a local f
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import shlex
@@ -376,3 +377,15 @@ def test_the_test_step_gets_virtualenv_at_cibuildwheels_pin(tmp_path: Path, offl
     assert "virtualenv" in lock.requested
     recipe, job = _recipe(tmp_path, src, test_command="true", build_frontend="uv")  # uv venv: none
     assert reqs.needs_virtualenv(job) is False
+
+
+def test_the_request_key_sees_what_is_requested_and_for_which_target(tmp_path: Path) -> None:
+    recipe, job = _recipe(tmp_path, ROOT / "csrc")
+    key = reqs.request_key(recipe, job, ROOT / "csrc")
+    assert key == reqs.request_key(recipe, job, ROOT / "csrc")
+    other = _source(tmp_path, '[build-system]\nrequires = ["setuptools>=78"]\n')
+    assert reqs.request_key(recipe, job, other) != key
+    tested, tested_job = _recipe(tmp_path, ROOT / "csrc", test_command="true")
+    assert reqs.request_key(tested, tested_job, ROOT / "csrc") != key  # + virtualenv
+    older = dataclasses.replace(job, platform_tag="manylinux_2_28_x86_64")
+    assert reqs.request_key(recipe, older, ROOT / "csrc") != key

@@ -48,16 +48,20 @@ def test_the_lock_is_staged_recorded_and_moved_with_the_wheel(h: Harness) -> Non
     assert 'PIP_NO_INDEX="1"' in h.environments[0]["CIBW_ENVIRONMENT_LINUX"]
 
 
-def test_a_new_release_of_a_build_requirement_rebuilds(h: Harness) -> None:
+def test_the_up_to_date_check_asks_no_index_and_sees_what_is_requested(h: Harness) -> None:
     recipe, job = h.recipe()
     assert h.build(recipe, job).status == "passed"
-    assert h.build(recipe, job).status == "up-to-date"  # same lock: same inputs
     h.wheelhouse = (("setuptools", "80.1.0"),)  # the index got a newer setuptools
+    assert h.build(recipe, job).status == "up-to-date"  # what is requested did not change
+    assert len(h.resolved) == 1  # the up-to-date check resolved nothing
+    (h.source / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools>=80.1"]\n')
     again = h.build(recipe, job)
-    assert again.status == "passed" and len(h.builds) == 2
+    assert again.status == "passed" and len(h.builds) == 2 and len(h.resolved) == 2
     wheel = h.wheel_of()
     assert wheel is not None
     assert manifest.read(wheel)["build_requirements"]["files"][0]["version"] == "80.1.0"
+    forced = h.build(recipe, job, force=True)  # --force resolves again
+    assert forced.status == "passed" and len(h.resolved) == 3
 
 
 def test_network_true_resolves_nothing_on_the_host(h: Harness) -> None:
