@@ -309,8 +309,11 @@ def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:
             isolation=options.build_isolation,
             wheelhouse=options.wheelhouse,
         )
-    run.result.timings["requirements"] = time.monotonic() - t0
-    log.write(f"build requirements ({len(lock.files)} wheel(s), lock sha256 {lock.sha256}):\n{lock.render()}")
+    seconds = run.result.timings["requirements"] = time.monotonic() - t0
+    log.write(
+        f"build requirements ({len(lock.files)} wheel(s) in {seconds:.1f}s, lock sha256 {lock.sha256}):\n"
+        + lock.render()
+    )
     return lock
 
 
