@@ -11,7 +11,8 @@ pip installs there comes from the wheelhouse filled here first, on the host:
   asks for it); with a ``test_command``, the recipe's ``test_requires`` and the project's static
   ``[project] dependencies`` (cibuildwheel installs the wheel and them into its test virtualenv);
   with a ``test_command`` also ``virtualenv`` and its dependencies, at the versions cibuildwheel's
-  constraints pin (its test step installs it: an image whose job Python lacks it would need the index);
+  constraints pin (its test step installs it), when the index has them: an image whose job Python
+  has it at those pins (debian-rocm) needs nothing, so this one is best effort;
   the job's torch pin (``torch==2.10.*``) when torch is among those or the build runs
   ``--no-isolation`` (the ``before_build`` that installs it): a project that does not build against
   torch does not download it. Markers are evaluated for the job's Python and platform, not the host's;
@@ -48,6 +49,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -450,17 +452,35 @@ def resolve(
         code, output = _run_pip(cmd, log)
         if code != 0:
             raise refusal(recipe, job, wanted, output, wheelhouse=wheelhouse, extra_index=extra)
-    if needs_virtualenv(job):  # resolved apart: with cibuildwheel's pins, as its test step installs it
-        venv = Requested(
-            "virtualenv", "cibuildwheel's test step (pip install virtualenv, with its constraints)"
-        )
-        constraints = cibuildwheel_constraints(job.python)
-        cmd = resolve_command(job, ["virtualenv"], dest, wheelhouse=wheelhouse, constraints=constraints)
-        code, output = _run_pip(cmd, log)
-        if code != 0:
-            raise refusal(recipe, job, [venv], output, wheelhouse=wheelhouse)
-        wanted.append(venv)
+    if needs_virtualenv(job) and _virtualenv(job, dest, log, wheelhouse):
+        wanted.append(Requested("virtualenv", VIRTUALENV_ORIGIN))
     return lock_folder(job, wanted, dest)
+
+
+VIRTUALENV_ORIGIN = "cibuildwheel's test step (pip install virtualenv, with its constraints)"
+
+
+def _virtualenv(job: Job, dest: Path, log: TextIO, wheelhouse: Path | None) -> bool:
+    """Add ``virtualenv`` at cibuildwheel's pins to the wheelhouse (resolved apart, with those
+    constraints, into a folder of its own first). Best effort: an image whose job Python has it at
+    that pin already needs nothing (debian-rocm), so an index without it is only noted; where the
+    image lacks it too, the test step then fails and :func:`explain_offline_failure` names it."""
+    aside = dest.parent / "virtualenv-wheelhouse"
+    constraints = cibuildwheel_constraints(job.python)
+    code, _output = _run_pip(
+        resolve_command(job, ["virtualenv"], aside, wheelhouse=wheelhouse, constraints=constraints), log
+    )
+    if code != 0:
+        log.write(
+            "note: virtualenv for cibuildwheel's test step is not in the wheelhouse (pip could not resolve "
+            "it at cibuildwheel's pins); the test step needs it in the builder image (debian-rocm has it)\n"
+        )
+        shutil.rmtree(aside, ignore_errors=True)
+        return False
+    for path in sorted(aside.iterdir()):
+        os.replace(path, dest / path.name)
+    aside.rmdir()
+    return True
 
 
 def fetch_locked(lock: Lock, job: Job, dest: Path, log: TextIO, *, wheelhouse: Path | None = None) -> Lock:

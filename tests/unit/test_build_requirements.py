@@ -389,3 +389,15 @@ def test_the_request_key_sees_what_is_requested_and_for_which_target(tmp_path: P
     assert reqs.request_key(tested, tested_job, ROOT / "csrc") != key  # + virtualenv
     older = dataclasses.replace(job, platform_tag="manylinux_2_28_x86_64")
     assert reqs.request_key(recipe, older, ROOT / "csrc") != key
+
+
+def test_virtualenv_is_best_effort(tmp_path: Path, offline: None) -> None:
+    """An index without cibuildwheel's virtualenv is noted, not an error: the builder image may have it."""
+    house = _house(tmp_path / "house")
+    src = _source(tmp_path, '[build-system]\nrequires = ["demo-leaf"]\nbuild-backend = "x"\n')
+    recipe, job = _recipe(tmp_path, src, test_command="true")
+    log = io.StringIO()
+    lock = reqs.resolve(recipe, job, src, tmp_path / "wh", log, wheelhouse=house)
+    assert [f.name for f in lock.files] == ["demo-leaf"] and "virtualenv" not in lock.requested
+    assert "note: virtualenv for cibuildwheel's test step is not in the wheelhouse" in log.getvalue()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["house", "recipe.yaml", "src", "wh"]
