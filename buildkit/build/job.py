@@ -3,7 +3,9 @@
 :func:`build_one` is the one path of ``buildkit build`` and ``buildkit verify``. The source is
 staged into a private folder inside ``<out>`` (:mod:`buildkit.build.staging`; cibuildwheel copies
 it to the fixed path ``/project`` of a container that gets no host mount); the inputs key
-(:mod:`buildkit.build.key`) may find the job up to date; else cibuildwheel builds and repairs, the
+(:mod:`buildkit.build.key`) may find the job up to date; else a hermetic job's build requirements are
+downloaded on the host into the staged source (:mod:`buildkit.build.requirements`; a recipe with
+``network: true`` skips that), cibuildwheel builds and repairs, the
 wheel is inspected and gated (:mod:`buildkit.build.gating`) and checked against the last release,
 its manifest and provenance are written beside it and all of it is moved into the job's folder
 (:mod:`buildkit.build.output`). A wheel the gate or the regression check refuses is moved, with its
@@ -292,7 +294,8 @@ def _run_job(run: _Run, log: TextIO) -> None:
 
 def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:
     """The build requirements of a hermetic build, downloaded on the host into the staged source's
-    ``.buildkit/wheelhouse``: resolved (:func:`requirements.resolve`), or the lock of ``--lock``."""
+    ``.buildkit/wheelhouse``: resolved (:func:`requirements.resolve`), or exactly the files of
+    ``BuildOptions.lock`` (``buildkit verify``: the manifest's lock, :func:`requirements.fetch_locked`)."""
     run.step = "downloading the build requirements on the host"
     dest = staged / ".buildkit" / cibw.WHEELHOUSE_NAME
     t0 = time.monotonic()

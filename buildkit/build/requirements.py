@@ -181,7 +181,31 @@ class Lock:
         bad = [f.file for f in files if not re.fullmatch(r"[0-9a-f]{64}", f.sha256)]
         if bad:
             raise BuildFailed(f"the manifest's build_requirements name no sha256 for {', '.join(bad)}")
+        for f in files:  # the lines of a requirements file: nothing but a name, a version, a wheel
+            if not (_is_canonical(f.name) and _is_version(f.version) and _is_wheel_of(f)):
+                raise BuildFailed(
+                    f"the manifest's build_requirements have a malformed entry: {f.to_json()!r}"
+                )
         return lock
+
+
+def _is_canonical(name: str) -> bool:
+    return re.fullmatch(r"[a-z0-9]+(?:[-.][a-z0-9]+)*", name) is not None and canonicalize_name(name) == name
+
+
+def _is_version(text: str) -> bool:
+    try:
+        return str(Version(text)) == text
+    except InvalidVersion:
+        return False
+
+
+def _is_wheel_of(locked: Locked) -> bool:
+    try:
+        name, version, _build, _tags = parse_wheel_filename(locked.file)
+    except InvalidWheelFilename:
+        return False
+    return "/" not in locked.file and str(name) == locked.name and str(version) == locked.version
 
 
 def target_platforms(platform_tag: str) -> tuple[str, ...]:

@@ -215,6 +215,15 @@ def test_lock_sha256_sees_the_files_only_and_survives_the_manifest() -> None:
     assert reqs.Lock.from_json(lock.job, data) == lock
     with pytest.raises(BuildFailed, match="malformed"):
         reqs.Lock.from_json(lock.job, {"files": [{"name": "x"}]})
+    for field, value in (
+        ("name", "x\n--index-url http://evil/simple"),
+        ("version", "1 --pre"),
+        ("file", "../x.whl"),
+    ):
+        bad = lock.to_json()
+        bad["files"][0][field] = value
+        with pytest.raises(BuildFailed, match="malformed entry"):
+            reqs.Lock.from_json(lock.job, bad)
     data["files"][0]["sha256"] = "md5:nope"
     with pytest.raises(BuildFailed, match=r"no sha256 for packaging-26\.4-py3-none-any\.whl"):
         reqs.Lock.from_json(lock.job, data)
