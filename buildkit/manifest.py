@@ -10,7 +10,14 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
      "recipe": {"name", "file", "sha256"}, "job": <Job.to_json()>,
      "image": {"profile", "tag", "id"}, "toolchain": {"hipcc": ..., "python": ..., ...},
      "archs": [...], "source": {...}, "source_date_epoch": int,
+     "network": bool (the recipe's: the build container had the network),
+     "build_requirements": null (network: true) or {"python", "platforms", "requested": [...],
+         "files": [{"name", "version", "file", "sha256"}], "sha256", "lock"},
      "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]}}
+
+``build_requirements`` is the lock of a hermetic build (:mod:`buildkit.build.requirements`): every
+file pip installed in the build container, by sha256; ``lock`` names the same as a pip requirements
+file with hashes beside the wheel (``<wheel>.requirements.lock``, :func:`lock_path`).
 
 A wheel the gate refused in ``buildkit build`` gets no manifest: it is kept apart in a quarantine
 folder (``<out>/.refused/<job-id>/``, :data:`REFUSED_DIR`; :mod:`buildkit.build.quarantine`) with
@@ -35,6 +42,7 @@ SUFFIX = ".manifest.json"
 REFUSED_DIR = ".refused"
 REFUSED_SCHEMA = "rocm-buildkit/refused"
 REFUSED_SUFFIX = ".refused.json"
+LOCK_SUFFIX = ".requirements.lock"
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -47,6 +55,11 @@ def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
 
 def manifest_path(wheel: Path) -> Path:
     return wheel.with_name(wheel.name + SUFFIX)
+
+
+def lock_path(wheel: Path) -> Path:
+    """The build requirements of a hermetic build, locked by sha256 (a pip requirements file)."""
+    return wheel.with_name(wheel.name + LOCK_SUFFIX)
 
 
 def refused_path(wheel: Path) -> Path:

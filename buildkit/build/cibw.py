@@ -13,6 +13,10 @@ channel between the host and the build container, so it is deliberately small:
 * the recipe's ``env`` reaches the container literally; variables the build sets itself
   (:data:`buildkit.recipe.RESERVED_ENV`) are refused, ``MAX_JOBS`` and ``ROCM_PATH`` from the
   recipe win over buildkit's defaults;
+* the container has no network (``--network=none``) unless the recipe says ``network: true``: pip
+  installs only from the wheelhouse staged with the source (``PIP_NO_INDEX=1``,
+  ``PIP_FIND_LINKS``; the build requirements are resolved and downloaded on the host,
+  :mod:`buildkit.build.requirements`);
 * the compiler cache is a named Docker volume (not a host path), one per cache key;
 * repair is ``auditwheel repair --plat <policy>`` with the job's exclude globs, which match
   versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``).
@@ -54,6 +58,11 @@ CONTAINER_CA_PATH = "/project/.buildkit/ca-bundle.crt"
 #: the isolated build environment too, so the extension compiles against the pinned torch
 CONSTRAINTS_NAME = "constraints.txt"
 CONTAINER_CONSTRAINTS_PATH = "/project/.buildkit/" + CONSTRAINTS_NAME
+#: the wheelhouse of a hermetic build, staged beside them: every build requirement, resolved on the host
+WHEELHOUSE_NAME = "wheelhouse"
+CONTAINER_WHEELHOUSE = "/project/.buildkit/" + WHEELHOUSE_NAME
+#: the build frontends that install with uv, which reads UV_* rather than PIP_* variables
+_UV_FRONTENDS = frozenset({"build[uv]", "uv"})
 #: variables the recipe may set, overriding buildkit's default (every other one buildkit sets is
 #: in :data:`buildkit.recipe.RESERVED_ENV`)
 RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"})
@@ -69,6 +78,9 @@ class CibwSettings:
     build_isolation: bool = True
     parallel_jobs: int = 2
     labels: Mapping[str, str] = field(default_factory=dict)  # put on the build container
+    #: the recipe's ``network``: False runs the container with ``--network=none`` and pip from the
+    #: staged wheelhouse (a hermetic build); True is cibuildwheel's usual networked container
+    network: bool = True
 
 
 def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
@@ -103,7 +115,13 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         env["PIP_CERT"] = CONTAINER_CA_PATH
         env["SSL_CERT_FILE"] = CONTAINER_CA_PATH
         env["REQUESTS_CA_BUNDLE"] = CONTAINER_CA_PATH
-    if job.torch_index_url:
+    if not settings.network:  # hermetic: no index, only the staged wheelhouse
+        env["PIP_NO_INDEX"] = "1"
+        env["PIP_FIND_LINKS"] = CONTAINER_WHEELHOUSE
+        if job.hooks.build_frontend in _UV_FRONTENDS:
+            env["UV_NO_INDEX"] = "1"
+            env["UV_FIND_LINKS"] = CONTAINER_WHEELHOUSE
+    elif job.torch_index_url:
         env["PIP_EXTRA_INDEX_URL"] = job.torch_index_url
     if job.torch_requirement:
         env["PIP_CONSTRAINT"] = CONTAINER_CONSTRAINTS_PATH
@@ -158,8 +176,9 @@ def repair_command(job: Job) -> str:
     return f"{attempt(job.platform_tag)} || {{ echo {note} >&2; {attempt('auto')}; }}"
 
 
-def before_build(job: Job, *, isolation: bool = True) -> str | None:
-    """Install the pinned torch into the job's Python before a ``--no-isolation`` build.
+def before_build(job: Job, *, isolation: bool = True, network: bool = True) -> str | None:
+    """Install the pinned torch into the job's Python before a ``--no-isolation`` build (from the torch
+    index with ``network``, else from the staged wheelhouse: PIP_FIND_LINKS).
 
     With build isolation (the default) the build frontend makes a fresh environment from the
     project's build requirements, which cannot see the target interpreter's packages: there
@@ -169,7 +188,7 @@ def before_build(job: Job, *, isolation: bool = True) -> str | None:
     if job.torch_requirement is None or isolation:
         return None
     cmd = ["python", "-m", "pip", "install", job.torch_requirement]
-    if job.torch_index_url:
+    if job.torch_index_url and network:
         cmd += ["--index-url", job.torch_index_url]
     return " ".join(shlex.quote(c) for c in cmd)
 
@@ -191,6 +210,8 @@ def build_frontend(name: str, isolation: bool) -> str:
 def container_engine(settings: CibwSettings) -> str:
     parts = ["docker", "disable_host_mount: true"]
     args = [f"--label={key}={value}" for key, value in sorted(settings.labels.items())]
+    if not settings.network:
+        args.append("--network=none")
     if settings.ccache_volume:
         args.append(f"--volume={settings.ccache_volume}:{CONTAINER_CCACHE_DIR}")
     if args:
@@ -217,7 +238,7 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
     hooks = job.hooks
     # every hook is set, empty when the recipe has none: an environment variable beats the project's
     # [tool.cibuildwheel] table, so the recipe is the only source of what runs in the container
-    torch_hook = before_build(job, isolation=settings.build_isolation)
+    torch_hook = before_build(job, isolation=settings.build_isolation, network=settings.network)
     options["CIBW_BEFORE_ALL_LINUX"] = " && ".join(hooks.before_all)
     options["CIBW_BEFORE_BUILD_LINUX"] = " && ".join(
         (*((torch_hook,) if torch_hook else ()), *hooks.before_build)

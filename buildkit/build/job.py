@@ -3,7 +3,9 @@
 :func:`build_one` is the one path of ``buildkit build`` and ``buildkit verify``. The source is
 staged into a private folder inside ``<out>`` (:mod:`buildkit.build.staging`; cibuildwheel copies
 it to the fixed path ``/project`` of a container that gets no host mount); the inputs key
-(:mod:`buildkit.build.key`) may find the job up to date; else cibuildwheel builds and repairs, the
+(:mod:`buildkit.build.key`) may find the job up to date; else a hermetic job's build requirements are
+downloaded on the host into the staged source (:mod:`buildkit.build.requirements`; a recipe with
+``network: true`` skips that), cibuildwheel builds and repairs, the
 wheel is inspected and gated (:mod:`buildkit.build.gating`) and checked against the last release,
 its manifest and provenance are written beside it and all of it is moved into the job's folder
 (:mod:`buildkit.build.output`). A wheel the gate or the regression check refuses is moved, with its
@@ -32,7 +34,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import Echo, cibw, provenance, runner
+from buildkit.build import Echo, cibw, provenance, requirements, runner
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
@@ -62,7 +64,14 @@ from buildkit.docker_engine import (
     remove_run_containers,
     run_filter,
 )
-from buildkit.errors import BuildFailed, BuildkitError, DockerUnavailable, GateFailed, Interrupted
+from buildkit.errors import (
+    BuildFailed,
+    BuildkitError,
+    DockerUnavailable,
+    GateFailed,
+    Interrupted,
+    RecipeError,
+)
 from buildkit.fsutil import atomic_write
 from buildkit.gate.baseline import RegressionCheck, compare_with_last_release
 from buildkit.gate.config import GateConfig
@@ -83,6 +92,10 @@ class BuildOptions:
     source_date_epoch: int | None = None  # None: $SOURCE_DATE_EPOCH, else the source's last commit time
     keep_refused: Path | None = None  # where refused wheels are kept (DIR/<job-id>/); None: <out>/.refused
     quarantine: bool = True  # keep refused wheels at all (verify's throwaway rebuild does not)
+    #: an air-gapped host's wheelhouse: the build requirements are resolved from it alone (no index)
+    wheelhouse: Path | None = None
+    #: download exactly these build requirements (``buildkit verify``: the manifest's lock), by hash
+    lock: requirements.Lock | None = None
 
     @property
     def refused_dir(self) -> Path:
@@ -223,7 +236,7 @@ def build_one(
     except ENGINE_ERRORS as exc:
         cleaned = remove_run_containers(client, run.build_id)
         raise _engine_lost(exc, run, cleaned) from None
-    except DockerUnavailable:
+    except (DockerUnavailable, RecipeError):  # a recipe error is the recipe's, not this job's (exit 3)
         raise
     except BuildkitError as exc:
         lost = _engine_error(client) if run.step == _STEP_CIBUILDWHEEL else None
@@ -247,11 +260,16 @@ def _run_job(run: _Run, log: TextIO) -> None:
     """The steps of :func:`build_one`; ``run`` records how far it got."""
     staged = run.work / "src"
     skip = (run.options.out_dir, run.options.log_dir, run.options.refused_dir)
-    with_ca = stage_source(run.source, staged, run.options.ca_bundle, skip=skip)
+    # a hermetic build (no network) needs no CA bundle: its index is the wheelhouse staged below
+    ca_bundle = run.options.ca_bundle if run.recipe.network else None
+    with_ca = stage_source(run.source, staged, ca_bundle, skip=skip)
     pins = cibw.constraints(run.job)
     if pins is not None:
         (staged / ".buildkit").mkdir(exist_ok=True)
         atomic_write(staged / ".buildkit" / cibw.CONSTRAINTS_NAME, pins)
+    hermetic = not run.recipe.network
+    isolation = run.options.build_isolation
+    request = requirements.request_key(run.recipe, run.job, staged, isolation=isolation) if hermetic else None
     epoch = source_date_epoch(run.source, run.options.source_date_epoch)
     config = GateConfig.from_recipe_job(run.recipe, run.job)
     run.key = inputs_key(
@@ -263,13 +281,43 @@ def _run_job(run: _Run, log: TextIO) -> None:
         recipe_sha256=run.recipe.sha256,
         gate=gate_key(config),
         tools=tool_versions(),
+        build_requirements=request,
     )
     run.step = "the up-to-date check"
     if not run.options.force and _reuse(run.dest, run.key, config, log, run.result):
         return
+    lock = _wheelhouse(run, staged, log) if hermetic else None
     wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
     gated, regression = _gate(run, wheel, config, log)
-    _record(run, wheel, staged, epoch, gated, regression)
+    _record(run, wheel, staged, epoch, gated, regression, lock)
+
+
+def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:
+    """The build requirements of a hermetic build, downloaded on the host into the staged source's
+    ``.buildkit/wheelhouse``: resolved (:func:`requirements.resolve`), or exactly the files of
+    ``BuildOptions.lock`` (``buildkit verify``: the manifest's lock, :func:`requirements.fetch_locked`)."""
+    run.step = "downloading the build requirements on the host"
+    dest = staged / ".buildkit" / cibw.WHEELHOUSE_NAME
+    t0 = time.monotonic()
+    options = run.options
+    if options.lock is not None:
+        lock = requirements.fetch_locked(options.lock, run.job, dest, log, wheelhouse=options.wheelhouse)
+    else:
+        lock = requirements.resolve(
+            run.recipe,
+            run.job,
+            staged,
+            dest,
+            log,
+            isolation=options.build_isolation,
+            wheelhouse=options.wheelhouse,
+        )
+    seconds = run.result.timings["requirements"] = time.monotonic() - t0
+    log.write(
+        f"build requirements ({len(lock.files)} wheel(s) in {seconds:.1f}s, lock sha256 {lock.sha256}):\n"
+        + lock.render()
+    )
+    return lock
 
 
 def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextIO) -> Path:
@@ -282,6 +330,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
         build_isolation=run.options.build_isolation,
         parallel_jobs=run.options.parallel_jobs,
         labels=container_labels("cibuildwheel", run.build_id),
+        network=run.recipe.network,
     )
     cibw_options = cibw.cibuildwheel_options(run.job, settings)
     for line in cibw.describe(cibw_options):
@@ -293,7 +342,15 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
     raw_out = run.work / "wheelhouse"
     run.step = _STEP_CIBUILDWHEEL
     t0 = time.monotonic()
-    runner.run_cibuildwheel(staged, raw_out, env, log, run.echo, verbose=run.verbose)
+    log.flush()
+    start = log.tell()
+    try:
+        runner.run_cibuildwheel(staged, raw_out, env, log, run.echo, verbose=run.verbose)
+    except BuildFailed as exc:
+        hint = None if settings.network else requirements.explain_offline_failure(_log_since(log, start))
+        if hint is None:
+            raise
+        raise BuildFailed(f"{exc}\n  hint: {hint}") from None
     run.result.timings["cibuildwheel"] = time.monotonic() - t0
     wheels = sorted(raw_out.glob("*.whl"))
     if len(wheels) != 1:
@@ -381,8 +438,25 @@ def _quarantine(run: _Run, wheel: Path, gated: Gated, regression: RegressionChec
     return f"\n  refused wheel kept in {shown(result.refused)} (never published)\n  examine it: {command}"
 
 
+def _log_since(log: TextIO, start: int) -> str:
+    """What the job's log got after position ``start`` (cibuildwheel's output)."""
+    log.flush()
+    try:
+        with open(log.name, "rb") as fh:
+            fh.seek(start)
+            return fh.read().decode(errors="replace")
+    except (OSError, TypeError, ValueError):
+        return ""
+
+
 def _record(
-    run: _Run, wheel: Path, staged: Path, epoch: int, gated: Gated, regression: RegressionCheck | None
+    run: _Run,
+    wheel: Path,
+    staged: Path,
+    epoch: int,
+    gated: Gated,
+    regression: RegressionCheck | None,
+    lock: requirements.Lock | None,
 ) -> None:
     """Manifest and provenance beside the staged wheel, then all of it into ``--out/<job-id>/``."""
     recipe, job, image = run.recipe, run.job, run.image
@@ -401,6 +475,8 @@ def _record(
             "source": _source_info(recipe, run.source),
             "source_date_epoch": epoch,
             "inputs_key": run.key,
+            "network": recipe.network,
+            "build_requirements": _lock_record(wheel, lock),
             "regression": regression.to_json() if regression is not None else None,
             "verdict": gated.verdict,
         },
@@ -421,6 +497,14 @@ def _record(
     run.result.status = "passed"
     run.result.wheel = run.dest / wheel.name
     run.result.message = f"{wheel.name} ({gated.tag})"
+
+
+def _lock_record(wheel: Path, lock: requirements.Lock | None) -> dict[str, Any] | None:
+    """The manifest's ``build_requirements``; the lock file written beside the wheel."""
+    if lock is None:
+        return None
+    path = atomic_write(manifest.lock_path(wheel), lock.render())
+    return {**lock.to_json(), "lock": path.name}
 
 
 def _note_verdict(result: JobResult, gated: Gated) -> None:

@@ -2,8 +2,9 @@
 
 :func:`inputs_key` hashes everything a job's wheel and its verdict are made from (the job, the
 builder image id, the staged source's digest, SOURCE_DATE_EPOCH, build isolation, the recipe, the
-gate's rules, the host tools' versions); :func:`up_to_date` finds the wheel in a job's output folder
-whose manifest records that key and whose bytes still match.
+gate's rules, the host tools' versions, what a hermetic build requests);
+:func:`up_to_date` finds the wheel in a job's output folder whose manifest records that key and whose
+bytes still match.
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ def inputs_key(
     recipe_sha256: str,
     gate: Mapping[str, Any],
     tools: Mapping[str, str | None],
+    build_requirements: str | None = None,
 ) -> str:
     """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by
     equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.build.gating.gate_key`,
-    ``tools`` :func:`tool_versions`."""
+    ``tools`` :func:`tool_versions`, ``build_requirements`` what a hermetic build requests
+    (:func:`buildkit.build.requirements.request_key`; None with ``network: true``)."""
     payload = {
         "buildkit": __version__,
         "job": job.to_json(),
@@ -56,6 +59,7 @@ def inputs_key(
         "recipe_sha256": recipe_sha256,
         "gate": dict(gate),
         "tools": dict(tools),
+        "build_requirements": build_requirements,
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -77,13 +77,15 @@ def drop_stale_output(dest: Path, job: Job, echo: Echo, *, keep_key: str | None)
 
 
 def publish_to_out(wheel: Path, dest: Path) -> None:
-    """Put the wheel and its companions (manifest, attestation) into ``dest`` all at once.
+    """Put the wheel and its companions (manifest, attestation, lock) into ``dest`` all at once.
 
     The files are first copied into a hidden folder inside ``dest``'s parent (the same file system
     as ``dest``, whatever the staging folder's), then that folder is renamed to ``dest``. A previous
     ``dest`` is set aside for the instant of the swap and put back if the swap fails.
     """
+    lock = manifest.lock_path(wheel)
     files = [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
+    files += [lock] if lock.exists() else []
     dest.parent.mkdir(parents=True, exist_ok=True)
     with locked(dest.parent):
         incoming = incoming_folder(dest)

@@ -34,6 +34,7 @@ from typing import Any
 from buildkit import manifest as manifests
 from buildkit.build import Echo
 from buildkit.build.job import BuildOptions, build_one
+from buildkit.build.requirements import Lock
 from buildkit.build.staging import fetch_source, run_prebuild_checks
 from buildkit.docker_engine import connect
 from buildkit.errors import ArchError, BuildFailed, GateFailed, UsageError
@@ -318,6 +319,7 @@ def verify_rebuild(
     cwd: Path | None = None,
     use_cache: bool = False,
     keep: Path | None = None,
+    wheelhouse: Path | None = None,
     echo: Echo = lambda _line: None,
     client: Any = None,
     verbose: bool = False,
@@ -356,6 +358,7 @@ def verify_rebuild(
     image = _image_for(client, data, the_recipe, job, echo, result.notes)
     isolation = bool(data.get("provenance", {}).get("build_isolation", True))
     epoch = data.get("source_date_epoch")
+    lock = _recorded_lock(data, the_recipe, job_id, result.notes)
 
     with tempfile.TemporaryDirectory(prefix="buildkit-verify-") as tmp:
         work = Path(tmp)
@@ -367,6 +370,8 @@ def verify_rebuild(
             force=True,
             parallel_jobs=os.cpu_count() or 2,
             quarantine=False,  # the rebuild's folder is temporary: a refused wheel is not kept
+            wheelhouse=wheelhouse,
+            lock=lock,
         )
         echo(f"[{job.id}] rebuilding in {image.tag} (SOURCE_DATE_EPOCH={epoch})")
         with _environ("SOURCE_DATE_EPOCH", None if epoch is None else str(epoch)):
@@ -404,6 +409,24 @@ def verify_rebuild(
     return result
 
 
+def _recorded_lock(data: dict[str, Any], recipe: Recipe, job_id: str, notes: list[str]) -> Lock | None:
+    """The build requirements the manifest locks, which the rebuild downloads by hash instead of
+    resolving again; None (with a note) when the manifest has none to give."""
+    recorded = data.get("build_requirements")
+    if recipe.network:
+        return None  # a networked build resolves in the container, as the original did
+    if not isinstance(recorded, dict):
+        notes.append(
+            "the manifest locks no build requirements (built before hermetic builds, or with network: "
+            "true): the rebuild resolves them again, and a newer release of one can explain a difference"
+        )
+        return None
+    try:
+        return Lock.from_json(job_id, recorded)
+    except BuildFailed as exc:
+        raise UsageError(f"{manifests.manifest_path(Path(data['wheel']['filename'])).name}: {exc}") from None
+
+
 def _compare_inputs(original: dict[str, Any], rebuilt: dict[str, Any], notes: list[str]) -> None:
     """Name the recorded inputs that are not the same in the rebuild's manifest."""
     checks = [
@@ -413,6 +436,8 @@ def _compare_inputs(original: dict[str, Any], rebuilt: dict[str, Any], notes: li
         ("builder python packages", ("provenance", "build_environment", "python_packages")),
         ("builder system packages", ("provenance", "build_environment", "system_packages")),
         ("build backend", ("provenance", "build_backend")),
+        ("build requirements (lock sha256)", ("build_requirements", "sha256")),
+        ("network", ("network",)),
     ]
     for label, keys in checks:
         a: Any = original

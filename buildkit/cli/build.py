@@ -52,6 +52,13 @@ from buildkit.recipe import load_recipe
 @click.option(
     "--force", is_flag=True, help="Rebuild even when OUT/<job-id>/ holds a wheel built from the same inputs."
 )
+@click.option(
+    "--wheelhouse",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="Resolve the build requirements of hermetic builds from this folder of wheels alone (no index: "
+    "an air-gapped host). Default: the indexes your pip configuration names (PIP_INDEX_URL, pip.conf).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Stream the build log to the terminal.")
 @click.option(
     "--strict",
@@ -68,6 +75,7 @@ def build(
     no_cache: bool,
     no_isolation: bool,
     force: bool,
+    wheelhouse: str | None,
     verbose: bool,
     strict: bool,
 ) -> None:
@@ -86,7 +94,14 @@ def build(
         force=force,
         parallel_jobs=os.cpu_count() or 2,
         keep_refused=Path(keep_refused).absolute() if keep_refused is not None else None,
+        wheelhouse=Path(wheelhouse).absolute() if wheelhouse is not None else None,
     )
+    if wheelhouse is not None and the_recipe.network:
+        click.echo(
+            f"buildkit build: note: --wheelhouse {wheelhouse} is not used: the recipe sets network: true, "
+            "so pip in the build container installs from the index",
+            err=True,
+        )
     if options.keep_refused is not None:
         check_writable(options.keep_refused, "--keep-refused")
         if options.keep_refused.is_relative_to(options.out_dir) and not any(

@@ -36,6 +36,13 @@ from buildkit.recipe import load_recipe
     "writable before the rebuild).",
 )
 @click.option(
+    "--wheelhouse",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Take the build requirements the manifest locks from this folder of wheels alone (no index: "
+    "an air-gapped host); each is checked by sha256.",
+)
+@click.option(
     "--attestation",
     "check_attestation",
     is_flag=True,
@@ -62,6 +69,7 @@ def verify(
     recipe: Path | None,
     use_cache: bool,
     keep: Path | None,
+    wheelhouse: Path | None,
     check_attestation: bool,
     attestation_file: Path | None,
     public_key: Path | None,
@@ -80,8 +88,8 @@ def verify(
             "--public-key/--attestation-file check a signed attestation: add --attestation "
             "(without it, verify rebuilds the wheel and would ignore them)"
         )
-    if check_attestation and (recipe is not None or use_cache or keep is not None):
-        raise UsageError("--recipe/--cache/--keep apply to a rebuild, not to --attestation")
+    if check_attestation and (recipe is not None or use_cache or keep is not None or wheelhouse is not None):
+        raise UsageError("--recipe/--cache/--keep/--wheelhouse apply to a rebuild, not to --attestation")
     if check_attestation:
         # deferred (heavy: cryptography): only the --attestation path needs it
         from buildkit.build.provenance import load_public_key, verify_attestation
@@ -111,6 +119,7 @@ def verify(
         recipe=recipe,
         use_cache=use_cache,
         keep=keep,
+        wheelhouse=wheelhouse.absolute() if wheelhouse is not None else None,
         echo=lambda line: click.echo(line, err=True),
         verbose=verbose,
     )

@@ -59,6 +59,10 @@ _ARCH_VAR = "rocm-buildkit sets it to the job's resolved archs; choose them with
 _VERSION_VAR = "rocm-buildkit sets it to the job's planned version; change version: in the recipe instead"
 _CCACHE_VAR = "rocm-buildkit configures the compiler cache itself (`buildkit build --no-cache` turns it off)"
 _CA_VAR = "rocm-buildkit points it at the host's CA bundle, staged with the source"
+_WHEELHOUSE_VAR = (
+    "a hermetic build installs only from the wheelhouse resolved on the host; give build requirements "
+    "in the project's pyproject.toml and test requirements in test_requires, or set network: true"
+)
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,10 @@ RESERVED_ENV: Mapping[str, ReservedEnv] = MappingProxyType(
         "PIP_EXTRA_INDEX_URL": ReservedEnv(
             "rocm-buildkit sets it to the torch index of torch jobs; give torch: [{version, index_url}]"
         ),
+        "PIP_NO_INDEX": ReservedEnv(_WHEELHOUSE_VAR),
+        "PIP_FIND_LINKS": ReservedEnv(_WHEELHOUSE_VAR),
+        "UV_NO_INDEX": ReservedEnv(_WHEELHOUSE_VAR),
+        "UV_FIND_LINKS": ReservedEnv(_WHEELHOUSE_VAR),
         "PIP_CONSTRAINT": ReservedEnv(
             "rocm-buildkit sets it to the torch pin of torch jobs; pin torch with torch: and other "
             "build requirements in the project's pyproject.toml"
@@ -248,6 +256,9 @@ class Recipe:
     spans: Spans = field(repr=False, compare=False)
     gate: GateRules = field(default_factory=GateRules)
     hooks: Hooks = field(default_factory=Hooks)
+    #: ``network: true``: the build container gets the network (pip uses the index there); False (the
+    #: default): a hermetic build from a wheelhouse resolved on the host (:mod:`buildkit.build.requirements`)
+    network: bool = False
 
     @property
     def display_path(self) -> str:
@@ -442,6 +453,7 @@ class _Builder:
             spans=self.spans,
             gate=parse_gate(d.get("gate", {}), self.spans, self.err),
             hooks=parse_hooks(d),
+            network=bool(d.get("network", False)),
         )
 
     def _arch_export(self, raw: Any) -> tuple[tuple[str, str], ...]:

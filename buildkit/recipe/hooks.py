@@ -19,6 +19,11 @@ A list of commands is joined with ``&&``, as cibuildwheel joins its lists. rocm-
 every one of these options itself, empty when the recipe gives none, so a project's own
 ``[tool.cibuildwheel]`` table cannot add hooks behind the recipe's back (an environment variable
 beats pyproject.toml in cibuildwheel's option cascade).
+
+In a hermetic build (the recipe's ``network`` false, the default) these commands run in a container
+without network: ``test_requires`` come from the wheelhouse resolved on the host
+(:mod:`buildkit.build.requirements`), and a ``before_all``/``before_build`` that downloads
+(``apt-get``, ``pip install``) fails; system packages belong in ``image.packages``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ A project whose ``[tool.cibuildwheel]`` asks for ``environment-pass = ["PIP_INDE
 has hooks of its own is built from a host whose ``PIP_INDEX_URL`` carries a password, by a recipe
 whose ``before_build`` prints those variables: the credential must appear nowhere (container,
 cibuildwheel's printed options, job log, terminal, manifest), the recipe's hooks demonstrably ran
-with buildkit's environment, and the project's did not run at all.
+with buildkit's environment, and the project's did not run at all. The build is hermetic: the host's
+pip resolves the build requirements with that index (the user's configuration), the container never
+hears of it.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     data["build_frontend"] = "pip"  # not the default: pip wheel builds it, config settings included
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text(yaml.safe_dump(data, sort_keys=False))
-    env = {**os.environ, "PIP_INDEX_URL": SECRET_URL, "BUILDKIT_E2E_TOKEN": SECRET}
+    # PIP_RETRIES: the host's pip tries the unreachable index once per project, not five times
+    env = {**os.environ, "PIP_INDEX_URL": SECRET_URL, "BUILDKIT_E2E_TOKEN": SECRET, "PIP_RETRIES": "0"}
     proc = subprocess.run(
         [sys.executable, "-m", "buildkit", "build", str(recipe), "--out", "dist", "--log-dir", "logs"],
         cwd=tmp_path,
@@ -72,6 +75,13 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     )
     log = (tmp_path / "logs" / "cp313-rocm5.7.log").read_text(errors="replace")
     assert proc.returncode == 0, proc.stdout + proc.stderr + log[-4000:]
+    # a hermetic build resolves on the host with the user's pip configuration, index credentials
+    # included (pip shows them redacted), and the container gets the wheelhouse, never the index
+    host_pip, container = log.split("-m cibuildwheel", 1)
+    assert "Looking in indexes: https://ci-bot:****@pypi.internal.example/simple" in host_pip, host_pip[
+        -3000:
+    ]
+    assert "pypi.internal.example" not in container
     # the project's hook ran inside the container, with buildkit's environment and nothing of the host's
     assert "ENV-PROBE:[][][cp313-rocm5.7]" in log, log[-4000:]
     assert "CIBW_ENVIRONMENT_PASS_LINUX=" in log

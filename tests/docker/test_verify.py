@@ -101,8 +101,10 @@ def test_manifest_lists_inputs_and_the_attestation_verifies(built: dict[str, Any
     assert prov["attestation"]["signed"] is True
     attestation = wheel.with_name(wheel.name + ".intoto.json")
     assert prov["attestation"]["file"] == attestation.name
+    lock = wheel.with_name(wheel.name + ".requirements.lock")  # the hermetic build's requirements
+    assert data["build_requirements"]["lock"] == lock.name
     assert sorted(p.name for p in wheel.parent.iterdir()) == sorted(
-        [wheel.name, wheel.name + ".manifest.json", attestation.name]
+        [wheel.name, wheel.name + ".manifest.json", attestation.name, lock.name]
     )
     ok = _buildkit(
         "verify", str(wheel), "--attestation", "--public-key", str(built["public"]), cwd=built["tmp"]
@@ -122,6 +124,8 @@ def test_rebuild_is_byte_identical(built: dict[str, Any]) -> None:
     assert result["rebuilt_sha256"] == result["original_sha256"] == sha256_file(built["wheel"])
     assert result["members"] == []
     assert not any("differs" in note for note in result["notes"]), result["notes"]
+    # rebuilt from the build requirements the manifest locks, not from a new resolution
+    assert not any("locks no build requirements" in note for note in result["notes"]), result["notes"]
     cached = _buildkit("verify", str(built["wheel"]), "--cache", "--json", cwd=ROOT)  # the quick variant
     assert cached.returncode == 0 and json.loads(cached.stdout)["identical"] is True, cached.stderr
 

@@ -26,7 +26,7 @@ import pytest
 import requests
 
 from buildkit import docker_engine, manifest
-from buildkit.build import gating, provenance, runner, staging, summary, toolchain
+from buildkit.build import gating, provenance, requirements, runner, staging, summary, toolchain
 from buildkit.build import job as build_job
 from buildkit.build.key import inputs_key, tool_versions
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
@@ -140,10 +140,14 @@ class Harness:
     echoed: list[str]
     monkeypatch: pytest.MonkeyPatch
     cibuildwheel: Callable[[Path, Path], None] | None = None
+    #: the build requirements the stand-in resolver "downloads" (name, version) per call
+    wheelhouse: tuple[tuple[str, str], ...] = (("setuptools", "80.0.0"),)
+    resolved: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    environments: list[dict[str, str]] = dataclasses.field(default_factory=list)  # cibuildwheel's, per run
 
-    def recipe(self, limit: str = "20MiB", name: str = "recipe.yaml") -> tuple[Recipe, Job]:
+    def recipe(self, limit: str = "20MiB", name: str = "recipe.yaml", extra: str = "") -> tuple[Recipe, Job]:
         path = self.tmp / name
-        path.write_text(RECIPE.format(limit=limit), encoding="utf-8")
+        path.write_text(RECIPE.format(limit=limit) + extra, encoding="utf-8")
         recipe = load_recipe(path)
         return recipe, expand(recipe, env={}).jobs[0]
 
@@ -211,8 +215,9 @@ def make_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
     (source / "pkg" / "kernel.hip").write_text("__global__ void k() {}\n")
     harness = Harness(tmp_path, tmp_path / "dist", source, FakeEngine(), [], [], [], monkeypatch)
 
-    def fake_cibuildwheel(staged: Path, out: Path, *_args: Any, **_kwargs: Any) -> None:
+    def fake_cibuildwheel(staged: Path, out: Path, env: dict[str, str], *_args: Any, **_kwargs: Any) -> None:
         harness.builds.append(staged)
+        harness.environments.append(dict(env))
         if harness.cibuildwheel is not None:
             harness.cibuildwheel(staged, out)
         _fake_wheel(staged, out, "1.0+rocm5.7")
@@ -222,6 +227,20 @@ def make_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
         harness.engine.fail_at("provenance")
         return manifest.manifest_path(wheel)
 
+    def fake_resolve(
+        recipe: Recipe, job: Job, source: Path, dest: Path, log: Any, **kwargs: Any
+    ) -> requirements.Lock:
+        """pip download's stand-in: the harness's wheelhouse as tiny wheels (no index here)."""
+        harness.resolved.append(kwargs)
+        dest.mkdir(parents=True, exist_ok=True)
+        for name, version in harness.wheelhouse:
+            write_wheel(
+                dest / f"{name}-{version}-py3-none-any.whl", {f"{name}/__init__.py": b""}, fixed_time=True
+            )
+        wanted = [requirements.Requested(name, "the stand-in") for name, _ in harness.wheelhouse]
+        return requirements.lock_folder(job, wanted, dest)
+
+    monkeypatch.setattr(requirements, "resolve", fake_resolve)
     monkeypatch.setattr(runner, "run_cibuildwheel", fake_cibuildwheel)
     monkeypatch.setattr(build_job, "gate_wheel", _size_gate)
     monkeypatch.setattr(provenance, "record", fake_record)
@@ -427,7 +446,7 @@ def test_out_folder_inside_the_source_is_not_staged(h: Harness) -> None:
     staged: list[list[str]] = []
     h.cibuildwheel = lambda src, _out: staged.append(sorted(p.name for p in src.iterdir()))
     assert h.build(recipe, job).status == "passed"
-    assert staged == [["pkg"]]
+    assert staged == [[".buildkit", "pkg"]]  # .buildkit: the wheelhouse of the hermetic build
     assert h.build(recipe, job).status == "up-to-date"
 
 

@@ -289,3 +289,55 @@ def test_recipe_max_jobs_is_what_the_container_gets(jobs: str) -> None:
         ]
     )
     assert default["MAX_JOBS"] == "3"
+
+
+# --------------------------------------------------------------------------- hermetic builds
+def test_a_hermetic_container_has_no_network_and_only_the_wheelhouse() -> None:
+    from buildkit.recipe import RESERVED_ENV
+
+    job = _job("reference.yaml")
+    opts = cibw.cibuildwheel_options(job, _settings(network=False, with_ca_bundle=False))
+    engine = opts["CIBW_CONTAINER_ENGINE"]
+    assert "--network=none" in shlex.split(engine.split("create_args: ", 1)[1])
+    assert "disable_host_mount: true" in engine
+    env = _parse_environment(opts["CIBW_ENVIRONMENT_LINUX"])
+    assert env["PIP_NO_INDEX"] == "1"
+    assert env["PIP_FIND_LINKS"] == cibw.CONTAINER_WHEELHOUSE == "/project/.buildkit/wheelhouse"
+    assert not {"PIP_CERT", "PIP_EXTRA_INDEX_URL", "UV_NO_INDEX"} & set(env)
+    assert {"PIP_NO_INDEX", "PIP_FIND_LINKS", "UV_NO_INDEX", "UV_FIND_LINKS"} <= set(RESERVED_ENV)
+    networked = cibw.cibuildwheel_options(job, _settings(network=True))
+    assert "--network" not in networked["CIBW_CONTAINER_ENGINE"]
+    assert "PIP_NO_INDEX" not in _parse_environment(networked["CIBW_ENVIRONMENT_LINUX"])
+
+
+def test_a_hermetic_torch_job_pins_torch_from_the_wheelhouse() -> None:
+    job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
+    env = _parse_environment(
+        cibw.cibuildwheel_options(job, _settings(network=False))["CIBW_ENVIRONMENT_LINUX"]
+    )
+    assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH and "PIP_EXTRA_INDEX_URL" not in env
+    hook = cibw.before_build(job, isolation=False, network=False)
+    assert hook is not None and shlex.split(hook) == ["python", "-m", "pip", "install", "torch==2.10.*"]
+    networked = cibw.before_build(job, isolation=False, network=True)
+    assert networked is not None and "--index-url" in networked
+
+
+@pytest.mark.parametrize(
+    ("frontend", "uv"), [("build", False), ("pip", False), ("build[uv]", True), ("uv", True)]
+)
+def test_uv_frontends_get_the_wheelhouse_too(frontend: str, uv: bool) -> None:
+    job = _job("reference.yaml")
+    job = dataclasses.replace(job, hooks=dataclasses.replace(job.hooks, build_frontend=frontend))
+    env = cibw.container_environment(job, _settings(network=False))
+    assert ("UV_NO_INDEX" in env) is uv
+    assert env.get("UV_FIND_LINKS", cibw.CONTAINER_WHEELHOUSE) == cibw.CONTAINER_WHEELHOUSE
+
+
+def test_every_variable_a_hermetic_build_sets_is_reserved() -> None:
+    from buildkit.recipe import RESERVED_ENV
+
+    job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
+    job = dataclasses.replace(job, hooks=dataclasses.replace(job.hooks, build_frontend="uv"))
+    ours = cibw.container_environment(job, _settings(network=False))
+    recipe_keys = set(job.env) - {"PYTORCH_ROCM_ARCH", "GPU_ARCHS"}
+    assert set(ours) - recipe_keys <= set(RESERVED_ENV) | cibw.RECIPE_OVERRIDABLE

@@ -107,6 +107,10 @@ RENAMES_ALLOWED: dict[tuple[str, str], str] = {
         "memory) into the cache once its sha256 is the pinned one"
     ),
     ("buildkit/source/unpack.py", "unpack"): "renames a whole unpacked source tree into place",
+    ("buildkit/build/requirements.py", "_virtualenv"): (
+        "moves the wheels pip downloaded (into a folder of their own, inside the job's staging folder) "
+        "into the staged wheelhouse once their resolution succeeded"
+    ),
 }
 
 

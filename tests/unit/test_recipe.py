@@ -402,3 +402,15 @@ def test_the_readme_documents_every_recipe_key_with_its_cibuildwheel_name() -> N
         "test-requires",
     ):
         assert any(f"`{option}`" in row for row in rows), option
+
+
+def test_network_is_off_unless_the_recipe_says_true(tmp_path: Path) -> None:
+    text = (
+        (ROOT / "recipes" / "reference.yaml").read_text().replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
+    )
+    assert parse_recipe(text, path=tmp_path / "r.yaml").network is False
+    assert parse_recipe(text + "network: true\n", path=tmp_path / "r.yaml").network is True
+    with pytest.raises(RecipeError) as info:
+        parse_recipe(text.replace("  HIP_PLATFORM: amd", "  PIP_NO_INDEX: '0'"), path=tmp_path / "r.yaml")
+    assert "PIP_NO_INDEX is set by the build itself" in str(info.value)
+    assert info.value.hint is not None and "network: true" in info.value.hint

@@ -134,3 +134,28 @@ def test_cli_attestation_options_need_attestation(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and "apply to a rebuild" in proc.stderr, proc.stderr
     assert "not silently ignored" in " ".join(_cli("--help", cwd=tmp_path).stdout.split())
+
+
+def test_the_rebuild_takes_the_lock_the_manifest_records() -> None:
+    from buildkit.build.requirements import Lock, Locked
+    from buildkit.recipe import load_recipe
+
+    hermetic = load_recipe(ROOT / "recipes" / "reference.yaml")
+    lock = Lock(
+        "cp313-rocm5.7",
+        "3.13",
+        ("manylinux_2_41_x86_64",),
+        ("setuptools>=77",),
+        (Locked("setuptools", "84.2.1", "setuptools-84.2.1-py3-none-any.whl", "c" * 64),),
+    )
+    data: dict[str, Any] = {"wheel": {"filename": "w.whl"}, "build_requirements": lock.to_json()}
+    notes: list[str] = []
+    assert verify._recorded_lock(data, hermetic, "cp313-rocm5.7", notes) == lock and notes == []
+    # a manifest from before hermetic builds: resolved again, and the note says what that can explain
+    assert verify._recorded_lock({"wheel": {"filename": "w.whl"}}, hermetic, "cp313-rocm5.7", notes) is None
+    assert len(notes) == 1 and "resolves them again" in notes[0]
+    data["build_requirements"] = {"files": "nope"}
+    with pytest.raises(
+        UsageError, match=r"w\.whl\.manifest\.json: the manifest's build_requirements are malformed"
+    ):
+        verify._recorded_lock(data, hermetic, "cp313-rocm5.7", [])
