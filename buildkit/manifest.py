@@ -10,6 +10,7 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
      "recipe": {"name", "file", "sha256"}, "job": <Job.to_json()>,
      "image": {"profile", "tag", "id"}, "toolchain": {"hipcc": ..., "python": ..., ...},
      "archs": [...], "source": {...}, "source_date_epoch": int,
+     "compiler_cache": {"hits", "misses", "hit_rate"} | null (no cache, or no statistics),
      "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]}}
 
 A wheel the gate refused in ``buildkit build`` gets no manifest: it is kept apart in a quarantine

@@ -13,7 +13,9 @@ channel between the host and the build container, so it is deliberately small:
 * the recipe's ``env`` reaches the container literally; variables the build sets itself
   (:data:`buildkit.recipe.RESERVED_ENV`) are refused, ``MAX_JOBS`` and ``ROCM_PATH`` from the
   recipe win over buildkit's defaults;
-* the compiler cache is a named Docker volume (not a host path), one per cache key;
+* the compiler cache is a named Docker volume (not a host path), one per cache key, and every C,
+  C++ and HIP compile goes through it (:mod:`buildkit.build.ccache`: the image's masquerade directory
+  first on ``PATH``, the one value rendered with an expansion, ``PATH=<dir>:$PATH``);
 * repair is ``auditwheel repair --plat <policy>`` with the job's exclude globs, which match
   versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``).
 """
@@ -26,6 +28,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from buildkit.build import ccache
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import RESERVED_ENV
@@ -55,9 +58,9 @@ CONTAINER_CA_PATH = "/project/.buildkit/ca-bundle.crt"
 CONSTRAINTS_NAME = "constraints.txt"
 CONTAINER_CONSTRAINTS_PATH = "/project/.buildkit/" + CONSTRAINTS_NAME
 #: variables the recipe may set, overriding buildkit's default (every other one buildkit sets is
-#: in :data:`buildkit.recipe.RESERVED_ENV`)
-RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"})
-CONTAINER_CCACHE_DIR = "/ccache"
+#: in :data:`buildkit.recipe.RESERVED_ENV`); the compiler-cache routing a recipe sets is its own
+RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"}) | ccache.RECIPE_OVERRIDABLE
+CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
 
 
 @dataclass(frozen=True)
@@ -92,13 +95,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         "MAX_JOBS": job.env.get("MAX_JOBS", str(settings.parallel_jobs)),
         "PYTHONHASHSEED": "0",
     }
-    if settings.ccache_volume:
-        env["CCACHE_DIR"] = CONTAINER_CCACHE_DIR
-        # hipcc/clang command lines carry absolute paths of the fixed /project tree: hash them as is,
-        # and compare the compiler by content so an image rebuild with another hipcc misses the cache
-        env["CCACHE_COMPILERCHECK"] = "content"
-        env["CCACHE_BASEDIR"] = "/project"
-        env["CCACHE_NOHASHDIR"] = "1"
+    if settings.ccache_volume:  # every compile through the cache: ccache.environment
+        env.update(ccache.environment(job))
     if settings.with_ca_bundle:
         env["PIP_CERT"] = CONTAINER_CA_PATH
         env["SSL_CERT_FILE"] = CONTAINER_CA_PATH
@@ -130,9 +128,19 @@ def _double_quote(value: str) -> str:
     return f'"{escaped}"'
 
 
+def _render_value(key: str, value: str) -> str:
+    """A value taken literally, except buildkit's own ``PATH=<dirs>:$PATH`` (the compiler cache's
+    masquerade), whose tail expands to the PATH cibuildwheel set (the job's Python first); a recipe
+    can set neither PATH nor any ``$``."""
+    if key == "PATH" and value.endswith(ccache.PATH_TAIL):
+        return _double_quote(value.removesuffix(ccache.PATH_TAIL))[:-1] + ccache.PATH_TAIL + '"'
+    return _double_quote(value)
+
+
 def render_environment(env: Mapping[str, str]) -> str:
-    """``CIBW_ENVIRONMENT`` syntax: space separated ``KEY="value"`` pairs, values taken literally."""
-    return " ".join(f"{key}={_double_quote(value)}" for key, value in env.items())
+    """``CIBW_ENVIRONMENT`` syntax: space separated ``KEY="value"`` pairs, values taken literally
+    (but for buildkit's ``PATH=<dirs>:$PATH``)."""
+    return " ".join(f"{key}={_render_value(key, value)}" for key, value in env.items())
 
 
 def repair_command(job: Job) -> str:
@@ -219,8 +227,9 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
     # [tool.cibuildwheel] table, so the recipe is the only source of what runs in the container
     torch_hook = before_build(job, isolation=settings.build_isolation)
     options["CIBW_BEFORE_ALL_LINUX"] = " && ".join(hooks.before_all)
+    zero_stats = (ccache.ZERO_STATS,) if settings.ccache_volume else ()  # this build's hit rate
     options["CIBW_BEFORE_BUILD_LINUX"] = " && ".join(
-        (*((torch_hook,) if torch_hook else ()), *hooks.before_build)
+        (*zero_stats, *((torch_hook,) if torch_hook else ()), *hooks.before_build)
     )
     options["CIBW_CONFIG_SETTINGS_LINUX"] = " ".join(
         shlex.quote(f"{name}={value}") for name, values in hooks.config_settings for value in values

@@ -32,7 +32,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import Echo, cibw, provenance, runner
+from buildkit.build import Echo, ccache, cibw, provenance, runner
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
@@ -106,6 +106,8 @@ class JobResult:
     waivers: tuple[str, ...] = ()  # one line per waiver used (gating.waived_lines)
     refused: Path | None = None  # the refused wheel, kept in the job's quarantine folder
     examine: str | None = None  # the command that reproduces the refusal of ``refused``
+    #: the compiles of this build as ccache counted them; None: no cache, or none read
+    compiler_cache: ccache.CacheStats | None = None
 
     @property
     def manifest(self) -> Path | None:
@@ -274,10 +276,11 @@ def _run_job(run: _Run, log: TextIO) -> None:
 
 def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextIO) -> Path:
     """Build and repair the staged source; the one wheel, named with the plan's version."""
+    volume = cibw.ccache_volume(run.job, run.image.tag) if run.options.use_cache else None
     settings = cibw.CibwSettings(
         image=run.image.tag,
         source_date_epoch=epoch,
-        ccache_volume=cibw.ccache_volume(run.job, run.image.tag) if run.options.use_cache else None,
+        ccache_volume=volume,
         with_ca_bundle=with_ca,
         build_isolation=run.options.build_isolation,
         parallel_jobs=run.options.parallel_jobs,
@@ -295,6 +298,11 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
     t0 = time.monotonic()
     runner.run_cibuildwheel(staged, raw_out, env, log, run.echo, verbose=run.verbose)
     run.result.timings["cibuildwheel"] = time.monotonic() - t0
+    if volume is not None:
+        run.step = "reading the compiler-cache statistics"
+        stats = ccache.read_stats(run.client, run.image.tag, volume, run_id=run.build_id)
+        run.result.compiler_cache = stats
+        log.write(f"compiler cache ({volume}): {stats.describe() if stats else 'no statistics'}\n")
     wheels = sorted(raw_out.glob("*.whl"))
     if len(wheels) != 1:
         raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
@@ -389,6 +397,7 @@ def _record(
     interpreter = job_interpreter(job)
     run.step = "reading the toolchain versions in the builder image"
     toolchain = toolchain_versions(run.client, image.tag, python=interpreter, build_id=run.build_id)
+    cache = run.result.compiler_cache
     manifest.write(
         wheel,
         {
@@ -401,6 +410,7 @@ def _record(
             "source": _source_info(recipe, run.source),
             "source_date_epoch": epoch,
             "inputs_key": run.key,
+            "compiler_cache": cache.to_json() if cache is not None else None,
             "regression": regression.to_json() if regression is not None else None,
             "verdict": gated.verdict,
         },
