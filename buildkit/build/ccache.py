@@ -23,11 +23,18 @@ three ways, and each is routed (:func:`environment`):
 
 No ``CCACHE_BASEDIR``: the tree is always at ``/project``, so hits need no path rewriting, and the
 rewriting changes what the compiler sees (``__FILE__`` and debug info become relative), so a cached
-build would differ from an uncached one (``buildkit verify`` rebuilds without the cache). What ccache
-cannot hit: include directories inside the isolated build environment (the random
-``/tmp/build-env-*`` that the build frontend installs pybind11, numpy or torch headers into) change
-with every build, so compiles that use them miss; ``--no-isolation`` builds against the job's Python,
-at a fixed path.
+build would differ from an uncached one (``buildkit verify`` rebuilds without the cache).
+
+The isolated build environment lives at a random path (``/tmp/build-env-*`` of ``build``,
+``/tmp/pip-build-env-*`` of pip, uv's ``builds-v0/.tmp*``), and setuptools passes its ``include``
+folder to every compile (``-I/tmp/build-env-37_bztod/include``, empty): ccache's direct mode hashes
+the command line, so it would never hit, and each hit would cost a run of the preprocessor.
+:data:`IGNORED_OPTIONS` leaves those ``-I`` out of the direct-mode hash; ccache's manifest still
+records every header a compile read, by path and content, so a compile that read a header from an
+earlier build environment (gone now) misses in direct mode, and then in preprocessor mode too, whose
+output names that random path. That is what ccache cannot hit: compiles that include headers the
+frontend installed into its environment (pybind11, numpy, torch); ``--no-isolation`` builds against
+the job's Python, at a fixed path.
 
 The layout is the image's (:data:`LAYOUTS`, by profile); an image of the project's own Dockerfile
 or a ref gets :data:`ANY`: both usual masquerade directories on PATH (a missing one is skipped), and
@@ -60,6 +67,9 @@ HIP_CLANG_WRAPPERS = "/opt/rocm-buildkit/hip-ccache"
 CMAKE_LAUNCHERS = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER")
 #: the routing variables a recipe may set itself: its own routing wins, ours is left out
 RECIPE_OVERRIDABLE = frozenset({*CMAKE_LAUNCHERS, "HIP_CLANG_LAUNCHER", "HIP_CLANG_PATH"})
+#: ``-I`` options naming the build frontends' isolated environments (random paths), kept out of ccache's
+#: direct-mode hash (``CCACHE_IGNOREOPTIONS``; a trailing ``*`` matches any rest)
+IGNORED_OPTIONS = ("-I/tmp/build-env-*", "-I/tmp/pip-build-env-*", "-I/root/.cache/uv/builds-v0/*")
 #: the first command of the build's ``before_build`` hook: this build's statistics start at zero
 ZERO_STATS = "if command -v ccache >/dev/null 2>&1; then ccache --zero-stats >/dev/null; fi"
 STATS_TIMEOUT = 120
@@ -111,6 +121,8 @@ def environment(job: Job) -> dict[str, str]:
         "CCACHE_COMPILERCHECK": "content",
         # the build directory is always /project: its name need not be hashed with -g
         "CCACHE_NOHASHDIR": "1",
+        # the isolated build environment's random include folder: not a reason to miss
+        "CCACHE_IGNOREOPTIONS": " ".join(IGNORED_OPTIONS),
     }
     routes = dict(chosen.hip)
     if chosen.launchers:

@@ -53,6 +53,12 @@ def test_debian_build_routes_gcc_by_name_hipcc_and_cmake_through_ccache() -> Non
         assert env[var] == "ccache"
     assert env["CCACHE_DIR"] == "/ccache"
     assert env["CCACHE_COMPILERCHECK"] == "content"
+    # the isolated build environment's random include folder stays out of the direct-mode hash
+    assert env["CCACHE_IGNOREOPTIONS"].split() == [
+        "-I/tmp/build-env-*",
+        "-I/tmp/pip-build-env-*",
+        "-I/root/.cache/uv/builds-v0/*",
+    ]
     # no path rewriting: it would make a cached build's __FILE__ and debug info differ from an
     # uncached one's (buildkit verify rebuilds without the cache)
     assert "CCACHE_BASEDIR" not in env
