@@ -56,7 +56,8 @@ class HipBuildExt(build_ext):
         obj = os.path.join(self.build_temp, "kernels.o")
         archs = [f"--offload-arch={a}" for a in os.environ["PYTORCH_ROCM_ARCH"].split(";")]
         include = "-I" + sysconfig.get_paths()["include"]
-        subprocess.check_call(["/usr/bin/hipcc", "-c", "-fPIC", "-O2", *archs, include, ext.sources[0], "-o", obj])
+        compile_ = ["/usr/bin/hipcc", "-c", "-fPIC", "-O2", *archs, include, ext.sources[0], "-o", obj]
+        subprocess.check_call(compile_)
         subprocess.check_call(["/usr/bin/hipcc", "-shared", "-fPIC", *archs, obj, "-o", target])
 
 
@@ -112,7 +113,12 @@ def _project(root: Path) -> Path:
     (root / "plainext" / "__init__.py").write_text("")
     (root / "setup.py").write_text(SETUP_PY)
     (root / "pyproject.toml").write_text(PYPROJECT)
-    for name, text in (("one.c", ONE_C), ("two.c", TWO_C), ("three.cpp", THREE_CPP), ("kernels.hip", KERNELS_HIP)):
+    for name, text in (
+        ("one.c", ONE_C),
+        ("two.c", TWO_C),
+        ("three.cpp", THREE_CPP),
+        ("kernels.hip", KERNELS_HIP),
+    ):
         (root / "src" / name).write_text(text)
     return root
 
@@ -136,7 +142,18 @@ def _recipe(tmp_path: Path, source: Path) -> Path:
 
 def _build(tmp_path: Path, recipe: Path, *flags: str) -> tuple[str, dict[str, Any]]:
     proc = subprocess.run(
-        [sys.executable, "-m", "buildkit", "build", str(recipe), "--out", "dist", "--log-dir", "logs", *flags],
+        [
+            sys.executable,
+            "-m",
+            "buildkit",
+            "build",
+            str(recipe),
+            "--out",
+            "dist",
+            "--log-dir",
+            "logs",
+            *flags,
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -159,10 +176,14 @@ def test_a_project_that_does_not_opt_in_fills_the_cache_and_hits_it(
         docker_client.volumes.get(volume).remove(force=True)
     try:
         _out, cold = _build(tmp_path, recipe)
-        assert cold["compiler_cache"] == {"hits": 0, "misses": COMPILES, "hit_rate": 0.0}, cold["compiler_cache"]
+        assert cold["compiler_cache"] == {"hits": 0, "misses": COMPILES, "hit_rate": 0.0}, cold[
+            "compiler_cache"
+        ]
 
         out, warm = _build(tmp_path, recipe, "--force")  # the same inputs, rebuilt: every compile hits
-        assert warm["compiler_cache"] == {"hits": COMPILES, "misses": 0, "hit_rate": 1.0}, warm["compiler_cache"]
+        assert warm["compiler_cache"] == {"hits": COMPILES, "misses": 0, "hit_rate": 1.0}, warm[
+            "compiler_cache"
+        ]
         assert re.search(rf"^  ccache    {COMPILES} hits, 0 misses \(100\.0% hit rate\)$", out, re.M), out
         log = (tmp_path / "logs" / f"{JOB}.log").read_text(errors="replace")
         assert f"compiler cache ({volume}): {COMPILES} hits, 0 misses" in log
