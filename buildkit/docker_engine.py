@@ -224,11 +224,14 @@ def throwaway(
     entrypoint: Sequence[str] | None = None,
     devices: Sequence[str] = (),
     group_add: Sequence[str] = (),
+    volumes: Mapping[str, str] | None = None,
     warn: Warn = _stderr,
 ) -> Iterator[Throwaway]:
     """A container of ``image`` created (not started) for ``purpose``, removed when the block ends.
 
-    ``network=False``: the container has no network at all (``--network none``). The container's
+    ``network=False``: the container has no network at all (``--network none``). ``volumes`` maps
+    named volumes to the paths they are mounted at (read-write: the compiler cache's statistics are
+    read and reset in its volume); no host path is ever mounted. The container's
     name is unique (``buildkit-<purpose>-<random>``) so that one whose creation was interrupted
     (Ctrl-C between the engine's create and the answer) is still found and removed; a removal that
     fails is said through ``warn`` (default: stderr), never raised. With
@@ -249,6 +252,11 @@ def throwaway(
         create["devices"] = list(devices)
     if group_add:
         create["group_add"] = list(group_add)
+    if volumes:
+        hosted = [name for name in volumes if name.startswith(("/", ".", "~"))]
+        if hosted:  # the engine would bind-mount a host path for these: never
+            raise ValueError(f"throwaway volumes must be named volumes, not host paths: {hosted}")
+        create["volumes"] = {name: {"bind": path, "mode": "rw"} for name, path in volumes.items()}
     container = None
     try:
         container = client.containers.create(image, list(command), **create)

@@ -13,6 +13,7 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
      "network": bool (the recipe's: the build container had the network),
      "build_requirements": null (network: true) or {"python", "platforms", "requested": [...],
          "files": [{"name", "version", "file", "sha256"}], "sha256", "lock"},
+     "compiler_cache": {"hits", "misses", "hit_rate"} | null (no cache, or no statistics),
      "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]}}
 
 ``build_requirements`` is the lock of a hermetic build (:mod:`buildkit.build.requirements`): every

@@ -8,6 +8,12 @@
 # pyvenv.cfg and its packages; a symlink of the bare python binary would start the system Python),
 # auditwheel and patchelf on PATH, AUDITWHEEL_PLAT a real policy (trixie has glibc 2.41).
 #
+# The compiler cache (buildkit/build/ccache.py): /usr/lib/ccache holds a link to ccache for every
+# compiler name (update-ccache-symlinks runs once every compiler is installed: the package's own
+# trigger misses cc, c++ and clang), put first on PATH by a build with the cache; Debian's hipcc runs
+# its clang through HIP_CLANG_LAUNCHER=ccache. Nothing here turns the cache on: `--no-cache` builds
+# see the compilers as installed.
+#
 # Build it with `buildkit image build debian-rocm`: that command downloads the pinned wheels named
 # in debian-rocm.*.txt into the build context (wheels/), so no pip index or CA bundle is needed
 # during the build; apt-get needs only the Debian mirror.
@@ -40,7 +46,11 @@ RUN apt-get update \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* \
  && ln -s lib/llvm-17/lib/clang/17/amdgcn /usr/amdgcn \
- && test -f /usr/amdgcn/bitcode/ocml.bc
+ && test -f /usr/amdgcn/bitcode/ocml.bc \
+ && update-ccache-symlinks \
+ && for cc in cc c++ gcc g++ x86_64-linux-gnu-gcc x86_64-linux-gnu-g++ clang-17 clang++-17; do \
+      test "$(readlink -f "/usr/lib/ccache/$cc")" = /usr/bin/ccache || exit 1; \
+    done
 
 COPY debian-rocm.python.txt debian-rocm.tools.txt /tmp/requirements/
 COPY wheels/ /tmp/wheels/

@@ -8,6 +8,13 @@
 # Digest: the manylinux_2_28_x86_64 image pinned by iree-org/base-docker-images
 # (dockerfiles/manylinux_x86_64.Dockerfile). Move it forward deliberately, never to a floating tag.
 #
+# The compiler cache (buildkit/build/ccache.py), used only by builds with the cache: /usr/lib64/ccache
+# links gcc, g++, cc and c++ to ccache (first on PATH there, so ccache runs the gcc-toolset's compilers
+# by name); AMD's compiled hipcc ignores HIP_CLANG_LAUNCHER but runs $HIP_CLANG_PATH/clang++, so
+# /opt/rocm-buildkit/hip-ccache mirrors /opt/rocm/llvm/bin with clang and clang++ replaced by
+# `exec ccache /opt/rocm/llvm/bin/clang++ "$@"` (such a build sets HIP_CLANG_PATH to it). Caching HIP
+# compiles and reading the hit rate (`ccache --print-stats`) need ccache 4: check the version EPEL gives.
+#
 # Repository layout per ROCm release (AMD's install guide for RHEL 8):
 #   ROCm 6.x: rocm/rhel8/$ROCM_VERSION/main           + amdgpu/$ROCM_VERSION/rhel/8.10/main/x86_64
 #   ROCm 7.x: rocm/el8/$ROCM_VERSION/main             + graphics/$ROCM_VERSION/el/8.10/main/x86_64
@@ -40,7 +47,16 @@ RUN printf '%s\n' \
  && dnf clean all \
  && rm -rf /var/cache/dnf \
  && test -x "/opt/rocm-${ROCM_VERSION}/bin/hipcc" \
- && ln -sfn "/opt/rocm-${ROCM_VERSION}" /opt/rocm
+ && ln -sfn "/opt/rocm-${ROCM_VERSION}" /opt/rocm \
+ && mkdir -p /usr/lib64/ccache \
+ && for cc in gcc g++ cc c++; do ln -sfn ../../bin/ccache "/usr/lib64/ccache/$cc"; done \
+ && mkdir -p /opt/rocm-buildkit/hip-ccache \
+ && for tool in /opt/rocm/llvm/bin/*; do ln -s "$tool" /opt/rocm-buildkit/hip-ccache/; done \
+ && for cc in clang clang++; do \
+      rm "/opt/rocm-buildkit/hip-ccache/$cc" \
+      && printf '#!/bin/sh\nexec ccache /opt/rocm/llvm/bin/%s "$@"\n' "$cc" > "/opt/rocm-buildkit/hip-ccache/$cc" \
+      && chmod 755 "/opt/rocm-buildkit/hip-ccache/$cc"; \
+    done
 
 ENV ROCM_PATH=/opt/rocm \
     HIP_PATH=/opt/rocm \

@@ -17,7 +17,9 @@ channel between the host and the build container, so it is deliberately small:
   installs only from the wheelhouse staged with the source (``PIP_NO_INDEX=1``,
   ``PIP_FIND_LINKS``; the build requirements are resolved and downloaded on the host,
   :mod:`buildkit.build.requirements`);
-* the compiler cache is a named Docker volume (not a host path), one per cache key;
+* the compiler cache is a named Docker volume (not a host path), one per cache key, and every C,
+  C++ and HIP compile goes through it (:mod:`buildkit.build.ccache`: the image's masquerade directory
+  first on ``PATH``, the one value rendered with an expansion, ``PATH=<dir>:$PATH``);
 * repair is ``auditwheel repair --plat <policy>`` with the job's exclude globs, which match
   versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``).
 """
@@ -30,6 +32,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from buildkit.build import ccache
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import RESERVED_ENV
@@ -64,9 +67,9 @@ CONTAINER_WHEELHOUSE = "/project/.buildkit/" + WHEELHOUSE_NAME
 #: the build frontends that install with uv, which reads UV_* rather than PIP_* variables
 _UV_FRONTENDS = frozenset({"build[uv]", "uv"})
 #: variables the recipe may set, overriding buildkit's default (every other one buildkit sets is
-#: in :data:`buildkit.recipe.RESERVED_ENV`)
-RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"})
-CONTAINER_CCACHE_DIR = "/ccache"
+#: in :data:`buildkit.recipe.RESERVED_ENV`); the compiler-cache routing a recipe sets is its own
+RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"}) | ccache.RECIPE_OVERRIDABLE
+CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
 
 
 @dataclass(frozen=True)
@@ -104,13 +107,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         "MAX_JOBS": job.env.get("MAX_JOBS", str(settings.parallel_jobs)),
         "PYTHONHASHSEED": "0",
     }
-    if settings.ccache_volume:
-        env["CCACHE_DIR"] = CONTAINER_CCACHE_DIR
-        # hipcc/clang command lines carry absolute paths of the fixed /project tree: hash them as is,
-        # and compare the compiler by content so an image rebuild with another hipcc misses the cache
-        env["CCACHE_COMPILERCHECK"] = "content"
-        env["CCACHE_BASEDIR"] = "/project"
-        env["CCACHE_NOHASHDIR"] = "1"
+    if settings.ccache_volume:  # every compile through the cache: ccache.environment
+        env.update(ccache.environment(job))
     if settings.with_ca_bundle:
         env["PIP_CERT"] = CONTAINER_CA_PATH
         env["SSL_CERT_FILE"] = CONTAINER_CA_PATH
@@ -148,9 +146,19 @@ def _double_quote(value: str) -> str:
     return f'"{escaped}"'
 
 
+def _render_value(key: str, value: str) -> str:
+    """A value taken literally, except buildkit's own ``PATH=<dirs>:$PATH`` (the compiler cache's
+    masquerade), whose tail expands to the PATH cibuildwheel set (the job's Python first); a recipe
+    can set neither PATH nor any ``$``."""
+    if key == "PATH" and value.endswith(ccache.PATH_TAIL):
+        return _double_quote(value.removesuffix(ccache.PATH_TAIL))[:-1] + ccache.PATH_TAIL + '"'
+    return _double_quote(value)
+
+
 def render_environment(env: Mapping[str, str]) -> str:
-    """``CIBW_ENVIRONMENT`` syntax: space separated ``KEY="value"`` pairs, values taken literally."""
-    return " ".join(f"{key}={_double_quote(value)}" for key, value in env.items())
+    """``CIBW_ENVIRONMENT`` syntax: space separated ``KEY="value"`` pairs, values taken literally
+    (but for buildkit's ``PATH=<dirs>:$PATH``)."""
+    return " ".join(f"{key}={_render_value(key, value)}" for key, value in env.items())
 
 
 def repair_command(job: Job) -> str:
@@ -240,8 +248,9 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
     # [tool.cibuildwheel] table, so the recipe is the only source of what runs in the container
     torch_hook = before_build(job, isolation=settings.build_isolation, network=settings.network)
     options["CIBW_BEFORE_ALL_LINUX"] = " && ".join(hooks.before_all)
+    zero_stats = (ccache.ZERO_STATS,) if settings.ccache_volume else ()  # this build's hit rate
     options["CIBW_BEFORE_BUILD_LINUX"] = " && ".join(
-        (*((torch_hook,) if torch_hook else ()), *hooks.before_build)
+        (*zero_stats, *((torch_hook,) if torch_hook else ()), *hooks.before_build)
     )
     options["CIBW_CONFIG_SETTINGS_LINUX"] = " ".join(
         shlex.quote(f"{name}={value}") for name, values in hooks.config_settings for value in values

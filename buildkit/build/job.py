@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import Echo, cibw, provenance, requirements, runner
+from buildkit.build import Echo, ccache, cibw, provenance, requirements, runner
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
@@ -119,6 +119,8 @@ class JobResult:
     waivers: tuple[str, ...] = ()  # one line per waiver used (gating.waived_lines)
     refused: Path | None = None  # the refused wheel, kept in the job's quarantine folder
     examine: str | None = None  # the command that reproduces the refusal of ``refused``
+    #: the compiles of this build as ccache counted them; None: no cache, or none read
+    compiler_cache: ccache.CacheStats | None = None
 
     @property
     def manifest(self) -> Path | None:
@@ -322,10 +324,11 @@ def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:
 
 def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextIO) -> Path:
     """Build and repair the staged source; the one wheel, named with the plan's version."""
+    volume = cibw.ccache_volume(run.job, run.image.tag) if run.options.use_cache else None
     settings = cibw.CibwSettings(
         image=run.image.tag,
         source_date_epoch=epoch,
-        ccache_volume=cibw.ccache_volume(run.job, run.image.tag) if run.options.use_cache else None,
+        ccache_volume=volume,
         with_ca_bundle=with_ca,
         build_isolation=run.options.build_isolation,
         parallel_jobs=run.options.parallel_jobs,
@@ -352,6 +355,11 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
             raise
         raise BuildFailed(f"{exc}\n  hint: {hint}") from None
     run.result.timings["cibuildwheel"] = time.monotonic() - t0
+    if volume is not None:
+        run.step = "reading the compiler-cache statistics"
+        stats = ccache.read_stats(run.client, run.image.tag, volume, run_id=run.build_id)
+        run.result.compiler_cache = stats
+        log.write(f"compiler cache ({volume}): {stats.describe() if stats else 'no statistics'}\n")
     wheels = sorted(raw_out.glob("*.whl"))
     if len(wheels) != 1:
         raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
@@ -463,6 +471,7 @@ def _record(
     interpreter = job_interpreter(job)
     run.step = "reading the toolchain versions in the builder image"
     toolchain = toolchain_versions(run.client, image.tag, python=interpreter, build_id=run.build_id)
+    cache = run.result.compiler_cache
     manifest.write(
         wheel,
         {
@@ -477,6 +486,7 @@ def _record(
             "inputs_key": run.key,
             "network": recipe.network,
             "build_requirements": _lock_record(wheel, lock),
+            "compiler_cache": cache.to_json() if cache is not None else None,
             "regression": regression.to_json() if regression is not None else None,
             "verdict": gated.verdict,
         },

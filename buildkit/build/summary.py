@@ -1,6 +1,7 @@
 """The summary ``buildkit build`` prints after its jobs: per job status, time, verdict and paths
 (a refused wheel's quarantine path and the command that examines it, the waivers that accepted
-findings), then the next steps (smoke each new wheel, publish dry-run)."""
+findings), the compiler cache's hits and misses, then the next steps (smoke each new wheel, publish
+dry-run)."""
 
 from __future__ import annotations
 
@@ -31,9 +32,9 @@ def render_summary(
     cwd: Path | None = None,
 ) -> str:
     """Per job: status, time and gate verdict, then where its wheel, manifest and log are (a refused
-    wheel: where it is kept and how to examine it), and each waiver that accepted findings with its
-    reason; next steps (smoke each new wheel, publish dry-run) when a job passed and ``recipe`` is
-    given."""
+    wheel: where it is kept and how to examine it), the compiler cache's hits and hit rate, and each
+    waiver that accepted findings with its reason; next steps (smoke each new wheel, publish dry-run)
+    when a job passed and ``recipe`` is given."""
     here = cwd or Path.cwd()
     rows = [("job", "status", "time", "gate")]
     rows += [(r.job, r.status, f"{r.seconds:.1f}s", _verdict_cell(r)) for r in results]
@@ -50,6 +51,8 @@ def render_summary(
                 smoke.append(
                     f"  buildkit smoke {shlex.quote(_shown(r.wheel, here))} --recipe {shlex.quote(recipe)}"
                 )
+        if r.compiler_cache is not None:
+            lines.append(f"  ccache    {r.compiler_cache.describe()}")
         if r.refused is not None:
             lines.append(f"  refused   {_shown(r.refused, here)} (kept apart, never published)")
             if r.examine is not None:

@@ -35,10 +35,13 @@ LABEL_PACKAGES = "io.rocm-buildkit.packages"
 LABEL_BASE = "io.rocm-buildkit.base"
 Progress = Callable[[str], None]
 
+#: how a layer installs packages; on Debian, a compiler among them gets its ccache masquerade link
+#: (the ccache package's trigger covers gcc's folders only: clang, for one, it misses)
 _INSTALL = {
     "apt": (
         "apt-get update \\\n"
         " && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {packages} \\\n"
+        " && if command -v update-ccache-symlinks >/dev/null; then update-ccache-symlinks; fi \\\n"
         " && apt-get clean \\\n"
         " && rm -rf /var/lib/apt/lists/*"
     ),

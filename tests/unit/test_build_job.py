@@ -12,6 +12,7 @@ chosen step: a mock, standing in for the socket proxy of the docker test.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -26,7 +27,7 @@ import pytest
 import requests
 
 from buildkit import docker_engine, manifest
-from buildkit.build import gating, provenance, requirements, runner, staging, summary, toolchain
+from buildkit.build import ccache, cibw, gating, provenance, requirements, runner, staging, summary, toolchain
 from buildkit.build import job as build_job
 from buildkit.build.key import inputs_key, tool_versions
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
@@ -58,6 +59,7 @@ class FakeContainer:
     def __init__(self, engine: FakeEngine, command: list[str], labels: dict[str, str]) -> None:
         self.engine, self.command, self.labels = engine, command, labels
         self.short_id = f"c{len(engine.containers)}"
+        self.volumes: dict[str, Any] = {}
 
     def start(self) -> None:
         self.engine.fail_at("start")
@@ -66,7 +68,11 @@ class FakeContainer:
         return {"StatusCode": 0}
 
     def logs(self, stdout: bool = True, stderr: bool = False) -> bytes:
-        return b"hipcc=HIP version: 5.7\npython=Python 3.13.5\n" if stdout else b""
+        if not stdout:
+            return b""
+        if self.labels.get(docker_engine.CONTAINER_LABEL) == "ccache-stats":  # ccache --print-stats
+            return b"cache_miss\t3\ncalled_for_link\t1\ndirect_cache_hit\t5\npreprocessed_cache_hit\t1\n"
+        return b"hipcc=HIP version: 5.7\npython=Python 3.13.5\n"
 
     def remove(self, force: bool = False) -> None:
         self.engine.fail_at("remove")
@@ -80,6 +86,7 @@ class FakeContainers:
     def create(self, image: str, command: list[str], **kwargs: Any) -> FakeContainer:
         self.engine.fail_at("create")
         container = FakeContainer(self.engine, command, dict(kwargs.get("labels", {})))
+        container.volumes = dict(kwargs.get("volumes") or {})
         self.engine.containers.append(container)
         self.engine.created.append(container)
         return container
@@ -152,10 +159,21 @@ class Harness:
         return recipe, expand(recipe, env={}).jobs[0]
 
     def build(
-        self, recipe: Recipe, job: Job, *, force: bool = False, interrupted: str | None = None
+        self,
+        recipe: Recipe,
+        job: Job,
+        *,
+        force: bool = False,
+        interrupted: str | None = None,
+        use_cache: bool = True,
     ) -> build_job.JobResult:
         options = build_job.BuildOptions(
-            out_dir=self.out, log_dir=self.tmp / "logs", ca_bundle=None, force=force, source_date_epoch=1
+            out_dir=self.out,
+            log_dir=self.tmp / "logs",
+            ca_bundle=None,
+            force=force,
+            source_date_epoch=1,
+            use_cache=use_cache,
         )
         return build_job.build_one(
             recipe,
@@ -400,10 +418,10 @@ def test_engine_dying_mid_build_is_docker_unavailable(h: Harness, step: str) -> 
 def test_engine_error_with_cleanup_possible_removes_containers_and_gives_no_hint(h: Harness) -> None:
     recipe, job = h.recipe()
     h.engine.error = docker.errors.APIError("500 Server Error: Internal Server Error")
-    h.engine.dead = {"start"}  # the toolchain probe cannot start; the engine still lists and removes
-    with pytest.raises(DockerUnavailable) as err:
+    h.engine.dead = {"start"}  # the first container after cibuildwheel cannot start; the engine still
+    with pytest.raises(DockerUnavailable) as err:  # lists and removes
         h.build(recipe, job)
-    assert "reading the toolchain versions in the builder image of cp313-rocm5.7" in str(err.value)
+    assert "reading the compiler-cache statistics of cp313-rocm5.7" in str(err.value)
     assert "hint" not in str(err.value)
     assert h.engine.containers == []
     assert h.engine.created and all(
@@ -490,6 +508,31 @@ def test_gitignore_covers_staging_debris() -> None:
         assert proc.returncode == 0, f"{path} is not ignored"
 
 
+# --------------------------------------------------------------------------- compiler cache
+def test_compiler_cache_statistics_reach_the_result_and_the_manifest(h: Harness) -> None:
+    recipe, job = h.recipe()
+    result = h.build(recipe, job)
+    assert result.compiler_cache == ccache.CacheStats(hits=6, misses=3)  # direct + preprocessed hits
+    assert result.manifest is not None
+    data = json.loads(result.manifest.read_text(encoding="utf-8"))
+    assert data["compiler_cache"] == {"hits": 6, "misses": 3, "hit_rate": 0.6667}
+    (box,) = [c for c in h.engine.created if c.labels[docker_engine.CONTAINER_LABEL] == "ccache-stats"]
+    volume = cibw.ccache_volume(job, Image().tag)
+    assert box.volumes == {volume: {"bind": ccache.CONTAINER_DIR, "mode": "rw"}}
+    assert box.labels[docker_engine.RUN_LABEL].startswith(f"staging-{JOB}-")
+    assert result.log is not None
+    assert f"compiler cache ({volume}): 6 hits, 3 misses (66.7% hit rate)" in result.log.read_text()
+
+
+def test_no_cache_reads_no_statistics(h: Harness) -> None:
+    recipe, job = h.recipe()
+    result = h.build(recipe, job, use_cache=False)
+    assert result.status == "passed" and result.compiler_cache is None
+    assert result.manifest is not None
+    assert json.loads(result.manifest.read_text(encoding="utf-8"))["compiler_cache"] is None
+    assert not [c for c in h.engine.created if c.labels[docker_engine.CONTAINER_LABEL] == "ccache-stats"]
+
+
 # --------------------------------------------------------------------------- 5: the job's interpreter
 def test_job_interpreter_follows_the_job_python(h: Harness) -> None:
     _, job = h.recipe()
@@ -505,7 +548,8 @@ def test_cp312_job_probes_its_own_interpreter(h: Harness) -> None:
     recipe, job = h.recipe()
     job312 = dataclasses.replace(job, cp_tag="cp312")
     h.build(recipe, job312)
-    script = h.engine.created[0].command[-1]
+    (probe,) = [c for c in h.engine.created if c.labels[docker_engine.CONTAINER_LABEL] == "build-probe"]
+    script = probe.command[-1]
     assert "/opt/python/cp312-cp312/bin/python" in script and "cp313" not in script
     assert h.recorded[0]["interpreter"] == "/opt/python/cp312-cp312/bin/python"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from buildkit import docker_engine
-from buildkit.build import cibw
+from buildkit.build import ccache, cibw
 from buildkit.errors import UsageError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
@@ -59,7 +59,8 @@ def test_reference_job_options() -> None:
     assert env["BUILDKIT_VERSION"] == job.version
     assert env["CCACHE_DIR"] == "/ccache"
     assert env["PIP_CERT"] == cibw.CONTAINER_CA_PATH
-    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ""  # no torch pin, no before_build in the reference recipe
+    # no torch pin, no before_build in the reference recipe: only the compiler cache's zeroed statistics
+    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ccache.ZERO_STATS
 
 
 def test_repair_excludes_versioned_sonames() -> None:
@@ -86,7 +87,9 @@ def test_torch_pin_installed_before_a_no_isolation_build() -> None:
     job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
     opts = cibw.cibuildwheel_options(job, _settings(build_isolation=False))
     assert opts["CIBW_BUILD_FRONTEND"] == "build; args: --no-isolation"
-    hook = shlex.split(opts["CIBW_BEFORE_BUILD_LINUX"])
+    zero, install = opts["CIBW_BEFORE_BUILD_LINUX"].split(" && ")
+    assert zero == ccache.ZERO_STATS
+    hook = shlex.split(install)
     assert hook[:4] == ["python", "-m", "pip", "install"]
     assert hook[4].startswith("torch") and "2.10" in hook[4]
     assert "--index-url" in hook
@@ -153,7 +156,7 @@ def test_isolated_build_does_not_install_torch_into_the_target_python() -> None:
     job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
     opts = cibw.cibuildwheel_options(job, _settings(build_isolation=True))
     assert opts["CIBW_BUILD_FRONTEND"] == "build"
-    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ""
+    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ccache.ZERO_STATS
     assert cibw.before_build(job, isolation=True) is None
     env = _parse_environment(opts["CIBW_ENVIRONMENT_LINUX"])
     assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH

@@ -1,7 +1,7 @@
 """Golden file for the summary ``buildkit build`` prints on stdout (tests/data/golden/build-summary.txt):
-one job of each status (passed with a warning and a waived finding, up to date, gate-failed with its
-wheel kept apart and the stale folder removed, build-failed with a log outside the working directory,
-interrupted), then the next steps.
+one job of each status (passed with a warning, a waived finding and its compiler cache's hits, up to
+date, gate-failed with its wheel kept apart and the stale folder removed, build-failed with a log
+outside the working directory, interrupted), then the next steps.
 ``BUILDKIT_REGEN_GOLDEN=1`` rewrites it. The e2e build tests (tests/docker) check the same summary
 on real builds; this file pins its layout and wording."""
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from buildkit.build.ccache import CacheStats
 from buildkit.build.job import JobResult
 from buildkit.build.summary import render_summary
 
@@ -31,6 +32,7 @@ def test_build_summary(tmp_path: Path) -> None:
             warnings=1,
             waived=1,
             waivers=("gate.waive[0] (rocm-soname, library libfoo.so.1): 1 finding waived: vendor keeps 5.x",),
+            compiler_cache=CacheStats(hits=412, misses=3),
         ),
         JobResult(
             "cp311-rocm7.2-torch2.10",

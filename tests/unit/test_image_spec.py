@@ -175,6 +175,8 @@ def test_the_generated_package_layer() -> None:
     assert "FROM rocm-buildkit/debian-rocm:0123456789ab\n" in apt
     assert "apt-get install -y --no-install-recommends libhipblas-dev jq=1.7*" in apt
     assert "rm -rf /var/lib/apt/lists/*" in apt
+    # a compiler among the packages gets its link in the compiler cache's masquerade directory
+    assert apt.index("apt-get install") < apt.index("update-ccache-symlinks") < apt.index("apt-get clean")
     dnf = packages_dockerfile("rocm-buildkit/manylinux_2_28-rocm:0123456789ab", "dnf", ("hipblas-devel",))
     assert "dnf install -y --setopt=install_weak_deps=False hipblas-devel" in dnf
     assert "dnf clean all" in dnf

@@ -125,6 +125,21 @@ def test_network_environment_and_devices_are_passed(engine: FakeEngine) -> None:
     assert kwargs["labels"] == {CONTAINER_LABEL: "smoke"}  # no build: no run label
 
 
+def test_named_volumes_are_mounted_and_host_paths_refused(engine: FakeEngine) -> None:
+    with throwaway(
+        engine, "img", ["ccache", "-s"], purpose="ccache-stats", volumes={"cc-vol": "/ccache"}
+    ) as box:
+        kwargs = engine.boxes[box.name].kwargs
+    assert kwargs["volumes"] == {"cc-vol": {"bind": "/ccache", "mode": "rw"}}
+    for host in ("/etc", "./here", "~/x"):
+        with (
+            pytest.raises(ValueError, match="host paths"),
+            throwaway(engine, "img", ["x"], purpose="ccache-stats", volumes={host: "/ccache"}),
+        ):
+            pass
+    assert engine.boxes == {}  # refused before the engine made anything
+
+
 def test_removed_on_error(engine: FakeEngine) -> None:
     with pytest.raises(RuntimeError, match="boom"), throwaway(engine, "img", ["x"], purpose="ceilings"):
         assert engine.boxes

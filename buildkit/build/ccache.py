@@ -1,0 +1,214 @@
+"""The compiler cache: every C, C++ and HIP compile of a build goes through ccache, without the project
+doing anything, and the build says how often it hit.
+
+A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR` (``cibw.ccache_volume``: one
+per image and job; ``--no-cache`` mounts none and routes nothing). Projects call their compilers in
+three ways, and each is routed (:func:`environment`):
+
+* **by name through PATH** (setuptools runs ``x86_64-linux-gnu-gcc``/``gcc``/``g++`` from sysconfig,
+  autotools and meson find ``cc``/``c++``): the image's *masquerade directory* of compiler-named links
+  to ccache is put first on ``PATH`` (``PATH=<dir>:$PATH``, the one value of the build environment
+  rendered with an expansion: cibuildwheel has put the job's Python first on it). ccache then runs the
+  next compiler of that name on PATH: the gcc-toolset's on manylinux, ``/usr/bin``'s on Debian;
+* **hipcc by full path** (``/usr/bin/hipcc``, ``$ROCM_PATH/bin/hipcc``): PATH cannot catch it, so
+  hipcc's own hook runs its clang through ccache: Debian's hipcc (the Perl driver) honours
+  ``HIP_CLANG_LAUNCHER=ccache``; AMD's compiled hipcc does not, but runs ``$HIP_CLANG_PATH/clang++``,
+  which on the manylinux image is a directory of wrappers (:data:`HIP_CLANG_WRAPPERS`, made by its
+  Dockerfile) that ``exec ccache /opt/rocm/llvm/bin/clang++``. ccache 4 caches clang's HIP compiles
+  (``-x hip --offload-arch=...``, device code and offload bundle included), hashing the compiler by
+  content (``CCACHE_COMPILERCHECK=content``: another clang in a rebuilt image misses);
+* **CMake** (which finds ``$ROCM_PATH/llvm/bin/clang++`` for HIP by full path):
+  ``CMAKE_{C,CXX,HIP}_COMPILER_LAUNCHER=ccache`` (read from the environment since CMake 3.17). A
+  compile both launched and masqueraded is counted and cached once (ccache skips its own links).
+
+No ``CCACHE_BASEDIR``: the tree is always at ``/project``, so hits need no path rewriting, and the
+rewriting changes what the compiler sees (``__FILE__`` and debug info become relative), so a cached
+build would differ from an uncached one (``buildkit verify`` rebuilds without the cache).
+
+The isolated build environment lives at a random path (``/tmp/build-env-*`` of ``build``,
+``/tmp/pip-build-env-*`` of pip, uv's ``builds-v0/.tmp*``), and setuptools passes its ``include``
+folder to every compile (``-I/tmp/build-env-37_bztod/include``, empty): ccache's direct mode hashes
+the command line, so it would never hit, and each hit would cost a run of the preprocessor.
+:data:`IGNORED_OPTIONS` leaves those ``-I`` out of the direct-mode hash; ccache's manifest still
+records every header a compile read, by path and content, so a compile that read a header from an
+earlier build environment (gone now) misses in direct mode, and then in preprocessor mode too, whose
+output names that random path. That is what ccache cannot hit: compiles that include headers the
+frontend installed into its environment (pybind11, numpy, torch); ``--no-isolation`` builds against
+the job's Python, at a fixed path.
+
+The layout is the image's (:data:`LAYOUTS`, by profile); an image of the project's own Dockerfile
+or a ref gets :data:`ANY`: both usual masquerade directories on PATH (a missing one is skipped), and
+no hipcc or CMake variable naming ccache, which that image may not have.
+
+The hit rate: the build's first hook zeroes the statistics in the volume (:data:`ZERO_STATS`), and
+after cibuildwheel :func:`read_stats` reads them in a throwaway container holding the volume
+(``ccache --print-stats``; ccache 3's ``-s`` table where that is missing) for the summary and the
+manifest (``compiler_cache``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from buildkit.docker_engine import throwaway
+from buildkit.plan.models import Job
+
+#: where the job's cache volume is mounted in the build container
+CONTAINER_DIR = "/ccache"
+#: what every masquerade ends with: the PATH cibuildwheel gave the build (the job's Python first)
+PATH_TAIL = ":$PATH"
+#: the wrappers of ROCm's clang that the manylinux image's Dockerfile makes for AMD's hipcc
+HIP_CLANG_WRAPPERS = "/opt/rocm-buildkit/hip-ccache"
+#: CMake (>= 3.17) takes these from the environment as the default of <LANG>_COMPILER_LAUNCHER
+CMAKE_LAUNCHERS = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER")
+#: the routing variables a recipe may set itself: its own routing wins, ours is left out
+RECIPE_OVERRIDABLE = frozenset({*CMAKE_LAUNCHERS, "HIP_CLANG_LAUNCHER", "HIP_CLANG_PATH"})
+#: ``-I`` options naming the build frontends' isolated environments (random paths), kept out of ccache's
+#: direct-mode hash (``CCACHE_IGNOREOPTIONS``; a trailing ``*`` matches any rest)
+IGNORED_OPTIONS = ("-I/tmp/build-env-*", "-I/tmp/pip-build-env-*", "-I/root/.cache/uv/builds-v0/*")
+#: the first command of the build's ``before_build`` hook: this build's statistics start at zero
+ZERO_STATS = "if command -v ccache >/dev/null 2>&1; then ccache --zero-stats >/dev/null; fi"
+STATS_TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where an image's ccache masquerades as its compilers, and how its hipcc is routed."""
+
+    name: str
+    #: directories of compiler-named links to ccache, put first on PATH (a missing one is skipped)
+    masquerade: tuple[str, ...]
+    #: the variables that make the image's hipcc run its clang through ccache
+    hip: Mapping[str, str]
+    #: the image has ccache on PATH for sure: CMake's launchers may name it
+    launchers: bool
+
+
+#: Debian's ccache package links gcc, g++, cc, c++, x86_64-linux-gnu-* and clang(++)-17 in
+#: /usr/lib/ccache (the Dockerfile runs update-ccache-symlinks after installing every compiler)
+DEBIAN = Layout(
+    "debian", ("/usr/lib/ccache",), MappingProxyType({"HIP_CLANG_LAUNCHER": "ccache"}), launchers=True
+)
+#: EPEL's ccache on EL: /usr/lib64/ccache (gcc, g++, cc, c++: the gcc-toolset's by name); AMD's hipcc
+#: through the clang wrappers
+EL = Layout(
+    "el", ("/usr/lib64/ccache",), MappingProxyType({"HIP_CLANG_PATH": HIP_CLANG_WRAPPERS}), launchers=True
+)
+#: an image buildkit did not make: whichever masquerade directory it has
+ANY = Layout("any", ("/usr/lib/ccache", "/usr/lib64/ccache"), MappingProxyType({}), launchers=False)
+#: the layout of each profile's image (docker/profiles.toml); an image extended with packages keeps it
+LAYOUTS: Mapping[str, Layout] = MappingProxyType({"debian-rocm": DEBIAN, "manylinux_2_28-rocm": EL})
+
+
+def layout(job: Job) -> Layout:
+    """The compiler-cache layout of the job's builder image."""
+    return LAYOUTS.get(job.image.profile or "", ANY)
+
+
+def environment(job: Job) -> dict[str, str]:
+    """The build environment that sends the job's compiles through the cache in :data:`CONTAINER_DIR`.
+
+    ``PATH`` ends with :data:`PATH_TAIL` (rendered as an expansion, see ``cibw.render_environment``);
+    a routing variable the job's env sets itself (:data:`RECIPE_OVERRIDABLE`) is left to it."""
+    chosen = layout(job)
+    env = {
+        "CCACHE_DIR": CONTAINER_DIR,
+        # compare the compiler by content, so an image rebuilt with another clang or gcc misses
+        "CCACHE_COMPILERCHECK": "content",
+        # the build directory is always /project: its name need not be hashed with -g
+        "CCACHE_NOHASHDIR": "1",
+        # the isolated build environment's random include folder: not a reason to miss
+        "CCACHE_IGNOREOPTIONS": " ".join(IGNORED_OPTIONS),
+    }
+    routes = dict(chosen.hip)
+    if chosen.launchers:
+        routes.update(dict.fromkeys(CMAKE_LAUNCHERS, "ccache"))
+    env.update({key: value for key, value in routes.items() if key not in job.env})
+    env["PATH"] = ":".join(chosen.masquerade) + PATH_TAIL
+    return env
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """The compiles of one build as ccache counted them."""
+
+    hits: int  # served from the cache (direct or preprocessed mode)
+    misses: int  # compiled and stored
+
+    @property
+    def hit_rate(self) -> float | None:
+        """hits / (hits + misses); None when no compile was cacheable."""
+        total = self.hits + self.misses
+        return self.hits / total if total else None
+
+    def to_json(self) -> dict[str, Any]:
+        rate = self.hit_rate
+        return {
+            "hits": self.hits,
+            "misses": self.misses,
+            "hit_rate": None if rate is None else round(rate, 4),
+        }
+
+    def describe(self) -> str:
+        """``41 hits, 1 miss (97.6% hit rate)``; ``no compile went through ccache`` when none did."""
+        rate = self.hit_rate
+        if rate is None:
+            return "no compile went through ccache"
+        hits = f"{self.hits} hit{'s' * (self.hits != 1)}"
+        misses = f"{self.misses} miss{'es' * (self.misses != 1)}"
+        return f"{hits}, {misses} ({rate:.1%} hit rate)"
+
+
+#: ccache 4's ``--print-stats``: one ``<counter>\t<value>`` line per counter
+_HITS_4 = ("direct_cache_hit", "preprocessed_cache_hit")
+_MISS_4 = "cache_miss"
+#: ccache 3's ``-s`` table: ``cache hit (direct)      12``
+_LINE_3 = re.compile(r"^(cache hit \(direct\)|cache hit \(preprocessed\)|cache miss)\s+(\d+)\s*$")
+
+
+def parse_stats(text: str) -> CacheStats | None:
+    """The hits and misses of ``ccache --print-stats`` (ccache 4) or ``ccache -s`` (ccache 3);
+    None when the text holds neither."""
+    counters: dict[str, int] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("\t")
+        if sep and value.strip().isdigit():
+            counters[key.strip()] = int(value)
+    if _MISS_4 in counters:
+        return CacheStats(hits=sum(counters.get(k, 0) for k in _HITS_4), misses=counters[_MISS_4])
+    table: dict[str, int] = {}
+    for line in text.splitlines():
+        match = _LINE_3.match(line.strip())
+        if match:
+            table[match.group(1)] = int(match.group(2))
+    if "cache miss" not in table:
+        return None
+    hits = table.get("cache hit (direct)", 0) + table.get("cache hit (preprocessed)", 0)
+    return CacheStats(hits=hits, misses=table["cache miss"])
+
+
+#: run in the throwaway container: exit 3 without ccache; ccache 3 has no --print-stats
+_STATS_SCRIPT = "command -v ccache >/dev/null 2>&1 || exit 3; ccache --print-stats 2>/dev/null || ccache -s"
+
+
+def read_stats(client: Any, image: str, volume: str, *, run_id: str | None = None) -> CacheStats | None:
+    """The statistics in the cache ``volume``, read in a throwaway container of ``image`` (no network,
+    removed afterwards); None when the image has no ccache or its output cannot be read."""
+    with throwaway(
+        client,
+        image,
+        ["-c", _STATS_SCRIPT],
+        purpose="ccache-stats",
+        run_id=run_id,
+        entrypoint=["/bin/sh"],
+        environment={"CCACHE_DIR": CONTAINER_DIR},
+        volumes={volume: CONTAINER_DIR},
+    ) as box:
+        done = box.run(timeout=STATS_TIMEOUT)
+    if done.exit_code != 0:
+        return None
+    return parse_stats(done.stdout.decode("utf-8", "replace"))
