@@ -88,8 +88,8 @@ class Layout:
     launchers: bool
 
 
-#: Debian's ccache package links gcc, g++, cc, c++, x86_64-linux-gnu-* and clang(++)-17 in
-#: /usr/lib/ccache (the Dockerfile runs update-ccache-symlinks after installing every compiler)
+#: Debian's ccache package links gcc, g++, cc, c++, x86_64-linux-gnu-* and clang(++)-17 (bookworm:
+#: -15) in /usr/lib/ccache (the Dockerfiles run update-ccache-symlinks after installing every compiler)
 DEBIAN = Layout(
     "debian", ("/usr/lib/ccache",), MappingProxyType({"HIP_CLANG_LAUNCHER": "ccache"}), launchers=True
 )
@@ -101,7 +101,9 @@ EL = Layout(
 #: an image buildkit did not make: whichever masquerade directory it has
 ANY = Layout("any", ("/usr/lib/ccache", "/usr/lib64/ccache"), MappingProxyType({}), launchers=False)
 #: the layout of each profile's image (docker/profiles.toml); an image extended with packages keeps it
-LAYOUTS: Mapping[str, Layout] = MappingProxyType({"debian-rocm": DEBIAN, "manylinux_2_28-rocm": EL})
+LAYOUTS: Mapping[str, Layout] = MappingProxyType(
+    {"debian-rocm": DEBIAN, "debian-bookworm-rocm": DEBIAN, "manylinux_2_28-rocm": EL}
+)
 
 
 def layout(job: Job) -> Layout:
