@@ -28,10 +28,19 @@ COPY debian-torch-runtime.txt /tmp/requirements/
 COPY wheels/ /tmp/wheels/
 
 # the system site-packages (/usr/local/lib/python3.11/dist-packages): Debian marks its Python
-# externally managed, and this image is nothing but that Python, torch and the HIP runtime
+# externally managed, and this image is nothing but that Python, torch and the HIP runtime. A venv
+# gets its own setuptools from /usr/share/python-wheels (bookworm's 66.1.1), which would shadow the
+# system one and fail torch's `setuptools>=77.0.3` when the smoke test installs a wheel requiring torch
+# without an index: that wheel is replaced by the pinned setuptools (Debian's ensurepip takes
+# whatever wheels that folder holds).
 RUN python3.11 -m pip install --no-cache-dir --no-index --find-links=/tmp/wheels --require-hashes \
       --break-system-packages -r /tmp/requirements/debian-torch-runtime.txt \
+ && rm /usr/share/python-wheels/setuptools-*.whl \
+ && cp /tmp/wheels/setuptools-84.2.1-py3-none-any.whl /usr/share/python-wheels/ \
  && rm -rf /tmp/wheels /tmp/requirements \
- && python3.11 -c "import torch; assert torch.__version__ == '2.13.0+cpu', torch.__version__"
+ && python3.11 -c "import torch; assert torch.__version__ == '2.13.0+cpu', torch.__version__" \
+ && python3.11 -m venv --system-site-packages /tmp/venv-check \
+ && /tmp/venv-check/bin/python -c "import setuptools, torch; assert setuptools.__version__ == '84.2.1'" \
+ && rm -rf /tmp/venv-check
 
 LABEL org.opencontainers.image.title="rocm-buildkit debian torch runtime for smoke tests"

@@ -96,12 +96,13 @@ def test_the_build_installs_the_locked_torch_offline_and_records_it(built: dict[
     lock = wheel.with_name(wheel.name + ".requirements.lock").read_text(encoding="utf-8")
     assert f"torch==2.13.0+cpu --hash=sha256:{torch['sha256']}" in lock.splitlines()
     log = built["log"].read_text(encoding="utf-8", errors="replace")
-    # the container's isolated build environment installed that very file from the staged wheelhouse
-    assert (
-        "Processing /project/.buildkit/wheelhouse/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
-        in log
-    )
-    assert "--network=none" in log and "PIP_NO_INDEX" in log
+    # the host downloaded that file into the staged wheelhouse, the only index of a container without
+    # network, whose isolated build environment installed torch==2.13.* from it
+    saved = r"^Saved \S+/\.buildkit/wheelhouse/torch-2\.13\.0\+cpu-cp311-cp311-manylinux_2_28_x86_64\.whl$"
+    assert re.search(saved, log, re.M)
+    assert "--network=none" in log and 'PIP_NO_INDEX="1"' in log
+    isolated = r"Installing packages in isolated environment:\n  - setuptools>=77\n  - torch==2\.13\.\*"
+    assert re.search(isolated, log)
 
 
 def test_the_wheel_passes_check_links_torch_and_hip_and_grafts_neither(built: dict[str, Any]) -> None:
@@ -120,11 +121,12 @@ def test_the_wheel_passes_check_links_torch_and_hip_and_grafts_neither(built: di
     elf = next(e for e in inspected.elves if e.member == EXTENSION)
     assert {"libtorch_cpu.so", "libc10.so", "libamdhip64.so.5"} <= set(elf.needed), elf.needed
     assert not elf.rpath and not elf.runpath
-    per_arch: dict[str, int] = {}
-    for code in inspected.code_objects:
-        assert code.member == EXTENSION
-        per_arch[code.target_id.split(":")[0]] = per_arch.get(code.target_id.split(":")[0], 0) + 1
-    assert sorted(per_arch) == ["gfx908", "gfx90a"] and min(per_arch.values()) >= 1, per_arch
+    per_arch: dict[str, int] = {}  # the offload bundle's device entries (.hip_fatbin), per processor
+    for entry in elf.offload_targets:
+        if entry.gfx is not None:
+            per_arch[entry.gfx] = per_arch.get(entry.gfx, 0) + 1
+    assert per_arch == {"gfx908": 1, "gfx90a": 1}, per_arch  # one translation unit of device code
+    assert elf.offload_bundles == 1
     print(f"DT_NEEDED {list(elf.needed)}; code objects per arch {per_arch}")
 
 
