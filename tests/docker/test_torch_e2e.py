@@ -131,11 +131,17 @@ def test_the_wheel_passes_check_links_torch_and_hip_and_grafts_neither(built: di
 
 
 def test_smoke_runs_the_operator_in_the_torch_runtime_image(built: dict[str, Any]) -> None:
-    proc = _buildkit("smoke", str(built["wheel"]), "--recipe", str(RECIPE), cwd=ROOT)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
-    assert "torch-cpu-bookworm" in out
-    assert "11 passed, 0 failed" in out, out  # python -m refops.selftest: every case against pure torch
+    proc = _buildkit("smoke", str(built["wheel"]), "--recipe", str(RECIPE), "--json", cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = json.loads(proc.stdout)["results"]
+    assert (result["name"], result["status"]) == ("torch-cpu-bookworm", "passed"), result
+    assert result["image"].startswith("rocm-buildkit/debian-torch-runtime:")
+    steps = {(s["kind"], s["what"]): s for s in result["steps"]}
+    assert steps[("import", "torch")]["passed"] and steps[("import", "refops")]["passed"]
+    selftest = steps[("command", "python -m refops.selftest")]
+    # every case against pure torch, and the TORCH_CHECK refusals, on CPU tensors
+    assert selftest["output"].startswith("torch 2.13.0+cpu, refops 0.1.0"), selftest["output"]
+    assert "11 passed, 0 failed" in selftest["output"].splitlines(), selftest["output"]
 
 
 def test_the_refops_tests_pass_in_the_runtime_image(built: dict[str, Any], docker_client: Any) -> None:
