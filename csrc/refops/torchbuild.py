@@ -21,10 +21,11 @@ Environment:
     parallel compile jobs (default: ``build_ext -j`` or the CPU count).
 
 A compiler cache is the environment's business (rocm-buildkit puts ccache's masquerade directory
-first on PATH and sets ``HIP_CLANG_LAUNCHER``). Reproducibility: ``-ffile-prefix-map`` for the project
-and for torch's folder (the build environment's path is random, and torch's inline ``TORCH_CHECK``s
-embed their header's path), a compilation-unit ID from the source's relative path,
-``-Werror=date-time``. No RPATH: ``import refops`` imports torch first, whose libraries the
+first on PATH and sets ``HIP_CLANG_LAUNCHER``). Reproducibility: ``-ffile-prefix-map`` for the project;
+torch's headers are included through a link in the build folder (``build/temp.*/torch-include``), since
+the build environment's path is random and torch's inline ``TORCH_CHECK``s embed their header's path
+(it would also change the compiler cache's key at every build); a compilation-unit ID from the source's
+relative path, ``-Werror=date-time``. No RPATH: ``import refops`` imports torch first, whose libraries the
 dynamic loader then finds by SONAME.
 """
 
@@ -136,6 +137,14 @@ class TorchHipBuildExt(build_ext):  # type: ignore[misc]
         cxx11_abi = int(bool(torch._C._GLIBCXX_USE_CXX11_ABI))
 
         project = os.path.abspath(os.path.dirname(__file__))
+        # torch's headers through a link at a fixed place under the build folder: the isolated build
+        # environment's path is random (/tmp/build-env-*), and through the link neither the compile
+        # command, nor __FILE__ of torch's inline TORCH_CHECKs, nor the compiler cache's hash sees it
+        torch_include = os.path.join(os.path.abspath(self.build_temp), "torch-include")
+        os.makedirs(os.path.dirname(torch_include), exist_ok=True)
+        if os.path.lexists(torch_include):
+            os.unlink(torch_include)
+        os.symlink(os.path.join(torch_dir, "include"), torch_include)
         jobs = int(env.get("MAX_JOBS") or self.parallel or os.cpu_count() or 1)
         python_includes = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
         common = ["-fPIC", "-O2", f"-ffile-prefix-map={project}=.", "-Werror=date-time", f"-I{project}/src"]
@@ -155,10 +164,10 @@ class TorchHipBuildExt(build_ext):  # type: ignore[misc]
             elif source.endswith(".cpp"):
                 cmd = [
                     *cxx, "-c", source, "-o", obj, "-std=c++20", *common,
-                    f"-ffile-prefix-map={torch_dir}=torch", f"-D_GLIBCXX_USE_CXX11_ABI={cxx11_abi}",
+                    f"-D_GLIBCXX_USE_CXX11_ABI={cxx11_abi}",
                     "-DTORCH_EXTENSION_NAME=_C", "-fvisibility=hidden",
                     *(f"-I{d}" for d in dict.fromkeys(python_includes)),
-                    f"-I{torch_dir}/include", f"-I{torch_dir}/include/torch/csrc/api/include",
+                    f"-I{torch_include}", f"-I{torch_include}/torch/csrc/api/include",
                     *shlex.split(env.get("CXXFLAGS", "")),
                 ]  # fmt: skip
             else:
