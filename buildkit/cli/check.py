@@ -52,6 +52,14 @@ from buildkit.gate.report import render_all, to_json
 )
 @click.option("--size-limit", help="Fail above this size (default: the recipe's size_budget.limit).")
 @click.option(
+    "--require",
+    "required",
+    multiple=True,
+    metavar="GLOB",
+    help="A wheel member the build must have produced (fnmatch glob on member paths, `*` crosses '/'; "
+    "repeatable; added to the recipe's gate.require): no match fails the wheel (required-member).",
+)
+@click.option(
     "--recipe",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Recipe giving the gate rules: with --job, exactly what `buildkit build` gates that job's wheel "
@@ -92,6 +100,7 @@ def check(
     torch: str | None,
     size_warn: str | None,
     size_limit: str | None,
+    required: tuple[str, ...],
     recipe: Path | None,
     job: str | None,
     verify_record: bool,
@@ -115,6 +124,7 @@ def check(
         torch=torch,
         size_warn=size_warn,
         size_limit=size_limit,
+        required=required,
     )
     reader = None
     if recipe is not None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from buildkit.errors import ArchError, UsageError, WheelReadError
-from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, rocm_pin
+from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, Required, rocm_pin
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import ReadFailure
 from buildkit.gate.verdict import Verdict
@@ -58,6 +58,7 @@ class GateFlags:
     torch: str | None = None
     size_warn: str | None = None
     size_limit: str | None = None
+    required: tuple[str, ...] = ()  # --require GLOB
 
     @property
     def ceilings(self) -> dict[str, str]:
@@ -142,12 +143,21 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
         overrides["size_warn"] = parse_size_option(flags.size_warn)
     if flags.size_limit is not None:
         overrides["size_limit"] = parse_size_option(flags.size_limit)
+    if flags.required:
+        overrides["required"] = (*base.required, *_required(flags.required))
     return GateConfig.from_recipe_job(recipe, job, **overrides)
+
+
+def _required(globs: Sequence[str]) -> tuple[Required, ...]:
+    for glob in globs:
+        if not glob.strip() or glob.startswith("/"):
+            raise UsageError(f"--require {glob!r}: give a glob on wheel member paths, e.g. pkg/kernels/*.co")
+    return tuple(Required(glob, "--require") for glob in dict.fromkeys(globs))
 
 
 def config_from_flags(flags: GateFlags) -> GateConfig:
     """The configuration of flags alone (no recipe)."""
-    return GateConfig.from_flags(
+    config = GateConfig.from_flags(
         policy=flags.policy,
         max_glibc=flags.max_glibc,
         max_glibcxx=flags.max_glibcxx,
@@ -162,6 +172,7 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         rocm=flags.rocm,
         toolchain=flags.toolchain,
     )
+    return replace(config, required=_required(flags.required)) if flags.required else config
 
 
 def gate_config(

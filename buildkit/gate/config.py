@@ -79,6 +79,14 @@ class JobIdentity:
         }
 
 
+@dataclass(frozen=True)
+class Required:
+    """A glob of wheel members the build must produce, and where it was given."""
+
+    glob: str
+    where: str  # "gate.require[0] (recipes/x.yaml:40:9)", "--require"
+
+
 # --------------------------------------------------------------------------- configuration
 @dataclass(frozen=True)
 class GateConfig:
@@ -108,6 +116,9 @@ class GateConfig:
     #: the recipe's ``gate.waive``: findings they match are accepted (shown, not failing); each must
     #: match one (``waiver-unused``)
     waivers: tuple[Waiver, ...] = ()
+    #: wheel members the build must produce (fnmatch globs; the recipe's ``gate.require``, or
+    #: ``check --require``), each with where it was given ("gate.require[0] (recipe.yaml:40:9)")
+    required: tuple[Required, ...] = ()
 
     def __post_init__(self) -> None:
         if self.policy is not None:
@@ -199,7 +210,19 @@ class GateConfig:
             )
             for w in recipe.gate.waive
         )
-        budget: dict[str, Any] = {"identity": JobIdentity.of(job, recipe), "waivers": waivers}
+        required = tuple(
+            Required(
+                r.glob,
+                f"gate.require[{r.index}]"
+                + (f" ({recipe.display_path}:{r.line}:{r.column})" if r.line is not None else ""),
+            )
+            for r in recipe.gate.require
+        )
+        budget: dict[str, Any] = {
+            "identity": JobIdentity.of(job, recipe),
+            "waivers": waivers,
+            "required": required,
+        }
         if "warn" in recipe.size_budget:
             budget["size_warn"] = recipe.size_budget["warn"]
         if "limit" in recipe.size_budget:
@@ -224,4 +247,5 @@ class GateConfig:
             "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,
             "identity": self.identity.to_json() if self.identity else None,
             "waivers": [w.to_json() for w in self.waivers],
+            "required": [r.glob for r in self.required],
         }

@@ -213,6 +213,8 @@ def gated_as(v: Verdict) -> str:
         parts.append(f"{len(c.exclude_globs)} exclude glob(s)")
     if c.waivers:
         parts.append(f"{len(c.waivers)} waiver(s)")
+    if c.required:
+        parts.append(f"{len(c.required)} required member glob(s)")
     if c.size_warn is None and c.size_limit is None:
         parts.append("no size budget")
     else:
