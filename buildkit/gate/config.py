@@ -108,6 +108,11 @@ class GateConfig:
     #: the recipe's ``gate.waive``: findings they match are accepted (shown, not failing); each must
     #: match one (``waiver-unused``)
     waivers: tuple[Waiver, ...] = ()
+    #: the torch the ``torch-abi`` rule checks the wheel's symbols against: a torch wheel's path, an
+    #: installed torch folder or a runtime image (``check --torch-abi``); None: the rule does not run.
+    #: A job leaves it None until its build records the torch wheel it was built against
+    #: (:func:`buildkit.gate.torchabi.torch_wheel_for_job` resolves one from a wheelhouse)
+    torch_abi: str | None = None
 
     def __post_init__(self) -> None:
         if self.policy is not None:
@@ -143,6 +148,7 @@ class GateConfig:
         size_limit: int | None = None,
         rocm: str | None = None,
         toolchain: str | None = None,
+        torch_abi: str | None = None,
     ) -> GateConfig:
         """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
         (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
@@ -157,6 +163,7 @@ class GateConfig:
             torch=torch,
             size_warn=size_warn,
             size_limit=size_limit,
+            torch_abi=torch_abi,
             **pin,
         )
 
@@ -224,4 +231,5 @@ class GateConfig:
             "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,
             "identity": self.identity.to_json() if self.identity else None,
             "waivers": [w.to_json() for w in self.waivers],
+            "torch_abi": self.torch_abi,
         }

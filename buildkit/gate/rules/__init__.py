@@ -28,6 +28,7 @@ from buildkit.gate.rules import (
     size,
     tags,
     torch,
+    torch_abi,
     waivers,
 )
 
@@ -55,6 +56,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("gfx", gfx.RULES, gfx.check),
     Family("size", size.RULES, size.check),
     Family("torch", torch.RULES, torch.check),
+    Family("torch-abi", torch_abi.RULES, torch_abi.check),
     Family("rocm", rocm.RULES, rocm.check),
     Family("integrity", integrity.RULES, integrity.check),
     Family("waivers", waivers.RULES, None),
