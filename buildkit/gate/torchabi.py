@@ -57,7 +57,7 @@ from buildkit.gate.demangle import demangle
 from buildkit.inspect.models import WheelReport
 from buildkit.inspect.symtab import SymbolTable
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: the version is torch.version.__version__ (2.14.1+cu130), not the file name's
 #: Itanium-mangled outermost scopes of torch's C++ API (``_ZN3c10``, ``_ZNK2at``, ``_ZTVN5torch``)
 TORCH_SCOPES = ("3c10", "2at", "5torch", "6caffe2")
 _MANGLED_SCOPE = re.compile(r"^_Z(?:T[VITSHW]|GV|Th\d*_|Tv\d+_\d+_)?N?[rVKRO]*(\d+)([A-Za-z_]\w*)")
