@@ -49,13 +49,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from buildkit.errors import UsageError, WheelReadError
 from buildkit.fsutil import atomic_write
 from buildkit.gate.demangle import demangle
-from buildkit.inspect.models import WheelReport
-from buildkit.inspect.symtab import SymbolTable
+
+if TYPE_CHECKING:  # the inspection's types only: importing buildkit.inspect costs 0.2 s of start-up
+    from buildkit.inspect.models import WheelReport
+    from buildkit.inspect.symtab import SymbolTable
 
 CACHE_FORMAT = 2  # 2: the version is torch.version.__version__ (2.14.1+cu130), not the file name's
 #: Itanium-mangled outermost scopes of torch's C++ API (``_ZN3c10``, ``_ZNK2at``, ``_ZTVN5torch``)
@@ -183,14 +185,14 @@ class TorchExports:
         what = self.filename or self.source
         return f"torch {self.version or '(version unknown)'} ({what})"
 
+    def exporters(self, name: str) -> tuple[str, ...]:
+        """The libraries exporting ``name`` (file names), in library order."""
+        return tuple(lib.name for lib in self.libraries if name in lib.exported)
+
     @functools.cached_property
-    def providers(self) -> dict[str, tuple[str, ...]]:
-        """Exported name -> the libraries exporting it."""
-        out: dict[str, list[str]] = {}
-        for lib in self.libraries:
-            for name in lib.exported:
-                out.setdefault(name, []).append(lib.name)
-        return {name: tuple(libs) for name, libs in out.items()}
+    def exports(self) -> frozenset[str]:
+        """Every name some library exports."""
+        return frozenset().union(*(lib.exported for lib in self.libraries))
 
     def names(self) -> set[str]:
         """Every library's file name and SONAME."""
@@ -214,7 +216,7 @@ class TorchExports:
     def cxx11_abi(self) -> bool | None:
         """Whether the torch's C++ API uses ``_GLIBCXX_USE_CXX11_ABI=1`` (``std::__cxx11::``
         strings in its exports); None when it exports no C++ name at all."""
-        names = self.providers
+        names = self.exports
         if not any(n.startswith("_Z") for n in names):
             return None
         return any("St7__cxx11" in n or "B5cxx11" in n for n in names)
@@ -227,7 +229,7 @@ class TorchExports:
             "filename": self.filename,
             "sha256": self.sha256,
             "libraries": len(self.libraries),
-            "exports": len(self.providers),
+            "exports": len(self.exports),
             "cxx11_abi": self.cxx11_abi,
             "cached": self.cached,
         }
@@ -297,6 +299,35 @@ def _file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _stat_key(path: Path) -> str:
+    """What a file is known by between two runs without hashing it: path, size, mtime, inode (as
+    tests/corpus/fetch.py's sidecars and git's index trust them)."""
+    import hashlib
+
+    st = path.stat()
+    ident = f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}"
+    return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _known_sha256(path: Path, where: Path) -> str:
+    """The file's sha256: remembered for the same path, size, mtime and inode (``stat/``), else
+    computed (and remembered)."""
+    stat_file = where / "stat" / _stat_key(path)
+    try:
+        known = stat_file.read_text("ascii").strip()
+        if re.fullmatch(r"[0-9a-f]{64}", known):
+            return known
+    except OSError:
+        pass
+    digest = _file_sha256(path)
+    try:
+        stat_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(stat_file, digest + "\n")
+    except OSError:
+        pass
+    return digest
+
+
 def torch_wheel_exports(path: Path, *, cache: Path | None = None, use_cache: bool = True) -> TorchExports:
     """The exports of a torch wheel: read from the cache entry of its sha256, else streamed from its
     ``torch/lib/*.so*`` members (and cached). A wheel of another distribution, or one without
@@ -308,7 +339,7 @@ def torch_wheel_exports(path: Path, *, cache: Path | None = None, use_cache: boo
     where = cache if cache is not None else cache_dir()
     if use_cache:
         try:
-            digest = _file_sha256(path)
+            digest = _known_sha256(path, where)
         except OSError as err:
             raise WheelReadError(f"--torch-abi {path}: cannot read the file: {err}") from None
         try:
@@ -551,7 +582,7 @@ class _Twins:
             return []
         key = max(words, key=len)
         if key not in self.cache:
-            self.cache[key] = [(n, demangle(n)) for n in self.torch.providers if key in n and n != mangled][
+            self.cache[key] = [(n, demangle(n)) for n in self.torch.exports if key in n and n != mangled][
                 :2000
             ]
         return self.cache[key]
@@ -564,7 +595,7 @@ def _explain(need: Needed, torch: TorchExports, twins: _Twins) -> Missing:
     same_name: list[tuple[str, str]] = []
     for other, other_text in twins.near(need.name):
         if abi_neutral(other_text) == neutral:
-            lib = torch.providers[other][0]
+            lib = torch.exporters(other)[0]
             torch_new = "St7__cxx11" in other or "B5cxx11" in other
             flag = "1" if torch_new else "0"
             wheel_flag = "0" if torch_new else "1"
@@ -588,7 +619,7 @@ def _explain(need: Needed, torch: TorchExports, twins: _Twins) -> Missing:
             "signature",
             f"it exports {qualified_name(text)} only with another signature: {shown}{more} (built against "
             "another torch's headers?)",
-            torch.providers[same_name[0][0]][0],
+            torch.exporters(same_name[0][0])[0],
         )
     return Missing(
         need, text, "absent", "it exports no symbol of that name (removed or renamed in this torch?)"
@@ -597,14 +628,13 @@ def _explain(need: Needed, torch: TorchExports, twins: _Twins) -> Missing:
 
 def judge(needs: TorchNeeds, torch: TorchExports) -> TorchAbiResult:
     """Conditions 5 and the judgement of the module docstring."""
-    providers = torch.providers
     needed: list[Needed] = []
     others: list[Needed] = []
     missing: list[Missing] = []
     found = 0
     twins = _Twins(torch)
     for need in needs.symbols:
-        libs = providers.get(need.name)
+        libs = torch.exporters(need.name) or None
         if libs is None and not torch_owned(need.name):
             others.append(need)
             continue

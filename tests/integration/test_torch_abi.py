@@ -180,11 +180,12 @@ def test_exports_are_cached_per_sha256(subjects: Subjects, tmp_path: Path) -> No
     assert (
         not cold.cached and cold.sha256 == "6746dbcbeb526eb61330b76b41ff1b4eb848951103a892eeb080dfa2b264667b"
     )
-    assert [p.name for p in tmp_path.iterdir()] == [f"{cold.sha256}.json.zst"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{cold.sha256}.json.zst", "stat"]
+    assert [p.read_text() for p in (tmp_path / "stat").iterdir()] == [cold.sha256 + "\n"]
     start = time.perf_counter()
     warm = torch_wheel_exports(subjects.torch, cache=tmp_path)
     warm_s = time.perf_counter() - start
-    assert warm.cached and warm.providers == cold.providers and warm.version == cold.version
+    assert warm.cached and warm.exports == cold.exports and warm.version == cold.version
     assert warm_s < cold_s
     libtorch = next(lib for lib in cold.libraries if lib.name == "libtorch_cpu.so")
     assert len(libtorch.exported) == 74264 and libtorch.needed[0] == "libc10.so"
@@ -200,7 +201,7 @@ def test_reading_the_190mb_torch_wheel_stays_small(subjects: Subjects, tmp_path:
         "import resource, sys; from pathlib import Path\n"
         "from buildkit.gate.torchabi import torch_wheel_exports\n"
         "e = torch_wheel_exports(Path(sys.argv[1]), cache=Path(sys.argv[2]))\n"
-        "print(len(e.providers), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "print(len(e.exports), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(
@@ -236,4 +237,4 @@ def test_an_installed_torch_folder(subjects: Subjects, tmp_path: Path) -> None:
     exports = load_torch_exports(tmp_path)
     assert exports.kind == "folder" and exports.version == "2.13.0+cpu"
     assert [lib.name for lib in exports.libraries] == ["libc10.so"]
-    assert "_ZN3c106DeviceC1ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE" in exports.providers
+    assert "_ZN3c106DeviceC1ERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE" in exports.exports
