@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -198,10 +197,12 @@ def test_reading_the_190mb_torch_wheel_stays_small(subjects: Subjects, tmp_path:
     """The rule reads only the dynamic symbol tables: peak RSS stays under 100 MiB (a separate
     process, so the figure is the rule's own); the time is bench/torch_abi.py's business."""
     code = (
-        "import resource, sys; from pathlib import Path\n"
+        "import sys; from pathlib import Path\n"
         "from buildkit.gate.torchabi import torch_wheel_exports\n"
         "e = torch_wheel_exports(Path(sys.argv[1]), cache=Path(sys.argv[2]))\n"
-        "print(len(e.exports), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        # VmHWM: this process's own peak (ru_maxrss would count the forked pytest before exec)
+        "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"
+        "print(len(e.exports), hwm)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     out = subprocess.run(
@@ -211,7 +212,6 @@ def test_reading_the_190mb_torch_wheel_stays_small(subjects: Subjects, tmp_path:
     exports, rss_kib = int(out[0]), int(out[1])
     assert exports == 77699  # distinct names over the 11 libraries of torch/lib
     assert rss_kib < 100 * 1024, f"peak RSS {rss_kib / 1024:.0f} MiB"
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
 
 
 def test_diff_reports_the_symbols_needed_from_torch(subjects: Subjects) -> None:
