@@ -28,8 +28,17 @@ from buildkit.errors import ArchError, UsageError, WheelReadError
 from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, Required, rocm_pin
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import ReadFailure
+from buildkit.gate.torchabi import (
+    ImageReader,
+    TorchAbiResult,
+    TorchExports,
+    judge,
+    load_torch_exports,
+    wheel_torch_needs,
+)
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
+from buildkit.inspect.models import WheelReport
 from buildkit.policy import policy_tag
 from buildkit.targets import parse_target_id, split_arch_list
 from buildkit.units import parse_size
@@ -59,6 +68,7 @@ class GateFlags:
     size_warn: str | None = None
     size_limit: str | None = None
     required: tuple[str, ...] = ()  # --require GLOB
+    torch_abi: str | None = None  # a torch wheel, an installed torch folder or an image
 
     @property
     def ceilings(self) -> dict[str, str]:
@@ -145,6 +155,8 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
         overrides["size_limit"] = parse_size_option(flags.size_limit)
     if flags.required:
         overrides["required"] = (*base.required, *_required(flags.required))
+    if flags.torch_abi:
+        overrides["torch_abi"] = flags.torch_abi
     return GateConfig.from_recipe_job(recipe, job, **overrides)
 
 
@@ -171,6 +183,7 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         size_limit=None if flags.size_limit is None else parse_size_option(flags.size_limit),
         rocm=flags.rocm,
         toolchain=flags.toolchain,
+        torch_abi=flags.torch_abi,
     )
     return replace(config, required=_required(flags.required)) if flags.required else config
 
@@ -193,19 +206,35 @@ def gate_config(
     return config_for_job(loaded, found, flags)
 
 
-def check_wheels(
-    wheels: Sequence[Path], config: GateConfig, *, verify_record: bool = True
-) -> tuple[list[Verdict], list[ReadFailure]]:
-    """Inspect and gate each wheel; one that cannot be read becomes a ReadFailure (the rest go on)."""
+def torch_abi_for(wheel: Path, report: WheelReport, torch: TorchExports) -> TorchAbiResult:
+    """``wheel`` (inspected as ``report``) judged against ``torch``: what it needs from torch
+    (:func:`~buildkit.gate.torchabi.wheel_torch_needs`, streamed) and what that torch exports."""
+    return judge(wheel_torch_needs(wheel, report, extra_torch=torch.names()), torch)
 
+
+def check_wheels(
+    wheels: Sequence[Path],
+    config: GateConfig,
+    *,
+    verify_record: bool = True,
+    image_reader: ImageReader | None = None,
+    torch: TorchExports | None = None,
+) -> tuple[list[Verdict], list[ReadFailure]]:
+    """Inspect and gate each wheel; one that cannot be read becomes a ReadFailure (the rest go on).
+    With ``config.torch_abi`` the torch's exports are read once (``torch``, when the caller read
+    them already; ``image_reader`` reads an image's, :func:`~buildkit.gate.torchabi.load_torch_exports`)
+    and every wheel is judged against them by the ``torch-abi`` rule."""
+    if torch is None and config.torch_abi:
+        torch = load_torch_exports(config.torch_abi, image_reader=image_reader)
     verdicts: list[Verdict] = []
     failures: list[ReadFailure] = []
     for wheel in wheels:
         try:
             report = inspect_wheel(wheel, verify_record=verify_record)
+            result = None if torch is None else torch_abi_for(wheel, report, torch)
         except WheelReadError as exc:
             # the message names the wheel (inspect_wheel's rule); the report names it on its own
             failures.append(ReadFailure(wheel.name, str(exc).removeprefix(f"{wheel.name}: ")))
             continue
-        verdicts.append(evaluate(report, config))
+        verdicts.append(evaluate(report, config, torch_abi=result))
     return verdicts, failures

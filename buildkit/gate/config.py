@@ -119,6 +119,11 @@ class GateConfig:
     #: wheel members the build must produce (fnmatch globs; the recipe's ``gate.require``, or
     #: ``check --require``), each with where it was given ("gate.require[0] (recipe.yaml:40:9)")
     required: tuple[Required, ...] = ()
+    #: the torch the ``torch-abi`` rule checks the wheel's symbols against: a torch wheel's path, an
+    #: installed torch folder or a runtime image (``check --torch-abi``); None: the rule does not run.
+    #: A job leaves it None until its build records the torch wheel it was built against
+    #: (:func:`buildkit.gate.torchabi.torch_wheel_for_job` resolves one from a wheelhouse)
+    torch_abi: str | None = None
 
     def __post_init__(self) -> None:
         if self.policy is not None:
@@ -154,6 +159,7 @@ class GateConfig:
         size_limit: int | None = None,
         rocm: str | None = None,
         toolchain: str | None = None,
+        torch_abi: str | None = None,
     ) -> GateConfig:
         """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
         (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
@@ -168,6 +174,7 @@ class GateConfig:
             torch=torch,
             size_warn=size_warn,
             size_limit=size_limit,
+            torch_abi=torch_abi,
             **pin,
         )
 
@@ -248,4 +255,5 @@ class GateConfig:
             "identity": self.identity.to_json() if self.identity else None,
             "waivers": [w.to_json() for w in self.waivers],
             "required": [r.glob for r in self.required],
+            "torch_abi": self.torch_abi,
         }

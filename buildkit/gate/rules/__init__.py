@@ -29,6 +29,7 @@ from buildkit.gate.rules import (
     size,
     tags,
     torch,
+    torch_abi,
     waivers,
 )
 
@@ -57,6 +58,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("size", size.RULES, size.check),
     Family("outputs", outputs.RULES, outputs.check),
     Family("torch", torch.RULES, torch.check),
+    Family("torch-abi", torch_abi.RULES, torch_abi.check),
     Family("rocm", rocm.RULES, rocm.check),
     Family("integrity", integrity.RULES, integrity.check),
     Family("waivers", waivers.RULES, None),
