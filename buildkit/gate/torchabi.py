@@ -577,13 +577,18 @@ class _Twins:
     cache: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def near(self, mangled: str) -> list[tuple[str, str]]:
-        words = [w for w in _tokens(mangled) if w not in _STD_TOKENS]
+        """The exports holding every source name of ``mangled`` but the standard library's (its
+        other-ABI twin and its other signatures among them), in a stable order: all of them, since
+        a common name (``Device``) is in thousands and a cut would depend on the set's order."""
+        words = sorted({w for w in _tokens(mangled) if w not in _STD_TOKENS}, key=len, reverse=True)
         if not words:
             return []
-        key = max(words, key=len)
+        key = "\0".join(words)
         if key not in self.cache:
-            self.cache[key] = [(n, demangle(n)) for n in self.torch.exports if key in n and n != mangled][
-                :2000
+            self.cache[key] = [
+                (n, demangle(n))
+                for n in sorted(self.torch.exports)
+                if n != mangled and all(w in n for w in words)
             ]
         return self.cache[key]
 
