@@ -82,12 +82,22 @@ def bump_base(profile: str, tag: str, dry_run: bool) -> None:
 @image.command("ls")
 def ls() -> None:
     """Our images: profile, tag, size, created, and whether their sources are current."""
-    rows = images.list_images(connect())
-    click.echo(f"{'PROFILE':<22} {'TAG':<44} {'SIZE':>9}  {'CREATED':<20} STATE")
-    for info in rows:
-        tag = ", ".join(info.tags) or "<untagged> " + info.id[7:19]
-        state = "current" if info.current else "stale"
-        click.echo(f"{info.profile:<22} {tag:<44} {_size(info.size):>9}  {info.created[:19]:<20} {state}")
+    rows = [
+        (
+            info.profile,
+            ", ".join(info.tags) or "<untagged> " + info.id[7:19],
+            _size(info.size),  # the engine's image attrs "Size": the image with its base layers
+            info.created[:19],
+            "current" if info.current else "stale",
+        )
+        for info in images.list_images(connect())
+    ]
+    header = ("PROFILE", "TAG", "SIZE", "CREATED", "STATE")
+    width = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    for profile, tag, size, created, state in [header, *rows]:
+        click.echo(
+            f"{profile:<{width[0]}}  {tag:<{width[1]}}  {size:>{width[2]}}  {created:<{width[3]}}  {state}"
+        )
 
 
 @image.command("prune")
