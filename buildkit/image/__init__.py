@@ -89,8 +89,6 @@ def parse_build_args(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
     return args
 
 
-#: the build arguments of a ``rocm_build_arg`` profile that buildkit/rocm/install.yaml decides
-ROCM_INSTALL_ARGS = ("ROCM_VERSION", "ROCM_REPO", "GRAPHICS_REPO", "ROCM_GPG_KEY", "ROCM_PACKAGES")
 #: the build argument naming the processors whose GPU kernel libraries stay in the image
 KEEP_ARCHS_ARG = "KEEP_GFX_ARCHS"
 

@@ -161,3 +161,16 @@ def test_context_files_ship_with_the_dockerfiles(name: str) -> None:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     shipped = data["tool"]["setuptools"]["data-files"]["share/rocm-buildkit/docker"]
     assert any(p.name == name for pattern in shipped for p in ROOT.glob(pattern))
+
+
+def test_the_pruning_script_is_shellcheck_clean() -> None:
+    import os
+    import shutil
+
+    found = shutil.which("shellcheck")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("shellcheck is not installed (./dev installs it)")
+        pytest.skip("shellcheck is not installed")
+    proc = subprocess.run([found, str(LEAN)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
