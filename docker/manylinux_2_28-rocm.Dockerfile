@@ -79,7 +79,7 @@ RUN dnf remove -y 'gcc-toolset-*' \
       printf -- '--gcc-install-dir=%s\n' "$gcc_dir" > "$llvm_bin/$cfg"; \
     done \
  && /opt/rocm/llvm/bin/clang++ -v -x c++ -E -o /dev/null /dev/null 2>&1 \
-      | grep -F "Selected GCC installation: $gcc_dir" \
+      | grep -F "Selected GCC installation: /opt/rh/gcc-toolset-${GCC_TOOLSET}/" \
  && mkdir -p /usr/lib64/ccache \
  && for cc in gcc g++ cc c++; do ln -sfn ../../bin/ccache "/usr/lib64/ccache/$cc"; done \
  && mkdir -p /opt/rocm-buildkit/hip-ccache \

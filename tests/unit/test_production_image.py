@@ -139,7 +139,7 @@ def test_clang_is_configured_with_the_toolset_and_checked() -> None:
     assert 'llvm_bin=$(dirname "$(readlink -f /opt/rocm/llvm/bin/clang)")' in text
     assert re.search(r"for cfg in clang\.cfg clang\+\+\.cfg; do", text)
     assert 'printf -- \'--gcc-install-dir=%s\\n\' "$gcc_dir" > "$llvm_bin/$cfg"' in text
-    assert 'grep -F "Selected GCC installation: $gcc_dir"' in text
+    assert 'grep -F "Selected GCC installation: /opt/rh/gcc-toolset-${GCC_TOOLSET}/"' in text
     assert 'hipcc -v -x c++ -E -o /dev/null /dev/null 2>&1 | grep -F "gcc-toolset-${GCC_TOOLSET}/"' in text
 
 
