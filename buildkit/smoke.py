@@ -343,7 +343,9 @@ def resolve_image(
     if ref.startswith(images.REPOSITORY_PREFIX) and ":" not in ref:
         profile = ref[len(images.REPOSITORY_PREFIX) :]
         if profile in images.PROFILES:
-            base = images.ensure_image(profile, client=client, progress=progress)
+            # a profile that installs AMD's packages gets its newest release, as `buildkit image build` does
+            args = images.profile_rocm_args(profile, None, {})
+            base = images.ensure_image(profile, build_args=args, client=client, progress=progress)
             if packages:
                 return with_packages(client, base, profile, packages, progress).tag
             return base.tag

@@ -189,20 +189,28 @@ def repair_command(job: Job) -> str:
 
 
 def before_build(job: Job, *, isolation: bool = True, network: bool = True) -> str | None:
-    """Install the pinned torch into the job's Python before a ``--no-isolation`` build (from the torch
-    index with ``network``, else from the staged wheelhouse: PIP_FIND_LINKS).
+    """Install the pinned torch and the recipe's ``build_requires`` into the job's Python before a
+    ``--no-isolation`` build (torch from the torch index with ``network``; offline everything comes
+    from the staged wheelhouse: PIP_FIND_LINKS).
 
     With build isolation (the default) the build frontend makes a fresh environment from the
-    project's build requirements, which cannot see the target interpreter's packages: there
-    PIP_CONSTRAINT (:func:`constraints`) pins torch, and installing it here too would only download
-    it a second time (gigabytes for a ROCm torch). None without a torch pin or with isolation.
+    project's build requirements, which cannot see the target interpreter's packages: the staged
+    source's ``[build-system] requires`` gets both (:mod:`buildkit.build.buildsystem`) and
+    PIP_CONSTRAINT (:func:`constraints`) pins torch there. None with isolation or nothing to add.
     """
-    if job.torch_requirement is None or isolation:
+    if isolation:
         return None
-    cmd = ["python", "-m", "pip", "install", job.torch_requirement]
-    if job.torch_index_url and network:
-        cmd += ["--index-url", job.torch_index_url]
-    return " ".join(shlex.quote(c) for c in cmd)
+    commands = []
+    if job.torch_requirement:  # from its own index only: never a torch of the same name elsewhere
+        cmd = ["python", "-m", "pip", "install", job.torch_requirement]
+        if job.torch_index_url and network:
+            cmd += ["--index-url", job.torch_index_url]
+        commands.append(cmd)
+    if job.hooks.build_requires:
+        commands.append(["python", "-m", "pip", "install", *job.hooks.build_requires])
+    if not commands:
+        return None
+    return " && ".join(" ".join(shlex.quote(c) for c in cmd) for cmd in commands)
 
 
 #: the flag that turns build isolation off, per build frontend

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from buildkit.gate.check import torch_abi_for
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.findings import Finding
 from buildkit.gate.report import render_all, render_human, to_json, verdict_to_json
+from buildkit.gate.torchabi import load_torch_exports
 from buildkit.inspect import inspect_wheel
 
 
@@ -29,6 +31,8 @@ def gate_key(config: GateConfig) -> dict[str, Any]:
     the same rules give the same key from any folder."""
     data: dict[str, Any] = json.loads(json.dumps(config.to_json(), sort_keys=True, default=str))
     data.pop("recipe", None)
+    if data.get("torch_abi") is None:  # keys of builds before the field existed stay valid
+        data.pop("torch_abi", None)
     return data
 
 
@@ -69,7 +73,11 @@ def waived_lines(findings: Iterable[Finding]) -> tuple[str, ...]:
 
 
 def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
-    verdict = evaluate(inspect_wheel(wheel), config)
+    report = inspect_wheel(wheel)
+    torch_abi = None
+    if config.torch_abi:  # a torch wheel or folder: build injects no image reader
+        torch_abi = torch_abi_for(wheel, report, load_torch_exports(config.torch_abi))
+    verdict = evaluate(report, config, torch_abi=torch_abi)
     return Gated(
         passed=verdict.passed,
         errors=len(verdict.errors),

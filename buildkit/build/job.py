@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import Echo, ccache, cibw, provenance, requirements, runner
+from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirements, runner
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
@@ -260,6 +260,8 @@ def build_one(
 
 def _run_job(run: _Run, log: TextIO) -> None:
     """The steps of :func:`build_one`; ``run`` records how far it got."""
+    # a torch extension without a torch pin would build without torch: refused before anything runs
+    buildsystem.check_torch_provided(run.job, run.source, run.recipe.display_path)
     staged = run.work / "src"
     skip = (run.options.out_dir, run.options.log_dir, run.options.refused_dir)
     # a hermetic build (no network) needs no CA bundle: its index is the wheelhouse staged below
@@ -335,6 +337,13 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
         labels=container_labels("cibuildwheel", run.build_id),
         network=run.recipe.network,
     )
+    if settings.build_isolation:
+        # the torch pin and build_requires join [build-system] requires (after the resolution,
+        # which lists them with their own origins)
+        _, data = buildsystem.read_pyproject(staged)
+        extras = buildsystem.extra_requires(run.job, buildsystem.project_requires(data))
+        if buildsystem.add_build_requires(staged, extras):
+            log.write("added to [build-system] requires: " + ", ".join(e.requirement for e in extras) + "\n")
     cibw_options = cibw.cibuildwheel_options(run.job, settings)
     for line in cibw.describe(cibw_options):
         log.write(line + "\n")

@@ -13,9 +13,10 @@ pip installs there comes from the wheelhouse filled here first, on the host:
   with a ``test_command`` also ``virtualenv`` and its dependencies, at the versions cibuildwheel's
   constraints pin (its test step installs it), when the index has them: an image whose job Python
   has it at those pins (debian-rocm) needs nothing, so this one is best effort;
-  the job's torch pin (``torch==2.10.*``) when torch is among those or the build runs
-  ``--no-isolation`` (the ``before_build`` that installs it): a project that does not build against
-  torch does not download it. Markers are evaluated for the job's Python and platform, not the host's;
+  the recipe's ``build_requires`` and, for a job of the ``torch`` axis, its torch pin
+  (``torch==2.10.*``): both are added to the isolated build environment
+  (:mod:`buildkit.build.buildsystem`), or installed by the ``before_build`` of a ``--no-isolation``
+  build. Markers are evaluated for the job's Python and platform, not the host's;
 * **how** (:func:`resolve_command`): ``python -m pip download --only-binary=:all: --python-version
   3.13 --implementation cp --abi cp313 --platform manylinux_2_41_x86_64 ... --platform
   manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --dest WH REQ...`` with dependencies, run
@@ -63,6 +64,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from buildkit.build import buildsystem
 from buildkit.errors import BuildFailed, BuildkitError
 from buildkit.fsutil import atomic_write
 from buildkit.manifest import sha256_file
@@ -76,7 +78,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 #: PEP 518: what a source without a ``[build-system]`` table is built with
-DEFAULT_BUILD_REQUIRES = ("setuptools>=40.8.0", "wheel")
+DEFAULT_BUILD_REQUIRES = buildsystem.DEFAULT_BUILD_REQUIRES
 #: the first setuptools whose ``get_requires_for_build_wheel`` no longer asks for ``wheel``
 SETUPTOOLS_WITHOUT_WHEEL = Version("70.1")
 #: a ROCm torch wheel is gigabytes
@@ -387,16 +389,19 @@ def requested(recipe: Recipe, job: Job, source: Path, *, isolation: bool = True)
             where = "pyproject.toml [project] dependencies (the test virtualenv installs the wheel with them)"
             items += [_requirement(r, where, env, recipe, None) for r in deps if isinstance(deps, list)]
     wanted = [r for r in items if r is not None]
-    if job.torch_requirement and (not isolation or any(r.name == "torch" for r in wanted)):
-        at = next(
-            (
-                ("torch", i, "version")
-                for i, t in enumerate(recipe.torch)
-                if t.requirement == job.torch_requirement
-            ),
-            None,
-        )
-        wanted.append(Requested(job.torch_requirement, "the recipe's torch pin", at))
+    pin = job.torch_requirement
+    torch_at = next(
+        (("torch", i, "version") for i, t in enumerate(recipe.torch) if t.requirement == pin),
+        None,
+    )
+    for extra in buildsystem.extra_requires(job, [str(r) for r in requires]):
+        at = torch_at if extra.index is None else ("build_requires", extra.index)
+        added = _requirement(extra.requirement, extra.origin, env, recipe, at)
+        if added is not None:
+            wanted.append(added)
+    if job.torch_requirement and not any(r.requirement == job.torch_requirement for r in wanted):
+        # the project lists torch itself: the pin narrows it there (PIP_CONSTRAINT); resolved with it
+        wanted.append(Requested(job.torch_requirement, "the recipe's torch pin", torch_at))
     return wanted
 
 

@@ -63,6 +63,7 @@ def build_plan(
         for job in jobs:
             key = job.rocm
             if key not in images:  # one image per ROCm release: a 7.2 job never builds on 6.4
+                served = [j for j in jobs if j.rocm == job.rocm]
                 try:
                     images[key] = ensure_builder(
                         recipe.image,
@@ -71,8 +72,9 @@ def build_plan(
                         recipe_name=recipe.name,
                         client=client,
                         progress=echo,
+                        # the image keeps the GPU kernel libraries of these archs only
+                        archs=[str(a) for j in served for a in j.archs.kept],
                     )
-                    served = [j for j in jobs if j.rocm == job.rocm]
                     contract = Contract.of(
                         (j.cp_tag for j in served),
                         (str(a) for j in served for a in j.archs.kept),

@@ -284,6 +284,8 @@ def _image_for(
         recipe_name=recipe.name,
         client=client,
         progress=echo,
+        # the GPU kernel libraries an image keeps are run-time data: they never change a wheel's bytes
+        archs=[str(a) for a in job.archs.kept],
     )
     image: Any = current
     tag = recorded.get("tag")

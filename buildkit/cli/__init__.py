@@ -40,7 +40,7 @@ SUMMARIES: dict[str, str] = {
     "build": "Build the recipe's jobs in builder containers, repair, gate.",
     "archs": "Resolve the GPU arch list and explain every decision.",
     "rocm": "ROCm releases: archs, runtime libraries, torch indexes.",
-    "image": "Builder and runtime images: build, list, prune, seed.",
+    "image": "Builder and runtime images: build, list, prune, seed, bump-base.",
     "check": "The gate: ceilings, tags, libraries, gfx targets, ...",
     "plan": "Expand a recipe into build jobs.",
     "ceilings": "GLIBC/GLIBCXX/CXXABI/GCC ceilings of runtime images.",

@@ -17,6 +17,16 @@ from buildkit.cli.options import exclude_options
 from buildkit.errors import GateFailed, WheelReadError
 from buildkit.gate.check import GateFlags, check_wheels, gate_config
 from buildkit.gate.report import render_all, to_json
+from buildkit.gate.torchabi import TorchExports, exports_from_tables
+
+
+def torch_from_image(image: str) -> TorchExports:
+    """``--torch-abi IMAGE``: the exports of the torch installed in a runtime image."""
+    # the Docker SDK only for an image: a check against a torch wheel never loads it
+    from buildkit.image.torch import image_torch
+
+    found = image_torch(image)
+    return exports_from_tables(image, "image", found.version, found.tables)
 
 
 @click.command("check")
@@ -48,9 +58,26 @@ from buildkit.gate.report import render_all, to_json
     "--torch", help="torch MAJOR.MINOR the wheel was built against, e.g. 2.10 (overrides the job's)."
 )
 @click.option(
+    "--torch-abi",
+    "torch_abi",
+    metavar="PATH|IMAGE",
+    help="Check every symbol the wheel needs from torch against this torch: a torch wheel (streamed, its "
+    "exports cached per sha256), an installed torch folder, or a runtime image (the torch its Python "
+    "finds, read in a throwaway container). A missing symbol fails the torch-abi rule, named demangled "
+    "with the member needing it and why (a _GLIBCXX_USE_CXX11_ABI mismatch, another signature, ...).",
+)
+@click.option(
     "--size-warn", help="Warn above this size (default: the recipe's size_budget.warn, else 100MiB)."
 )
 @click.option("--size-limit", help="Fail above this size (default: the recipe's size_budget.limit).")
+@click.option(
+    "--require",
+    "required",
+    multiple=True,
+    metavar="GLOB",
+    help="A wheel member the build must have produced (fnmatch glob on member paths, `*` crosses '/'; "
+    "repeatable; added to the recipe's gate.require): no match fails the wheel (required-member).",
+)
 @click.option(
     "--recipe",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -90,8 +117,10 @@ def check(
     archs: str | None,
     match_features: bool,
     torch: str | None,
+    torch_abi: str | None,
     size_warn: str | None,
     size_limit: str | None,
+    required: tuple[str, ...],
     recipe: Path | None,
     job: str | None,
     verify_record: bool,
@@ -99,7 +128,8 @@ def check(
     verbose: bool,
 ) -> None:
     """Gate WHEEL...: manylinux tag, symbol ceilings, external libraries, gfx targets, size, torch pin,
-    and integrity (RECORD, WHEEL tags, RPATH/RUNPATH, load order, host code in pure wheels)."""
+    the torch ABI (with --torch-abi) and integrity (RECORD, WHEEL tags, RPATH/RUNPATH, load order, host
+    code in pure wheels)."""
     flags = GateFlags(
         policy=policy,
         max_glibc=max_glibc,
@@ -115,6 +145,8 @@ def check(
         torch=torch,
         size_warn=size_warn,
         size_limit=size_limit,
+        required=required,
+        torch_abi=torch_abi,
     )
     reader = None
     if recipe is not None:
@@ -124,7 +156,9 @@ def check(
 
         reader = ceilings_from_images
     config = gate_config(flags, recipe=recipe, job=job, ceilings_reader=reader)
-    verdicts, failures = check_wheels(list(wheels), config, verify_record=verify_record)
+    verdicts, failures = check_wheels(
+        list(wheels), config, verify_record=verify_record, image_reader=torch_from_image
+    )
     if as_json:
         click.echo(json.dumps(to_json(verdicts, failures), indent=2))
     else:

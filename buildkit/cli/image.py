@@ -1,4 +1,5 @@
-"""``buildkit image build|ls|prune|seed``: builder images (logic in buildkit.image, buildkit.image.seed);
+"""``buildkit image build|ls|prune|seed|bump-base``: builder images (logic in buildkit.image,
+buildkit.image.seed, buildkit.image.base);
 ``prune --containers``: buildkit's leftover containers (logic in buildkit.docker_engine)."""
 
 from __future__ import annotations
@@ -27,17 +28,29 @@ def image() -> None:
 
 @image.command("build")
 @click.argument("profile", type=click.Choice(sorted(images.PROFILES)))
+@click.option(
+    "--rocm",
+    "rocm",
+    metavar="RELEASE",
+    help="The ROCm release to install (e.g. 7.2; default: the newest of buildkit/rocm/install.yaml), "
+    "for profiles that install AMD's packages.",
+)
 @click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False, path_type=Path), help="Build log file.")
 @click.option("--rebuild", is_flag=True, help="Build even when the content tag exists.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not stream the build output.")
 def build(
-    profile: str, build_args: tuple[str, ...], log_path: Path | None, rebuild: bool, quiet: bool
+    profile: str,
+    rocm: str | None,
+    build_args: tuple[str, ...],
+    log_path: Path | None,
+    rebuild: bool,
+    quiet: bool,
 ) -> None:
     """Build PROFILE's image (reused when its content tag exists); prints the tag."""
     ref = images.ensure_image(
         profile,
-        build_args=images.parse_build_args(build_args),
+        build_args=images.profile_rocm_args(profile, rocm, images.parse_build_args(build_args)),
         progress=None if quiet else _echo_progress,
         log_path=log_path,
         rebuild=rebuild,
@@ -47,15 +60,44 @@ def build(
     click.echo(ref.tag)
 
 
+@image.command("bump-base")
+@click.argument("profile", type=click.Choice(sorted(images.PROFILES)))
+@click.option("--tag", default="latest", show_default=True, help="The tag of the base repository to pin.")
+@click.option("--dry-run", is_flag=True, help="Resolve and report; do not rewrite the Dockerfile.")
+def bump_base(profile: str, tag: str, dry_run: bool) -> None:
+    """Pin PROFILE's base image to the digest the registry serves for TAG now (docker buildx
+    imagetools inspect), rewriting its Dockerfile's FROM line; needs the registry."""
+    from buildkit.image import base  # only this command needs it (start-up time)
+
+    result = base.bump_base(profile, tag, dry_run=dry_run)
+    click.echo(f"{result.reference} is {result.new}")
+    if not result.changed:
+        click.echo(f"{result.dockerfile.name} already pins it")
+    elif result.written:
+        click.echo(f"{result.dockerfile}: {result.old} -> {result.new}")
+    else:
+        click.echo(f"{result.dockerfile} pins {result.old}; --dry-run: not rewritten")
+
+
 @image.command("ls")
 def ls() -> None:
     """Our images: profile, tag, size, created, and whether their sources are current."""
-    rows = images.list_images(connect())
-    click.echo(f"{'PROFILE':<22} {'TAG':<44} {'SIZE':>9}  {'CREATED':<20} STATE")
-    for info in rows:
-        tag = ", ".join(info.tags) or "<untagged> " + info.id[7:19]
-        state = "current" if info.current else "stale"
-        click.echo(f"{info.profile:<22} {tag:<44} {_size(info.size):>9}  {info.created[:19]:<20} {state}")
+    rows = [
+        (
+            info.profile,
+            ", ".join(info.tags) or "<untagged> " + info.id[7:19],
+            _size(info.size),  # the engine's image attrs "Size": the image with its base layers
+            info.created[:19],
+            "current" if info.current else "stale",
+        )
+        for info in images.list_images(connect())
+    ]
+    header = ("PROFILE", "TAG", "SIZE", "CREATED", "STATE")
+    width = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
+    for profile, tag, size, created, state in [header, *rows]:
+        click.echo(
+            f"{profile:<{width[0]}}  {tag:<{width[1]}}  {size:>{width[2]}}  {created:<{width[3]}}  {state}"
+        )
 
 
 @image.command("prune")

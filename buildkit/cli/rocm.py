@@ -43,9 +43,17 @@ def ls(as_json: bool) -> None:
 @click.argument("version")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def show(version: str, as_json: bool) -> None:
-    """Show one release: targets, runtime libraries with their SONAMEs, torch indexes, sources."""
+    """Show one release: targets, runtime libraries with their SONAMEs, torch indexes, how the
+    production image installs it (AMD's repositories, packages), sources."""
+    from buildkit.rocm import install as installs  # its YAML is read only by this command (start-up time)
+
     release = rocmdata.get_release(version)
     data = release.to_json()
+    try:
+        el8: installs.El8Install | None = installs.el8_install(release.version)
+    except rocmdata.UnknownRelease:
+        el8 = None
+    data["el8_install"] = el8.to_json() if el8 else None
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
@@ -73,6 +81,17 @@ def show(version: str, as_json: bool) -> None:
     if release.amd_torch:
         echo(f"  AMD-built PyTorch (compatibility matrix): {', '.join(release.amd_torch)}")
     echo(f"  source: {release.torch_source}")
+    if el8 is None:
+        echo("EL8 install (manylinux_2_28-rocm): no data (buildkit/rocm/install.yaml)")
+    else:
+        echo(f"EL8 install (manylinux_2_28-rocm): ROCm {el8.version}")
+        echo(f"  ROCm repository:     {el8.rocm_repo}")
+        echo(f"  graphics repository: {el8.graphics_repo} (optional)")
+        echo(f"  GPG key: {el8.gpg_key}")
+        echo(f"  packages: {' '.join(el8.packages())}")
+        echo(f"  source: {el8.source}")
+        if el8.unverified:
+            echo(f"  unverified: {el8.unverified}")
     for note in release.notes:
         echo(f"note: {note}")
     for text in release.unverified:

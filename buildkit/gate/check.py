@@ -25,11 +25,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from buildkit.errors import ArchError, UsageError, WheelReadError
-from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, rocm_pin
+from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, Required, rocm_pin
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import ReadFailure
+from buildkit.gate.torchabi import (
+    ImageReader,
+    TorchAbiResult,
+    TorchExports,
+    judge,
+    load_torch_exports,
+    wheel_torch_needs,
+)
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
+from buildkit.inspect.models import WheelReport
 from buildkit.policy import policy_tag
 from buildkit.targets import parse_target_id, split_arch_list
 from buildkit.units import parse_size
@@ -58,6 +67,8 @@ class GateFlags:
     torch: str | None = None
     size_warn: str | None = None
     size_limit: str | None = None
+    required: tuple[str, ...] = ()  # --require GLOB
+    torch_abi: str | None = None  # a torch wheel, an installed torch folder or an image
 
     @property
     def ceilings(self) -> dict[str, str]:
@@ -142,12 +153,23 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
         overrides["size_warn"] = parse_size_option(flags.size_warn)
     if flags.size_limit is not None:
         overrides["size_limit"] = parse_size_option(flags.size_limit)
+    if flags.required:
+        overrides["required"] = (*base.required, *_required(flags.required))
+    if flags.torch_abi:
+        overrides["torch_abi"] = flags.torch_abi
     return GateConfig.from_recipe_job(recipe, job, **overrides)
+
+
+def _required(globs: Sequence[str]) -> tuple[Required, ...]:
+    for glob in globs:
+        if not glob.strip() or glob.startswith("/"):
+            raise UsageError(f"--require {glob!r}: give a glob on wheel member paths, e.g. pkg/kernels/*.co")
+    return tuple(Required(glob, "--require") for glob in dict.fromkeys(globs))
 
 
 def config_from_flags(flags: GateFlags) -> GateConfig:
     """The configuration of flags alone (no recipe)."""
-    return GateConfig.from_flags(
+    config = GateConfig.from_flags(
         policy=flags.policy,
         max_glibc=flags.max_glibc,
         max_glibcxx=flags.max_glibcxx,
@@ -161,7 +183,9 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         size_limit=None if flags.size_limit is None else parse_size_option(flags.size_limit),
         rocm=flags.rocm,
         toolchain=flags.toolchain,
+        torch_abi=flags.torch_abi,
     )
+    return replace(config, required=_required(flags.required)) if flags.required else config
 
 
 def gate_config(
@@ -182,19 +206,35 @@ def gate_config(
     return config_for_job(loaded, found, flags)
 
 
-def check_wheels(
-    wheels: Sequence[Path], config: GateConfig, *, verify_record: bool = True
-) -> tuple[list[Verdict], list[ReadFailure]]:
-    """Inspect and gate each wheel; one that cannot be read becomes a ReadFailure (the rest go on)."""
+def torch_abi_for(wheel: Path, report: WheelReport, torch: TorchExports) -> TorchAbiResult:
+    """``wheel`` (inspected as ``report``) judged against ``torch``: what it needs from torch
+    (:func:`~buildkit.gate.torchabi.wheel_torch_needs`, streamed) and what that torch exports."""
+    return judge(wheel_torch_needs(wheel, report, extra_torch=torch.names()), torch)
 
+
+def check_wheels(
+    wheels: Sequence[Path],
+    config: GateConfig,
+    *,
+    verify_record: bool = True,
+    image_reader: ImageReader | None = None,
+    torch: TorchExports | None = None,
+) -> tuple[list[Verdict], list[ReadFailure]]:
+    """Inspect and gate each wheel; one that cannot be read becomes a ReadFailure (the rest go on).
+    With ``config.torch_abi`` the torch's exports are read once (``torch``, when the caller read
+    them already; ``image_reader`` reads an image's, :func:`~buildkit.gate.torchabi.load_torch_exports`)
+    and every wheel is judged against them by the ``torch-abi`` rule."""
+    if torch is None and config.torch_abi:
+        torch = load_torch_exports(config.torch_abi, image_reader=image_reader)
     verdicts: list[Verdict] = []
     failures: list[ReadFailure] = []
     for wheel in wheels:
         try:
             report = inspect_wheel(wheel, verify_record=verify_record)
+            result = None if torch is None else torch_abi_for(wheel, report, torch)
         except WheelReadError as exc:
             # the message names the wheel (inspect_wheel's rule); the report names it on its own
             failures.append(ReadFailure(wheel.name, str(exc).removeprefix(f"{wheel.name}: ")))
             continue
-        verdicts.append(evaluate(report, config))
+        verdicts.append(evaluate(report, config, torch_abi=result))
     return verdicts, failures

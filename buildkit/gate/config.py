@@ -79,6 +79,14 @@ class JobIdentity:
         }
 
 
+@dataclass(frozen=True)
+class Required:
+    """A glob of wheel members the build must produce, and where it was given."""
+
+    glob: str
+    where: str  # "gate.require[0] (recipes/x.yaml:40:9)", "--require"
+
+
 # --------------------------------------------------------------------------- configuration
 @dataclass(frozen=True)
 class GateConfig:
@@ -108,6 +116,14 @@ class GateConfig:
     #: the recipe's ``gate.waive``: findings they match are accepted (shown, not failing); each must
     #: match one (``waiver-unused``)
     waivers: tuple[Waiver, ...] = ()
+    #: wheel members the build must produce (fnmatch globs; the recipe's ``gate.require``, or
+    #: ``check --require``), each with where it was given ("gate.require[0] (recipe.yaml:40:9)")
+    required: tuple[Required, ...] = ()
+    #: the torch the ``torch-abi`` rule checks the wheel's symbols against: a torch wheel's path, an
+    #: installed torch folder or a runtime image (``check --torch-abi``); None: the rule does not run.
+    #: A job leaves it None until its build records the torch wheel it was built against
+    #: (:func:`buildkit.gate.torchabi.torch_wheel_for_job` resolves one from a wheelhouse)
+    torch_abi: str | None = None
 
     def __post_init__(self) -> None:
         if self.policy is not None:
@@ -143,6 +159,7 @@ class GateConfig:
         size_limit: int | None = None,
         rocm: str | None = None,
         toolchain: str | None = None,
+        torch_abi: str | None = None,
     ) -> GateConfig:
         """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
         (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
@@ -157,6 +174,7 @@ class GateConfig:
             torch=torch,
             size_warn=size_warn,
             size_limit=size_limit,
+            torch_abi=torch_abi,
             **pin,
         )
 
@@ -199,7 +217,19 @@ class GateConfig:
             )
             for w in recipe.gate.waive
         )
-        budget: dict[str, Any] = {"identity": JobIdentity.of(job, recipe), "waivers": waivers}
+        required = tuple(
+            Required(
+                r.glob,
+                f"gate.require[{r.index}]"
+                + (f" ({recipe.display_path}:{r.line}:{r.column})" if r.line is not None else ""),
+            )
+            for r in recipe.gate.require
+        )
+        budget: dict[str, Any] = {
+            "identity": JobIdentity.of(job, recipe),
+            "waivers": waivers,
+            "required": required,
+        }
         if "warn" in recipe.size_budget:
             budget["size_warn"] = recipe.size_budget["warn"]
         if "limit" in recipe.size_budget:
@@ -224,4 +254,6 @@ class GateConfig:
             "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,
             "identity": self.identity.to_json() if self.identity else None,
             "waivers": [w.to_json() for w in self.waivers],
+            "required": [r.glob for r in self.required],
+            "torch_abi": self.torch_abi,
         }

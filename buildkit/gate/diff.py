@@ -55,6 +55,7 @@ from buildkit.errors import UsageError, WheelReadError
 from buildkit.gate.check import GateFlags, gate_config
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
+from buildkit.gate.torchabi import needs_change, wheel_torch_needs
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.inspect.models import WheelReport
@@ -137,6 +138,10 @@ class WheelDiff:
     members_removed: tuple[str, ...]
     notes: tuple[str, ...] = field(default=())
     exclude_globs: tuple[str, ...] = field(default=())  # the libraries taken as provided at run time
+    #: the symbols needed from torch (by name, :func:`buildkit.gate.torchabi.needs_change`) the new
+    #: wheel adds and drops, demangled; reported, never regressions
+    torch_added: tuple[str, ...] = field(default=())
+    torch_removed: tuple[str, ...] = field(default=())
 
     @property
     def size_delta(self) -> int:
@@ -212,6 +217,7 @@ class WheelDiff:
                 "uncompressed_new": self.new.uncompressed_size,
             },
             "members": {"added": list(self.members_added), "removed": list(self.members_removed)},
+            "torch_symbols": {"added": list(self.torch_added), "removed": list(self.torch_removed)},
             "notes": list(self.notes),
             "exclude_globs": list(self.exclude_globs),
         }
@@ -342,8 +348,15 @@ def _members(report: WheelReport) -> dict[str, str]:
     return out
 
 
-def diff_reports(old: WheelReport, new: WheelReport, *, exclude_globs: Sequence[str] = ()) -> WheelDiff:
-    """Compare two inspected wheels; ``exclude_globs`` name libraries provided at run time."""
+def diff_reports(
+    old: WheelReport,
+    new: WheelReport,
+    *,
+    exclude_globs: Sequence[str] = (),
+    torch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ()),
+) -> WheelDiff:
+    """Compare two inspected wheels; ``exclude_globs`` name libraries provided at run time;
+    ``torch``: the symbols needed from torch added and removed (:func:`torch_changes`)."""
     config = GateConfig(exclude_globs=tuple(exclude_globs), size_warn=None)
     vo, vn = evaluate(old, config), evaluate(new, config)
     notes = []
@@ -382,6 +395,8 @@ def diff_reports(old: WheelReport, new: WheelReport, *, exclude_globs: Sequence[
         members_removed=tuple(sorted(members_old[k] for k in members_old.keys() - members_new.keys())),
         notes=tuple(notes),
         exclude_globs=config.exclude_globs,
+        torch_added=torch[0],
+        torch_removed=torch[1],
     )
 
 
@@ -403,9 +418,16 @@ def run_time_globs(
     return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)
 
 
-def diff_wheels(old: Path, new: Path, *, exclude_globs: Sequence[str] = ()) -> WheelDiff:
+def torch_changes(
+    old: Path, old_report: WheelReport, new: Path, new_report: WheelReport
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The symbols needed from torch that ``new`` adds and removes (both wheels' tables streamed)."""
+    return needs_change(wheel_torch_needs(old, old_report), wheel_torch_needs(new, new_report))
 
-    return diff_reports(inspect_wheel(old), inspect_wheel(new), exclude_globs=exclude_globs)
+
+def diff_wheels(old: Path, new: Path, *, exclude_globs: Sequence[str] = ()) -> WheelDiff:
+    ro, rn = inspect_wheel(old), inspect_wheel(new)
+    return diff_reports(ro, rn, exclude_globs=exclude_globs, torch=torch_changes(old, ro, new, rn))
 
 
 # --------------------------------------------------------------------------- human output
@@ -468,6 +490,10 @@ def render_human(d: WheelDiff, *, baseline: str | None = None) -> str:
         f"size: {_size(d.old.size)} -> {_size(d.new.size)} ({d.size_delta:+d} bytes{pct_text}); "
         f"unpacked {_size(d.old.uncompressed_size)} -> {_size(d.new.uncompressed_size)}"
     )
+    if d.torch_added or d.torch_removed:
+        lines.append(f"symbols needed from torch: +{len(d.torch_added)} -{len(d.torch_removed)}")
+        lines += [f"  + {name}" for name in d.torch_added]
+        lines += [f"  - {name}" for name in d.torch_removed]
     if d.members_added or d.members_removed:
         lines.append(f"members: {len(d.members_added)} added, {len(d.members_removed)} removed")
         lines += [f"  + {m}" for m in d.members_added]
@@ -718,4 +744,6 @@ def diff_against_index(
     baseline = baseline_from_index(index_url, report, workdir)
     if baseline.path is None:
         return baseline, None
-    return baseline, diff_reports(inspect_wheel(baseline.path), report, exclude_globs=exclude_globs)
+    old = inspect_wheel(baseline.path)
+    torch = torch_changes(baseline.path, old, new, report)
+    return baseline, diff_reports(old, report, exclude_globs=exclude_globs, torch=torch)

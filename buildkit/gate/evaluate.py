@@ -51,14 +51,17 @@ from buildkit.gate.config import GateConfig
 from buildkit.gate.facts import gather
 from buildkit.gate.rules import AFTER_GATE, run, waive
 from buildkit.gate.rules.abi import abi_policies
+from buildkit.gate.torchabi import TorchAbiResult
 from buildkit.gate.verdict import Integrity, Verdict
 from buildkit.inspect.models import WheelReport
 
 
-def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
+def evaluate(report: WheelReport, config: GateConfig, *, torch_abi: TorchAbiResult | None = None) -> Verdict:
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
-    rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule)."""
-    facts = gather(report, config)
+    rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
+    ``torch_abi``: the wheel's symbols judged against a torch (:func:`buildkit.gate.check.torch_abi_for`
+    reads both sides; None: the ``torch-abi`` rule has nothing to judge)."""
+    facts = gather(report, config, torch_abi=torch_abi)
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
     recipe = config.identity.recipe if config.identity is not None else None
     findings = waive(run(facts), judged_here, recipe=recipe)
@@ -89,4 +92,5 @@ def evaluate(report: WheelReport, config: GateConfig) -> Verdict:
         ),
         target_policy=facts.target,
         libc=facts.libc,
+        torch_abi=torch_abi,
     )

@@ -19,6 +19,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.loading import Resolution, resolve_libraries
+from buildkit.gate.torchabi import TorchAbiResult
 from buildkit.gate.verdict import GfxObject, LibraryStatus, LibraryUse, SymbolMax
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
 from buildkit.policy import (
@@ -94,6 +95,8 @@ class Facts:
     target: Policy | None = None
     policy_problems: tuple[PolicyProblem, ...] = ()
     gfx: tuple[GfxObject, ...] = ()
+    #: the ``torch-abi`` judgement (None: no torch to check against)
+    torch_abi: TorchAbiResult | None = None
 
     @property
     def judged(self) -> bool:
@@ -105,9 +108,10 @@ def needs(elf: ElfInfo) -> dict[str, tuple[str, ...]]:
     return {lib: tuple(vs) for lib, vs in elf.version_needs.items() if not is_dynamic_loader(lib)}
 
 
-def gather(report: WheelReport, config: GateConfig) -> Facts:
-    """The facts of one inspected wheel under one configuration."""
-    values: dict[str, object] = {}
+def gather(report: WheelReport, config: GateConfig, *, torch_abi: TorchAbiResult | None = None) -> Facts:
+    """The facts of one inspected wheel under one configuration (``torch_abi``: the wheel judged
+    against a torch, :func:`buildkit.gate.torchabi.judge`)."""
+    values: dict[str, object] = {"torch_abi": torch_abi}
     resolution = resolve_libraries(report.elves)
     try:
         _, _, _, tags = parse_wheel_filename(report.filename)

@@ -26,6 +26,7 @@ SYMBOL_LABELS: dict[str, str] = {
     "wheel-tags": "tags",  # the tags WHEEL and the file name disagree on
     "torch-pin": "requirement",  # the Requires-Dist line
     "x86-isa": "isa level",  # x86-64-v2 .. v4
+    "torch-abi": "mangled",  # the missing symbol as the loader names it
 }
 
 

@@ -21,7 +21,9 @@ Version bumps: add optional fields freely; renaming or removing a field bumps ``
 and ``job-identity``, and the config fields ``job``, ``recipe``, ``recipe_sha256`` and ``identity``
 (what a job's wheel must be called) were added without a bump (additive); so were the recipe's
 waivers (config ``waivers``, a finding's ``waived``: the waiver that accepted it, which then does
-not count against ``passed``) and the rule ``waiver-unused``.
+not count against ``passed``) and the rule ``waiver-unused``; so were the rule ``torch-abi``, the config
+field ``torch_abi`` and a wheel's ``torch_abi`` (the torch checked against, the counts, each missing
+symbol with its reason; null when no torch was given).
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from buildkit.gate.demangle import demangle
 from buildkit.gate.findings import Finding
+from buildkit.gate.torchabi import TorchAbiResult, summary_line
 from buildkit.gate.verdict import GfxObject, Verdict
 from buildkit.rocm import processor_sort_key
 from buildkit.units import format_size
@@ -94,6 +98,7 @@ def verdict_to_json(v: Verdict) -> dict[str, Any]:
         "gfx": [{"file": g.file, "kind": g.kind, "targets": list(g.targets)} for g in v.gfx],
         "findings": [f.to_json() for f in v.findings],
         "integrity": v.integrity.to_json() if v.integrity is not None else None,
+        "torch_abi": v.torch_abi.to_json() if v.torch_abi is not None else None,
     }
 
 
@@ -166,6 +171,8 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
             lines.append(f"{head}, hashes verified: {state}")
         else:
             lines.append(f"{head}, names and sizes: {state}; hashes not verified (--no-verify-record)")
+    if v.torch_abi is not None:
+        lines += _torch_abi_lines(v.torch_abi, verbose=verbose)
     if v.gfx:
         lines.append("  gfx targets:")
         if verbose or len(v.gfx) <= GFX_LIST_MAX:
@@ -174,6 +181,20 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
             lines += _gfx_summary(v.gfx)
     lines += _finding_lines(v.findings, verbose=verbose, recipe=recipe_of(v))
     return "\n".join(lines)
+
+
+def _torch_abi_lines(result: TorchAbiResult, *, verbose: bool) -> list[str]:
+    """The ``torch ABI:`` line (what was checked against, the counts); with ``verbose``, every symbol
+    needed from torch and every one left to the other libraries, demangled."""
+    lines = [f"  torch ABI: {summary_line(result)}"]
+    if verbose:
+        missing = {m.symbol for m in result.missing}
+        for need in result.needed:
+            state = "MISSING" if need in missing else "found"
+            lines.append(f"    {state:<7} {demangle(need.name)}  ({need.member})")
+        for need in result.others:
+            lines.append(f"    other   {demangle(need.name)}  ({need.member}: left to its other libraries)")
+    return lines
 
 
 def recipe_of(v: Verdict) -> str | None:
@@ -209,10 +230,14 @@ def gated_as(v: Verdict) -> str:
         parts.append(f"ROCm {c.rocm}" + (f" as {c.toolchain} packages it" if c.toolchain else ""))
     if c.torch is not None:
         parts.append(f"torch {c.torch}")
+    if c.torch_abi is not None:
+        parts.append(f"torch ABI of {c.torch_abi}")
     if c.exclude_globs:
         parts.append(f"{len(c.exclude_globs)} exclude glob(s)")
     if c.waivers:
         parts.append(f"{len(c.waivers)} waiver(s)")
+    if c.required:
+        parts.append(f"{len(c.required)} required member glob(s)")
     if c.size_warn is None and c.size_limit is None:
         parts.append("no size budget")
     else:

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.findings import Finding
+from buildkit.gate.torchabi import TorchAbiResult
 from buildkit.policy import (
     CEILING_PREFIXES,
     Libc,
@@ -82,6 +83,7 @@ class Verdict:
     #: manylinux tag (None: neither, or no host ELF)
     target_policy: Policy | None = None
     libc: Libc = "glibc"  # the host ELFs' libc (musl: judged by the musllinux policies)
+    torch_abi: TorchAbiResult | None = None  # the wheel judged against a torch (``torch-abi``)
 
     @property
     def gated_ceilings(self) -> dict[str, str]:

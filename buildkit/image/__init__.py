@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +43,7 @@ from buildkit.errors import BuildFailed, DockerUnavailable, UsageError
 from buildkit.profiles import PROFILES as PROFILES
 from buildkit.profiles import REPOSITORY_PREFIX as REPOSITORY_PREFIX  # the images' name (ls, smoke)
 from buildkit.profiles import Profile, docker_dir, get_profile, profile_build_args
+from buildkit.rocm.install import el8_install, el8_installs
 
 LABEL_PROFILE = "io.rocm-buildkit.profile"
 LABEL_CONTENT = "io.rocm-buildkit.content-hash"
@@ -88,9 +89,15 @@ def parse_build_args(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
     return args
 
 
-def rocm_build_args(profile_name: str, rocm: str) -> dict[str, str]:
+#: the build argument naming the processors whose GPU kernel libraries stay in the image
+KEEP_ARCHS_ARG = "KEEP_GFX_ARCHS"
+
+
+def rocm_build_args(profile_name: str, rocm: str, archs: Iterable[str] | None = None) -> dict[str, str]:
     """The build arguments that make ``profile_name``'s image carry ROCm ``rocm`` (a release such as
-    "7.2": its newest known patch is installed). A profile fixed to other releases refuses."""
+    "7.2"): the patch, AMD's repositories and the packages of ``buildkit/rocm/install.yaml``. With
+    ``archs`` (target ids), the image keeps the GPU kernel libraries of those processors only. A
+    profile fixed to other releases refuses; a release without install data is a usage error."""
     profile = get_profile(profile_name)
     if profile.rocm_releases is not None:
         if rocm not in profile.rocm_releases:
@@ -101,15 +108,42 @@ def rocm_build_args(profile_name: str, rocm: str) -> dict[str, str]:
         return {}
     if profile.rocm_build_arg is None:
         return {}
-    patch = rocm_data.get_release(rocm).patches[-1]
-    args = {profile.rocm_build_arg: patch}
-    if int(patch.split(".")[0]) >= 7:  # AMD moved the RHEL 8 repositories with ROCm 7
-        args["ROCM_REPO"] = f"https://repo.radeon.com/rocm/el8/{patch}/main"
-        args["AMDGPU_REPO"] = f"https://repo.radeon.com/graphics/{patch}/el/8.10/main/x86_64"
-    else:
-        args["ROCM_REPO"] = f"https://repo.radeon.com/rocm/rhel8/{patch}/main"
-        args["AMDGPU_REPO"] = f"https://repo.radeon.com/amdgpu/{patch}/rhel/8.10/main/x86_64"
+    install = el8_install(rocm)
+    args = {
+        profile.rocm_build_arg: install.version,
+        "ROCM_REPO": install.rocm_repo,
+        "GRAPHICS_REPO": install.graphics_repo,
+        "ROCM_GPG_KEY": install.gpg_key,
+        "ROCM_PACKAGES": " ".join(install.packages()),
+    }
+    if archs is not None:
+        kept = sorted({rocm_data.processor_of(a) for a in archs}, key=rocm_data.processor_sort_key)
+        if kept:
+            args[KEEP_ARCHS_ARG] = ";".join(kept)
     return args
+
+
+def profile_rocm_args(profile_name: str, rocm: str | None, build_args: Mapping[str, str]) -> dict[str, str]:
+    """``buildkit image build``'s arguments: a profile that installs AMD's packages gets the
+    install.yaml arguments of ``rocm`` (default: the newest release there) under ``build_args``,
+    which may override any of them but the release itself (``--rocm`` names it)."""
+    profile = get_profile(profile_name)
+    if profile.rocm_releases is not None:  # a fixed release: --rocm may only name it
+        if rocm is not None:
+            rocm_build_args(profile.name, rocm)
+        return dict(build_args)
+    if profile.rocm_build_arg is None:
+        if rocm is not None:
+            raise UsageError(f"image profile {profile.name} installs no ROCm release of its own: drop --rocm")
+        return dict(build_args)
+    if profile.rocm_build_arg in build_args:
+        raise UsageError(
+            f"--build-arg {profile.rocm_build_arg}: the ROCm release and its repositories come from "
+            f"buildkit/rocm/install.yaml; use --rocm RELEASE (e.g. --rocm "
+            f"{build_args[profile.rocm_build_arg].rsplit('.', 1)[0]})"
+        )
+    chosen = rocm if rocm is not None else el8_installs()[-1].rocm
+    return {**rocm_build_args(profile.name, chosen), **build_args}
 
 
 def effective_build_args(profile: Profile, build_args: Mapping[str, str] | None) -> dict[str, str]:

@@ -20,7 +20,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -237,8 +237,10 @@ def ensure_builder(
     client: Any,
     progress: Progress,
     rebuild: bool = False,
+    archs: Iterable[str] | None = None,
 ) -> images.ImageRef:
-    """The image a job with ROCm ``rocm`` builds in, made (or reused) from ``spec``."""
+    """The image a job with ROCm ``rocm`` builds in, made (or reused) from ``spec``. A profile's image
+    keeps the GPU kernel libraries of ``archs`` only (the archs of the jobs it serves), when given."""
     if spec.ref:
         found = _existing(client, spec.ref)
         if found is None:
@@ -250,7 +252,7 @@ def ensure_builder(
     if spec.dockerfile:
         return _own_dockerfile(client, spec, recipe_dir, recipe_name, progress, rebuild)
     assert spec.profile is not None
-    args = {**images.rocm_build_args(spec.profile, rocm), **spec.build_args}
+    args = {**images.rocm_build_args(spec.profile, rocm, archs), **spec.build_args}
     base = images.ensure_image(
         spec.profile, build_args=args, client=client, progress=progress, rebuild=rebuild
     )

@@ -15,7 +15,9 @@ message that lists everything missing or too old:
 * a HIP compiler (``hipcc`` on ``PATH`` or in ``$ROCM_PATH/bin``) that compiles a kernel for every
   planned arch, and no ``HIP_PLATFORM`` other than ``amd``;
 * the GCC that hipcc's clang picks (``Selected GCC installation``) of the same major version as
-  ``g++``: otherwise host code is compiled against other C++ headers than the one the wheel links;
+  ``g++``: otherwise host code is compiled against other C++ headers than the one the wheel links
+  (ROCm's clang finds gcc-toolset-10..12 or EL8's GCC 8 by itself, the manylinux_2_28-rocm image
+  names its gcc-toolset in ``clang.cfg``); a clang that selects none is refused too;
 * ``uv`` when the recipe's ``build_frontend`` needs it.
 
 A passing probe is remembered per (image id, contract) in ``~/.cache/rocm-buildkit/probe/``: an
@@ -145,7 +147,12 @@ def problems(found: dict[str, tuple[str, str]], contract: Contract) -> list[str]
             archs = ", ".join(contract.archs)
             out.append(f"a hipcc that compiles for every planned arch ({archs}): {detail or 'it failed'}")
         gcc, gxx = status("hipcc-gcc")[1], status("gxx")
-        if gcc and gxx[0] == "ok" and _gcc_major(gcc) != gxx[1].split(".")[0]:
+        if gxx[0] == "ok" and not gcc:
+            out.append(
+                f"hipcc's clang to find the GCC of g++ {gxx[1]} (it selected no GCC installation): "
+                "point it there with --gcc-install-dir in a clang config file"
+            )
+        elif gcc and gxx[0] == "ok" and _gcc_major(gcc) != gxx[1].split(".")[0]:
             out.append(
                 f"hipcc's clang to use the GCC of g++ {gxx[1]} (it selected {gcc}): host code would "
                 "be compiled against other C++ headers than the libstdc++ the wheel links"

@@ -49,6 +49,7 @@ DT_RPATH = 15
 DT_RUNPATH = 29
 DT_VERNEED = 0x6FFFFFFE
 DT_VERNEEDNUM = 0x6FFFFFFF
+DT_VERSYM = 0x6FFFFFF0
 MAX_DYNAMIC_ENTRIES = 1 << 16
 MAX_VERNEED_ENTRIES = 1 << 16
 MAX_SYMBOLS = 1 << 24  # dynamic symbols one ELF may declare (libtorch_cpu.so has ~10^5)
@@ -153,6 +154,9 @@ class DynamicTable:
     symtab: int | None = None
     hash: int | None = None  # DT_HASH
     gnu_hash: int | None = None  # DT_GNU_HASH
+    #: DT_VERSYM's virtual address, not mapped (only :mod:`~buildkit.inspect.symtab` reads the table,
+    #: and maps it itself: an odd value must not change how the rest of the loader data is read)
+    versym_addr: int | None = None
 
     def ranges(self) -> list[tuple[int, int]]:
         """The byte ranges the rest of the parse needs (the version-needs table's size is unknown
@@ -296,7 +300,9 @@ def dynamic_table(
             rpath.append(value)
         elif tag == DT_RUNPATH:
             runpath.append(value)
-        elif tag in (DT_STRTAB, DT_STRSZ, DT_VERNEED, DT_VERNEEDNUM, DT_SYMTAB, DT_HASH, DT_GNU_HASH):
+        elif tag in (
+            DT_STRTAB, DT_STRSZ, DT_VERNEED, DT_VERNEEDNUM, DT_SYMTAB, DT_HASH, DT_GNU_HASH, DT_VERSYM
+        ):  # fmt: skip
             values.setdefault(tag, value)
     strtab = values.get(DT_STRTAB)
     verneed = values.get(DT_VERNEED)
@@ -315,6 +321,7 @@ def dynamic_table(
         symtab=_mapped(segs, values.get(DT_SYMTAB)),
         hash=_mapped(segs, values.get(DT_HASH)),
         gnu_hash=_mapped(segs, values.get(DT_GNU_HASH)),
+        versym_addr=values.get(DT_VERSYM),
     )
 
 

@@ -456,9 +456,39 @@ class _Builder:
             size_budget=budget,
             spans=self.spans,
             gate=parse_gate(d.get("gate", {}), self.spans, self.err),
-            hooks=parse_hooks(d),
+            hooks=self._hooks(d),
             network=bool(d.get("network", False)),
         )
+
+    def _hooks(self, d: dict[str, Any]) -> Hooks:
+        """The hooks, with ``build_requires`` checked: each a PEP 508 requirement, named once, and
+        never torch (a job builds against the torch its ``torch`` axis pins)."""
+        hooks = parse_hooks(d)
+        from packaging.requirements import InvalidRequirement, Requirement
+        from packaging.utils import canonicalize_name
+
+        seen: dict[str, int] = {}
+        for i, text in enumerate(hooks.build_requires):
+            at = ("build_requires", i)
+            try:
+                name = canonicalize_name(Requirement(text).name)
+            except InvalidRequirement as exc:
+                message = f"build_requires[{i}]: {text!r} is not a PEP 508 requirement: {exc}"
+                raise self.err(message, at) from None
+            if name == "torch":
+                raise self.err(
+                    f"build_requires[{i}]: torch is not a build requirement to add by hand",
+                    at,
+                    hint="pin it with torch: [{version: ...}]: each job builds against its torch pin",
+                )
+            if name in seen:
+                raise self.err(
+                    f"build_requires[{i}]: {name} is already build_requires[{seen[name]}]",
+                    at,
+                    hint="give one requirement per package, with every specifier in it",
+                )
+            seen[name] = i
+        return hooks
 
     def _arch_export(self, raw: Any) -> tuple[tuple[str, str], ...]:
         """``archs.export``: a list of known arch variables (:data:`buildkit.targets.ARCH_VARIABLES`,

@@ -10,6 +10,12 @@ regress against. ``gate.waive`` lists findings the gate accepts, each with its r
           file: "pkg/_C*.so"          # fnmatch glob on the finding's wheel member (optional)
           reason: "libfoo keeps its 5.x SONAME in 6.x; checked with the vendor"
 
+``gate.require`` lists wheel members a build must produce, as fnmatch globs (``*`` crosses ``/``)::
+
+    gate:
+      require:
+        - "aiter_meta/hsa/*/*.co"       # prebuilt kernels: a build that skipped them is refused
+
 The schema checks each key (``rule`` a gate rule id, with "did you mean"; a rule the gate never
 lets be waived refused with the reason: both generated from the gate's rule registry, which this
 layer does not import); :func:`parse_gate` adds what a schema cannot say. The gate applies the
@@ -51,6 +57,18 @@ class GateRules:
     no_regression_against: str | None = None
     #: findings the gate accepts, each with its reason (``gate.waive``)
     waive: tuple[WaiverSpec, ...] = ()
+    #: wheel members the build must produce (``gate.require``): fnmatch globs, each must match one
+    require: tuple[RequiredSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class RequiredSpec:
+    """One ``gate.require`` glob, its place in the list and its position in the recipe."""
+
+    glob: str
+    index: int = 0
+    line: int | None = None
+    column: int | None = None
 
 
 def parse_gate(raw: Mapping[str, Any], spans: Spans, err: Err) -> GateRules:
@@ -80,4 +98,17 @@ def parse_gate(raw: Mapping[str, Any], spans: Spans, err: Err) -> GateRules:
             )
         line, column = spans.value(at) or (None, None)
         waivers.append(WaiverSpec(rule, w["reason"].strip(), library, file, i, line, column))
-    return GateRules(no_regression_against=index, waive=tuple(waivers))
+    required: list[RequiredSpec] = []
+    for i, glob in enumerate(raw.get("require", ())):
+        at = ("gate", "require", i)
+        if glob in raw["require"][:i]:
+            raise err(f"gate.require[{i}] repeats {glob!r}", at, hint="name each glob once")
+        if glob.startswith("/") or ".." in glob.split("/"):
+            raise err(
+                f"gate.require[{i}]: {glob!r} is not a path inside the wheel",
+                at,
+                hint="give a glob on wheel member names, e.g. pkg/kernels/*.co",
+            )
+        line, column = spans.value(at) or (None, None)
+        required.append(RequiredSpec(glob, i, line, column))
+    return GateRules(no_regression_against=index, waive=tuple(waivers), require=tuple(required))

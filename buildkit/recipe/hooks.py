@@ -13,7 +13,15 @@ recipe key         cibuildwheel option                     what it does
                                                            builder, after repair (``{project}``,
                                                            ``{package}`` as in cibuildwheel)
 ``test_requires``  ``test-requires``                       what the test environment installs first
+``build_requires`` (none)                                  requirements added to the isolated build
+                                                           environment, beside the project's own
+                                                           ``[build-system] requires``
 =================  ======================================  ==========================================
+
+``build_requires`` is for what a project forgot to declare (a ``setup.py`` that imports a package
+its ``pyproject.toml`` does not list); cibuildwheel has no such option, so the staged copy of the
+source gets them in its ``[build-system] requires`` (:mod:`buildkit.build.buildsystem`). torch is
+not given here: a job of the recipe's ``torch`` axis builds against its pinned torch.
 
 A list of commands is joined with ``&&``, as cibuildwheel joins its lists. rocm-buildkit renders
 every one of these options itself, empty when the recipe gives none, so a project's own
@@ -43,6 +51,9 @@ class Hooks:
     build_frontend: str = "build"
     test_command: tuple[str, ...] = ()
     test_requires: tuple[str, ...] = ()
+    #: PEP 508 requirements added to the project's ``[build-system] requires`` (the recipe's
+    #: ``build_requires``)
+    build_requires: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +63,7 @@ class Hooks:
             "build_frontend": self.build_frontend,
             "test_command": list(self.test_command),
             "test_requires": list(self.test_requires),
+            "build_requires": list(self.build_requires),
         }
 
     @classmethod
@@ -63,6 +75,7 @@ class Hooks:
             build_frontend=data.get("build_frontend", "build"),
             test_command=tuple(data.get("test_command", ())),
             test_requires=tuple(data.get("test_requires", ())),
+            build_requires=tuple(data.get("build_requires", ())),
         )
 
 
@@ -84,4 +97,5 @@ def parse_hooks(data: dict[str, Any]) -> Hooks:
         build_frontend=data.get("build_frontend", "build"),
         test_command=_commands(data.get("test_command")),
         test_requires=tuple(data.get("test_requires", ())),
+        build_requires=tuple(data.get("build_requires", ())),
     )

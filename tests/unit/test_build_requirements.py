@@ -167,16 +167,33 @@ def test_a_malformed_test_requirement_is_a_recipe_error_at_its_entry(tmp_path: P
     assert info.value.line is not None
 
 
-def test_torch_only_when_the_build_needs_it(tmp_path: Path) -> None:
+def test_a_torch_job_always_builds_against_its_torch_pin(tmp_path: Path) -> None:
+    """aiter's pyproject does not list torch: a torch job's build environment gets the pin anyway
+    (else the project builds without its kernels); a project listing torch has the pin resolved
+    beside its own requirement (the pin narrows it through PIP_CONSTRAINT)."""
     recipe, job = _aiter()
     plain = _source(tmp_path, '[build-system]\nrequires = ["setuptools>=77"]\n')
-    assert [r.name for r in reqs.requested(recipe, job, plain)] == ["setuptools"]  # isolated: no torch
+    wanted = reqs.requested(recipe, job, plain)
+    assert [r.requirement for r in wanted] == ["setuptools>=77", "torch==2.10.*"]
+    assert wanted[-1].origin == "the recipe's torch pin (a torch job builds against its torch)"
+    assert wanted[-1].at == ("torch", 1, "version")
     assert [r.requirement for r in reqs.requested(recipe, job, plain, isolation=False)][-1] == "torch==2.10.*"
     _source(tmp_path, '[build-system]\nrequires = ["setuptools>=77", "torch>=2"]\n')
     wanted = reqs.requested(recipe, job, plain)
     assert [r.requirement for r in wanted] == ["setuptools>=77", "torch>=2", "torch==2.10.*"]
     assert wanted[-1].origin == "the recipe's torch pin"
     assert wanted[-1].at == ("torch", 1, "version")
+
+
+def test_build_requires_are_resolved_with_their_recipe_position(tmp_path: Path) -> None:
+    src = _source(tmp_path, '[build-system]\nrequires = ["setuptools>=77"]\n')
+    recipe, job = _recipe(tmp_path, src, build_requires=["tomli-w==1.2.0", "six; python_version < '3'"])
+    wanted = reqs.requested(recipe, job, src)
+    # the marker excludes six for the job's Python 3.13
+    assert [(r.requirement, r.origin, r.at) for r in wanted] == [
+        ("setuptools>=77", "pyproject.toml [build-system] requires", None),
+        ("tomli-w==1.2.0", "the recipe's build_requires", ("build_requires", 0)),
+    ]
 
 
 # --------------------------------------------------------------------------- the lock

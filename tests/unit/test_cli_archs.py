@@ -172,6 +172,19 @@ def test_rocm_show_human_and_json() -> None:
     assert data["version"] == "6.4"
     assert "gfx950" not in data["archs"]
     assert data["torch"]["pytorch_org"][0]["index"] == "https://download.pytorch.org/whl/rocm6.4"
+    assert data["el8_install"]["rocm_repo"] == "https://repo.radeon.com/rocm/rhel8/6.4.3/main"
+    assert "hipsolver-devel" in data["el8_install"]["packages"]
+
+
+def test_rocm_show_names_the_production_image_s_repositories() -> None:
+    out = run("rocm", "show", "7.1")
+    assert out.returncode == 0, out.stderr
+    assert "EL8 install (manylinux_2_28-rocm): ROCm 7.1.1" in out.stdout
+    assert "  ROCm repository:     https://repo.radeon.com/rocm/el8/7.1.1/main\n" in out.stdout
+    assert "  graphics repository: https://repo.radeon.com/graphics/7.1.1/el/8/main/x86_64/" in out.stdout
+    assert "  unverified: " in out.stdout
+    none = run("rocm", "show", "6.1")
+    assert "EL8 install (manylinux_2_28-rocm): no data" in none.stdout
 
 
 def test_rocm_show_unknown() -> None:

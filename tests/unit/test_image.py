@@ -179,9 +179,10 @@ def test_rocm_release_selects_the_image_build_args() -> None:
     """A 7.2 job is built on an image carrying 7.2 (its newest patch), from AMD's ROCm 7 repositories."""
     args = images.rocm_build_args("manylinux_2_28-rocm", "7.2")
     assert args["ROCM_VERSION"].startswith("7.2.")
-    assert "/rocm/el8/" in args["ROCM_REPO"] and "/graphics/" in args["AMDGPU_REPO"]
+    assert "/rocm/el8/" in args["ROCM_REPO"] and "/graphics/" in args["GRAPHICS_REPO"]
     six = images.rocm_build_args("manylinux_2_28-rocm", "6.4")
     assert six["ROCM_VERSION"].startswith("6.4.") and "/rocm/rhel8/" in six["ROCM_REPO"]
+    assert "/amdgpu/" in six["GRAPHICS_REPO"]
     # different releases give different content tags: they never share an image
     profile = images.get_profile("manylinux_2_28-rocm")
     assert images.effective_build_args(profile, args) != images.effective_build_args(profile, six)

@@ -47,6 +47,10 @@ BEFORE = {
     "manylinux_2_28-rocm": Profile(
         name="manylinux_2_28-rocm",
         dockerfile="manylinux_2_28-rocm.Dockerfile",
+        # the pinned build tools (issue 15: cmake, ninja, auditwheel) and the kernel-pruning script
+        context_files=("manylinux_2_28-rocm.tools.txt", "manylinux_2_28-rocm.lean.sh"),
+        wheel_requirements=("manylinux_2_28-rocm.tools.txt",),
+        wheel_python="3.12",
         description="pypa manylinux_2_28 + AMD's ROCm packages: production wheels",
         rocm_build_arg="ROCM_VERSION",
         package_manager="dnf",
@@ -81,7 +85,9 @@ def test_the_production_profile_is_intact() -> None:
         "ROCM_VERSION",
         None,
     )
-    assert prod.build_args == {} and prod.context_files == () and prod.wheel_requirements == ()
+    assert prod.build_args == {}
+    assert prod.context_files == ("manylinux_2_28-rocm.tools.txt", "manylinux_2_28-rocm.lean.sh")
+    assert prod.wheel_requirements == ("manylinux_2_28-rocm.tools.txt",) and prod.wheel_python == "3.12"
     assert images.rocm_build_args("manylinux_2_28-rocm", "6.4")["ROCM_VERSION"].startswith("6.4.")
 
 

@@ -282,3 +282,25 @@ def test_publish_job_uploads_a_directory_index(tmp_path: Path, target: dict[str,
     assert upload["if"] == "steps.publish.outputs.index_dir != ''"
     assert upload["with"]["path"] == "${{ steps.publish.outputs.index_dir }}"
     assert upload["with"]["if-no-files-found"] == "error"
+
+
+# --------------------------------------------------------------------------- the production builder
+def test_builder_images_builds_every_release_of_the_install_data_weekly() -> None:
+    """builder-images.yml builds manylinux_2_28-rocm for each release buildkit/rocm/install.yaml can
+    install (6.4 and every 7.x): a release added to the data without the workflow fails here."""
+    from buildkit import rocm
+    from buildkit.rocm.install import el8_installs
+
+    data = _load(WORKFLOWS / "builder-images.yml")
+    assert data["on"]["schedule"] and "workflow_dispatch" in data["on"]
+    build = data["jobs"]["build"]
+    releases = [i.rocm for i in el8_installs()]
+    assert build["strategy"]["matrix"]["rocm"] == releases
+    assert releases == [
+        r.version for r in rocm.releases() if r.version == "6.4" or rocm.version_key(r.version).major >= 7
+    ]
+    step = next(s for s in build["steps"] if "buildkit image build" in s.get("run", ""))
+    assert step["env"] == {"ROCM": "${{ matrix.rocm }}"}
+    assert 'buildkit image build manylinux_2_28-rocm --rocm "$ROCM"' in step["run"]
+    base = " ".join(s.get("run", "") for s in data["jobs"]["base"]["steps"])
+    assert "buildkit image bump-base manylinux_2_28-rocm --tag latest --dry-run" in base

@@ -23,11 +23,13 @@ from buildkit.gate.rules import (
     inspect,
     integrity,
     libraries,
+    outputs,
     regression,
     rocm,
     size,
     tags,
     torch,
+    torch_abi,
     waivers,
 )
 
@@ -54,7 +56,9 @@ FAMILIES: tuple[Family, ...] = (
     Family("inspect", inspect.RULES, inspect.check),
     Family("gfx", gfx.RULES, gfx.check),
     Family("size", size.RULES, size.check),
+    Family("outputs", outputs.RULES, outputs.check),
     Family("torch", torch.RULES, torch.check),
+    Family("torch-abi", torch_abi.RULES, torch_abi.check),
     Family("rocm", rocm.RULES, rocm.check),
     Family("integrity", integrity.RULES, integrity.check),
     Family("waivers", waivers.RULES, None),

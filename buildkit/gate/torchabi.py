@@ -1,0 +1,697 @@
+"""What a wheel needs from torch, what a torch exports, and the judgement of the ``torch-abi`` rule.
+
+**Needed from torch.** A dynamic symbol ``S`` of an ELF member ``M`` of the wheel is *needed from
+torch* when all of these hold:
+
+1. ``M``'s ``.dynsym`` has ``S`` undefined and not weak (``ld.so`` refuses to load ``M`` without it);
+2. ``M`` DT_NEEDs a torch library (a name matching the ``torch`` exclusion set's globs,
+   ``libtorch*.so*``, ``libc10*.so*``, ``libshm.so*``, ``libcaffe2_nvrtc.so*``; with a torch at
+   hand, also any library of its ``torch/lib``): members that link no torch library are not looked at;
+3. ``S`` carries no symbol version, or a version of a torch library: a version of another library
+   (``GLIBC_*`` of libc, ``GLIBCXX_*``/``CXXABI_*`` of libstdc++, ``GCC_*`` of libgcc_s, ``hip_*``
+   of libamdhip64) binds ``S`` to that library (torch's libraries define no symbol version);
+4. no ELF member of the wheel exports ``S`` (a helper library the wheel carries provides it);
+5. the torch checked against exports ``S`` (from any of its libraries), or ``S`` is torch's by its
+   name: an Itanium name whose outermost scope is ``c10``, ``at``, ``torch`` or ``caffe2`` (vtables,
+   typeinfo and guard variables of such included), or a ``THP*`` name of torch's Python bindings.
+
+A symbol meeting 1-4 but not 5 (``PyModule_Create2`` of libpython, ``rocblas_*`` of an excluded ROCm
+library: unversioned names of the other DT_NEEDED libraries, whose tables cannot be read here) is
+*left to the other libraries*: counted and listed, never a finding. Without a torch (``diff``), 5 is
+the name test alone.
+
+**Judgement.** A symbol needed from torch is *found* when a torch library that ``M`` links, directly
+or through those libraries' own DT_NEEDED, exports it (``ld.so`` searches ``M``'s dependencies, and
+``import torch`` makes none of its libraries global). Otherwise it is *missing*, with the reason:
+
+* ``abi``: the torch exports the same function with the other ``_GLIBCXX_USE_CXX11_ABI`` (the names
+  equal once ``std::__cxx11::`` and the ``[abi:cxx11]`` tags are dropped and ``std::string`` &co.
+  are spelled alike);
+* ``signature``: it exports a function of that name with other parameters (the header the wheel was
+  built against declared another signature);
+* ``unlinked``: a torch library ``M`` does not link exports it (link that library too);
+* ``absent``: no symbol of that name (removed or renamed, or built against another torch).
+
+The torch's exports are read from its wheel (``torch/lib/*.so*``, streamed: only the dynamic symbol
+tables, :func:`buildkit.inspect.symtab.wheel_symbol_tables`), from an installed torch's folder, or
+(through a reader the command injects: the gate never talks to a Docker engine) from an image.
+Exports of a torch wheel are cached per sha256 in ``$XDG_CACHE_HOME/rocm-buildkit/torch-exports/``
+(zstd-compressed JSON, written atomically).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from buildkit.errors import UsageError, WheelReadError
+from buildkit.fsutil import atomic_write
+from buildkit.gate.demangle import demangle
+
+if TYPE_CHECKING:  # the inspection's types only: importing buildkit.inspect costs 0.2 s of start-up
+    from buildkit.inspect.models import WheelReport
+    from buildkit.inspect.symtab import SymbolTable
+
+CACHE_FORMAT = 2  # 2: the version is torch.version.__version__ (2.14.1+cu130), not the file name's
+#: Itanium-mangled outermost scopes of torch's C++ API (``_ZN3c10``, ``_ZNK2at``, ``_ZTVN5torch``)
+TORCH_SCOPES = ("3c10", "2at", "5torch", "6caffe2")
+_MANGLED_SCOPE = re.compile(r"^_Z(?:T[VITSHW]|GV|Th\d*_|Tv\d+_\d+_)?N?[rVKRO]*(\d+)([A-Za-z_]\w*)")
+_STD_TOKENS = frozenset(
+    {"__cxx11", "basic_string", "char_traits", "allocator", "basic_ostream", "basic_istream", "cxx11"}
+)
+_ABI_SPELLINGS = (
+    ("std::__cxx11::", "std::"),
+    ("[abi:cxx11]", ""),
+    ("std::basic_string<char,std::char_traits<char>,std::allocator<char>>", "std::string"),
+    ("std::basic_ostream<char,std::char_traits<char>>", "std::ostream"),
+    ("std::basic_istream<char,std::char_traits<char>>", "std::istream"),
+    ("std::basic_iostream<char,std::char_traits<char>>", "std::iostream"),
+)
+MissingReason = Literal["abi", "signature", "unlinked", "absent"]
+ImageReader = Callable[[str], "TorchExports"]
+
+
+@functools.cache
+def torch_globs() -> tuple[str, ...]:
+    from buildkit.rocm import exclude_globs  # the library data: only when the rule runs
+
+    return tuple(exclude_globs(["torch"]))
+
+
+def is_torch_library(name: str, also: Iterable[str] = ()) -> bool:
+    """Whether DT_NEEDED ``name`` is one of torch's libraries (the ``torch`` set's globs, or ``also``)."""
+    return name in also or any(fnmatch.fnmatchcase(name, g) for g in torch_globs())
+
+
+def torch_owned(name: str) -> bool:
+    """Whether a symbol is torch's by its name (condition 5 of the module docstring)."""
+    if name.startswith("THP"):
+        return True
+    m = _MANGLED_SCOPE.match(name)
+    if m is None:
+        return False
+    scope = m.group(1) + m.group(2)[: int(m.group(1))]
+    return scope in TORCH_SCOPES or m.group(2).startswith("THP")
+
+
+def abi_neutral(demangled: str) -> str:
+    """A demangled name with both C++ ABIs spelled alike (spaces dropped, ``std::__cxx11::`` and
+    ``[abi:cxx11]`` removed, ``std::basic_string<char, ...>`` as ``std::string``)."""
+    text = demangled.replace(" ", "")
+    for long, short in _ABI_SPELLINGS:
+        text = text.replace(long, short)
+    return text
+
+
+def qualified_name(demangled: str) -> str:
+    """``void c10::foo<int>(int) const`` -> ``c10::foo<int>``: the name without return type and
+    parameters."""
+    depth = 0
+    cut = len(demangled)
+    for i, ch in enumerate(demangled):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0 and not demangled.startswith("operator()", max(0, i - 8)):
+            cut = i
+            break
+    head = demangled[:cut]
+    depth, start = 0, 0
+    for i, ch in enumerate(head):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == " " and depth == 0 and not head[i + 1 : i + 9].startswith(("operator", "const")):
+            start = i + 1
+    return head[start:]
+
+
+def _tokens(mangled: str) -> list[str]:
+    """The ``<length><identifier>`` source names of an Itanium name, in order."""
+    out = []
+    i, n = 0, len(mangled)
+    while i < n:
+        if mangled[i].isdigit() and (i == 0 or not mangled[i - 1].isdigit()):
+            j = i
+            while j < n and mangled[j].isdigit():
+                j += 1
+            length = int(mangled[i:j])
+            word = mangled[j : j + length]
+            if length and len(word) == length and re.fullmatch(r"[A-Za-z_]\w*", word):
+                out.append(word)
+                i = j + length
+                continue
+            i = j
+            continue
+        i += 1
+    return out
+
+
+# --------------------------------------------------------------------------- a torch's exports
+@dataclass(frozen=True)
+class TorchLibrary:
+    name: str  # the file name in torch/lib ("libtorch_cpu.so")
+    soname: str | None
+    needed: tuple[str, ...]
+    exported: frozenset[str]
+
+
+@dataclass(frozen=True)
+class TorchExports:
+    """What a torch exports: its libraries with their DT_NEEDED and exported names. ``source`` is
+    what was given (a path or an image), ``filename``/``sha256`` the torch wheel's (None for a folder
+    or an image), ``version`` torch's (``2.13.0+cpu``)."""
+
+    source: str
+    kind: Literal["wheel", "folder", "image"]
+    version: str | None
+    libraries: tuple[TorchLibrary, ...]
+    filename: str | None = None
+    sha256: str | None = None
+    cached: bool = False
+
+    @property
+    def label(self) -> str:
+        """``torch 2.13.0+cpu (torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl)``."""
+        what = self.filename or self.source
+        return f"torch {self.version or '(version unknown)'} ({what})"
+
+    def exporters(self, name: str) -> tuple[str, ...]:
+        """The libraries exporting ``name`` (file names), in library order."""
+        return tuple(lib.name for lib in self.libraries if name in lib.exported)
+
+    @functools.cached_property
+    def exports(self) -> frozenset[str]:
+        """Every name some library exports."""
+        return frozenset().union(*(lib.exported for lib in self.libraries))
+
+    def names(self) -> set[str]:
+        """Every library's file name and SONAME."""
+        return {lib.name for lib in self.libraries} | {lib.soname for lib in self.libraries if lib.soname}
+
+    def closure(self, direct: Iterable[str]) -> set[str]:
+        """The torch libraries (file names) loaded for DT_NEEDED names ``direct``, with their own."""
+        by_name = {lib.name: lib for lib in self.libraries}
+        by_name.update({lib.soname: lib for lib in self.libraries if lib.soname})
+        seen: set[str] = set()
+        todo = [n for n in direct if n in by_name]
+        while todo:
+            lib = by_name[todo.pop()]
+            if lib.name in seen:
+                continue
+            seen.add(lib.name)
+            todo += [n for n in lib.needed if n in by_name]
+        return seen
+
+    @functools.cached_property
+    def cxx11_abi(self) -> bool | None:
+        """Whether the torch's C++ API uses ``_GLIBCXX_USE_CXX11_ABI=1`` (``std::__cxx11::``
+        strings in its exports); None when it exports no C++ name at all."""
+        names = self.exports
+        if not any(n.startswith("_Z") for n in names):
+            return None
+        return any("St7__cxx11" in n or "B5cxx11" in n for n in names)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "kind": self.kind,
+            "version": self.version,
+            "filename": self.filename,
+            "sha256": self.sha256,
+            "libraries": len(self.libraries),
+            "exports": len(self.exports),
+            "cxx11_abi": self.cxx11_abi,
+            "cached": self.cached,
+        }
+
+
+def cache_dir() -> Path:
+    """``$XDG_CACHE_HOME/rocm-buildkit/torch-exports`` (default ``~/.cache``)."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "rocm-buildkit" / "torch-exports"
+
+
+def _is_lib_member(name: str) -> bool:
+    if not name.startswith("torch/lib/") or name.count("/") != 2:
+        return False
+    base = name.rsplit("/", 1)[-1]
+    return base.endswith(".so") or ".so." in base
+
+
+def _serialise(exports: TorchExports) -> bytes:
+    import zstandard
+
+    doc = {
+        "format": CACHE_FORMAT,
+        "version": exports.version,
+        "filename": exports.filename,
+        "sha256": exports.sha256,
+        "libraries": [
+            {
+                "name": lib.name,
+                "soname": lib.soname,
+                "needed": list(lib.needed),
+                "exported": sorted(lib.exported),
+            }
+            for lib in exports.libraries
+        ],
+    }
+    return zstandard.ZstdCompressor(level=3).compress(json.dumps(doc, separators=(",", ":")).encode())
+
+
+def _deserialise(data: bytes, source: str) -> TorchExports | None:
+    import zstandard
+
+    try:
+        doc = json.loads(zstandard.ZstdDecompressor().decompress(data, max_output_size=1 << 30))
+        if doc.get("format") != CACHE_FORMAT:
+            return None
+        libraries = tuple(
+            TorchLibrary(str(lib["name"]), lib["soname"], tuple(lib["needed"]), frozenset(lib["exported"]))
+            for lib in doc["libraries"]
+        )
+    except (zstandard.ZstdError, ValueError, KeyError, TypeError):
+        return None  # a damaged entry is read again from the wheel (and rewritten)
+    return TorchExports(
+        source, "wheel", doc["version"], libraries, doc["filename"], doc["sha256"], cached=True
+    )
+
+
+def _file_sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb", buffering=0) as handle:
+        block = bytearray(4 * 1024 * 1024)
+        view = memoryview(block)
+        while size := handle.readinto(block):
+            digest.update(view[:size])
+    return digest.hexdigest()
+
+
+def _stat_key(path: Path) -> str:
+    """What a file is known by between two runs without hashing it: path, size, mtime, inode (as
+    tests/corpus/fetch.py's sidecars and git's index trust them)."""
+    import hashlib
+
+    st = path.stat()
+    ident = f"{path.resolve()}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0{st.st_dev}"
+    return hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _known_sha256(path: Path, where: Path) -> str:
+    """The file's sha256: remembered for the same path, size, mtime and inode (``stat/``), else
+    computed (and remembered)."""
+    stat_file = where / "stat" / _stat_key(path)
+    try:
+        known = stat_file.read_text("ascii").strip()
+        if re.fullmatch(r"[0-9a-f]{64}", known):
+            return known
+    except OSError:
+        pass
+    digest = _file_sha256(path)
+    try:
+        stat_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(stat_file, digest + "\n")
+    except OSError:
+        pass
+    return digest
+
+
+def torch_wheel_exports(path: Path, *, cache: Path | None = None, use_cache: bool = True) -> TorchExports:
+    """The exports of a torch wheel: read from the cache entry of its sha256, else streamed from its
+    ``torch/lib/*.so*`` members (and cached). A wheel of another distribution, or one without
+    torch's libraries, is a UsageError (exit 2); a wheel that cannot be read, a WheelReadError
+    (exit 6) naming it."""
+    from buildkit.inspect.symtab import wheel_symbol_tables  # the streaming reader: only when asked
+
+    source = str(path)
+    where = cache if cache is not None else cache_dir()
+    if use_cache:
+        try:
+            digest = _known_sha256(path, where)
+        except OSError as err:
+            raise WheelReadError(f"--torch-abi {path}: cannot read the file: {err}") from None
+        try:
+            hit = _deserialise((where / f"{digest}.json.zst").read_bytes(), source)
+        except OSError:
+            hit = None
+        if hit is not None and hit.sha256 == digest:
+            return hit
+    try:
+        read = wheel_symbol_tables(
+            path, _is_lib_member, imports=False, sha256=True, texts=["torch/version.py"]
+        )
+    except WheelReadError as err:
+        raise WheelReadError(f"--torch-abi {path.name}: the torch wheel cannot be read: {err}") from None
+    if read.name.lower() != "torch":
+        raise UsageError(
+            f"--torch-abi {path}: not a torch wheel (its distribution is {read.name}); give a torch wheel, "
+            "an installed torch folder or a runtime image"
+        )
+    libraries = tuple(
+        TorchLibrary(member.rsplit("/", 1)[-1], t.soname, t.needed, t.exported)
+        for member, t in read.tables.items()
+    )
+    if not any(lib.name.startswith(("libc10", "libtorch")) for lib in libraries):
+        raise UsageError(f"--torch-abi {path}: this torch wheel has no torch/lib/libc10*.so or libtorch*.so")
+    version = _version_of(read.texts.get("torch/version.py", b"")) or read.version
+    exports = TorchExports(source, "wheel", version, libraries, read.filename, read.sha256)
+    if use_cache and read.sha256:
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+            atomic_write(where / f"{read.sha256}.json.zst", _serialise(exports))
+        except OSError:
+            pass  # a read-only cache only costs the next run the read
+    return exports
+
+
+def _version_of(version_py: bytes) -> str | None:
+    """``__version__`` of torch's ``version.py`` (``2.14.1+cu130``: the wheel's name lacks the label)."""
+    m = re.search(rb"^__version__\s*=\s*['\"]([^'\"]+)['\"]", version_py, re.M)
+    return m.group(1).decode("ascii", "replace") if m else None
+
+
+def torch_folder_exports(folder: Path) -> TorchExports:
+    """The exports of an installed torch: ``folder`` is the ``torch`` package (holding ``lib/``) or a
+    ``site-packages`` folder holding it."""
+    from buildkit.inspect.symtab import file_symbol_tables  # the streaming reader: only when asked
+
+    package = folder if (folder / "lib").is_dir() and (folder / "__init__.py").exists() else folder / "torch"
+    lib_dir = package / "lib"
+    files = sorted(p for p in lib_dir.glob("*.so*") if p.is_file()) if lib_dir.is_dir() else []
+    if not files:
+        raise UsageError(
+            f"--torch-abi {folder}: no torch/lib/*.so here (give a torch wheel or the torch folder)"
+        )
+    tables = file_symbol_tables(files, imports=False)
+    version_py = package / "version.py"
+    version = _version_of(version_py.read_bytes()) if version_py.is_file() else None
+    return exports_from_tables(str(folder), "folder", version, tables)
+
+
+def exports_from_tables(
+    source: str,
+    kind: Literal["wheel", "folder", "image"],
+    version: str | None,
+    tables: Mapping[str, SymbolTable],
+) -> TorchExports:
+    """A torch's exports from its libraries' symbol tables (keyed by file name), as an image's torch
+    is read (:mod:`buildkit.image.torch`, injected by the command)."""
+    libraries = tuple(
+        TorchLibrary(name, t.soname, t.needed, t.exported) for name, t in sorted(tables.items())
+    )
+    if not any(lib.name.startswith(("libc10", "libtorch")) for lib in libraries):
+        raise UsageError(f"--torch-abi {source}: its torch/lib has no libc10*.so or libtorch*.so")
+    return TorchExports(source, kind, version, libraries)
+
+
+def looks_like_path(source: str) -> bool:
+    """Whether ``--torch-abi`` names a file or folder rather than an image reference."""
+    return source.endswith(".whl") or source.startswith(("/", ".", "~")) or Path(source).exists()
+
+
+def load_torch_exports(
+    source: str | os.PathLike[str], *, image_reader: ImageReader | None = None
+) -> TorchExports:
+    """The exports of ``--torch-abi SOURCE``: a torch wheel, an installed torch folder, or an image
+    (read by ``image_reader``; without one, a UsageError)."""
+    text = str(source)
+    if looks_like_path(text):
+        path = Path(text).expanduser()
+        if path.is_dir():
+            return torch_folder_exports(path)
+        if not path.is_file():
+            raise UsageError(
+                f"--torch-abi {text}: no such file (give a torch wheel, a torch folder or an image)"
+            )
+        return torch_wheel_exports(path)
+    if image_reader is None:
+        raise UsageError(
+            f"--torch-abi {text}: not a file; as an image it needs a Docker engine, which this command "
+            "does not use (run `buildkit check --torch-abi IMAGE`)"
+        )
+    return image_reader(text)
+
+
+def torch_wheel_for_job(
+    wheelhouse: Path, torch: str, python: str, platform: str | None = None
+) -> Path | None:
+    """The hook a job's gate resolves its torch wheel through: in ``wheelhouse`` (the folder of the
+    build's locked requirements), the newest ``torch-<torch>.*`` wheel for CPython tag ``python``
+    (``cp311``) and, when given, platform tag ``platform``; None when there is none. (The hermetic
+    build's lock records the torch wheel's file name and sha256; it will call this.)"""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import Version
+
+    best: tuple[Version, Path] | None = None
+    for path in sorted(wheelhouse.glob("torch-*.whl")):
+        try:
+            name, version, _build, tags = parse_wheel_filename(path.name)
+        except InvalidWheelFilename:
+            continue
+        if name != "torch" or version.release[:2] != tuple(int(p) for p in torch.split(".")):
+            continue
+        if not any(t.interpreter == python and (platform is None or t.platform == platform) for t in tags):
+            continue
+        if best is None or version > best[0]:
+            best = (version, path)
+    return None if best is None else best[1]
+
+
+# --------------------------------------------------------------------------- what a wheel needs
+@dataclass(frozen=True)
+class Needed:
+    name: str  # mangled
+    member: str
+    links: tuple[str, ...]  # the torch libraries the member DT_NEEDs
+
+
+@dataclass(frozen=True)
+class TorchNeeds:
+    """Conditions 1-4 of the module docstring, per member (5 needs a torch: :func:`judge`)."""
+
+    linking: tuple[str, ...] = ()  # members that DT_NEED a torch library
+    symbols: tuple[Needed, ...] = ()
+
+    def by_name(self) -> set[str]:
+        """The needed names condition 5 keeps without a torch (torch's by name)."""
+        return {s.name for s in self.symbols if torch_owned(s.name)}
+
+
+def wheel_torch_needs(wheel: Path, report: WheelReport, extra_torch: Iterable[str] = ()) -> TorchNeeds:
+    """What ``wheel`` (inspected as ``report``) needs from torch: its members linking a torch library
+    are read whole (their dynamic symbol tables), the other ELF members only for exports of the
+    names those need."""
+    from buildkit.inspect.symtab import wheel_symbol_tables  # the streaming reader: only when asked
+
+    also = set(extra_torch)
+    linking = {e.member: tuple(n for n in e.needed if is_torch_library(n, also)) for e in report.elves}
+    linking = {m: links for m, links in linking.items() if links}
+    if not linking:
+        return TorchNeeds()
+    first = wheel_symbol_tables(wheel, lambda n: n in linking)
+    raw: list[Needed] = []
+    for member, table in first.tables.items():
+        for imp in table.imported:
+            if imp.weak or (imp.version is not None and not is_torch_library(imp.library or "", also)):
+                continue
+            raw.append(Needed(imp.name, member, linking[member]))
+    wanted = {n.name for n in raw}
+    defined = {name for t in first.tables.values() for name in t.exported if name in wanted}
+    others = {e.member for e in report.elves} - set(linking)
+    if others and wanted:
+        rest = wheel_symbol_tables(
+            wheel, lambda n: n in others, keep_exported=wanted.__contains__, imports=False
+        )
+        defined |= {name for t in rest.tables.values() for name in t.exported}
+    kept = sorted(
+        {(n.member, n.name): n for n in raw if n.name not in defined}.values(),
+        key=lambda n: (n.member, n.name),
+    )
+    return TorchNeeds(tuple(sorted(linking)), tuple(kept))
+
+
+# --------------------------------------------------------------------------- the judgement
+@dataclass(frozen=True)
+class Missing:
+    symbol: Needed
+    demangled: str
+    reason: MissingReason
+    detail: str  # what the torch exports instead, or which library exports it
+    library: str | None = None  # the torch library concerned (exporting the twin, or unlinked)
+
+
+@dataclass(frozen=True)
+class TorchAbiResult:
+    """The ``torch-abi`` rule's judgement of one wheel against one torch."""
+
+    torch: TorchExports
+    linking: tuple[str, ...]
+    needed: tuple[Needed, ...]  # needed from torch (conditions 1-5)
+    found: int
+    missing: tuple[Missing, ...]
+    others: tuple[Needed, ...]  # left to the other libraries
+
+    @property
+    def abi_mismatch(self) -> bool:
+        return any(m.reason == "abi" for m in self.missing)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "torch": self.torch.to_json(),
+            "linking": list(self.linking),
+            "needed": len(self.needed),
+            "found": self.found,
+            "missing": [
+                {
+                    "symbol": m.symbol.name,
+                    "demangled": m.demangled,
+                    "member": m.symbol.member,
+                    "reason": m.reason,
+                    "library": m.library,
+                    "detail": m.detail,
+                }
+                for m in self.missing
+            ],
+            "left_to_other_libraries": sorted({n.name for n in self.others}),
+        }
+
+
+@dataclass
+class _Twins:
+    """Exports of the torch that could be another spelling of a missing symbol: those sharing its
+    most specific source name, demangled once."""
+
+    torch: TorchExports
+    cache: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def near(self, mangled: str) -> list[tuple[str, str]]:
+        """The exports holding every source name of ``mangled`` but the standard library's (its
+        other-ABI twin and its other signatures among them), in a stable order: all of them, since
+        a common name (``Device``) is in thousands and a cut would depend on the set's order."""
+        words = sorted({w for w in _tokens(mangled) if w not in _STD_TOKENS}, key=len, reverse=True)
+        if not words:
+            return []
+        key = "\0".join(words)
+        if key not in self.cache:
+            self.cache[key] = [
+                (n, demangle(n))
+                for n in sorted(self.torch.exports)
+                if n != mangled and all(w in n for w in words)
+            ]
+        return self.cache[key]
+
+
+def _explain(need: Needed, torch: TorchExports, twins: _Twins) -> Missing:
+    text = demangle(need.name)
+    neutral = abi_neutral(text)
+    qualified = abi_neutral(qualified_name(text))
+    same_name: list[tuple[str, str]] = []
+    for other, other_text in twins.near(need.name):
+        if abi_neutral(other_text) == neutral:
+            lib = torch.exporters(other)[0]
+            torch_new = "St7__cxx11" in other or "B5cxx11" in other
+            flag = "1" if torch_new else "0"
+            wheel_flag = "0" if torch_new else "1"
+            return Missing(
+                need,
+                text,
+                "abi",
+                f"a _GLIBCXX_USE_CXX11_ABI mismatch: {lib} exports it as {other_text} "
+                f"(_GLIBCXX_USE_CXX11_ABI={flag}); {need.member} was compiled with "
+                f"_GLIBCXX_USE_CXX11_ABI={wheel_flag}",
+                lib,
+            )
+        if abi_neutral(qualified_name(other_text)) == qualified:
+            same_name.append((other, other_text))
+    if same_name:
+        shown = "; ".join(t for _, t in same_name[:3])
+        more = f" (+{len(same_name) - 3} more)" if len(same_name) > 3 else ""
+        return Missing(
+            need,
+            text,
+            "signature",
+            f"it exports {qualified_name(text)} only with another signature: {shown}{more} (built against "
+            "another torch's headers?)",
+            torch.exporters(same_name[0][0])[0],
+        )
+    return Missing(
+        need, text, "absent", "it exports no symbol of that name (removed or renamed in this torch?)"
+    )
+
+
+def judge(needs: TorchNeeds, torch: TorchExports) -> TorchAbiResult:
+    """Conditions 5 and the judgement of the module docstring."""
+    needed: list[Needed] = []
+    others: list[Needed] = []
+    missing: list[Missing] = []
+    found = 0
+    twins = _Twins(torch)
+    for need in needs.symbols:
+        libs = torch.exporters(need.name) or None
+        if libs is None and not torch_owned(need.name):
+            others.append(need)
+            continue
+        needed.append(need)
+        if libs is None:
+            missing.append(_explain(need, torch, twins))
+            continue
+        reach = torch.closure(need.links)
+        if any(lib in reach for lib in libs):
+            found += 1
+            continue
+        missing.append(
+            Missing(
+                need,
+                demangle(need.name),
+                "unlinked",
+                f"only {', '.join(libs)} exports it, which {need.member} does not link (it links "
+                f"{', '.join(need.links)}): add -l{libs[0].removeprefix('lib').split('.so')[0]}",
+                libs[0],
+            )
+        )
+    return TorchAbiResult(torch, needs.linking, tuple(needed), found, tuple(missing), tuple(others))
+
+
+def needs_change(old: TorchNeeds, new: TorchNeeds) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The symbols needed from torch (by name: condition 5 without a torch) that ``new`` adds and
+    removes, demangled and sorted."""
+    before, after = old.by_name(), new.by_name()
+    return (
+        tuple(sorted(demangle(n) for n in after - before)),
+        tuple(sorted(demangle(n) for n in before - after)),
+    )
+
+
+def summary_line(result: TorchAbiResult) -> str:
+    """The report's line: what was checked against, and the counts."""
+    torch = result.torch
+    head = f"checked against {torch.label}"
+    if not result.linking:
+        return f"{head}: the wheel needs nothing from torch (no ELF member links a torch library)"
+    if not result.needed:
+        return f"{head}: {', '.join(result.linking)} link torch but need no symbol from it"
+    counts = f"{len(result.needed)} symbol(s) needed from torch, {result.found} exported"
+    if result.missing:
+        counts += f", {len(result.missing)} MISSING"
+        if result.abi_mismatch:
+            counts += " (a _GLIBCXX_USE_CXX11_ABI mismatch)"
+    if result.others:
+        counts += f"; {len(result.others)} left to the other libraries"
+    return f"{head}: {counts}"
+
+
+def names_of(needs: Sequence[Needed]) -> Mapping[str, str]:
+    """Mangled -> demangled, for listing."""
+    return {n.name: demangle(n.name) for n in needs}
