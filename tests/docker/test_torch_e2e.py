@@ -130,6 +130,30 @@ def test_the_wheel_passes_check_links_torch_and_hip_and_grafts_neither(built: di
     print(f"DT_NEEDED {list(elf.needed)}; code objects per arch {per_arch}")
 
 
+def test_the_symbols_it_needs_from_torch_are_the_runtime_images_torch(built: dict[str, Any]) -> None:
+    """The torch-abi rule against the torch the smoke image's Python finds (2.13.0+cpu): every symbol
+    the extension needs from libtorch_cpu/libc10 (TORCH_CHECK's torchCheckFail, c10::Device's
+    printer, at::empty_like, at::parallel_for's internals, the dispatcher's registration) is exported."""
+    proc = _buildkit(
+        "check",
+        str(built["wheel"]),
+        "--recipe",
+        str(RECIPE),
+        "--job",
+        JOB,
+        "--torch-abi",
+        built["runtime"],
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    m = re.search(
+        r"torch ABI: checked against torch 2\.13\.0\+cpu .*: (\d+) symbol\(s\) needed from torch, "
+        r"(\d+) exported",
+        proc.stdout,
+    )
+    assert m is not None and int(m[1]) == int(m[2]) >= 10, proc.stdout
+
+
 def test_smoke_runs_the_operator_in_the_torch_runtime_image(built: dict[str, Any]) -> None:
     proc = _buildkit("smoke", str(built["wheel"]), "--recipe", str(RECIPE), "--json", cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
