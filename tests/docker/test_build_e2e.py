@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from buildkit.docker_engine import RUN_LABEL
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.inspect import inspect_wheel
@@ -98,6 +99,14 @@ def _published(tmp: Path) -> list[Path]:
     """The wheels of --out that publish would consider (outside its dot-folders)."""
     dist = tmp / "dist"
     return [p for p in dist.rglob("*.whl") if not any(x.startswith(".") for x in p.relative_to(dist).parts)]
+
+
+def _run_containers(client: Any, pid: int) -> set[str]:
+    """The containers of the ``buildkit`` process ``pid``: its build label's value is its staging
+    folder's name, ``staging-<job>-<pid>-...`` (others' builds on a shared engine are not counted)."""
+    prefix = f"{RUN_LABEL}=staging-{JOB}-{pid}-"
+    listed = client.containers.list(all=True, filters={"label": RUN_LABEL}, ignore_removed=True)
+    return {c.name for c in listed if f"{RUN_LABEL}={c.labels.get(RUN_LABEL, '')}".startswith(prefix)}
 
 
 def _containers(client: Any) -> set[str]:
@@ -267,7 +276,6 @@ def test_interrupt_mid_build_leaves_nothing(
     recipe = _recipe(tmp_path, ROOT / "csrc")
     shutil.copytree(built["out"] / JOB, tmp_path / "dist" / JOB)
     previous = _tree(tmp_path / "dist")
-    before = _containers(docker_client)
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -286,11 +294,11 @@ def test_interrupt_mid_build_leaves_nothing(
         stderr=subprocess.STDOUT,
         text=True,
     )
-    # wait until cibuildwheel's container exists, then press Ctrl-C
+    # wait until cibuildwheel's container of this build exists, then press Ctrl-C
     deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and not (_containers(docker_client) - before):
+    while time.monotonic() < deadline and not _run_containers(docker_client, proc.pid):
         time.sleep(0.2)
-    assert _containers(docker_client) - before, "the build container never started"
+    assert _run_containers(docker_client, proc.pid), "the build container never started"
     proc.send_signal(signum)
     out, _ = proc.communicate(timeout=180)
     assert proc.returncode == 130, out
@@ -298,7 +306,7 @@ def test_interrupt_mid_build_leaves_nothing(
     assert _tree(tmp_path / "dist") == previous
     assert REMOVED not in out
     _no_debris(tmp_path)
-    assert _containers(docker_client) == before
+    assert _run_containers(docker_client, proc.pid) == set()  # every container of this build removed
     os.sync()
 
 
@@ -436,7 +444,15 @@ def test_engine_dying_mid_build_is_exit_8_naming_the_endpoint(
         assert not list((tmp_path / "dist").rglob("*.whl"))
         _no_debris(tmp_path)
     finally:
-        left = _containers(docker_client) - before
+        # this build's leftovers: new containers with this process's build label, or with none
+        # (another process's build on a shared engine is neither counted nor removed)
+        prefix = f"staging-{JOB}-{proc.pid}-"
+        left = set()
+        for name in _containers(docker_client) - before:
+            with contextlib.suppress(Exception):  # removed meanwhile by its owner
+                run_id = docker_client.containers.get(name).labels.get(RUN_LABEL)
+                if run_id is None or run_id.startswith(prefix):
+                    left.add(name)
         labelled = (
             {c.name for c in docker_client.containers.list(all=True, filters={"label": match.group(1)})}
             if match
