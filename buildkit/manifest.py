@@ -13,6 +13,8 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
      "network": bool (the recipe's: the build container had the network),
      "build_requirements": null (network: true) or {"python", "platforms", "requested": [...],
          "files": [{"name", "version", "file", "sha256"}], "sha256", "lock"},
+     "torch": null (no torch pin) or {"requirement": "torch==2.13.*", "index_url": str | null,
+         "version", "file", "sha256"} (the torch wheel built against, from the lock; null: none locked),
      "compiler_cache": {"hits", "misses", "hit_rate"} | null (no cache, or no statistics),
      "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]}}
 

@@ -12,7 +12,8 @@ three ways, and each is routed (:func:`environment`):
   next compiler of that name on PATH: the gcc-toolset's on manylinux, ``/usr/bin``'s on Debian;
 * **hipcc by full path** (``/usr/bin/hipcc``, ``$ROCM_PATH/bin/hipcc``): PATH cannot catch it, so
   hipcc's own hook runs its clang through ccache: Debian's hipcc (the Perl driver) honours
-  ``HIP_CLANG_LAUNCHER=ccache``; AMD's compiled hipcc does not, but runs ``$HIP_CLANG_PATH/clang++``,
+  ``HIP_CLANG_LAUNCHER=ccache`` from 5.7 (trixie; bookworm's 5.2 has no such hook, so HIP compiles
+  there are not cached); AMD's compiled hipcc does not, but runs ``$HIP_CLANG_PATH/clang++``,
   which on the manylinux image is a directory of wrappers (:data:`HIP_CLANG_WRAPPERS`, made by its
   Dockerfile) that ``exec ccache /opt/rocm/llvm/bin/clang++``. ccache 4 caches clang's HIP compiles
   (``-x hip --offload-arch=...``, device code and offload bundle included), hashing the compiler by
@@ -88,8 +89,8 @@ class Layout:
     launchers: bool
 
 
-#: Debian's ccache package links gcc, g++, cc, c++, x86_64-linux-gnu-* and clang(++)-17 in
-#: /usr/lib/ccache (the Dockerfile runs update-ccache-symlinks after installing every compiler)
+#: Debian's ccache package links gcc, g++, cc, c++, x86_64-linux-gnu-* and clang(++)-17 (bookworm:
+#: -15) in /usr/lib/ccache (the Dockerfiles run update-ccache-symlinks after installing every compiler)
 DEBIAN = Layout(
     "debian", ("/usr/lib/ccache",), MappingProxyType({"HIP_CLANG_LAUNCHER": "ccache"}), launchers=True
 )
@@ -101,7 +102,9 @@ EL = Layout(
 #: an image buildkit did not make: whichever masquerade directory it has
 ANY = Layout("any", ("/usr/lib/ccache", "/usr/lib64/ccache"), MappingProxyType({}), launchers=False)
 #: the layout of each profile's image (docker/profiles.toml); an image extended with packages keeps it
-LAYOUTS: Mapping[str, Layout] = MappingProxyType({"debian-rocm": DEBIAN, "manylinux_2_28-rocm": EL})
+LAYOUTS: Mapping[str, Layout] = MappingProxyType(
+    {"debian-rocm": DEBIAN, "debian-bookworm-rocm": DEBIAN, "manylinux_2_28-rocm": EL}
+)
 
 
 def layout(job: Job) -> Layout:

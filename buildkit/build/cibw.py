@@ -70,6 +70,8 @@ _UV_FRONTENDS = frozenset({"build[uv]", "uv"})
 #: in :data:`buildkit.recipe.RESERVED_ENV`); the compiler-cache routing a recipe sets is its own
 RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"}) | ccache.RECIPE_OVERRIDABLE
 CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
+#: the profiles whose HIP is Debian's, installed under /usr (ROCM_PATH=/usr)
+DEBIAN_PROFILES = frozenset({"debian-rocm", "debian-bookworm-rocm"})
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,9 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
     """
     env: dict[str, str] = {
         "HIP_PLATFORM": "amd",
-        "ROCM_PATH": job.env.get("ROCM_PATH", "/usr" if job.image_profile == "debian-rocm" else "/opt/rocm"),
+        "ROCM_PATH": job.env.get(
+            "ROCM_PATH", "/usr" if job.image_profile in DEBIAN_PROFILES else "/opt/rocm"
+        ),
         "PYTORCH_ROCM_ARCH": job.archs.pytorch_rocm_arch(),
         "GPU_ARCHS": job.archs.gpu_archs(),
         "SOURCE_DATE_EPOCH": str(settings.source_date_epoch),

@@ -495,6 +495,7 @@ def _record(
             "inputs_key": run.key,
             "network": recipe.network,
             "build_requirements": _lock_record(wheel, lock),
+            "torch": torch_record(job, lock),
             "compiler_cache": cache.to_json() if cache is not None else None,
             "regression": regression.to_json() if regression is not None else None,
             "verdict": gated.verdict,
@@ -524,6 +525,22 @@ def _lock_record(wheel: Path, lock: requirements.Lock | None) -> dict[str, Any] 
         return None
     path = atomic_write(manifest.lock_path(wheel), lock.render())
     return {**lock.to_json(), "lock": path.name}
+
+
+def torch_record(job: Job, lock: requirements.Lock | None) -> dict[str, Any] | None:
+    """The manifest's ``torch``: the job's pin and the torch wheel the extension was built against, by
+    file name and sha256, from the hermetic build's lock (``file``/``sha256`` null in a networked build,
+    which locks nothing, or when the build did not install torch); None without a torch pin."""
+    if job.torch_requirement is None:
+        return None
+    wheel = next((f for f in (lock.files if lock is not None else ()) if f.name == "torch"), None)
+    return {
+        "requirement": job.torch_requirement,
+        "index_url": job.torch_index_url,
+        "version": wheel.version if wheel is not None else None,
+        "file": wheel.file if wheel is not None else None,
+        "sha256": wheel.sha256 if wheel is not None else None,
+    }
 
 
 def _note_verdict(result: JobResult, gated: Gated) -> None:

@@ -252,9 +252,12 @@ class _Expansion:
             self.version_cache[key] = version
         return version
 
-    def index_url(self, rocm: str, pin_index: int, pin: TorchPin) -> str:
+    def index_url(self, rocm: str, pin_index: int, pin: TorchPin) -> str | None:
         """The torch index of ``pin`` for ``rocm``: the explicit one (noted when the data says it
-        serves another pair) or the one the data knows; none is a recipe error."""
+        serves another pair) or the one the data knows; none is a recipe error. None with
+        ``pip_config: true``: pip's configuration serves that torch."""
+        if pin.pip_config:
+            return None
         release = self.releases[rocm]
         index_url = pin.index_url or release.torch_index_for(pin.version)
         if index_url is None:

@@ -167,6 +167,9 @@ class TorchPin:
     version: str  # as written: "2.10" or "2.10.0"
     index_url: str | None
     python: SpecifierSet | None
+    #: ``pip_config: true``: no torch index of its own, pip's configuration (index-url,
+    #: extra-index-url, find-links) serves this torch (a CPU torch, a local wheelhouse)
+    pip_config: bool = False
 
     @property
     def series(self) -> str:
@@ -594,7 +597,17 @@ class _Builder:
                         ("torch", i, "python"),
                         hint='write e.g. ">=3.10,<3.15"',
                     ) from None
-            pin = TorchPin(version=t["version"], index_url=t.get("index_url"), python=spec)
+            pip_config = bool(t.get("pip_config", False))
+            if pip_config and "index_url" in t:
+                raise self.err(
+                    f"torch[{i}] sets both index_url and pip_config: true",
+                    ("torch", i, "pip_config"),
+                    hint="pip_config: true resolves torch with your pip configuration alone; "
+                    "remove it to use index_url, or remove index_url",
+                )
+            pin = TorchPin(
+                version=t["version"], index_url=t.get("index_url"), python=spec, pip_config=pip_config
+            )
             if pin.series in seen:
                 raise self.err(
                     f"torch {pin.series} is pinned twice (torch[{seen[pin.series]}] and torch[{i}])",

@@ -232,7 +232,7 @@ def test_toolchain_of_a_release_without_amd_data() -> None:
 
 def test_unknown_release_without_toolchain() -> None:
     with pytest.raises(rocm.UnknownRelease):
-        resolve(rocm="5.2", cli_archs="gfx90a", env=NO_ENV, enumerator=no_gpu)
+        resolve(rocm="5.1", cli_archs="gfx90a", env=NO_ENV, enumerator=no_gpu)
 
 
 def test_outputs() -> None:

@@ -78,7 +78,7 @@ def test_nothing_left_exits_4() -> None:
 def test_unknown_release_is_a_usage_error() -> None:
     out = run("archs", "--rocm", "4.0", "--archs", "gfx90a")
     assert out.returncode == 2
-    assert "no data for ROCm 4.0 (known releases: 5.7" in out.stderr
+    assert "no data for ROCm 4.0 (known releases: 5.2, 5.7" in out.stderr
 
 
 def test_rocm_is_required_without_recipe() -> None:

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 REPO_DOCKER = ROOT / "docker"
 
 #: the profiles as buildkit/image/__init__.py defined them in Python before they became data (and
-#: the package manager that installs a recipe's image.packages)
+#: the package manager that installs a recipe's image.packages), with the Python 3.11 builder and
+#: the torch runtime image of the torch reference recipe added since
 BEFORE = {
     "debian-rocm": Profile(
         name="debian-rocm",
@@ -24,6 +25,17 @@ BEFORE = {
         wheel_requirements=("debian-rocm.python.txt", "debian-rocm.tools.txt"),
         description="Debian trixie + Debian's hipcc (ROCm 5.7.1, clang 17): offline and CI builds",
         rocm_releases=("5.7",),
+        package_manager="apt",
+    ),
+    "debian-bookworm-rocm": Profile(
+        name="debian-bookworm-rocm",
+        dockerfile="debian-bookworm-rocm.Dockerfile",
+        context_files=("debian-rocm.python.txt", "debian-bookworm-rocm.tools.txt"),
+        wheel_requirements=("debian-rocm.python.txt", "debian-bookworm-rocm.tools.txt"),
+        wheel_python="3.11",
+        description="Debian bookworm + Python 3.11 + Debian's hipcc (ROCm 5.2.3, clang 15): torch extensions "
+        "(torch 2.13 for CPython 3.11)",
+        rocm_releases=("5.2",),
         package_manager="apt",
     ),
     "debian-runtime": Profile(
@@ -42,6 +54,16 @@ BEFORE = {
         description="pypa manylinux_2_28 + AMD's ROCm packages: production wheels",
         rocm_build_arg="ROCM_VERSION",
         package_manager="dnf",
+    ),
+    "debian-torch-runtime": Profile(
+        name="debian-torch-runtime",
+        dockerfile="debian-torch-runtime.Dockerfile",
+        context_files=("debian-torch-runtime.txt",),
+        wheel_requirements=("debian-torch-runtime.txt",),
+        wheel_python="3.11",
+        description="Debian bookworm + Python 3.11 + torch 2.13.0+cpu + Debian's HIP runtime: smoke tests of "
+        "torch extensions",
+        package_manager="apt",
     ),
 }
 

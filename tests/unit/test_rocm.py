@@ -34,7 +34,7 @@ def test_minimum_releases_of_the_known_facts() -> None:
     assert rocm.min_release_for("gfx950") == "7.0"
     assert rocm.min_release_for("gfx950:sramecc+") == "7.0"
     assert rocm.min_release_for("gfx942") == "6.0"
-    assert rocm.min_release_for("gfx908") == "5.7"
+    assert rocm.min_release_for("gfx908") == "5.2"  # the oldest release of the data (bookworm's)
     assert rocm.min_release_for("gfx1032") is None
     assert "gfx942" in rocm.get_release("5.7").withheld
     assert "gfx950" not in rocm.get_release("6.4").archs
