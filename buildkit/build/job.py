@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -292,8 +292,20 @@ def _run_job(run: _Run, log: TextIO) -> None:
         return
     lock = _wheelhouse(run, staged, log) if hermetic else None
     wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
-    gated, regression = _gate(run, wheel, config, log)
+    gated, regression = _gate(run, wheel, _against_locked_torch(config, lock, staged), log)
     _record(run, wheel, staged, epoch, gated, regression, lock)
+
+
+def _against_locked_torch(config: GateConfig, lock: requirements.Lock | None, staged: Path) -> GateConfig:
+    """A hermetic torch job's gate also runs the ``torch-abi`` rule, against the torch wheel of its
+    lock: the very file its build environment installed, still in the staged wheelhouse (read
+    streaming, its exports cached per sha256). A network build has no lock: ``check --torch-abi``."""
+    if config.torch_abi is not None or lock is None:
+        return config
+    torch = next((f for f in lock.files if f.name == "torch"), None)
+    if torch is None:
+        return config
+    return replace(config, torch_abi=str(staged / ".buildkit" / cibw.WHEELHOUSE_NAME / torch.file))
 
 
 def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:

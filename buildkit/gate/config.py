@@ -121,8 +121,7 @@ class GateConfig:
     required: tuple[Required, ...] = ()
     #: the torch the ``torch-abi`` rule checks the wheel's symbols against: a torch wheel's path, an
     #: installed torch folder or a runtime image (``check --torch-abi``); None: the rule does not run.
-    #: A job leaves it None until its build records the torch wheel it was built against
-    #: (:func:`buildkit.gate.torchabi.torch_wheel_for_job` resolves one from a wheelhouse)
+    #: ``build`` sets it for a hermetic torch job: the torch wheel of its lock, the one it built against
     torch_abi: str | None = None
 
     def __post_init__(self) -> None:

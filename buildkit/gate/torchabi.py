@@ -444,31 +444,6 @@ def load_torch_exports(
     return image_reader(text)
 
 
-def torch_wheel_for_job(
-    wheelhouse: Path, torch: str, python: str, platform: str | None = None
-) -> Path | None:
-    """The hook a job's gate resolves its torch wheel through: in ``wheelhouse`` (the folder of the
-    build's locked requirements), the newest ``torch-<torch>.*`` wheel for CPython tag ``python``
-    (``cp311``) and, when given, platform tag ``platform``; None when there is none. (The hermetic
-    build's lock records the torch wheel's file name and sha256; it will call this.)"""
-    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-    from packaging.version import Version
-
-    best: tuple[Version, Path] | None = None
-    for path in sorted(wheelhouse.glob("torch-*.whl")):
-        try:
-            name, version, _build, tags = parse_wheel_filename(path.name)
-        except InvalidWheelFilename:
-            continue
-        if name != "torch" or version.release[:2] != tuple(int(p) for p in torch.split(".")):
-            continue
-        if not any(t.interpreter == python and (platform is None or t.platform == platform) for t in tags):
-            continue
-        if best is None or version > best[0]:
-            best = (version, path)
-    return None if best is None else best[1]
-
-
 # --------------------------------------------------------------------------- what a wheel needs
 @dataclass(frozen=True)
 class Needed:

@@ -105,6 +105,22 @@ def test_the_build_installs_the_locked_torch_offline_and_records_it(built: dict[
     assert re.search(isolated, log)
 
 
+def test_the_builds_gate_checked_the_torch_abi_against_the_locked_torch(built: dict[str, Any]) -> None:
+    """``build`` gates a hermetic torch job with the torch-abi rule against the torch wheel of its
+    lock (the file its build environment installed): every symbol needed from torch is exported."""
+    log = built["log"].read_text(encoding="utf-8", errors="replace")
+    m = re.search(
+        r"torch ABI: checked against torch 2\.13\.0\+cpu "
+        r"\(torch-2\.13\.0\+cpu-cp311-cp311-manylinux_2_28_x86_64\.whl\): "
+        r"(\d+) symbol\(s\) needed from torch, (\d+) exported",
+        log,
+    )
+    assert m is not None and int(m[1]) == int(m[2]) >= 10, log[-6000:]
+    verdict = read_manifest(built["wheel"])["verdict"]
+    assert verdict["passed"] is True and not [f for f in verdict["findings"] if f["rule"] == "torch-abi"]
+    print(f"build gate: {m[1]} symbols needed from torch, {m[2]} exported by the locked torch")
+
+
 def test_the_wheel_passes_check_links_torch_and_hip_and_grafts_neither(built: dict[str, Any]) -> None:
     wheel: Path = built["wheel"]
     proc = _buildkit("check", str(wheel), "--recipe", str(RECIPE), "--job", JOB, "--json", cwd=ROOT)

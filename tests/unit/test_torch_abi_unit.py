@@ -28,7 +28,6 @@ from buildkit.gate.torchabi import (
     load_torch_exports,
     qualified_name,
     torch_owned,
-    torch_wheel_for_job,
 )
 from buildkit.image import torch as image_torch
 from buildkit.inspect.symtab import read_symbol_table, wheel_symbol_tables
@@ -118,21 +117,6 @@ def test_a_path_that_is_not_there_and_an_image_without_a_reader() -> None:
     seen = []
     load_torch_exports("rocm/vllm:latest", image_reader=lambda ref: seen.append(ref) or _exports())  # type: ignore[func-returns-value]
     assert seen == ["rocm/vllm:latest"]
-
-
-def test_the_job_hook_finds_the_torch_wheel_in_a_wheelhouse(tmp_path: Path) -> None:
-    for name in (
-        "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
-        "torch-2.13.1+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
-        "torch-2.13.1+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
-        "torch-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl",
-        "torchvision-0.28.0-cp311-cp311-manylinux_2_28_x86_64.whl",
-    ):
-        (tmp_path / name).touch()  # the hook reads file names only
-    got = torch_wheel_for_job(tmp_path, "2.13", "cp311")
-    assert got is not None and got.name == "torch-2.13.1+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
-    assert torch_wheel_for_job(tmp_path, "2.12", "cp311") is None
-    assert torch_wheel_for_job(tmp_path, "2.13", "cp311", "manylinux_2_34_x86_64") is None
 
 
 def test_the_flag_reaches_the_config_and_the_build_key_keeps_old_keys() -> None:

@@ -15,7 +15,8 @@ TORCH_ABI = Rule(
     ("error",),
     checks=(
         "With a torch to check against (`--torch-abi` a torch wheel, an installed torch folder or a "
-        "runtime image): every undefined, non-weak dynamic symbol of an ELF member linking a torch "
+        "runtime image; in `build`, the torch wheel of a hermetic torch job's lock): every undefined, "
+        "non-weak dynamic symbol of an ELF member linking a torch "
         "library that carries no version of another library, that no member of the wheel exports and "
         "that is torch's (exported by that torch, or named in `c10::`, `at::`, `torch::`, `caffe2::`) is "
         "exported by a torch library the member links (directly or through torch's own DT_NEEDED). "
