@@ -48,11 +48,15 @@ REFUSED_SUFFIX = ".refused.json"
 LOCK_SUFFIX = ".requirements.lock"
 
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+def sha256_file(path: Path, chunk: int = 4 << 20) -> str:
+    """The sha256 of a file's bytes, read unbuffered into one reused block (a 550 MB torch wheel
+    costs no allocation per block)."""
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
+    block = bytearray(chunk)
+    view = memoryview(block)
+    with path.open("rb", buffering=0) as fh:
+        while size := fh.readinto(block):
+            digest.update(view[:size])
     return digest.hexdigest()
 
 

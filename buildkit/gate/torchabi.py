@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from buildkit.errors import UsageError, WheelReadError
 from buildkit.fsutil import atomic_write
 from buildkit.gate.demangle import demangle
+from buildkit.manifest import sha256_file
 
 if TYPE_CHECKING:  # the inspection's types only: importing buildkit.inspect costs 0.2 s of start-up
     from buildkit.inspect.models import WheelReport
@@ -287,18 +288,6 @@ def _deserialise(data: bytes, source: str) -> TorchExports | None:
     )
 
 
-def _file_sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb", buffering=0) as handle:
-        block = bytearray(4 * 1024 * 1024)
-        view = memoryview(block)
-        while size := handle.readinto(block):
-            digest.update(view[:size])
-    return digest.hexdigest()
-
-
 def _stat_key(path: Path) -> str:
     """What a file is known by between two runs without hashing it: path, size, mtime, inode (as
     tests/corpus/fetch.py's sidecars and git's index trust them)."""
@@ -319,7 +308,7 @@ def _known_sha256(path: Path, where: Path) -> str:
             return known
     except OSError:
         pass
-    digest = _file_sha256(path)
+    digest = sha256_file(path)
     try:
         stat_file.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(stat_file, digest + "\n")

@@ -26,7 +26,7 @@ import functools
 import struct
 import sys
 from array import array
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 
 from buildkit.errors import WheelReadError
@@ -379,12 +379,22 @@ def resolve(
 def _version_needs(
     member: str, h: ElfHeader, table: DynamicTable, strings: _Strings, read: Read, size: int
 ) -> dict[str, set[str]]:
-    """Walk ``Elf_Verneed``/``Elf_Vernaux`` as glibc's ``_dl_check_map_versions`` does: follow
-    ``vn_next`` until it is 0 (at most DT_VERNEEDNUM entries), ``vna_next`` likewise."""
+    """Library -> the version names the object needs of it (:func:`version_need_entries`)."""
+    out: dict[str, set[str]] = {}
+    for library, auxes in version_need_entries(member, h, table, strings, read, size):
+        out.setdefault(library, set()).update(name for _other, name in auxes)
+    return out
+
+
+def version_need_entries(
+    member: str, h: ElfHeader, table: DynamicTable, strings: _Strings, read: Read, size: int
+) -> Iterator[tuple[str, list[tuple[int, str]]]]:
+    """Each ``Elf_Verneed`` as (``vn_file``, [(``vna_other``, ``vna_name``), ...]), walked as glibc's
+    ``_dl_check_map_versions`` does: follow ``vn_next`` until it is 0 (at most DT_VERNEEDNUM
+    entries), ``vna_next`` likewise, every entry bounds-checked against ``size``."""
     assert table.verneed is not None
     fmt_need = h.endian + "HHIII"
     fmt_aux = h.endian + "IHHII"
-    out: dict[str, set[str]] = {}
     at = table.verneed
     limit = table.verneednum if table.verneednum is not None else MAX_VERNEED_ENTRIES
     seen = 0
@@ -392,21 +402,21 @@ def _version_needs(
         if at + 16 > size:
             raise WheelReadError(f"{member}: malformed ELF: version-needs entry at {at} lies past the file")
         _version, cnt, vn_file, vn_aux, vn_next = struct.unpack(fmt_need, read(at, 16))
-        names = out.setdefault(strings.get(vn_file), set())
+        auxes: list[tuple[int, str]] = []
         aux = at + vn_aux
         for _ in range(cnt):
             seen += 1
             if seen > MAX_VERNEED_ENTRIES or aux + 16 > size:
                 raise WheelReadError(f"{member}: malformed ELF: version-needs table runs past the file")
-            _hash, _flags, _other, vna_name, vna_next = struct.unpack(fmt_aux, read(aux, 16))
-            names.add(strings.get(vna_name))
+            _hash, _flags, other, vna_name, vna_next = struct.unpack(fmt_aux, read(aux, 16))
+            auxes.append((other, strings.get(vna_name)))
             if vna_next == 0:
                 break
             aux += vna_next
+        yield strings.get(vn_file), auxes
         if vn_next == 0:
             break
         at += vn_next
-    return out
 
 
 def symbol_count(member: str, h: ElfHeader, table: DynamicTable, read: Read, size: int) -> int:

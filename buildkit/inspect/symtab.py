@@ -44,6 +44,7 @@ from buildkit.inspect import loader
 from buildkit.inspect.limits import Limits
 from buildkit.inspect.loader import ELF_MAGIC, ElfHeader, Read
 from buildkit.inspect.sparse import MissingRange, SparseBuffer
+from buildkit.manifest import sha256_file
 
 __all__ = ["Imported", "SymbolTable", "WheelSymbols", "read_symbol_table", "wheel_symbol_tables"]
 
@@ -154,32 +155,14 @@ def _version_indices(
     member: str, h: ElfHeader, table: loader.DynamicTable, strings: _Strings, read: Read, size: int
 ) -> dict[int, tuple[str, str]]:
     """``vna_other`` (the index ``.gnu.version`` entries use) -> (``vn_file``, ``vna_name``), walked
-    as :func:`buildkit.inspect.loader._version_needs` walks it (the same bounds)."""
-    out: dict[int, tuple[str, str]] = {}
+    by :func:`buildkit.inspect.loader.version_need_entries` (the loader's bounds)."""
     if table.verneed is None:
-        return out
-    at = table.verneed
-    limit = table.verneednum if table.verneednum is not None else loader.MAX_VERNEED_ENTRIES
-    seen = 0
-    for _ in range(min(limit, loader.MAX_VERNEED_ENTRIES)):
-        if at + 16 > size:
-            raise WheelReadError(f"{member}: malformed ELF: version-needs entry at {at} lies past the file")
-        _version, cnt, vn_file, vn_aux, vn_next = struct.unpack(h.endian + "HHIII", read(at, 16))
-        library = strings.get(vn_file)
-        aux = at + vn_aux
-        for _ in range(cnt):
-            seen += 1
-            if seen > loader.MAX_VERNEED_ENTRIES or aux + 16 > size:
-                raise WheelReadError(f"{member}: malformed ELF: version-needs table runs past the file")
-            _hash, _flags, other, vna_name, vna_next = struct.unpack(h.endian + "IHHII", read(aux, 16))
-            out[other] = (library, strings.get(vna_name))
-            if vna_next == 0:
-                break
-            aux += vna_next
-        if vn_next == 0:
-            break
-        at += vn_next
-    return out
+        return {}
+    return {
+        other: (library, name)
+        for library, auxes in loader.version_need_entries(member, h, table, strings, read, size)
+        for other, name in auxes
+    }
 
 
 def _decode(
@@ -389,18 +372,6 @@ class WheelSymbols:
     texts: dict[str, bytes] = field(default_factory=dict)  # the small members asked for, whole
 
 
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb", buffering=0) as handle:
-        block = bytearray(4 * 1024 * 1024)
-        view = memoryview(block)
-        while size := handle.readinto(block):
-            digest.update(view[:size])
-    return digest.hexdigest()
-
-
 def wheel_symbol_tables(
     path: str | os.PathLike[str],
     select: Callable[[str], bool],
@@ -466,7 +437,7 @@ def wheel_symbol_tables(
 
         count = workers or reader.default_workers()
         with ThreadPoolExecutor(max_workers=count + (1 if sha256 else 0)) as pool:
-            digest = pool.submit(_sha256, wheel) if sha256 else None
+            digest = pool.submit(sha256_file, wheel) if sha256 else None
             tables = [t for t in pool.map(one, chosen) if t is not None]
             hexdigest = digest.result() if digest is not None else None
     return WheelSymbols(

@@ -52,6 +52,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from buildkit import __version__
+from buildkit.manifest import sha256_file
 
 #: a download larger than this is refused (by Content-Length before, by counting while reading)
 MAX_DOWNLOAD_BYTES = 2 * 2**30
@@ -104,14 +105,6 @@ def cache_root() -> Path:
     """``$XDG_CACHE_HOME/rocm-buildkit/sources`` (default ``~/.cache``)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "rocm-buildkit" / "sources"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def cached(sha256: str, echo: Echo | None = None) -> Path | None:

@@ -20,6 +20,9 @@ Environment:
 ``MAX_JOBS``
     parallel compile jobs (default: ``build_ext -j`` or the CPU count).
 
+``requested_archs`` and ``hip_compiler`` are those of ``csrc/hipbuild.py`` (refkernels): each
+distribution is built from its own source tree (its sdist), so neither can import the other's.
+
 A compiler cache is the environment's business (rocm-buildkit puts ccache's masquerade directory
 first on PATH and sets ``HIP_CLANG_LAUNCHER``). Reproducibility: ``-ffile-prefix-map`` for the project;
 torch's headers are included through a link in the build folder (``build/temp.*/torch-include``), since

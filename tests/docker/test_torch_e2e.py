@@ -147,28 +147,27 @@ def test_the_wheel_passes_check_links_torch_and_hip_and_grafts_neither(built: di
     print(f"DT_NEEDED {list(elf.needed)}; code objects per arch {per_arch}")
 
 
+def _torch_abi_counts(wheel: Path, torch: str, checked: str) -> tuple[int, int]:
+    """``check --recipe --job --torch-abi TORCH`` of the torch wheel: it passes, and its ``torch ABI:``
+    line (``checked``: the torch it names, a regex) gives (needed from torch, exported)."""
+    proc = _buildkit(
+        "check", str(wheel), "--recipe", str(RECIPE), "--job", JOB, "--torch-abi", torch, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    m = re.search(
+        rf"torch ABI: checked against torch {checked}: (\d+) symbol\(s\) needed from torch, (\d+) exported",
+        proc.stdout,
+    )
+    assert m is not None, proc.stdout
+    return int(m[1]), int(m[2])
+
+
 def test_the_symbols_it_needs_from_torch_are_the_runtime_images_torch(built: dict[str, Any]) -> None:
     """The torch-abi rule against the torch the smoke image's Python finds (2.13.0+cpu): every symbol
     the extension needs from libtorch_cpu/libc10 (TORCH_CHECK's torchCheckFail, c10::Device's
     printer, at::empty_like, at::parallel_for's internals, the dispatcher's registration) is exported."""
-    proc = _buildkit(
-        "check",
-        str(built["wheel"]),
-        "--recipe",
-        str(RECIPE),
-        "--job",
-        JOB,
-        "--torch-abi",
-        built["runtime"],
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    m = re.search(
-        r"torch ABI: checked against torch 2\.13\.0\+cpu .*: (\d+) symbol\(s\) needed from torch, "
-        r"(\d+) exported",
-        proc.stdout,
-    )
-    assert m is not None and int(m[1]) == int(m[2]) >= 10, proc.stdout
+    needed, exported = _torch_abi_counts(built["wheel"], built["runtime"], r"2\.13\.0\+cpu .*")
+    assert needed == exported >= 10
 
 
 def test_the_wheel_against_another_torch_2_14_1(built: dict[str, Any]) -> None:
@@ -177,26 +176,10 @@ def test_the_wheel_against_another_torch_2_14_1(built: dict[str, Any]) -> None:
     torch are exported by 2.14.1 too (the failing cases, a torch that lacks one, are
     tests/integration/test_torch_abi.py's); its METADATA still admits only torch 2.13.*."""
     other = torch_wheel(TORCH_2_14_1)
-    proc = _buildkit(
-        "check",
-        str(built["wheel"]),
-        "--recipe",
-        str(RECIPE),
-        "--job",
-        JOB,
-        "--torch-abi",
-        str(other),
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    m = re.search(
-        r"torch ABI: checked against torch 2\.14\.1\+cu130 "
-        r"\(torch-2\.14\.1-cp311-cp311-manylinux_2_28_x86_64\.whl\): "
-        r"(\d+) symbol\(s\) needed from torch, (\d+) exported",
-        proc.stdout,
-    )
-    assert m is not None and int(m[1]) == int(m[2]) >= 10, proc.stdout
-    print(f"against torch 2.14.1+cu130: {m[1]} needed, {m[2]} exported, 0 missing")
+    checked = r"2\.14\.1\+cu130 \(torch-2\.14\.1-cp311-cp311-manylinux_2_28_x86_64\.whl\)"
+    needed, exported = _torch_abi_counts(built["wheel"], str(other), checked)
+    assert needed == exported >= 10
+    print(f"against torch 2.14.1+cu130: {needed} needed, {exported} exported, 0 missing")
 
 
 def test_smoke_runs_the_operator_in_the_torch_runtime_image(built: dict[str, Any]) -> None:
