@@ -77,17 +77,21 @@ class TorchEvidence:
         return f"{self.file}:{self.line}: {self.text}"
 
 
-def extra_requires(job: Job, project_requires: Sequence[str] = ()) -> list[Extra]:
+def extra_requires(
+    job: Job, project_requires: Sequence[str] = (), env: dict[str, str] | None = None
+) -> list[Extra]:
     """The requirements added to the job's build environment: its torch pin (unless the project
-    lists torch itself: the pin then constrains that one through PIP_CONSTRAINT), then the recipe's
-    ``build_requires``."""
+    lists torch itself for the job, its marker true in ``env``, the job's marker environment: the pin
+    then constrains that one through PIP_CONSTRAINT), then the recipe's ``build_requires``."""
     extras: list[Extra] = []
     listed = set()
     for text in project_requires:
         try:
-            listed.add(canonicalize_name(Requirement(text).name))
+            req = Requirement(text)
         except InvalidRequirement:
             continue
+        if req.marker is None or env is None or req.marker.evaluate(env):
+            listed.add(canonicalize_name(req.name))
     if job.torch_requirement and "torch" not in listed:
         why = "the recipe's torch pin (a torch job builds against its torch)"
         extras.append(Extra(job.torch_requirement, why))

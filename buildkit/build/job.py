@@ -292,15 +292,18 @@ def _run_job(run: _Run, log: TextIO) -> None:
         return
     lock = _wheelhouse(run, staged, log) if hermetic else None
     wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
-    gated, regression = _gate(run, wheel, _against_locked_torch(config, lock, staged), log)
+    gated, regression = _gate(run, wheel, _against_locked_torch(config, run.job, lock, staged), log)
     _record(run, wheel, staged, epoch, gated, regression, lock)
 
 
-def _against_locked_torch(config: GateConfig, lock: requirements.Lock | None, staged: Path) -> GateConfig:
+def _against_locked_torch(
+    config: GateConfig, job: Job, lock: requirements.Lock | None, staged: Path
+) -> GateConfig:
     """A hermetic torch job's gate also runs the ``torch-abi`` rule, against the torch wheel of its
     lock: the very file its build environment installed, still in the staged wheelhouse (read
-    streaming, its exports cached per sha256). A network build has no lock: ``check --torch-abi``."""
-    if config.torch_abi is not None or lock is None:
+    streaming, its exports cached per sha256). A network build has no lock: ``check --torch-abi``.
+    A wheel reused as up to date is gated again without it (its manifest has the build's verdict)."""
+    if config.torch_abi is not None or lock is None or job.torch_requirement is None:
         return config
     torch = next((f for f in lock.files if f.name == "torch"), None)
     if torch is None:
@@ -353,7 +356,8 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
         # the torch pin and build_requires join [build-system] requires (after the resolution,
         # which lists them with their own origins)
         _, data = buildsystem.read_pyproject(staged)
-        extras = buildsystem.extra_requires(run.job, buildsystem.project_requires(data))
+        env = requirements.marker_environment(run.job)
+        extras = buildsystem.extra_requires(run.job, buildsystem.project_requires(data), env)
         if buildsystem.add_build_requires(staged, extras):
             log.write("added to [build-system] requires: " + ", ".join(e.requirement for e in extras) + "\n")
     cibw_options = cibw.cibuildwheel_options(run.job, settings)

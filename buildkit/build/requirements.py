@@ -394,7 +394,7 @@ def requested(recipe: Recipe, job: Job, source: Path, *, isolation: bool = True)
         (("torch", i, "version") for i, t in enumerate(recipe.torch) if t.requirement == pin),
         None,
     )
-    for extra in buildsystem.extra_requires(job, [str(r) for r in requires]):
+    for extra in buildsystem.extra_requires(job, [str(r) for r in requires], env):
         at = torch_at if extra.index is None else ("build_requires", extra.index)
         added = _requirement(extra.requirement, extra.origin, env, recipe, at)
         if added is not None:

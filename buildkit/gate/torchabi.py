@@ -312,9 +312,21 @@ def _known_sha256(path: Path, where: Path) -> str:
     try:
         stat_file.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(stat_file, digest + "\n")
+        _prune(stat_file.parent, keep=STAT_ENTRIES)
     except OSError:
         pass
     return digest
+
+
+#: remembered (path, size, mtime, inode) -> sha256 entries: a build's staged wheelhouse is a new path
+#: every time, so the oldest are dropped beyond this many
+STAT_ENTRIES = 256
+
+
+def _prune(folder: Path, *, keep: int) -> None:
+    entries = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime_ns)
+    for old in entries[: max(0, len(entries) - keep)]:
+        old.unlink(missing_ok=True)
 
 
 def torch_wheel_exports(path: Path, *, cache: Path | None = None, use_cache: bool = True) -> TorchExports:

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from buildkit.build import buildsystem, cibw
+from buildkit.build.requirements import marker_environment
 from buildkit.errors import BuildFailed, RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
@@ -46,6 +47,11 @@ def test_a_torch_job_gets_its_pin_unless_the_project_lists_torch() -> None:
     extras = buildsystem.extra_requires(job, ["setuptools>=77", "ninja"])
     assert [(e.requirement, e.index) for e in extras] == [("torch==2.10.*", None)]
     assert buildsystem.extra_requires(job, ["setuptools", "torch>=2"]) == []
+    # a torch the project lists only for another platform is not the job's: the pin is still added
+    env = marker_environment(job)
+    other = ["setuptools", "torch>=2; platform_machine == 'aarch64'"]
+    assert [e.requirement for e in buildsystem.extra_requires(job, other, env)] == ["torch==2.10.*"]
+    assert buildsystem.extra_requires(job, ["torch>=2; platform_machine == 'x86_64'"], env) == []
 
 
 def test_build_requires_follow_the_torch_pin(tmp_path: Path) -> None:

@@ -224,3 +224,30 @@ def test_image_reader_over_a_stand_in_container(tmp_path: Path) -> None:
         == read_symbol_table("x", lambda: lib.open("rb"), lib.stat().st_size).exported
     )
     assert image_torch.locate_command()[0] == "sh"
+
+
+def test_remembered_hashes_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build's staged wheelhouse is a new path each time: the stat/ memory keeps the newest
+    STAT_ENTRIES, and a remembered file is not hashed again."""
+    import os
+
+    from buildkit.gate import torchabi
+
+    stat = tmp_path / "stat"
+    stat.mkdir()
+    for i in range(torchabi.STAT_ENTRIES + 40):
+        entry = stat / f"{i:064x}"
+        entry.write_text("0" * 64 + "\n")
+        os.utime(entry, ns=(i * 10**9, i * 10**9))
+    wheel = tmp_path / "torch-0-py3-none-any.whl"
+    wheel.write_bytes(b"not a wheel, only bytes to hash")
+    digest = torchabi._known_sha256(wheel, tmp_path)
+    kept = sorted(p.name for p in stat.iterdir())
+    assert len(kept) == torchabi.STAT_ENTRIES
+    assert f"{0:064x}" not in kept and torchabi._stat_key(wheel) in kept  # the oldest went, the new one stays
+
+    def no_hashing(path: Path) -> str:
+        raise AssertionError(f"{path} hashed again")
+
+    monkeypatch.setattr(torchabi, "sha256_file", no_hashing)
+    assert torchabi._known_sha256(wheel, tmp_path) == digest
