@@ -36,7 +36,7 @@ scans it before the hash table has given its size).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
@@ -161,14 +161,8 @@ class _Pass:
         return (self.view is not None and self.view.links_hip_runtime) or self.scanner.found_bundle
 
     def run(self, stream: IO[bytes]) -> None:
-        offset = 0
         previous: tuple[int, bytes] = (0, b"")
-        while offset < self.size:
-            chunk = stream.read(min(self.limits.chunk_size, self.size - offset))
-            if not chunk:
-                raise WheelReadError(
-                    f"{self.member}: member ends at {offset} bytes, its header says {self.size}"
-                )
+        for offset, chunk in member_chunks(self.member, stream, self.size, self.limits.chunk_size):
             self.bytes_read += len(chunk)
             self.buf.feed(offset, chunk)
             if self.undefined is not None:
@@ -183,7 +177,6 @@ class _Pass:
             if self.scan_from is not None:
                 self.scanner.feed(offset, chunk)
             previous = (offset, chunk)
-            offset += len(chunk)
         self.scanner.finish()
         self.complete = True
 
@@ -622,6 +615,18 @@ def read_elf_member(
         elf_info, code_object, findings = outcome
         return ElfResult(elf_info, code_object, findings, bytes_read, passes, p.complete)
     raise AssertionError("unreachable: the last pass either parses or raises")
+
+
+def member_chunks(member: str, stream: IO[bytes], size: int, chunk_size: int) -> Iterator[tuple[int, bytes]]:
+    """``(offset, chunk)`` of a member's ``size`` bytes read from ``stream`` in ``chunk_size``
+    pieces; a member that ends early is a WheelReadError naming where."""
+    offset = 0
+    while offset < size:
+        chunk = stream.read(min(chunk_size, size - offset))
+        if not chunk:
+            raise WheelReadError(f"{member}: member ends at {offset} bytes, its header says {size}")
+        yield offset, chunk
+        offset += len(chunk)
 
 
 def _drain(member: str, stream: IO[bytes], left: int, chunk_size: int) -> int:

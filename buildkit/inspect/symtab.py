@@ -37,10 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-
 from buildkit.errors import WheelReadError
 from buildkit.inspect import loader
+from buildkit.inspect.elf import member_chunks
 from buildkit.inspect.limits import Limits
 from buildkit.inspect.loader import ELF_MAGIC, ElfHeader, Read
 from buildkit.inspect.sparse import MissingRange, SparseBuffer
@@ -237,13 +236,7 @@ class _Pass:
         self._reach_planned = False
 
     def run(self, stream: IO[bytes]) -> bool:
-        offset = 0
-        while offset < self.size:
-            chunk = stream.read(min(self.limits.chunk_size, self.size - offset))
-            if not chunk:
-                raise WheelReadError(
-                    f"{self.member}: member ends at {offset} bytes, its header says {self.size}"
-                )
+        for offset, chunk in member_chunks(self.member, stream, self.size, self.limits.chunk_size):
             self.bytes_read += len(chunk)
             self.buf.feed(offset, chunk)
             if offset + len(chunk) >= self._waiting:
@@ -251,8 +244,7 @@ class _Pass:
                     return True
                 if self.behind:
                     return False
-            offset += len(chunk)
-        if not self._attempt(offset, b"") and not self.behind:
+        if not self._attempt(self.size, b"") and not self.behind:
             raise WheelReadError(
                 f"{self.member}: malformed ELF: its dynamic tables lie past the end of the file"
             )
@@ -392,13 +384,7 @@ def wheel_symbol_tables(
     from buildkit.inspect.zipstream import open_member, sniff
 
     limits = limits or Limits()
-    wheel = Path(path)
-    if not wheel.is_file():
-        raise WheelReadError(f"{wheel}: no such file")
-    try:
-        name, version, _build, _tags = parse_wheel_filename(wheel.name)
-    except InvalidWheelFilename as err:
-        raise WheelReadError(f"{wheel.name}: not a wheel file name: {err}") from None
+    wheel, (name, version, _build, _tags) = reader.wheel_file(path)
     with contextlib.ExitStack() as stack:
         stack.enter_context(reader._naming(wheel))
         zf = stack.enter_context(reader._open_zip(wheel))

@@ -53,7 +53,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.tags import Tag
+from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, parse_wheel_filename
+from packaging.version import Version
 
 from buildkit.errors import WheelReadError
 from buildkit.inspect.elf import ELF_MAGIC, read_elf_member
@@ -419,6 +421,20 @@ def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
         zf.close()
 
 
+def wheel_file(
+    path: str | os.PathLike[str],
+) -> tuple[Path, tuple[NormalizedName, Version, BuildTag, frozenset[Tag]]]:
+    """``path`` as a Path and its parsed file name (name, version, build, tags); a missing file or
+    a name that is no wheel's is a WheelReadError."""
+    wheel = Path(path)
+    if not wheel.is_file():
+        raise WheelReadError(f"{wheel}: no such file")
+    try:
+        return wheel, parse_wheel_filename(wheel.name)
+    except InvalidWheelFilename as err:
+        raise WheelReadError(f"{wheel.name}: not a wheel file name: {err}") from None
+
+
 def inspect_wheel(
     path: str | os.PathLike[str],
     *,
@@ -438,13 +454,7 @@ def inspect_wheel(
     :func:`~buildkit.inspect.symbols.default_symbols_of_interest`: auditwheel's blacklists and
     ``PyFPE_*``)."""
     limits = limits or Limits()
-    wheel = Path(path)
-    if not wheel.is_file():
-        raise WheelReadError(f"{wheel}: no such file")
-    try:
-        name, version, build, tags = parse_wheel_filename(wheel.name)
-    except InvalidWheelFilename as err:
-        raise WheelReadError(f"{wheel.name}: not a wheel file name: {err}") from None
+    wheel, (name, version, build, tags) = wheel_file(path)
     workers = workers or default_workers()
     with contextlib.ExitStack() as stack:
         stack.enter_context(_naming(wheel))
