@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,12 +18,15 @@ from buildkit.cli.options import exclude_options
 from buildkit.errors import GateFailed, WheelReadError
 from buildkit.gate.check import GateFlags, check_wheels, gate_config
 from buildkit.gate.report import render_all, to_json
-from buildkit.gate.torchabi import TorchExports, exports_from_tables
+
+if TYPE_CHECKING:
+    from buildkit.gate.torchabi import TorchExports
 
 
 def torch_from_image(image: str) -> TorchExports:
     """``--torch-abi IMAGE``: the exports of the torch installed in a runtime image."""
     # the Docker SDK only for an image: a check against a torch wheel never loads it
+    from buildkit.gate.torchabi import exports_from_tables
     from buildkit.image.torch import image_torch
 
     found = image_torch(image)

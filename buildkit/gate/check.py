@@ -28,14 +28,6 @@ from buildkit.errors import ArchError, UsageError, WheelReadError
 from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, Required, rocm_pin
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import ReadFailure
-from buildkit.gate.torchabi import (
-    ImageReader,
-    TorchAbiResult,
-    TorchExports,
-    judge,
-    load_torch_exports,
-    wheel_torch_needs,
-)
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.inspect.models import WheelReport
@@ -44,6 +36,9 @@ from buildkit.targets import parse_target_id, split_arch_list
 from buildkit.units import parse_size
 
 if TYPE_CHECKING:
+    # the torch-abi reader (demangler, symbol tables, export cache) loads only when a torch is asked
+    # for: a plain check does not pay for its import
+    from buildkit.gate.torchabi import ImageReader, TorchAbiResult, TorchExports
     from buildkit.plan.from_image import CeilingsReader
     from buildkit.plan.models import Job
     from buildkit.recipe import Recipe
@@ -209,6 +204,8 @@ def gate_config(
 def torch_abi_for(wheel: Path, report: WheelReport, torch: TorchExports) -> TorchAbiResult:
     """``wheel`` (inspected as ``report``) judged against ``torch``: what it needs from torch
     (:func:`~buildkit.gate.torchabi.wheel_torch_needs`, streamed) and what that torch exports."""
+    from buildkit.gate.torchabi import judge, wheel_torch_needs
+
     return judge(wheel_torch_needs(wheel, report, extra_torch=torch.names()), torch)
 
 
@@ -225,6 +222,8 @@ def check_wheels(
     them already; ``image_reader`` reads an image's, :func:`~buildkit.gate.torchabi.load_torch_exports`)
     and every wheel is judged against them by the ``torch-abi`` rule."""
     if torch is None and config.torch_abi:
+        from buildkit.gate.torchabi import load_torch_exports
+
         torch = load_torch_exports(config.torch_abi, image_reader=image_reader)
     verdicts: list[Verdict] = []
     failures: list[ReadFailure] = []

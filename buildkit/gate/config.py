@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from buildkit import rocm as rocmdata  # its release data loads only when a pin asks for it
 from buildkit.errors import UsageError
 from buildkit.gate.findings import Waiver
 from buildkit.policy import (
@@ -14,7 +15,6 @@ from buildkit.policy import (
     split_policy_name,
     version_tuple,
 )
-from buildkit.rocm import expected_sonames, get_release, get_toolchain
 from buildkit.units import MiB
 
 if TYPE_CHECKING:
@@ -32,15 +32,15 @@ def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
     packaging, ``debian-trixie``), its SONAMEs and its release. An unknown release is
     :class:`~buildkit.rocm.UnknownRelease` (exit 2), an unknown toolchain UnknownToolchain (exit 2)."""
     if toolchain is not None:
-        chain = get_toolchain(toolchain)
+        chain = rocmdata.get_toolchain(toolchain)
         return {
             "rocm": chain.rocm,
             "toolchain": chain.id,
-            "rocm_sonames": expected_sonames(chain.rocm, toolchain=chain.id),
+            "rocm_sonames": rocmdata.expected_sonames(chain.rocm, toolchain=chain.id),
         }
     assert rocm is not None
-    version = get_release(rocm).version
-    return {"rocm": version, "toolchain": None, "rocm_sonames": expected_sonames(version)}
+    version = rocmdata.get_release(rocm).version
+    return {"rocm": version, "toolchain": None, "rocm_sonames": rocmdata.expected_sonames(version)}
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ class GateConfig:
             "archs": tuple(str(t) for t in job.archs.kept),
             "torch": job.torch,
             "rocm": job.rocm,
-            "rocm_sonames": expected_sonames(job.rocm, toolchain=job.toolchain),
+            "rocm_sonames": rocmdata.expected_sonames(job.rocm, toolchain=job.toolchain),
             "toolchain": job.toolchain,
             "identity": JobIdentity.of(job),
         }

@@ -47,13 +47,17 @@ gate fails them; the armv7l hard-float/EABI check is not made.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from buildkit.gate.config import GateConfig
 from buildkit.gate.facts import gather
 from buildkit.gate.rules import AFTER_GATE, run, waive
 from buildkit.gate.rules.abi import abi_policies
-from buildkit.gate.torchabi import TorchAbiResult
 from buildkit.gate.verdict import Integrity, Verdict
 from buildkit.inspect.models import WheelReport
+
+if TYPE_CHECKING:
+    from buildkit.gate.torchabi import TorchAbiResult
 
 
 def evaluate(report: WheelReport, config: GateConfig, *, torch_abi: TorchAbiResult | None = None) -> Verdict:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.loading import Resolution, resolve_libraries
-from buildkit.gate.torchabi import TorchAbiResult
 from buildkit.gate.verdict import GfxObject, LibraryStatus, LibraryUse, SymbolMax
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
 from buildkit.policy import (
@@ -36,6 +36,9 @@ from buildkit.policy import (
     symbol_version_key,
     verdict_policies,
 )
+
+if TYPE_CHECKING:
+    from buildkit.gate.torchabi import TorchAbiResult
 
 # (ELF machine as the inspection names it, ELF class) -> (wheel-tag architecture, byte order), as
 # auditwheel's lddtree._get_platform maps them; EM_PPC64 is decided by the byte order (elf_arch)

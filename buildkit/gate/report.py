@@ -33,14 +33,15 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from buildkit.gate.demangle import demangle
 from buildkit.gate.findings import Finding
-from buildkit.gate.torchabi import TorchAbiResult, summary_line
 from buildkit.gate.verdict import GfxObject, Verdict
 from buildkit.rocm import processor_sort_key
 from buildkit.units import format_size
+
+if TYPE_CHECKING:  # the torch-abi reader and the demangler load only for a torch-abi report
+    from buildkit.gate.torchabi import TorchAbiResult
 
 SCHEMA_ID = "rocm-buildkit/check-report"
 SCHEMA_VERSION = 1
@@ -186,6 +187,9 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
 def _torch_abi_lines(result: TorchAbiResult, *, verbose: bool) -> list[str]:
     """The ``torch ABI:`` line (what was checked against, the counts); with ``verbose``, every symbol
     needed from torch and every one left to the other libraries, demangled."""
+    from buildkit.gate.demangle import demangle
+    from buildkit.gate.torchabi import summary_line
+
     lines = [f"  torch ABI: {summary_line(result)}"]
     if verbose:
         missing = {m.symbol for m in result.missing}

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.findings import Finding
-from buildkit.gate.torchabi import TorchAbiResult
 from buildkit.policy import (
     CEILING_PREFIXES,
     Libc,
     Policy,
     verdict_policies,
 )
+
+if TYPE_CHECKING:
+    from buildkit.gate.torchabi import TorchAbiResult
 
 LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
 

@@ -4,12 +4,17 @@ member to :mod:`buildkit.inspect.elf` in a thread pool.
 Reading: :mod:`zipfile` parses the central directory once; members are then read through one shared
 descriptor with ``os.pread`` and inflated by ISA-L when installed (:mod:`~buildkit.inspect.zipstream`),
 ``default_workers()`` at a time, while a separate thread computes the wheel's sha256 (hashlib releases
-the GIL). Members are streamed only as far as the parse needs (see :mod:`~buildkit.inspect.elf`):
-the zip CRC of a member is checked whenever it is read to its end, which every member up to
-``Limits.whole_member_bytes`` and every HIP object is; ``Limits(verify_members=True)`` reads them all.
+the GIL); a wheel under ``THREADED_BYTES`` (8 MiB, file or members) is read on the caller's thread
+alone, where starting threads would cost more than they save. Members are streamed only as far as the
+parse needs (see :mod:`~buildkit.inspect.elf`): the zip CRC of a member is checked whenever it is read
+to its end, which every member up to ``Limits.whole_member_bytes`` and every HIP object is;
+``Limits(verify_members=True)`` reads them all.
 ``verify_record=True`` (the default) also reads every member to its end, hashing it in the algorithm
 RECORD names (:class:`~buildkit.inspect.zipstream.DigestStream`; the gate compares, see
 :mod:`buildkit.gate.rules.integrity`): ELF members are parsed exactly as without it, the rest is only hashed.
+A member of at most 1 MiB compressed and 4 MiB inflated is then read whole, with one ``pread`` and one
+inflate (:func:`~buildkit.inspect.zipstream.read_whole`, the same checks as a stream read to its end), and
+parsed from memory when it is ELF: a wheel of thousands of small files costs a call per file, not a stream.
 
 Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 6):
 
@@ -32,8 +37,9 @@ Memory: each worker holds at most one member's kept ranges (``head_bytes + tail_
 table + ``PT_DYNAMIC`` with up to ``dynamic_reach`` before it + the dynamic string table + bundle-header
 windows, or in a second pass the exact ranges, capped at ``max_second_pass_bytes``) plus two
 ``chunk_size`` buffers and 8 bytes per undefined, non-weak ``.dynsym`` entry (the table is scanned,
-not kept); the sha256 thread one 4 MiB block. With the defaults and 2 workers that is about
-35 MiB above the interpreter, whatever the wheel's size. Nothing is written to disk.
+not kept), or one small member read whole (at most 1 MiB + 4 MiB); the sha256 thread one 4 MiB
+block. With the defaults and 2 workers that is about 35 MiB above the interpreter, whatever the
+wheel's size. Nothing is written to disk.
 """
 
 from __future__ import annotations
@@ -48,7 +54,6 @@ import threading
 import zipfile
 import zlib
 from collections.abc import Collection, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -69,7 +74,14 @@ from buildkit.inspect.models import (
     RecordEntry,
     WheelReport,
 )
-from buildkit.inspect.zipstream import DigestStream, open_member, record_hash, sniff
+from buildkit.inspect.zipstream import (
+    DigestStream,
+    open_member,
+    read_whole,
+    record_hash,
+    sniff,
+    whole_readable,
+)
 
 _READ_ERRORS = (
     zipfile.BadZipFile,
@@ -193,6 +205,8 @@ class _Reader:
     def _member(self, info: zipfile.ZipInfo) -> _MemberResult:
         name = info.filename
         algorithm = self.algorithms.get(name)
+        if algorithm is not None and whole_readable(info):
+            return self._whole(info, algorithm)
         head = sniff(self.fd, info, self.fallback, size=HEAD_SHOWN)
         if head[: len(ELF_MAGIC)] != ELF_MAGIC:
             findings: tuple[Oddity, ...] = ()
@@ -234,6 +248,38 @@ class _Reader:
             raise WheelReadError(f"{name}: not read to its end, cannot verify its RECORD hash")
         return _MemberResult(result.elf, result.code_object, result.findings, stat, digest)
 
+    def _whole(self, info: zipfile.ZipInfo, algorithm: str) -> _MemberResult:
+        """A small member to be hashed anyway: read whole at once (one ``pread``, one inflate), hashed,
+        and parsed from memory when it is ELF."""
+        name = info.filename
+        data = read_whole(self.fd, info, inflater=self.inflater)
+        digest = record_hash(algorithm, hashlib.new(algorithm, data).digest())
+        if data[: len(ELF_MAGIC)] != ELF_MAGIC:
+            kind = "not-elf-library" if _looks_like_library(name) else "other"
+            findings: tuple[Oddity, ...] = ()
+            if kind == "not-elf-library":
+                head = data[:HEAD_SHOWN]
+                findings = (
+                    Oddity(
+                        "not-elf-library",
+                        name,
+                        f"{name} is named like a shared library but is not ELF (starts with {head!r})",
+                    ),
+                )
+            stat = MemberStat(name, info.compress_size, info.file_size, info.file_size, 1, kind)
+            return _MemberResult(None, None, findings, stat, digest)
+        result = read_elf_member(
+            name,
+            lambda: io.BytesIO(data),
+            info.file_size,
+            self.limits,
+            read_to_end=True,
+            symbols=self.symbols,
+        )
+        kind = "amdgpu" if result.code_object is not None else "elf"
+        stat = MemberStat(name, info.compress_size, info.file_size, info.file_size, result.passes, kind)
+        return _MemberResult(result.elf, result.code_object, result.findings, stat, digest)
+
     def _digest(self, info: zipfile.ZipInfo, algorithm: str) -> str:
         """Stream a whole member through ``algorithm`` (its CRC is checked on the way)."""
         with DigestStream(self.open(info), algorithm, info.file_size) as stream:
@@ -245,15 +291,26 @@ class _Reader:
         return digest
 
 
+#: below this size a wheel is read on the calling thread alone: starting threads costs more than they
+#: save on a few MiB (and a small wheel is most of PyPI)
+THREADED_BYTES = 8 * MiB
+
+
 class _Sha256(threading.Thread):
     """The wheel's sha256, computed on its own thread while the members are inspected (hashlib
-    releases the GIL on large blocks)."""
+    releases the GIL on large blocks); a small wheel's on the caller's thread (``threaded=False``:
+    :meth:`result` computes it)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, threaded: bool = True) -> None:
         super().__init__(name="wheel-sha256", daemon=True)
         self.path = path
+        self.threaded = threaded
         self.digest: str | None = None
         self.error: OSError | None = None
+
+    def begin(self) -> None:
+        if self.threaded:
+            self.start()
 
     def run(self) -> None:
         digest = hashlib.sha256()
@@ -269,7 +326,10 @@ class _Sha256(threading.Thread):
         self.digest = digest.hexdigest()
 
     def result(self) -> str:
-        self.join()
+        if self.threaded:
+            self.join()
+        else:
+            self.run()
         if self.digest is None:
             raise WheelReadError(f"{self.path.name}: cannot read the file: {self.error}")
         return self.digest
@@ -463,8 +523,9 @@ def inspect_wheel(
         _check_names(infos)
         total = _check_sizes(zf, infos, limits)
         dist_info = _dist_info(infos)
-        sha256 = _Sha256(wheel)
-        sha256.start()
+        size = wheel.stat().st_size
+        sha256 = _Sha256(wheel, threaded=size >= THREADED_BYTES)
+        sha256.begin()
         by_name = {i.filename: i for i in infos}
         wheel_headers = _headers(_read_small(zf, by_name[f"{dist_info}/WHEEL"]), f"{dist_info}/WHEEL")
         metadata_info = by_name.get(f"{dist_info}/METADATA")
@@ -483,11 +544,14 @@ def inspect_wheel(
             raise WheelReadError(f"{wheel.name}: cannot open: {err}") from None
         stack.callback(os.close, fd)
         reader = _Reader(fd, zf, limits, inflater, algorithms, symbols)
-        if workers == 1:
+        batches = _batches(files)
+        if workers == 1 or len(batches) == 1 or total < THREADED_BYTES:
             results = reader.members(files)
         else:
+            from concurrent.futures import ThreadPoolExecutor  # a small wheel never needs it
+
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = [r for batch in pool.map(reader.members, _batches(files)) for r in batch]
+                results = [r for batch in pool.map(reader.members, batches) for r in batch]
         digest = sha256.result()
     wheel_tags = tuple(v.strip() for k, v in wheel_headers if k.lower() == "tag")
     hashes = {r.stat.name: r.hash for r in results}
@@ -505,7 +569,7 @@ def inspect_wheel(
     return WheelReport(
         path=str(wheel),
         filename=wheel.name,
-        size=wheel.stat().st_size,
+        size=size,
         sha256=digest,
         name=str(name),
         version=str(version),

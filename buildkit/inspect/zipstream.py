@@ -207,6 +207,62 @@ class DigestStream(io.RawIOBase):
         return record_hash(self.algorithm, self._hash.digest()) if self.position == self._size else None
 
 
+#: members up to this many compressed bytes (and 4x that inflated) are read by :func:`read_whole`
+WHOLE_READ_BYTES = 1024 * 1024
+
+
+def read_whole(fd: int, info: zipfile.ZipInfo, *, inflater: str | None = None) -> bytes:
+    """All of a small stored or deflated member (see :data:`WHOLE_READ_BYTES`) with one ``pread`` and
+    one inflate: what a wheel with thousands of small files costs when every member is hashed.
+    Checked as :class:`MemberStream` checks a member read to its end: the local header's signature
+    and name, the declared size as a hard bound on what is inflated, the size and CRC-32."""
+    name = info.filename
+    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    name_len = len(info.orig_filename.encode(encoding, "replace"))
+    start = _LOCAL_HEADER.size + name_len
+    # the local extra field usually repeats the central one: one read covers header, name and data
+    raw = os.pread(fd, start + len(info.extra) + info.compress_size, info.header_offset)
+    if len(raw) < _LOCAL_HEADER.size:
+        raise WheelReadError(f"{name}: local header lies past the end of the file")
+    fields = _LOCAL_HEADER.unpack_from(raw)
+    if fields[0] != _LOCAL_SIGNATURE:
+        raise WheelReadError(f"{name}: bad local header signature {fields[0]!r}")
+    raw_name = raw[_LOCAL_HEADER.size : _LOCAL_HEADER.size + fields[-2]]
+    if raw_name.decode(encoding, "replace") != info.orig_filename:
+        raise WheelReadError(f"{name}: the local header names {raw_name!r}")
+    begin = _LOCAL_HEADER.size + fields[-2] + fields[-1]
+    data = raw[begin : begin + info.compress_size]
+    if len(data) < info.compress_size:  # a longer local extra than the central one: read the rest
+        data += os.pread(fd, info.compress_size - len(data), info.header_offset + begin + len(data))
+    if len(data) < info.compress_size:
+        raise WheelReadError(f"{name}: compressed data ends early (the file is truncated)")
+    if info.compress_type == zipfile.ZIP_DEFLATED:
+        module = _inflate_module(inflater)
+        try:  # max_length: never more than the declared size, whatever the data would expand to
+            out: bytes = module.decompressobj(-15).decompress(data, info.file_size)
+        except module.error as err:
+            raise WheelReadError(f"{name}: corrupt deflate data: {err}") from None
+    elif info.compress_size != info.file_size:
+        raise WheelReadError(f"{name}: stored member sizes differ ({info.compress_size} vs {info.file_size})")
+    else:
+        out = data
+    if len(out) != info.file_size:
+        raise WheelReadError(f"{name}: data ends after {len(out)} bytes, the zip says {info.file_size}")
+    crc = _crc32(out)
+    if crc != info.CRC:
+        raise WheelReadError(f"{name}: bad CRC-32 ({crc:08x}, the zip says {info.CRC:08x})")
+    return out
+
+
+def whole_readable(info: zipfile.ZipInfo) -> bool:
+    """Whether :func:`read_whole` serves ``info`` (small, stored or deflated)."""
+    return (
+        info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+        and info.compress_size <= WHOLE_READ_BYTES
+        and info.file_size <= 4 * WHOLE_READ_BYTES
+    )
+
+
 def sniff(fd: int, info: zipfile.ZipInfo, fallback: zipfile.ZipFile | None = None, size: int = 4) -> bytes:
     """The first ``size`` bytes of a member, usually with a single ``pread`` (local header, name and
     the first compressed bytes at once): how every member is told ELF or not."""

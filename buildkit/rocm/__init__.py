@@ -4,19 +4,39 @@ The facts live in the YAML files beside this module (``releases.yaml``, ``librar
 ``toolchains.yaml``, ``targets.yaml``), each row with its ``source``. This module only loads,
 checks and indexes them; see the header of ``releases.yaml`` for what "supported targets" means
 (``official`` vs ``library_targets`` vs the derived ``archs``).
+
+The records and their loaders are :mod:`buildkit.rocm.data`, imported on first use (PEP 562
+``__getattr__``): a ``buildkit check`` without a ROCm pin or toolchain never builds them. The target-ID
+helpers the gate's report sorts with are defined here.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import functools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:
+    from buildkit.rocm.data import (
+        LibrarySet,
+        RocmRelease,
+        RuntimeLibrary,
+        Toolchain,
+        TorchIndex,
+        UnknownRelease,
+        UnknownToolchain,
+        exclude_globs,
+        expected_sonames,
+        feature_processors,
+        get_release,
+        get_toolchain,
+        library_sets,
+        min_release_for,
+        releases,
+        toolchains,
+        version_key,
+    )
 
-from buildkit.errors import UsageError
+_SUBMODULES = frozenset({"data", "install"})
 
 __all__ = [
     "LibrarySet",
@@ -41,289 +61,9 @@ __all__ = [
 ]
 
 
-class UnknownRelease(UsageError):
-    """A ROCm release (or library set) rocm-buildkit has no data for."""
-
-
-class UnknownToolchain(UsageError):
-    """A toolchain id that is not in ``toolchains.yaml``."""
-
-
-@dataclass(frozen=True)
-class TorchIndex:
-    url: str
-    torch: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RuntimeLibrary:
-    name: str
-    component: str
-    glob: str
-    source: str
-    soname_major: Mapping[str, int] = field(default_factory=dict)
-    since: str | None = None
-    note: str | None = None
-    unverified: str | None = None
-
-    def major_for(self, rocm: str) -> int | None:
-        """SONAME major for release ``rocm`` ("6.4"), or None when not confirmed."""
-        major = rocm.split(".")[0]
-        if rocm in self.soname_major:
-            return self.soname_major[rocm]
-        return self.soname_major.get(major)
-
-    def shipped_in(self, rocm: str) -> bool:
-        return self.since is None or version_key(rocm) >= version_key(self.since)
-
-
-@dataclass(frozen=True)
-class LibrarySet:
-    name: str
-    description: str
-    libraries: tuple[RuntimeLibrary, ...]
-
-
-@dataclass(frozen=True)
-class RocmRelease:
-    version: str
-    patches: tuple[str, ...]
-    llvm: str
-    official: tuple[str, ...]
-    official_source: str
-    library_targets: tuple[str, ...]
-    library_source: str
-    withheld: Mapping[str, str]
-    archs: tuple[str, ...]
-    torch_indexes: tuple[TorchIndex, ...]
-    amd_torch: tuple[str, ...]
-    torch_source: str
-    notes: tuple[str, ...] = ()
-    unverified: tuple[str, ...] = ()
-
-    @property
-    def torch_index(self) -> str | None:
-        """The newest download.pytorch.org index built against this release, if any."""
-        return self.torch_indexes[-1].url if self.torch_indexes else None
-
-    @property
-    def torch_versions(self) -> tuple[str, ...]:
-        """Torch minor versions published on download.pytorch.org for this release."""
-        seen: dict[str, None] = {}
-        for index in self.torch_indexes:
-            for version in index.torch:
-                seen[version] = None
-        return tuple(seen)
-
-    @property
-    def arch_min_release(self) -> dict[str, str]:
-        """For each arch of this release, the first release that supports it."""
-        return {arch: min_release_for(arch) or self.version for arch in self.archs}
-
-    def torch_index_for(self, torch: str) -> str | None:
-        """The index serving torch ``torch`` ("2.9" or "2.9.1") for this release, if known."""
-        minor = ".".join(torch.split(".")[:2])
-        for index in reversed(self.torch_indexes):
-            if minor in index.torch:
-                return index.url
-        return None
-
-    @property
-    def runtime_libraries(self) -> tuple[str, ...]:
-        """Exclude globs of the ``rocm`` set for this release."""
-        return tuple(exclude_globs(["rocm"], self.version))
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "patches": list(self.patches),
-            "llvm": self.llvm,
-            "archs": list(self.archs),
-            "arch_min_release": self.arch_min_release,
-            "official": list(self.official),
-            "official_source": self.official_source,
-            "library_targets": list(self.library_targets),
-            "library_source": self.library_source,
-            "withheld": dict(self.withheld),
-            "runtime_libraries": [
-                {
-                    "name": lib.name,
-                    "glob": lib.glob,
-                    "soname": _soname(lib, self.version),
-                    "source": lib.source,
-                }
-                for lib in _libraries_for(["rocm"], self.version)
-            ],
-            "torch": {
-                "pytorch_org": [{"index": i.url, "torch": list(i.torch)} for i in self.torch_indexes],
-                "amd": list(self.amd_torch),
-                "source": self.torch_source,
-            },
-            "notes": list(self.notes),
-            "unverified": list(self.unverified),
-        }
-
-
-@dataclass(frozen=True)
-class Toolchain:
-    id: str
-    description: str
-    rocm: str
-    hipcc: str
-    llvm: str
-    archs: tuple[str, ...]
-    source: str
-    note: str | None = None
-    #: library name -> the SONAME it has in this packaging ("libhipblas" -> "libhipblas.so.0")
-    sonames: Mapping[str, str] = field(default_factory=dict)
-    sonames_source: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "description": self.description,
-            "rocm": self.rocm,
-            "hipcc": self.hipcc,
-            "llvm": self.llvm,
-            "archs": list(self.archs),
-            "source": self.source,
-            "note": self.note,
-            "sonames": dict(self.sonames),
-            "sonames_source": self.sonames_source,
-        }
-
-
-# --------------------------------------------------------------------------- loading
-
-
-def _load(name: str) -> Any:
-    from importlib import resources  # the data files, read when first asked for (start-up time)
-
-    import yaml  # only when the data is first asked for: `check` without --rocm never needs it
-
-    text = resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
-    return yaml.safe_load(text)
-
-
 def processor_of(target_id: str) -> str:
     """``gfx90a:xnack-`` -> ``gfx90a``."""
     return target_id.split(":", 1)[0]
-
-
-def version_key(version: str) -> Version:
-    """Comparable form of a release version ("6.4" < "7.0")."""
-    return Version(version)
-
-
-def _texts(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        return (value,)
-    return tuple(str(v) for v in value)
-
-
-def _release(row: Mapping[str, Any]) -> RocmRelease:
-    version = str(row["version"])
-    official = tuple(str(a) for a in row["official"])
-    library_targets = tuple(str(a) for a in row["library_targets"])
-    withheld = {str(k): str(v) for k, v in (row.get("withheld") or {}).items()}
-    candidates = dict.fromkeys([*official, *(processor_of(t) for t in library_targets)])
-    archs = tuple(sorted((a for a in candidates if a not in withheld), key=processor_sort_key))
-    torch = row["torch"]
-    indexes = tuple(
-        TorchIndex(url=str(i["index"]), torch=tuple(str(t) for t in i["torch"]))
-        for i in torch.get("pytorch_org") or ()
-    )
-    unverified = _texts(row.get("unverified")) + _texts(torch.get("unverified"))
-    for arch in official:
-        if arch in withheld:
-            raise ValueError(f"releases.yaml {version}: {arch} is both official and withheld")
-    for name in ("official_source", "library_source"):
-        if not row.get(name):
-            raise ValueError(f"releases.yaml {version}: missing {name}")
-    if not torch.get("source"):
-        raise ValueError(f"releases.yaml {version}: torch rows need a source")
-    return RocmRelease(
-        version=version,
-        patches=_texts(row.get("patches")),
-        llvm=str(row["llvm"]),
-        official=official,
-        official_source=str(row["official_source"]),
-        library_targets=library_targets,
-        library_source=str(row["library_source"]),
-        withheld=withheld,
-        archs=archs,
-        torch_indexes=indexes,
-        amd_torch=tuple(str(t) for t in torch.get("amd") or ()),
-        torch_source=str(torch["source"]),
-        notes=_texts(row.get("notes")),
-        unverified=unverified,
-    )
-
-
-@functools.cache
-def _releases() -> tuple[RocmRelease, ...]:
-    rows = _load("releases.yaml")["releases"]
-    found = tuple(_release(row) for row in rows)
-    return tuple(sorted(found, key=lambda r: version_key(r.version)))
-
-
-@functools.cache
-def _library_sets() -> dict[str, LibrarySet]:
-    data = _load("libraries.yaml")["sets"]
-    sets: dict[str, LibrarySet] = {}
-    for name, body in data.items():
-        libs = []
-        for row in body["libraries"]:
-            glob = str(row["glob"])
-            if not glob.endswith(".so*"):
-                raise ValueError(f"libraries.yaml {row['name']}: glob {glob!r} must end in '.so*'")
-            if not row.get("source"):
-                raise ValueError(f"libraries.yaml {row['name']}: missing source")
-            libs.append(
-                RuntimeLibrary(
-                    name=str(row["name"]),
-                    component=str(row["component"]),
-                    glob=glob,
-                    source=str(row["source"]),
-                    soname_major={str(k): int(v) for k, v in (row.get("soname_major") or {}).items()},
-                    since=str(row["since"]) if row.get("since") else None,
-                    note=row.get("note"),
-                    unverified=row.get("unverified"),
-                )
-            )
-        sets[str(name)] = LibrarySet(str(name), str(body["description"]).strip(), tuple(libs))
-    return sets
-
-
-@functools.cache
-def _toolchains() -> tuple[Toolchain, ...]:
-    rows = _load("toolchains.yaml")["toolchains"]
-    return tuple(
-        Toolchain(
-            id=str(r["id"]),
-            description=str(r["description"]),
-            rocm=str(r["rocm"]),
-            hipcc=str(r["hipcc"]),
-            llvm=str(r["llvm"]),
-            archs=tuple(str(a) for a in r["archs"]),
-            source=str(r["source"]),
-            note=r.get("note"),
-            sonames={str(k): str(v) for k, v in (r.get("sonames") or {}).items()},
-            sonames_source=r.get("sonames_source"),
-        )
-        for r in rows
-    )
-
-
-@functools.cache
-def _features() -> dict[str, frozenset[str]]:
-    data = _load("targets.yaml")["features"]
-    return {str(k): frozenset(str(p) for p in v["processors"]) for k, v in data.items()}
-
-
-# --------------------------------------------------------------------------- queries
 
 
 def processor_sort_key(target_id: str) -> tuple[int, int, int, str]:
@@ -348,105 +88,14 @@ def processor_sort_key(target_id: str) -> tuple[int, int, int, str]:
     return (major, minor, stepping, target_id)
 
 
-def releases() -> list[RocmRelease]:
-    """All known releases, oldest first."""
-    return list(_releases())
-
-
-def get_release(version: str) -> RocmRelease:
-    """The release ``version`` ("6.4", "6.4.1", "rocm6.4"); raises :class:`UnknownRelease`."""
-    text = str(version).strip().removeprefix("rocm").removeprefix("ROCm").strip()
-    known = ", ".join(r.version for r in _releases())
+def __getattr__(name: str) -> Any:
+    """Everything else :mod:`buildkit.rocm` offers comes from :mod:`buildkit.rocm.data` (loaded now)."""
+    if name.startswith("__") or name in _SUBMODULES:  # dunders, and what the import system probes for
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    data = importlib.import_module("buildkit.rocm.data")
     try:
-        parsed = Version(text)
-    except InvalidVersion:
-        raise UnknownRelease(f"{version!r} is not a ROCm version (known releases: {known})") from None
-    minor = f"{parsed.major}.{parsed.minor}"
-    for release in _releases():
-        if release.version == minor:
-            return release
-    raise UnknownRelease(f"no data for ROCm {version} (known releases: {known})")
-
-
-def min_release_for(arch: str) -> str | None:
-    """The first known release whose ``archs`` contain ``arch``'s processor, or None."""
-    name = processor_of(arch)
-    for release in _releases():
-        if name in release.archs:
-            return release.version
-    return None
-
-
-def library_sets() -> dict[str, LibrarySet]:
-    return dict(_library_sets())
-
-
-def _libraries_for(sets: Sequence[str], rocm: str | None) -> list[RuntimeLibrary]:
-    known = _library_sets()
-    if rocm is not None:
-        rocm = get_release(rocm).version
-    out: list[RuntimeLibrary] = []
-    for name in sets:
-        if name not in known:
-            raise UnknownRelease(
-                f"unknown runtime-library set {name!r} (known sets: {', '.join(sorted(known))})"
-            )
-        for lib in known[name].libraries:
-            if rocm is None or lib.shipped_in(rocm):
-                out.append(lib)
-    return out
-
-
-def exclude_globs(sets: Sequence[str], rocm: str | None = None) -> list[str]:
-    """Named sets (``rocm``, ``rocm-system``, ``torch``) as fnmatch globs over SONAMEs.
-
-    Each glob matches the unversioned and every versioned SONAME (``librocblas.so*`` matches
-    ``librocblas.so.5``). With ``rocm``, libraries the release does not ship are left out.
-    Order follows the data files; duplicates are removed.
-    """
-    return list(dict.fromkeys(lib.glob for lib in _libraries_for(sets, rocm)))
-
-
-def _soname(lib: RuntimeLibrary, rocm: str) -> str | None:
-    major = lib.major_for(rocm)
-    if major is None or "*" in lib.name:
-        return None
-    return f"{lib.name}.so.{major}"
-
-
-def expected_sonames(
-    rocm: str, sets: Sequence[str] = ("rocm",), toolchain: str | None = None
-) -> dict[str, str]:
-    """Library name -> the SONAME release ``rocm`` ships (only where the major is confirmed); with a
-    ``toolchain`` (a distribution's packaging, toolchains.yaml), the SONAMEs of that packaging."""
-    if toolchain is not None:
-        return dict(get_toolchain(toolchain).sonames)
-    release = get_release(rocm)
-    out: dict[str, str] = {}
-    for lib in _libraries_for(sets, release.version):
-        soname = _soname(lib, release.version)
-        if soname is not None:
-            out[lib.name] = soname
-    return out
-
-
-def matches(soname: str, globs: Sequence[str]) -> bool:
-    """True when ``soname`` matches one of ``globs`` (case-sensitive, like the dynamic linker)."""
-    return any(fnmatch.fnmatchcase(soname, g) for g in globs)
-
-
-def toolchains() -> list[Toolchain]:
-    return list(_toolchains())
-
-
-def get_toolchain(toolchain_id: str) -> Toolchain:
-    for toolchain in _toolchains():
-        if toolchain.id == toolchain_id:
-            return toolchain
-    known = ", ".join(t.id for t in _toolchains())
-    raise UnknownToolchain(f"unknown toolchain {toolchain_id!r} (known toolchains: {known})")
-
-
-def feature_processors() -> dict[str, frozenset[str]]:
-    """Target-ID feature ("xnack", "sramecc") -> processors that accept it."""
-    return dict(_features())
+        value = getattr(data, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
