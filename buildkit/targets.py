@@ -14,7 +14,6 @@ to what the processor accepts (``buildkit/rocm/targets.yaml``) and put in alphab
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from dataclasses import dataclass
@@ -107,6 +106,8 @@ def processor_suggestions(name: str) -> list[str]:
     """Up to three known processors spelled like ``name`` (difflib), the ones some ROCm release
     supports first: ``gfx905`` -> ``["gfx950", "gfx90a", "gfx908"]``."""
     supported = sorted({a for release in rocmdata.releases() for a in release.archs})
+    import difflib  # only for a misspelt target: not on every check's start-up
+
     close = difflib.get_close_matches(name, supported, n=3, cutoff=0.6)
     return close or difflib.get_close_matches(name, sorted(known_processors()), n=3, cutoff=0.6)
 

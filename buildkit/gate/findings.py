@@ -86,6 +86,8 @@ class Waiver:
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing a rule found in a wheel: which rule, how bad, what, and where (member, library, symbol)."""
+
     rule: str  # "ceiling", "platform-tag", "external-library", "gfx-arch", "size", "record", "rpath", ...
     severity: Severity
     message: str

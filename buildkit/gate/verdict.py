@@ -33,6 +33,8 @@ class SymbolMax:
 
 @dataclass(frozen=True)
 class LibraryUse:
+    """One needed library and how the wheel gets it (whitelisted, grafted, excluded or external)."""
+
     library: str
     status: LibraryStatus
     needed_by: tuple[str, ...]
@@ -41,6 +43,8 @@ class LibraryUse:
 
 @dataclass(frozen=True)
 class GfxObject:
+    """A member carrying GPU code (an offload bundle or a bare code object) and its gfx targets."""
+
     file: str
     kind: Literal["bundle", "code-object"]
     targets: tuple[str, ...]
@@ -66,6 +70,8 @@ class Integrity:
 
 @dataclass(frozen=True)
 class Verdict:
+    """The gate's judgement of one wheel: its tags and policies, libraries, gfx code and findings."""
+
     wheel: str
     size: int
     sha256: str

@@ -38,7 +38,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, cast
+from typing import IO, Any, NamedTuple, cast
 
 from elftools.common.exceptions import ELFError
 
@@ -67,8 +67,9 @@ _HIP_MARKERS = (b"libamdhip64", loader.HIP_REGISTER[1:])
 _LOADER, _SECTIONS = "loader", "sections"
 
 
-@dataclass(frozen=True)
-class ElfResult:
+class ElfResult(NamedTuple):
+    """One ELF member read: its loader facts or code object, odd findings, and what reading it cost."""
+
     elf: ElfInfo | None
     code_object: CodeObject | None
     findings: tuple[Oddity, ...]

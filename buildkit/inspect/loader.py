@@ -27,7 +27,7 @@ import struct
 import sys
 from array import array
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from buildkit.errors import WheelReadError
 from buildkit.inspect.sparse import MissingRange
@@ -96,8 +96,9 @@ class Unmappable(Exception):
     section headers, as pyelftools and auditwheel would read them)."""
 
 
-@dataclass(frozen=True)
-class ElfHeader:
+class ElfHeader(NamedTuple):
+    """The ELF file header fields the loader route needs (class, byte order, machine, tables)."""
+
     elf64: bool
     endian: str
     machine: int
@@ -129,8 +130,9 @@ class ElfHeader:
         return str(self.machine) if name is None else name.removeprefix("EM_").lower()
 
 
-@dataclass(frozen=True)
-class Segment:
+class Segment(NamedTuple):
+    """One program header: its type, where its bytes are in the file and where they load."""
+
     type: int
     offset: int
     vaddr: int
@@ -138,8 +140,7 @@ class Segment:
     align: int = 0
 
 
-@dataclass(frozen=True)
-class DynamicTable:
+class DynamicTable(NamedTuple):
     """``PT_DYNAMIC`` decoded: string offsets into the string table, and file offsets (already mapped
     through the segments) of the string table and of the version-needs table."""
 
@@ -169,8 +170,9 @@ class DynamicTable:
         return out
 
 
-@dataclass(frozen=True)
-class LoaderView:
+class LoaderView(NamedTuple):
+    """What the dynamic loader reads of an ELF: needed libraries, SONAME, search paths, version needs."""
+
     needed: tuple[str, ...]
     soname: str | None
     rpath: tuple[str, ...]

@@ -19,7 +19,7 @@ from __future__ import annotations
 import io
 import struct
 import zlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from buildkit.inspect.codeobject import target_id_from_header
 from buildkit.inspect.limits import Limits
@@ -54,15 +54,15 @@ class NeedMore(Exception):
         self.size = size
 
 
-@dataclass(frozen=True)
-class RawEntry:
+class RawEntry(NamedTuple):
+    """One entry of a clang offload bundle: where its code object sits and its entry id."""
+
     offset: int
     size: int
     entry_id: str
 
 
-@dataclass(frozen=True)
-class ParsedBundle:
+class ParsedBundle(NamedTuple):
     """One bundle as read from its header. ``extent`` is how many bytes of the section it occupies
     (``None`` for a CCOB v1, which does not say)."""
 

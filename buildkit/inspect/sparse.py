@@ -25,6 +25,8 @@ class MissingRange(Exception):
 
 @dataclass
 class _Window:
+    """One kept range of a member: bytes ``start`` to ``end`` (exclusive), as far as received."""
+
     start: int
     end: int
     data: bytearray = field(default_factory=bytearray)

@@ -54,9 +54,8 @@ import threading
 import zipfile
 import zlib
 from collections.abc import Collection, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 
 from packaging.tags import Tag
 from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, parse_wheel_filename
@@ -158,8 +157,9 @@ def _check_sizes(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: Limi
     return total
 
 
-@dataclass(frozen=True)
-class _MemberResult:
+class _MemberResult(NamedTuple):
+    """What one member gave: its ELF facts or code object, findings, read statistics and digest."""
+
     elf: ElfInfo | None
     code_object: CodeObject | None
     findings: tuple[Oddity, ...]

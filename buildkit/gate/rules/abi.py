@@ -110,6 +110,8 @@ class AbiPolicies:
 
 @dataclass(frozen=True)
 class AbiVerdict:
+    """The ABI rules' findings and the policies they judged the wheel against."""
+
     findings: tuple[Finding, ...]
     policies: AbiPolicies
 
