@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -77,6 +77,7 @@ def split_symbol_version(symbol_version: str) -> tuple[str, str]:
     return prefix, version
 
 
+@lru_cache(maxsize=4096)  # a wheel names a few dozen versions thousands of times (scipy: 4,600 calls)
 def version_tuple(version: str) -> tuple[int, ...] | None:
     """``"3.4.29"`` -> ``(3, 4, 29)``; ``None`` when it is not a dotted number (``TM_1``, ``PRIVATE``)."""
     if not _VERSION_RE.match(version):
@@ -95,6 +96,7 @@ def tighten(base: Mapping[str, str], *others: Mapping[str, str]) -> dict[str, st
     return out
 
 
+@lru_cache(maxsize=4096)
 def symbol_version_key(symbol_version: str) -> tuple[int, ...] | None:
     """Sort key of a full symbol version (``"GLIBC_2.34"`` -> ``(2, 34)``), ``None`` if not numeric."""
     return version_tuple(split_symbol_version(symbol_version)[1])
