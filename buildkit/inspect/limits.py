@@ -32,6 +32,8 @@ class Limits:
       larger ones stop once the loader's data is read, unless they are HIP host objects.
     - ``verify_members``: read every ELF member to its end, so every zip CRC is checked (slower: it
       gives up the early stop).
+    - ``threaded_bytes``: a wheel whose file and members are both under this size is read on the
+      caller's thread alone (starting threads costs more than they save on a few MiB).
     """
 
     max_member_size: int = 2 * GiB
@@ -49,3 +51,4 @@ class Limits:
     dynamic_reach: int = 4 * MiB
     whole_member_bytes: int = 1 * MiB
     verify_members: bool = False
+    threaded_bytes: int = 8 * MiB

@@ -4,10 +4,10 @@ member to :mod:`buildkit.inspect.elf` in a thread pool.
 Reading: :mod:`zipfile` parses the central directory once; members are then read through one shared
 descriptor with ``os.pread`` and inflated by ISA-L when installed (:mod:`~buildkit.inspect.zipstream`),
 ``default_workers()`` at a time, while a separate thread computes the wheel's sha256 (hashlib releases
-the GIL); a wheel under ``THREADED_BYTES`` (8 MiB, file or members) is read on the caller's thread
-alone, where starting threads would cost more than they save. Members are streamed only as far as the
-parse needs (see :mod:`~buildkit.inspect.elf`): the zip CRC of a member is checked whenever it is read
-to its end, which every member up to ``Limits.whole_member_bytes`` and every HIP object is;
+the GIL); a wheel under ``Limits.threaded_bytes`` (8 MiB, file and members) is read on the caller's
+thread alone, where starting threads would cost more than they save. Members are streamed only as far as
+the parse needs (see :mod:`~buildkit.inspect.elf`): the zip CRC of a member is checked whenever it is
+read to its end, which every member up to ``Limits.whole_member_bytes`` and every HIP object is;
 ``Limits(verify_members=True)`` reads them all.
 ``verify_record=True`` (the default) also reads every member to its end, hashing it in the algorithm
 RECORD names (:class:`~buildkit.inspect.zipstream.DigestStream`; the gate compares, see
@@ -106,6 +106,14 @@ HEAD_SHOWN = 16
 def _looks_like_library(name: str) -> bool:
     base = name.rsplit("/", 1)[-1]
     return base.endswith(".so") or ".so." in base
+
+
+def _not_elf(name: str, head: bytes) -> tuple[str, tuple[Oddity, ...]]:
+    """The kind of a member that is not ELF, and the finding when it is named like a library."""
+    if not _looks_like_library(name):
+        return "other", ()
+    message = f"{name} is named like a shared library but is not ELF (starts with {head!r})"
+    return "not-elf-library", (Oddity("not-elf-library", name, message),)
 
 
 def _check_names(infos: list[zipfile.ZipInfo]) -> None:
@@ -209,17 +217,7 @@ class _Reader:
             return self._whole(info, algorithm)
         head = sniff(self.fd, info, self.fallback, size=HEAD_SHOWN)
         if head[: len(ELF_MAGIC)] != ELF_MAGIC:
-            findings: tuple[Oddity, ...] = ()
-            kind = "other"
-            if _looks_like_library(name):
-                kind = "not-elf-library"
-                findings = (
-                    Oddity(
-                        "not-elf-library",
-                        name,
-                        f"{name} is named like a shared library but is not ELF (starts with {head!r})",
-                    ),
-                )
+            kind, findings = _not_elf(name, head)
             read, digest = len(head), None
             if algorithm is not None:
                 read, digest = info.file_size, self._digest(info, algorithm)
@@ -255,17 +253,7 @@ class _Reader:
         data = read_whole(self.fd, info, inflater=self.inflater)
         digest = record_hash(algorithm, hashlib.new(algorithm, data).digest())
         if data[: len(ELF_MAGIC)] != ELF_MAGIC:
-            kind = "not-elf-library" if _looks_like_library(name) else "other"
-            findings: tuple[Oddity, ...] = ()
-            if kind == "not-elf-library":
-                head = data[:HEAD_SHOWN]
-                findings = (
-                    Oddity(
-                        "not-elf-library",
-                        name,
-                        f"{name} is named like a shared library but is not ELF (starts with {head!r})",
-                    ),
-                )
+            kind, findings = _not_elf(name, data[:HEAD_SHOWN])
             stat = MemberStat(name, info.compress_size, info.file_size, info.file_size, 1, kind)
             return _MemberResult(None, None, findings, stat, digest)
         result = read_elf_member(
@@ -289,11 +277,6 @@ class _Reader:
         if digest is None:
             raise WheelReadError(f"{info.filename}: data ends before the size the zip declares")
         return digest
-
-
-#: below this size a wheel is read on the calling thread alone: starting threads costs more than they
-#: save on a few MiB (and a small wheel is most of PyPI)
-THREADED_BYTES = 8 * MiB
 
 
 class _Sha256(threading.Thread):
@@ -524,7 +507,7 @@ def inspect_wheel(
         total = _check_sizes(zf, infos, limits)
         dist_info = _dist_info(infos)
         size = wheel.stat().st_size
-        sha256 = _Sha256(wheel, threaded=size >= THREADED_BYTES)
+        sha256 = _Sha256(wheel, threaded=size >= limits.threaded_bytes)
         sha256.begin()
         by_name = {i.filename: i for i in infos}
         wheel_headers = _headers(_read_small(zf, by_name[f"{dist_info}/WHEEL"]), f"{dist_info}/WHEEL")
@@ -545,7 +528,7 @@ def inspect_wheel(
         stack.callback(os.close, fd)
         reader = _Reader(fd, zf, limits, inflater, algorithms, symbols)
         batches = _batches(files)
-        if workers == 1 or len(batches) == 1 or total < THREADED_BYTES:
+        if workers == 1 or len(batches) == 1 or max(size, total) < limits.threaded_bytes:
             results = reader.members(files)
         else:
             from concurrent.futures import ThreadPoolExecutor  # a small wheel never needs it

@@ -191,7 +191,33 @@ def test_parallel_workers_give_the_same_report(tmp_path: Path) -> None:
         for i in range(6)
     }
     path = _wheel(tmp_path, members)
-    assert inspect_wheel(path, workers=1) == inspect_wheel(path, workers=3)
+    pooled = Limits(threaded_bytes=0)  # this small a wheel is otherwise read on one thread
+    assert inspect_wheel(path, workers=1) == inspect_wheel(path, workers=3, limits=pooled)
+    assert inspect_wheel(path, workers=3) == inspect_wheel(path, workers=3, limits=pooled)
+
+
+def test_members_read_whole_or_streamed_give_the_same_facts(tmp_path: Path) -> None:
+    """With RECORD verified a small member is read whole and parsed from memory; without, it is
+    streamed and parsed as far as needed: the ELF facts and the findings are the same either way."""
+    source = "".join(f"int exported_function_{i}(void){{return {i};}}\n" for i in range(400))
+    members = {
+        "demo/a.so": build_shared_library(tmp_path / "a.so", source + GLIBC_234).read_bytes(),
+        "demo/b.cpython-312-x86_64-linux-gnu.so": build_shared_library(
+            tmp_path / "b.so", "int g(void){return 2;}\n"
+        ).read_bytes(),
+        "demo/libfake.so": b"/* GNU ld script */\nINPUT(libreal.so.1)\n",
+        "demo/__init__.py": b"from demo import a\n" * 200,
+    }
+    path = _wheel(tmp_path, members)
+    whole = inspect_wheel(path)
+    streamed = inspect_wheel(path, verify_record=False)
+    assert whole.record_verified and not streamed.record_verified
+    assert whole.elves == streamed.elves and len(whole.elves) == 2
+    assert whole.findings == streamed.findings
+    assert [f.kind for f in whole.findings] == ["not-elf-library"]
+    assert "starts with b'/* GNU ld script" in whole.findings[0].message
+    read = {s.name: s.bytes_read for s in whole.stats}
+    assert all(read[m] == len(data) for m, data in members.items())  # each read whole, once
 
 
 @pytest.mark.skipif(
