@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -38,7 +39,7 @@ from packaging.version import InvalidVersion, Version
 
 from buildkit.docker_engine import ENGINE_ERRORS, engine_failed, throwaway
 from buildkit.errors import BuilderContractError
-from buildkit.fsutil import atomic_write, cache_home
+from buildkit.fsutil import atomic_write
 
 #: auditwheel 6.2.0 added globs to ``repair --exclude`` (pypa/auditwheel#508)
 MIN_AUDITWHEEL = "6.2.0"
@@ -162,8 +163,9 @@ def problems(found: dict[str, tuple[str, str]], contract: Contract) -> list[str]
 
 
 def _cache_file(image_id: str, contract: Contract) -> Path:
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = image_id.removeprefix("sha256:")[:32]
-    return cache_home() / "probe" / f"{key}-{contract.digest()}.json"
+    return cache / "rocm-buildkit" / "probe" / f"{key}-{contract.digest()}.json"
 
 
 def run_probe(client: Any, image: str, contract: Contract) -> dict[str, tuple[str, str]]:
