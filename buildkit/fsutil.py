@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 
 #: a new file's permission bits before the umask, as ``open()`` would create it
@@ -52,6 +51,8 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, enco
     """
     payload = data.encode(encoding) if isinstance(data, str) else data
     folder = path.parent
+    import tempfile  # only when writing: `check` reads and never pays for it
+
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     tmp = Path(tmp_name)
     try:

@@ -81,6 +81,7 @@ from buildkit.inspect.zipstream import (
     sniff,
     whole_readable,
 )
+from buildkit.manifest import sha256_file
 
 _READ_ERRORS = (
     zipfile.BadZipFile,
@@ -296,17 +297,10 @@ class _Sha256(threading.Thread):
             self.start()
 
     def run(self) -> None:
-        digest = hashlib.sha256()
         try:
-            with self.path.open("rb", buffering=0) as handle:
-                block = bytearray(4 * MiB)
-                view = memoryview(block)
-                while size := handle.readinto(block):
-                    digest.update(view[:size])
+            self.digest = sha256_file(self.path)
         except OSError as err:
             self.error = err
-            return
-        self.digest = digest.hexdigest()
 
     def result(self) -> str:
         if self.threaded:

@@ -59,6 +59,29 @@ def _inflate_module(name: str | None) -> Any:
     return zlib
 
 
+def _name_length(info: zipfile.ZipInfo) -> int:
+    """How many bytes the member's name takes in its local header (as the central directory says)."""
+    return len(info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace"))
+
+
+def _data_start(info: zipfile.ZipInfo, head: bytes) -> int:
+    """Check the local header at the start of ``head`` (its fixed part and the name, at least): the
+    signature, and that it names ``info``'s member. Returns where the member's data starts, from the
+    header's offset."""
+    if len(head) < _LOCAL_HEADER.size:
+        raise WheelReadError(f"{info.filename}: local header lies past the end of the file")
+    fields = _LOCAL_HEADER.unpack_from(head)
+    if fields[0] != _LOCAL_SIGNATURE:
+        raise WheelReadError(f"{info.filename}: bad local header signature {fields[0]!r}")
+    name_len: int = fields[-2]
+    extra_len: int = fields[-1]
+    raw_name = head[_LOCAL_HEADER.size : _LOCAL_HEADER.size + name_len]
+    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
+    if len(raw_name) != name_len or raw_name.decode(encoding, "replace") != info.orig_filename:
+        raise WheelReadError(f"{info.filename}: the local header names {raw_name!r}")
+    return _LOCAL_HEADER.size + name_len + extra_len
+
+
 class MemberStream(io.RawIOBase):
     """Readable stream of one stored or deflated member's uncompressed bytes (``read(n)`` returns at
     most ``n``)."""
@@ -68,18 +91,8 @@ class MemberStream(io.RawIOBase):
         self._fd = fd
         self._info = info
         self.name = info.filename
-        header = os.pread(fd, _LOCAL_HEADER.size, info.header_offset)
-        if len(header) < _LOCAL_HEADER.size:
-            raise WheelReadError(f"{self.name}: local header lies past the end of the file")
-        fields = _LOCAL_HEADER.unpack(header)
-        if fields[0] != _LOCAL_SIGNATURE:
-            raise WheelReadError(f"{self.name}: bad local header signature {fields[0]!r}")
-        name_len, extra_len = fields[-2], fields[-1]
-        raw_name = os.pread(fd, name_len, info.header_offset + _LOCAL_HEADER.size)
-        encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
-        if raw_name.decode(encoding, "replace") != info.orig_filename:
-            raise WheelReadError(f"{self.name}: the local header names {raw_name!r}")
-        self._pos = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+        head = os.pread(fd, _LOCAL_HEADER.size + _name_length(info), info.header_offset)
+        self._pos = info.header_offset + _data_start(info, head)
         self._left = info.compress_size  # compressed bytes not read yet
         self._remaining = info.file_size  # uncompressed bytes not returned yet
         self._crc = 0
@@ -217,20 +230,10 @@ def read_whole(fd: int, info: zipfile.ZipInfo, *, inflater: str | None = None) -
     Checked as :class:`MemberStream` checks a member read to its end: the local header's signature
     and name, the declared size as a hard bound on what is inflated, the size and CRC-32."""
     name = info.filename
-    encoding = "utf-8" if info.flag_bits & 0x800 else "cp437"
-    name_len = len(info.orig_filename.encode(encoding, "replace"))
-    start = _LOCAL_HEADER.size + name_len
     # the local extra field usually repeats the central one: one read covers header, name and data
-    raw = os.pread(fd, start + len(info.extra) + info.compress_size, info.header_offset)
-    if len(raw) < _LOCAL_HEADER.size:
-        raise WheelReadError(f"{name}: local header lies past the end of the file")
-    fields = _LOCAL_HEADER.unpack_from(raw)
-    if fields[0] != _LOCAL_SIGNATURE:
-        raise WheelReadError(f"{name}: bad local header signature {fields[0]!r}")
-    raw_name = raw[_LOCAL_HEADER.size : _LOCAL_HEADER.size + fields[-2]]
-    if raw_name.decode(encoding, "replace") != info.orig_filename:
-        raise WheelReadError(f"{name}: the local header names {raw_name!r}")
-    begin = _LOCAL_HEADER.size + fields[-2] + fields[-1]
+    want = _LOCAL_HEADER.size + _name_length(info) + len(info.extra) + info.compress_size
+    raw = os.pread(fd, want, info.header_offset)
+    begin = _data_start(info, raw)
     data = raw[begin : begin + info.compress_size]
     if len(data) < info.compress_size:  # a longer local extra than the central one: read the rest
         data += os.pread(fd, info.compress_size - len(data), info.header_offset + begin + len(data))
@@ -266,7 +269,7 @@ def whole_readable(info: zipfile.ZipInfo) -> bool:
 def sniff(fd: int, info: zipfile.ZipInfo, fallback: zipfile.ZipFile | None = None, size: int = 4) -> bytes:
     """The first ``size`` bytes of a member, usually with a single ``pread`` (local header, name and
     the first compressed bytes at once): how every member is told ELF or not."""
-    name_len = len(info.orig_filename.encode("utf-8" if info.flag_bits & 0x800 else "cp437", "replace"))
+    name_len = _name_length(info)
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         with open_member(fd, info, fallback) as stream:
             return stream.read(size)
