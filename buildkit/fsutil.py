@@ -67,3 +67,9 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, enco
         raise
     _fsync_folder(folder)
     return path
+
+
+def cache_home() -> Path:
+    """``$XDG_CACHE_HOME/rocm-buildkit`` (default ``~/.cache/rocm-buildkit``): where every cache of
+    rocm-buildkit lives, one folder each (sources, ceilings, probe, build-env, torch-exports, logs)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "rocm-buildkit"

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from buildkit import __version__
 from buildkit import manifest as manifests
 from buildkit.errors import BuildFailed, NotReproducible, UsageError
-from buildkit.fsutil import atomic_write
+from buildkit.fsutil import atomic_write, cache_home
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -79,8 +79,7 @@ def environment_script(interpreter: str = BUILDER_PYTHON) -> str:
 
 # --------------------------------------------------------------------------- build environment
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rocm-buildkit" / "build-env"
+    return cache_home() / "build-env"
 
 
 def parse_environment_listing(text: str) -> dict[str, Any]:

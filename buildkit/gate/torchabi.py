@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from buildkit.errors import UsageError, WheelReadError
-from buildkit.fsutil import atomic_write
+from buildkit.fsutil import atomic_write, cache_home
 from buildkit.gate.demangle import demangle
 from buildkit.manifest import sha256_file
 
@@ -238,8 +238,7 @@ class TorchExports:
 
 def cache_dir() -> Path:
     """``$XDG_CACHE_HOME/rocm-buildkit/torch-exports`` (default ``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rocm-buildkit" / "torch-exports"
+    return cache_home() / "torch-exports"
 
 
 def _is_lib_member(name: str) -> bool:

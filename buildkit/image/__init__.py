@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -40,6 +39,7 @@ import docker.errors
 from buildkit import rocm as rocm_data
 from buildkit.docker_engine import connect
 from buildkit.errors import BuildFailed, DockerUnavailable, UsageError
+from buildkit.fsutil import cache_home
 from buildkit.profiles import PROFILES as PROFILES
 from buildkit.profiles import REPOSITORY_PREFIX as REPOSITORY_PREFIX  # the images' name (ls, smoke)
 from buildkit.profiles import Profile, docker_dir, get_profile, profile_build_args
@@ -280,8 +280,7 @@ def build_context(profile: Profile, *, progress: Progress) -> Iterator[Path]:
 
 def default_log_path(name: str, tag: str) -> Path:
     """``~/.cache/rocm-buildkit/logs/image-<name>-<content hash>.log``."""
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "rocm-buildkit" / "logs" / f"image-{name}-{tag.rsplit(':', 1)[1]}.log"
+    return cache_home() / "logs" / f"image-{name}-{tag.rsplit(':', 1)[1]}.log"
 
 
 def stream_build(

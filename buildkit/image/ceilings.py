@@ -26,7 +26,6 @@ leaving it out would make the image look *more* permissive than it is. Nothing i
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from docker.client import DockerClient
 
 from buildkit.docker_engine import connect
 from buildkit.errors import DockerUnavailable, UsageError
-from buildkit.fsutil import atomic_write
+from buildkit.fsutil import atomic_write, cache_home
 from buildkit.image.libraries import LibraryVersions, check_libraries, read_libraries
 from buildkit.policy import CEILING_PREFIXES, CEILING_PROVIDERS, Policy, policies, version_tuple
 
@@ -221,8 +220,7 @@ def minimum_ceilings(readings: Sequence[ImageCeilings]) -> tuple[dict[str, str],
 
 # --------------------------------------------------------------------------- reading an image
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rocm-buildkit" / "ceilings"
+    return cache_home() / "ceilings"
 
 
 def check_image_reference(image: str) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -39,7 +38,7 @@ from packaging.version import InvalidVersion, Version
 
 from buildkit.docker_engine import ENGINE_ERRORS, engine_failed, throwaway
 from buildkit.errors import BuilderContractError
-from buildkit.fsutil import atomic_write
+from buildkit.fsutil import atomic_write, cache_home
 
 #: auditwheel 6.2.0 added globs to ``repair --exclude`` (pypa/auditwheel#508)
 MIN_AUDITWHEEL = "6.2.0"
@@ -163,9 +162,8 @@ def problems(found: dict[str, tuple[str, str]], contract: Contract) -> list[str]
 
 
 def _cache_file(image_id: str, contract: Contract) -> Path:
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     key = image_id.removeprefix("sha256:")[:32]
-    return cache / "rocm-buildkit" / "probe" / f"{key}-{contract.digest()}.json"
+    return cache_home() / "probe" / f"{key}-{contract.digest()}.json"
 
 
 def run_probe(client: Any, image: str, contract: Contract) -> dict[str, tuple[str, str]]:

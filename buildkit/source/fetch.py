@@ -52,6 +52,7 @@ from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from buildkit import __version__
+from buildkit.fsutil import cache_home
 from buildkit.manifest import sha256_file
 
 #: a download larger than this is refused (by Content-Length before, by counting while reading)
@@ -103,8 +104,7 @@ class HashMismatch(SourceRefused):
 
 def cache_root() -> Path:
     """``$XDG_CACHE_HOME/rocm-buildkit/sources`` (default ``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "rocm-buildkit" / "sources"
+    return cache_home() / "sources"
 
 
 def cached(sha256: str, echo: Echo | None = None) -> Path | None:
