@@ -25,10 +25,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from buildkit.errors import UsageError
 
@@ -114,8 +113,7 @@ def numbered(base: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):
     """One policy for one architecture, as auditwheel's policy file states it (or, for a PEP 600 name
     the file has no entry for, as :func:`policy_for` derives it: ``basis`` names the entry used)."""
 
@@ -369,7 +367,7 @@ def policy_for(base: str, arch: str, libc: Libc | None = None) -> tuple[Policy, 
         upto = {v for v in listed if (version_tuple(v) or ()) <= want}
         kept = {v for v in symbols["GLIBC"] if version_tuple(v) is None} if lower else set()
         symbols["GLIBC"] = frozenset(upto | kept)
-    return replace(basis, name=base, aliases=(), symbol_versions=symbols, basis=basis.name), note
+    return basis._replace(name=base, aliases=(), symbol_versions=symbols, basis=basis.name), note
 
 
 def get_policy(name: str, arch: str = "x86_64") -> Policy:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from buildkit import rocm as rocmdata
 from buildkit.errors import ArchError
@@ -121,8 +121,7 @@ def _unknown_processor(text: str, name: str) -> str:
     return message
 
 
-@dataclass(frozen=True, order=False)
-class TargetId:
+class TargetId(NamedTuple):
     """An AMDGPU target ID: a processor and its target-ID features (``("xnack-",)``)."""
 
     name: str

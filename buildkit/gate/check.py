@@ -20,9 +20,9 @@ job (what ``build`` does); ``--no-verify-record`` skips the hashing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit.errors import ArchError, UsageError, WheelReadError
 from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, Required, rocm_pin
@@ -44,8 +44,7 @@ if TYPE_CHECKING:
     from buildkit.recipe import Recipe
 
 
-@dataclass(frozen=True)
-class GateFlags:
+class GateFlags(NamedTuple):
     """The gate options of ``buildkit check`` as given (None / empty: not given)."""
 
     policy: str | None = None
@@ -137,7 +136,7 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
     if flags.policy:
         overrides["policy"] = flags.policy
         if base.identity is not None:
-            overrides["identity"] = replace(base.identity, platform_tag=policy_tag(flags.policy))
+            overrides["identity"] = base.identity._replace(platform_tag=policy_tag(flags.policy))
     if flags.rocm or flags.toolchain:
         overrides.update(rocm_pin(flags.rocm, flags.toolchain))
     if flags.torch:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit import rocm as rocmdata  # its release data loads only when a pin asks for it
 from buildkit.errors import UsageError
@@ -43,8 +43,7 @@ def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
     return {"rocm": version, "toolchain": None, "rocm_sonames": rocmdata.expected_sonames(version)}
 
 
-@dataclass(frozen=True)
-class JobIdentity:
+class JobIdentity(NamedTuple):
     """Which wheel a plan job makes: the ``job-identity`` rule holds the wheel's file name to it.
 
     Set by :meth:`GateConfig.from_job` (``name`` and the recipe fields None: no recipe at hand) and
@@ -79,8 +78,7 @@ class JobIdentity:
         }
 
 
-@dataclass(frozen=True)
-class Required:
+class Required(NamedTuple):
     """A glob of wheel members the build must produce, and where it was given."""
 
     glob: str

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
@@ -55,8 +54,7 @@ _MUSL_NEEDS = ("libc.musl-", "ld-musl-")
 _GLIBC_NEEDS = ("ld-linux", "ld64.so.")
 
 
-@dataclass(frozen=True)
-class PolicyProblem:
+class PolicyProblem(NamedTuple):
     """The configured policy does not fit the wheel: ``kind`` ``arch`` (``value``: the architecture
     the policy names), ``libc`` (``value``: the policy's libc; no target then) or ``note``
     (``value``: why auditwheel's closest policy stands for it)."""
@@ -65,8 +63,7 @@ class PolicyProblem:
     value: str
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     """Everything the rules judge. ``judged``: the wheel has host code of an architecture and libc
     auditwheel's policies cover, so the policy fields are set."""
 

@@ -16,7 +16,7 @@ import posixpath
 import re
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from buildkit.inspect.models import ElfInfo
 
@@ -59,8 +59,7 @@ def escapes(path: str) -> bool:
     return path == ".." or path.startswith("../")
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """Where ld.so finds, inside the wheel, each DT_NEEDED of each ELF member (:func:`resolve_libraries`).
 
     ``found`` maps ``(member, needed name)`` to the member ld.so loads for it; a name missing there is

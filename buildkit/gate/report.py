@@ -32,8 +32,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit.gate.findings import Finding
 from buildkit.gate.verdict import GfxObject, Verdict
@@ -47,8 +46,7 @@ SCHEMA_ID = "rocm-buildkit/check-report"
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True)
-class ReadFailure:
+class ReadFailure(NamedTuple):
     """A wheel that could not be read (exit code 6)."""
 
     wheel: str

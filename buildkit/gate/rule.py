@@ -10,13 +10,12 @@ enum of the check report's JSON schema and the table of ``docs/GATE-RULES.md``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from buildkit.gate.findings import Finding, Severity
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """One gate rule. ``severities``: what its findings can be, the usual one first.
     ``never_waived``: why a recipe's ``gate.waive`` may not accept this rule's findings (None: it
     may); the recipe schema refuses such a waiver with this reason."""

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.findings import Finding
@@ -20,8 +19,7 @@ if TYPE_CHECKING:
 LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
 
 
-@dataclass(frozen=True)
-class SymbolMax:
+class SymbolMax(NamedTuple):
     """The highest version of one prefix required from one library, and the first file needing it."""
 
     library: str
@@ -31,8 +29,7 @@ class SymbolMax:
     files: tuple[str, ...]  # every member requiring exactly this version
 
 
-@dataclass(frozen=True)
-class LibraryUse:
+class LibraryUse(NamedTuple):
     """One needed library and how the wheel gets it (whitelisted, grafted, excluded or external)."""
 
     library: str
@@ -41,8 +38,7 @@ class LibraryUse:
     detail: str | None = None  # the glob that excluded it, or the member that provides it
 
 
-@dataclass(frozen=True)
-class GfxObject:
+class GfxObject(NamedTuple):
     """A member carrying GPU code (an offload bundle or a bare code object) and its gfx targets."""
 
     file: str
@@ -50,8 +46,7 @@ class GfxObject:
     targets: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Integrity:
+class Integrity(NamedTuple):
     """What the integrity rules (:mod:`buildkit.gate.rules.integrity`) had to work with: RECORD's entry count,
     the archive's file count, and whether every member's digest was compared with RECORD (else
     RECORD was checked for names and sizes only)."""
@@ -68,8 +63,7 @@ class Integrity:
         }
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The gate's judgement of one wheel: its tags and policies, libraries, gfx code and findings."""
 
     wheel: str

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 _VERSION_RE = re.compile(r"^(?P<prefix>[A-Za-z_]+?)_(?P<version>[0-9]+(?:\.[0-9]+)*)$")
 
@@ -22,8 +22,7 @@ def split_symbol_version(name: str) -> tuple[str, tuple[int, ...]] | None:
     return match["prefix"], tuple(int(part) for part in match["version"].split("."))
 
 
-@dataclass(frozen=True)
-class OffloadEntry:
+class OffloadEntry(NamedTuple):
     """One entry of a clang offload bundle.
 
     ``entry_id`` is the bundle's id string, e.g. ``"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-"``;
@@ -63,8 +62,7 @@ class OffloadEntry:
         }
 
 
-@dataclass(frozen=True)
-class CodeObject:
+class CodeObject(NamedTuple):
     """A standalone AMDGPU code object (an ELF with ``e_machine == EM_AMDGPU``): ``.co``, ``.hsaco``
     or any member whose header says so. ``target_id`` comes from ``e_flags``
     (``"gfx90a:xnack-"``); ``code_object_version`` from ``e_ident[EI_ABIVERSION]`` (2..6)."""
@@ -87,8 +85,7 @@ class CodeObject:
         }
 
 
-@dataclass(frozen=True)
-class ElfInfo:
+class ElfInfo(NamedTuple):
     """One host ELF member (shared library, extension module, executable).
 
     ``version_needs`` maps each needed library (``"libc.so.6"``) to the version names required from
@@ -157,8 +154,7 @@ class ElfInfo:
         }
 
 
-@dataclass(frozen=True)
-class RecordEntry:
+class RecordEntry(NamedTuple):
     """One row of ``.dist-info/RECORD``, parsed, not yet checked."""
 
     path: str
@@ -169,8 +165,7 @@ class RecordEntry:
         return {"path": self.path, "hash": self.hash, "size": self.size}
 
 
-@dataclass(frozen=True)
-class MemberFile:
+class MemberFile(NamedTuple):
     """One file of the archive (directory entries left out) as the zip's central directory declares
     it, with its digest when the inspection verified the RECORD: ``hash`` is written the way RECORD
     writes it (``"sha256=<urlsafe base64, no padding>"``), in the algorithm RECORD names for that
@@ -185,8 +180,7 @@ class MemberFile:
         return {"name": self.name, "size": self.size, "hash": self.hash}
 
 
-@dataclass(frozen=True)
-class MemberStat:
+class MemberStat(NamedTuple):
     """What reading one member cost: ``bytes_read`` decompressed bytes consumed (a member read
     twice counts twice), ``passes`` how many times it was streamed, ``kind`` one of ``"elf"``,
     ``"amdgpu"``, ``"not-elf-library"``, ``"metadata"``, ``"other"``."""
@@ -209,8 +203,7 @@ class MemberStat:
         }
 
 
-@dataclass(frozen=True)
-class Oddity:
+class Oddity(NamedTuple):
     """Something odd but not unreadable, for the gate to judge (e.g. ``kind="not-elf-library"``: a
     member named like a shared library whose first bytes are not the ELF magic)."""
 

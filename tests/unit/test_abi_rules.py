@@ -3,8 +3,6 @@ policies of the installed auditwheel (buildkit.policy)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from buildkit.gate.rules.abi import (
@@ -21,7 +19,7 @@ from buildkit.policy import Policy, get_policy, linux_policy, policies
 
 def elf(member: str = "pkg/_ext.so", *, needed: tuple[str, ...] = ("libc.so.6",), **kw: object) -> ElfInfo:
     base = ElfInfo(member, "x86_64", 64, None, needed, (), (), {})
-    return dataclasses.replace(base, **kw)  # type: ignore[arg-type]
+    return base._replace(**kw)  # type: ignore[arg-type]
 
 
 def pol(name: str) -> Policy:
@@ -71,7 +69,7 @@ def test_weak_or_absent_reference_is_clean() -> None:
 
 
 def test_wildcard_blacklists_every_user_of_the_library() -> None:
-    strict = dataclasses.replace(pol("manylinux_2_28"), blacklist={"libfoo.so.1": frozenset({"*"})})
+    strict = pol("manylinux_2_28")._replace(blacklist={"libfoo.so.1": frozenset({"*"})})
     user = elf(needed=("libfoo.so.1",))
     (finding,) = check_abi([user], "x86_64", held=[strict], candidates=[strict, linux_policy()]).findings
     assert finding.symbol == "*" and "needs libfoo.so.1" in finding.message
@@ -114,7 +112,7 @@ def test_x86_isa_above_baseline() -> None:
 
 
 def test_isa_applies_to_x86_64_only() -> None:
-    arm = dataclasses.replace(elf(x86_isa_needed=0b111), machine="aarch64")
+    arm = elf(x86_isa_needed=0b111)._replace(machine="aarch64")
     verdict = check_abi([arm], "aarch64", held=[get_policy("manylinux_2_28", "aarch64")])
     assert verdict.findings == () and verdict.policies.isa == policies("aarch64")[0]
 

@@ -403,7 +403,7 @@ def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
     assert replace(cfg, size_limit=None, identity=None) == replace(bare, size_limit=None, identity=None)
     assert cfg.identity is not None and bare.identity is not None
     assert (cfg.identity.name, cfg.identity.recipe_sha256) == (recipe.name, recipe.sha256)
-    assert replace(cfg.identity, name=None, recipe=None, recipe_sha256=None) == bare.identity
+    assert cfg.identity._replace(name=None, recipe=None, recipe_sha256=None) == bare.identity
     assert GateConfig.from_recipe_job(recipe, job, size_limit=5).size_limit == 5  # overrides win
     assert "size" in rules(evaluate(report(elf(), size=21 * MiB), cfg))
     assert "size" not in rules(evaluate(report(elf(), size=19 * MiB), cfg))
@@ -423,7 +423,7 @@ def identity(**changes: str) -> JobIdentity:
         platform_tag="manylinux_2_28_x86_64",
         name="pkg",
     )
-    return replace(base, **changes)
+    return base._replace(**changes)
 
 
 def job_findings(r: WheelReport, ident: JobIdentity | None) -> list[tuple[str, str]]:

@@ -10,7 +10,7 @@ below.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from buildkit.gate.facts import Facts
 from buildkit.gate.findings import Finding, Waiver
@@ -36,8 +36,7 @@ from buildkit.gate.rules import (
 Check = Callable[[Facts], Iterable[Finding]]
 
 
-@dataclass(frozen=True)
-class Family:
+class Family(NamedTuple):
     """Rules checked together. ``check`` None: the family does not run with the others in
     :func:`run`: the regression rule needs the index (``build`` runs it after the gate), and the
     waiver rule judges the other families' findings (:func:`waive`, called by ``evaluate``)."""

@@ -28,7 +28,7 @@ untyped ones, weak included).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from buildkit.gate.facts import Facts
 from buildkit.gate.findings import Finding
@@ -85,8 +85,7 @@ ISA_BASELINE, ISA_V2, ISA_V3, ISA_V4 = 1, 2, 4, 8
 _ISA_LEVELS = ((ISA_V4, "x86-64-v4"), (ISA_V3, "x86-64-v3"), (ISA_V2, "x86-64-v2"))
 
 
-@dataclass(frozen=True)
-class AbiPolicies:
+class AbiPolicies(NamedTuple):
     """The best policy each rule allows, as auditwheel computes ``blacklist_policy``,
     ``pyfpe_policy`` and ``machine_policy``; ``overall`` is the worst of them (the gate's overall
     tag is the minimum of it, the symbol policy and the library policy: auditwheel's ``overall_tag``)."""
@@ -108,8 +107,7 @@ class AbiPolicies:
         )
 
 
-@dataclass(frozen=True)
-class AbiVerdict:
+class AbiVerdict(NamedTuple):
     """The ABI rules' findings and the policies they judged the wheel against."""
 
     findings: tuple[Finding, ...]

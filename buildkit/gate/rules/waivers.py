@@ -16,7 +16,6 @@ a waiver at load time, and one that reaches the gate another way waives nothing 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from buildkit.gate.findings import Finding, Waiver
 from buildkit.gate.rule import Rule
@@ -60,7 +59,7 @@ def apply(
             out.append(finding)
             continue
         used.add(id(waiver))
-        out.append(replace(finding, waived=waiver))
+        out.append(finding._replace(waived=waiver))
     for waiver in waivers:
         if id(waiver) not in used:
             out.append(WAIVER_UNUSED.error(_unused(waiver, findings, recipe, never_waived)))
