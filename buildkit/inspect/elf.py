@@ -36,7 +36,7 @@ scans it before the hash table has given its size).
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple, cast
 
@@ -49,10 +49,10 @@ from buildkit.inspect.limits import Limits
 from buildkit.inspect.loader import ELF_MAGIC, DynamicTable, ElfHeader, LoaderView, Segment
 from buildkit.inspect.models import CodeObject, ElfInfo, Oddity, OffloadEntry
 from buildkit.inspect.offload import BundleError, BundleScanner
-from buildkit.inspect.sparse import MissingRange, SparseBuffer, SparseStream
+from buildkit.inspect.sparse import MissingRange, SparseBuffer, SparseStream, WholeBuffer
 from buildkit.inspect.symbols import default_symbols_of_interest
 
-__all__ = ["ELF_MAGIC", "ElfResult", "read_elf_member"]
+__all__ = ["ELF_MAGIC", "ElfResult", "read_elf_bytes", "read_elf_member"]
 
 _SHT_DYNAMIC = 6
 _SHT_DYNSYM = 11
@@ -91,14 +91,15 @@ class _Carry:
 
 def _section_headers(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int, int, int, int]]:
     """(sh_name, sh_type, sh_offset, sh_size, sh_link) of every section header."""
-    read = loader.require(buf.read)
+    if not h.shnum:
+        return []
+    entry = 64 if h.elf64 else 40
+    # one read of the table: the bytes of every entry, each ``entry`` long at ``i * shentsize``
+    raw = loader.require(buf.read)(h.shoff, (h.shnum - 1) * h.shentsize + entry)
+    layout = struct.Struct(h.endian + ("IIQQQQI" if h.elf64 else "IIIIIII"))
     out = []
     for i in range(h.shnum):
-        raw = read(h.shoff + i * h.shentsize, 64 if h.elf64 else 40)
-        if h.elf64:
-            name, typ, _flags, _addr, offset, size, link = struct.unpack_from(h.endian + "IIQQQQI", raw)
-        else:
-            name, typ, _flags, _addr, offset, size, link = struct.unpack_from(h.endian + "IIIIIII", raw)
+        name, typ, _flags, _addr, offset, size, link = layout.unpack_from(raw, i * h.shentsize)
         out.append((name, typ, offset, size, link))
     return out
 
@@ -116,13 +117,15 @@ class _Pass:
         *,
         whole: bool,
         interest: Collection[str] = (),
+        data: bytes | None = None,
     ) -> None:
+        """``data``: the member's bytes, already in memory (one pass, every byte kept)."""
         self.member = member
         self.interest = interest
         self.size = size
         self.limits = limits
         self.whole = whole
-        self.buf = SparseBuffer(size)
+        self.buf = SparseBuffer(size) if data is None else WholeBuffer(data)
         self.scanner = BundleScanner(size, limits)
         self.read = loader.require(self.buf.read)
         self.header: ElfHeader | None = None
@@ -161,9 +164,10 @@ class _Pass:
     def hip(self) -> bool:
         return (self.view is not None and self.view.links_hip_runtime) or self.scanner.found_bundle
 
-    def run(self, stream: IO[bytes]) -> None:
+    def run(self, chunks: Iterable[tuple[int, bytes]]) -> None:
+        """Read ``(offset, chunk)`` pieces of the member, front to back (:func:`member_chunks`)."""
         previous: tuple[int, bytes] = (0, b"")
-        for offset, chunk in member_chunks(self.member, stream, self.size, self.limits.chunk_size):
+        for offset, chunk in chunks:
             self.bytes_read += len(chunk)
             self.buf.feed(offset, chunk)
             if self.undefined is not None:
@@ -599,7 +603,7 @@ def read_elf_member(
         p = _Pass(member, size, limits, carry, whole=whole, interest=interest)
         try:
             with open_stream() as stream:
-                p.run(stream)
+                p.run(member_chunks(member, stream, size, limits.chunk_size))
                 bytes_read += p.bytes_read
                 outcome = _finish(member, p, limits, last=passes == _MAX_PASSES)
                 if read_to_end and not p.complete and not isinstance(outcome, _Carry):
@@ -616,6 +620,25 @@ def read_elf_member(
         elf_info, code_object, findings = outcome
         return ElfResult(elf_info, code_object, findings, bytes_read, passes, p.complete)
     raise AssertionError("unreachable: the last pass either parses or raises")
+
+
+def read_elf_bytes(
+    member: str, data: bytes, limits: Limits, *, symbols: Collection[str] | None = None
+) -> ElfResult:
+    """Inspect one ELF member whose bytes are in memory (a small member read whole): one pass in
+    which every byte is kept, so nothing is ever missing that another pass could bring; the result
+    and the errors are those of :func:`read_elf_member` on a stream of the same bytes."""
+    interest = default_symbols_of_interest() if symbols is None else frozenset(symbols)
+    p = _Pass(member, len(data), limits, None, whole=True, interest=interest, data=data)
+    try:
+        p.run(((0, data),) if data else ())
+        outcome = _finish(member, p, limits, last=True)
+    finally:
+        p.buf.clear()
+        p.scanner.clear()
+    assert not isinstance(outcome, _Carry), "a pass that kept every byte needs no other"
+    elf_info, code_object, findings = outcome
+    return ElfResult(elf_info, code_object, findings, len(data), 1, True)
 
 
 def member_chunks(member: str, stream: IO[bytes], size: int, chunk_size: int) -> Iterator[tuple[int, bytes]]:

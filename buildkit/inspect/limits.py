@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """Bounds on what a wheel may declare and on what is kept in memory while reading it.
 
     - ``max_member_size``: largest declared uncompressed size of one member.
@@ -32,6 +31,10 @@ class Limits:
       larger ones stop once the loader's data is read, unless they are HIP host objects.
     - ``verify_members``: read every ELF member to its end, so every zip CRC is checked (slower: it
       gives up the early stop).
+    - ``read_whole_bytes``: a member whose RECORD hash is checked (so it is read to its end anyway)
+      and that is at most this many bytes compressed and four times that inflated is read with one
+      ``pread`` and one inflate, and an ELF one is parsed from memory in one pass (0: every member
+      is streamed, the parse keeping only what it needs).
     - ``threaded_bytes``: a wheel whose file and members are both under this size is read on the
       caller's thread alone (starting threads costs more than they save on a few MiB).
     """
@@ -52,3 +55,4 @@ class Limits:
     whole_member_bytes: int = 1 * MiB
     verify_members: bool = False
     threaded_bytes: int = 8 * MiB
+    read_whole_bytes: int = 1 * MiB

@@ -163,6 +163,40 @@ class SparseBuffer:
             del starts[lo:hi]
 
 
+class WholeBuffer(SparseBuffer):
+    """A member already in memory (read whole): every byte is kept from the start, nothing streams.
+
+    The ELF passes read through it as through a :class:`SparseBuffer` that kept everything, at the
+    cost of a slice (a parse reads a few thousand strings and entries of each ELF)."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(len(data))
+        self._data = data
+        self.position = len(data)
+
+    @property
+    def kept_bytes(self) -> int:
+        return len(self._data)
+
+    def want(self, start: int, length: int, *, available_from: int | None = None) -> bool:
+        return True
+
+    def feed(self, offset: int, chunk: bytes | memoryview) -> None:
+        return None
+
+    def has(self, offset: int, size: int) -> bool:
+        return len(self.read(offset, size)) == size
+
+    def read(self, offset: int, size: int) -> bytes:
+        return self._data[offset : offset + max(0, size)] if offset >= 0 else b""
+
+    def clear(self) -> None:
+        self._data = b""
+
+    def drop(self, start: int) -> None:
+        return None
+
+
 class SparseStream(io.RawIOBase):
     """A seekable, read-only file over a :class:`SparseBuffer` (for pyelftools)."""
 

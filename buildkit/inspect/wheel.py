@@ -62,7 +62,7 @@ from packaging.utils import BuildTag, InvalidWheelFilename, NormalizedName, pars
 from packaging.version import Version
 
 from buildkit.errors import WheelReadError
-from buildkit.inspect.elf import ELF_MAGIC, read_elf_member
+from buildkit.inspect.elf import ELF_MAGIC, read_elf_bytes, read_elf_member
 from buildkit.inspect.limits import Limits, MiB
 from buildkit.inspect.models import (
     CodeObject,
@@ -214,7 +214,7 @@ class _Reader:
     def _member(self, info: zipfile.ZipInfo) -> _MemberResult:
         name = info.filename
         algorithm = self.algorithms.get(name)
-        if algorithm is not None and whole_readable(info):
+        if algorithm is not None and whole_readable(info, self.limits.read_whole_bytes):
             return self._whole(info, algorithm)
         head = sniff(self.fd, info, self.fallback, size=HEAD_SHOWN)
         if head[: len(ELF_MAGIC)] != ELF_MAGIC:
@@ -257,14 +257,7 @@ class _Reader:
             kind, findings = _not_elf(name, data[:HEAD_SHOWN])
             stat = MemberStat(name, info.compress_size, info.file_size, info.file_size, 1, kind)
             return _MemberResult(None, None, findings, stat, digest)
-        result = read_elf_member(
-            name,
-            lambda: io.BytesIO(data),
-            info.file_size,
-            self.limits,
-            read_to_end=True,
-            symbols=self.symbols,
-        )
+        result = read_elf_bytes(name, data, self.limits, symbols=self.symbols)
         kind = "amdgpu" if result.code_object is not None else "elf"
         stat = MemberStat(name, info.compress_size, info.file_size, info.file_size, result.passes, kind)
         return _MemberResult(result.elf, result.code_object, result.findings, stat, digest)

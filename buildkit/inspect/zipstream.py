@@ -221,6 +221,7 @@ class DigestStream(io.RawIOBase):
 
 
 #: members up to this many compressed bytes (and 4x that inflated) are read by :func:`read_whole`
+#: (the default of ``Limits.read_whole_bytes``)
 WHOLE_READ_BYTES = 1024 * 1024
 
 
@@ -257,12 +258,13 @@ def read_whole(fd: int, info: zipfile.ZipInfo, *, inflater: str | None = None) -
     return out
 
 
-def whole_readable(info: zipfile.ZipInfo) -> bool:
-    """Whether :func:`read_whole` serves ``info`` (small, stored or deflated)."""
+def whole_readable(info: zipfile.ZipInfo, limit: int = WHOLE_READ_BYTES) -> bool:
+    """Whether :func:`read_whole` serves ``info``: stored or deflated, at most ``limit`` bytes
+    compressed and ``4 * limit`` inflated."""
     return (
         info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
-        and info.compress_size <= WHOLE_READ_BYTES
-        and info.file_size <= 4 * WHOLE_READ_BYTES
+        and info.compress_size <= limit
+        and info.file_size <= 4 * limit
     )
 
 

@@ -27,7 +27,7 @@ from elftools.elf.gnuversions import GNUVerNeedSection
 from elftools.elf.sections import SymbolTableSection
 
 from buildkit.errors import WheelReadError
-from buildkit.inspect.elf import read_elf_member
+from buildkit.inspect.elf import read_elf_bytes, read_elf_member
 from buildkit.inspect.limits import Limits
 
 SOURCE = r"""
@@ -163,6 +163,10 @@ def read(path: Path, limits: Limits) -> dict[str, object]:
     result = read_elf_member(path.name, lambda: io.BytesIO(data), len(data), limits, symbols=INTEREST)
     assert result.elf is not None
     elf = result.elf
+    # a member read whole into memory (RECORD verified, small) is parsed in one pass that keeps every
+    # byte: the same facts as the stream, whatever the limits made the stream keep or re-read
+    in_memory = read_elf_bytes(path.name, data, limits, symbols=INTEREST)
+    assert in_memory.elf == elf and in_memory.passes == 1 and in_memory.bytes_read == len(data)
     return {
         "needed": elf.needed,
         "soname": elf.soname,
@@ -257,8 +261,11 @@ def test_really_corrupt_tables_name_the_bytes(tmp_path: Path) -> None:
         tag, _value = struct.unpack_from("<qQ", data, base + 16 * i)
         if tag == 10:  # DT_STRSZ
             struct.pack_into("<qQ", data, base + 16 * i, 10, len(data) * 2)
-    with pytest.raises(WheelReadError, match=r"DT_STRTAB .*past the file|bytes"):
+    with pytest.raises(WheelReadError, match=r"DT_STRTAB .*past the file|bytes") as streamed:
         read_elf_member("corrupt.so", lambda: io.BytesIO(bytes(data)), len(data), Limits())
+    with pytest.raises(WheelReadError) as in_memory:
+        read_elf_bytes("corrupt.so", bytes(data), Limits())
+    assert str(in_memory.value) == str(streamed.value)
 
 
 def test_common_machine_names_are_pyelftools_names() -> None:
