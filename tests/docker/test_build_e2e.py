@@ -267,6 +267,10 @@ def test_colliding_tuned_keys_stop_before_compiling(tmp_path: Path, debian_rocm_
     assert not (tmp_path / "dist").exists()
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_interrupt_mid_build_leaves_nothing(
     tmp_path: Path, debian_rocm_image: Any, docker_client: Any, signum: int, built: dict[str, Any]
@@ -293,6 +297,9 @@ def test_interrupt_mid_build_leaves_nothing(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        # as from a terminal: a runner that started these tests in the background (``cmd &`` in a
+        # script) passes SIGINT down ignored, and Python then keeps it ignored (no KeyboardInterrupt)
+        preexec_fn=_default_sigint,
     )
     # wait until cibuildwheel's container of this build exists, then press Ctrl-C
     deadline = time.monotonic() + 300

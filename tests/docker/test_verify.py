@@ -248,12 +248,18 @@ def test_build_environment_probe_is_removed_on_ctrl_c(
                 return
             time.sleep(0.1)
 
-    watcher = threading.Thread(target=interrupt_when_running, daemon=True)
-    watcher.start()
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        provenance.build_environment(docker_client, image.id, tag)
-    watcher.join(5)
+    # Ctrl-C as in a terminal, even when the runner started pytest with SIGINT ignored (``cmd &`` in a
+    # script): Python then never installed its KeyboardInterrupt handler
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        watcher = threading.Thread(target=interrupt_when_running, daemon=True)
+        watcher.start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            provenance.build_environment(docker_client, image.id, tag)
+        watcher.join(5)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert seen == [1]  # the probe container ran while we waited
     assert _probes(docker_client, image.id) == []
     assert time.monotonic() - started < 60
