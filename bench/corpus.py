@@ -273,8 +273,7 @@ def measure_wheel(path: Path, *, timing: bool, repeat: int, differences: list[Di
     row = Row(wheel=path.name, size=path.stat().st_size, members=members)
     argvs = {"check": _check_argv(path, verify=True), "auditwheel": _auditwheel_argv(path)}
     runs = {name: [measure(argv)] for name, argv in argvs.items()}
-    check, auditwheel = runs["check"][0], runs["auditwheel"][0]
-    judge(row, check, auditwheel, differences)
+    judge(row, runs["check"][0], runs["auditwheel"][0], differences)
     if timing and not row.crashed:
         argvs |= {
             "check_no_verify": _check_argv(path, verify=False),
@@ -285,7 +284,7 @@ def measure_wheel(path: Path, *, timing: bool, repeat: int, differences: list[Di
             runs[name] = [measure(argvs[name])]
         for _round in range(repeat - 1):
             for name, argv in argvs.items():
-                if name == "auditwheel" and auditwheel.wall >= AUDITWHEEL_ONCE_FROM:
+                if name == "auditwheel" and runs[name][0].wall >= AUDITWHEEL_ONCE_FROM:
                     continue
                 runs[name].append(measure(argv))
     best = {name: _best_of(timed) for name, timed in runs.items()}

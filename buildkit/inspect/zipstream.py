@@ -220,13 +220,8 @@ class DigestStream(io.RawIOBase):
         return record_hash(self.algorithm, self._hash.digest()) if self.position == self._size else None
 
 
-#: members up to this many compressed bytes (and 4x that inflated) are read by :func:`read_whole`
-#: (the default of ``Limits.read_whole_bytes``)
-WHOLE_READ_BYTES = 1024 * 1024
-
-
 def read_whole(fd: int, info: zipfile.ZipInfo, *, inflater: str | None = None) -> bytes:
-    """All of a small stored or deflated member (see :data:`WHOLE_READ_BYTES`) with one ``pread`` and
+    """All of a small stored or deflated member (see :func:`whole_readable`) with one ``pread`` and
     one inflate: what a wheel with thousands of small files costs when every member is hashed.
     Checked as :class:`MemberStream` checks a member read to its end: the local header's signature
     and name, the declared size as a hard bound on what is inflated, the size and CRC-32."""
@@ -258,7 +253,7 @@ def read_whole(fd: int, info: zipfile.ZipInfo, *, inflater: str | None = None) -
     return out
 
 
-def whole_readable(info: zipfile.ZipInfo, limit: int = WHOLE_READ_BYTES) -> bool:
+def whole_readable(info: zipfile.ZipInfo, limit: int) -> bool:
     """Whether :func:`read_whole` serves ``info``: stored or deflated, at most ``limit`` bytes
     compressed and ``4 * limit`` inflated."""
     return (
