@@ -374,7 +374,7 @@ def resolve(
         runpath=_split_paths(strings, table.runpath),
         version_needs={lib: tuple(sorted(names)) for lib, names in sorted(version_needs.items())},
         mentions_hip_register=HIP_REGISTER in strings.data,
-        undefined_of_interest=() if undefined is None else undefined.names(strings.get, interest),
+        undefined_of_interest=() if undefined is None else undefined.names(strings, interest),
     )
 
 
@@ -565,15 +565,33 @@ class UndefinedScan:
                 self._offsets.append(name)
                 self._indices.append(index)
 
-    def names(self, string_at: Callable[[int], str], interest: Collection[str]) -> tuple[str, ...]:
+    def names(self, strings: _Strings, interest: Collection[str]) -> tuple[str, ...]:
         """The undefined names that are in ``interest``, sorted (a name outside the string table is
-        an error, as for every other dynamic string)."""
-        found: set[str] = set()
-        for at in self._offsets:  # one name at a time: never all the undefined names at once
-            name = string_at(at)
-            if name in interest:
+        an error, as for every other dynamic string: the first such offset is named)."""
+        data = strings.data
+        last = data.rfind(b"\0")  # an offset at or before the last NUL has a terminated string
+        if self._offsets and max(self._offsets) > last:
+            strings.get(next(at for at in self._offsets if at > last))  # raises, naming that offset
+        wanted = _latin1(interest)  # get() decodes latin-1
+        find = data.find
+        found: set[bytes] = set()
+        for at in self._offsets:  # one name at a time, compared as bytes: never all the names at once
+            name = data[at : find(b"\0", at)]
+            if name in wanted:
                 found.add(name)
-        return tuple(sorted(found))
+        return tuple(sorted(name.decode("latin-1") for name in found))
+
+
+def _latin1(names: Collection[str]) -> set[bytes]:
+    """``names`` as the bytes a latin-1 string table holds them in (a name latin-1 cannot encode is in
+    no such table)."""
+    out = set()
+    for name in names:
+        try:
+            out.add(name.encode("latin-1"))
+        except UnicodeEncodeError:
+            continue
+    return out
 
 
 def note_segments(h: ElfHeader, segs: tuple[Segment, ...], size: int) -> tuple[Segment, ...]:

@@ -118,6 +118,14 @@ def _header() -> loader.ElfHeader:
     return loader.ElfHeader(True, "<", 62, 0, 0, 0, 64, 56, 0, 0, 64, 0, 0)
 
 
+def _strings_at(names: dict[int, str]) -> loader._Strings:
+    """A dynamic string table holding each name at its offset (NUL elsewhere)."""
+    data = bytearray(max(at + len(name) for at, name in names.items()) + 1)
+    for at, name in names.items():
+        data[at : at + len(name)] = name.encode("latin-1")
+    return loader._Strings("lib.so", bytes(data))
+
+
 def _count(blob: bytes) -> int:
     table = loader.DynamicTable((), None, (), (), None, 0, None, None, symtab=0, gnu_hash=0)
     read = loader.require(lambda offset, size: blob[offset : offset + size])
@@ -262,7 +270,7 @@ def test_scan_is_the_same_whatever_the_chunking() -> None:
     for i in range(500):
         shndx = 0 if i % 3 else 12
         bind = 2 if i % 7 == 0 else 1  # some weak
-        entries.append(struct.pack("<IBBHQQ", i + 1, (bind << 4) | 2, 0, shndx, 0, 0))
+        entries.append(struct.pack("<IBBHQQ", 10 * (i + 1), (bind << 4) | 2, 0, shndx, 0, 0))
     table = b"".join(entries)
     expected = {i + 1 for i in range(500) if i % 3 and i % 7}
     for _ in range(30):
@@ -274,7 +282,8 @@ def test_scan_is_the_same_whatever_the_chunking() -> None:
             scan.feed(100 + at, table[at : at + step])  # fed twice: harmless
             at += step
         assert scan.done
-        names = scan.names(lambda offset: f"s{offset}", {f"s{i}" for i in range(1, 501)})
+        strings = _strings_at({10 * i: f"s{i}" for i in range(1, 501)})
+        names = scan.names(strings, {f"s{i}" for i in range(1, 501)})
         assert set(names) == {f"s{i}" for i in expected}
 
 
@@ -287,13 +296,13 @@ def test_scan_before_the_count_is_known_forgets_what_lies_past_the_table() -> No
     assert not scan.done  # the count is not known yet
     scan.set_count(4)
     assert scan.done and scan.position == len(table)
-    assert scan.names(lambda offset: f"s{offset}", {"s5", "s99"}) == ("s5",)
+    assert scan.names(_strings_at({5: "s5", 99: "s99"}), {"s5", "s99"}) == ("s5",)
     short = loader.UndefinedScan(0, None, _header(), limit=24)  # stopped at the limit, then told more
     short.feed(0, table[:48])
     short.set_count(4)
     assert not short.done and short.position == 24
     short.feed(0, table)
-    assert short.done and short.names(lambda offset: f"s{offset}", {"s5"}) == ("s5",)
+    assert short.done and short.names(_strings_at({5: "s5"}), {"s5"}) == ("s5",)
 
 
 @pytest.mark.parametrize(
@@ -310,3 +319,30 @@ def test_section_route_dynsym_header_lies(tmp_path: Path, field: int, value: int
     header = elf["e_shoff"] + index * elf["e_shentsize"]
     with pytest.raises(WheelReadError):
         inspect(tmp_path, patched(unmapped, header + field, "<Q", value))
+
+
+def test_undefined_names_equal_reading_each_name() -> None:
+    # tail-merged strings (an offset into the middle of another name), names outside the interest,
+    # empty names, latin-1 bytes, repeated offsets: the bytes comparison gives what decoding each
+    # name and comparing it gives
+    rng = random.Random(5)
+    words = ["gets", "_tr_align", "xgets", "PyFPE_jbuf", "caf\xe9", "", "_dist_code", "memcpy"]
+    for _ in range(50):
+        data = b"\0" + b"".join(rng.choice(words).encode("latin-1") + b"\0" for _ in range(40))
+        strings = loader._Strings("lib.so", data)
+        offsets = [rng.randrange(1, len(data)) for _ in range(60)]
+        table = b"".join(struct.pack("<IBBHQQ", at, 0x12, 0, 0, 0, 0) for at in offsets)
+        scan = loader.UndefinedScan(0, len(offsets), _header())
+        scan.feed(0, table)
+        interest = set(rng.sample(words, 4)) | {"caf\u0113"}  # one name latin-1 cannot encode
+        expected = tuple(sorted({strings.get(at) for at in offsets} & interest))
+        assert scan.names(strings, interest) == expected
+
+
+def test_undefined_name_past_the_last_nul_is_named() -> None:
+    data = b"\0gets\0tail"  # offsets 7.. have no terminating NUL
+    table = b"".join(struct.pack("<IBBHQQ", at, 0x12, 0, 0, 0, 0) for at in (1, 8, 7, 40))
+    scan = loader.UndefinedScan(0, 4, _header())
+    scan.feed(0, table)
+    with pytest.raises(WheelReadError, match="string at 8 lies outside the dynamic string table"):
+        scan.names(loader._Strings("lib.so", data), {"gets"})
