@@ -63,8 +63,8 @@ def waived_lines(findings: Iterable[Finding]) -> tuple[str, ...]:
     waivers = {}
     for f in findings:
         if f.waived is not None:
-            counts[f.waived.index] = counts.get(f.waived.index, 0) + 1
-            waivers[f.waived.index] = f.waived
+            counts[f.waived.place] = counts.get(f.waived.place, 0) + 1
+            waivers[f.waived.place] = f.waived
     lines = []
     for index in sorted(waivers):
         n, w = counts[index], waivers[index]

@@ -27,7 +27,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -308,7 +308,7 @@ def _against_locked_torch(
     torch = next((f for f in lock.files if f.name == "torch"), None)
     if torch is None:
         return config
-    return replace(config, torch_abi=str(staged / ".buildkit" / cibw.WHEELHOUSE_NAME / torch.file))
+    return config._replace(torch_abi=str(staged / ".buildkit" / cibw.WHEELHOUSE_NAME / torch.file))
 
 
 def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:

@@ -20,7 +20,6 @@ job (what ``build`` does); ``--no-verify-record`` skips the hashing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -179,7 +178,7 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         toolchain=flags.toolchain,
         torch_abi=flags.torch_abi,
     )
-    return replace(config, required=_required(flags.required)) if flags.required else config
+    return config._replace(required=_required(flags.required)) if flags.required else config
 
 
 def gate_config(

@@ -4,7 +4,7 @@ identity (:class:`JobIdentity`) a job's wheel must carry."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit import rocm as rocmdata  # its release data loads only when a pin asks for it
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 
 DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
+#: the default of the mapping fields: one shared object, so read-only
+_NO_MAPPING: Mapping[str, str] = MappingProxyType({})
 
 
 def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
@@ -86,8 +88,7 @@ class Required(NamedTuple):
 
 
 # --------------------------------------------------------------------------- configuration
-@dataclass(frozen=True)
-class GateConfig:
+class GateConfig(NamedTuple):
     """What the gate enforces. Build it from flags (:meth:`from_flags`), a plan Job (:meth:`from_job`)
     or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
 
@@ -95,10 +96,14 @@ class GateConfig:
     ceilings default to the strictest manylinux tag the file name claims (none if it claims none).
     ``identity`` (from a job only): the wheel must be that job's (name, version, Python and platform
     tags: the ``job-identity`` rule).
+
+    A NamedTuple (``check``'s start-up cannot afford a dataclass): the values are checked by
+    :meth:`validated`, which the ``from_*`` constructors and :func:`~buildkit.gate.evaluate.evaluate`
+    call, so a configuration built directly is refused when it is used.
     """
 
     policy: str | None = None
-    ceilings: Mapping[str, str] = field(default_factory=dict)  # prefix -> max version; overrides policy's
+    ceilings: Mapping[str, str] = _NO_MAPPING  # prefix -> max version; overrides policy's
     exclude_globs: tuple[str, ...] = ()
     archs: tuple[str, ...] = ()  # requested target ids ("gfx90a", "gfx90a:xnack-")
     match_features: bool = False  # compare target-id features too, not only the processor
@@ -106,7 +111,7 @@ class GateConfig:
     size_warn: int | None = DEFAULT_SIZE_WARN
     size_limit: int | None = None
     rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
-    rocm_sonames: Mapping[str, str] = field(default_factory=dict)  # "libamdhip64" -> "libamdhip64.so.7"
+    rocm_sonames: Mapping[str, str] = _NO_MAPPING  # "libamdhip64" -> "libamdhip64.so.7"
     #: the ROCm packaging the wheel was built with (toolchains.yaml, "debian-trixie"): its SONAMEs are
     #: the expected ones; None: AMD's release ``rocm``
     toolchain: str | None = None
@@ -122,7 +127,10 @@ class GateConfig:
     #: ``build`` sets it for a hermetic torch job: the torch wheel of its lock, the one it built against
     torch_abi: str | None = None
 
-    def __post_init__(self) -> None:
+    def validated(self) -> GateConfig:
+        """This configuration, once its values are known to be sound; else a UsageError naming the
+        bad one (an unknown policy or ceiling prefix, a ceiling or torch pin that is no version, a
+        size limit that is not positive)."""
         if self.policy is not None:
             # any architecture: the policy is resolved for the wheel's own (evaluate); a name that is
             # no manylinux/musllinux policy raises UsageError naming the known ones
@@ -138,6 +146,7 @@ class GateConfig:
                 raise UsageError(f"torch pin {self.torch!r} must be MAJOR.MINOR, e.g. 2.10")
         if self.size_limit is not None and self.size_limit <= 0:
             raise UsageError("size limit must be positive")
+        return self
 
     @classmethod
     def from_flags(
@@ -173,7 +182,7 @@ class GateConfig:
             size_limit=size_limit,
             torch_abi=torch_abi,
             **pin,
-        )
+        ).validated()
 
     @classmethod
     def from_job(cls, job: Job, **overrides: Any) -> GateConfig:
@@ -192,7 +201,7 @@ class GateConfig:
             "identity": JobIdentity.of(job),
         }
         values.update(overrides)
-        return cls(**values)
+        return cls(**values).validated()
 
     @classmethod
     def from_recipe_job(cls, recipe: Recipe, job: Job, **overrides: Any) -> GateConfig:
@@ -208,7 +217,7 @@ class GateConfig:
                 reason=w.reason,
                 library=w.library,
                 file=w.file,
-                index=w.index,
+                place=w.index,
                 line=w.line,
                 column=w.column,
             )

@@ -64,8 +64,9 @@ def evaluate(report: WheelReport, config: GateConfig, *, torch_abi: TorchAbiResu
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
     rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
     ``torch_abi``: the wheel's symbols judged against a torch (:func:`buildkit.gate.check.torch_abi_for`
-    reads both sides; None: the ``torch-abi`` rule has nothing to judge)."""
-    facts = gather(report, config, torch_abi=torch_abi)
+    reads both sides; None: the ``torch-abi`` rule has nothing to judge). A configuration with an
+    unsound value is a UsageError (:meth:`GateConfig.validated`)."""
+    facts = gather(report, config.validated(), torch_abi=torch_abi)
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
     recipe = config.identity.recipe if config.identity is not None else None
     findings = waive(run(facts), judged_here, recipe=recipe)

@@ -11,7 +11,6 @@ may be waived, and what happens to a waiver that matches nothing, is
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal, NamedTuple
 
@@ -30,26 +29,25 @@ SYMBOL_LABELS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Waiver:
+class Waiver(NamedTuple):
     """One ``gate.waive`` entry of a recipe: findings of ``rule`` whose library (``library``, an
     fnmatch glob on the file name, ``libfoo.so.*``) and wheel member (``file``, an fnmatch glob on
     the member path, ``pkg/*.so``; ``*`` crosses ``/``) match, each glob only when given, are
-    accepted for ``reason``. ``index`` is its place in the list, ``line``/``column`` its position in
+    accepted for ``reason``. ``place`` is its index in the list, ``line``/``column`` its position in
     the recipe file (None: not from a file)."""
 
     rule: str
     reason: str
     library: str | None = None
     file: str | None = None
-    index: int = 0
+    place: int = 0
     line: int | None = None
     column: int | None = None
 
     @property
     def at(self) -> str:
         """``gate.waive[0]``: where the waiver is in the recipe."""
-        return f"gate.waive[{self.index}]"
+        return f"gate.waive[{self.place}]"
 
     def position(self, recipe: str | None) -> str:
         """``gate.waive[0] (recipes/x.yaml:31:5)`` when the recipe file and position are known."""

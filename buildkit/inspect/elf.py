@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import IO, Any, NamedTuple, cast
 
 from elftools.common.exceptions import ELFError
@@ -78,13 +77,13 @@ class ElfResult(NamedTuple):
     complete: bool = True  # the member was read to its end (its CRC was checked)
 
 
-@dataclass
-class _Carry:
-    """What a pass learnt that the next one need not read again, and the exact ranges it must keep."""
+class _Carry(NamedTuple):
+    """What a pass learnt that the next one need not read again, and the exact ranges it must keep
+    (``keep`` is the one mutable part: the last pass extends it)."""
 
-    route: str = _LOADER
-    table: DynamicTable | None = None
-    keep: list[tuple[int, int]] = field(default_factory=list)
+    route: str
+    table: DynamicTable | None
+    keep: list[tuple[int, int]]
     scan: bool = False  # look for offload bundles from the first byte on
     symbols: int | None = None  # entries of .dynsym, once the hash table gave them
 

@@ -1,4 +1,5 @@
-"""The data model of a wheel inspection: frozen dataclasses, JSON-ready via ``to_json()``.
+"""The data model of a wheel inspection: NamedTuples (cheap to define, which ``check``'s start-up
+needs), JSON-ready via ``to_json()``.
 
 Everything here is plain data built by :func:`buildkit.inspect.inspect_wheel`; the gate reads it
 and never re-opens the wheel. Field names are the contract in ``docs/CONTRACTS.md``.
@@ -7,7 +8,6 @@ and never re-opens the wheel. Field names are the contract in ``docs/CONTRACTS.m
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 _VERSION_RE = re.compile(r"^(?P<prefix>[A-Za-z_]+?)_(?P<version>[0-9]+(?:\.[0-9]+)*)$")
@@ -215,9 +215,10 @@ class Oddity(NamedTuple):
         return {"kind": self.kind, "member": self.member, "message": self.message}
 
 
-@dataclass(frozen=True)
-class WheelReport:
-    """Everything the gate needs about one wheel, read in one streaming pass."""
+class WheelReport(NamedTuple):
+    """Everything the gate needs about one wheel, read in one streaming pass. Two reports of one
+    wheel are equal only with equal ``stats``: compare ``_replace(stats=())`` to ignore how it was
+    read (the workers and limits change the bytes read)."""
 
     path: str
     filename: str
@@ -236,7 +237,7 @@ class WheelReport:
     elves: tuple[ElfInfo, ...]
     code_objects: tuple[CodeObject, ...]
     findings: tuple[Oddity, ...] = ()
-    stats: tuple[MemberStat, ...] = field(default=(), compare=False)
+    stats: tuple[MemberStat, ...] = ()
     dist_info: str | None = None  # "pkg-1.0.dist-info" (None: derived from the members)
     files: tuple[MemberFile, ...] = ()  # every file member, archive order
     record_verified: bool = False  # every member except RECORD (and its signatures) was hashed

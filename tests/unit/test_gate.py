@@ -3,7 +3,6 @@ the real toolchain end-to-end is in tests/agreement)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -277,8 +276,13 @@ def test_machine_mismatch_with_file_tag() -> None:
     ],
 )
 def test_bad_config_is_a_usage_error(kwargs: dict[str, Any]) -> None:
+    """Refused by :meth:`GateConfig.validated`, and so by the gate itself when built directly."""
+    bad = GateConfig(**kwargs)
     with pytest.raises(UsageError):
-        GateConfig(**kwargs)
+        bad.validated()
+    with pytest.raises(UsageError):
+        evaluate(report(elf()), bad)
+    assert GateConfig().validated() == GateConfig()
 
 
 def test_from_job_uses_the_jobs_fields() -> None:
@@ -291,7 +295,7 @@ def test_from_job_uses_the_jobs_fields() -> None:
     assert cfg.archs == tuple(str(t) for t in job.archs.kept) and cfg.exclude_globs == job.exclude_globs
     assert dict(cfg.ceilings) == dict(job.ceilings)
     assert GateConfig.from_job(job, torch="2.10", size_limit=5).torch == "2.10"
-    assert replace(cfg, size_limit=5).size_limit == 5
+    assert cfg._replace(size_limit=5).size_limit == 5
 
 
 def test_rocm_soname_of_another_release_fails() -> None:
@@ -400,7 +404,7 @@ def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
     assert cfg.size_limit == recipe.size_budget["limit"] == 20 * MiB
     # the same rules as the job's; the identity gains the recipe's name, file and sha256
     bare = GateConfig.from_job(job)
-    assert replace(cfg, size_limit=None, identity=None) == replace(bare, size_limit=None, identity=None)
+    assert cfg._replace(size_limit=None, identity=None) == bare._replace(size_limit=None, identity=None)
     assert cfg.identity is not None and bare.identity is not None
     assert (cfg.identity.name, cfg.identity.recipe_sha256) == (recipe.name, recipe.sha256)
     assert cfg.identity._replace(name=None, recipe=None, recipe_sha256=None) == bare.identity
@@ -412,7 +416,7 @@ def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
 # --------------------------------------------------------------------------- job identity
 def named(r: WheelReport, filename: str) -> WheelReport:
     """``r`` under another file name (the rules read name, version and tags from it)."""
-    return replace(r, filename=filename, path=filename)
+    return r._replace(filename=filename, path=filename)
 
 
 def identity(**changes: str) -> JobIdentity:
@@ -548,7 +552,7 @@ def test_from_flags_rocm_pins_the_releases_sonames() -> None:
     assert cfg.rocm == "7.2" and cfg.rocm_sonames["libamdhip64"] == "libamdhip64.so.7"
     assert GateConfig.from_flags().rocm_sonames == {}
     v = evaluate(
-        report(elf(needed=("libc.so.6", "libamdhip64.so.5"))), replace(cfg, exclude_globs=("libamdhip64*",))
+        report(elf(needed=("libc.so.6", "libamdhip64.so.5"))), cfg._replace(exclude_globs=("libamdhip64*",))
     )
     assert [(f.rule, f.library) for f in v.errors] == [("rocm-soname", "libamdhip64.so.5")]
     with pytest.raises(UsageError, match="known releases"):
@@ -793,7 +797,7 @@ def tagged(*elves: ElfInfo, tag: str) -> WheelReport:
     """A report whose file name has a compressed tag set (``a.b``), its tags expanded as packaging does."""
     r = report(*elves, tag=tag)
     expanded = tuple(f"cp311-cp311-{t}" for t in tag.split("."))
-    return replace(r, tags=expanded, wheel_tags=expanded)
+    return r._replace(tags=expanded, wheel_tags=expanded)
 
 
 @pytest.mark.parametrize(
@@ -938,9 +942,8 @@ def test_a_static_binary_may_carry_manylinux_and_musllinux_tags() -> None:
 
     def both(e: ElfInfo) -> WheelReport:
         tags = ("cp311-cp311-manylinux_2_12_x86_64", "cp311-cp311-musllinux_1_1_x86_64")
-        return replace(
-            report(e, tag="manylinux_2_12_x86_64.musllinux_1_1_x86_64"), tags=tags, wheel_tags=tags
-        )
+        both_tags = report(e, tag="manylinux_2_12_x86_64.musllinux_1_1_x86_64")
+        return both_tags._replace(tags=tags, wheel_tags=tags)
 
     v = evaluate(both(static), GateConfig())
     assert v.passed, v.findings
@@ -979,7 +982,7 @@ def test_debian_packaged_rocm_is_judged_by_its_own_sonames() -> None:
     assert debian.toolchain == "debian-trixie" and debian.rocm == "5.7"
     needed = ("libc.so.6", "libamdhip64.so.5", "libhipblas.so.0", "librocblas.so.0")
     assert not [f for f in evaluate(report(elf(needed=needed)), debian).findings if f.rule == "rocm-soname"]
-    amd = replace(debian, toolchain=None, rocm_sonames=GateConfig.from_flags(rocm="5.7").rocm_sonames)
+    amd = debian._replace(toolchain=None, rocm_sonames=GateConfig.from_flags(rocm="5.7").rocm_sonames)
     wrong = [f for f in evaluate(report(elf(needed=needed)), amd).errors if f.rule == "rocm-soname"]
     assert sorted(str(f.library) for f in wrong) == ["libhipblas.so.0", "librocblas.so.0"]
     other = evaluate(report(elf(needed=("libc.so.6", "libhipblas.so.2"))), debian)

@@ -71,8 +71,8 @@ def test_a_waiver_matches_its_rule_and_the_globs_it_gives() -> None:
 def test_waive_keeps_findings_in_place_and_reports_each_unused_waiver() -> None:
     a = SIZE.error("wheel is 2 MiB, above the limit of 1 MiB")
     b = Finding("rpath", "warning", "under /opt/rocm", file="pkg/_C.so", symbol="/opt/rocm/lib")
-    used = Waiver("size", "the index allows it", index=0, line=40, column=7)
-    unused = Waiver("rpath", "stale", file="other/*.so", index=1, line=42, column=7)
+    used = Waiver("size", "the index allows it", place=0, line=40, column=7)
+    unused = Waiver("rpath", "stale", file="other/*.so", place=1, line=42, column=7)
     out = waive([a, b], [used, unused], recipe="r.yaml")
     assert out[0] == Finding(a.rule, a.severity, a.message, waived=used) and not out[0].fails
     assert out[1] == b  # not matched: untouched
