@@ -227,8 +227,8 @@ class _Reader:
         streams: list[DigestStream] = []
 
         def opener() -> IO[bytes]:
-            if algorithm is None:
-                return self.open(info)
+            if algorithm is None or (streams and streams[-1].complete):
+                return self.open(info)  # a pass after the one that read it all: nothing more to hash
             streams.append(DigestStream(self.open(info), algorithm, info.file_size))
             return streams[-1]  # type: ignore[return-value]
 
@@ -242,7 +242,7 @@ class _Reader:
         )
         kind = "amdgpu" if result.code_object is not None else "elf"
         stat = MemberStat(name, info.compress_size, info.file_size, result.bytes_read, result.passes, kind)
-        digest = streams[-1].record_hash() if streams else None
+        digest = next((d for s in streams if (d := s.record_hash()) is not None), None)
         if algorithm is not None and digest is None:
             raise WheelReadError(f"{name}: not read to its end, cannot verify its RECORD hash")
         return _MemberResult(result.elf, result.code_object, result.findings, stat, digest)

@@ -215,6 +215,11 @@ class DigestStream(io.RawIOBase):
         finally:
             super().close()
 
+    @property
+    def complete(self) -> bool:
+        """Every byte has gone by (:meth:`record_hash` will be the member's digest)."""
+        return self.position == self._size
+
     def record_hash(self) -> str | None:
         self._join()
         return record_hash(self.algorithm, self._hash.digest()) if self.position == self._size else None

@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from buildkit.inspect import Limits, inspect_wheel, split_symbol_version
 from buildkit.inspect.codeobject import target_id_from_flags
@@ -176,12 +177,30 @@ def test_large_member_streams_with_bounded_memory_and_second_pass(tmp_path: Path
     lib = build_shared_library(tmp_path / "big.so", source + GLIBC_234)
     path = _wheel(tmp_path, {"demo/big.so": lib.read_bytes()})
     normal = inspect_wheel(path)
-    tight_limits = Limits(head_bytes=4096, tail_bytes=256, chunk_size=8192, read_whole_bytes=0)
+    tight_limits = Limits(
+        head_bytes=4096, tail_bytes=256, chunk_size=8192, read_whole_bytes=0, whole_member_bytes=0
+    )
     tight = inspect_wheel(path, limits=tight_limits)
     assert normal.elves == tight.elves
-    assert normal.files == tight.files and tight.record_verified  # the digest is the last pass's
+    assert normal.files == tight.files and tight.record_verified  # the digest is the full pass's
     assert next(s for s in normal.stats if s.name == "demo/big.so").passes == 1
-    assert next(s for s in tight.stats if s.name == "demo/big.so").passes == 2
+    stat = next(s for s in tight.stats if s.name == "demo/big.so")
+    assert stat.passes == 2
+    # RECORD verified: the first pass read on to the end (its stream gave the digest), so the second
+    # re-read the head only up to the end of the tables it left behind, not the member once more
+    with lib.open("rb") as fh:
+        elf = ELFFile(fh)
+        dynstr, dynamic = elf.get_section_by_name(".dynstr"), elf.get_section_by_name(".dynamic")
+        tables_end = dynstr["sh_offset"] + dynstr["sh_size"]
+        assert tables_end + tight_limits.chunk_size < dynamic["sh_offset"]  # so the test can tell
+    size = lib.stat().st_size
+    assert size < stat.bytes_read <= size + tables_end + tight_limits.chunk_size
+    unverified = inspect_wheel(path, limits=tight_limits, verify_record=False)
+    assert unverified.elves == normal.elves and not unverified.record_verified
+    # unverified, no pass reads on to the end: the first stops at .dynamic, the second at the tables
+    first_pass = dynamic["sh_offset"] + dynamic["sh_size"]
+    read = next(s for s in unverified.stats if s.name == "demo/big.so").bytes_read
+    assert read < first_pass + tables_end + 2 * tight_limits.chunk_size
 
 
 def test_parallel_workers_give_the_same_report(tmp_path: Path) -> None:
