@@ -256,18 +256,22 @@ class _Pass:
                 self.route = _SECTIONS  # a static executable or an object file: no loader data
                 return
             if self.table is None:
-                # Keep PT_DYNAMIC and what precedes it in its segment: patchelf (auditwheel repair)
-                # moves .dynstr, .dynsym and .gnu.version_r into a new segment next to .dynamic.
+                # Keep PT_DYNAMIC and what precedes it in its segment, and the LOAD segments wholly
+                # within reach before it: patchelf (auditwheel repair) moves .dynstr, .dynsym and
+                # .gnu.version_r into new segments next to .dynamic, one segment each in newer
+                # releases (numpy 2.x's libscipy_openblas64_: .dynsym ~1 MiB before .dynamic, in
+                # its own segment, was read a second time with the whole library).
                 found = self.dynamic
+                reach = found.offset - self.limits.dynamic_reach
+                loads = [s for s in self.segments if s.type == loader.PT_LOAD]
                 home = next(
-                    (
-                        s.offset
-                        for s in self.segments
-                        if s.type == loader.PT_LOAD and s.offset <= found.offset < s.offset + s.filesz
-                    ),
-                    found.offset,
+                    (s.offset for s in loads if s.offset <= found.offset < s.offset + s.filesz), found.offset
                 )
-                start = max(home, found.offset - self.limits.dynamic_reach)
+                start = min(
+                    (s.offset for s in loads if reach <= s.offset and s.offset + s.filesz <= found.offset),
+                    default=home,
+                )
+                start = max(min(start, home), reach)
                 self._need(start, found.offset + found.filesz - start, offset)
                 self.buf.feed(offset, chunk)
         if self.table is None:

@@ -241,6 +241,27 @@ def test_every_layout_reads_as_pyelftools_reads_it(
     assert read(path, limits) == want
 
 
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("linker", list(LINKERS))
+def test_tables_within_reach_of_dynamic_are_read_in_one_pass(
+    built: dict[tuple[str, str], Path], linker: str, variant: str
+) -> None:
+    """With a head window too small for the tables, what lies within ``dynamic_reach`` before
+    PT_DYNAMIC is still kept as it streams by, whole LOAD segments included: patchelf gives .dynsym
+    and .dynstr segments of their own beside .dynamic's (numpy 2.x's libscipy_openblas64_), and
+    keeping only .dynamic's own segment read every repaired library twice with RECORD verified."""
+    path = built[(linker, variant)]
+    data = path.read_bytes()
+    limits = Limits(chunk_size=1 << 16, head_bytes=4096, whole_member_bytes=0)
+    dynamic = next(s for s in ELFFile(io.BytesIO(data)).iter_sections() if isinstance(s, DynamicSection))
+    assert dynamic["sh_offset"] < limits.dynamic_reach  # all that precedes .dynamic is within reach
+    result = read_elf_member(
+        path.name, lambda: io.BytesIO(data), len(data), limits, read_to_end=True, symbols=INTEREST
+    )
+    assert (result.passes, result.bytes_read, result.complete) == (1, len(data), True)
+    assert result.elf is not None and result.elf.needed == expected(path)["needed"]
+
+
 def test_repair_moved_the_tables_to_the_end(built: dict[tuple[str, str], Path]) -> None:
     """The variants do produce the layout that was unreadable: PT_DYNAMIC in a segment after the
     1 MiB blob, the string table beside it, .dynsym and .gnu.version_r still at the front."""
