@@ -169,8 +169,8 @@ def test_entry_ids_and_symbol_versions() -> None:
 
 
 def test_large_member_streams_with_bounded_memory_and_second_pass(tmp_path: Path) -> None:
-    """A head window smaller than .dynstr forces the second pass (the member streamed, not read whole
-    into memory); results must not change."""
+    """A head window smaller than .dynstr, and no reach before .dynamic, force the second pass (the
+    member streamed, not read whole into memory); results must not change."""
     source = "".join(
         f"int exported_function_with_a_long_name_{i}(void){{return {i};}}\n" for i in range(3000)
     )
@@ -178,7 +178,12 @@ def test_large_member_streams_with_bounded_memory_and_second_pass(tmp_path: Path
     path = _wheel(tmp_path, {"demo/big.so": lib.read_bytes()})
     normal = inspect_wheel(path)
     tight_limits = Limits(
-        head_bytes=4096, tail_bytes=256, chunk_size=8192, read_whole_bytes=0, whole_member_bytes=0
+        head_bytes=4096,
+        tail_bytes=256,
+        chunk_size=8192,
+        read_whole_bytes=0,
+        whole_member_bytes=0,
+        dynamic_reach=0,  # nothing before .dynamic kept: its tables are left behind
     )
     tight = inspect_wheel(path, limits=tight_limits)
     assert normal.elves == tight.elves
