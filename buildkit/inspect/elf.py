@@ -268,10 +268,9 @@ class _Pass:
                     (s.offset for s in loads if s.offset <= found.offset < s.offset + s.filesz), found.offset
                 )
                 start = min(
-                    (s.offset for s in loads if reach <= s.offset and s.offset + s.filesz <= found.offset),
-                    default=home,
+                    [max(home, reach)]
+                    + [s.offset for s in loads if reach <= s.offset and s.offset + s.filesz <= found.offset]
                 )
-                start = max(min(start, home), reach)
                 self._need(start, found.offset + found.filesz - start, offset)
                 self.buf.feed(offset, chunk)
         if self.table is None:
@@ -597,8 +596,7 @@ def read_elf_member(
     stream's consumer sees every byte: the zip CRC is checked and a digest of the member (RECORD
     verification) can be taken from that stream. It is the last pass, or the first that needs another
     pass only for ranges it left behind (the passes after it then stop once parsed); the parse
-    itself is unchanged. ``symbols``:
-    the undefined dynamic symbol names worth reporting (default
+    itself is unchanged. ``symbols``: the undefined dynamic symbol names worth reporting (default
     :func:`~buildkit.inspect.symbols.default_symbols_of_interest`)."""
     interest = default_symbols_of_interest() if symbols is None else frozenset(symbols)
     whole = limits.verify_members or size <= limits.whole_member_bytes

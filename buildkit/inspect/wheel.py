@@ -242,7 +242,7 @@ class _Reader:
         )
         kind = "amdgpu" if result.code_object is not None else "elf"
         stat = MemberStat(name, info.compress_size, info.file_size, result.bytes_read, result.passes, kind)
-        digest = next((d for s in streams if (d := s.record_hash()) is not None), None)
+        digest = streams[-1].record_hash() if streams else None  # no stream follows a complete one
         if algorithm is not None and digest is None:
             raise WheelReadError(f"{name}: not read to its end, cannot verify its RECORD hash")
         return _MemberResult(result.elf, result.code_object, result.findings, stat, digest)
