@@ -54,10 +54,66 @@ class Profile:
     #: how a recipe's ``image.packages`` are installed in a layer over the image: "apt" or "dnf";
     #: None: the profile takes no extra packages
     package_manager: str | None = None
+    #: "builder" (cibuildwheel builds in it) or "runtime" (smoke tests run in it)
+    role: str = "builder"
+    #: where the image's ROCm is installed (ROCM_PATH of a build): "/usr" for Debian's packaging;
+    #: None: "/opt/rocm", AMD's layout
+    rocm_prefix: str | None = None
+    #: the CPython versions the image provides ("3.13"); None: not declared
+    pythons: tuple[str, ...] | None = None
+    #: the glibc of the image's distribution ("2.43"): what a build without a sysroot links against
+    glibc: str | None = None
+    #: per ROCm release of ``rocm_releases``: its build arguments and distribution toolchain
+    releases: Mapping[str, ProfileRelease] = field(default_factory=dict)
+    #: the compatibility sysroots the image carries, by name (``manylinux.sysroot`` of a recipe)
+    sysroots: Mapping[str, Sysroot] = field(default_factory=dict)
+    #: where ccache masquerades as the compilers (buildkit/build/ccache.py): "debian" or "el"
+    cache_layout: str | None = None
 
     @property
     def repository(self) -> str:
         return REPOSITORY_PREFIX + self.name
+
+    def release_build_args(self, rocm: str) -> dict[str, str]:
+        """The build arguments that make this profile's image carry ROCm ``rocm`` ({} if none)."""
+        release = self.releases.get(rocm)
+        return dict(release.build_args) if release is not None else {}
+
+    def toolchain_of(self, rocm: str) -> str | None:
+        """The distribution toolchain (``buildkit/rocm/toolchains.yaml``) of ROCm ``rocm`` here."""
+        release = self.releases.get(rocm)
+        return release.toolchain if release is not None else None
+
+
+@dataclass(frozen=True)
+class ProfileRelease:
+    """One ROCm release of a profile that provides several (``[profiles.NAME.releases."7.2"]``)."""
+
+    rocm: str
+    build_args: Mapping[str, str] = field(default_factory=dict)
+    toolchain: str | None = None
+
+
+@dataclass(frozen=True)
+class Sysroot:
+    """A compatibility sysroot an image carries (``[profiles.NAME.sysroots."glibc2.31"]``): host code
+    compiled against an older glibc and libstdc++ than the image's own."""
+
+    name: str
+    path: str  # in the image
+    gcc_install_dir: str  # clang's --gcc-install-dir: the GCC whose libstdc++ and crt files are used
+    glibc: str  # "2.31"
+    policy: str  # the manylinux policy its glibc defines: manylinux_2_31
+    source: str = ""
+
+    @property
+    def bin_dir(self) -> str:
+        """The compiler wrappers (cc, c++, gcc, g++, clang, clang++) that compile against it."""
+        return f"{self.path}/bin"
+
+    @property
+    def toolchain_file(self) -> str:
+        return f"{self.path}/toolchain.cmake"
 
 
 # field -> its kind in the file: "str", "list" (of strings) or "table" (of strings)
@@ -71,9 +127,32 @@ _FIELDS: dict[str, str] = {
     "rocm_releases": "list",
     "rocm_build_arg": "str",
     "package_manager": "str",
+    "role": "str",
+    "rocm_prefix": "str",
+    "pythons": "list",
+    "glibc": "str",
+    "releases": "tables",
+    "sysroots": "tables",
+    "cache_layout": "str",
 }
 PACKAGE_MANAGERS = ("apt", "dnf")
-_KIND_TEXT = {"str": "a string", "list": "a list of strings", "table": "a table of strings"}
+ROLES = ("builder", "runtime")
+#: the fields of one ``releases`` / ``sysroots`` entry, and their kinds
+_RELEASE_FIELDS: dict[str, str] = {"build_args": "table", "toolchain": "str"}
+_SYSROOT_FIELDS: dict[str, str] = {
+    "path": "str",
+    "gcc_install_dir": "str",
+    "glibc": "str",
+    "policy": "str",
+    "source": "str",
+}
+_SYSROOT_REQUIRED = ("path", "gcc_install_dir", "glibc", "policy")
+_KIND_TEXT = {
+    "str": "a string",
+    "list": "a list of strings",
+    "table": "a table of strings",
+    "tables": "a table of tables",
+}
 
 
 class _Locator:
@@ -115,6 +194,8 @@ def _check_kind(value: Any, kind: str) -> bool:
         return isinstance(value, str)
     if kind == "list":
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if kind == "tables":
+        return isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
     return isinstance(value, dict) and all(isinstance(v, str) for v in value.values())
 
 
@@ -145,6 +226,46 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
             where.key(name, "package_manager"),
             f"profile {name}: package_manager must be one of {', '.join(PACKAGE_MANAGERS)}, not {manager!r}",
         )
+    role = raw.get("role", "builder")
+    if role not in ROLES:
+        raise _fail(
+            path,
+            where.key(name, "role"),
+            f"profile {name}: role must be one of {', '.join(ROLES)}, not {role!r}",
+        )
+    entries: dict[str, dict[str, dict[str, Any]]] = {}
+    for group, fields in (("releases", _RELEASE_FIELDS), ("sysroots", _SYSROOT_FIELDS)):
+        entries[group] = {}
+        for entry, values in raw.get(group, {}).items():
+            for key, value in values.items():
+                kind = fields.get(key)
+                if kind is None:
+                    raise _fail(
+                        path,
+                        where.table(name),
+                        f"profile {name}: {group}.{entry}: unknown field {key!r} "
+                        f"(known: {', '.join(sorted(fields))})",
+                    )
+                if not _check_kind(value, kind):
+                    raise _fail(
+                        path,
+                        where.table(name),
+                        f"profile {name}: {group}.{entry}.{key} must be {_KIND_TEXT[kind]}",
+                    )
+            entries[group][entry] = values
+    for rel in entries["releases"]:
+        if releases is None or rel not in releases:
+            raise _fail(
+                path,
+                where.table(name),
+                f"profile {name}: releases.{rel} names a ROCm release not in rocm_releases",
+            )
+    for sysroot, values in entries["sysroots"].items():
+        missing = [k for k in _SYSROOT_REQUIRED if k not in values]
+        if missing:
+            raise _fail(
+                path, where.table(name), f"profile {name}: sysroots.{sysroot} needs {', '.join(missing)}"
+            )
     return Profile(
         name=name,
         dockerfile=raw["dockerfile"],
@@ -156,6 +277,18 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
         rocm_releases=tuple(releases) if releases is not None else None,
         rocm_build_arg=raw.get("rocm_build_arg"),
         package_manager=manager,
+        role=role,
+        cache_layout=raw.get("cache_layout"),
+        rocm_prefix=raw.get("rocm_prefix"),
+        pythons=tuple(raw["pythons"]) if "pythons" in raw else None,
+        glibc=raw.get("glibc"),
+        releases={
+            rel: ProfileRelease(
+                rocm=rel, build_args=dict(v.get("build_args", {})), toolchain=v.get("toolchain")
+            )
+            for rel, v in entries["releases"].items()
+        },
+        sysroots={sname: Sysroot(name=sname, **v) for sname, v in entries["sysroots"].items()},
     )
 
 

@@ -336,15 +336,22 @@ def _image_env(client: Any, image: str) -> dict[str, str]:
 
 
 def resolve_image(
-    client: Any, ref: str, progress: Callable[[str], None], packages: tuple[str, ...] = ()
+    client: Any,
+    ref: str,
+    progress: Callable[[str], None],
+    packages: tuple[str, ...] = (),
+    rocm: str | None = None,
 ) -> str:
     """``rocm-buildkit/<profile>`` (no tag) names one of our image profiles: build or reuse it, with
-    ``packages`` in a generated layer over it (:func:`buildkit.image.builder.with_packages`)."""
+    ``packages`` in a generated layer over it (:func:`buildkit.image.builder.with_packages`). A
+    profile with one image per ROCm release gives the image of ``rocm`` (the wheel's, from its
+    manifest) when it has one."""
     if ref.startswith(images.REPOSITORY_PREFIX) and ":" not in ref:
         profile = ref[len(images.REPOSITORY_PREFIX) :]
         if profile in images.PROFILES:
             # a profile that installs AMD's packages gets its newest release, as `buildkit image build` does
-            args = images.profile_rocm_args(profile, None, {})
+            releases = images.PROFILES[profile].releases
+            args = images.profile_rocm_args(profile, rocm if rocm in releases else None, {})
             base = images.ensure_image(profile, build_args=args, client=client, progress=progress)
             if packages:
                 return with_packages(client, base, profile, packages, progress).tag
@@ -378,7 +385,9 @@ def run_smoke(
             "needs a GPU (gpu: true or the label gpu) but /dev/kfd and /dev/dri are not available here",
             gpu_note,
         )
-    spec = replace(spec, image=resolve_image(client, spec.image, progress, spec.packages))
+    job = (manifest.read(wheel) if manifest.manifest_path(wheel).is_file() else {}).get("job") or {}
+    rocm = str(job["rocm"]) if job.get("rocm") else None
+    spec = replace(spec, image=resolve_image(client, spec.image, progress, spec.packages, rocm=rocm))
     image_env = _image_env(client, spec.image)
     ca_bundle = host_ca_bundle() if index_url else None
     steps: list[Step] = []
@@ -418,6 +427,10 @@ def run_smoke(
         base_env["PIP_NO_INPUT"] = "1"
         box = _Container(container, base_env, ["timeout", "-k", "10", str(timeout)] if has_timeout else [])
 
+        if python == "python3":  # the wheel's own CPython when the image has several (python3.14)
+            own = wheel_python(wheel)
+            if own and container.exec_run(["sh", "-c", f"command -v {own}"]).exit_code == 0:
+                python = own
         setup = box.run("setup", f"{python} -m venv", [python, "-m", "venv", "--system-site-packages", VENV])
         steps.append(setup)
         if setup.passed:
@@ -467,6 +480,18 @@ def run_smoke(
 
 def _failed(spec: SmokeSpec, gpu_note: str, steps: list[Step], reason: str) -> SmokeResult:
     return SmokeResult(spec.name, spec.image, "failed", reason, gpu_note, tuple(steps))
+
+
+def wheel_python(wheel: Path) -> str | None:
+    """``python3.14`` for a ``cp314-cp314`` wheel (the interpreter that must import it); None for a
+    wheel that is not for one CPython (py3-none, abi3 serve several)."""
+    parts = wheel.name.removesuffix(".whl").split("-")
+    if len(parts) < 5:
+        return None
+    match = re.fullmatch(r"cp3(\d+)", parts[-3])
+    if match is None or parts[-2] in ("none", "abi3"):
+        return None
+    return f"python3.{match.group(1)}"
 
 
 def check_wheel(wheel: Path) -> None:

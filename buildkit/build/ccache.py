@@ -55,7 +55,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from buildkit import profiles
 from buildkit.docker_engine import throwaway
+from buildkit.errors import UsageError
 from buildkit.plan.models import Job
 
 #: where the job's cache volume is mounted in the build container
@@ -107,9 +109,20 @@ LAYOUTS: Mapping[str, Layout] = MappingProxyType(
 )
 
 
+#: the layouts by the name a profile's ``cache_layout`` gives (docker/profiles.toml)
+NAMED: Mapping[str, Layout] = MappingProxyType({"debian": DEBIAN, "el": EL})
+
+
 def layout(job: Job) -> Layout:
-    """The compiler-cache layout of the job's builder image."""
-    return LAYOUTS.get(job.image.profile or "", ANY)
+    """The compiler-cache layout of the job's builder image: its profile's ``cache_layout``."""
+    name = job.image.profile or ""
+    if name in LAYOUTS:
+        return LAYOUTS[name]
+    try:
+        declared = profiles.get_profile(name).cache_layout if name else None
+    except UsageError:
+        declared = None
+    return NAMED.get(declared or "", ANY)
 
 
 def environment(job: Job) -> dict[str, str]:

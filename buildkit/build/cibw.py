@@ -32,6 +32,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from buildkit import profiles
 from buildkit.build import ccache
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
@@ -70,8 +71,62 @@ _UV_FRONTENDS = frozenset({"build[uv]", "uv"})
 #: in :data:`buildkit.recipe.RESERVED_ENV`); the compiler-cache routing a recipe sets is its own
 RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"}) | ccache.RECIPE_OVERRIDABLE
 CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
-#: the profiles whose HIP is Debian's, installed under /usr (ROCM_PATH=/usr)
-DEBIAN_PROFILES = frozenset({"debian-rocm", "debian-bookworm-rocm"})
+#: AMD's layout: where ROCm is when the image's profile does not say (``rocm_prefix``)
+DEFAULT_ROCM_PREFIX = "/opt/rocm"
+#: links to the image's ROCm development libraries only (docker/rocm-lib-links.sh): the one library
+#: folder a sysroot build adds to the link line, so that the image's own glibc stays out of reach
+ROCM_LIB_LINKS = "/opt/buildkit/rocm-lib"
+
+
+def rocm_prefix(job: Job) -> str:
+    """Where the job's builder image has ROCm (``ROCM_PATH``): its profile's ``rocm_prefix``."""
+    if job.image.profile:
+        try:
+            prefix = profiles.get_profile(job.image.profile).rocm_prefix
+        except UsageError:
+            prefix = None
+        if prefix:
+            return prefix
+    return DEFAULT_ROCM_PREFIX
+
+
+def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
+    """The variables that compile the job's host code against its compatibility sysroot
+    (``manylinux.sysroot``; {} without one). Every compiler a build can call is covered:
+
+    * ``PATH``: the sysroot's wrappers (cc, c++, gcc, g++, x86_64-linux-gnu-gcc/g++, clang,
+      clang++: the image's clang with ``--sysroot`` and ``--gcc-install-dir``) before the image's
+      compilers, which is what setuptools (sysconfig's CC), torch's cpp_extension (``c++``),
+      autotools and meson find; the compiler cache's masquerade stays first and calls them;
+    * hipcc: ``HIPCC_COMPILE_FLAGS_APPEND`` / ``HIPCC_LINK_FLAGS_APPEND`` (the same flags, the ROCm
+      prefix for the device libraries, :data:`ROCM_LIB_LINKS` to link the ROCm libraries), and
+      ``HIP_INCLUDE_PATH`` at the sysroot (hipcc would add ``-I/usr/include``, the image's glibc);
+    * CMake: ``CMAKE_TOOLCHAIN_FILE`` (CMake >= 3.21 reads it from the environment): CMAKE_SYSROOT
+      and the wrappers as CMAKE_C/CXX/HIP_COMPILER.
+    """
+    if not job.sysroot:
+        return {}
+    if not job.image.profile:
+        raise UsageError(
+            f"manylinux.sysroot {job.sysroot}: the job's image is not a profile of rocm-buildkit"
+        )
+    sysroot = profiles.get_profile(job.image.profile).sysroots.get(job.sysroot)
+    if sysroot is None:
+        raise UsageError(f"image profile {job.image.profile} has no sysroot {job.sysroot!r}")
+    # -idirafter: the image's own headers (ROCm's, Python's x86_64-linux-gnu/python3.X/pyconfig.h) are
+    # found after the sysroot's, never instead of them: glibc and libstdc++ come from the sysroot
+    flags = (
+        f"--sysroot={sysroot.path} --gcc-install-dir={sysroot.gcc_install_dir} --rocm-path={rocm_path} "
+        "-idirafter /usr/include"
+    )
+    return {
+        "BUILDKIT_SYSROOT": sysroot.path,
+        "HIPCC_COMPILE_FLAGS_APPEND": flags,
+        "HIPCC_LINK_FLAGS_APPEND": f"{flags} -L{ROCM_LIB_LINKS}",
+        "HIP_INCLUDE_PATH": f"{sysroot.path}/usr/include",
+        "CMAKE_TOOLCHAIN_FILE": sysroot.toolchain_file,
+        "PATH": sysroot.bin_dir + ccache.PATH_TAIL,
+    }
 
 
 @dataclass(frozen=True)
@@ -96,11 +151,10 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
     raises a :class:`UsageError` (recipe loading refuses those already: this guards other jobs,
     such as one read back from an older manifest).
     """
+    rocm_path = job.env.get("ROCM_PATH", rocm_prefix(job))
     env: dict[str, str] = {
         "HIP_PLATFORM": "amd",
-        "ROCM_PATH": job.env.get(
-            "ROCM_PATH", "/usr" if job.image_profile in DEBIAN_PROFILES else "/opt/rocm"
-        ),
+        "ROCM_PATH": rocm_path,
         "PYTORCH_ROCM_ARCH": job.archs.pytorch_rocm_arch(),
         "GPU_ARCHS": job.archs.gpu_archs(),
         "SOURCE_DATE_EPOCH": str(settings.source_date_epoch),
@@ -111,8 +165,13 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         "MAX_JOBS": job.env.get("MAX_JOBS", str(settings.parallel_jobs)),
         "PYTHONHASHSEED": "0",
     }
+    sysroot_env = sysroot_environment(job, rocm_path)
+    env.update(sysroot_env)
     if settings.ccache_volume:  # every compile through the cache: ccache.environment
-        env.update(ccache.environment(job))
+        cache_env = ccache.environment(job)
+        if "PATH" in sysroot_env:  # the masquerade first: ccache then calls the sysroot's wrappers
+            cache_env["PATH"] = cache_env["PATH"].removesuffix(ccache.PATH_TAIL) + ":" + sysroot_env["PATH"]
+        env.update(cache_env)
     if settings.with_ca_bundle:
         env["PIP_CERT"] = CONTAINER_CA_PATH
         env["SSL_CERT_FILE"] = CONTAINER_CA_PATH
@@ -171,6 +230,8 @@ def repair_command(job: Job) -> str:
     When auditwheel refuses the recipe's policy (symbols too recent), the wheel is repaired to the
     best policy its symbols allow instead, so that the gate, not auditwheel, has the last word: it
     fails the job naming the offending file, library and symbol, and nothing reaches ``dist/``.
+    When no policy fits at all (a build against glibc 2.43 without a sysroot), the unrepaired wheel
+    is passed on as it is, for the gate to refuse and the build to keep in quarantine.
     """
 
     def attempt(plat: str) -> str:
@@ -185,7 +246,14 @@ def repair_command(job: Job) -> str:
         f"rocm-buildkit: auditwheel refused {job.platform_tag}; repairing to the best policy the "
         "symbols allow so that the gate can name the offending symbols"
     )
-    return f"{attempt(job.platform_tag)} || {{ echo {note} >&2; {attempt('auto')}; }}"
+    kept = shlex.quote(
+        "rocm-buildkit: auditwheel refused every policy (symbols newer than any it knows); the "
+        "unrepaired wheel goes to the gate, which names them, and is kept with its reports"
+    )
+    # when no policy fits either, the unrepaired wheel goes on as is: the gate refuses it (its tag,
+    # the symbols, members and libraries named) and the build keeps it in quarantine, never in dist/
+    fallback = f"{{ echo {kept} >&2; cp {{wheel}} {{dest_dir}}/; }}"
+    return f"{attempt(job.platform_tag)} || {{ echo {note} >&2; {attempt('auto')} || {fallback}; }}"
 
 
 def before_build(job: Job, *, isolation: bool = True, network: bool = True) -> str | None:

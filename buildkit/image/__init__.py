@@ -105,7 +105,7 @@ def rocm_build_args(profile_name: str, rocm: str, archs: Iterable[str] | None = 
                 f"image profile {profile.name} provides ROCm {', '.join(profile.rocm_releases)} only, "
                 f"not {rocm}; use the manylinux_2_28-rocm profile for other releases"
             )
-        return {}
+        return profile.release_build_args(rocm)
     if profile.rocm_build_arg is None:
         return {}
     install = el8_install(rocm)
@@ -128,7 +128,10 @@ def profile_rocm_args(profile_name: str, rocm: str | None, build_args: Mapping[s
     install.yaml arguments of ``rocm`` (default: the newest release there) under ``build_args``,
     which may override any of them but the release itself (``--rocm`` names it)."""
     profile = get_profile(profile_name)
-    if profile.rocm_releases is not None:  # a fixed release: --rocm may only name it
+    if profile.rocm_releases is not None:  # fixed releases: --rocm may only name one of them
+        if profile.releases:  # one image per release: --rocm picks it (default: the newest)
+            chosen = rocm if rocm is not None else profile.rocm_releases[-1]
+            return {**rocm_build_args(profile.name, chosen), **build_args}
         if rocm is not None:
             rocm_build_args(profile.name, rocm)
         return dict(build_args)

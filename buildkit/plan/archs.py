@@ -276,6 +276,9 @@ def _unsupported_reason(
 ) -> str:
     """Why ``target`` is not in the supported set."""
     if toolchain_archs is not None:
+        withheld = _toolchain_withheld(toolchain).get(rocmdata.processor_of(str(target)))
+        if withheld:
+            return f"withheld by toolchain {toolchain} (ROCm {pinned}): {withheld}"
         return f"not compilable by toolchain {toolchain or '?'} (ROCm {pinned})"
     assert release is not None
     first = rocmdata.min_release_for(target.name)
@@ -371,6 +374,16 @@ def resolve(
         decisions=tuple(ordered),
         warnings=tuple(warnings),
     )
+
+
+def _toolchain_withheld(toolchain: str | None) -> Mapping[str, str]:
+    """The processors ``toolchain`` compiles but buildkit withholds, with the reason ({} if unknown)."""
+    if toolchain is None:
+        return {}
+    try:
+        return rocmdata.get_toolchain(toolchain).withheld
+    except rocmdata.UnknownToolchain:
+        return {}
 
 
 def _basis(toolchain_archs: Sequence[str] | None, toolchain: str | None, pinned: str) -> str:

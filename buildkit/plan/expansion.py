@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
+from buildkit import policy as mlpolicy
+from buildkit import profiles
 from buildkit import rocm as rocm_data
 from buildkit import version as ver
 from buildkit.errors import BuildkitError
@@ -103,22 +105,104 @@ def _releases(recipe: Recipe) -> dict[str, rocm_data.RocmRelease]:
     return releases
 
 
-def _toolchain_archs(recipe: Recipe, releases: Mapping[str, rocm_data.RocmRelease]) -> tuple[str, ...] | None:
-    """The archs ``archs.toolchain`` compiles (None without one); its ROCm must be every pin's."""
-    if recipe.archs.toolchain is None:
+def _profile_toolchain(recipe: Recipe, rocm: str) -> str | None:
+    """The distribution toolchain the recipe's image profile names for ROCm ``rocm`` (None if none)."""
+    if recipe.image.profile is None:
         return None
     try:
-        toolchain = rocm_data.get_toolchain(recipe.archs.toolchain)
-    except BuildkitError as exc:
-        raise recipe.error(f"archs.toolchain: {exc}", ("archs", "toolchain")) from None
+        return profiles.get_profile(recipe.image.profile).toolchain_of(rocm)
+    except BuildkitError:
+        return None
+
+
+def _toolchains(
+    recipe: Recipe, releases: Mapping[str, rocm_data.RocmRelease]
+) -> dict[str, tuple[str | None, tuple[str, ...] | None]]:
+    """Per pinned release: the toolchain that builds it and the archs it compiles ((None, None)
+    without one). ``archs.toolchain`` names one for every release (its ROCm must be every pin's);
+    without it, an image profile with one image per release names each release's own."""
+    out: dict[str, tuple[str | None, tuple[str, ...] | None]] = {}
     for i, rel in enumerate(recipe.rocm):
+        name = recipe.archs.toolchain or _profile_toolchain(recipe, rel)
+        if name is None:
+            out[rel] = (None, None)
+            continue
+        try:
+            toolchain = rocm_data.get_toolchain(name)
+        except BuildkitError as exc:
+            where = ("archs", "toolchain") if recipe.archs.toolchain else ("image",)
+            raise recipe.error(f"archs.toolchain: {exc}", where) from None
         if releases[rel].version != rocm_data.get_release(toolchain.rocm).version:
             raise recipe.error(
                 f"rocm[{i}]: toolchain {toolchain.id} packages ROCm {toolchain.rocm}, not {rel}",
                 ("rocm", i),
                 hint="a distribution toolchain builds against its own ROCm only",
             )
-    return toolchain.archs
+        out[rel] = (toolchain.id, toolchain.archs)
+    return out
+
+
+def _library_notes(recipe: Recipe, rocm: str, toolchain: str | None, archs: ArchSet) -> list[str]:
+    """A note for each kept arch that a ROCm library the image installs carries no kernels for
+    (the toolchain's ``library_targets``: Debian's X-Rocm-Gpu-Architecture of each package)."""
+    if toolchain is None or recipe.image.profile is None:
+        return []
+    try:
+        data = rocm_data.get_toolchain(toolchain)
+        profile = profiles.get_profile(recipe.image.profile)
+    except BuildkitError:
+        return []
+    packages = profile.release_build_args(rocm).get("ROCM_PACKAGES", "").split()
+    if not packages:
+        packages = profile.build_args.get("ROCM_PACKAGES", "").split()
+    packages += [p.split("=", 1)[0] for p in recipe.image.packages]
+    notes = []
+    for package in packages:
+        library = package.removesuffix("-dev").rstrip("0123456789")
+        targets = data.library_targets.get(library)
+        if targets is None:
+            continue
+        for target in archs.kept:
+            if rocm_data.processor_of(str(target)) not in targets:
+                notes.append(
+                    f"ROCm {rocm} (toolchain {toolchain}): {library} ({package}) carries no kernels for "
+                    f"{target} (its GPU targets: {', '.join(targets)}); calls into it fail on that GPU"
+                )
+    return notes
+
+
+def _baseline_notes(recipe: Recipe) -> list[str]:
+    """A note when the image's glibc (or the recipe's sysroot) is newer than the policy allows: every
+    wheel that links a versioned glibc symbol of it would be refused by repair and the gate."""
+    if recipe.image.profile is None:
+        return []
+    try:
+        profile = profiles.get_profile(recipe.image.profile)
+    except BuildkitError:
+        return []
+    policy = recipe.manylinux.policy
+    allowed = mlpolicy.version_tuple(recipe.manylinux.ceilings.get("GLIBC", ""))
+    sysroot = recipe.manylinux.sysroot
+    if sysroot is not None and sysroot in profile.sysroots:
+        glibc, what = profile.sysroots[sysroot].glibc, f"the sysroot {sysroot}"
+    elif profile.glibc is not None:
+        glibc, what = profile.glibc, f"image {profile.name}"
+    else:
+        return []
+    mine = mlpolicy.version_tuple(glibc)
+    if allowed is None or mine is None or mine <= allowed:
+        return []
+    fix = (
+        f"set manylinux.sysroot to one of {', '.join(profile.sysroots)} (host code compiled against an "
+        "older glibc)"
+        if profile.sysroots and sysroot is None
+        else "choose a newer policy, or an image built on that glibc (manylinux_2_28 needs glibc 2.28's own "
+        "headers and libraries, as the production image has)"
+    )
+    return [
+        f"{what} links glibc {glibc}, above {policy}'s GLIBC {recipe.manylinux.ceilings.get('GLIBC')}: "
+        f"a wheel using any newer glibc symbol cannot pass; {fix}"
+    ]
 
 
 def _arch_notes(rocm: str, archs: ArchSet) -> list[str]:
@@ -135,7 +219,8 @@ class _Expansion:
     enumerator: Callable[[], list[str]] | None
     base: str
     releases: dict[str, rocm_data.RocmRelease]
-    toolchain_archs: tuple[str, ...] | None
+    #: per release: (toolchain id, the archs it compiles), (None, None) without a toolchain
+    toolchains: dict[str, tuple[str | None, tuple[str, ...] | None]]
     ceilings: dict[str, str]
     notes: dict[str, None]  # insertion-ordered, without duplicates
     pins: dict[str, tuple[int, TorchPin]] = field(init=False)
@@ -200,18 +285,21 @@ class _Expansion:
                 allow=self.recipe.archs.allow,
                 env=self.environ,
                 enumerator=self.enumerator,
-                toolchain_archs=self.toolchain_archs,
-                toolchain=self.recipe.archs.toolchain,
+                toolchain_archs=self.toolchains[rocm][1],
+                toolchain=self.toolchains[rocm][0],
             )
             self.arch_cache[rocm] = archs
             self.arch_env[rocm] = archs.exported(self.recipe.archs.export)
             self.notes.update(dict.fromkeys(_arch_notes(rocm, archs)))
+            self.notes.update(
+                dict.fromkeys(_library_notes(self.recipe, rocm, self.toolchains[rocm][0], archs))
+            )
         return archs
 
     def note_unverified(self, rocm: str, pin: TorchPin | None) -> None:
         """Note the release's unverified data once, when it is used: for its arch list (no
         toolchain) or its torch index."""
-        if (self.toolchain_archs is None or pin is not None) and ("unverified", rocm) not in self.noted:
+        if (self.toolchains[rocm][1] is None or pin is not None) and ("unverified", rocm) not in self.noted:
             self.noted.add(("unverified", rocm))
             self.notes.update(
                 dict.fromkeys(
@@ -301,13 +389,14 @@ class _Expansion:
             ceilings=self.ceilings,
             exclude_globs=globs,
             env=dict(sorted(job_env.items())),
-            toolchain=recipe.archs.toolchain,
+            toolchain=self.toolchains[rocm][0],
             image_profile=recipe.image.label,
             image=recipe.image,
             hooks=recipe.hooks,
             axes=dict(extra),
             ceilings_from_images=recipe.manylinux.from_images,
             regression_baseline=recipe.gate.no_regression_against,
+            sysroot=recipe.manylinux.sysroot,
         )
 
     def check_rules_used(self) -> None:
@@ -342,8 +431,9 @@ def expand(
     """
     base = _base_version(recipe)
     releases = _releases(recipe)
-    toolchain_archs = _toolchain_archs(recipe, releases)
+    toolchains = _toolchains(recipe, releases)
     ceilings, plan_notes = image_ceilings(recipe, ceilings_reader)
+    plan_notes = (*plan_notes, *_baseline_notes(recipe))
     run = _Expansion(
         recipe=recipe,
         environ=os.environ if env is None else env,
@@ -351,7 +441,7 @@ def expand(
         enumerator=enumerator,
         base=base,
         releases=releases,
-        toolchain_archs=toolchain_archs,
+        toolchains=toolchains,
         ceilings=ceilings,
         notes=dict.fromkeys(plan_notes),
     )

@@ -49,6 +49,8 @@ class Job:
     ceilings_from_images: tuple[str, ...] = ()
     #: the recipe's ``gate.no_regression_against``: PEP 503 index of the released wheels, or None
     regression_baseline: str | None = None
+    #: the compatibility sysroot host code compiles against (the recipe's ``manylinux.sysroot``)
+    sysroot: str | None = None
 
     def to_json(self, archs_json: dict[str, Any] | None = None) -> dict[str, Any]:
         """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs."""
@@ -75,6 +77,7 @@ class Job:
             "image": self.image.to_json(),
             "hooks": self.hooks.to_json(),
             "axes": dict(self.axes),
+            **({"sysroot": self.sysroot} if self.sysroot else {}),
         }
 
 

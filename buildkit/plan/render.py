@@ -116,6 +116,11 @@ def render_table(plan: Plan) -> str:
             + ", ".join(f"{k} {v}" for k, v in sorted(first.ceilings.items()))
             + origin
         )
+        if first.sysroot is not None:
+            lines.append(
+                f"sysroot {first.sysroot}: every host compile uses the image's compatibility sysroot "
+                "(its glibc and libstdc++ bound the wheel's symbol versions)"
+            )
         if first.regression_baseline is not None:
             lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
     lines += _image_and_hooks(r)

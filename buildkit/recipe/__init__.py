@@ -26,12 +26,12 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from buildkit import policy as mlpolicy
 from buildkit import version as ver
-from buildkit.errors import RecipeError, UsageError
+from buildkit.errors import RecipeError
 from buildkit.recipe.gate import GateRules, parse_gate
 from buildkit.recipe.hooks import Hooks, parse_hooks
 from buildkit.recipe.image import ImageSpec, check_smoke_packages, parse_image
+from buildkit.recipe.manylinux import Manylinux, parse_manylinux
 from buildkit.recipe.schema import did_you_mean, validate
 from buildkit.recipe.source import Source, parse_source
 from buildkit.recipe.yamlspan import Path as JsonPath
@@ -206,16 +206,6 @@ class ArchSpec:
     #: (variable, separator) the resolved list is exported to: PYTORCH_ROCM_ARCH and GPU_ARCHS
     #: always, then the recipe's ``archs.export`` in its order
     export: tuple[tuple[str, str], ...] = tuple((name, ARCH_VARIABLES[name]) for name in ALWAYS_EXPORTED)
-
-
-@dataclass(frozen=True)
-class Manylinux:
-    policy: str
-    ceilings: Mapping[str, str]  # the policy's ceilings with the recipe's overrides applied
-    overrides: Mapping[str, str]  # what the recipe set explicitly
-    #: ``ceilings.from_image``: runtime images whose libraries lower the ceilings further (read by
-    #: the plan, not here: loading a recipe never contacts Docker)
-    from_images: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -396,7 +386,7 @@ class _Builder:
             toolchain=archs_raw.get("toolchain"),
             export=self._arch_export(archs_raw.get("export")),
         )
-        manylinux = self._manylinux()
+        manylinux = parse_manylinux(self.d, self.err)
         env = dict(d.get("env", {}))
         for name, value in env.items():
             self._check_env_name(name, value, ("env", name), archs.export)
@@ -683,42 +673,6 @@ class _Builder:
                 )
             rules.append(ExcludeRule(index=i, values=tuple(sorted(pairs)), reason=rule.get("reason")))
         return Matrix(zip=zipped, axes=axes, exclude=tuple(rules))
-
-    def _manylinux(self) -> Manylinux:
-        m = self.d["manylinux"]
-        name = m["policy"]
-        try:
-            pol = mlpolicy.get_policy(name)
-        except UsageError:
-            known = [p.name for p in mlpolicy.policies() if p.name != "linux"]
-            raise self.err(
-                f"manylinux.policy: {name!r} is not a policy the installed auditwheel knows",
-                ("manylinux", "policy"),
-                hint=did_you_mean(name, known) or f"known: {', '.join(known)}",
-            ) from None
-        if pol.name == "linux":
-            raise self.err("manylinux.policy: 'linux' is not a manylinux policy", ("manylinux", "policy"))
-        base = pol.ceilings()
-        overrides = dict(m.get("ceilings", {}))
-        # image references, not versions: the "above the policy" rule does not apply to them
-        from_image = overrides.pop("from_image", ())
-        from_images = (from_image,) if isinstance(from_image, str) else tuple(from_image)
-        for lib, value in overrides.items():
-            top = base.get(lib)
-            mine = mlpolicy.version_tuple(value)
-            if top is not None and mine is not None and mine > (mlpolicy.version_tuple(top) or ()):
-                raise self.err(
-                    f"manylinux.ceilings.{lib} {value} is above what {pol.name} allows ({top})",
-                    ("manylinux", "ceilings", lib),
-                    hint=f"a ceiling may only tighten the policy; pick a newer policy to allow {lib} {value}",
-                )
-        ceilings = {**base, **overrides}
-        return Manylinux(
-            policy=pol.name,
-            ceilings=dict(sorted(ceilings.items())),
-            overrides=overrides,
-            from_images=from_images,
-        )
 
     def _publish(self) -> Publish | None:
         p = self.d.get("publish")

@@ -158,6 +158,11 @@ class Toolchain:
     #: library name -> the SONAME it has in this packaging ("libhipblas" -> "libhipblas.so.0")
     sonames: Mapping[str, str] = field(default_factory=dict)
     sonames_source: str | None = None
+    #: processors the compiler accepts but buildkit does not for this packaging, with the reason
+    withheld: Mapping[str, str] = field(default_factory=dict)
+    #: library name -> the GPU targets its package carries kernels for (Debian's X-Rocm-Gpu-Architecture)
+    library_targets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    library_targets_source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -171,6 +176,9 @@ class Toolchain:
             "note": self.note,
             "sonames": dict(self.sonames),
             "sonames_source": self.sonames_source,
+            "withheld": dict(self.withheld),
+            "library_targets": {k: list(v) for k, v in self.library_targets.items()},
+            "library_targets_source": self.library_targets_source,
         }
 
 
@@ -283,8 +291,13 @@ def _toolchains() -> tuple[Toolchain, ...]:
             rocm=str(r["rocm"]),
             hipcc=str(r["hipcc"]),
             llvm=str(r["llvm"]),
-            archs=tuple(str(a) for a in r["archs"]),
+            archs=tuple(str(a) for a in r["archs"] if str(a) not in (r.get("withheld") or {})),
             source=str(r["source"]),
+            withheld={str(k): " ".join(str(v).split()) for k, v in (r.get("withheld") or {}).items()},
+            library_targets={
+                str(k): tuple(str(a) for a in v) for k, v in (r.get("library_targets") or {}).items()
+            },
+            library_targets_source=r.get("library_targets_source"),
             note=r.get("note"),
             sonames={str(k): str(v) for k, v in (r.get("sonames") or {}).items()},
             sonames_source=r.get("sonames_source"),

@@ -65,6 +65,27 @@ static PyObject *py_device_count(PyObject *self, PyObject *unused) {
 
 PyDoc_STRVAR(device_info_doc, "device_info(device: int) -> tuple[str, int]\n\n(gcnArchName, compute units) of a device.");
 
+static PyObject *py_arch_number(PyObject *self, PyObject *args) {
+    const char *target;
+    long number = 0;
+    double weight = 0.0;
+    int err;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "s", &target)) {
+        return NULL;
+    }
+    err = refk_arch_number(target, &number, &weight);
+    if (err != 0) {
+        PyErr_Format(PyExc_ValueError, "%s: %s", target, refk_error_string(err));
+        return NULL;
+    }
+    return Py_BuildValue("(ld)", number, weight);
+}
+
+PyDoc_STRVAR(arch_number_doc,
+             "arch_number(target) -> (number, weight)\n\n"
+             "The processor number of a target id ('gfx942' -> 0x942) and its occupancy weight.");
+
 static PyObject *py_device_info(PyObject *self, PyObject *args) {
     int device = 0;
     int cu_count = 0;
@@ -193,6 +214,7 @@ static PyObject *py_rowsum(PyObject *self, PyObject *args) {
 static PyMethodDef methods[] = {
     {"device_count", py_device_count, METH_NOARGS, device_count_doc},
     {"device_info", py_device_info, METH_VARARGS, device_info_doc},
+    {"arch_number", py_arch_number, METH_VARARGS, arch_number_doc},
     {"gemm_kernels", py_gemm_kernels, METH_NOARGS, gemm_kernels_doc},
     {"gemm", py_gemm, METH_VARARGS, gemm_doc},
     {"rowsum", py_rowsum, METH_VARARGS, rowsum_doc},

@@ -62,7 +62,7 @@ def _build(recipe: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess[s
 
 
 def _recipe(tmp: Path, source: Path, name: str = "recipe.yaml", **changes: Any) -> Path:
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
+    data = yaml.safe_load((ROOT / "recipes" / "reference-trixie.yaml").read_text())
     data["source"] = {"path": str(source)}
     for key, value in changes.items():
         data[key] = value
@@ -131,7 +131,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, debian_rocm_image: Any) -> d
     out = tmp / "dist"
     proc = _buildkit(
         "build",
-        str(ROOT / "recipes" / "reference.yaml"),
+        str(ROOT / "recipes" / "reference-trixie.yaml"),
         "--out",
         str(out),
         "--log-dir",
@@ -171,7 +171,7 @@ def test_wheel_lands_with_manifest(built: dict[str, Any]) -> None:
 
 def test_summary_names_verdict_paths_and_next_steps(built: dict[str, Any]) -> None:
     wheel: Path = built["wheel"]
-    recipe = str(ROOT / "recipes" / "reference.yaml")
+    recipe = str(ROOT / "recipes" / "reference-trixie.yaml")
     lines = built["stdout"].splitlines()
     assert re.match(rf"{JOB}\s+passed\s+[\d.]+s\s+PASS \(0 errors", lines[1]), built["stdout"]
     assert f"  wheel     dist/{JOB}/{wheel.name}" in lines  # relative to the cwd of the build
@@ -184,7 +184,7 @@ def test_summary_names_verdict_paths_and_next_steps(built: dict[str, Any]) -> No
 
 def test_gate_sees_every_arch_and_agrees_with_auditwheel(built: dict[str, Any]) -> None:
     wheel: Path = built["wheel"]
-    job = expand(load_recipe(ROOT / "recipes" / "reference.yaml"), env={}).jobs[0]
+    job = expand(load_recipe(ROOT / "recipes" / "reference-trixie.yaml"), env={}).jobs[0]
     verdict = evaluate(inspect_wheel(wheel), GateConfig.from_job(job))
     assert verdict.config.archs == tuple(ARCHS)
     assert verdict.passed, verdict.findings

@@ -47,7 +47,7 @@ def test_host_credentials_never_reach_the_build(tmp_path: Path, debian_rocm_imag
     )
     with (source / "pyproject.toml").open("a", encoding="utf-8") as fh:
         fh.write(LEAKY_PYPROJECT)
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
+    data = yaml.safe_load((ROOT / "recipes" / "reference-trixie.yaml").read_text())
     data["source"] = {"path": str(source)}
     # archs.export end to end: the resolved list reaches the build under the name the project reads
     data["archs"]["export"] = {"HCC_AMDGPU_TARGET": ","}

@@ -36,7 +36,7 @@ RUN rm -f /usr/local/bin/auditwheel && rm -rf /opt/buildkit-tools /opt/python/cp
 def test_the_probe_refuses_a_stripped_image_naming_every_gap(tmp_path: Path, debian_rocm_image: Any) -> None:
     (tmp_path / "builder").mkdir()
     (tmp_path / "builder" / "Stripped.Dockerfile").write_text(STRIPPED)
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
+    data = yaml.safe_load((ROOT / "recipes" / "reference-trixie.yaml").read_text())
     data["source"] = {"path": str(ROOT / "csrc")}
     data["image"] = {
         "dockerfile": "builder/Stripped.Dockerfile",

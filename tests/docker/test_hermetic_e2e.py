@@ -104,7 +104,7 @@ def _source(tmp: Path, build_requires: tuple[str, ...] = ()) -> Path:
 
 
 def _recipe(tmp: Path, source: Path, **changes: Any) -> Path:
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
+    data = yaml.safe_load((ROOT / "recipes" / "reference-trixie.yaml").read_text())
     data["source"] = {"path": str(source)}
     data.update(changes)
     path = tmp / "recipe.yaml"
@@ -333,7 +333,7 @@ def air_gapped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     that answers nothing (a build that asked it anything would fail)."""
     tmp = tmp_path_factory.mktemp("air-gapped")
     house = tmp / "wheelhouse"
-    job = expand(load_recipe(ROOT / "recipes" / "reference.yaml"), env={}).job(JOB)
+    job = expand(load_recipe(ROOT / "recipes" / "reference-trixie.yaml"), env={}).job(JOB)
     subprocess.run(
         requirements.resolve_command(job, ["setuptools>=77"], house), check=True, capture_output=True
     )

@@ -29,7 +29,7 @@ from buildkit.manifest import read as read_manifest
 from buildkit.manifest import sha256_file
 
 ROOT = Path(__file__).resolve().parents[2]
-RECIPE = ROOT / "recipes" / "reference.yaml"
+RECIPE = ROOT / "recipes" / "reference-trixie.yaml"
 TAMPERED_MEMBER = "refkernels/__init__.py"
 
 
@@ -160,7 +160,7 @@ def test_tampered_copy_differs_and_names_the_member(built: dict[str, Any]) -> No
 
 @pytest.mark.docker
 def test_refuses_a_recipe_with_other_bytes(built: dict[str, Any]) -> None:
-    other = built["tmp"] / "reference.yaml"
+    other = built["tmp"] / "reference-trixie.yaml"
     other.write_text(RECIPE.read_text() + "# edited\n")
     proc = _buildkit("verify", str(built["wheel"]), "--recipe", str(other), cwd=built["tmp"])
     assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _recipe(tmp: Path, source: Path, **changes: Any) -> tuple[Recipe, Job]:
     """The reference recipe building ``source``, with top-level ``changes``."""
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
+    data = yaml.safe_load((ROOT / "recipes" / "reference-trixie.yaml").read_text())
     data["source"] = {"path": str(source)}
     data.pop("checks")
     data.update(changes)

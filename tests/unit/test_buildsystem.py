@@ -26,7 +26,7 @@ else:  # pragma: no cover
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _recipe(tmp: Path, name: str = "reference.yaml", **changes: Any) -> tuple[Recipe, Job]:
+def _recipe(tmp: Path, name: str = "reference-trixie.yaml", **changes: Any) -> tuple[Recipe, Job]:
     data = yaml.safe_load((ROOT / "recipes" / name).read_text())
     data["source"] = {"path": str(tmp / "src")}
     data.pop("checks", None)

@@ -43,7 +43,7 @@ def _container_env(job: Job, *, volume: str | None = "rocm-buildkit-ccache-abc")
 
 
 def test_debian_build_routes_gcc_by_name_hipcc_and_cmake_through_ccache() -> None:
-    env = _container_env(_job("reference.yaml"))
+    env = _container_env(_job("reference-trixie.yaml"))
     # setuptools runs x86_64-linux-gnu-gcc/g++ by name: Debian's masquerade comes first, before the
     # job's Python, which stays ahead of everything else
     assert env["PATH"] == "/usr/lib/ccache:" + CIBW_PATH
@@ -75,7 +75,7 @@ def test_manylinux_build_routes_the_gcc_toolset_and_amd_hipcc() -> None:
 
 
 def test_debian_image_with_extra_packages_keeps_the_debian_layout() -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     extended = dataclasses.replace(job, image=ImageSpec(profile="debian-rocm", packages=("librocfft-dev",)))
     assert ccache.layout(extended) is ccache.DEBIAN
 
@@ -84,7 +84,7 @@ def test_debian_image_with_extra_packages_keeps_the_debian_layout() -> None:
     "image", [ImageSpec(dockerfile="docker/Builder.Dockerfile"), ImageSpec(ref="example/builder:1")]
 )
 def test_an_image_buildkit_did_not_make_gets_only_the_masquerade_directories(image: ImageSpec) -> None:
-    job = dataclasses.replace(_job("reference.yaml"), image=image, image_profile=image.label)
+    job = dataclasses.replace(_job("reference-trixie.yaml"), image=image, image_profile=image.label)
     env = _container_env(job)
     # a directory the image lacks is skipped by PATH lookup; no variable names a ccache that may be absent
     assert env["PATH"] == "/usr/lib/ccache:/usr/lib64/ccache:" + CIBW_PATH
@@ -93,7 +93,7 @@ def test_an_image_buildkit_did_not_make_gets_only_the_masquerade_directories(ima
 
 
 def test_no_cache_routes_nothing() -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     settings = cibw.CibwSettings(image="img:1", source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
     options = cibw.cibuildwheel_options(job, settings)
     env = _container_env(job, volume=None)
@@ -104,7 +104,7 @@ def test_no_cache_routes_nothing() -> None:
 
 
 def test_the_build_zeroes_the_statistics_before_the_recipe_hooks() -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     job = dataclasses.replace(job, hooks=dataclasses.replace(job.hooks, before_build=("make -C deps",)))
     settings = cibw.CibwSettings(
         image="img:1", source_date_epoch=1, ccache_volume="vol", with_ca_bundle=False
@@ -122,7 +122,7 @@ def test_the_build_zeroes_the_statistics_before_the_recipe_hooks() -> None:
     ],
 )
 def test_a_recipe_that_routes_its_compiler_itself_keeps_its_routing(name: str, value: str) -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     job = dataclasses.replace(job, env={**job.env, name: value})
     env = _container_env(job)
     assert env[name] == value

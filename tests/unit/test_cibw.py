@@ -43,7 +43,7 @@ def _parse_environment(text: str) -> dict[str, str]:
 
 
 def test_reference_job_options() -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     opts = cibw.cibuildwheel_options(job, _settings())
     assert opts["CIBW_BUILD"] == "cp313-manylinux_x86_64"
     assert opts["CIBW_MANYLINUX_X86_64_IMAGE"] == "rocm-buildkit/debian-rocm:0123456789ab"
@@ -97,7 +97,7 @@ def test_torch_pin_installed_before_a_no_isolation_build() -> None:
 
 
 def test_no_cache_means_no_volume() -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     opts = cibw.cibuildwheel_options(job, _settings(ccache_volume=None))
     assert "volume" not in opts["CIBW_CONTAINER_ENGINE"]
     assert "CCACHE_DIR" not in _parse_environment(opts["CIBW_ENVIRONMENT_LINUX"])
@@ -107,7 +107,7 @@ def test_no_cache_means_no_volume() -> None:
     "secret", ["TWINE_PASSWORD", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "PYPI_API_TOKEN"]
 )
 def test_credentials_never_reach_cibuildwheel(secret: str) -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     opts = cibw.cibuildwheel_options(job, _settings())
     env = cibw.subprocess_environment(
         {"PATH": "/usr/bin", secret: "s3cr3t", "DOCKER_HOST": "unix:///x"}, opts
@@ -121,14 +121,14 @@ def test_credentials_never_reach_cibuildwheel(secret: str) -> None:
     "value", ["it's", 'say "hi"', "a$(id)b", "`uname`", "back\\slash", "two words", "line1\nline2", "$HOME"]
 )
 def test_recipe_env_values_reach_the_container_literally(value: str) -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     job = dataclasses.replace(job, env={**job.env, "PRETUNE_MODULES": value})
     env = _parse_environment(cibw.cibuildwheel_options(job, _settings())["CIBW_ENVIRONMENT_LINUX"])
     assert env["PRETUNE_MODULES"] == value
 
 
 def test_recipe_env_cannot_override_what_buildkit_sets() -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     job = dataclasses.replace(job, env={**job.env, "SOURCE_DATE_EPOCH": "0"})
     with pytest.raises(UsageError, match="SOURCE_DATE_EPOCH"):
         cibw.cibuildwheel_options(job, _settings())
@@ -140,12 +140,12 @@ def test_torch_pin_constrains_the_isolated_build_environment() -> None:
     assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH
     text = cibw.constraints(job)
     assert text is not None and text.strip() == job.torch_requirement
-    assert cibw.constraints(_job("reference.yaml")) is None
+    assert cibw.constraints(_job("reference-trixie.yaml")) is None
 
 
 def test_build_containers_are_labelled_for_cleanup() -> None:
     labels = docker_engine.container_labels("cibuildwheel", "b1")
-    opts = cibw.cibuildwheel_options(_job("reference.yaml"), _settings(labels=labels))
+    opts = cibw.cibuildwheel_options(_job("reference-trixie.yaml"), _settings(labels=labels))
     assert "--label=io.rocm-buildkit.run=b1" in opts["CIBW_CONTAINER_ENGINE"]
     assert "--label=io.rocm-buildkit.container=cibuildwheel" in opts["CIBW_CONTAINER_ENGINE"]
 
@@ -160,7 +160,7 @@ def test_isolated_build_does_not_install_torch_into_the_target_python() -> None:
     assert cibw.before_build(job, isolation=True) is None
     env = _parse_environment(opts["CIBW_ENVIRONMENT_LINUX"])
     assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH
-    assert cibw.before_build(_job("reference.yaml"), isolation=False) is None  # no torch pin
+    assert cibw.before_build(_job("reference-trixie.yaml"), isolation=False) is None  # no torch pin
 
 
 SECRET_URL = "https://ci-bot:s3cr3t@pypi.internal.example/simple"
@@ -217,7 +217,7 @@ def test_the_secret_check_can_fail(tmp_path: Path) -> None:
     """Control for the test above: without the forced environment-pass, the same project and host
     environment do put the credential into the container and cibuildwheel's printed options."""
     (tmp_path / "pyproject.toml").write_text(PYPROJECT_PASSING_SECRETS)
-    opts = cibw.cibuildwheel_options(_job("reference.yaml"), _settings())
+    opts = cibw.cibuildwheel_options(_job("reference-trixie.yaml"), _settings())
     del opts["CIBW_ENVIRONMENT_PASS_LINUX"]
     container, summary = _cibuildwheel_view(tmp_path, {**HOST_WITH_SECRETS, **opts}, "cp313-manylinux_x86_64")
     assert container["PIP_INDEX_URL"] == SECRET_URL
@@ -264,11 +264,11 @@ def test_every_variable_buildkit_sets_is_reserved_or_overridable() -> None:
 @pytest.mark.parametrize(
     ("recipe", "job_id", "key", "value"),
     [
-        ("reference.yaml", None, "PYTHONHASHSEED", "1"),
-        ("reference.yaml", None, "CCACHE_BASEDIR", "/"),
+        ("reference-trixie.yaml", None, "PYTHONHASHSEED", "1"),
+        ("reference-trixie.yaml", None, "CCACHE_BASEDIR", "/"),
         ("aiter.yaml", "cp312-rocm7.2-torch2.10", "PIP_EXTRA_INDEX_URL", "https://example/simple"),
-        ("reference.yaml", None, "PIP_CONSTRAINT", "/tmp/c.txt"),  # no torch pin: still buildkit's
-        ("reference.yaml", None, "PATH", "/usr/lib/ccache:/usr/bin"),
+        ("reference-trixie.yaml", None, "PIP_CONSTRAINT", "/tmp/c.txt"),  # no torch pin: still buildkit's
+        ("reference-trixie.yaml", None, "PATH", "/usr/lib/ccache:/usr/bin"),
     ],
 )
 def test_job_env_cannot_set_what_buildkit_sets(recipe: str, job_id: str | None, key: str, value: str) -> None:
@@ -280,14 +280,14 @@ def test_job_env_cannot_set_what_buildkit_sets(recipe: str, job_id: str | None, 
 
 @pytest.mark.parametrize("jobs", ["1", "24"])
 def test_recipe_max_jobs_is_what_the_container_gets(jobs: str) -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     job = dataclasses.replace(job, env={**job.env, "MAX_JOBS": jobs})
     env = _parse_environment(
         cibw.cibuildwheel_options(job, _settings(parallel_jobs=2))["CIBW_ENVIRONMENT_LINUX"]
     )
     assert env["MAX_JOBS"] == jobs == job.to_json()["env"]["MAX_JOBS"]
     default = _parse_environment(
-        cibw.cibuildwheel_options(_job("reference.yaml"), _settings(parallel_jobs=3))[
+        cibw.cibuildwheel_options(_job("reference-trixie.yaml"), _settings(parallel_jobs=3))[
             "CIBW_ENVIRONMENT_LINUX"
         ]
     )
@@ -298,7 +298,7 @@ def test_recipe_max_jobs_is_what_the_container_gets(jobs: str) -> None:
 def test_a_hermetic_container_has_no_network_and_only_the_wheelhouse() -> None:
     from buildkit.recipe import RESERVED_ENV
 
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     opts = cibw.cibuildwheel_options(job, _settings(network=False, with_ca_bundle=False))
     engine = opts["CIBW_CONTAINER_ENGINE"]
     assert "--network=none" in shlex.split(engine.split("create_args: ", 1)[1])
@@ -329,7 +329,7 @@ def test_a_hermetic_torch_job_pins_torch_from_the_wheelhouse() -> None:
     ("frontend", "uv"), [("build", False), ("pip", False), ("build[uv]", True), ("uv", True)]
 )
 def test_uv_frontends_get_the_wheelhouse_too(frontend: str, uv: bool) -> None:
-    job = _job("reference.yaml")
+    job = _job("reference-trixie.yaml")
     job = dataclasses.replace(job, hooks=dataclasses.replace(job.hooks, build_frontend=frontend))
     env = cibw.container_environment(job, _settings(network=False))
     assert ("UV_NO_INDEX" in env) is uv

@@ -134,7 +134,7 @@ def test_allow_option() -> None:
 
 
 def test_recipe_archs_and_toolchain(tmp_path: Path) -> None:
-    out = run("archs", "--recipe", "recipes/reference.yaml", "--format", "json")
+    out = run("archs", "--recipe", "recipes/reference-trixie.yaml", "--format", "json")
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["source"] == "recipe"
@@ -143,7 +143,7 @@ def test_recipe_archs_and_toolchain(tmp_path: Path) -> None:
 
 
 def test_cli_archs_beat_the_recipe() -> None:
-    out = run("archs", "--recipe", "recipes/reference.yaml", "--archs", "gfx1100", "--format", "cmake")
+    out = run("archs", "--recipe", "recipes/reference-trixie.yaml", "--archs", "gfx1100", "--format", "cmake")
     assert out.returncode == 0, out.stderr
     assert out.stdout == "gfx1100\n"
 
@@ -227,7 +227,12 @@ def test_ignored_gpu_archs_is_explained_and_warned() -> None:
 
 def test_recipe_overriding_the_variables_warns() -> None:
     out = run(
-        "archs", "--recipe", "recipes/reference.yaml", "--format", "cmake", env={"GPU_ARCHS": "gfx1100"}
+        "archs",
+        "--recipe",
+        "recipes/reference-trixie.yaml",
+        "--format",
+        "cmake",
+        env={"GPU_ARCHS": "gfx1100"},
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "gfx908;gfx90a;gfx942\n"

@@ -21,7 +21,7 @@ from tests.unit.test_diff import OLD_C, fatbin, run, wheel
 pytestmark = pytest.mark.skipif(not have_gcc(), reason="gcc is needed to build test libraries")
 
 REPO = Path(__file__).parents[2]
-REFERENCE = REPO / "recipes" / "reference.yaml"
+REFERENCE = REPO / "recipes" / "reference-trixie.yaml"
 # link name -> SONAME of the stub (as ROCm 6.x / Debian / torch ship them)
 STUBS = {
     "amdhip64": "libamdhip64.so.6",

@@ -289,7 +289,7 @@ def test_from_job_uses_the_jobs_fields() -> None:
     from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
-    job = expand(load_recipe(Path(__file__).parents[2] / "recipes" / "reference.yaml")).jobs[0]
+    job = expand(load_recipe(Path(__file__).parents[2] / "recipes" / "reference-trixie.yaml")).jobs[0]
     cfg = GateConfig.from_job(job)
     assert cfg.policy == job.policy and cfg.torch == job.torch
     assert cfg.archs == tuple(str(t) for t in job.archs.kept) and cfg.exclude_globs == job.exclude_globs
@@ -398,7 +398,7 @@ def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
     from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
-    recipe = load_recipe(Path(__file__).parents[2] / "recipes" / "reference.yaml")
+    recipe = load_recipe(Path(__file__).parents[2] / "recipes" / "reference-trixie.yaml")
     job = expand(recipe).jobs[0]
     cfg = GateConfig.from_recipe_job(recipe, job)
     assert cfg.size_limit == recipe.size_budget["limit"] == 20 * MiB
@@ -539,7 +539,7 @@ def test_reference_jobs_repaired_wheel_name_passes_the_identity_rule() -> None:
     from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
-    recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "reference.yaml")
+    recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "reference-trixie.yaml")
     job = expand(recipe, env={}).job("cp313-rocm5.7")
     name = f"buildkit_refkernels-{job.version}-cp313-cp313-manylinux_2_34_x86_64.manylinux_2_41_x86_64.whl"
     v = evaluate(named(report(elf()), name), GateConfig.from_recipe_job(recipe, job))
@@ -976,7 +976,7 @@ def test_debian_packaged_rocm_is_judged_by_its_own_sonames() -> None:
     from buildkit.recipe import load_recipe
 
     root = Path(__file__).resolve().parents[2]
-    job = expand(load_recipe(root / "recipes" / "reference.yaml"), env={}).jobs[0]
+    job = expand(load_recipe(root / "recipes" / "reference-trixie.yaml"), env={}).jobs[0]
     assert job.toolchain == "debian-trixie"
     debian = GateConfig.from_job(job)
     assert debian.toolchain == "debian-trixie" and debian.rocm == "5.7"

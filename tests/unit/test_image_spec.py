@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _recipe(tmp_path: Path, **changes: object) -> Path:
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
+    data = yaml.safe_load((ROOT / "recipes" / "reference-trixie.yaml").read_text())
     data["source"] = {"path": str(ROOT / "csrc")}
     data.update(changes)
     path = tmp_path / "recipe.yaml"

@@ -70,7 +70,7 @@ def test_check_and_plan_run_from_the_installed_wheel(installed: Path, tmp_path: 
     checked = _buildkit(installed, "check", "--json", str(wheel), cwd=tmp_path)
     assert checked.returncode == 0, checked.stderr
     assert '"schema": "rocm-buildkit/check-report"' in checked.stdout
-    recipe = REPO / "recipes" / "reference.yaml"
+    recipe = REPO / "recipes" / "reference-trixie.yaml"
     planned = _buildkit(installed, "plan", str(recipe), "--format", "json", cwd=tmp_path)
     assert planned.returncode == 0, planned.stderr
     assert '"jobs"' in planned.stdout

@@ -26,6 +26,8 @@ BEFORE = {
         description="Debian trixie + Debian's hipcc (ROCm 5.7.1, clang 17): offline and CI builds",
         rocm_releases=("5.7",),
         package_manager="apt",
+        rocm_prefix="/usr",
+        cache_layout="debian",
     ),
     "debian-bookworm-rocm": Profile(
         name="debian-bookworm-rocm",
@@ -37,12 +39,15 @@ BEFORE = {
         "(torch 2.13 for CPython 3.11)",
         rocm_releases=("5.2",),
         package_manager="apt",
+        rocm_prefix="/usr",
+        cache_layout="debian",
     ),
     "debian-runtime": Profile(
         name="debian-runtime",
         dockerfile="debian-runtime.Dockerfile",
         description="Debian trixie + python3 + Debian's HIP runtime: smoke tests of Debian-built wheels",
         package_manager="apt",
+        role="runtime",
     ),
     "manylinux_2_28-rocm": Profile(
         name="manylinux_2_28-rocm",
@@ -54,6 +59,7 @@ BEFORE = {
         description="pypa manylinux_2_28 + AMD's ROCm packages: production wheels",
         rocm_build_arg="ROCM_VERSION",
         package_manager="dnf",
+        cache_layout="el",
     ),
     "debian-torch-runtime": Profile(
         name="debian-torch-runtime",
@@ -64,18 +70,39 @@ BEFORE = {
         description="Debian bookworm + Python 3.11 + torch 2.13.0+cpu + Debian's HIP runtime: smoke tests of "
         "torch extensions",
         package_manager="apt",
+        role="runtime",
     ),
 }
 
 
 def test_the_loaded_profiles_are_the_ones_the_code_had() -> None:
     loaded = load_profiles(REPO_DOCKER / PROFILES_FILE)
-    assert loaded == BEFORE
-    assert list(loaded) == list(BEFORE)
-    for name, profile in loaded.items():  # every field, default ones included
+    older = {name: loaded[name] for name in BEFORE}
+    assert older == BEFORE
+    assert list(loaded)[: len(BEFORE)] == list(BEFORE)
+    for name, profile in older.items():  # every field, default ones included
         assert vars(profile) == vars(BEFORE[name]), name
         assert profile.repository == f"rocm-buildkit/{name}"
-    assert dict(images.PROFILES) == BEFORE  # what the image layer serves
+    assert {name: images.PROFILES[name] for name in BEFORE} == BEFORE  # what the image layer serves
+
+
+def test_the_current_rocm_profiles_carry_their_facts() -> None:
+    """debian-sid-rocm: one image per ROCm release (6.4 from sid, 7.2 from experimental), each with its
+    toolchain and build arguments; the sysroot glibc2.31; Debian's /usr layout; three CPythons."""
+    sid = images.get_profile("debian-sid-rocm")
+    assert sid.rocm_releases == ("6.4", "7.2") and sid.role == "builder" and sid.rocm_prefix == "/usr"
+    assert sid.pythons == ("3.13", "3.14", "3.15") and sid.cache_layout == "debian"
+    assert sid.toolchain_of("7.2") == "debian-experimental" and sid.toolchain_of("6.4") == "debian-sid"
+    assert images.rocm_build_args("debian-sid-rocm", "7.2")["ROCM_SUITE"] == "experimental"
+    assert images.rocm_build_args("debian-sid-rocm", "6.4")["LLVM_MAJOR"] == "21"
+    glibc231 = sid.sysroots["glibc2.31"]
+    assert (glibc231.glibc, glibc231.policy) == ("2.31", "manylinux_2_31")
+    assert glibc231.bin_dir == "/opt/buildkit/sysroots/glibc2.31/bin"
+    runtime = images.get_profile("debian-sid-rocm-runtime")
+    assert runtime.role == "runtime"
+    assert "libamdhip64-6" in runtime.release_build_args("6.4")["RUNTIME_PACKAGES"]
+    with pytest.raises(UsageError, match=r"provides ROCm 6\.4, 7\.2 only, not 5\.7"):
+        images.rocm_build_args("debian-sid-rocm", "5.7")
 
 
 def test_the_production_profile_is_intact() -> None:

@@ -43,7 +43,7 @@ def test_schema_is_valid_draft_2020_12_and_documented() -> None:
     assert json.loads(path.read_text()) == schema
 
 
-@pytest.mark.parametrize("name", ["aiter.yaml", "reference.yaml"])
+@pytest.mark.parametrize("name", ["aiter.yaml", "reference-trixie.yaml"])
 def test_shipped_recipes_validate_against_the_raw_schema(name: str) -> None:
     import yaml
 
@@ -79,7 +79,7 @@ def test_aiter_recipe() -> None:
 
 
 def test_reference_recipe() -> None:
-    r = load_recipe(RECIPES / "reference.yaml")
+    r = load_recipe(RECIPES / "reference-trixie.yaml")
     assert r.python == ("3.13",)
     assert r.rocm == ("5.7",)
     assert r.archs.list == ("gfx908", "gfx90a", "gfx942")
@@ -178,7 +178,7 @@ def test_from_image_is_not_read_at_load_time(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     text = _with_manylinux("  policy: manylinux_2_28\n  ceilings: {from_image: nowhere/none:0}\n")
     assert parse_recipe(text, path=tmp_path / "r.yaml").manylinux.from_images == ("nowhere/none:0",)
-    assert load_recipe(RECIPES / "reference.yaml").manylinux.from_images == ()
+    assert load_recipe(RECIPES / "reference-trixie.yaml").manylinux.from_images == ()
 
 
 def test_gate_no_regression_against(tmp_path: Path) -> None:
@@ -375,7 +375,7 @@ def test_reference_recipe_publishes_outside_the_build_output() -> None:
     collected again on the next run (its copies have no manifest)."""
     from buildkit.publish.target import target_of
 
-    target = target_of(load_recipe(RECIPES / "reference.yaml"))
+    target = target_of(load_recipe(RECIPES / "reference-trixie.yaml"))
     assert target.kind == "directory"
     index = Path(target.location).resolve()
     assert index == ROOT / "site" / "index"
@@ -406,7 +406,9 @@ def test_the_readme_documents_every_recipe_key_with_its_cibuildwheel_name() -> N
 
 def test_network_is_off_unless_the_recipe_says_true(tmp_path: Path) -> None:
     text = (
-        (ROOT / "recipes" / "reference.yaml").read_text().replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
+        (ROOT / "recipes" / "reference-trixie.yaml")
+        .read_text()
+        .replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
     )
     assert parse_recipe(text, path=tmp_path / "r.yaml").network is False
     assert parse_recipe(text + "network: true\n", path=tmp_path / "r.yaml").network is True

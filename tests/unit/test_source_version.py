@@ -248,7 +248,7 @@ def _project(tmp_path: Path, files: dict[str, str], base: str = "2.0") -> Path:
 
 
 def test_reference_recipe_plans_without_a_version_note() -> None:
-    out = _plan_cli(ROOT / "recipes" / "reference.yaml", "--format", "json")
+    out = _plan_cli(ROOT / "recipes" / "reference-trixie.yaml", "--format", "json")
     assert out.returncode == 0, out.stderr
     assert not [n for n in json.loads(out.stdout)["notes"] if "version" in n]
 

@@ -140,7 +140,7 @@ def test_the_rebuild_takes_the_lock_the_manifest_records() -> None:
     from buildkit.build.requirements import Lock, Locked
     from buildkit.recipe import load_recipe
 
-    hermetic = load_recipe(ROOT / "recipes" / "reference.yaml")
+    hermetic = load_recipe(ROOT / "recipes" / "reference-trixie.yaml")
     lock = Lock(
         "cp313-rocm5.7",
         "3.13",

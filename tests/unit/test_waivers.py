@@ -4,7 +4,7 @@ position and the fix; rules that are never waived are refused at recipe load (th
 corpus, tests/data/recipes/bad/gate_waive_*.yaml, has the messages).
 
 The wheels are real: the reference job's wheel built with the host's gcc (tests/unit/test_check_cli.py),
-gated with copies of recipes/reference.yaml, through ``buildkit check --recipe R --job ID`` and the
+gated with copies of recipes/reference-trixie.yaml, through ``buildkit check --recipe R --job ID`` and the
 gate's functions."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def recipe_copy(tmp: Path, gate: str, *, exclude_rocm: bool = True, limit: str = "20MiB") -> Path:
-    """recipes/reference.yaml with its source made absolute, ``gate:`` YAML appended, optionally
+    """recipes/reference-trixie.yaml with its source made absolute, ``gate:`` YAML appended, optionally
     without the rocm exclusion set (then libamdhip64.so.5 is an external library) and another limit."""
     text = REFERENCE.read_text(encoding="utf-8").replace("../csrc", str(REPO / "csrc"))
     if not exclude_rocm:

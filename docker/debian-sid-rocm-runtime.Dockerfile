@@ -1,0 +1,27 @@
+# debian-sid-rocm-runtime: smoke-test images for wheels of the debian-sid-rocm builders. Debian sid
+# with CPython 3.13, 3.14 and 3.15 (python3.X, venv) and the HIP runtime of one ROCm release
+# (RUNTIME_PACKAGES from ROCM_SUITE, pinned there like the builder's), which the wheels do not
+# carry. No compiler, no sysroot: a wheel that imports here needs nothing but its declared runtime.
+ARG BASE_IMAGE=debian:sid-slim
+FROM ${BASE_IMAGE}
+
+ARG ROCM_SUITE=experimental
+ARG RUNTIME_PACKAGES="libamdhip64-7 librocblas5 libhipblas3"
+ARG PYTHONS="3.13 3.14 3.15"
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+# hadolint ignore=DL3008,SC2086
+RUN if [ "$ROCM_SUITE" != unstable ] && [ "$ROCM_SUITE" != sid ]; then \
+      echo "deb http://deb.debian.org/debian $ROCM_SUITE main" >/etc/apt/sources.list.d/rocm-suite.list; \
+      printf 'Package: libamdhip64* libamd-comgr* libhsa-runtime* libhiprtc* rocm-* librocblas* libhipblas* libhipblaslt* librocsolver* libroctx64* libroctracer* librocsparse* libhipsparse* librocrand* libhiprand* librocfft* libhipfft* libhipsolver* librccl* libmiopen* libhipsparselt*\nPin: release a=%s\nPin-Priority: 990\n' "$ROCM_SUITE" >/etc/apt/preferences.d/rocm-suite; \
+    fi \
+ && apt-get -o Acquire::Check-Valid-Until=false update -qq \
+ && pys=""; for v in $PYTHONS; do pys="$pys python$v python$v-venv"; done \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      ${RUNTIME_PACKAGES} $pys python3 python3-venv \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/*
+
+LABEL org.opencontainers.image.title="rocm-buildkit debian sid runtime for smoke tests" \
+      io.rocm-buildkit.rocm-suite="${ROCM_SUITE}"

@@ -1,0 +1,90 @@
+# debian-sid-rocm: the current-ROCm builders of rocm-buildkit, from Debian's own ROCm packaging.
+#
+# One Dockerfile, one image per ROCm release (profiles.toml: [profiles.debian-sid-rocm.releases]):
+#   ROCm 7.2  ROCM_SUITE=experimental: hipcc 7.2.4 on clang-22, libamdhip64-7, rocBLAS 5, hipBLAS 3
+#   ROCm 6.4  ROCM_SUITE=unstable:     hipcc 7.0.2 on clang-21, libamdhip64-6, rocBLAS 4, hipBLAS 2
+# both over Debian sid (glibc 2.43, GCC 16), with sid's CPython 3.13, 3.14 and 3.15 as cibuildwheel
+# expects them (/opt/python/cpXY-cpXY: venvs with pip, build, setuptools, wheel; cp39-cp39 -> the
+# first one, cibuildwheel's utility interpreter), auditwheel (own venv) and patchelf.
+#
+# Only the ROCm packages come from ROCM_SUITE: an apt preference pins those names to it, so glibc,
+# GCC and Python stay sid's (`apt-get -t experimental` would also take experimental's glibc).
+# Debian's ROCm is upstream LLVM's: headers in /usr/include/hip, libraries in
+# /usr/lib/x86_64-linux-gnu, device libraries in /usr/lib/llvm-N/lib/clang/N/amdgcn (linked as
+# /usr/amdgcn, where clang looks with ROCM_PATH=/usr), no /opt/rocm.
+#
+# Debian's ROCm needs glibc >= 2.38, and anything compiled here links sid's glibc (2.43) and
+# libstdc++ (GLIBCXX_3.4.34): no manylinux policy fits. The compatibility sysroot glibc2.31
+# (sysroot.sh, packages pinned in sysroot-glibc2.31.txt) holds bullseye's glibc 2.31 and GCC 10's
+# libstdc++; a job with `manylinux.sysroot: glibc2.31` compiles every host object against it
+# (buildkit/build/cibw.py sets the variables), so its wheel needs at most GLIBC_2.31 and
+# GLIBCXX_3.4.28 while its device code still comes from this clang.
+#
+# The compiler cache: /usr/lib/ccache holds a link to ccache for every compiler name; hipcc runs its
+# clang through HIP_CLANG_LAUNCHER=ccache. Nothing here turns the cache on.
+ARG BASE_IMAGE=debian:sid-slim
+FROM ${BASE_IMAGE}
+
+ARG ROCM_SUITE=experimental
+ARG HIP_DEB_VERSION=7.2.4+dfsg-1~exp1
+ARG LLVM_MAJOR=22
+ARG PYTHONS="3.13 3.14 3.15"
+ARG ROCM_PACKAGES="libhipblas-dev librocblas-dev"
+ARG AUDITWHEEL_PLAT=manylinux_2_31_x86_64
+
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+
+COPY rocm-lib-links.sh /opt/buildkit/share/
+
+# hadolint ignore=DL3008,SC2086
+RUN if [ "$ROCM_SUITE" != unstable ] && [ "$ROCM_SUITE" != sid ]; then \
+      echo "deb http://deb.debian.org/debian $ROCM_SUITE main" >/etc/apt/sources.list.d/rocm-suite.list; \
+      printf 'Package: hipcc libamdhip64* libamd-comgr* libhsa-runtime* libhiprtc* rocm-* librocblas* libhipblas* libhipblaslt* librocsolver* libroctx64* libroctracer* librocsparse* libhipsparse* librocrand* libhiprand* librocprim* libhipcub* librocfft* libhipfft* libhipsolver* librccl* libmiopen* libhipsparselt* libcomposable-kernel* librocwmma* librocthrust*\nPin: release a=%s\nPin-Priority: 990\n' "$ROCM_SUITE" >/etc/apt/preferences.d/rocm-suite; \
+    fi \
+ && apt-get -o Acquire::Check-Valid-Until=false update -qq \
+ && pys=""; for v in $PYTHONS; do pys="$pys python$v-dev python$v-venv"; done \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      "hipcc=${HIP_DEB_VERSION}" \
+      libamdhip64-dev \
+      "rocm-device-libs-${LLVM_MAJOR}" \
+      ${ROCM_PACKAGES} \
+      $pys \
+      g++ make cmake ninja-build patchelf ccache file unzip ca-certificates \
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* \
+ && ln -s "lib/llvm-${LLVM_MAJOR}/lib/clang/${LLVM_MAJOR}/amdgcn" /usr/amdgcn \
+ && test -f /usr/amdgcn/bitcode/ocml.bc \
+ && update-ccache-symlinks \
+ && for cc in cc c++ gcc g++ x86_64-linux-gnu-gcc x86_64-linux-gnu-g++ "clang-${LLVM_MAJOR}" "clang++-${LLVM_MAJOR}"; do \
+      test "$(readlink -f "/usr/lib/ccache/$cc")" = /usr/bin/ccache || exit 1; \
+    done \
+ && /opt/buildkit/share/rocm-lib-links.sh
+
+COPY sysroot.sh sysroot-glibc2.31.txt /opt/buildkit/share/
+RUN /opt/buildkit/share/sysroot.sh glibc2.31 /opt/buildkit/share/sysroot-glibc2.31.txt bullseye "${LLVM_MAJOR}" \
+ && rm -rf /var/lib/apt/lists/*
+
+COPY debian-rocm.python.txt debian-rocm.tools.txt /tmp/requirements/
+COPY wheels/ /tmp/wheels/
+
+RUN first="" \
+ && for v in $PYTHONS; do \
+      tag="cp${v/./}-cp${v/./}"; first=${first:-$tag}; \
+      "python$v" -m venv "/opt/python/$tag" \
+      && "/opt/python/$tag/bin/pip" install --no-cache-dir --no-index --find-links=/tmp/wheels \
+           --require-hashes -r /tmp/requirements/debian-rocm.python.txt || exit 1; \
+    done \
+ && "python${PYTHONS%% *}" -m venv /opt/buildkit-tools \
+ && /opt/buildkit-tools/bin/pip install --no-cache-dir --no-index --find-links=/tmp/wheels \
+      --require-hashes -r /tmp/requirements/debian-rocm.tools.txt \
+ && ln -s "$first" /opt/python/cp39-cp39 \
+ && ln -s /opt/buildkit-tools/bin/auditwheel /usr/local/bin/auditwheel \
+ && rm -rf /tmp/wheels /tmp/requirements
+
+ENV HIP_PLATFORM=amd \
+    ROCM_PATH=/usr \
+    AUDITWHEEL_PLAT=${AUDITWHEEL_PLAT}
+
+LABEL org.opencontainers.image.title="rocm-buildkit debian-sid-rocm builder" \
+      io.rocm-buildkit.hip-deb-version="${HIP_DEB_VERSION}" \
+      io.rocm-buildkit.rocm-suite="${ROCM_SUITE}"
