@@ -4,14 +4,14 @@
 #   1. apt-get install docker.io and debootstrap when missing;
 #   2. unless an engine already answers (`docker info`), start dockerd in the background, logging
 #      to $DOCKERD_LOG (default /var/log/dockerd.log), and wait until it answers;
-#   3. seed debian:trixie-slim and debian:bookworm-slim with `buildkit image seed` (debootstrap +
+#   3. seed debian:trixie-slim, debian:bookworm-slim and debian:sid-slim with `buildkit image seed` (debootstrap +
 #      docker import) when the engine does not have them: no registry is needed.
 # Exit 8 (DockerUnavailable) when no engine can be had. Needs `buildkit` installed (pip install -e .).
 set -euo pipefail
 
 DOCKERD_LOG=${DOCKERD_LOG:-/var/log/dockerd.log}
 WAIT_SECONDS=${DOCKERD_WAIT_SECONDS:-60}
-BASE_IMAGES=${BUILDKIT_BASE_IMAGES:-"debian:trixie-slim debian:bookworm-slim"}
+BASE_IMAGES=${BUILDKIT_BASE_IMAGES:-"debian:trixie-slim debian:bookworm-slim debian:sid-slim"}
 export PATH="$PATH:/usr/sbin:/sbin"
 
 have() { command -v "$1" >/dev/null 2>&1; }
