@@ -3,8 +3,8 @@
 # One Dockerfile, one image per ROCm release (profiles.toml: [profiles.debian-sid-rocm.releases]):
 #   ROCm 7.2  ROCM_SUITE=experimental: hipcc 7.2.4 on clang-22, libamdhip64-7, rocBLAS 5, hipBLAS 3
 #   ROCm 6.4  ROCM_SUITE=unstable:     hipcc 7.0.2 on clang-21, libamdhip64-6, rocBLAS 4, hipBLAS 2
-# both over Debian sid (glibc 2.43, GCC 16), with sid's CPython 3.13, 3.14 and 3.15 as cibuildwheel
-# expects them (/opt/python/cpXY-cpXY: venvs with pip, build, setuptools, wheel; cp39-cp39 -> the
+# both over Debian sid (glibc 2.43, GCC 16), with sid's CPython 3.13, 3.14 and 3.15 and bookworm's 3.11
+# (for the torch wheels reachable here) as cibuildwheel expects them (/opt/python/cpXY-cpXY: venvs with pip, build, setuptools, wheel; cp39-cp39 -> the
 # first one, cibuildwheel's utility interpreter), auditwheel (own venv) and patchelf.
 #
 # Only the ROCm packages come from ROCM_SUITE: an apt preference pins those names to it, so glibc,
@@ -34,8 +34,6 @@ ARG AUDITWHEEL_PLAT=manylinux_2_31_x86_64
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
-COPY rocm-lib-links.sh /opt/buildkit/share/
-
 # hadolint ignore=DL3008,SC2086
 RUN if [ "$ROCM_SUITE" != unstable ] && [ "$ROCM_SUITE" != sid ]; then \
       echo "deb http://deb.debian.org/debian $ROCM_SUITE main" >/etc/apt/sources.list.d/rocm-suite.list; \
@@ -57,12 +55,26 @@ RUN if [ "$ROCM_SUITE" != unstable ] && [ "$ROCM_SUITE" != sid ]; then \
  && update-ccache-symlinks \
  && for cc in cc c++ gcc g++ x86_64-linux-gnu-gcc x86_64-linux-gnu-g++ "clang-${LLVM_MAJOR}" "clang++-${LLVM_MAJOR}"; do \
       test "$(readlink -f "/usr/lib/ccache/$cc")" = /usr/bin/ccache || exit 1; \
-    done \
- && /opt/buildkit/share/rocm-lib-links.sh
+    done
 
-COPY sysroot.sh sysroot-glibc2.31.txt /opt/buildkit/share/
+COPY rocm-lib-links.sh sysroot.sh sysroot-glibc2.31.txt /opt/buildkit/share/
 RUN /opt/buildkit/share/sysroot.sh glibc2.31 /opt/buildkit/share/sysroot-glibc2.31.txt bullseye "${LLVM_MAJOR}" \
  && rm -rf /var/lib/apt/lists/*
+
+ARG BOOKWORM_PYTHONS="3.11"
+# CPython 3.11 from bookworm (sid has none): the Python of the torch wheels reachable here (torch
+# 2.13.0+cpu, 2.14.1 for cp311), for torch extensions. Only python3.11-dev and what it depends on
+# come from bookworm (priority 100: nothing else is taken from it); its venv gets pip from the
+# pinned wheelhouse below instead of bookworm's ensurepip.
+# hadolint ignore=DL3008,SC2086
+RUN if [ -n "$BOOKWORM_PYTHONS" ]; then \
+      echo "deb http://deb.debian.org/debian bookworm main" >/etc/apt/sources.list.d/bookworm.list \
+      && printf 'Package: *\nPin: release n=bookworm\nPin-Priority: 100\n' >/etc/apt/preferences.d/bookworm \
+      && apt-get -o Acquire::Check-Valid-Until=false update -qq \
+      && pys="" && for v in $BOOKWORM_PYTHONS; do pys="$pys python$v-dev"; done \
+      && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pys \
+      && rm -rf /var/lib/apt/lists/* /etc/apt/sources.list.d/bookworm.list /etc/apt/preferences.d/bookworm; \
+    fi
 
 COPY debian-rocm.python.txt debian-rocm.tools.txt /tmp/requirements/
 COPY wheels/ /tmp/wheels/
@@ -73,6 +85,13 @@ RUN first="" \
       "python$v" -m venv "/opt/python/$tag" \
       && "/opt/python/$tag/bin/pip" install --no-cache-dir --no-index --find-links=/tmp/wheels \
            --require-hashes -r /tmp/requirements/debian-rocm.python.txt || exit 1; \
+    done \
+ && for v in $BOOKWORM_PYTHONS; do \
+      tag="cp${v/./}-cp${v/./}"; \
+      "python$v" -m venv --without-pip "/opt/python/$tag" \
+      && pipwhl=$(echo /tmp/wheels/pip-*.whl) \
+      && "/opt/python/$tag/bin/python" "$pipwhl/pip" install --no-cache-dir --no-index \
+           --find-links=/tmp/wheels --require-hashes -r /tmp/requirements/debian-rocm.python.txt || exit 1; \
     done \
  && "python${PYTHONS%% *}" -m venv /opt/buildkit-tools \
  && /opt/buildkit-tools/bin/pip install --no-cache-dir --no-index --find-links=/tmp/wheels \

@@ -65,3 +65,5 @@ set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 CMAKE
+# ROCm's development libraries, reachable from the sysroot's library folder
+/opt/buildkit/share/rocm-lib-links.sh

@@ -1,5 +1,6 @@
-"""The torch reference recipe end to end on the real engine (recipes/reference-torch.yaml): one build of
-the torch extension csrc/refops on the bookworm builder (Python 3.11, Debian's hipcc 5.2.3 / clang 15)
+"""The bookworm torch recipe end to end on the real engine (recipes/reference-torch-bookworm.yaml): one
+build of the torch extension csrc/refops on the bookworm builder (Python 3.11, Debian's hipcc 5.2.3 /
+clang 15)
 against torch 2.13.0+cpu from the host-resolved, hash-locked wheelhouse, in a container without network;
 then, reusing that build: `check`, `smoke` in the torch runtime image (the operator run on CPU tensors
 and compared with torch), the refops tests in that image, `verify` (a byte-identical rebuild) and
@@ -33,7 +34,7 @@ from tests.helpers.torch_ext import TORCH_2_14_1, torch_wheel
 pytestmark = pytest.mark.docker
 
 ROOT = Path(__file__).resolve().parents[2]
-RECIPE = ROOT / "recipes" / "reference-torch.yaml"
+RECIPE = ROOT / "recipes" / "reference-torch-bookworm.yaml"
 JOB = "cp311-rocm5.2-torch2.13"
 #: auditwheel adds manylinux_2_34 beside the requested 2_36: the symbols allow it
 WHEEL = (

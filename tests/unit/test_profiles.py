@@ -91,7 +91,7 @@ def test_the_current_rocm_profiles_carry_their_facts() -> None:
     toolchain and build arguments; the sysroot glibc2.31; Debian's /usr layout; three CPythons."""
     sid = images.get_profile("debian-sid-rocm")
     assert sid.rocm_releases == ("6.4", "7.2") and sid.role == "builder" and sid.rocm_prefix == "/usr"
-    assert sid.pythons == ("3.13", "3.14", "3.15") and sid.cache_layout == "debian"
+    assert sid.pythons == ("3.11", "3.13", "3.14", "3.15") and sid.cache_layout == "debian"
     assert sid.toolchain_of("7.2") == "debian-experimental" and sid.toolchain_of("6.4") == "debian-sid"
     assert images.rocm_build_args("debian-sid-rocm", "7.2")["ROCM_SUITE"] == "experimental"
     assert images.rocm_build_args("debian-sid-rocm", "6.4")["LLVM_MAJOR"] == "21"

@@ -1,4 +1,4 @@
-"""The torch reference recipe (recipes/reference-torch.yaml) as the tool sees it before any container:
+"""The bookworm torch recipe (recipes/reference-torch-bookworm.yaml) as the tool sees it before any container:
 its plan on the bookworm builder, the hermetic resolution of its pinned torch (no torch index of its own:
 ``pip_config: true``), the build environment, the bookworm toolchain data, and the host-side parts of
 the torch extension's build (csrc/refops/torchbuild.py)."""
@@ -22,7 +22,7 @@ from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 
 ROOT = Path(__file__).resolve().parents[2]
-RECIPE = ROOT / "recipes" / "reference-torch.yaml"
+RECIPE = ROOT / "recipes" / "reference-torch-bookworm.yaml"
 REFOPS = ROOT / "csrc" / "refops"
 CIBW_PATH = "/opt/python/cp311-cp311/bin:/usr/local/bin:/usr/bin:/bin"
 
