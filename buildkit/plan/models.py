@@ -49,6 +49,17 @@ class Job:
     ceilings_from_images: tuple[str, ...] = ()
     #: the recipe's ``gate.no_regression_against``: PEP 503 index of the released wheels, or None
     regression_baseline: str | None = None
+    #: the interpreter-abi tag of a Python-independent wheel (``py3-none``, ``cp312-abi3``: the
+    #: recipe's ``wheel:``), None for a wheel of ``python`` alone (``cp312-cp312``)
+    wheel_tag: str | None = None
+    #: every CPython the job's wheel serves, lowest first: ``(python,)`` for a per-Python wheel; for a
+    #: Python-independent one each Python of its cell (``python`` is the lowest, the one it builds with)
+    serves: tuple[str, ...] = ()
+
+    @property
+    def pythons(self) -> tuple[str, ...]:
+        """The CPythons this job's wheel serves (``serves``, or the job's own Python)."""
+        return self.serves or (self.python,)
 
     def to_json(self, archs_json: dict[str, Any] | None = None) -> dict[str, Any]:
         """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs."""
@@ -75,6 +86,8 @@ class Job:
             "image": self.image.to_json(),
             "hooks": self.hooks.to_json(),
             "axes": dict(self.axes),
+            "wheel_tag": self.wheel_tag,
+            "serves": list(self.pythons),
         }
 
 

@@ -60,6 +60,8 @@ def github_entry(job: Job) -> dict[str, Any]:
         "policy": job.policy,
         "image_profile": job.image_profile,
         "pytorch_rocm_arch": job.archs.pytorch_rocm_arch(),
+        "wheel_tag": job.wheel_tag or "",
+        "serves": " ".join(job.pythons),
     }
 
 
@@ -91,12 +93,16 @@ def render_table(plan: Plan) -> str:
         "",
     ]
     if plan.jobs:
-        rows = [["JOB", "PYTHON", "ROCM", "TORCH", "ARCHS", "IMAGE", "VERSION"]]
+        # a Python-independent wheel (wheel: py3-none/abi3) adds its tag and the Pythons it serves
+        shared = not r.wheel.per_python
+        head = ["JOB", "PYTHON", *(["WHEEL", "SERVES"] if shared else []), "ROCM", "TORCH", "ARCHS"]
+        rows = [[*head, "IMAGE", "VERSION"]]
         for j in plan.jobs:
             rows.append(
                 [
                     j.id,
                     j.python,
+                    *([j.wheel_tag or "", ",".join(j.pythons)] if shared else []),
                     j.rocm,
                     j.torch or "-",
                     j.archs.pytorch_rocm_arch(),
@@ -105,6 +111,12 @@ def render_table(plan: Plan) -> str:
                 ]
             )
         lines += _table(rows)
+        if shared:
+            lines.append("")
+            lines.append(
+                f"wheel {r.wheel.tag}: one job per cell, built with its lowest CPython (PYTHON); "
+                "the gate checks the tag, smoke runs under every Python it serves (SERVES)"
+            )
     first = plan.jobs[0] if plan.jobs else None
     if first is not None:
         lines.append("")
