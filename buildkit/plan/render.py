@@ -6,6 +6,7 @@ Identical plans give byte-identical output: sorted keys, no timestamps, no absol
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Callable
 from typing import Any
@@ -152,7 +153,10 @@ def _image_and_hooks(r: Recipe) -> list[str]:
     out: list[str] = []
     spec = r.image
     if spec.kind == "dockerfile":
-        out.append(f"image: the project's Dockerfile {spec.dockerfile} (context {spec.context or '.'})")
+        # the context the build uses: image.context, else the Dockerfile's folder (relative to the recipe)
+        folder = spec.context or posixpath.dirname(spec.dockerfile or "") or "."
+        given = "" if spec.context else ", the Dockerfile's folder"
+        out.append(f"image: the project's Dockerfile {spec.dockerfile} (context {folder}{given})")
     elif spec.kind == "ref":
         out.append(f"image: {spec.ref}, used as is")
     if spec.packages:
