@@ -62,8 +62,10 @@ class Job:
         return self.serves or (self.python,)
 
     def to_json(self, archs_json: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs."""
-        return {
+        """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs.
+        ``wheel_tag`` and ``serves`` only for a Python-independent job: a per-Python job's JSON (its
+        manifest's ``job``, its inputs key) stays what it was (the plan's JSON gives them for all)."""
+        out = {
             "id": self.id,
             "python": self.python,
             "cp_tag": self.cp_tag,
@@ -86,9 +88,11 @@ class Job:
             "image": self.image.to_json(),
             "hooks": self.hooks.to_json(),
             "axes": dict(self.axes),
-            "wheel_tag": self.wheel_tag,
-            "serves": list(self.pythons),
         }
+        if self.wheel_tag is not None:
+            out["wheel_tag"] = self.wheel_tag
+            out["serves"] = list(self.pythons)
+        return out
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,10 @@ class Plan:
                 "sha256": r.sha256,
                 "source": {k: v for k, v in vars(r.source).items() if v is not None},
             },
-            "jobs": [j.to_json(self._archs_json(j, memo)) for j in self.jobs],
+            "jobs": [
+                {"wheel_tag": None, "serves": list(j.pythons), **j.to_json(self._archs_json(j, memo))}
+                for j in self.jobs
+            ],
             "skipped": [s.to_json() for s in self.skipped],
             "notes": list(self.notes),
         }
