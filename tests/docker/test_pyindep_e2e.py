@@ -144,3 +144,22 @@ def test_the_ctypes_wheels_pypi_dependency_is_installed_hermetically(built: dict
         assert len(deps) == 1 and deps[0]["passed"], result
         assert "typing-extensions>=4.5.0" in deps[0]["what"]
         assert "typing_extensions-" in deps[0]["output"]  # what pip downloaded on the host
+
+
+@pytest.mark.parametrize("name", sorted(RECIPES))
+def test_publish_takes_the_one_wheel_of_the_cell(name: str, built: dict[str, Built]) -> None:
+    """The manifest of a Python-independent job's wheel is what publish checks: one wheel, published."""
+    b = built[name]
+    assert b.proc.returncode == 0, b.proc.stdout[-4000:]
+    site = b.tmp / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "buildkit", "publish", "dist", "--to", str(site)],
+        cwd=b.tmp,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (wheel,) = (site / "simple").glob("*/*.whl")
+    assert f"-{TAGS[name]}-" in wheel.name
