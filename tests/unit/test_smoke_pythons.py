@@ -103,6 +103,13 @@ def test_missing_requirements_evaluate_markers_for_the_runtime_python_and_skip_w
     )
 
 
+def test_a_runtime_images_local_torch_satisfies_the_wheels_pin() -> None:
+    """A torch wheel's ``torch==2.13.*`` is met by the image's 2.13.0+cpu: nothing is downloaded (the
+    image's torch is the one the smoke test is for)."""
+    assert smoke.missing_requirements(["torch==2.13.*"], "3.11", {"torch": "2.13.0+cpu"}) == ()
+    assert smoke.missing_requirements(["torch==2.13.*"], "3.11", {"torch": "2.14.1"}) == ("torch==2.13.*",)
+
+
 def test_the_build_lock_pins_and_the_download_targets_the_runtime_python(tmp_path: Path) -> None:
     lock = [{"name": "typing-extensions", "version": "4.12.2", "file": "x.whl", "sha256": "0" * 64}]
     wheel = _wheel_with_manifest(tmp_path, {"id": "py3-rocm5.7"}, tuple(lock))
