@@ -263,21 +263,37 @@ def throwaway(
         yield Throwaway(container, name, purpose)
     finally:
         if keep_containers():  # said on stderr whatever ``warn`` does: the user asked for the name
-            _stderr(f"{KEEP_ENV}: kept the {purpose} container {name} (remove it with {PRUNE_HINT})")
+            _announce_kept(name, purpose)
         else:
             _remove(client, container, name, purpose, warn)
+
+
+#: containers whose kept name was printed already (a build's are named by throwaway and by the run)
+_ANNOUNCED: set[str] = set()
+
+
+def _announce_kept(name: str, purpose: str) -> None:
+    """Say on stderr, once per container, that ``BUILDKIT_DEBUG_KEEP_CONTAINER`` kept it, and its name."""
+    if name not in _ANNOUNCED:
+        _ANNOUNCED.add(name)
+        _stderr(f"{KEEP_ENV}: kept the {purpose} container {name} (remove it with {PRUNE_HINT})")
 
 
 def remove_run_containers(client: Any, run_id: str) -> bool:
     """Remove the containers of the build ``run_id`` (cibuildwheel's too); False when that was
     impossible (the engine does not answer), so that the caller can tell the user what to clean up.
-    With ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` nothing is removed (and True returned)."""
-    if keep_containers():
-        return True
+    With ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` nothing is removed (and True returned), and the name of
+    each container of the run is printed on stderr: cibuildwheel's own (created by cibuildwheel with
+    the run's label, not by :func:`throwaway`) is named nowhere else."""
     try:
         containers = list(client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}))
     except Exception:
-        return False
+        return keep_containers()
+    if keep_containers():
+        for container in containers:
+            labels = dict(getattr(container, "labels", None) or {})
+            _announce_kept(str(container.name), labels.get(CONTAINER_LABEL, "build"))
+        return True
     removed = True
     for container in containers:
         try:

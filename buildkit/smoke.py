@@ -10,11 +10,21 @@ is created. Steps, each with its exit code and captured output:
 
 1. ``setup``: ``python3 -m venv --system-site-packages /bk-smoke/venv`` (the image's own packages,
    e.g. its torch, stay visible); without venv, ``pip install --target`` + ``PYTHONPATH``.
-2. ``install``: ``pip install`` of the wheel; dependencies from the wheelhouse (``--no-index
-   --find-links``), an index (``--index-url``, ``PIP_CERT`` = the copied CA bundle) or, with neither,
-   only what the image already has (the container then has no network at all).
-3. one ``import`` step per module (``python -c "import MOD"``) and one ``command`` step per shell
+2. ``deps`` (neither ``--wheelhouse`` nor ``--index-url``): the wheel's ``Requires-Dist`` that the
+   image does not already satisfy (``pip list`` in the container) are resolved and downloaded on the
+   host, as a hermetic build does its build requirements (:mod:`buildkit.build.requirements`): with
+   the user's pip configuration, wheels only, for the container's CPython and the wheel's platform,
+   at the versions the build's lock pins where it names them (the manifest's ``build_requirements``:
+   what the build's test step installed), then copied in. The container still has no network.
+3. ``install``: ``pip install`` of the wheel; dependencies from the wheelhouse (``--no-index
+   --find-links``: ``--wheelhouse`` or the one step 2 filled) or an index (``--index-url``,
+   ``PIP_CERT`` = the copied CA bundle).
+4. one ``import`` step per module (``python -c "import MOD"``) and one ``command`` step per shell
    command (``sh -c``, the venv first on ``PATH``).
+
+A wheel serving several CPythons (a recipe's ``wheel: py3-none|abi3``: the manifest's ``job.serves``)
+is smoke-tested under each: every selected test runs once per CPython, with its interpreter
+(``python3.13``) and ``{python}`` in the image filled with that version.
 
 The container is removed in every case (failure, exception, Ctrl-C). GPU: when ``/dev/kfd`` and
 ``/dev/dri`` exist on the machine running buildkit, they are passed through with the groups owning
@@ -28,6 +38,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
+import sys
 import tarfile
 import tempfile
 import zipfile
@@ -66,6 +78,9 @@ class SmokeSpec:
     gpu: bool = False  # the recipe's `gpu: true`; the label `gpu` means the same
     #: extra system packages over the runtime image of a profile (``rocm-buildkit/<profile>``)
     packages: tuple[str, ...] = ()
+    #: the interpreter this test runs under (``python3.13``: one of the CPythons a Python-independent
+    #: wheel serves); None: ``run_smoke``'s ``python``
+    python: str | None = None
 
     @property
     def needs_gpu(self) -> bool:
@@ -214,10 +229,13 @@ def choose_specs(
     image: str | None = None,
     imports: Iterable[str] = (),
     commands: Iterable[str] = (),
+    python: str | None = None,
 ) -> list[SmokeSpec]:
     """The smoke tests to run: the recipe's entries (selected by label; their image placeholders
     filled from the wheel's manifest), or one ad-hoc test of ``image`` with the given imports and
-    commands (default: import the wheel's top-level packages)."""
+    commands (default: import the wheel's top-level packages). A Python-independent wheel
+    (:func:`served_pythons`) gets each recipe entry once per CPython it serves, with that CPython's
+    interpreter, unless ``python`` names the interpreter."""
     labels, imports, commands = tuple(labels), tuple(imports), tuple(commands)
     if labels and recipe is None:
         raise UsageError("--label selects recipe entries: give --recipe")
@@ -225,13 +243,29 @@ def choose_specs(
         if imports or commands:
             raise UsageError("--import/--command and --recipe exclude each other")
         data = manifest.read(wheel) if manifest.manifest_path(wheel).is_file() else None
-        return specs_from_recipe(
-            load_recipe(recipe).smoke, labels, image_override=image, values=job_values(data)
-        )
+        smoke = load_recipe(recipe).smoke
+        pythons = served_pythons(data) if python is None else ()
+        if not pythons:
+            return specs_from_recipe(smoke, labels, image_override=image, values=job_values(data))
+        out = []
+        for version in pythons:
+            values = {**job_values(data), "python": version}
+            for spec in specs_from_recipe(smoke, labels, image_override=image, values=values):
+                out.append(replace(spec, name=f"{spec.name} (CPython {version})", python=f"python{version}"))
+        return out
     if image is None:
         raise UsageError("give --image IMAGE (or --recipe R)")
     chosen = imports if imports or commands else default_imports(wheel)
     return [SmokeSpec("cli", image, tuple(chosen), commands)]
+
+
+def served_pythons(manifest_data: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The CPythons a Python-independent wheel serves (its manifest's ``job.serves``, when the job has
+    a ``wheel_tag``); () for a wheel of one Python or without a manifest."""
+    job = (manifest_data or {}).get("job") or {}
+    if not job.get("wheel_tag"):
+        return ()
+    return tuple(str(v) for v in job.get("serves") or ())
 
 
 def fill_image(template: str, values: Mapping[str, str], name: str) -> str:
@@ -385,6 +419,7 @@ def run_smoke(
             "needs a GPU (gpu: true or the label gpu) but /dev/kfd and /dev/dri are not available here",
             gpu_note,
         )
+    python = spec.python or python
     job = (manifest.read(wheel) if manifest.manifest_path(wheel).is_file() else {}).get("job") or {}
     rocm = str(job["rocm"]) if job.get("rocm") else None
     spec = replace(spec, image=resolve_image(client, spec.image, progress, spec.packages, rocm=rocm))
@@ -433,6 +468,19 @@ def run_smoke(
                 python = own
         setup = box.run("setup", f"{python} -m venv", [python, "-m", "venv", "--system-site-packages", VENV])
         steps.append(setup)
+        if not setup.passed:
+            # a Python without ensurepip (Debian's, without its -venv package) still makes a venv without
+            # pip, whose interpreter runs the image's own pip from the system site into the venv
+            bare = box.run(
+                "setup",
+                f"{python} -m venv --without-pip",
+                [python, "-m", "venv", "--system-site-packages", "--without-pip", "--clear", VENV],
+            )
+            if (
+                bare.passed
+                and box.run("setup", "venv pip", [f"{VENV}/bin/python", "-m", "pip", "--version"]).passed
+            ):
+                steps[-1] = setup = bare
         if setup.passed:
             py = f"{VENV}/bin/python"
             box.env = {
@@ -452,6 +500,15 @@ def run_smoke(
             box.env = {**base_env, "PYTHONPATH": f"{WORKDIR}/site"}
             target = ["--target", f"{WORKDIR}/site"]
 
+        deps: Step | None = None
+        if wheelhouse is None and not index_url:
+            with tempfile.TemporaryDirectory(prefix="buildkit-smoke-deps-") as tmp:
+                deps, files = _dependencies(box, py, wheel, Path(tmp), timeout)
+                if deps is not None:
+                    steps.append(deps)
+                    progress(f"[{spec.name}] deps: {'ok' if deps.passed else 'FAILED: ' + deps.error()}")
+                if files:
+                    _copy_wheels(container, files)
         sources = ["--find-links", f"{WORKDIR}/wheel", "--find-links", f"{WORKDIR}/wheelhouse"]
         sources += ["--index-url", index_url] if index_url else ["--no-index"]
         install = box.run(
@@ -462,7 +519,13 @@ def run_smoke(
         steps.append(install)
         progress(f"[{spec.name}] install: {'ok' if install.passed else 'FAILED: ' + install.error()}")
         if not install.passed:
-            return _failed(spec, gpu_note, steps, f"install failed: {install.error()}")
+            why = ""
+            if deps is not None and not deps.passed:  # pip in the container says what is missing first
+                why = (
+                    f" ({deps.what} failed: {deps.error()}; give --wheelhouse DIR with their wheels, "
+                    "or --index-url URL)"
+                )
+            return _failed(spec, gpu_note, steps, f"install failed: {install.error()}{why}")
         for module in spec.imports:
             step = box.run("import", module, [py, "-c", f"import {module}"])
             steps.append(step)
@@ -476,6 +539,133 @@ def run_smoke(
         reason = "; ".join(f"{s.kind} {s.what}: {s.error()}" for s in failures)
         return _failed(spec, gpu_note, steps, reason)
     return SmokeResult(spec.name, spec.image, "passed", "", gpu_note, tuple(steps))
+
+
+def wheel_requirements(wheel: Path) -> tuple[str, ...]:
+    """The ``Requires-Dist`` lines of the wheel's ``.dist-info/METADATA`` (none without one)."""
+    from email.parser import HeaderParser
+
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            meta = [n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
+            text = zf.read(meta[0]).decode("utf-8", errors="replace") if len(meta) == 1 else ""
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError) as exc:
+        raise WheelReadError(f"{wheel}: not a readable wheel (zip): {exc}") from None
+    return tuple(HeaderParser().parsestr(text).get_all("Requires-Dist") or ())
+
+
+def missing_requirements(
+    requires: Iterable[str], python_version: str, installed: Mapping[str, str]
+) -> tuple[str, ...]:
+    """The requirements (markers evaluated for CPython ``python_version`` on this platform, no extra)
+    that no installed distribution (canonical name -> version) satisfies, without their markers."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    env = {"python_version": python_version, "python_full_version": f"{python_version}.0", "extra": ""}
+    out = []
+    for text in requires:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue  # pip refuses the wheel at install and says why
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        have = installed.get(canonicalize_name(req.name))
+        if have is not None and req.specifier.contains(have, prereleases=True):
+            continue
+        req.marker = None
+        out.append(str(req))
+    return tuple(out)
+
+
+def locked_versions(manifest_data: Mapping[str, Any] | None) -> dict[str, str]:
+    """name -> version of every file the build's lock names (the manifest's ``build_requirements``)."""
+    lock = (manifest_data or {}).get("build_requirements") or {}
+    return {
+        str(f["name"]): str(f["version"]) for f in lock.get("files") or () if "name" in f and "version" in f
+    }
+
+
+def download_command(
+    requirements: Iterable[str], python_version: str, wheel: Path, dest: Path, constraints: Path | None
+) -> list[str]:
+    """``pip download`` of ``requirements`` with their dependencies, wheels only, for CPython
+    ``python_version`` and the wheel's manylinux platform down to manylinux2014 (the host's platform
+    for a wheel without one), with the user's pip configuration."""
+    from buildkit.build.requirements import target_platforms
+
+    cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--progress-bar", "off"]
+    cmd += ["--only-binary=:all:", "--python-version", python_version, "--implementation", "cp"]
+    cmd += ["--abi", f"cp{python_version.replace('.', '')}"]
+    platforms = sorted(
+        {t.platform for t in parse_wheel_filename(wheel.name)[3] if t.platform.startswith("manylinux")}
+    )
+    if platforms:
+        for tag in target_platforms(platforms[-1]):
+            cmd += ["--platform", tag]
+    if constraints is not None:
+        cmd += ["--constraint", str(constraints)]
+    return [*cmd, "--dest", str(dest), *requirements]
+
+
+def _dependencies(
+    box: _Container, py: str, wheel: Path, work: Path, timeout: int
+) -> tuple[Step | None, list[Path]]:
+    """Step 2 of the module docstring: the wheel's dependencies the image lacks, downloaded on the
+    host into ``work`` (None and no file when there is nothing to download)."""
+    requires = wheel_requirements(wheel)
+    if not requires:
+        return None, []
+    version = box.run(
+        "deps", "the runtime Python", [py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
+    )
+    listing = box.run("deps", "pip list", [py, "-m", "pip", "list", "--format=json"])
+    if not version.passed or not listing.passed:
+        failed = version if not version.passed else listing
+        return Step(
+            "deps", f"reading the runtime's Python: {failed.what}", failed.exit_code, failed.output
+        ), []
+    try:
+        from packaging.utils import canonicalize_name
+
+        rows = json.loads(listing.output.strip().splitlines()[-1])
+        installed: dict[str, str] = {canonicalize_name(str(r["name"])): str(r["version"]) for r in rows}
+    except (ValueError, KeyError, IndexError, TypeError):
+        installed = {}
+    python_version = version.output.strip().splitlines()[-1]
+    missing = missing_requirements(requires, python_version, installed)
+    if not missing:
+        return None, []
+    data = manifest.read(wheel) if manifest.manifest_path(wheel).is_file() else None
+    pins = locked_versions(data)
+    constraints = None
+    if pins:
+        constraints = work / "build-lock-constraints.txt"
+        constraints.write_text("".join(f"{n}=={v}\n" for n, v in sorted(pins.items())), encoding="utf-8")
+    dest = work / "wheelhouse"
+    dest.mkdir()
+    cmd = download_command(missing, python_version, wheel, dest, constraints)
+    what = f"pip download on the host (CPython {python_version}): {' '.join(missing)}"
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, errors="replace", timeout=timeout, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Step("deps", what, 1, str(exc)), []
+    output = (proc.stdout + proc.stderr)[-OUTPUT_LIMIT:]
+    return Step("deps", what, proc.returncode, output), sorted(dest.glob("*.whl"))
+
+
+def _copy_wheels(container: Throwaway, files: list[Path]) -> None:
+    """Copy ``files`` into the container's ``/bk-smoke/wheelhouse``."""
+    with tempfile.TemporaryFile() as payload:
+        with tarfile.open(fileobj=payload, mode="w") as tar:
+            for f in files:
+                _add_file(tar, f, f"{WORKDIR.lstrip('/')}/wheelhouse/{f.name}")
+        payload.seek(0)
+        if not container.put_archive("/", payload):
+            raise SmokeFailed(f"could not copy the dependencies into {WORKDIR}/wheelhouse")
 
 
 def _failed(spec: SmokeSpec, gpu_note: str, steps: list[Step], reason: str) -> SmokeResult:

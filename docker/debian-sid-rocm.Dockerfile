@@ -81,13 +81,13 @@ COPY wheels/ /tmp/wheels/
 
 RUN first="" \
  && for v in $PYTHONS; do \
-      tag="cp${v/./}-cp${v/./}"; first=${first:-$tag}; \
+      tag="cp$(echo "$v" | tr -d .)-cp$(echo "$v" | tr -d .)"; first=${first:-$tag}; \
       "python$v" -m venv "/opt/python/$tag" \
       && "/opt/python/$tag/bin/pip" install --no-cache-dir --no-index --find-links=/tmp/wheels \
            --require-hashes -r /tmp/requirements/debian-rocm.python.txt || exit 1; \
     done \
  && for v in $BOOKWORM_PYTHONS; do \
-      tag="cp${v/./}-cp${v/./}"; \
+      tag="cp$(echo "$v" | tr -d .)-cp$(echo "$v" | tr -d .)"; \
       "python$v" -m venv --without-pip "/opt/python/$tag" \
       && pipwhl=$(echo /tmp/wheels/pip-*.whl) \
       && "/opt/python/$tag/bin/python" "$pipwhl/pip" install --no-cache-dir --no-index \

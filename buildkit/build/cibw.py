@@ -322,6 +322,9 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
         "CIBW_BUILD_FRONTEND": build_frontend(job.hooks.build_frontend, settings.build_isolation),
         "CIBW_BUILD_VERBOSITY": "1",
         "CIBW_ENABLE": "",
+        # cibuildwheel 4 audits abi3 wheels with abi3audit in a virtualenv it downloads on the host;
+        # the gate audits every abi3 job's wheel itself (job-identity: buildkit.gate.pyabi, streamed)
+        "CIBW_AUDIT_COMMAND_LINUX": "",
     }
     hooks = job.hooks
     # every hook is set, empty when the recipe has none: an environment variable beats the project's

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from buildkit.gate.check import torch_abi_for
+from buildkit.gate.check import python_abi_of, torch_abi_for
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.findings import Finding
@@ -77,7 +77,7 @@ def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
     torch_abi = None
     if config.torch_abi:  # a torch wheel or folder: build injects no image reader
         torch_abi = torch_abi_for(wheel, report, load_torch_exports(config.torch_abi))
-    verdict = evaluate(report, config, torch_abi=torch_abi)
+    verdict = evaluate(report, config, torch_abi=torch_abi, python_abi=python_abi_of(wheel, report, config))
     return Gated(
         passed=verdict.passed,
         errors=len(verdict.errors),

@@ -29,7 +29,12 @@ from buildkit.errors import UsageError
     help="Dependencies from these wheels (copied into the container; no network).",
 )
 @click.option("--index-url", default=None, help="Dependencies from this index (host CA bundle copied in).")
-@click.option("--python", default="python3", show_default=True, help="The runtime image's interpreter.")
+@click.option(
+    "--python",
+    default=None,
+    help="The runtime image's interpreter (default python3; for a wheel serving several CPythons, "
+    "each of them in turn: python3.12, python3.13, ...).",
+)
 @click.option(
     "--gpu/--no-gpu",
     default=None,
@@ -52,7 +57,7 @@ def smoke(
     labels: tuple[str, ...],
     wheelhouse: str | None,
     index_url: str | None,
-    python: str,
+    python: str | None,
     gpu: bool | None,
     timeout: int,
     as_json: bool,
@@ -69,7 +74,7 @@ def smoke(
     if wheelhouse and index_url:
         raise UsageError("--wheelhouse and --index-url exclude each other")
     specs = smoking.choose_specs(
-        path, recipe=recipe, labels=labels, image=image, imports=imports, commands=commands
+        path, recipe=recipe, labels=labels, image=image, imports=imports, commands=commands, python=python
     )
 
     if gpu is False:
@@ -92,7 +97,7 @@ def smoke(
             wheelhouse=Path(wheelhouse) if wheelhouse else None,
             index_url=index_url,
             gpu=access,
-            python=python,
+            python=python or "python3",
             timeout=timeout,
             progress=progress,
         )

@@ -37,6 +37,7 @@ from buildkit.units import parse_size
 if TYPE_CHECKING:
     # the torch-abi reader (demangler, symbol tables, export cache) loads only when a torch is asked
     # for: a plain check does not pay for its import
+    from buildkit.gate.pyabi import PythonAbiResult
     from buildkit.gate.torchabi import ImageReader, TorchAbiResult, TorchExports
     from buildkit.plan.from_image import CeilingsReader
     from buildkit.plan.models import Job
@@ -207,6 +208,17 @@ def torch_abi_for(wheel: Path, report: WheelReport, torch: TorchExports) -> Torc
     return judge(wheel_torch_needs(wheel, report, extra_torch=torch.names()), torch)
 
 
+def python_abi_of(wheel: Path, report: WheelReport, config: GateConfig) -> PythonAbiResult | None:
+    """A Python-independent job's wheel (``py3-none``, ``cp312-abi3``) judged against what its tag
+    claims (:func:`~buildkit.gate.pyabi.python_abi_for`, streamed); None for any other configuration."""
+    identity = config.identity
+    if identity is None or identity.wheel_tag is None:
+        return None
+    from buildkit.gate.pyabi import python_abi_for  # abi3audit loads only for such a job
+
+    return python_abi_for(wheel, report, identity.wheel_tag)
+
+
 def check_wheels(
     wheels: Sequence[Path],
     config: GateConfig,
@@ -229,9 +241,10 @@ def check_wheels(
         try:
             report = inspect_wheel(wheel, verify_record=verify_record)
             result = None if torch is None else torch_abi_for(wheel, report, torch)
+            python_abi = python_abi_of(wheel, report, config)
         except WheelReadError as exc:
             # the message names the wheel (inspect_wheel's rule); the report names it on its own
             failures.append(ReadFailure(wheel.name, str(exc).removeprefix(f"{wheel.name}: ")))
             continue
-        verdicts.append(evaluate(report, config, torch_abi=result))
+        verdicts.append(evaluate(report, config, torch_abi=result, python_abi=python_abi))
     return verdicts, failures

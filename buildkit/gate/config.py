@@ -58,6 +58,10 @@ class JobIdentity(NamedTuple):
     name: str | None = None  # the recipe's distribution name, "amd-aiter"
     recipe: str | None = None  # the recipe file as given
     recipe_sha256: str | None = None
+    #: a Python-independent wheel's interpreter-abi tag (the recipe's ``wheel:``): ``py3-none`` or
+    #: ``cp312-abi3``, the only tag the wheel may carry, its claim checked on the host code; None:
+    #: the wheel serves ``python`` alone
+    wheel_tag: str | None = None
 
     @classmethod
     def of(cls, job: Job, recipe: Recipe | None = None) -> JobIdentity:
@@ -69,15 +73,19 @@ class JobIdentity(NamedTuple):
             name=recipe.name if recipe is not None else None,
             recipe=recipe.display_path if recipe is not None else None,
             recipe_sha256=recipe.sha256 if recipe is not None else None,
+            wheel_tag=job.wheel_tag,
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "version": self.version,
             "python_tag": self.python,
             "platform_tag": self.platform_tag,
         }
+        if self.wheel_tag is not None:  # per-Python jobs keep their inputs key
+            out["wheel_tag"] = self.wheel_tag
+        return out
 
 
 class Required(NamedTuple):

@@ -37,6 +37,7 @@ from buildkit.policy import (
 )
 
 if TYPE_CHECKING:
+    from buildkit.gate.pyabi import PythonAbiResult
     from buildkit.gate.torchabi import TorchAbiResult
 
 # (ELF machine as the inspection names it, ELF class) -> (wheel-tag architecture, byte order), as
@@ -97,6 +98,9 @@ class Facts(NamedTuple):
     gfx: tuple[GfxObject, ...] = ()
     #: the ``torch-abi`` judgement (None: no torch to check against)
     torch_abi: TorchAbiResult | None = None
+    #: a Python-independent wheel's host code judged against its tag's claim (``job-identity``;
+    #: :func:`buildkit.gate.pyabi.python_abi_for`), None: not read (no such claim, or ``diff``)
+    python_abi: PythonAbiResult | None = None
 
     @property
     def judged(self) -> bool:
@@ -108,10 +112,16 @@ def needs(elf: ElfInfo) -> dict[str, tuple[str, ...]]:
     return {lib: tuple(vs) for lib, vs in elf.version_needs.items() if not is_dynamic_loader(lib)}
 
 
-def gather(report: WheelReport, config: GateConfig, *, torch_abi: TorchAbiResult | None = None) -> Facts:
+def gather(
+    report: WheelReport,
+    config: GateConfig,
+    *,
+    torch_abi: TorchAbiResult | None = None,
+    python_abi: PythonAbiResult | None = None,
+) -> Facts:
     """The facts of one inspected wheel under one configuration (``torch_abi``: the wheel judged
-    against a torch, :func:`buildkit.gate.torchabi.judge`)."""
-    values: dict[str, object] = {"torch_abi": torch_abi}
+    against a torch, :func:`buildkit.gate.torchabi.judge`; ``python_abi``: against its tag's claim)."""
+    values: dict[str, object] = {"torch_abi": torch_abi, "python_abi": python_abi}
     resolution = resolve_libraries(report.elves)
     try:
         _, _, _, tags = parse_wheel_filename(report.filename)

@@ -62,7 +62,8 @@ def packages_dockerfile(base: str, manager: str, packages: tuple[str, ...]) -> s
 
 #: the builders with a compatibility sysroot link ROCm's development libraries where a sysroot build
 #: finds them (docker/rocm-lib-links.sh): again after the recipe's packages, which may add some
-_RELINK = " && if [ -x /opt/buildkit/share/rocm-lib-links.sh ]; then /opt/buildkit/share/rocm-lib-links.sh; fi"
+_LINKS = "/opt/buildkit/share/rocm-lib-links.sh"
+_RELINK = f" && if [ -x {_LINKS} ]; then {_LINKS}; fi"
 
 
 def _digest(doc: dict[str, Any]) -> str:

@@ -41,9 +41,17 @@ _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 Combo = dict[str, str | None]
 
 
-def job_id(python: str, rocm: str, torch: str | None, axes: Sequence[tuple[str, str]] = ()) -> str:
-    """``cp312-rocm7.2-torch2.10`` (+ ``-prebuild_kernels1`` per extra axis)."""
-    out = f"cp{ver.nodot(python)}-rocm{rocm}"
+def job_id(
+    python: str,
+    rocm: str,
+    torch: str | None,
+    axes: Sequence[tuple[str, str]] = (),
+    *,
+    prefix: str | None = None,
+) -> str:
+    """``cp312-rocm7.2-torch2.10`` (+ ``-prebuild_kernels1`` per extra axis); with ``prefix`` (a
+    Python-independent wheel: ``py3``, ``abi3-cp312``) that prefix instead of the Python's tag."""
+    out = f"{prefix or f'cp{ver.nodot(python)}'}-rocm{rocm}"
     if torch is not None:
         out += f"-torch{torch}"
     for name, value in axes:
@@ -239,10 +247,10 @@ class _Expansion:
         self.used_fields = set(ver.template_fields(self.recipe.version.local))
         self.rule_hits = [0] * len(self.recipe.matrix.exclude)
 
-    def new_id(self, combo: Combo, extra: Sequence[tuple[str, str]]) -> str:
+    def new_id(self, combo: Combo, extra: Sequence[tuple[str, str]], *, prefix: str | None = None) -> str:
         python, rocm = combo["python"], combo["rocm"]
         assert python is not None and rocm is not None
-        jid = job_id(python, rocm, combo["torch"], extra)
+        jid = job_id(python, rocm, combo["torch"], extra, prefix=prefix)
         if jid in self.seen_ids:
             raise self.recipe.error(
                 f"two combinations share the job id {jid!r}",
@@ -362,7 +370,9 @@ class _Expansion:
                 self.notes[note] = None
         return index_url
 
-    def job(self, jid: str, combo: Combo, extra: Sequence[tuple[str, str]]) -> Job:
+    def job(
+        self, jid: str, combo: Combo, extra: Sequence[tuple[str, str]], serves: tuple[str, ...] = ()
+    ) -> Job:
         python, rocm, torch = combo["python"], combo["rocm"], combo["torch"]
         assert python is not None and rocm is not None
         pin_index, pin = self.pins[torch] if torch is not None else (-1, None)
@@ -397,6 +407,8 @@ class _Expansion:
             ceilings_from_images=recipe.manylinux.from_images,
             regression_baseline=recipe.gate.no_regression_against,
             sysroot=recipe.manylinux.sysroot,
+            wheel_tag=recipe.wheel.tag,
+            serves=serves or (python,),
         )
 
     def check_rules_used(self) -> None:
@@ -410,6 +422,43 @@ class _Expansion:
                     ("matrix", "exclude", rule.index),
                     hint="zipped axes only combine as paired; check the values",
                 )
+
+
+def _cell_jobs(run: _Expansion, extra_names: Sequence[str]) -> tuple[list[Job], list[Skipped]]:
+    """The jobs of a Python-independent wheel (``wheel: {abi: py3-none}`` or ``abi3``): one per
+    (ROCm, torch, extra axes) cell, built with the lowest CPython the cell serves and serving every
+    Python of the cell that no exclude rule or torch pin leaves out. A combination left out is
+    skipped under its per-Python id (``cp310-rocm7.2``), with the reason."""
+    recipe = run.recipe
+    prefix = recipe.wheel.id_prefix
+    cells: dict[tuple[str | None, ...], list[Combo]] = {}
+    skipped: list[Skipped] = []
+    for combo in _combinations(recipe):
+        key = (combo["rocm"], combo["torch"], *(combo[n] for n in extra_names))
+        reason = run.skip_reason(combo)
+        if reason is not None:
+            extra = [(n, str(combo[n])) for n in extra_names]
+            python, rocm = combo["python"], combo["rocm"]
+            assert python is not None and rocm is not None
+            cell_id = job_id(python, rocm, combo["torch"], extra, prefix=prefix)
+            skipped.append(
+                Skipped(
+                    job_id(python, rocm, combo["torch"], extra), f"{reason} ({cell_id} does not serve it)"
+                )
+            )
+            cells.setdefault(key, [])
+            continue
+        cells.setdefault(key, []).append(combo)
+    jobs: list[Job] = []
+    for served in cells.values():
+        if not served:
+            continue
+        pythons = sorted({str(c["python"]) for c in served}, key=Version)
+        first = next(c for c in served if c["python"] == pythons[0])
+        extra = [(n, str(first[n])) for n in extra_names]
+        jid = run.new_id(first, extra, prefix=prefix)
+        jobs.append(run.job(jid, first, extra, tuple(pythons)))
+    return jobs, skipped
 
 
 def expand(
@@ -448,13 +497,16 @@ def expand(
     jobs: list[Job] = []
     skipped: list[Skipped] = []
     extra_names = [n for n, _ in recipe.matrix.axes]
-    for combo in _combinations(recipe):
-        extra = [(n, str(combo[n])) for n in extra_names]
-        jid = run.new_id(combo, extra)
-        reason = run.skip_reason(combo)
-        if reason is not None:
-            skipped.append(Skipped(jid, reason))
-        else:
-            jobs.append(run.job(jid, combo, extra))
+    if recipe.wheel.per_python:
+        for combo in _combinations(recipe):
+            extra = [(n, str(combo[n])) for n in extra_names]
+            jid = run.new_id(combo, extra)
+            reason = run.skip_reason(combo)
+            if reason is not None:
+                skipped.append(Skipped(jid, reason))
+            else:
+                jobs.append(run.job(jid, combo, extra))
+    else:
+        jobs, skipped = _cell_jobs(run, extra_names)
     run.check_rules_used()
     return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped), notes=tuple(run.notes))

@@ -51,10 +51,23 @@ class Job:
     regression_baseline: str | None = None
     #: the compatibility sysroot host code compiles against (the recipe's ``manylinux.sysroot``)
     sysroot: str | None = None
+    #: the interpreter-abi tag of a Python-independent wheel (``py3-none``, ``cp312-abi3``: the
+    #: recipe's ``wheel:``), None for a wheel of ``python`` alone (``cp312-cp312``)
+    wheel_tag: str | None = None
+    #: every CPython the job's wheel serves, lowest first: ``(python,)`` for a per-Python wheel; for a
+    #: Python-independent one each Python of its cell (``python`` is the lowest, the one it builds with)
+    serves: tuple[str, ...] = ()
+
+    @property
+    def pythons(self) -> tuple[str, ...]:
+        """The CPythons this job's wheel serves (``serves``, or the job's own Python)."""
+        return self.serves or (self.python,)
 
     def to_json(self, archs_json: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs."""
-        return {
+        """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs.
+        ``wheel_tag`` and ``serves`` only for a Python-independent job: a per-Python job's JSON (its
+        manifest's ``job``, its inputs key) stays what it was (the plan's JSON gives them for all)."""
+        out = {
             "id": self.id,
             "python": self.python,
             "cp_tag": self.cp_tag,
@@ -79,6 +92,10 @@ class Job:
             "axes": dict(self.axes),
             **({"sysroot": self.sysroot} if self.sysroot else {}),
         }
+        if self.wheel_tag is not None:
+            out["wheel_tag"] = self.wheel_tag
+            out["serves"] = list(self.pythons)
+        return out
 
 
 @dataclass(frozen=True)
@@ -141,7 +158,10 @@ class Plan:
                 "sha256": r.sha256,
                 "source": {k: v for k, v in vars(r.source).items() if v is not None},
             },
-            "jobs": [j.to_json(self._archs_json(j, memo)) for j in self.jobs],
+            "jobs": [
+                {"wheel_tag": None, "serves": list(j.pythons), **j.to_json(self._archs_json(j, memo))}
+                for j in self.jobs
+            ],
             "skipped": [s.to_json() for s in self.skipped],
             "notes": list(self.notes),
         }

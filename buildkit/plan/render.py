@@ -6,6 +6,7 @@ Identical plans give byte-identical output: sorted keys, no timestamps, no absol
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +61,8 @@ def github_entry(job: Job) -> dict[str, Any]:
         "policy": job.policy,
         "image_profile": job.image_profile,
         "pytorch_rocm_arch": job.archs.pytorch_rocm_arch(),
+        "wheel_tag": job.wheel_tag or "",
+        "serves": " ".join(job.pythons),
     }
 
 
@@ -91,12 +94,16 @@ def render_table(plan: Plan) -> str:
         "",
     ]
     if plan.jobs:
-        rows = [["JOB", "PYTHON", "ROCM", "TORCH", "ARCHS", "IMAGE", "VERSION"]]
+        # a Python-independent wheel (wheel: py3-none/abi3) adds its tag and the Pythons it serves
+        shared = not r.wheel.per_python
+        head = ["JOB", "PYTHON", *(["WHEEL", "SERVES"] if shared else []), "ROCM", "TORCH", "ARCHS"]
+        rows = [[*head, "IMAGE", "VERSION"]]
         for j in plan.jobs:
             rows.append(
                 [
                     j.id,
                     j.python,
+                    *([j.wheel_tag or "", ",".join(j.pythons)] if shared else []),
                     j.rocm,
                     j.torch or "-",
                     j.archs.pytorch_rocm_arch(),
@@ -105,6 +112,12 @@ def render_table(plan: Plan) -> str:
                 ]
             )
         lines += _table(rows)
+        if shared:
+            lines.append("")
+            lines.append(
+                f"wheel {r.wheel.tag}: one job per cell, built with its lowest CPython (PYTHON); "
+                "the gate checks the tag, smoke runs under every Python it serves (SERVES)"
+            )
     first = plan.jobs[0] if plan.jobs else None
     if first is not None:
         lines.append("")
@@ -145,7 +158,10 @@ def _image_and_hooks(r: Recipe) -> list[str]:
     out: list[str] = []
     spec = r.image
     if spec.kind == "dockerfile":
-        out.append(f"image: the project's Dockerfile {spec.dockerfile} (context {spec.context or '.'})")
+        # the context the build uses: image.context, else the Dockerfile's folder (relative to the recipe)
+        folder = spec.context or posixpath.dirname(spec.dockerfile or "") or "."
+        given = "" if spec.context else ", the Dockerfile's folder"
+        out.append(f"image: the project's Dockerfile {spec.dockerfile} (context {folder}{given})")
     elif spec.kind == "ref":
         out.append(f"image: {spec.ref}, used as is")
     if spec.packages:

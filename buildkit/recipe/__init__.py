@@ -34,6 +34,7 @@ from buildkit.recipe.image import ImageSpec, check_smoke_packages, parse_image
 from buildkit.recipe.manylinux import Manylinux, parse_manylinux
 from buildkit.recipe.schema import did_you_mean, validate
 from buildkit.recipe.source import Source, parse_source
+from buildkit.recipe.wheel import WheelAbi, parse_wheel
 from buildkit.recipe.yamlspan import Path as JsonPath
 from buildkit.recipe.yamlspan import Spans, load_with_spans
 from buildkit.targets import ALWAYS_EXPORTED, ARCH_VARIABLES
@@ -253,6 +254,8 @@ class Recipe:
     #: ``network: true``: the build container gets the network (pip uses the index there); False (the
     #: default): a hermetic build from a wheelhouse resolved on the host (:mod:`buildkit.build.requirements`)
     network: bool = False
+    #: ``wheel:``: one wheel per CPython (the default), or one ``py3-none``/``abi3`` wheel per cell
+    wheel: WheelAbi = field(default_factory=WheelAbi)
 
     @property
     def display_path(self) -> str:
@@ -448,6 +451,7 @@ class _Builder:
             gate=parse_gate(d.get("gate", {}), self.spans, self.err),
             hooks=self._hooks(d),
             network=bool(d.get("network", False)),
+            wheel=parse_wheel(d.get("wheel"), d["python"], version.local, self.err),
         )
 
     def _hooks(self, d: dict[str, Any]) -> Hooks:

@@ -204,6 +204,27 @@ def test_keep_switch_leaves_the_container_and_names_it(
     assert list(engine.boxes) == [box.name]
 
 
+def test_keep_switch_names_cibuildwheels_container_of_the_run_once_each(
+    engine: FakeEngine, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cibuildwheel creates its container itself (with the run's label): keeping the run's containers
+    prints its name, and a throwaway's already named is not named twice."""
+    monkeypatch.setenv(KEEP_ENV, "1")
+    engine.containers.create(
+        "img", ["x"], name="cibuildwheel-4f2a", labels=docker_engine.container_labels("cibuildwheel", "r9")
+    )
+    with throwaway(engine, "img", ["x"], purpose="build-probe", run_id="r9", warn=lambda _l: None) as box:
+        pass
+    assert docker_engine.remove_run_containers(engine, "r9") is True
+    assert sorted(engine.boxes) == sorted([box.name, "cibuildwheel-4f2a"])
+    err = capsys.readouterr().err
+    assert err.count("cibuildwheel-4f2a") == 1 and err.count(box.name) == 1
+    assert f"{KEEP_ENV}: kept the cibuildwheel container cibuildwheel-4f2a" in err
+    monkeypatch.delenv(KEEP_ENV)
+    assert docker_engine.remove_run_containers(engine, "r9") is True
+    assert engine.boxes == {}
+
+
 @pytest.mark.parametrize(("value", "keep"), [("1", True), ("yes", True), ("0", False), ("", False)])
 def test_keep_switch_values(value: str, keep: bool) -> None:
     assert docker_engine.keep_containers({KEEP_ENV: value}) is keep

@@ -18,6 +18,7 @@ from buildkit.gate.rule import Rule
 from buildkit.gate.rules import (
     abi,
     ceilings,
+    duplicates,
     gfx,
     identity,
     inspect,
@@ -54,6 +55,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("libraries", libraries.RULES, libraries.check),
     Family("inspect", inspect.RULES, inspect.check),
     Family("gfx", gfx.RULES, gfx.check),
+    Family("duplicates", duplicates.RULES, duplicates.check),
     Family("size", size.RULES, size.check),
     Family("outputs", outputs.RULES, outputs.check),
     Family("torch", torch.RULES, torch.check),

@@ -10,8 +10,10 @@ from typing import Any
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
+from buildkit.gate.config import JobIdentity
 from buildkit.gate.facts import Facts
 from buildkit.gate.findings import Finding, Severity
+from buildkit.gate.pyabi import module_name_problem
 from buildkit.gate.rule import Rule
 from buildkit.gate.rules import ceilings
 from buildkit.policy import parse_platform_tag
@@ -23,12 +25,17 @@ JOB_IDENTITY = Rule(
         "Only with a job (`build`, or `check --recipe --job`): the file name's distribution name "
         "is the recipe's `name`, the version is the plan's, every tag serves the job's CPython "
         "(`cp312-cp312`, or an `abi3` tag that Python loads), and the job's platform tag is "
-        "present with only same-architecture manylinux tags beside it."
+        "present with only same-architecture manylinux tags beside it. A job of a recipe's "
+        "`wheel: py3-none|abi3` accepts exactly that tag (`py3-none`, `cp312-abi3`) and checks what "
+        "it claims: a `py3-none` wheel has no CPython extension module (no `PyInit_*` export, no "
+        "`*.cpython-*.so`/`*.abi3.so`), an `abi3` wheel no `*.cpython-*.so` and no symbol outside "
+        "the stable ABI of its floor (abi3audit's audit of each host ELF's dynamic symbols)."
     ),
     prevents=(
         "Publishing a wheel under the wrong project or version, or one pip refuses on the job's "
         'Python/platform ("is not a supported wheel on this platform"), so users get another '
-        "wheel or the sdist."
+        "wheel or the sdist; or a wheel tagged for every Python that fails to import on all but "
+        "one (a per-Python extension module under a py3-none or abi3 tag)."
     ),
     never_waived=(
         "a wheel that is not the job's would be published under the wrong name, version or tags: "
@@ -73,7 +80,9 @@ def check(facts: Facts) -> Iterator[Finding]:
             str(version),
             "make the build read BUILDKIT_VERSION or SETUPTOOLS_SCM_PRETEND_VERSION",
         )
-    if not _serves_python(tags, identity.python):
+    if identity.wheel_tag is not None:
+        yield from _claim(facts, identity, tags)
+    elif not _serves_python(tags, identity.python):
         pairs = ", ".join(sorted({f"{t.interpreter}-{t.abi}" for t in tags}))
         python = identity.python.removesuffix("t")
         yield mismatch("python tag", f"{python}-{identity.python} ({job}'s Python)", pairs)
@@ -86,6 +95,58 @@ def check(facts: Facts) -> Iterator[Finding]:
             ", ".join(platforms),
             _repair_hint(ceilings.has_errors(facts)) if repaired else "",
         )
+
+
+def _claim(facts: Facts, identity: JobIdentity, tags: Iterable[Any]) -> Iterator[Finding]:
+    """A Python-independent job's wheel: exactly the recipe's tag, and nothing in it that contradicts
+    the tag (each error names the member)."""
+    claim = identity.wheel_tag
+    assert claim is not None
+    pairs = sorted({f"{t.interpreter}-{t.abi}" for t in tags})
+    if pairs != [claim]:
+        py_api = "py3" if claim == "py3-none" else claim.split("-")[0]
+        yield JOB_IDENTITY.error(
+            f"python tag: expected {claim} (job {identity.job}'s wheel, the recipe's wheel:), found "
+            f"{', '.join(pairs)}; make the build tag it {claim} (scikit-build-core: wheel.py-api = "
+            f'"{py_api}"), or remove wheel: from the recipe to build one wheel per Python',
+            symbol=", ".join(pairs),
+        )
+    for member in facts.report.members:
+        problem = module_name_problem(member, claim)
+        if problem is not None:
+            yield JOB_IDENTITY.error(
+                f"{member}: {problem} in a {claim} wheel, which claims to serve every planned Python",
+                file=member,
+            )
+    result = facts.python_abi
+    if result is None:
+        return
+    for m in result.members:
+        if claim == "py3-none" and m.init:
+            yield JOB_IDENTITY.error(
+                f"{m.member} exports {', '.join(m.init)}: a CPython extension module in a py3-none wheel "
+                "(built against one CPython's ABI); load native code with ctypes/cffi, or declare "
+                'wheel: {abi: abi3, from: "3.N"} for a limited-API module',
+                file=m.member,
+                symbol=m.init[0],
+            )
+        if m.non_abi3:
+            shown = ", ".join(m.non_abi3[:5]) + (
+                f" and {len(m.non_abi3) - 5} more" if len(m.non_abi3) > 5 else ""
+            )
+            yield JOB_IDENTITY.error(
+                f"{m.member} uses {shown}, outside the stable ABI ({result.auditor}): not a {claim} "
+                "module; build with Py_LIMITED_API, or use the limited API's functions",
+                file=m.member,
+                symbol=m.non_abi3[0],
+            )
+        for name, added in m.future:
+            yield JOB_IDENTITY.error(
+                f"{m.member} uses {name}, in the stable ABI from CPython {added} only: above the "
+                f"{claim} floor ({result.auditor}); raise wheel.from to {added}, or avoid {name}",
+                file=m.member,
+                symbol=name,
+            )
 
 
 def _repair_hint(ceiling_errors: bool) -> str:

@@ -1,0 +1,124 @@
+"""The recipe's ``wheel:`` section: what the project's wheel is tagged for.
+
+Without it (or with ``abi: cpython``) a wheel serves one CPython and the plan has one job per
+Python. A project whose native code is not a CPython extension module (a library loaded with
+ctypes, cffi or ``dlopen``) makes one ``py3-none-<platform>`` wheel for every Python; one built
+against the limited API makes one ``cp312-abi3-<platform>`` wheel for CPython 3.12 and later::
+
+    wheel: {abi: py3-none}
+    wheel: {abi: abi3, from: "3.12"}
+
+The plan then builds one job per (ROCm, torch, extra axes) cell, with the lowest CPython planned
+for that cell, and records every Python the wheel serves (:attr:`buildkit.plan.models.Job.serves`);
+the gate's ``job-identity`` rule accepts exactly that tag and checks what it claims.
+
+The schema checks the keys and the syntax of ``from``; :func:`parse_wheel` adds what a schema cannot
+say, each a :class:`~buildkit.errors.RecipeError` at ``file:line:column``: ``from`` only with
+``abi3`` (and required there), every planned Python at least ``from``, and no ``{python}``/``{cp}``
+placeholder in ``version.local`` (one wheel serves every Python, so its version cannot name one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from buildkit import version as ver
+from buildkit.errors import RecipeError
+
+Err = Callable[..., RecipeError]
+Abi = Literal["cpython", "py3-none", "abi3"]
+#: the version placeholders that name one Python (:data:`buildkit.version.PLACEHOLDERS`)
+PER_PYTHON_PLACEHOLDERS: tuple[str, ...] = ("python", "cp")
+
+
+def _minor(python: str) -> tuple[int, int]:
+    major, minor = python.split(".")
+    return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class WheelAbi:
+    """What the wheel is tagged for: ``cpython`` (one wheel per Python: ``cp312-cp312``),
+    ``py3-none`` or ``abi3`` from CPython ``from_python`` (``"3.12"``: ``cp312-abi3``)."""
+
+    abi: Abi = "cpython"
+    from_python: str | None = None
+
+    @property
+    def per_python(self) -> bool:
+        """One wheel (and one job) per CPython."""
+        return self.abi == "cpython"
+
+    @property
+    def tag(self) -> str | None:
+        """The interpreter-abi pair of the wheel's tag (``py3-none``, ``cp312-abi3``); None per Python."""
+        if self.abi == "py3-none":
+            return "py3-none"
+        if self.abi == "abi3":
+            assert self.from_python is not None
+            return f"cp{ver.nodot(self.from_python)}-abi3"
+        return None
+
+    @property
+    def id_prefix(self) -> str | None:
+        """The job id's first part (``py3``, ``abi3-cp312``); None per Python (``cp312``)."""
+        if self.abi == "py3-none":
+            return "py3"
+        if self.abi == "abi3":
+            assert self.from_python is not None
+            return f"abi3-cp{ver.nodot(self.from_python)}"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"abi": self.abi, "from": self.from_python, "tag": self.tag}
+
+
+def parse_wheel(
+    raw: Mapping[str, Any] | None, pythons: Sequence[str], local_template: str, err: Err
+) -> WheelAbi:
+    """The schema-valid ``wheel`` value (None: not given) as :class:`WheelAbi`, checked against the
+    recipe's ``python`` list and ``version.local`` template."""
+    if raw is None:
+        return WheelAbi()
+    abi: Abi = raw["abi"]
+    start = raw.get("from")
+    if abi != "abi3" and start is not None:
+        raise err(
+            f"wheel.from applies to abi: abi3 only, not {abi}",
+            ("wheel", "from"),
+            key=True,
+            hint='remove wheel.from, or write wheel: {abi: abi3, from: "3.12"}',
+        )
+    if abi == "abi3":
+        if start is None:
+            lowest = min(pythons, key=_minor)
+            raise err(
+                "wheel: abi3 needs from: the lowest CPython whose stable ABI the wheel uses",
+                ("wheel", "abi"),
+                hint=f'write wheel: {{abi: abi3, from: "{lowest}"}} (the Py_LIMITED_API the project '
+                "builds with: scikit-build-core's wheel.py-api, setuptools' py_limited_api)",
+            )
+        for i, python in enumerate(pythons):
+            if _minor(python) < _minor(start):
+                raise err(
+                    f"python[{i}]: CPython {python} is below wheel.from {start}: a cp{ver.nodot(start)}-abi3 "
+                    f"wheel does not install on it",
+                    ("python", i),
+                    hint=f"remove {python} from python:, or lower wheel.from to {python} if the project "
+                    "builds with that limited API",
+                )
+    if abi != "cpython":
+        try:
+            fields = ver.template_fields(local_template)
+        except ver.VersionProblem:
+            fields = []  # the version section reports it
+        for name in fields:
+            if name in PER_PYTHON_PLACEHOLDERS:
+                raise err(
+                    f"version.local uses {{{name}}}, but a {abi} wheel serves every planned Python",
+                    ("version", "local"),
+                    hint=f"drop {{{name}}}: the one wheel of a cell cannot name one Python",
+                )
+    return WheelAbi(abi=abi, from_python=start if abi == "abi3" else None)
