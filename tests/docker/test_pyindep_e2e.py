@@ -6,9 +6,9 @@ with the very smoke command the build summary prints. The ctypes project depends
 typing-extensions from PyPI: the printed command installs it hermetically (downloaded on the host,
 the container without network).
 
-The recipes (tests/data/pyindep/*.yaml) plan the CPythons the debian-rocm builder has today (3.13):
-the tests read the Pythons from the plan, so listing 3.14 and 3.15 there (once a builder and runtime
-image with them exist) makes the same tests build one job and smoke it under three CPythons.
+The recipes (tests/data/pyindep/*.yaml) plan the three CPythons of the ROCm 7.2 builder
+(debian-sid-rocm: 3.13, 3.14, 3.15): the tests read the Pythons from the plan, build one job and smoke
+it under each of them in the 7.2 runtime image.
 """
 
 from __future__ import annotations

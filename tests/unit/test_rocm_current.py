@@ -1,0 +1,143 @@
+"""ROCm 7.2 and 6.4 from Debian (issue 25), before any container: the debian-sid-rocm profile's data
+as the plan and the build use it -- a toolchain per release, gfx950 withheld for 6.4 with its reason,
+the library GPU targets a recipe's packages bring, the glibc the image and the policy cannot meet, the
+sysroot's environment for every compiler, and the repair fallback that keeps an unrepairable wheel."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+import pytest
+
+from buildkit import rocm as rocm_data
+from buildkit.build import cibw
+from buildkit.errors import RecipeError
+from buildkit.plan.expansion import expand
+from buildkit.plan.models import Plan
+from buildkit.recipe import parse_recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SID = """\
+name: demo
+source: {path: ../csrc}
+version: {base: "1.0", local: "rocm{rocm}"}
+python: ["3.13", "3.14"]
+rocm: ["6.4", "7.2"]
+archs: {list: [gfx90a, gfx942, gfx950]}
+manylinux: {policy: manylinux_2_31, sysroot: glibc2.31}
+repair: {exclude: {sets: [rocm]}}
+image: debian-sid-rocm
+"""
+
+
+def _plan(text: str, tmp_path: Path) -> Plan:
+    return expand(parse_recipe(text, path=tmp_path / "r.yaml"), env={}, enumerator=lambda: [])
+
+
+def test_each_release_builds_with_its_own_toolchain_and_archs(tmp_path: Path) -> None:
+    plan = _plan(SID, tmp_path)
+    by_id = {j.id: j for j in plan.jobs}
+    assert sorted(by_id) == ["cp313-rocm6.4", "cp313-rocm7.2", "cp314-rocm6.4", "cp314-rocm7.2"]
+    assert by_id["cp313-rocm7.2"].toolchain == "debian-experimental"
+    assert by_id["cp313-rocm6.4"].toolchain == "debian-sid"
+    assert [str(a) for a in by_id["cp313-rocm7.2"].archs.kept] == ["gfx90a", "gfx942", "gfx950"]
+    assert [str(a) for a in by_id["cp313-rocm6.4"].archs.kept] == ["gfx90a", "gfx942"]
+    dropped = [n for n in plan.notes if "gfx950: dropped" in n]
+    assert dropped and "withheld by toolchain debian-sid (ROCm 6.4)" in dropped[0]
+    assert "AMD supports gfx950 (MI350) from ROCm 7.0" in dropped[0]
+    assert all(j.sysroot == "glibc2.31" for j in plan.jobs)
+    assert plan.jobs[0].to_json()["sysroot"] == "glibc2.31"
+
+
+def test_the_toolchain_data_is_measured_and_consistent() -> None:
+    exp, sid = rocm_data.get_toolchain("debian-experimental"), rocm_data.get_toolchain("debian-sid")
+    assert (
+        exp.sonames["libamdhip64"] == "libamdhip64.so.7" and sid.sonames["libamdhip64"] == "libamdhip64.so.6"
+    )
+    assert exp.sonames["librocblas"] == "librocblas.so.5" and sid.sonames["librocblas"] == "librocblas.so.4"
+    assert exp.sonames["libhipblas"] == "libhipblas.so.3" and sid.sonames["libhipblas"] == "libhipblas.so.2"
+    assert "gfx950" in exp.archs and "gfx950" not in sid.archs and "gfx950" in sid.withheld
+    assert "gfx942" not in exp.library_targets["libhipblaslt"]  # Debian's hipBLASLt 7.2.4
+    assert "gfx942" not in sid.library_targets["librocblas"]  # Debian's rocBLAS 6.4.4
+
+
+def test_a_target_a_library_of_the_recipe_lacks_is_noted(tmp_path: Path) -> None:
+    """Debian's libhipblaslt1 (7.2.4) carries no gfx942/gfx950 kernels: a recipe that installs its -dev
+    package and builds for them is told so, naming the library and its targets."""
+    text = SID.replace(
+        "image: debian-sid-rocm", "image: {profile: debian-sid-rocm, packages: [libhipblaslt-dev]}"
+    )
+    text = text.replace('rocm: ["6.4", "7.2"]', 'rocm: ["7.2"]')
+    notes = _plan(text, tmp_path).notes
+    lacking = [n for n in notes if "libhipblaslt (libhipblaslt-dev) carries no kernels" in n]
+    assert [n.split(" carries no kernels for ")[1].split(" ")[0] for n in lacking] == ["gfx942", "gfx950"]
+    assert "(its GPU targets: gfx908, gfx90a," in lacking[0]
+    assert not [n for n in _plan(SID, tmp_path).notes if "carries no kernels" in n]
+
+
+def test_plan_notes_a_glibc_the_policy_cannot_meet(tmp_path: Path) -> None:
+    """Without the sysroot, sid's glibc 2.43 is above any policy's: the note names the sysroot that
+    fits. With it, a policy below the sysroot's glibc (manylinux_2_28) is noted too."""
+    plain = _plan(SID.replace(", sysroot: glibc2.31", ""), tmp_path).notes
+    assert any(
+        "image debian-sid-rocm links glibc 2.43, above manylinux_2_31's GLIBC 2.31" in n
+        and "set manylinux.sysroot to one of glibc2.31" in n
+        for n in plain
+    ), plain
+    old = _plan(SID.replace("manylinux_2_31", "manylinux_2_28"), tmp_path).notes
+    assert any("the sysroot glibc2.31 links glibc 2.31, above manylinux_2_28's GLIBC 2.28" in n for n in old)
+    assert not [n for n in _plan(SID, tmp_path).notes if "links glibc" in n]
+
+
+def test_a_sysroot_the_profile_lacks_is_a_recipe_error(tmp_path: Path) -> None:
+    missing = r"image profile debian-sid-rocm has no sysroot 'glibc2\.17'"
+    with pytest.raises(RecipeError, match=missing) as info:
+        parse_recipe(SID.replace("sysroot: glibc2.31", "sysroot: glibc2.17"), path=tmp_path / "r.yaml")
+    assert (info.value.line, info.value.column) == (7, 46)  # the value glibc2.17
+    with pytest.raises(RecipeError, match="needs an image profile of rocm-buildkit"):
+        parse_recipe(
+            SID.replace("image: debian-sid-rocm", "image: {ref: 'example/builder:1'}"),
+            path=tmp_path / "r.yaml",
+        )
+
+
+def test_the_sysroot_reaches_every_compiler(tmp_path: Path) -> None:
+    job = next(j for j in _plan(SID, tmp_path).jobs if j.id == "cp313-rocm7.2")
+    settings = cibw.CibwSettings(
+        image="rocm-buildkit/debian-sid-rocm:x", source_date_epoch=1, ccache_volume="v", with_ca_bundle=False
+    )
+    env = cibw.container_environment(job, settings)
+    root = "/opt/buildkit/sysroots/glibc2.31"
+    assert env["ROCM_PATH"] == "/usr"  # the profile's rocm_prefix: Debian's layout
+    # the compiler cache's masquerade first, then the sysroot's wrappers, then the image's compilers
+    assert env["PATH"] == f"/usr/lib/ccache:{root}/bin:$PATH"
+    flags = shlex.split(env["HIPCC_COMPILE_FLAGS_APPEND"])
+    assert (
+        f"--sysroot={root}" in flags and f"--gcc-install-dir={root}/usr/lib/gcc/x86_64-linux-gnu/10" in flags
+    )
+    assert flags[-2:] == ["-idirafter", "/usr/include"] and "--rocm-path=/usr" in flags
+    assert env["HIPCC_LINK_FLAGS_APPEND"].endswith("-L/opt/buildkit/rocm-lib")
+    assert env["HIP_INCLUDE_PATH"] == f"{root}/usr/include"
+    assert env["CMAKE_TOOLCHAIN_FILE"] == f"{root}/toolchain.cmake"
+    rendered = cibw.render_environment(env)
+    assert f'PATH="/usr/lib/ccache:{root}/bin:$PATH"' in rendered  # $PATH expands in the container
+
+
+def test_without_a_sysroot_no_compiler_is_redirected(tmp_path: Path) -> None:
+    job = next(j for j in _plan(SID.replace(", sysroot: glibc2.31", ""), tmp_path).jobs if j.rocm == "7.2")
+    settings = cibw.CibwSettings(image="i", source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
+    env = cibw.container_environment(job, settings)
+    assert not {"HIPCC_COMPILE_FLAGS_APPEND", "CMAKE_TOOLCHAIN_FILE", "BUILDKIT_SYSROOT", "PATH"} & set(env)
+
+
+def test_repair_keeps_a_wheel_no_policy_fits_for_the_gate(tmp_path: Path) -> None:
+    """auditwheel refuses the policy, then every policy (symbols of glibc 2.43): the unrepaired wheel
+    is copied on for the gate to refuse and the build to keep in quarantine, never dropped."""
+    job = _plan(SID, tmp_path).jobs[0]
+    command = cibw.repair_command(job)
+    first, rest = command.split(" || ", 1)
+    assert first.startswith("auditwheel repair --plat manylinux_2_31_x86_64")
+    assert "auditwheel repair --plat auto" in rest and rest.rstrip("; }").endswith("cp {wheel} {dest_dir}/")
+    assert "the unrepaired wheel goes to the gate" in rest
