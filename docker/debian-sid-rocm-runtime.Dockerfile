@@ -1,12 +1,14 @@
 # debian-sid-rocm-runtime: smoke-test images for wheels of the debian-sid-rocm builders. Debian sid
 # with CPython 3.13, 3.14 and 3.15 (python3.X, venv) and the HIP runtime of one ROCm release
 # (RUNTIME_PACKAGES from ROCM_SUITE, pinned there like the builder's), which the wheels do not
-# carry. No compiler, no sysroot: a wheel that imports here needs nothing but its declared runtime.
+# carry. The BLAS (or any other ROCm) libraries a recipe links come through its smoke entry's
+# `packages:` (librocblas5, libhipblas3, ...), installed in a layer over this image from the same
+# suite. No compiler, no sysroot: a wheel that imports here needs nothing but its declared runtime.
 ARG BASE_IMAGE=debian:sid-slim
 FROM ${BASE_IMAGE}
 
 ARG ROCM_SUITE=experimental
-ARG RUNTIME_PACKAGES="libamdhip64-7 librocblas5 libhipblas3"
+ARG RUNTIME_PACKAGES="libamdhip64-7"
 ARG PYTHONS="3.13 3.14 3.15"
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -16,7 +18,8 @@ RUN if [ "$ROCM_SUITE" != unstable ] && [ "$ROCM_SUITE" != sid ]; then \
       echo "deb http://deb.debian.org/debian $ROCM_SUITE main" >/etc/apt/sources.list.d/rocm-suite.list; \
       printf 'Package: libamdhip64* libamd-comgr* libhsa-runtime* libhiprtc* rocm-* librocblas* libhipblas* libhipblaslt* librocsolver* libroctx64* libroctracer* librocsparse* libhipsparse* librocrand* libhiprand* librocfft* libhipfft* libhipsolver* librccl* libmiopen* libhipsparselt*\nPin: release a=%s\nPin-Priority: 990\n' "$ROCM_SUITE" >/etc/apt/preferences.d/rocm-suite; \
     fi \
- && apt-get -o Acquire::Check-Valid-Until=false update -qq \
+ && echo 'Acquire::Check-Valid-Until "false";' >/etc/apt/apt.conf.d/99buildkit-valid-until \
+ && apt-get update -qq \
  && pys=""; for v in $PYTHONS; do pys="$pys python$v python$v-venv"; done \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ${RUNTIME_PACKAGES} $pys python3 python3-venv \

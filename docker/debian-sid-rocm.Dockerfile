@@ -100,6 +100,10 @@ RUN first="" \
  && ln -s /opt/buildkit-tools/bin/auditwheel /usr/local/bin/auditwheel \
  && rm -rf /tmp/wheels /tmp/requirements
 
+# experimental's and sid's Release files can be past their Valid-Until on this mirror: a recipe's
+# image.packages layer (apt-get update) must still read them
+RUN echo 'Acquire::Check-Valid-Until "false";' >/etc/apt/apt.conf.d/99buildkit-valid-until
+
 ENV HIP_PLATFORM=amd \
     ROCM_PATH=/usr \
     AUDITWHEEL_PLAT=${AUDITWHEEL_PLAT}

@@ -19,7 +19,8 @@ RUN if [ "$ROCM_SUITE" != unstable ] && [ "$ROCM_SUITE" != sid ]; then \
     fi \
  && echo "deb http://deb.debian.org/debian bookworm main" >/etc/apt/sources.list.d/bookworm.list \
  && printf 'Package: *\nPin: release n=bookworm\nPin-Priority: 100\n' >/etc/apt/preferences.d/bookworm \
- && apt-get -o Acquire::Check-Valid-Until=false update -qq \
+ && echo 'Acquire::Check-Valid-Until "false";' >/etc/apt/apt.conf.d/99buildkit-valid-until \
+ && apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} python3.11 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/*
