@@ -32,6 +32,7 @@ code  class                        meaning
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 class BuildkitError(Exception):
@@ -45,6 +46,10 @@ class BuildkitError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def to_json(self) -> dict[str, Any]:
+        """The error as a command's ``--json`` prints it (``buildkit/schema/error.schema.json``)."""
+        return {"kind": type(self).__name__, "exit_code": self.exit_code, "message": self.message}
 
 
 class UsageError(BuildkitError):
@@ -145,7 +150,19 @@ class BuildFailed(BuildkitError):
 
 
 class PublishRefused(BuildkitError):
+    """``refusals``: ``(wheel, reason)`` of each refused wheel when the refusal is per wheel."""
+
     exit_code = 10
+
+    def __init__(self, message: str, refusals: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(message)
+        self.refusals = tuple(refusals)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        if self.refusals:
+            data["refusals"] = [{"wheel": wheel, "reason": reason} for wheel, reason in self.refusals]
+        return data
 
 
 class SmokeFailed(BuildkitError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 import signal
 import sys
 from typing import Any
@@ -82,17 +83,32 @@ def _terminate(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def _reader_gone() -> None:
+    """stdout's reader closed the pipe (``buildkit rocm ls | head -1``): exit 0, as ``ls | head`` does.
+    stdout is pointed at /dev/null first, so the interpreter's last flush of the buffered rest cannot
+    fail again at exit (Python would report it and exit 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+    sys.exit(0)
+
+
 def main(argv: list[str] | None = None) -> Any:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _terminate)
     try:
-        return cli.main(args=argv, prog_name="buildkit", standalone_mode=False)
+        result = cli.main(args=argv, prog_name="buildkit", standalone_mode=False)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return result
     except SystemExit as exc:
         # click turns a closed stdout (``buildkit rocm ls | head -1``) into exit 1, which the README
         # reserves for bugs: a reader that stopped reading is not a failure of ours
         context = exc.__context__
         if isinstance(context, OSError) and context.errno == errno.EPIPE:
-            sys.exit(0)
+            _reader_gone()
         raise
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
@@ -109,4 +125,4 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo(str(exc), err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        sys.exit(0)
+        _reader_gone()

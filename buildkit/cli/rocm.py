@@ -29,10 +29,14 @@ def ls(as_json: bool) -> None:
         }
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
-    click.echo(f"{'ROCm':<6} {'LLVM':<30} {'torch (download.pytorch.org)':<30} archs")
+    # columns as wide as their widest cell: nothing is cut (an LLVM string runs to 40 characters)
+    llvm_w = max([len("LLVM"), *(len(r.llvm) for r in releases)])
+    torch_head = "torch (download.pytorch.org)"
+    torch_w = max([len(torch_head), *(len(", ".join(r.torch_versions) or "-") for r in releases)])
+    click.echo(f"{'ROCm':<6} {'LLVM':<{llvm_w}} {torch_head:<{torch_w}} archs")
     for r in releases:
         torch = ", ".join(r.torch_versions) or "-"
-        click.echo(f"{r.version:<6} {r.llvm[:30]:<30} {torch:<30} {' '.join(r.archs)}")
+        click.echo(f"{r.version:<6} {r.llvm:<{llvm_w}} {torch:<{torch_w}} {' '.join(r.archs)}")
     click.echo("")
     click.echo("toolchains (not AMD releases):")
     for t in toolchains:

@@ -78,6 +78,20 @@ def render_github(plan: Plan, shard_size: int = GITHUB_MAX_JOBS) -> str:
     return _dumps(github_matrix(plan, shard_size), compact=True) + "\n"
 
 
+def github_outputs(plan: Plan, shard_size: int = GITHUB_MAX_JOBS) -> list[tuple[str, str]]:
+    """The step outputs ``plan --format github`` writes to ``$GITHUB_OUTPUT`` in GitHub Actions:
+    ``matrix`` (what stdout gets: every shard), ``job_count``, ``shard_count`` and each shard as
+    ``shard0``, ``shard1``, ... (a ``strategy.matrix`` value: ``fromJSON(needs.plan.outputs.shard0)``)."""
+    matrix = github_matrix(plan, shard_size)
+    outputs = [
+        ("matrix", _dumps(matrix, compact=True)),
+        ("job_count", str(matrix["job_count"])),
+        ("shard_count", str(matrix["shard_count"])),
+    ]
+    outputs += [(f"shard{i}", _dumps(shard, compact=True)) for i, shard in enumerate(matrix["shards"])]
+    return outputs
+
+
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
