@@ -14,6 +14,7 @@ from buildkit.cli.options import json_flag, pick_format
 from buildkit.errors import ArchesDropped, UsageError
 from buildkit.plan.archs import ArchSet, resolve
 from buildkit.recipe import load_recipe
+from buildkit.recipe.env import is_environment_name
 from buildkit.targets import ALWAYS_EXPORTED, split_arch_list
 
 
@@ -28,7 +29,12 @@ def _render(archs: ArchSet, fmt: str, export: Sequence[tuple[str, str]] = ()) ->
     if fmt == "cmake":
         return archs.cmake_hip_architectures()
     pairs = [("PYTORCH_ROCM_ARCH", archs.pytorch_rocm_arch()), ("GPU_ARCHS", archs.gpu_archs())]
-    pairs += [(name, value) for name, value in values.items() if name not in ALWAYS_EXPORTED]
+    # environment variables only: a CMake definition (cmake.define.X, -DX) is in the JSON format
+    pairs += [
+        (name, value)
+        for name, value in values.items()
+        if name not in ALWAYS_EXPORTED and is_environment_name(name)
+    ]
     if fmt == "github-env":  # lines for $GITHUB_ENV: NAME=value, read literally by the runner
         return "\n".join(f"{name}={value}" for name, value in pairs)
     # `eval "$(buildkit archs ...)"` reaches child processes only with export

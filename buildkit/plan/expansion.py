@@ -11,11 +11,14 @@ dropped for a ROCm release (``--strict`` turns a drop into exit 5,
 :func:`~buildkit.plan.models.check_strict`), an arch environment variable set to another list but
 ignored, a pinned release whose data is marked ``unverified:`` in buildkit/rocm/releases.yaml, an
 explicit ``torch[].index_url`` that the data knows but does not list as serving that torch for that
-ROCm release, and an image of ``from_image`` that lacks a library.
+ROCm release, an image of ``from_image`` that lacks a library, and a recipe that excludes nothing at
+repair. Jobs the recipe's image profile cannot build, and jobs that would make the same wheel file, are
+recipe errors (:mod:`buildkit.plan.feasibility`), all reported at once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
@@ -26,13 +29,15 @@ from packaging.version import Version
 
 from buildkit import rocm as rocm_data
 from buildkit import version as ver
-from buildkit.errors import BuildkitError
+from buildkit.errors import BuildkitError, RecipeError
 from buildkit.plan import archs as archs_mod
+from buildkit.plan import feasibility
 from buildkit.plan.archs import ArchSet
 from buildkit.plan.from_image import CeilingsReader, image_ceilings
 from buildkit.plan.models import Job, Plan, Skipped
 from buildkit.plan.torch_index import index_note, missing_index_hint
 from buildkit.recipe import Recipe, TorchPin
+from buildkit.recipe.env import CMAKE_DEFINE, is_environment_name
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 
@@ -143,6 +148,7 @@ class _Expansion:
     rule_hits: list[int] = field(init=False)
     arch_cache: dict[str, ArchSet] = field(default_factory=dict)
     arch_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    arch_cmake: dict[str, dict[str, str]] = field(default_factory=dict)  # cmake.define.X / -DX -> list
     values_cache: dict[tuple[str, str, str | None], dict[str, str]] = field(default_factory=dict)
     glob_cache: dict[str, tuple[str, ...]] = field(default_factory=dict)
     version_cache: dict[tuple[tuple[str, str], ...], str] = field(default_factory=dict)
@@ -204,7 +210,9 @@ class _Expansion:
                 toolchain=self.recipe.archs.toolchain,
             )
             self.arch_cache[rocm] = archs
-            self.arch_env[rocm] = archs.exported(self.recipe.archs.export)
+            exported = archs.exported(self.recipe.archs.export)
+            self.arch_env[rocm] = {k: v for k, v in exported.items() if is_environment_name(k)}
+            self.arch_cmake[rocm] = {k: v for k, v in exported.items() if not is_environment_name(k)}
             self.notes.update(dict.fromkeys(_arch_notes(rocm, archs)))
         return archs
 
@@ -286,6 +294,14 @@ class _Expansion:
         index_url = self.index_url(rocm, pin_index, pin) if pin is not None else None
         recipe = self.recipe
         job_env = {**recipe.env, **dict(extra), **self.arch_env[rocm]}
+        hooks = recipe.hooks
+        cmake = self.arch_cmake[rocm]
+        defines = tuple((k, (v,)) for k, v in cmake.items() if k.startswith(CMAKE_DEFINE))
+        if defines:  # the arch list as scikit-build-core's cmake.define.* config settings
+            hooks = dataclasses.replace(hooks, config_settings=(*hooks.config_settings, *defines))
+        dash_d = [f"{k}={v}" for k, v in cmake.items() if not k.startswith(CMAKE_DEFINE)]
+        if dash_d:  # and as -D definitions appended to CMAKE_ARGS (read by scikit-build-core, many setup.py)
+            job_env["CMAKE_ARGS"] = " ".join(filter(None, (job_env.get("CMAKE_ARGS", ""), *dash_d)))
         return Job(
             id=jid,
             python=python,
@@ -304,7 +320,7 @@ class _Expansion:
             toolchain=recipe.archs.toolchain,
             image_profile=recipe.image.label,
             image=recipe.image,
-            hooks=recipe.hooks,
+            hooks=hooks,
             axes=dict(extra),
             ceilings_from_images=recipe.manylinux.from_images,
             regression_baseline=recipe.gate.no_regression_against,
@@ -367,4 +383,11 @@ def expand(
         else:
             jobs.append(run.job(jid, combo, extra))
     run.check_rules_used()
+    # what the image cannot build and wheels of one file name: every problem at once, before any build
+    problems = [*feasibility.image_problems(recipe), *feasibility.same_name_problems(recipe, jobs)]
+    if problems:
+        raise RecipeError.combine(problems)
+    note = feasibility.exclude_note(recipe)
+    if note is not None:
+        run.notes[note] = None
     return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped), notes=tuple(run.notes))

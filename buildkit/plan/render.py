@@ -137,7 +137,9 @@ def render_table(plan: Plan) -> str:
     if plan.jobs and extra:
         lines.append("")
         lines.append("arch variables (archs.export; PYTORCH_ROCM_ARCH and GPU_ARCHS as ARCHS):")
-        rows = [["JOB", *extra]] + [[j.id, *(j.env.get(name, "") for name in extra)] for j in plan.jobs]
+        rows = [["JOB", *extra]] + [
+            [j.id, *(j.archs.exported(r.archs.export).get(name, "") for name in extra)] for j in plan.jobs
+        ]
         lines += [f"  {line}" for line in _table(rows)]
     if plan.notes:
         lines.append("")

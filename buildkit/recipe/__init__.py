@@ -30,7 +30,7 @@ from buildkit import version as ver
 from buildkit.errors import RecipeError, UsageError
 from buildkit.recipe.env import RESERVED_ENV as RESERVED_ENV
 from buildkit.recipe.env import ReservedEnv as ReservedEnv
-from buildkit.recipe.env import arch_export, check_env_name
+from buildkit.recipe.env import arch_export, check_cmake_arch_settings, check_env_name
 from buildkit.recipe.gate import GateRules, parse_gate
 from buildkit.recipe.hooks import Hooks, parse_hooks
 from buildkit.recipe.image import ImageSpec, check_smoke_packages, parse_image
@@ -404,7 +404,15 @@ class _Builder:
         )
         image = self._try("image", ("image",), lambda: parse_image(d["image"], self.path.parent, self.err))
         gate = self._try("gate", ("gate",), lambda: parse_gate(d.get("gate", {}), self.spans, self.err))
-        hooks = self._try("hooks", (), lambda: self._hooks(d))
+        hook_keys = ("before_all", "before_build", "config_settings", "build_frontend", "test_command")
+        hooks = self._try("hooks", (*hook_keys, "test_requires", "build_requires"), lambda: self._hooks(d))
+        if hooks is not None and env is not None:
+            listed = {h: isinstance(d.get(h), list) for h in ("before_all", "before_build")}
+            hand_set = {"before_all": hooks.before_all, "before_build": hooks.before_build}
+            exported = (archs or _NO_ARCHS).export
+            self.problems += check_cmake_arch_settings(
+                hooks.config_settings, env, hand_set, exported, self.err, listed=listed
+            )
         if self.problems or self.unusable:
             if not self.problems:  # pragma: no cover - the schema reports what makes a key unusable
                 raise AssertionError(f"unusable recipe keys without a problem: {sorted(self.unusable)}")

@@ -4,7 +4,8 @@ variables the resolved arch list is exported to (``archs.export``), each refused
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -111,9 +112,31 @@ def cibw_hint(name: str) -> str:
     )
 
 
+#: ``archs.export`` names that reach CMake: ``cmake.define.GPU_TARGETS`` (a PEP 517 config setting, as
+#: scikit-build-core reads it) and ``-DGPU_TARGETS`` (a definition appended to ``CMAKE_ARGS``)
+CMAKE_DEFINE = "cmake.define."
+_DASH_D = "-D"
+#: a CMake definition on a command line or in CMAKE_ARGS: -DNAME=..., -DNAME:STRING=..., -D NAME=...
+_DEFINITION = re.compile(r"-D\s*([A-Za-z_][A-Za-z0-9_]*)(?::[A-Za-z]+)?=")
+
+
+def cmake_variable(export_name: str) -> str | None:
+    """The CMake variable an ``archs.export`` name defines (``cmake.define.X``, ``-DX``), else None."""
+    for prefix in (CMAKE_DEFINE, _DASH_D):
+        if export_name.startswith(prefix):
+            return export_name[len(prefix) :]
+    return None
+
+
+def is_environment_name(export_name: str) -> bool:
+    """Whether an ``archs.export`` name is an environment variable (not a CMake definition)."""
+    return cmake_variable(export_name) is None
+
+
 def arch_export(raw: Any, err: ErrorAt) -> tuple[tuple[str, str], ...]:
     """``archs.export``: a list of known arch variables (:data:`buildkit.targets.ARCH_VARIABLES`,
-    their usual separator) or a mapping of variable -> separator; after the two always exported."""
+    their usual separator) or a mapping of variable -> separator; after the two always exported.
+    ``cmake.define.X`` and ``-DX`` export the list to CMake (a config setting, ``CMAKE_ARGS``)."""
     out = dict((name, ARCH_VARIABLES[name]) for name in ALWAYS_EXPORTED)
     if raw is None:
         return tuple(out.items())
@@ -124,14 +147,21 @@ def arch_export(raw: Any, err: ErrorAt) -> tuple[tuple[str, str], ...]:
         items = [(name, sep, ("archs", "export", name)) for name, sep in raw.items()]
     for name, sep, at in items:
         key = not isinstance(raw, list)
-        if name.startswith("CIBW_") or (name in RESERVED_ENV and name not in ALWAYS_EXPORTED):
+        variable = cmake_variable(name)
+        if variable is not None:  # a CMake definition: the separator is the variable's
+            name, usual_name = name, variable
+        else:
+            usual_name = name
+        if variable is None and (
+            name.startswith("CIBW_") or (name in RESERVED_ENV and name not in ALWAYS_EXPORTED)
+        ):
             raise err(
                 f"archs.export: {name} is not an arch variable a build reads",
                 at,
                 key=key,
                 hint="export the arch list to a variable the build reads (HCC_AMDGPU_TARGET, ...)",
             )
-        usual = ARCH_VARIABLES.get(name)
+        usual = ARCH_VARIABLES.get(usual_name)
         if sep is None:
             if usual is None:
                 raise err(
@@ -189,3 +219,96 @@ def check_env_name(
         message = f"{where}: {name} is set by the build itself, so the recipe cannot set it"
         hint = reserved.reason
     raise err(message, at, key=True, hint=hint)
+
+
+def _arch_names(exported: Sequence[tuple[str, str]]) -> set[str]:
+    """Arch variables: those builds usually read, and every one the recipe exports (CMake's too)."""
+    names = set(ARCH_VARIABLES)
+    for name, _ in exported:
+        names.add(cmake_variable(name) or name)
+    return names
+
+
+def _fix(variable: str, exported: Sequence[tuple[str, str]], form: str) -> str:
+    done = {name for name, _ in exported}
+    wanted = f"{CMAKE_DEFINE}{variable}" if form == "define" else f"{_DASH_D}{variable}"
+    if wanted in done:
+        return f"remove it: archs.export's {wanted} passes the resolved list, in step with every arch source"
+    return (
+        f"add archs.export: [{wanted}]: buildkit passes the resolved list "
+        f"({'a config setting' if form == 'define' else 'appended to CMAKE_ARGS'}), in step with --archs "
+        "and PYTORCH_ROCM_ARCH"
+    )
+
+
+def check_cmake_arch_settings(
+    config_settings: Sequence[tuple[str, Sequence[str]]],
+    env: Mapping[str, str],
+    hooks: Mapping[str, Sequence[str]],
+    exported: Sequence[tuple[str, str]],
+    err: ErrorAt,
+    *,
+    listed: Mapping[str, bool],
+) -> list[RecipeError]:
+    """An arch variable set by hand where a build reads it: a ``cmake.define.X`` config setting, a
+    ``-DX=`` definition in a config setting's value or in ``env.CMAKE_ARGS``, ``X=`` in a
+    ``before_all``/``before_build`` command. Each is refused at its place, with the ``archs.export``
+    that keeps it in step (``listed``: whether a hook was written as a list, for its positions)."""
+    names = _arch_names(exported)
+    problems: list[RecipeError] = []
+    for key, values in config_settings:
+        if key.startswith(CMAKE_DEFINE) and key[len(CMAKE_DEFINE) :] in names:
+            variable = key[len(CMAKE_DEFINE) :]
+            problems.append(
+                err(
+                    f"config_settings.{key}: {variable} is an arch variable: set by hand it goes stale "
+                    "when --archs or PYTORCH_ROCM_ARCH changes the arch list",
+                    ("config_settings", key),
+                    key=True,
+                    hint=_fix(variable, exported, "define"),
+                )
+            )
+            continue
+        for i, value in enumerate(values):
+            for variable in _DEFINITION.findall(value):
+                if variable in names:
+                    at: JsonPath = (
+                        ("config_settings", key, i) if len(values) > 1 else ("config_settings", key)
+                    )
+                    problems.append(
+                        err(
+                            f"config_settings.{key}: -D{variable} sets an arch variable by hand; it goes "
+                            "stale when --archs or PYTORCH_ROCM_ARCH changes the arch list",
+                            at,
+                            hint=_fix(variable, exported, "dash"),
+                        )
+                    )
+    for variable in _DEFINITION.findall(env.get("CMAKE_ARGS", "")):
+        if variable in names:
+            problems.append(
+                err(
+                    f"env.CMAKE_ARGS: -D{variable} sets an arch variable by hand; it goes stale when "
+                    "--archs or PYTORCH_ROCM_ARCH changes the arch list",
+                    ("env", "CMAKE_ARGS"),
+                    hint=_fix(variable, exported, "dash"),
+                )
+            )
+    for hook, commands in hooks.items():
+        for i, command in enumerate(commands):
+            assigned = re.findall(r"(?<![A-Za-z0-9_$])([A-Z_][A-Z0-9_]*)=", command)
+            for variable in [*assigned, *_DEFINITION.findall(command)]:
+                if variable in names:
+                    where: JsonPath = (hook, i) if listed.get(hook) else (hook,)
+                    problems.append(
+                        err(
+                            f"{hook}: sets the arch variable {variable} by hand; it goes stale when --archs "
+                            "or PYTORCH_ROCM_ARCH changes the arch list",
+                            where,
+                            hint=f"remove it: the build environment has {variable}, the resolved list"
+                            if variable in ALWAYS_EXPORTED or variable in dict(exported)
+                            else f"remove it and add archs.export: [{variable}]: the build environment "
+                            "then has it, the resolved list",
+                        )
+                    )
+                    break
+    return problems
