@@ -33,6 +33,9 @@ COMMANDS: dict[str, str] = {
     "publish": "publish:publish",
     "smoke": "smoke:smoke",
     "verify": "verify:verify",
+    "init": "init:init",
+    "schema": "reference:schema",
+    "rules": "reference:rules",
 }
 
 
@@ -49,6 +52,9 @@ SUMMARIES: dict[str, str] = {
     "publish": "Publish gated wheels (directory, index, PyPI).",
     "smoke": "Import-test a wheel in runtime containers.",
     "verify": "Rebuild a wheel's job and compare, or check its attestation.",
+    "init": "Write a commented recipe for an existing project.",
+    "schema": "Print the recipe's JSON schema (or an output's).",
+    "rules": "Print the gate's rules (what each checks and prevents).",
 }
 
 

@@ -92,7 +92,7 @@ def resolve_command(
     type=click.Path(dir_okay=False),
     help="Take archs/allow-list/toolchain from a recipe.",
 )
-@click.option("--toolchain", help="A toolchain id from buildkit/rocm/toolchains.yaml (e.g. debian-trixie).")
+@click.option("--toolchain", help="A toolchain id (`buildkit rocm ls` lists them, e.g. debian-trixie).")
 @click.option("--allow", help="Allow-list of archs (overrides the recipe's).")
 @click.option("--explain", is_flag=True, help="Print the decision trail to stderr.")
 @click.option(

@@ -95,7 +95,7 @@ def torch_from_image(image: str) -> TorchExports:
     "--verify-record/--no-verify-record",
     default=True,
     help="Hash every member and compare with RECORD (the default, as `buildkit build`: reads every member "
-    "whole, ~15 % slower on small wheels, see bench/README.md). --no-verify-record checks RECORD's names "
+    "whole, ~15 % slower on small wheels, measured on real wheels). --no-verify-record checks RECORD's names "
     "and sizes only and reads ELF members only up to their dynamic data, so a corrupted member can pass; "
     "the report says which was done.",
 )

@@ -42,7 +42,7 @@ def image() -> None:
     "--rocm",
     "rocm",
     metavar="RELEASE",
-    help="The ROCm release to install (e.g. 7.2; default: the newest of buildkit/rocm/install.yaml), "
+    help="The ROCm release to install (e.g. 7.2; default: the newest `buildkit rocm ls` installs), "
     "for profiles that install AMD's packages.",
 )
 @click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
@@ -90,7 +90,7 @@ def bump_base(profile: str, tag: str, dry_run: bool) -> None:
 
 
 @image.command("ls")
-@click.option("--json", "as_json", is_flag=True, help="JSON (buildkit/schema/image-ls.schema.json).")
+@click.option("--json", "as_json", is_flag=True, help="JSON (`buildkit schema image-ls`).")
 def ls(as_json: bool) -> None:
     """Our images: profile, tag, size, created, and whether their sources are current."""
     infos = images.list_images(connect())

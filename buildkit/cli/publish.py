@@ -65,7 +65,7 @@ def publish_cmd(
 ) -> None:
     """Publish every wheel under DIST whose manifest passed and matches its sha256.
 
-    With --json, a refusal is printed as JSON on stdout too (buildkit/schema/publish.schema.json)."""
+    With --json, a refusal is printed as JSON on stdout too (`buildkit schema publish`)."""
     with json_errors("publish", as_json, dry_run=dry_run) as out:
         outcomes, target = _publish(dist, to, recipe, simple_url, log_file, dry_run, as_json)
         if as_json:

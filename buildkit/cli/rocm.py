@@ -86,7 +86,7 @@ def show(version: str, as_json: bool) -> None:
         echo(f"  AMD-built PyTorch (compatibility matrix): {', '.join(release.amd_torch)}")
     echo(f"  source: {release.torch_source}")
     if el8 is None:
-        echo("EL8 install (manylinux_2_28-rocm): no data (buildkit/rocm/install.yaml)")
+        echo("EL8 install (manylinux_2_28-rocm): no data (this rocm-buildkit has no install data for it)")
     else:
         echo(f"EL8 install (manylinux_2_28-rocm): ROCm {el8.version}")
         echo(f"  ROCm repository:     {el8.rocm_repo}")

@@ -83,7 +83,7 @@ def verify(
     The rebuild compiles from scratch unless --cache. --public-key and --attestation-file only apply to
     --attestation; --recipe, --cache and --keep
     only to a rebuild: mixing them is a usage error (exit 2). A malformed manifest exits 2.
-    With --json, a refusal is printed as JSON on stdout too (buildkit/schema/verify.schema.json).
+    With --json, a refusal is printed as JSON on stdout too (`buildkit schema verify`).
     """
     with json_errors("verify", as_json, wheel=str(wheel)) as out:
         if not check_attestation and (public_key is not None or attestation_file is not None):

@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 from buildkit.errors import RecipeError
 from buildkit.plan.models import Job, Plan
 from buildkit.recipe import Recipe
+from buildkit.source.project import cibuildwheel_notes
 from buildkit.source.tree import unpacked_source
 from buildkit.source.version import VersionDecision, decide_version
 
@@ -65,6 +66,21 @@ def _where(recipe: Recipe, decision: VersionDecision) -> str:
     return f"{decision.where} (in {label})" if label else decision.where
 
 
+def _recipe_keys(recipe: Recipe) -> dict[str, bool]:
+    """Which recipe keys that do a cibuildwheel option's job the recipe sets."""
+    hooks = recipe.hooks
+    return {
+        "python": True,
+        "before_all": bool(hooks.before_all),
+        "before_build": bool(hooks.before_build),
+        "config_settings": bool(hooks.config_settings),
+        "build_frontend": True,
+        "env": bool(recipe.env),
+        "test_command": bool(hooks.test_command),
+        "test_requires": bool(hooks.test_requires),
+    }
+
+
 def check_source_version(plan: Plan, tree: Path, jobs: Sequence[Job] | None = None) -> Plan:
     """``plan`` when the source in ``tree`` takes its version from the build or fixes the version of
     every job (``jobs``: those to be built; default all); with a note when its rule is unknown; a
@@ -72,6 +88,10 @@ def check_source_version(plan: Plan, tree: Path, jobs: Sequence[Job] | None = No
     recipe = plan.recipe
     decision = decide_version(tree)
     versions = list(dict.fromkeys(job.version for job in (plan.jobs if jobs is None else jobs)))
+    # the project's own [tool.cibuildwheel] never applies: rocm-buildkit sets every option itself
+    overridden = cibuildwheel_notes(tree, _recipe_keys(recipe))
+    if overridden:
+        plan = dataclasses.replace(plan, notes=(*plan.notes, *overridden))
     if not versions or decision.kind == "tool":
         return plan
     if decision.kind == "unknown":
