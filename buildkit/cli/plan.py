@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from buildkit.cli.options import json_flag, pick_format
+from buildkit.errors import UsageError
 from buildkit.fsutil import atomic_write
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import check_strict, printable
@@ -48,10 +49,23 @@ def _read_image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
     help="Jobs per GitHub matrix shard (--format github).",
 )
 @click.option(
+    "--shard-slots",
+    type=click.IntRange(1, None),
+    default=None,
+    help="--format github in Actions: the shard jobs the workflow has; each gets an output (empty past "
+    "the plan's shards), and a plan needing more is a usage error (exit 2).",
+)
+@click.option(
     "--strict", is_flag=True, help="Exit 5 (after printing the plan) when any requested arch was dropped."
 )
 def plan(
-    recipe: str, fmt: str | None, as_json: bool, cli_archs: str | None, shard_size: int, strict: bool
+    recipe: str,
+    fmt: str | None,
+    as_json: bool,
+    cli_archs: str | None,
+    shard_size: int,
+    shard_slots: int | None,
+    strict: bool,
 ) -> None:
     """Expand RECIPE into build jobs with stable ids, resolved archs and versions.
 
@@ -67,11 +81,17 @@ def plan(
     the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=_read_image_ceilings)
     # the source's version rule against the plan's versions (an sdist/url source: fetched, cached)
     the_plan = with_source_version(the_plan, echo=lambda line: click.echo(line, err=True))
+    outputs: list[tuple[str, str]] = []
+    if fmt == "github":
+        try:
+            outputs = github_outputs(the_plan, shard_size, shard_slots)
+        except ValueError as exc:
+            raise UsageError(f"--shard-slots {shard_slots}: {exc}") from None
     text = render_github(the_plan, shard_size) if fmt == "github" else RENDERERS[fmt](the_plan)
     click.echo(text, nl=False)
-    if fmt == "github" and os.environ.get("GITHUB_ACTIONS") == "true" and os.environ.get("GITHUB_OUTPUT"):
+    if outputs and os.environ.get("GITHUB_ACTIONS") == "true" and os.environ.get("GITHUB_OUTPUT"):
         output = Path(os.environ["GITHUB_OUTPUT"])
-        lines = "".join(f"{name}={value}\n" for name, value in github_outputs(the_plan, shard_size))
+        lines = "".join(f"{name}={value}\n" for name, value in outputs)
         before = output.read_text(encoding="utf-8") if output.exists() else ""
         atomic_write(output, before + ("" if before.endswith("\n") or not before else "\n") + lines)
         click.echo(f"buildkit plan: wrote matrix, job_count, shard_count, shard0.. to {output}", err=True)

@@ -74,3 +74,18 @@ def test_other_formats_write_nothing(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert output.read_text() == ""
+
+
+def test_shard_slots_pad_with_empty_shards_and_refuse_too_many(tmp_path: Path) -> None:
+    output = tmp_path / "github_output"
+    output.write_text("")
+    env = {"GITHUB_ACTIONS": "true", "GITHUB_OUTPUT": str(output)}
+    proc = _plan(tmp_path, "--shard-slots", "3", env=env)
+    assert proc.returncode == 0, proc.stderr
+    values = dict(line.split("=", 1) for line in output.read_text().splitlines())
+    assert values["shard_count"] == "1" and len(json.loads(values["shard0"])["include"]) == 8
+    assert json.loads(values["shard1"]) == json.loads(values["shard2"]) == {"include": []}
+    # off Actions too: a plan of more shards than slots is refused before anything is printed
+    refused = _plan(tmp_path, "--shard-size", "2", "--shard-slots", "3", env={})
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert "--shard-slots 3: 8 jobs make 4 shards; the workflow runs 3" in refused.stderr
