@@ -117,6 +117,10 @@ def cibw_hint(name: str) -> str:
 CMAKE_DEFINE = "cmake.define."
 _DASH_D = "-D"
 #: a CMake definition on a command line or in CMAKE_ARGS: -DNAME=..., -DNAME:STRING=..., -D NAME=...
+#: a shell assignment: at a command's start (after ; & | or a subshell's parenthesis) or by export/env
+_ASSIGNMENT = re.compile(
+    r"(?:^|[;&|(]|\bexport|\benv|\bdeclare(?:\s+-\w+)*|\breadonly)\s*([A-Z_][A-Z0-9_]*)="
+)
 _DEFINITION = re.compile(r"-D\s*([A-Za-z_][A-Za-z0-9_]*)(?::[A-Za-z]+)?=")
 
 
@@ -295,7 +299,7 @@ def check_cmake_arch_settings(
             )
     for hook, commands in hooks.items():
         for i, command in enumerate(commands):
-            assigned = re.findall(r"(?<![A-Za-z0-9_$])([A-Z_][A-Z0-9_]*)=", command)
+            assigned = _ASSIGNMENT.findall(command)
             for variable in [*assigned, *_DEFINITION.findall(command)]:
                 if variable in names:
                     where: JsonPath = (hook, i) if listed.get(hook) else (hook,)

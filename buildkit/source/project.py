@@ -180,12 +180,17 @@ def read_project(tree: Path) -> Project:
 
 
 # --------------------------------------------------------------------------- plan notes
-def cibuildwheel_notes(tree: Path, recipe_keys: Mapping[str, bool]) -> list[str]:
-    """A note for each ``[tool.cibuildwheel]`` option of the project in ``tree``: rocm-buildkit sets
+def cibuildwheel_table(tree: Path) -> dict[str, Any]:
+    """The ``[tool.cibuildwheel]`` table of the project in ``tree`` (``{}`` when it has none)."""
+    tool = _toml(tree / "pyproject.toml").get("tool", {}).get("cibuildwheel", {})
+    return dict(tool) if isinstance(tool, dict) else {}
+
+
+def cibuildwheel_notes(tool: Mapping[str, Any], recipe_keys: Mapping[str, bool]) -> list[str]:
+    """A note for each option of a project's ``[tool.cibuildwheel]`` table ``tool``: rocm-buildkit sets
     every option itself (an environment variable beats pyproject.toml), so the project's value never
     applies. ``recipe_keys``: whether the recipe sets each recipe key (to say what replaces it)."""
-    tool = _toml(tree / "pyproject.toml").get("tool", {}).get("cibuildwheel", {})
-    if not isinstance(tool, dict) or not tool:
+    if not tool:
         return []
     notes = []
     options = [(k, "") for k in tool if k != "linux"]

@@ -282,7 +282,7 @@ def test_archs_cli_prints_cmake_exports_in_json_only(tmp_path: Path) -> None:
             "CMAKE_ARGS), in step with --archs and PYTORCH_ROCM_ARCH",
         ),
         (
-            {"before_build": '["pip install x", "export GPU_TARGETS=gfx90a"]'},
+            {"before_build": '["pip install x", "cd x && GPU_TARGETS=gfx90a make"]'},
             10,
             "before_build: sets the arch variable GPU_TARGETS by hand; it goes stale when --archs or "
             "PYTORCH_ROCM_ARCH changes the arch list",
@@ -316,7 +316,7 @@ def test_other_definitions_and_reads_are_fine(tmp_path: Path) -> None:
         _text(
             config_settings='{"cmake.define.BUILD_TESTS": "OFF", "cmake.args": "-DFOO=1"}',
             env='{CMAKE_ARGS: "-DBAR=2"}',
-            before_build='"echo $GPU_TARGETS $PYTORCH_ROCM_ARCH"',
+            before_build='["echo $GPU_TARGETS $PYTORCH_ROCM_ARCH", "echo GPU_TARGETS=$GPU_TARGETS"]',
         ),
         path=tmp_path / "r.yaml",
     )
