@@ -79,8 +79,15 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="buildkit")
-def cli() -> None:
-    """rocm-buildkit: gated manylinux wheels of HIP extensions from a YAML recipe."""
+@click.option("-q", "--quiet", is_flag=True, help="No notes or progress lines (warnings and errors stay).")
+@click.option("-v", "--verbose", is_flag=True, help="What each command's -v gives (build: the whole log).")
+def cli(quiet: bool, verbose: bool) -> None:
+    """rocm-buildkit: gated manylinux wheels of HIP extensions from a YAML recipe.
+
+    PASS/FAIL are coloured on a terminal unless NO_COLOR is set."""
+    from buildkit.cli.options import set_verbosity
+
+    set_verbosity(quiet=quiet, verbose=verbose)
 
 
 def _terminate(signum: int, _frame: Any) -> None:

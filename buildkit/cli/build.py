@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -12,11 +13,19 @@ from buildkit.build.output import check_writable
 from buildkit.build.quarantine import shown
 from buildkit.build.run import build_plan
 from buildkit.build.summary import render_summary
+from buildkit.cli.options import colour_verdicts, quiet
+from buildkit.cli.options import verbose as global_verbose
 from buildkit.errors import BuildFailed, GateFailed
 from buildkit.image.ceilings import ceilings_from_images
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import check_strict, printable
 from buildkit.recipe import load_recipe
+
+
+def _progress_echo(line: str) -> None:
+    """The jobs' progress on stderr; with -q only their warnings."""
+    if not quiet() or " warning: " in line:
+        click.echo(line, err=True)
 
 
 @click.command("build")
@@ -82,7 +91,7 @@ def build(
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
     the_recipe = load_recipe(recipe)
     the_plan = expand(the_recipe, cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
-    for note in the_plan.notes:  # dropped archs, ignored arch variables, ...: never silent
+    for note in () if quiet() else the_plan.notes:  # dropped archs, ...: silent only with -q
         click.echo(f"buildkit build: note: {printable(note)}", err=True)
     if strict:
         check_strict(the_plan, job_ids)
@@ -113,9 +122,10 @@ def build(
                 err=True,
             )
     results = build_plan(
-        the_recipe, the_plan, job_ids, options, echo=lambda line: click.echo(line, err=True), verbose=verbose
+        the_recipe, the_plan, job_ids, options, echo=_progress_echo, verbose=verbose or global_verbose()
     )
-    click.echo(render_summary(results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd()))
+    summary = render_summary(results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd())
+    click.echo(colour_verdicts(summary, tty=sys.stdout.isatty(), env=os.environ))
     failed = [r for r in results if r.status not in ("passed", "up-to-date")]
     if any(r.status == "build-failed" for r in failed):
         raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")

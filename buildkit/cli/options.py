@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+import re
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import click
@@ -78,3 +79,35 @@ def pick_format(fmt: str | None, as_json: bool, default: str) -> str:
     if as_json and fmt not in (None, "json"):
         raise click.UsageError(f"--json is --format json; it cannot be combined with --format {fmt}")
     return "json" if as_json else (fmt or default)
+
+
+#: the group's -q/-v (``buildkit -q plan ...``): what every command reads through quiet()/verbose()
+_LEVEL = {"quiet": False, "verbose": False}
+
+
+def set_verbosity(*, quiet: bool, verbose: bool) -> None:
+    if quiet and verbose:
+        raise click.UsageError("-q and -v contradict each other: give one")
+    _LEVEL.update(quiet=quiet, verbose=verbose)
+
+
+def quiet() -> bool:
+    """``buildkit -q``: notes and progress lines are not printed (warnings and errors are)."""
+    return _LEVEL["quiet"]
+
+
+def verbose() -> bool:
+    """``buildkit -v``: what each command's own -v gives (the build log streamed, every finding)."""
+    return _LEVEL["verbose"]
+
+
+_VERDICT = re.compile(r"\b(PASS|FAIL|ERROR)\b")
+_COLOURS = {"PASS": "green", "FAIL": "red", "ERROR": "red"}
+
+
+def colour_verdicts(text: str, *, tty: bool, env: Mapping[str, str]) -> str:
+    """PASS in green, FAIL and ERROR in red, on a terminal only and never with NO_COLOR set (any
+    non-empty value, https://no-color.org) or TERM=dumb."""
+    if not tty or env.get("NO_COLOR") or env.get("TERM") == "dumb":
+        return text
+    return _VERDICT.sub(lambda m: click.style(m.group(1), fg=_COLOURS[m.group(1)], bold=True), text)

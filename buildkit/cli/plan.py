@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from buildkit.cli.options import json_flag, pick_format
+from buildkit.cli.options import json_flag, pick_format, quiet
 from buildkit.errors import UsageError
 from buildkit.fsutil import atomic_write
 from buildkit.plan.expansion import expand
@@ -95,7 +95,7 @@ def plan(
         before = output.read_text(encoding="utf-8") if output.exists() else ""
         atomic_write(output, before + ("" if before.endswith("\n") or not before else "\n") + lines)
         click.echo(f"buildkit plan: wrote matrix, job_count, shard_count, shard0.. to {output}", err=True)
-    for note in the_plan.notes:
+    for note in () if quiet() else the_plan.notes:  # -q: the notes stay in the table and the JSON
         click.echo(f"buildkit plan: note: {printable(note)}", err=True)
     if strict:
         check_strict(the_plan)
