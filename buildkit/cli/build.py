@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from buildkit.build.job import BuildOptions
 from buildkit.build.output import check_writable
 from buildkit.build.quarantine import shown
 from buildkit.build.run import build_plan
-from buildkit.build.summary import render_summary
+from buildkit.build.summary import render_summary, summary_json
 from buildkit.cli.options import colour_verdicts, quiet
 from buildkit.cli.options import verbose as global_verbose
 from buildkit.errors import BuildFailed, GateFailed
@@ -70,6 +71,9 @@ def _progress_echo(line: str) -> None:
 )
 @click.option("-v", "--verbose", is_flag=True, help="Stream the build log to the terminal.")
 @click.option(
+    "--json", "as_json", is_flag=True, help="The summary as JSON (`buildkit schema build`) instead of text."
+)
+@click.option(
     "--strict",
     is_flag=True,
     help="Exit 5 before building when a requested arch was dropped (see buildkit plan).",
@@ -86,6 +90,7 @@ def build(
     force: bool,
     wheelhouse: str | None,
     verbose: bool,
+    as_json: bool,
     strict: bool,
 ) -> None:
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
@@ -124,8 +129,11 @@ def build(
     results = build_plan(
         the_recipe, the_plan, job_ids, options, echo=_progress_echo, verbose=verbose or global_verbose()
     )
-    summary = render_summary(results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd())
-    click.echo(colour_verdicts(summary, tty=sys.stdout.isatty(), env=os.environ))
+    if as_json:
+        click.echo(json.dumps(summary_json(results), indent=2, sort_keys=True))
+    else:
+        summary = render_summary(results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd())
+        click.echo(colour_verdicts(summary, tty=sys.stdout.isatty(), env=os.environ))
     failed = [r for r in results if r.status not in ("passed", "up-to-date")]
     if any(r.status == "build-failed" for r in failed):
         raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")

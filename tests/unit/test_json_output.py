@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 from referencing import Registry, Resource
 
 from tests.helpers.wheels_for_publish import FAILING, make_wheel
@@ -121,3 +122,40 @@ def test_plan_and_archs_take_json() -> None:
     assert json.loads(got.stdout)["kept"] == ["gfx942"]
     clash = _cli("plan", recipe, "--json", "--format", "table")
     assert clash.returncode == 2 and "--json is --format json" in clash.stderr
+
+
+def test_build_json_summary_follows_its_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``buildkit build --json``: the summary's content as JSON (the build itself stood in for: no
+    engine in unit tests), the exit code the build's."""
+    from buildkit.build.ccache import CacheStats
+    from buildkit.build.job import JobResult
+    from buildkit.cli import build as build_cli
+    from buildkit.cli import main
+
+    wheel = tmp_path / "dist" / "cp313-rocm5.7" / "demo-1.0+rocm5.7-cp313-cp313-manylinux_2_41_x86_64.whl"
+    results = [
+        JobResult(
+            "cp313-rocm5.7", "passed", wheel, 12.5, gate="PASS", warnings=1, compiler_cache=CacheStats(3, 1)
+        ),
+        JobResult(
+            "cp314-rocm5.7", "gate-failed", None, 11.0, gate="FAIL", errors=2, refused=tmp_path / "r.whl"
+        ),
+    ]
+    monkeypatch.setattr(build_cli, "build_plan", lambda *args, **kwargs: results)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", str(ROOT / "recipes" / "reference.yaml"), "--json", "--out", str(tmp_path / "dist")])
+    assert exit_info.value.code == 7  # a gate refusal, as without --json
+    document = json.loads(capsys.readouterr().out)
+    _validate(document, "build")
+    assert document["ok"] is False
+    first, second = document["jobs"]
+    assert first["wheel"] == str(wheel) and first["manifest"] == str(wheel) + ".manifest.json"
+    assert first["compiler_cache"] == {"hits": 3, "misses": 1, "hit_rate": 0.75}
+    assert (second["status"], second["gate"], second["errors"], second["wheel"]) == (
+        "gate-failed",
+        "FAIL",
+        2,
+        None,
+    )
