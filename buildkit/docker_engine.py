@@ -23,7 +23,7 @@ import contextlib
 import os
 import sys
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -313,12 +313,26 @@ class Pruned:
     status: str  # the engine's state when it was removed: "running", "exited", "created"
 
 
-def prune_containers(client: Any) -> list[Pruned]:
+def labelled_containers(client: Any) -> list[Pruned]:
+    """The containers carrying :data:`CONTAINER_LABEL` (what :func:`prune_containers` would remove),
+    removing nothing."""
+    found: list[Pruned] = []
+    for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
+        labels = dict(container.labels or {})
+        purpose, run_id = labels.get(CONTAINER_LABEL, ""), labels.get(RUN_LABEL)
+        found.append(Pruned(str(container.name), purpose, run_id, str(container.status)))
+    return found
+
+
+def prune_containers(client: Any, *, only: Collection[str] | None = None) -> list[Pruned]:
     """Remove every container carrying :data:`CONTAINER_LABEL` (what killed runs left behind,
-    running ones too: run it when no buildkit command runs on this engine). Engine errors
-    (:data:`ENGINE_ERRORS`) are raised; a container already gone is skipped."""
+    running ones too: run it when no buildkit command runs on this engine); ``only``: just those of
+    these names (the ones a listing showed). Engine errors (:data:`ENGINE_ERRORS`) are raised; a
+    container already gone is skipped."""
     removed: list[Pruned] = []
     for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
+        if only is not None and str(container.name) not in only:
+            continue
         labels = dict(container.labels or {})
         try:
             container.remove(force=True)

@@ -31,6 +31,9 @@ code  class                        meaning
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 
 class BuildkitError(Exception):
     """Base class of expected failures: printed without traceback."""
@@ -43,6 +46,10 @@ class BuildkitError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+    def to_json(self) -> dict[str, Any]:
+        """The error as a command's ``--json`` prints it (``buildkit/schema/error.schema.json``)."""
+        return {"kind": type(self).__name__, "exit_code": self.exit_code, "message": self.message}
 
 
 class UsageError(BuildkitError):
@@ -86,6 +93,36 @@ class RecipeError(BuildkitError):
             text += f"\n  hint: {hint}"
         super().__init__(text)
         self.detail = message
+        #: every problem found in one run, sorted by position (this error first): :meth:`combine`
+        self.problems: tuple[RecipeError, ...] = (self,)
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """``(line, column)`` for sorting; an unpositioned problem sorts first."""
+        return (self.line or 0, self.column or 0)
+
+    @classmethod
+    def combine(cls, errors: Sequence[RecipeError]) -> RecipeError:
+        """One error reporting every problem of ``errors`` (each with its position and hint), sorted by
+        position; the first one's ``line``, ``column``, ``detail`` and ``hint`` are the error's own.
+        The same message at the same place is reported once."""
+        seen: set[tuple[str | None, int, int, str]] = set()
+        unique: list[RecipeError] = []
+        for err in sorted((p for e in errors for p in e.problems), key=lambda e: e.position):
+            key = (err.file, *err.position, err.detail)
+            if key not in seen:
+                seen.add(key)
+                unique.append(err)
+        if not unique:
+            raise ValueError("combine() needs at least one error")
+        first = unique[0]
+        combined = cls(first.detail, file=first.file, line=first.line, column=first.column, hint=first.hint)
+        combined.problems = tuple(unique)
+        if len(unique) > 1:
+            where = f"{first.file}: " if first.file else ""
+            text = "\n".join(e.message for e in unique)
+            combined.message = f"{text}\n{where}{len(unique)} problems"
+        return combined
 
 
 class ArchError(BuildkitError):
@@ -113,7 +150,19 @@ class BuildFailed(BuildkitError):
 
 
 class PublishRefused(BuildkitError):
+    """``refusals``: ``(wheel, reason)`` of each refused wheel when the refusal is per wheel."""
+
     exit_code = 10
+
+    def __init__(self, message: str, refusals: Sequence[tuple[str, str]] = ()) -> None:
+        super().__init__(message)
+        self.refusals = tuple(refusals)
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        if self.refusals:
+            data["refusals"] = [{"wheel": wheel, "reason": reason} for wheel, reason in self.refusals]
+        return data
 
 
 class SmokeFailed(BuildkitError):

@@ -25,6 +25,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirem
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
+from buildkit.build.progress import Phases
 from buildkit.build.quarantine import (
     JSON_SUFFIX,
     TEXT_SUFFIX,
@@ -373,7 +375,8 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
     log.flush()
     start = log.tell()
     try:
-        runner.run_cibuildwheel(staged, raw_out, env, log, run.echo, verbose=run.verbose)
+        phases = Phases(run.job.id, run.echo, interactive=sys.stderr.isatty())
+        runner.run_cibuildwheel(staged, raw_out, env, log, run.echo, verbose=run.verbose, phases=phases.feed)
     except BuildFailed as exc:
         hint = None if settings.network else requirements.explain_offline_failure(_log_since(log, start))
         if hint is None:

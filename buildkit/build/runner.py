@@ -9,7 +9,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
@@ -18,8 +18,17 @@ from buildkit.errors import BuildFailed
 
 
 def run_cibuildwheel(
-    staged: Path, out: Path, env: Mapping[str, str], log: TextIO, echo: Echo, *, verbose: bool
+    staged: Path,
+    out: Path,
+    env: Mapping[str, str],
+    log: TextIO,
+    echo: Echo,
+    *,
+    verbose: bool,
+    phases: Callable[[str], None] | None = None,
 ) -> None:
+    """Run cibuildwheel on ``staged``: every line to ``log``; with ``verbose`` to ``echo`` too, else
+    to ``phases`` (:class:`buildkit.build.progress.Phases`: a line per phase change)."""
     cmd = [sys.executable, "-m", "cibuildwheel", "--platform", "linux", "--output-dir", str(out), "."]
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
@@ -41,6 +50,8 @@ def run_cibuildwheel(
             tail = [*tail[-30:], line]
             if verbose:
                 echo("    " + line)
+            elif phases is not None:
+                phases(line)
         rc = proc.wait()
     except KeyboardInterrupt:
         # let cibuildwheel remove its container itself, then make sure

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from buildkit.build.job import JobResult
 from buildkit.build.quarantine import shown as _shown
@@ -66,3 +67,34 @@ def render_summary(
         out = shlex.quote(_shown(out_dir, here))
         lines += ["next steps:", *smoke, f"  buildkit publish {out} --recipe {shlex.quote(recipe)} --dry-run"]
     return "\n".join(lines)
+
+
+def summary_json(results: Sequence[JobResult]) -> dict[str, Any]:
+    """What ``buildkit build --json`` prints (``buildkit/schema/build.schema.json``): per job its status,
+    time, gate verdict and counts, and the paths of its wheel, manifest, log and refused wheel."""
+
+    def path(p: Path | None) -> str | None:
+        return str(p) if p is not None else None
+
+    jobs = [
+        {
+            "job": r.job,
+            "status": r.status,
+            "seconds": round(r.seconds, 3),
+            "gate": r.gate,
+            "errors": r.errors,
+            "warnings": r.warnings,
+            "waived": r.waived,
+            "waivers": list(r.waivers),
+            "wheel": path(r.wheel),
+            "manifest": path(r.manifest),
+            "log": path(r.log),
+            "refused": path(r.refused),
+            "examine": r.examine,
+            "compiler_cache": r.compiler_cache.to_json() if r.compiler_cache is not None else None,
+            "message": r.message,
+        }
+        for r in results
+    ]
+    passed = all(r.status in ("passed", "up-to-date") for r in results)
+    return {"schema": "rocm-buildkit/build", "schema_version": 1, "ok": passed, "jobs": jobs}

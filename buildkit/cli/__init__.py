@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 import signal
 import sys
 from typing import Any
@@ -32,6 +33,9 @@ COMMANDS: dict[str, str] = {
     "publish": "publish:publish",
     "smoke": "smoke:smoke",
     "verify": "verify:verify",
+    "init": "init:init",
+    "schema": "reference:schema",
+    "rules": "reference:rules",
 }
 
 
@@ -48,6 +52,9 @@ SUMMARIES: dict[str, str] = {
     "publish": "Publish gated wheels (directory, index, PyPI).",
     "smoke": "Import-test a wheel in runtime containers.",
     "verify": "Rebuild a wheel's job and compare, or check its attestation.",
+    "init": "Write a commented recipe for an existing project.",
+    "schema": "Print the recipe's JSON schema (or an output's).",
+    "rules": "Print the gate's rules (what each checks and prevents).",
 }
 
 
@@ -72,8 +79,15 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="buildkit")
-def cli() -> None:
-    """rocm-buildkit: gated manylinux wheels of HIP extensions from a YAML recipe."""
+@click.option("-q", "--quiet", is_flag=True, help="No notes or progress lines (warnings and errors stay).")
+@click.option("-v", "--verbose", is_flag=True, help="What each command's -v gives (build: the whole log).")
+def cli(quiet: bool, verbose: bool) -> None:
+    """rocm-buildkit: gated manylinux wheels of HIP extensions from a YAML recipe.
+
+    PASS/FAIL are coloured on a terminal unless NO_COLOR is set."""
+    from buildkit.cli.options import set_verbosity
+
+    set_verbosity(quiet=quiet, verbose=verbose)
 
 
 def _terminate(signum: int, _frame: Any) -> None:
@@ -82,17 +96,32 @@ def _terminate(signum: int, _frame: Any) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def _reader_gone() -> None:
+    """stdout's reader closed the pipe (``buildkit rocm ls | head -1``): exit 0, as ``ls | head`` does.
+    stdout is pointed at /dev/null first, so the interpreter's last flush of the buffered rest cannot
+    fail again at exit (Python would report it and exit 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
+    sys.exit(0)
+
+
 def main(argv: list[str] | None = None) -> Any:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _terminate)
     try:
-        return cli.main(args=argv, prog_name="buildkit", standalone_mode=False)
+        result = cli.main(args=argv, prog_name="buildkit", standalone_mode=False)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return result
     except SystemExit as exc:
         # click turns a closed stdout (``buildkit rocm ls | head -1``) into exit 1, which the README
         # reserves for bugs: a reader that stopped reading is not a failure of ours
         context = exc.__context__
         if isinstance(context, OSError) and context.errno == errno.EPIPE:
-            sys.exit(0)
+            _reader_gone()
         raise
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)
@@ -109,4 +138,4 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo(str(exc), err=True)
         sys.exit(exc.exit_code)
     except BrokenPipeError:
-        sys.exit(0)
+        _reader_gone()

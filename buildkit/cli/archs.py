@@ -10,9 +10,11 @@ from collections.abc import Mapping, Sequence
 import click
 
 from buildkit import rocm as rocmdata
+from buildkit.cli.options import json_flag, pick_format
 from buildkit.errors import ArchesDropped, UsageError
 from buildkit.plan.archs import ArchSet, resolve
 from buildkit.recipe import load_recipe
+from buildkit.recipe.env import is_environment_name
 from buildkit.targets import ALWAYS_EXPORTED, split_arch_list
 
 
@@ -26,12 +28,17 @@ def _render(archs: ArchSet, fmt: str, export: Sequence[tuple[str, str]] = ()) ->
         return " ".join(archs.offload_arch_flags())
     if fmt == "cmake":
         return archs.cmake_hip_architectures()
-    lines = [
-        f"PYTORCH_ROCM_ARCH={shlex.quote(archs.pytorch_rocm_arch())}",
-        f"GPU_ARCHS={shlex.quote(archs.gpu_archs())}",
+    pairs = [("PYTORCH_ROCM_ARCH", archs.pytorch_rocm_arch()), ("GPU_ARCHS", archs.gpu_archs())]
+    # environment variables only: a CMake definition (cmake.define.X, -DX) is in the JSON format
+    pairs += [
+        (name, value)
+        for name, value in values.items()
+        if name not in ALWAYS_EXPORTED and is_environment_name(name)
     ]
-    lines += [f"{name}={shlex.quote(value)}" for name, value in values.items() if name not in ALWAYS_EXPORTED]
-    return "\n".join(lines)
+    if fmt == "github-env":  # lines for $GITHUB_ENV: NAME=value, read literally by the runner
+        return "\n".join(f"{name}={value}" for name, value in pairs)
+    # `eval "$(buildkit archs ...)"` reaches child processes only with export
+    return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in pairs)
 
 
 def resolve_command(
@@ -85,12 +92,17 @@ def resolve_command(
     type=click.Path(dir_okay=False),
     help="Take archs/allow-list/toolchain from a recipe.",
 )
-@click.option("--toolchain", help="A toolchain id from buildkit/rocm/toolchains.yaml (e.g. debian-trixie).")
+@click.option("--toolchain", help="A toolchain id (`buildkit rocm ls` lists them, e.g. debian-trixie).")
 @click.option("--allow", help="Allow-list of archs (overrides the recipe's).")
 @click.option("--explain", is_flag=True, help="Print the decision trail to stderr.")
 @click.option(
-    "--format", "fmt", type=click.Choice(["env", "json", "flags", "cmake"]), default="env", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["env", "github-env", "json", "flags", "cmake"]),
+    default=None,
+    help="env (default): `export NAME='value'` lines for eval; github-env: NAME=value lines for $GITHUB_ENV.",
 )
+@json_flag
 @click.option("--strict", is_flag=True, help="Exit 5 when any requested arch was dropped.")
 def archs(
     rocm_version: str | None,
@@ -99,16 +111,18 @@ def archs(
     toolchain: str | None,
     allow: str | None,
     explain: bool,
-    fmt: str,
+    fmt: str | None,
+    as_json: bool,
     strict: bool,
 ) -> None:
     """Resolve GPU archs: --archs > recipe > PYTORCH_ROCM_ARCH > GPU_ARCHS > rocm_agent_enumerator.
 
-    Prints PYTORCH_ROCM_ARCH/GPU_ARCHS and the recipe's archs.export variables (env, shell-quoted),
-    --offload-arch flags, the CMake
+    Prints PYTORCH_ROCM_ARCH/GPU_ARCHS and the recipe's archs.export variables (env: shell-quoted
+    export lines; github-env: lines for $GITHUB_ENV), --offload-arch flags, the CMake
     HIP architectures value, or JSON. Dropped archs are always reported on stderr, and so is an
     environment variable (PYTORCH_ROCM_ARCH, GPU_ARCHS) that is set to another list but ignored.
     """
+    fmt = pick_format(fmt, as_json, "env")
     result, export = resolve_command(
         rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow
     )

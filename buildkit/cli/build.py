@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -11,12 +13,20 @@ from buildkit.build.job import BuildOptions
 from buildkit.build.output import check_writable
 from buildkit.build.quarantine import shown
 from buildkit.build.run import build_plan
-from buildkit.build.summary import render_summary
+from buildkit.build.summary import render_summary, summary_json
+from buildkit.cli.options import colour_verdicts, quiet
+from buildkit.cli.options import verbose as global_verbose
 from buildkit.errors import BuildFailed, GateFailed
 from buildkit.image.ceilings import ceilings_from_images
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import check_strict, printable
 from buildkit.recipe import load_recipe
+
+
+def _progress_echo(line: str) -> None:
+    """The jobs' progress on stderr; with -q only their warnings."""
+    if not quiet() or " warning: " in line:
+        click.echo(line, err=True)
 
 
 @click.command("build")
@@ -61,6 +71,9 @@ from buildkit.recipe import load_recipe
 )
 @click.option("-v", "--verbose", is_flag=True, help="Stream the build log to the terminal.")
 @click.option(
+    "--json", "as_json", is_flag=True, help="The summary as JSON (`buildkit schema build`) instead of text."
+)
+@click.option(
     "--strict",
     is_flag=True,
     help="Exit 5 before building when a requested arch was dropped (see buildkit plan).",
@@ -77,12 +90,13 @@ def build(
     force: bool,
     wheelhouse: str | None,
     verbose: bool,
+    as_json: bool,
     strict: bool,
 ) -> None:
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
     the_recipe = load_recipe(recipe)
     the_plan = expand(the_recipe, cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
-    for note in the_plan.notes:  # dropped archs, ignored arch variables, ...: never silent
+    for note in () if quiet() else the_plan.notes:  # dropped archs, ...: silent only with -q
         click.echo(f"buildkit build: note: {printable(note)}", err=True)
     if strict:
         check_strict(the_plan, job_ids)
@@ -113,9 +127,13 @@ def build(
                 err=True,
             )
     results = build_plan(
-        the_recipe, the_plan, job_ids, options, echo=lambda line: click.echo(line, err=True), verbose=verbose
+        the_recipe, the_plan, job_ids, options, echo=_progress_echo, verbose=verbose or global_verbose()
     )
-    click.echo(render_summary(results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd()))
+    if as_json:
+        click.echo(json.dumps(summary_json(results), indent=2, sort_keys=True))
+    else:
+        summary = render_summary(results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd())
+        click.echo(colour_verdicts(summary, tty=sys.stdout.isatty(), env=os.environ))
     failed = [r for r in results if r.status not in ("passed", "up-to-date")]
     if any(r.status == "build-failed" for r in failed):
         raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")

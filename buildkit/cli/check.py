@@ -9,12 +9,15 @@ The logic (flags and ``--recipe``/``--job`` to a gate configuration, the checks)
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from buildkit.cli.options import exclude_options
+from buildkit.cli.options import colour_verdicts, exclude_options
+from buildkit.cli.options import verbose as global_verbose
 from buildkit.errors import GateFailed, WheelReadError
 from buildkit.gate.check import GateFlags, check_wheels, gate_config
 from buildkit.gate.report import render_all, to_json
@@ -95,7 +98,7 @@ def torch_from_image(image: str) -> TorchExports:
     "--verify-record/--no-verify-record",
     default=True,
     help="Hash every member and compare with RECORD (the default, as `buildkit build`: reads every member "
-    "whole, ~15 % slower on small wheels, see bench/README.md). --no-verify-record checks RECORD's names "
+    "whole, ~15 % slower on small wheels, measured on real wheels). --no-verify-record checks RECORD's names "
     "and sizes only and reads ELF members only up to their dynamic data, so a corrupted member can pass; "
     "the report says which was done.",
 )
@@ -166,7 +169,8 @@ def check(
     if as_json:
         click.echo(json.dumps(to_json(verdicts, failures), indent=2))
     else:
-        click.echo(render_all(verdicts, failures, verbose=verbose))
+        text = render_all(verdicts, failures, verbose=verbose or global_verbose())
+        click.echo(colour_verdicts(text, tty=sys.stdout.isatty(), env=os.environ))
     if failures:
         raise WheelReadError(
             f"{len(failures)} wheel(s) could not be read: "

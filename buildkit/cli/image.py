@@ -4,12 +4,22 @@ buildkit.image.seed, buildkit.image.base);
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
 
 import click
 
 from buildkit import image as images
-from buildkit.docker_engine import CONTAINER_LABEL, ENGINE_ERRORS, connect, engine_failed, prune_containers
+from buildkit.docker_engine import (
+    CONTAINER_LABEL,
+    ENGINE_ERRORS,
+    connect,
+    engine_failed,
+    labelled_containers,
+    prune_containers,
+)
+from buildkit.errors import UsageError
 from buildkit.image import seed as seeding
 
 
@@ -32,7 +42,7 @@ def image() -> None:
     "--rocm",
     "rocm",
     metavar="RELEASE",
-    help="The ROCm release to install (e.g. 7.2; default: the newest of buildkit/rocm/install.yaml), "
+    help="The ROCm release to install (e.g. 7.2; default: the newest `buildkit rocm ls` installs), "
     "for profiles that install AMD's packages.",
 )
 @click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="Repeatable.")
@@ -80,8 +90,18 @@ def bump_base(profile: str, tag: str, dry_run: bool) -> None:
 
 
 @image.command("ls")
-def ls() -> None:
+@click.option("--json", "as_json", is_flag=True, help="JSON (`buildkit schema image-ls`).")
+def ls(as_json: bool) -> None:
     """Our images: profile, tag, size, created, and whether their sources are current."""
+    infos = images.list_images(connect())
+    if as_json:
+        data = {
+            "schema": "rocm-buildkit/image-ls",
+            "schema_version": 1,
+            "images": [info.to_json() for info in infos],
+        }
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
     rows = [
         (
             info.profile,
@@ -90,7 +110,7 @@ def ls() -> None:
             info.created[:19],
             "current" if info.current else "stale",
         )
-        for info in images.list_images(connect())
+        for info in infos
     ]
     header = ("PROFILE", "TAG", "SIZE", "CREATED", "STATE")
     width = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
@@ -98,6 +118,30 @@ def ls() -> None:
         click.echo(
             f"{profile:<{width[0]}}  {tag:<{width[1]}}  {size:>{width[2]}}  {created:<{width[3]}}  {state}"
         )
+
+
+def _interactive() -> bool:
+    """Whether a person can answer a question: stdin is a terminal."""
+    return sys.stdin.isatty()
+
+
+def _go_ahead(what: str, yes: bool, dry_run: bool) -> bool:
+    """After the listing: False for --dry-run or a "no"; --yes, or a "yes" on a terminal, goes ahead.
+    Without --yes and without a terminal (a script, CI) nothing is removed: a UsageError (exit 2)."""
+    if dry_run:
+        click.echo(f"--dry-run: would remove {what}; nothing removed", err=True)
+        return False
+    if yes:
+        return True
+    if not _interactive():
+        raise UsageError(
+            f"refusing to remove {what} without --yes: stdin is not a terminal, so nobody can confirm "
+            "(the engine may be shared; --dry-run lists them)"
+        )
+    if click.confirm(f"remove {what}?", default=False, err=True):
+        return True
+    click.echo("nothing removed", err=True)
+    return False
 
 
 @image.command("prune")
@@ -108,14 +152,34 @@ def ls() -> None:
     help=f"Remove the containers labelled {CONTAINER_LABEL} instead (left by killed runs; "
     "running ones too: use it when no buildkit command runs on this engine).",
 )
-def prune(remove_all: bool, containers: bool) -> None:
+@click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
+@click.option(
+    "--yes", "-y", is_flag=True, help="Remove without asking (needed when stdin is not a terminal)."
+)
+def prune(remove_all: bool, containers: bool, dry_run: bool, yes: bool) -> None:
     """Remove our images whose Dockerfile or context changed since they were built; with
-    --containers, every container buildkit or its cibuildwheel runs made that is still there."""
+    --containers, every container buildkit or its cibuildwheel runs made that is still there.
+
+    Lists what it would remove first, then asks (on a terminal) or needs --yes; --dry-run only lists.
+    """
     if containers:
         if remove_all:
             raise click.UsageError("--all is for images; --containers removes every labelled container")
+        client = connect()
         try:
-            pruned = prune_containers(connect())
+            found = labelled_containers(client)
+        except ENGINE_ERRORS as exc:
+            raise engine_failed(exc, during="listing the labelled containers") from None
+        for box in found:
+            run = f", build {box.run_id}" if box.run_id else ""
+            click.echo(f"would remove container {box.name} ({box.purpose}{run}; {box.status})")
+        if not found:
+            click.echo("no labelled container to remove", err=True)
+            return
+        if not _go_ahead(f"{len(found)} container(s)", yes, dry_run):
+            return
+        try:
+            pruned = prune_containers(client, only={box.name for box in found})
         except ENGINE_ERRORS as exc:
             raise engine_failed(exc, during="removing the labelled containers") from None
         for box in pruned:
@@ -123,7 +187,21 @@ def prune(remove_all: bool, containers: bool) -> None:
             click.echo(f"removed container {box.name} ({box.purpose}{run}; was {box.status})")
         click.echo(f"{len(pruned)} container(s) removed", err=True)
         return
-    removed = images.prune_images(connect(), remove_all=remove_all)
+    client = connect()
+    candidates = images.prunable_images(client, remove_all=remove_all)
+    for info in candidates:
+        state = "current" if info.current else "stale"
+        click.echo(f"would remove {', '.join(info.tags) or info.id[7:19]} ({_size(info.size)}, {state})")
+    if not candidates:
+        click.echo(
+            "no image to remove" + ("" if remove_all else " (none is stale; --all removes current ones)"),
+            err=True,
+        )
+        return
+    total = _size(sum(info.size for info in candidates))
+    if not _go_ahead(f"{len(candidates)} image(s), {total}", yes, dry_run):
+        return
+    removed = images.prune_images(client, remove_all=remove_all, only={info.id for info in candidates})
     for info in removed:
         click.echo(f"removed {', '.join(info.tags) or info.id[7:19]} ({_size(info.size)})")
     click.echo(f"{len(removed)} image(s) removed", err=True)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import click
 
+from buildkit.cli.options import json_flag, pick_format, quiet
+from buildkit.errors import UsageError
+from buildkit.fsutil import atomic_write
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import check_strict, printable
-from buildkit.plan.render import GITHUB_MAX_JOBS, RENDERERS, render_github
+from buildkit.plan.render import GITHUB_MAX_JOBS, RENDERERS, github_outputs, render_github
 from buildkit.plan.source_version import with_source_version
 from buildkit.recipe import load_recipe
 
@@ -28,10 +33,11 @@ def _read_image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
     "--format",
     "fmt",
     type=click.Choice(sorted(RENDERERS)),
-    default="table",
-    show_default=True,
-    help="table: jobs and skipped combinations; json: the full plan; github: strategy.matrix shards.",
+    default=None,
+    help="table (default): jobs and skipped combinations; json: the full plan; github: strategy.matrix "
+    "shards.",
 )
+@json_flag
 @click.option(
     "--archs", "cli_archs", default=None, help="Arch list overriding the recipe (';' or ',' separated)."
 )
@@ -43,22 +49,53 @@ def _read_image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
     help="Jobs per GitHub matrix shard (--format github).",
 )
 @click.option(
+    "--shard-slots",
+    type=click.IntRange(1, None),
+    default=None,
+    help="--format github in Actions: the shard jobs the workflow has; each gets an output (empty past "
+    "the plan's shards), and a plan needing more is a usage error (exit 2).",
+)
+@click.option(
     "--strict", is_flag=True, help="Exit 5 (after printing the plan) when any requested arch was dropped."
 )
-def plan(recipe: str, fmt: str, cli_archs: str | None, shard_size: int, strict: bool) -> None:
+def plan(
+    recipe: str,
+    fmt: str | None,
+    as_json: bool,
+    cli_archs: str | None,
+    shard_size: int,
+    shard_slots: int | None,
+    strict: bool,
+) -> None:
     """Expand RECIPE into build jobs with stable ids, resolved archs and versions.
 
     The plan's notes (dropped archs, ignored arch variables, torch indexes buildkit's data does not
     list for the pinned ROCm, unverified release data, a source whose version rule is unknown) are
     also printed on stderr, whatever the format. A source that fixes a version other than the plan's
     is a recipe error (exit 3) at version.local or version.base.
+
+    In GitHub Actions (GITHUB_ACTIONS=true), --format github also appends the step outputs matrix,
+    job_count, shard_count and shard0, shard1, ... to $GITHUB_OUTPUT.
     """
+    fmt = pick_format(fmt, as_json, "table")
     the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=_read_image_ceilings)
     # the source's version rule against the plan's versions (an sdist/url source: fetched, cached)
     the_plan = with_source_version(the_plan, echo=lambda line: click.echo(line, err=True))
+    outputs: list[tuple[str, str]] = []
+    if fmt == "github":
+        try:
+            outputs = github_outputs(the_plan, shard_size, shard_slots)
+        except ValueError as exc:
+            raise UsageError(f"--shard-slots {shard_slots}: {exc}") from None
     text = render_github(the_plan, shard_size) if fmt == "github" else RENDERERS[fmt](the_plan)
     click.echo(text, nl=False)
-    for note in the_plan.notes:
+    if outputs and os.environ.get("GITHUB_ACTIONS") == "true" and os.environ.get("GITHUB_OUTPUT"):
+        output = Path(os.environ["GITHUB_OUTPUT"])
+        lines = "".join(f"{name}={value}\n" for name, value in outputs)
+        before = output.read_text(encoding="utf-8") if output.exists() else ""
+        atomic_write(output, before + ("" if before.endswith("\n") or not before else "\n") + lines)
+        click.echo(f"buildkit plan: wrote matrix, job_count, shard_count, shard0.. to {output}", err=True)
+    for note in () if quiet() else the_plan.notes:  # -q: the notes stay in the table and the JSON
         click.echo(f"buildkit plan: note: {printable(note)}", err=True)
     if strict:
         check_strict(the_plan)

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import click
 
+from buildkit.cli.options import json_errors
 from buildkit.errors import UsageError
 from buildkit.publish import run as publishing
 from buildkit.publish.run import outcomes_json
 from buildkit.publish.scrub import scrub, secrets_from
-from buildkit.publish.target import parse_target, target_of
+from buildkit.publish.target import Target, parse_target, target_of
 from buildkit.recipe import Recipe, load_recipe
 
 
@@ -62,7 +63,27 @@ def publish_cmd(
     dry_run: bool,
     as_json: bool,
 ) -> None:
-    """Publish every wheel under DIST whose manifest passed and matches its sha256."""
+    """Publish every wheel under DIST whose manifest passed and matches its sha256.
+
+    With --json, a refusal is printed as JSON on stdout too (`buildkit schema publish`)."""
+    with json_errors("publish", as_json, dry_run=dry_run) as out:
+        outcomes, target = _publish(dist, to, recipe, simple_url, log_file, dry_run, as_json)
+        if as_json:
+            out.echo(outcomes_json(outcomes, target, dry_run=dry_run))
+    if not as_json:
+        for o in outcomes:
+            click.echo(f"{o.status:<17} {o.wheel.name}  {o.where}")
+
+
+def _publish(
+    dist: str,
+    to: str | None,
+    recipe: str | None,
+    simple_url: str | None,
+    log_file: str | None,
+    dry_run: bool,
+    as_json: bool,
+) -> tuple[list[publishing.Outcome], Target]:
     if (to is None) == (recipe is None):
         raise UsageError("give exactly one of --to TARGET or --recipe R")
     loaded: Recipe | None = None
@@ -90,11 +111,7 @@ def publish_cmd(
             if handle is not None:  # the CLI prints the error itself; the log file keeps it too
                 handle.write(scrub(f"error: {exc}", secrets) + "\n")
             raise
-    if as_json:
-        click.echo(outcomes_json(outcomes, target, dry_run=dry_run))
-    else:
-        for o in outcomes:
-            click.echo(f"{o.status:<17} {o.wheel.name}  {o.where}")
+    return outcomes, target
 
 
 publish = publish_cmd

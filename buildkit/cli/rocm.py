@@ -29,10 +29,14 @@ def ls(as_json: bool) -> None:
         }
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
-    click.echo(f"{'ROCm':<6} {'LLVM':<30} {'torch (download.pytorch.org)':<30} archs")
+    # columns as wide as their widest cell: nothing is cut (an LLVM string runs to 40 characters)
+    llvm_w = max([len("LLVM"), *(len(r.llvm) for r in releases)])
+    torch_head = "torch (download.pytorch.org)"
+    torch_w = max([len(torch_head), *(len(", ".join(r.torch_versions) or "-") for r in releases)])
+    click.echo(f"{'ROCm':<6} {'LLVM':<{llvm_w}} {torch_head:<{torch_w}} archs")
     for r in releases:
         torch = ", ".join(r.torch_versions) or "-"
-        click.echo(f"{r.version:<6} {r.llvm[:30]:<30} {torch:<30} {' '.join(r.archs)}")
+        click.echo(f"{r.version:<6} {r.llvm:<{llvm_w}} {torch:<{torch_w}} {' '.join(r.archs)}")
     click.echo("")
     click.echo("toolchains (not AMD releases):")
     for t in toolchains:
@@ -82,7 +86,7 @@ def show(version: str, as_json: bool) -> None:
         echo(f"  AMD-built PyTorch (compatibility matrix): {', '.join(release.amd_torch)}")
     echo(f"  source: {release.torch_source}")
     if el8 is None:
-        echo("EL8 install (manylinux_2_28-rocm): no data (buildkit/rocm/install.yaml)")
+        echo("EL8 install (manylinux_2_28-rocm): no data (this rocm-buildkit has no install data for it)")
     else:
         echo(f"EL8 install (manylinux_2_28-rocm): ROCm {el8.version}")
         echo(f"  ROCm repository:     {el8.rocm_repo}")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from buildkit.cli.options import json_errors
 from buildkit.errors import NotReproducible, UsageError
 from buildkit.manifest import manifest_path
 from buildkit.recipe import load_recipe
@@ -82,48 +83,68 @@ def verify(
     The rebuild compiles from scratch unless --cache. --public-key and --attestation-file only apply to
     --attestation; --recipe, --cache and --keep
     only to a rebuild: mixing them is a usage error (exit 2). A malformed manifest exits 2.
+    With --json, a refusal is printed as JSON on stdout too (`buildkit schema verify`).
     """
-    if not check_attestation and (public_key is not None or attestation_file is not None):
-        raise UsageError(
-            "--public-key/--attestation-file check a signed attestation: add --attestation "
-            "(without it, verify rebuilds the wheel and would ignore them)"
+    with json_errors("verify", as_json, wheel=str(wheel)) as out:
+        if not check_attestation and (public_key is not None or attestation_file is not None):
+            raise UsageError(
+                "--public-key/--attestation-file check a signed attestation: add --attestation "
+                "(without it, verify rebuilds the wheel and would ignore them)"
+            )
+        if check_attestation and (
+            recipe is not None or use_cache or keep is not None or wheelhouse is not None
+        ):
+            raise UsageError("--recipe/--cache/--keep/--wheelhouse apply to a rebuild, not to --attestation")
+        if check_attestation:
+            # deferred (heavy: cryptography): only the --attestation path needs it
+            from buildkit.build.provenance import load_public_key, verify_attestation
+
+            if public_key is None:
+                raise UsageError("--attestation needs --public-key PEM")
+            check = verify_attestation(wheel, load_public_key(public_key), attestation_file)
+            if as_json:
+                out.echo(
+                    {
+                        "schema": "rocm-buildkit/verify",
+                        "schema_version": 1,
+                        "ok": True,
+                        "attestation": True,
+                        "wheel": check.wheel,
+                        "sha256": check.sha256,
+                        "keyid": check.keyid,
+                    }
+                )
+            else:
+                click.echo(
+                    f"{check.wheel}: attestation verified (sha256 {check.sha256}, keyid {check.keyid})"
+                )
+            return
+
+        # deferred (heavy: the build stage, the Docker SDK): --attestation and usage errors never load it
+        from buildkit.build.verify import check_manifest, prepare_keep, read_manifest, render, verify_rebuild
+
+        if recipe is not None:
+            # a missing or malformed --recipe is the error every command gives (load_recipe's), checked
+            # in verify_rebuild's order: --keep, then the manifest, then the recipe
+            if keep is not None:
+                prepare_keep(keep)
+            check_manifest(read_manifest(wheel.absolute()), manifest_path(wheel.absolute()))
+            load_recipe(recipe)
+
+        result = verify_rebuild(
+            wheel,
+            recipe=recipe,
+            use_cache=use_cache,
+            keep=keep,
+            wheelhouse=wheelhouse.absolute() if wheelhouse is not None else None,
+            echo=lambda line: click.echo(line, err=True),
+            verbose=verbose,
         )
-    if check_attestation and (recipe is not None or use_cache or keep is not None or wheelhouse is not None):
-        raise UsageError("--recipe/--cache/--keep/--wheelhouse apply to a rebuild, not to --attestation")
-    if check_attestation:
-        # deferred (heavy: cryptography): only the --attestation path needs it
-        from buildkit.build.provenance import load_public_key, verify_attestation
-
-        if public_key is None:
-            raise UsageError("--attestation needs --public-key PEM")
-        check = verify_attestation(wheel, load_public_key(public_key), attestation_file)
         if as_json:
-            click.echo(json.dumps({"wheel": check.wheel, "sha256": check.sha256, "keyid": check.keyid}))
+            document = {"schema": "rocm-buildkit/verify", "schema_version": 1, "ok": result.identical}
+            out.echo(json.dumps({**document, **result.to_json()}, indent=2))
         else:
-            click.echo(f"{check.wheel}: attestation verified (sha256 {check.sha256}, keyid {check.keyid})")
-        return
-
-    # deferred (heavy: the build stage, the Docker SDK): --attestation and usage errors never load it
-    from buildkit.build.verify import check_manifest, prepare_keep, read_manifest, render, verify_rebuild
-
-    if recipe is not None:
-        # a missing or malformed --recipe is the error every command gives (load_recipe's), checked
-        # in verify_rebuild's order: --keep, then the manifest, then the recipe
-        if keep is not None:
-            prepare_keep(keep)
-        check_manifest(read_manifest(wheel.absolute()), manifest_path(wheel.absolute()))
-        load_recipe(recipe)
-
-    result = verify_rebuild(
-        wheel,
-        recipe=recipe,
-        use_cache=use_cache,
-        keep=keep,
-        wheelhouse=wheelhouse.absolute() if wheelhouse is not None else None,
-        echo=lambda line: click.echo(line, err=True),
-        verbose=verbose,
-    )
-    click.echo(json.dumps(result.to_json(), indent=2) if as_json else render(result))
-    if not result.identical:
-        names = ", ".join(m.name for m in result.members) or "no member (zip container only)"
-        raise NotReproducible(f"{wheel.name}: the rebuild differs; members: {names}")
+            click.echo(render(result))
+        if not result.identical:
+            names = ", ".join(m.name for m in result.members) or "no member (zip container only)"
+            raise NotReproducible(f"{wheel.name}: the rebuild differs; members: {names}")

@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +76,17 @@ class ImageInfo:
     size: int
     created: str
     current: bool  # its sources hash equals the one of the files on disk now
+
+    def to_json(self) -> dict[str, Any]:
+        """One image of ``buildkit image ls --json`` (``buildkit/schema/image-ls.schema.json``)."""
+        return {
+            "profile": self.profile,
+            "tags": list(self.tags),
+            "id": self.id,
+            "size": self.size,
+            "created": self.created,
+            "state": "current" if self.current else "stale",
+        }
 
 
 def parse_build_args(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
@@ -424,11 +435,19 @@ def list_images(client: Any) -> list[ImageInfo]:
     return sorted(infos, key=lambda i: i.created, reverse=True)
 
 
-def prune_images(client: Any, *, remove_all: bool = False) -> list[ImageInfo]:
-    """Remove our stale images (sources changed since they were built), or all of ours."""
+def prunable_images(client: Any, *, remove_all: bool = False) -> list[ImageInfo]:
+    """What :func:`prune_images` would remove: our stale images, or all of ours; removes nothing."""
+    return [info for info in list_images(client) if remove_all or not info.current]
+
+
+def prune_images(
+    client: Any, *, remove_all: bool = False, only: Collection[str] | None = None
+) -> list[ImageInfo]:
+    """Remove our stale images (sources changed since they were built), or all of ours; ``only``:
+    just those of these ids (the ones a listing showed)."""
     removed = []
-    for info in list_images(client):
-        if info.current and not remove_all:
+    for info in prunable_images(client, remove_all=remove_all):
+        if only is not None and info.id not in only:
             continue
         try:
             client.images.remove(info.id, force=True)

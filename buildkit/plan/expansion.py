@@ -11,11 +11,14 @@ dropped for a ROCm release (``--strict`` turns a drop into exit 5,
 :func:`~buildkit.plan.models.check_strict`), an arch environment variable set to another list but
 ignored, a pinned release whose data is marked ``unverified:`` in buildkit/rocm/releases.yaml, an
 explicit ``torch[].index_url`` that the data knows but does not list as serving that torch for that
-ROCm release, and an image of ``from_image`` that lacks a library.
+ROCm release, an image of ``from_image`` that lacks a library, and a recipe that excludes nothing at
+repair. Jobs the recipe's image profile cannot build, and jobs that would make the same wheel file, are
+recipe errors (:mod:`buildkit.plan.feasibility`), all reported at once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
@@ -24,17 +27,18 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from buildkit import policy as mlpolicy
 from buildkit import profiles
 from buildkit import rocm as rocm_data
 from buildkit import version as ver
-from buildkit.errors import BuildkitError
+from buildkit.errors import BuildkitError, RecipeError
 from buildkit.plan import archs as archs_mod
+from buildkit.plan import feasibility
 from buildkit.plan.archs import ArchSet
 from buildkit.plan.from_image import CeilingsReader, image_ceilings
 from buildkit.plan.models import Job, Plan, Skipped
 from buildkit.plan.torch_index import index_note, missing_index_hint
 from buildkit.recipe import Recipe, TorchPin
+from buildkit.recipe.env import CMAKE_DEFINE, is_environment_name
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 
@@ -179,40 +183,6 @@ def _library_notes(recipe: Recipe, rocm: str, toolchain: str | None, archs: Arch
     return notes
 
 
-def _baseline_notes(recipe: Recipe) -> list[str]:
-    """A note when the image's glibc (or the recipe's sysroot) is newer than the policy allows: every
-    wheel that links a versioned glibc symbol of it would be refused by repair and the gate."""
-    if recipe.image.profile is None:
-        return []
-    try:
-        profile = profiles.get_profile(recipe.image.profile)
-    except BuildkitError:
-        return []
-    policy = recipe.manylinux.policy
-    allowed = mlpolicy.version_tuple(recipe.manylinux.ceilings.get("GLIBC", ""))
-    sysroot = recipe.manylinux.sysroot
-    if sysroot is not None and sysroot in profile.sysroots:
-        glibc, what = profile.sysroots[sysroot].glibc, f"the sysroot {sysroot}"
-    elif profile.glibc is not None:
-        glibc, what = profile.glibc, f"image {profile.name}"
-    else:
-        return []
-    mine = mlpolicy.version_tuple(glibc)
-    if allowed is None or mine is None or mine <= allowed:
-        return []
-    fix = (
-        f"set manylinux.sysroot to one of {', '.join(profile.sysroots)} (host code compiled against an "
-        "older glibc)"
-        if profile.sysroots and sysroot is None
-        else "choose a newer policy, or an image built on that glibc (manylinux_2_28 needs glibc 2.28's own "
-        "headers and libraries, as the production image has)"
-    )
-    return [
-        f"{what} links glibc {glibc}, above {policy}'s GLIBC {recipe.manylinux.ceilings.get('GLIBC')}: "
-        f"a wheel using any newer glibc symbol cannot pass; {fix}"
-    ]
-
-
 def _arch_notes(rocm: str, archs: ArchSet) -> list[str]:
     return [f"ROCm {rocm}: {d}" for d in archs.dropped] + list(archs.warnings)
 
@@ -236,6 +206,7 @@ class _Expansion:
     rule_hits: list[int] = field(init=False)
     arch_cache: dict[str, ArchSet] = field(default_factory=dict)
     arch_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    arch_cmake: dict[str, dict[str, str]] = field(default_factory=dict)  # cmake.define.X / -DX -> list
     values_cache: dict[tuple[str, str, str | None], dict[str, str]] = field(default_factory=dict)
     glob_cache: dict[str, tuple[str, ...]] = field(default_factory=dict)
     version_cache: dict[tuple[tuple[str, str], ...], str] = field(default_factory=dict)
@@ -297,7 +268,9 @@ class _Expansion:
                 toolchain=self.toolchains[rocm][0],
             )
             self.arch_cache[rocm] = archs
-            self.arch_env[rocm] = archs.exported(self.recipe.archs.export)
+            exported = archs.exported(self.recipe.archs.export)
+            self.arch_env[rocm] = {k: v for k, v in exported.items() if is_environment_name(k)}
+            self.arch_cmake[rocm] = {k: v for k, v in exported.items() if not is_environment_name(k)}
             self.notes.update(dict.fromkeys(_arch_notes(rocm, archs)))
             self.notes.update(
                 dict.fromkeys(_library_notes(self.recipe, rocm, self.toolchains[rocm][0], archs))
@@ -384,6 +357,14 @@ class _Expansion:
         index_url = self.index_url(rocm, pin_index, pin) if pin is not None else None
         recipe = self.recipe
         job_env = {**recipe.env, **dict(extra), **self.arch_env[rocm]}
+        hooks = recipe.hooks
+        cmake = self.arch_cmake[rocm]
+        defines = tuple((k, (v,)) for k, v in cmake.items() if k.startswith(CMAKE_DEFINE))
+        if defines:  # the arch list as scikit-build-core's cmake.define.* config settings
+            hooks = dataclasses.replace(hooks, config_settings=(*hooks.config_settings, *defines))
+        dash_d = [f"{k}={v}" for k, v in cmake.items() if not k.startswith(CMAKE_DEFINE)]
+        if dash_d:  # and as -D definitions appended to CMAKE_ARGS (read by scikit-build-core, many setup.py)
+            job_env["CMAKE_ARGS"] = " ".join(filter(None, (job_env.get("CMAKE_ARGS", ""), *dash_d)))
         return Job(
             id=jid,
             python=python,
@@ -402,7 +383,7 @@ class _Expansion:
             toolchain=self.toolchains[rocm][0],
             image_profile=recipe.image.label,
             image=recipe.image,
-            hooks=recipe.hooks,
+            hooks=hooks,
             axes=dict(extra),
             ceilings_from_images=recipe.manylinux.from_images,
             regression_baseline=recipe.gate.no_regression_against,
@@ -482,7 +463,6 @@ def expand(
     releases = _releases(recipe)
     toolchains = _toolchains(recipe, releases)
     ceilings, plan_notes = image_ceilings(recipe, ceilings_reader)
-    plan_notes = (*plan_notes, *_baseline_notes(recipe))
     run = _Expansion(
         recipe=recipe,
         environ=os.environ if env is None else env,
@@ -509,4 +489,11 @@ def expand(
     else:
         jobs, skipped = _cell_jobs(run, extra_names)
     run.check_rules_used()
+    # what the image cannot build and wheels of one file name: every problem at once, before any build
+    problems = [*feasibility.image_problems(recipe), *feasibility.same_name_problems(recipe, jobs)]
+    if problems:
+        raise RecipeError.combine(problems)
+    note = feasibility.exclude_note(recipe)
+    if note is not None:
+        run.notes[note] = None
     return Plan(recipe=recipe, jobs=tuple(jobs), skipped=tuple(skipped), notes=tuple(run.notes))

@@ -81,6 +81,31 @@ def render_github(plan: Plan, shard_size: int = GITHUB_MAX_JOBS) -> str:
     return _dumps(github_matrix(plan, shard_size), compact=True) + "\n"
 
 
+def github_outputs(
+    plan: Plan, shard_size: int = GITHUB_MAX_JOBS, slots: int | None = None
+) -> list[tuple[str, str]]:
+    """The step outputs ``plan --format github`` writes to ``$GITHUB_OUTPUT`` in GitHub Actions:
+    ``matrix`` (what stdout gets: every shard), ``job_count``, ``shard_count`` and each shard as
+    ``shard0``, ``shard1``, ... (a ``strategy.matrix`` value: ``fromJSON(needs.plan.outputs.shard0)``).
+    ``slots``: the shard jobs a workflow has; each gets an output (``{"include": []}`` past the
+    plan's shards), and a plan of more shards raises ValueError naming the counts."""
+    matrix = github_matrix(plan, shard_size)
+    shards = list(matrix["shards"])
+    if slots is not None:
+        if len(shards) > slots:
+            raise ValueError(
+                f"{matrix['job_count']} jobs make {len(shards)} shards; the workflow runs {slots}"
+            )
+        shards += [{"include": []}] * (slots - len(shards))
+    outputs = [
+        ("matrix", _dumps(matrix, compact=True)),
+        ("job_count", str(matrix["job_count"])),
+        ("shard_count", str(matrix["shard_count"])),
+    ]
+    outputs += [(f"shard{i}", _dumps(shard, compact=True)) for i, shard in enumerate(shards)]
+    return outputs
+
+
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -141,7 +166,9 @@ def render_table(plan: Plan) -> str:
     if plan.jobs and extra:
         lines.append("")
         lines.append("arch variables (archs.export; PYTORCH_ROCM_ARCH and GPU_ARCHS as ARCHS):")
-        rows = [["JOB", *extra]] + [[j.id, *(j.env.get(name, "") for name in extra)] for j in plan.jobs]
+        rows = [["JOB", *extra]] + [
+            [j.id, *(j.archs.exported(r.archs.export).get(name, "") for name in extra)] for j in plan.jobs
+        ]
         lines += [f"  {line}" for line in _table(rows)]
     if plan.notes:
         lines.append("")

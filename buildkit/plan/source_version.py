@@ -9,7 +9,8 @@ known from the source alone, so :func:`check_source_version` raises it as a
 file and line that fix the version. A source whose rule rocm-buildkit cannot read gets a plan note.
 
 :func:`with_source_version` is what ``buildkit plan`` runs: it reads a path source in place and an
-``sdist``/``url`` source from its cached archive (unpacked into a temporary folder); a git source is
+``sdist``/``url`` source from its cached archive (unpacked once; what was read is cached by the
+archive's sha256: :func:`buildkit.source.tree.archive_facts`); a git source is
 checked by ``buildkit build`` once fetched (:func:`buildkit.build.run.build_plan`).
 """
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -26,8 +26,9 @@ from packaging.version import InvalidVersion, Version
 from buildkit.errors import RecipeError
 from buildkit.plan.models import Job, Plan
 from buildkit.recipe import Recipe
-from buildkit.source.tree import unpacked_source
-from buildkit.source.version import VersionDecision, decide_version
+from buildkit.source.project import cibuildwheel_notes
+from buildkit.source.tree import SourceFacts, archive_facts, read_facts
+from buildkit.source.version import VersionDecision
 
 #: the other way out: the build sets both variables to the job's planned version (buildkit.build.cibw)
 _FROM_BUILD = (
@@ -65,13 +66,37 @@ def _where(recipe: Recipe, decision: VersionDecision) -> str:
     return f"{decision.where} (in {label})" if label else decision.where
 
 
+def _recipe_keys(recipe: Recipe) -> dict[str, bool]:
+    """Which recipe keys that do a cibuildwheel option's job the recipe sets."""
+    hooks = recipe.hooks
+    return {
+        "python": True,
+        "before_all": bool(hooks.before_all),
+        "before_build": bool(hooks.before_build),
+        "config_settings": bool(hooks.config_settings),
+        "build_frontend": True,
+        "env": bool(recipe.env),
+        "test_command": bool(hooks.test_command),
+        "test_requires": bool(hooks.test_requires),
+    }
+
+
 def check_source_version(plan: Plan, tree: Path, jobs: Sequence[Job] | None = None) -> Plan:
     """``plan`` when the source in ``tree`` takes its version from the build or fixes the version of
     every job (``jobs``: those to be built; default all); with a note when its rule is unknown; a
     RecipeError when it fixes another version."""
+    return check_facts(plan, read_facts(tree), jobs)
+
+
+def check_facts(plan: Plan, facts: SourceFacts, jobs: Sequence[Job] | None = None) -> Plan:
+    """:func:`check_source_version` on what was read from the source tree (perhaps from the cache)."""
     recipe = plan.recipe
-    decision = decide_version(tree)
+    decision = facts.version
     versions = list(dict.fromkeys(job.version for job in (plan.jobs if jobs is None else jobs)))
+    # the project's own [tool.cibuildwheel] never applies: rocm-buildkit sets every option itself
+    overridden = cibuildwheel_notes(facts.cibuildwheel, _recipe_keys(recipe))
+    if overridden:
+        plan = dataclasses.replace(plan, notes=(*plan.notes, *overridden))
     if not versions or decision.kind == "tool":
         return plan
     if decision.kind == "unknown":
@@ -127,5 +152,5 @@ def with_source_version(plan: Plan, echo: Callable[[str], None] | None = None) -
         return check_source_version(plan, local)
     if not recipe.source.downloaded:
         return plan  # git: checked by buildkit build once fetched, before compiling
-    with tempfile.TemporaryDirectory(prefix="buildkit-plan-source-") as tmp:
-        return check_source_version(plan, unpacked_source(recipe, Path(tmp), echo))
+    # read once per archive: the facts are cached by its sha256 (buildkit.source.tree.archive_facts)
+    return check_facts(plan, archive_facts(recipe, echo))

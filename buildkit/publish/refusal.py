@@ -215,5 +215,5 @@ def check_all(
     if refusals:
         lines = [f"publish refused: {len(refusals)} of {len(wheels)} wheel(s); nothing was published"]
         lines += [f"  {r.wheel}: {r.reason}" for r in refusals]
-        raise PublishRefused("\n".join(lines))
+        raise PublishRefused("\n".join(lines), refusals=[(str(r.wheel), r.reason) for r in refusals])
     return candidates

@@ -238,6 +238,9 @@ def _upload(
 
 def outcomes_json(outcomes: list[Outcome], target: Target, *, dry_run: bool = False) -> str:
     data = {
+        "schema": "rocm-buildkit/publish",
+        "schema_version": 1,
+        "ok": True,
         "target": {"kind": target.kind, "location": target.location},
         "dry_run": dry_run,
         "wheels": [{"wheel": str(o.wheel), "status": o.status, "where": o.where} for o in outcomes],

@@ -16,23 +16,26 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from importlib import resources
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from buildkit import version as ver
 from buildkit.errors import RecipeError
+from buildkit.recipe.env import RESERVED_ENV as RESERVED_ENV
+from buildkit.recipe.env import ReservedEnv as ReservedEnv
+from buildkit.recipe.env import arch_export, check_cmake_arch_settings, check_env_name
 from buildkit.recipe.gate import GateRules, parse_gate
 from buildkit.recipe.hooks import Hooks, parse_hooks
 from buildkit.recipe.image import ImageSpec, check_smoke_packages, parse_image
 from buildkit.recipe.manylinux import Manylinux, parse_manylinux
-from buildkit.recipe.schema import did_you_mean, validate
+from buildkit.recipe.schema import did_you_mean
+from buildkit.recipe.schema import problems as schema_problems
 from buildkit.recipe.source import Source, parse_source
 from buildkit.recipe.wheel import WheelAbi, parse_wheel
 from buildkit.recipe.yamlspan import Path as JsonPath
@@ -56,101 +59,6 @@ _FILE_KINDS = {
     stat.S_IFIFO: "a FIFO",
     stat.S_IFSOCK: "a socket",
 }
-_ARCH_VAR = "rocm-buildkit sets it to the job's resolved archs; choose them with archs: in the recipe"
-_VERSION_VAR = "rocm-buildkit sets it to the job's planned version; change version: in the recipe instead"
-_CCACHE_VAR = "rocm-buildkit configures the compiler cache itself (`buildkit build --no-cache` turns it off)"
-_CA_VAR = "rocm-buildkit points it at the host's CA bundle, staged with the source"
-_WHEELHOUSE_VAR = (
-    "a hermetic build installs only from the wheelhouse resolved on the host; give build requirements "
-    "in the project's pyproject.toml and test requirements in test_requires, or set network: true"
-)
-
-
-@dataclass(frozen=True)
-class ReservedEnv:
-    """A build-environment variable rocm-buildkit (or cibuildwheel) sets in the build container."""
-
-    reason: str
-    value: str | None = None  # a fixed value the recipe may repeat (HIP_PLATFORM: amd), else None
-
-
-#: Variables the build container gets from rocm-buildkit or cibuildwheel. A recipe may not set them
-#: in ``env`` or name them as ``matrix.axes``: its value would be overridden in the container while
-#: the manifest recorded it, or (PATH) would replace the job's Python. One with a fixed ``value``
-#: may be repeated with exactly that value. ``MAX_JOBS`` and ``ROCM_PATH`` are not here: the recipe's
-#: value is the one the build gets (buildkit's default applies only without one).
-RESERVED_ENV: Mapping[str, ReservedEnv] = MappingProxyType(
-    {
-        "HIP_PLATFORM": ReservedEnv("rocm-buildkit always builds with HIP_PLATFORM=amd", "amd"),
-        "PYTHONHASHSEED": ReservedEnv("rocm-buildkit sets PYTHONHASHSEED=0 for reproducible builds", "0"),
-        "PYTORCH_ROCM_ARCH": ReservedEnv(_ARCH_VAR),
-        "GPU_ARCHS": ReservedEnv(_ARCH_VAR),
-        "SOURCE_DATE_EPOCH": ReservedEnv(
-            "rocm-buildkit sets it from the source's last commit (reproducible builds)"
-        ),
-        "BUILDKIT_VERSION": ReservedEnv(_VERSION_VAR),
-        "SETUPTOOLS_SCM_PRETEND_VERSION": ReservedEnv(_VERSION_VAR),
-        "BUILDKIT_JOB": ReservedEnv("rocm-buildkit sets it to the job id"),
-        "CCACHE_DIR": ReservedEnv(_CCACHE_VAR),
-        "CCACHE_COMPILERCHECK": ReservedEnv(_CCACHE_VAR),
-        "CCACHE_BASEDIR": ReservedEnv(_CCACHE_VAR),
-        "CCACHE_NOHASHDIR": ReservedEnv(_CCACHE_VAR),
-        "CCACHE_IGNOREOPTIONS": ReservedEnv(_CCACHE_VAR),
-        "PIP_CERT": ReservedEnv(_CA_VAR),
-        "SSL_CERT_FILE": ReservedEnv(_CA_VAR),
-        "REQUESTS_CA_BUNDLE": ReservedEnv(_CA_VAR),
-        "PIP_EXTRA_INDEX_URL": ReservedEnv(
-            "rocm-buildkit sets it to the torch index of torch jobs; give torch: [{version, index_url}]"
-        ),
-        "PIP_NO_INDEX": ReservedEnv(_WHEELHOUSE_VAR),
-        "PIP_FIND_LINKS": ReservedEnv(_WHEELHOUSE_VAR),
-        "UV_NO_INDEX": ReservedEnv(_WHEELHOUSE_VAR),
-        "UV_FIND_LINKS": ReservedEnv(_WHEELHOUSE_VAR),
-        "PIP_CONSTRAINT": ReservedEnv(
-            "rocm-buildkit sets it to the torch pin of torch jobs; pin torch with torch: and other "
-            "build requirements in the project's pyproject.toml"
-        ),
-        "PATH": ReservedEnv(
-            "cibuildwheel puts the job's Python first on PATH, and env values are passed literally "
-            "(no $PATH expansion), so a recipe PATH would replace it"
-        ),
-        "CIBUILDWHEEL": ReservedEnv("cibuildwheel sets it"),
-        "CIBUILDWHEEL_BUILD_IDENTIFIER": ReservedEnv("cibuildwheel sets it to the build identifier"),
-    }
-)
-#: the recipe key that does what a cibuildwheel option would (``CIBW_*`` in ``env`` is refused)
-_CIBW_KEYS: Mapping[str, str] = MappingProxyType(
-    {
-        "CIBW_BUILD": "python: (the CPython versions to build)",
-        "CIBW_SKIP": "python: and matrix.exclude",
-        "CIBW_PROJECT_REQUIRES_PYTHON": "python:",
-        "CIBW_ENVIRONMENT": "env: (passed to the build as written)",
-        "CIBW_ENVIRONMENT_PASS_LINUX": "env: (the host's environment never reaches the build)",
-        "CIBW_MANYLINUX_X86_64_IMAGE": "image: (a profile, your own image.dockerfile or an image.ref)",
-        "CIBW_BEFORE_ALL": "before_all: (or image.packages for system packages, built once into the image)",
-        "CIBW_BEFORE_BUILD": "before_build:",
-        "CIBW_CONFIG_SETTINGS": "config_settings:",
-        "CIBW_BUILD_FRONTEND": "build_frontend:",
-        "CIBW_TEST_REQUIRES": "test_requires:",
-        "CIBW_REPAIR_WHEEL_COMMAND": "repair.exclude: (auditwheel repair runs with the job's policy)",
-        "CIBW_REPAIR_WHEEL_COMMAND_LINUX": "repair.exclude:",
-        "CIBW_ARCHS": "nothing: rocm-buildkit builds x86_64 wheels",
-        "CIBW_TEST_COMMAND": "test_command: (in the builder) or smoke: (in runtime images)",
-    }
-)
-
-
-def _cibw_hint(name: str) -> str:
-    """Where a cibuildwheel option's job is done in a recipe."""
-    key = _CIBW_KEYS.get(name.removesuffix("_LINUX") if name not in _CIBW_KEYS else name)
-    base = "cibuildwheel reads its options on the host, so in env it would only be an inert variable"
-    return (
-        f"{base}; use the recipe's {key}"
-        if key
-        else f"{base}; rocm-buildkit renders cibuildwheel's options from the recipe"
-    )
-
-
 #: cibuildwheel identifiers of the CPython builds for our platform: cp312-manylinux_x86_64 (not cp314t).
 _CIBW_CPYTHON = re.compile(r"^cp(?P<major>[0-9])(?P<minor>[0-9]+)-manylinux_x86_64$")
 
@@ -207,6 +115,9 @@ class ArchSpec:
     #: (variable, separator) the resolved list is exported to: PYTORCH_ROCM_ARCH and GPU_ARCHS
     #: always, then the recipe's ``archs.export`` in its order
     export: tuple[tuple[str, str], ...] = tuple((name, ARCH_VARIABLES[name]) for name in ALWAYS_EXPORTED)
+
+
+_NO_ARCHS = ArchSpec(list=None, from_env=False, allow=None, toolchain=None)
 
 
 @dataclass(frozen=True)
@@ -353,60 +264,93 @@ def load_recipe(path: str | Path) -> Recipe:
 
 
 def parse_recipe(text: str, *, path: Path, sha256: str | None = None) -> Recipe:
-    """Validate recipe ``text`` (read from ``path``, which positions errors and relative paths)."""
+    """Validate recipe ``text`` (read from ``path``, which positions errors and relative paths).
+
+    Every problem is reported in one :class:`RecipeError` (sorted by position): the schema's, and
+    those of the rules a schema cannot state for every part of the recipe the schema accepted."""
     display = str(path)
     data, spans = load_with_spans(text, display)
-    validate(data, spans, display)
+    errors, unusable = schema_problems(data, spans, display)
+    if errors and not isinstance(data, dict):
+        raise RecipeError.combine(errors)
     digest = sha256 or hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return _Builder(data, spans, path, digest).build()
+    return _Builder(data, spans, path, digest, errors, unusable).build()
+
+
+_T = TypeVar("_T")
 
 
 class _Builder:
-    """Turns validated data into a :class:`Recipe`, checking the rules the schema cannot express."""
+    """Turns validated data into a :class:`Recipe`, checking the rules the schema cannot express.
 
-    def __init__(self, data: dict[str, Any], spans: Spans, path: Path, digest: str) -> None:
+    Each part is checked on its own: a problem is collected and the parts that do not depend on it
+    are still checked; a part whose top-level keys the schema found unusable is skipped."""
+
+    def __init__(
+        self,
+        data: dict[str, Any],
+        spans: Spans,
+        path: Path,
+        digest: str,
+        problems: list[RecipeError] | None = None,
+        unusable: set[str] | None = None,
+    ) -> None:
         self.d = data
         self.spans = spans
         self.path = path
         self.digest = digest
+        self.problems: list[RecipeError] = list(problems or ())
+        self.unusable: set[str] = set(unusable or ())
+        self.failed: set[str] = set()  # parts whose own check failed (their dependants are skipped)
 
     def err(self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False) -> RecipeError:
         pos = self.spans.key(at) if key else self.spans.value(at)
         line, column = pos if pos else (None, None)
         return RecipeError(message, file=str(self.path), line=line, column=column, hint=hint)
 
-    def build(self) -> Recipe:
-        d = self.d
-        source = parse_source(d, self.err)
-        self._pythons()
-        torch = self._torch()
-        matrix = self._matrix(torch)
-        archs_raw = d["archs"]
-        archs = ArchSpec(
+    def _try(self, part: str, needs: tuple[str, ...], check: Callable[[], _T]) -> _T | None:
+        """``check()``, or None with its problem collected (``part`` failed) or skipped when one of
+        the top-level keys or parts it ``needs`` is unusable or failed."""
+        if any(n in self.unusable or n in self.failed for n in needs):
+            self.failed.add(part)
+            return None
+        try:
+            return check()
+        except RecipeError as exc:
+            self.problems.append(exc)
+            self.failed.add(part)
+            return None
+
+    def _archs(self) -> ArchSpec:
+        archs_raw = self.d["archs"]
+        return ArchSpec(
             list=tuple(archs_raw["list"]) if "list" in archs_raw else None,
             from_env=archs_raw.get("from") == "env",
             allow=tuple(archs_raw["allow"]) if "allow" in archs_raw else None,
             toolchain=archs_raw.get("toolchain"),
-            export=self._arch_export(archs_raw.get("export")),
+            export=arch_export(archs_raw.get("export"), self.err),
         )
-        manylinux = parse_manylinux(self.d, self.err)
-        env = dict(d.get("env", {}))
+
+    def _env(self, matrix: Matrix, archs: ArchSpec) -> dict[str, str]:
+        env = dict(self.d.get("env", {}))
         for name, value in env.items():
-            self._check_env_name(name, value, ("env", name), archs.export)
+            self._try("env", (), partial(check_env_name, name, value, ("env", name), self.err, archs.export))
         for name, _ in matrix.axes:
             if name in dict(archs.export):
-                self._check_env_name(name, None, ("matrix", "axes", name), archs.export)
-        for name, _ in matrix.axes:
+                at: JsonPath = ("matrix", "axes", name)
+                self._try("env", (), partial(check_env_name, name, None, at, self.err, archs.export))
             if name in env:
-                raise self.err(
-                    f"{name} is both a matrix axis and a fixed env value",
-                    ("env", name),
-                    key=True,
-                    hint=f"remove env.{name} or matrix.axes.{name}",
+                self.problems.append(
+                    self.err(
+                        f"{name} is both a matrix axis and a fixed env value",
+                        ("env", name),
+                        key=True,
+                        hint=f"remove env.{name} or matrix.axes.{name}",
+                    )
                 )
-        publish = self._publish()
-        version = self._version(torch, matrix, publish)
-        exclude = d.get("repair", {}).get("exclude", {})
+        return env
+
+    def _smoke(self) -> tuple[SmokeTest, ...]:
         smoke = tuple(
             SmokeTest(
                 name=s["name"],
@@ -417,16 +361,65 @@ class _Builder:
                 gpu=bool(s.get("gpu", False)),
                 packages=tuple(s.get("packages", ())),
             )
-            for s in d.get("smoke", ())
+            for s in self.d.get("smoke", ())
         )
         for i, test in enumerate(smoke):
             if test.packages:
-                check_smoke_packages(test.image, ("smoke", i), self.err)
+                self._try("smoke", (), partial(check_smoke_packages, test.image, ("smoke", i), self.err))
         names = [s.name for s in smoke]
         for i, n in enumerate(names):
             if n in names[:i]:
-                raise self.err(f"smoke test name {n!r} is used twice", ("smoke", i, "name"))
-        budget = {k: parse_size(v) for k, v in sorted(d.get("size_budget", {}).items())}
+                self.problems.append(self.err(f"smoke test name {n!r} is used twice", ("smoke", i, "name")))
+        return smoke
+
+    def build(self) -> Recipe:
+        d = self.d
+        source = self._try("source", ("source", "version"), lambda: parse_source(d, self.err))
+        self._try("python", ("python",), self._pythons)
+        torch = self._try("torch", ("torch",), self._torch)
+        matrix = self._try("matrix", ("matrix", "python", "rocm", "torch"), lambda: self._matrix(torch or ()))
+        archs = self._try("archs", ("archs",), self._archs)
+        manylinux = self._try("manylinux", ("manylinux",), lambda: parse_manylinux(d, self.err))
+        env = self._try(
+            "env-keys", ("env", "matrix"), lambda: self._env(matrix or Matrix(), archs or _NO_ARCHS)
+        )
+        publish = self._try("publish", ("publish",), lambda: (self._publish(),))
+        version = self._try(
+            "version",
+            ("version", "torch", "matrix", "publish"),
+            lambda: self._version(torch or (), matrix or Matrix(), publish[0] if publish else None),
+        )
+        wheel = self._try(
+            "wheel",
+            ("wheel", "python", "version"),
+            lambda: parse_wheel(d.get("wheel"), d["python"], version.local if version else "", self.err),
+        )
+        smoke = self._try("smoke", ("smoke",), self._smoke)
+        budget = self._try(
+            "size_budget",
+            ("size_budget",),
+            lambda: {k: parse_size(v) for k, v in sorted(d.get("size_budget", {}).items())},
+        )
+        image = self._try("image", ("image",), lambda: parse_image(d["image"], self.path.parent, self.err))
+        gate = self._try("gate", ("gate",), lambda: parse_gate(d.get("gate", {}), self.spans, self.err))
+        hook_keys = ("before_all", "before_build", "config_settings", "build_frontend", "test_command")
+        hooks = self._try("hooks", (*hook_keys, "test_requires", "build_requires"), lambda: self._hooks(d))
+        if hooks is not None and env is not None:
+            listed = {h: isinstance(d.get(h), list) for h in ("before_all", "before_build")}
+            hand_set = {"before_all": hooks.before_all, "before_build": hooks.before_build}
+            exported = (archs or _NO_ARCHS).export
+            self.problems += check_cmake_arch_settings(
+                hooks.config_settings, env, hand_set, exported, self.err, listed=listed
+            )
+        if self.problems or self.unusable:
+            if not self.problems:  # pragma: no cover - the schema reports what makes a key unusable
+                raise AssertionError(f"unusable recipe keys without a problem: {sorted(self.unusable)}")
+            raise RecipeError.combine(self.problems)
+        assert source is not None and torch is not None and matrix is not None and archs is not None
+        assert manylinux is not None and env is not None and publish is not None and version is not None
+        assert smoke is not None and budget is not None and image is not None and gate is not None
+        assert hooks is not None and wheel is not None
+        exclude = d.get("repair", {}).get("exclude", {})
         return Recipe(
             path=self.path,
             sha256=self.digest,
@@ -442,16 +435,16 @@ class _Builder:
             exclude_sets=tuple(exclude.get("sets", ())),
             exclude_patterns=tuple(exclude.get("patterns", ())),
             env=env,
-            image=parse_image(d["image"], self.path.parent, self.err),
+            image=image,
             smoke=smoke,
-            publish=publish,
+            publish=publish[0],
             tuned_csv=tuple(d.get("checks", {}).get("tuned_csv", ())),
             size_budget=budget,
             spans=self.spans,
-            gate=parse_gate(d.get("gate", {}), self.spans, self.err),
-            hooks=self._hooks(d),
+            gate=gate,
+            hooks=hooks,
             network=bool(d.get("network", False)),
-            wheel=parse_wheel(d.get("wheel"), d["python"], version.local, self.err),
+            wheel=wheel,
         )
 
     def _hooks(self, d: dict[str, Any]) -> Hooks:
@@ -484,97 +477,19 @@ class _Builder:
             seen[name] = i
         return hooks
 
-    def _arch_export(self, raw: Any) -> tuple[tuple[str, str], ...]:
-        """``archs.export``: a list of known arch variables (:data:`buildkit.targets.ARCH_VARIABLES`,
-        their usual separator) or a mapping of variable -> separator; after the two always exported."""
-        out = dict((name, ARCH_VARIABLES[name]) for name in ALWAYS_EXPORTED)
-        if raw is None:
-            return tuple(out.items())
-        items: list[tuple[str, str | None, JsonPath]]
-        if isinstance(raw, list):
-            items = [(name, None, ("archs", "export", i)) for i, name in enumerate(raw)]
-        else:
-            items = [(name, sep, ("archs", "export", name)) for name, sep in raw.items()]
-        for name, sep, at in items:
-            key = not isinstance(raw, list)
-            if name.startswith("CIBW_") or (name in RESERVED_ENV and name not in ALWAYS_EXPORTED):
-                raise self.err(
-                    f"archs.export: {name} is not an arch variable a build reads",
-                    at,
-                    key=key,
-                    hint="export the arch list to a variable the build reads (HCC_AMDGPU_TARGET, ...)",
-                )
-            usual = ARCH_VARIABLES.get(name)
-            if sep is None:
-                if usual is None:
-                    raise self.err(
-                        f"archs.export: {name} has no known separator",
-                        at,
-                        hint=f'write it as a mapping with the separator the build expects: {{{name}: ","}} '
-                        f"(known: {', '.join(ARCH_VARIABLES)})",
-                    )
-                sep = usual
-            if name in ALWAYS_EXPORTED and sep != usual:
-                raise self.err(
-                    f"archs.export: {name} is always exported with {usual!r}",
-                    at,
-                    key=key,
-                    hint=f"PyTorch and aiter read it {usual!r}-separated; export the list to another name",
-                )
-            out[name] = sep
-        return tuple(out.items())
-
-    def _check_env_name(
-        self, name: str, value: str | None, at: JsonPath, exported: tuple[tuple[str, str], ...] = ()
-    ) -> None:
-        """Refuse a build variable rocm-buildkit or cibuildwheel sets itself (:data:`RESERVED_ENV`), an
-        arch variable (exported by ``archs.export``, or one builds usually read: set by hand it goes
-        stale when ``--archs`` changes the list) and a cibuildwheel option (``CIBW_*``: cibuildwheel
-        reads those on the host, so in ``env`` they only reach the build as inert variables);
-        ``value`` None: a matrix axis, whose values vary, so even a fixed one is refused."""
-        if name.startswith("CIBW_"):
-            raise self.err(
-                f"{'.'.join(str(p) for p in at)}: {name} is a cibuildwheel option, not a build variable",
-                at,
-                key=True,
-                hint=_cibw_hint(name),
-            )
-        exports = dict(exported)
-        if (name in exports or name in ARCH_VARIABLES) and name not in RESERVED_ENV:
-            sep = exports.get(name) or ARCH_VARIABLES[name]
-            already = (
-                "archs.export exports it" if name in exports else f'add archs.export: {{{name}: "{sep}"}}'
-            )
-            raise self.err(
-                f"{'.'.join(str(p) for p in at)}: {name} is an arch variable: set by hand it goes stale "
-                "when --archs or PYTORCH_ROCM_ARCH changes the arch list",
-                at,
-                key=True,
-                hint=f"{already} (the resolved list, {sep!r}-separated, in step with every arch source)",
-            )
-        reserved = RESERVED_ENV.get(name)
-        if reserved is None or (value is not None and value == reserved.value):
-            return
-        where = ".".join(str(p) for p in at)
-        if reserved.value is not None:
-            message = f"{where}: {name} is always {reserved.value!r} in the build container"
-            hint = f'{reserved.reason}; remove it (or write {name}: "{reserved.value}")'
-        else:
-            message = f"{where}: {name} is set by the build itself, so the recipe cannot set it"
-            hint = reserved.reason
-        raise self.err(message, at, key=True, hint=hint)
-
     def _pythons(self) -> None:
         known = cibuildwheel_pythons()
         for i, python in enumerate(self.d["python"]):
             if python not in known:
                 import cibuildwheel
 
-                raise self.err(
-                    f"python[{i}]: cibuildwheel {cibuildwheel.__version__} cannot build CPython {python} "
-                    f"(it builds {', '.join(known)})",
-                    ("python", i),
-                    hint=did_you_mean(python, known),
+                self.problems.append(
+                    self.err(
+                        f"python[{i}]: cibuildwheel {cibuildwheel.__version__} cannot build CPython {python} "
+                        f"(it builds {', '.join(known)})",
+                        ("python", i),
+                        hint=did_you_mean(python, known),
+                    )
                 )
 
     def _torch(self) -> tuple[TorchPin, ...]:
@@ -622,7 +537,7 @@ class _Builder:
                     ("matrix", "axes", name),
                     key=True,
                 )
-            self._check_env_name(name, None, ("matrix", "axes", name))
+            check_env_name(name, None, ("matrix", "axes", name), self.err)
         known = BUILTIN_AXES + tuple(n for n, _ in axes)
         lengths = {"python": len(self.d["python"]), "rocm": len(self.d["rocm"]), "torch": len(torch)}
         lengths.update({n: len(v) for n, v in axes})

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cache
 from importlib import resources
 from typing import Any, cast
@@ -129,17 +129,30 @@ def _where(path: Path) -> str:
 Problem = tuple[tuple[int, int, int, int], str, str | None]
 
 
-def _problems(err: ValidationError, spans: Spans) -> list[Problem]:
-    """One problem per unknown key / missing key, else one per jsonschema error."""
+def _problems(err: ValidationError, spans: Spans) -> list[tuple[Problem, str | None]]:
+    """One problem per unknown key / missing key, else one per jsonschema error; each with the
+    top-level key whose value it makes unusable (a missing or malformed ``archs``: ``"archs"``)."""
+    path: Path = tuple(err.absolute_path)
+    top = str(path[0]) if path else None
     if err.validator == "additionalProperties" and isinstance(err.instance, dict):
         allowed = err.schema.get("properties", {}) if isinstance(err.schema, Mapping) else {}
-        return [_error_for(err, spans, key=k) for k in err.instance if k not in allowed]
+        return [(_error_for(err, spans, key=k), top) for k in err.instance if k not in allowed]
     if err.validator == "required" and isinstance(err.instance, dict):
         required: Any = err.validator_value
         missing = [k for k in required if k not in err.instance]
         named = [k for k in missing if err.message.startswith(repr(k))]
-        return [_error_for(err, spans, key=k) for k in (named or missing[:1])]
-    return [_error_for(err, spans)]
+        allowed = err.schema.get("properties", {}) if isinstance(err.schema, Mapping) else {}
+        unknown = [k for k in err.instance if isinstance(k, str) and k not in allowed]
+        out: list[tuple[Problem, str | None]] = []
+        for k in named or missing[:1]:
+            # a misspelt key ('pythn') is reported as unknown, with "did you mean 'python'?": its
+            # missing twin would be the same typo counted twice
+            if not any(did_you_mean(u, [k]) for u in unknown):
+                out.append((_error_for(err, spans, key=k), top or str(k)))
+            elif top is None:
+                out.append((((9, 0, 0, 9), "", None), str(k)))  # unusable, but not reported
+        return out
+    return [(_error_for(err, spans), top)]
 
 
 def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> Problem:
@@ -249,14 +262,27 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> Pr
     return (int(validator in _CONTAINER), line, column, _PRIORITY.get(validator, 5)), message, hint
 
 
+def problems(data: Any, spans: Spans, file: str) -> tuple[list[RecipeError], set[str]]:
+    """Every schema violation as a positioned :class:`RecipeError` (at most the most specific ones
+    at one place), and the top-level keys those violations leave unusable (missing or malformed)."""
+    found: list[tuple[Problem, str | None]] = [
+        p for e in _validator().iter_errors(data) for p in _problems(e, spans)
+    ]
+    unusable = {top for _, top in found if top is not None}
+    best: dict[tuple[int, int], int] = {}
+    for (sort, message, _), _top in found:
+        if message:
+            best[sort[1], sort[2]] = min(best.get((sort[1], sort[2]), 99), sort[3])
+    errors = [
+        RecipeError(message, file=file, line=line or None, column=column or None, hint=hint)
+        for ((_, line, column, priority), message, hint), _top in sorted(found, key=lambda t: t[0][1:])
+        if message and priority == best[line, column]
+    ]
+    return errors, unusable
+
+
 def validate(data: Any, spans: Spans, file: str) -> None:
-    """Raise :class:`RecipeError` for the first schema violation (by position), if any."""
-    errors: Sequence[ValidationError] = list(_validator().iter_errors(data))
-    if not errors:
-        return
-    found = sorted((p for e in errors for p in _problems(e, spans)), key=lambda t: t[0])
-    (_, line, column, _), message, hint = found[0]
-    others = len({m for _, m, _ in found}) - 1
-    if others > 0:
-        message += f" (and {others} more problem{'s' if others > 1 else ''})"
-    raise RecipeError(message, file=file, line=line or None, column=column or None, hint=hint)
+    """Raise :class:`RecipeError` reporting every schema violation (sorted by position), if any."""
+    errors, _ = problems(data, spans, file)
+    if errors:
+        raise RecipeError.combine(errors)

@@ -10,10 +10,19 @@ What the network or the host got wrong is a :class:`~buildkit.errors.BuildFailed
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from buildkit.errors import BuildFailed
+from buildkit.fsutil import atomic_write, cache_home
 from buildkit.recipe import Recipe
+from buildkit.source import project as source_project
+from buildkit.source import version as source_version
 from buildkit.source.fetch import (
     Echo,
     FetchFailed,
@@ -23,7 +32,9 @@ from buildkit.source.fetch import (
     fetch_url,
     redact,
 )
+from buildkit.source.project import cibuildwheel_table
 from buildkit.source.unpack import UnsafeArchive, unpack
+from buildkit.source.version import VersionDecision, decide_version
 
 
 def fetch_archive(recipe: Recipe, echo: Echo | None = None) -> Path:
@@ -49,7 +60,10 @@ def fetch_archive(recipe: Recipe, echo: Echo | None = None) -> Path:
 def unpacked_source(recipe: Recipe, into: Path, echo: Echo | None = None) -> Path:
     """The recipe's ``sdist``/``url`` source unpacked into ``into/source`` (a fresh folder), with
     ``subdirectory`` applied: the folder holding pyproject.toml or setup.py."""
-    archive = fetch_archive(recipe, echo)
+    return _unpack(recipe, fetch_archive(recipe, echo), into)
+
+
+def _unpack(recipe: Recipe, archive: Path, into: Path) -> Path:
     dest = into / "source"
     try:
         unpack(archive, dest)
@@ -76,3 +90,55 @@ def unpacked_source(recipe: Recipe, into: Path, echo: Echo | None = None) -> Pat
             hint=f"its top-level folders (the archive's own top folder stripped): {shown}",
         )
     return src
+
+
+#: the format of a cached source-facts file (bumped by hand when its fields change)
+FACTS_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class SourceFacts:
+    """What ``buildkit plan`` reads from a source tree: how it decides its version, and its
+    ``[tool.cibuildwheel]`` table (the ``linux`` table kept inside it, as in pyproject.toml)."""
+
+    version: VersionDecision
+    cibuildwheel: dict[str, Any]
+
+
+def read_facts(tree: Path) -> SourceFacts:
+    """The facts of the source tree at ``tree`` (read, never run)."""
+    return SourceFacts(decide_version(tree), cibuildwheel_table(tree))
+
+
+def _readers_digest() -> str:
+    """A digest of the code that reads the facts: a cached answer of other code is not used."""
+    digest = hashlib.sha256(str(FACTS_FORMAT).encode())
+    for module in (source_version, source_project):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def archive_facts(recipe: Recipe, echo: Echo | None = None) -> SourceFacts:
+    """The facts of the recipe's ``sdist``/``url`` source, cached by the archive's sha256 (and the
+    subdirectory) in ``$XDG_CACHE_HOME/rocm-buildkit/facts/``: the archive is unpacked only the first
+    time (``plan`` on CuPy's sdist, 2,875 files: 3-4 s unpacking, then none). The archive is still
+    fetched and hashed (:func:`fetch_archive`), so a wrong pin is refused as before."""
+    src = recipe.source
+    archive = fetch_archive(recipe, echo)
+    assert src.sha256 is not None
+    sub = hashlib.sha256((src.subdirectory or "").encode()).hexdigest()[:12]
+    path = cache_home() / "facts" / f"{src.sha256}-{sub}-{_readers_digest()}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return SourceFacts(VersionDecision(**data["version"]), dict(data["cibuildwheel"]))
+    except (OSError, ValueError, TypeError, KeyError):
+        pass  # not cached yet, or unreadable: read the tree again
+    with tempfile.TemporaryDirectory(prefix="buildkit-plan-source-") as tmp:
+        facts = read_facts(_unpack(recipe, archive, Path(tmp)))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        document = {"version": dataclasses.asdict(facts.version), "cibuildwheel": facts.cibuildwheel}
+        atomic_write(path, json.dumps(document, sort_keys=True, default=str))
+    except OSError:
+        pass  # a cache that cannot be written costs the next plan the unpacking, nothing else
+    return facts

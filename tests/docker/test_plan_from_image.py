@@ -46,6 +46,7 @@ manylinux:
   ceilings:
     from_image: [{images}]
 image: manylinux_2_28-rocm
+repair: {{exclude: {{sets: [rocm]}}}}
 """
 
 

@@ -65,7 +65,7 @@ def test_killed_throwaway_is_removed_by_prune(docker_client: Any) -> None:
         assert left.status == "running"
         assert left.labels[CONTAINER_LABEL] == "prune-test"
 
-        proc = _buildkit("image", "prune", "--containers")
+        proc = _buildkit("image", "prune", "--containers", "--yes")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert f"removed container {name} (prune-test; was running)" in proc.stdout
         assert "container(s) removed" in proc.stderr
@@ -102,7 +102,7 @@ def test_kept_container_is_named_and_pruned(
     try:
         assert box.name in _labelled(docker_client)
         started = time.monotonic()
-        proc = _buildkit("image", "prune", "--containers")
+        proc = _buildkit("image", "prune", "--containers", "--yes")
         assert proc.returncode == 0, proc.stderr
         assert f"removed container {box.name} (prune-test; was exited)" in proc.stdout
         assert box.name not in _labelled(docker_client)

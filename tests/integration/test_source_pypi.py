@@ -39,6 +39,7 @@ rocm: ["6.4"]
 archs: {{list: [gfx942]}}
 manylinux: {{policy: manylinux_2_28}}
 image: manylinux_2_28-rocm
+repair: {{exclude: {{sets: [rocm]}}}}
 """
 
 

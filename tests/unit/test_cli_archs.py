@@ -36,7 +36,9 @@ EXAMPLE = {"PYTORCH_ROCM_ARCH": "gfx908;gfx90a;gfx942;gfx950"}
 def test_issue_example_explain() -> None:
     out = run("archs", "--rocm", "6.4", "--explain", env=EXAMPLE)
     assert out.returncode == 0, out.stderr
-    assert out.stdout == "PYTORCH_ROCM_ARCH='gfx908;gfx90a;gfx942'\nGPU_ARCHS='gfx908;gfx90a;gfx942'\n"
+    assert out.stdout == (
+        "export PYTORCH_ROCM_ARCH='gfx908;gfx90a;gfx942'\nexport GPU_ARCHS='gfx908;gfx90a;gfx942'\n"
+    )
     assert "explain: source PYTORCH_ROCM_ARCH: gfx908;gfx90a;gfx942;gfx950 (chosen" in out.stderr
     assert "explain: gfx950: dropped: needs ROCm >= 7.0, pinned 6.4" in out.stderr
     for arch in ("gfx908", "gfx90a", "gfx942"):
@@ -91,7 +93,8 @@ def test_rocm_is_required_without_recipe() -> None:
     [
         ("flags", "--offload-arch=gfx90a:xnack- --offload-arch=gfx942\n"),
         ("cmake", "gfx90a:xnack-;gfx942\n"),
-        ("env", "PYTORCH_ROCM_ARCH='gfx90a:xnack-;gfx942'\nGPU_ARCHS='gfx90a:xnack-;gfx942'\n"),
+        ("env", "export PYTORCH_ROCM_ARCH='gfx90a:xnack-;gfx942'\nexport GPU_ARCHS='gfx90a:xnack-;gfx942'\n"),
+        ("github-env", "PYTORCH_ROCM_ARCH=gfx90a:xnack-;gfx942\nGPU_ARCHS=gfx90a:xnack-;gfx942\n"),
     ],
 )
 def test_formats(fmt: str, expected: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -209,7 +212,7 @@ REVIEW_ENV = {"PYTORCH_ROCM_ARCH": "gfx942;gfx950", "GPU_ARCHS": "gfx90a"}
 def test_ignored_gpu_archs_is_explained_and_warned() -> None:
     out = run("archs", "--rocm", "7.2", "--explain", env=REVIEW_ENV)
     assert out.returncode == 0, out.stderr
-    assert out.stdout == "PYTORCH_ROCM_ARCH='gfx942;gfx950'\nGPU_ARCHS='gfx942;gfx950'\n"
+    assert out.stdout == "export PYTORCH_ROCM_ARCH='gfx942;gfx950'\nexport GPU_ARCHS='gfx942;gfx950'\n"
     assert (
         "explain: source GPU_ARCHS=gfx90a: set but ignored (PYTORCH_ROCM_ARCH takes precedence)\n"
         in out.stderr
@@ -262,8 +265,32 @@ def test_a_recipes_exported_variables_are_printed_in_step_with_archs(tmp_path: P
     out = run("archs", "--recipe", str(recipe))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[2:] == [
-        "HCC_AMDGPU_TARGET=gfx908,gfx90a",
-        "CMAKE_HIP_ARCHITECTURES='gfx908;gfx90a'",
+        "export HCC_AMDGPU_TARGET=gfx908,gfx90a",
+        "export CMAKE_HIP_ARCHITECTURES='gfx908;gfx90a'",
     ]
     out = run("archs", "--recipe", str(recipe), "--archs", "gfx942", "--format", "json")
     assert json.loads(out.stdout)["exported"]["HCC_AMDGPU_TARGET"] == "gfx942"
+
+
+def test_env_format_reaches_child_processes_through_eval() -> None:
+    """``eval "$(buildkit archs ...)"`` exports the variables: a child process sees them (issue 27)."""
+    child = "import os; print(os.environ['PYTORCH_ROCM_ARCH'], os.environ['GPU_ARCHS'])"
+    script = f'eval "$("$PY" -m buildkit archs --rocm 6.4 --archs gfx90a,gfx942)" && "$PY" -c "{child}"'
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")}
+    proc = subprocess.run(
+        ["/bin/bash", "-c", script],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**env, "PY": sys.executable},
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "gfx90a;gfx942 gfx90a;gfx942\n"
+
+
+def test_github_env_format_is_what_the_runner_reads() -> None:
+    out = run("archs", "--rocm", "6.4", "--archs", "gfx90a,gfx942", "--format", "github-env")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["PYTORCH_ROCM_ARCH=gfx90a;gfx942", "GPU_ARCHS=gfx90a;gfx942"]

@@ -116,3 +116,160 @@ def test_ls_prints_a_size_column(monkeypatch: pytest.MonkeyPatch, capsys: pytest
     ends = {line.index(" GB") + 3 if " GB" in line else line.index(" MB") + 3 for line in lines[1:]}
     assert ends == {lines[0].index("SIZE") + 4}
     assert len({line.index("2026-") for line in lines[1:]}) == 1
+
+
+# --------------------------------------------------------------------------- --json, prune (issue 27)
+def test_ls_json_follows_its_schema(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    monkeypatch.setattr(image_cli, "connect", lambda: _Client(FOUND))
+    main(["image", "ls", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    schema = json.loads(resources.files("buildkit").joinpath("schema/image-ls.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    assert [(i["profile"], i["size"], i["state"]) for i in data["images"]] == [
+        ("manylinux_2_28-rocm", 23_456_000_000, "current"),
+        ("debian-rocm", 1_262_000_000, "current"),
+        ("debian-runtime", 412_000_000, "stale"),
+    ]
+    assert data["images"][2]["tags"] == ["rocm-buildkit/debian-runtime:fedcba987654"]
+
+
+class _RemovingImages(_Images):
+    def __init__(self, found: list[_Image]) -> None:
+        super().__init__(found)
+        self.removed: list[str] = []
+
+    def remove(self, image_id: str, force: bool = False) -> None:
+        self.removed.append(image_id)
+        self.found = [i for i in self.found if i.id != image_id]
+
+
+class _RemovingClient:
+    def __init__(self, found: list[_Image]) -> None:
+        self.images = _RemovingImages(found)
+
+
+@dataclass
+class _Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+
+def _main(capsys: pytest.CaptureFixture[str], *args: str) -> _Result:
+    code = 0
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out = capsys.readouterr()
+    return _Result(code, out.out, out.err)
+
+
+def _prune(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    *args: str,
+    tty: bool = False,
+    answer: str = "",
+) -> Any:
+    import io
+
+    client = _RemovingClient(list(FOUND))
+    monkeypatch.setattr(image_cli, "connect", lambda: client)
+    monkeypatch.setattr(image_cli, "_interactive", lambda: tty)
+    monkeypatch.setattr("sys.stdin", io.StringIO(answer))
+    return client, _main(capsys, "image", "prune", *args)
+
+
+def test_prune_dry_run_lists_and_removes_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client, result = _prune(monkeypatch, capsys, "--dry-run", "--all")
+    assert result.exit_code == 0, result.output
+    assert client.images.removed == []
+    assert "would remove rocm-buildkit/manylinux_2_28-rocm:abcdef012345 (23.46 GB, current)" in result.stdout
+    assert "would remove rocm-buildkit/debian-runtime:fedcba987654 (412 MB, stale)" in result.stdout
+    assert "--dry-run: would remove 3 image(s), 25.13 GB; nothing removed" in result.stderr
+
+
+def test_prune_without_yes_off_a_terminal_refuses(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client, result = _prune(monkeypatch, capsys)
+    assert result.exit_code == 2
+    assert client.images.removed == []
+    assert "would remove rocm-buildkit/debian-runtime:fedcba987654 (412 MB, stale)" in result.stdout
+    assert "refusing to remove 1 image(s), 412 MB without --yes: stdin is not a terminal" in result.stderr
+
+
+def test_prune_yes_removes_only_what_it_listed(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client, result = _prune(monkeypatch, capsys, "--yes")
+    assert result.exit_code == 0, result.output
+    assert client.images.removed == [FOUND[2].id]  # the stale one; current ones stay without --all
+    assert "removed rocm-buildkit/debian-runtime:fedcba987654 (412 MB)" in result.stdout
+
+
+@pytest.mark.parametrize(("answer", "removed"), [("y\n", 3), ("n\n", 0), ("\n", 0)])
+def test_prune_asks_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], answer: str, removed: int
+) -> None:
+    client, result = _prune(monkeypatch, capsys, "--all", tty=True, answer=answer)
+    assert result.exit_code == 0, result.output
+    assert "remove 3 image(s), 25.13 GB? [y/N]" in result.stderr
+    assert len(client.images.removed) == removed
+    if not removed:
+        assert "nothing removed" in result.stderr
+
+
+class _Box:
+    def __init__(self, name: str, labels: dict[str, str], status: str, gone: list[str]) -> None:
+        self.name, self.labels, self.status, self._gone = name, labels, status, gone
+
+    def remove(self, force: bool = False) -> None:
+        self._gone.append(self.name)
+
+
+class _Containers:
+    def __init__(self) -> None:
+        from buildkit import docker_engine
+
+        self.gone: list[str] = []
+        self.boxes = [
+            _Box("left", docker_engine.container_labels("smoke", "r1"), "exited", self.gone),
+            _Box("running", docker_engine.container_labels("cibuildwheel"), "running", self.gone),
+        ]
+
+    def list(self, all: bool = False, filters: Any = None) -> list[_Box]:
+        return [b for b in self.boxes if b.name not in self.gone]
+
+
+def test_prune_containers_lists_then_needs_yes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = type("C", (), {"containers": _Containers()})()
+    monkeypatch.setattr(image_cli, "connect", lambda: client)
+    monkeypatch.setattr(image_cli, "_interactive", lambda: False)
+    result = _main(capsys, "image", "prune", "--containers")
+    assert result.exit_code == 2 and client.containers.gone == []
+    assert "would remove container left (smoke, build r1; exited)" in result.stdout
+    assert "would remove container running (cibuildwheel; running)" in result.stdout
+    assert "refusing to remove 2 container(s) without --yes" in result.stderr
+    result = _main(capsys, "image", "prune", "--containers", "--dry-run")
+    assert result.exit_code == 0 and client.containers.gone == []
+    result = _main(capsys, "image", "prune", "--containers", "--yes")
+    assert result.exit_code == 0, result.output
+    assert client.containers.gone == ["left", "running"]
+    assert "removed container left (smoke, build r1; was exited)" in result.stdout

@@ -186,7 +186,9 @@ def test_deep_recipe_exits_3_without_traceback_from_every_command(tmp_path: Path
 
 def test_several_problems_are_counted(tmp_path: Path) -> None:
     text = (BAD.parent / "bad" / "unknown_top_key.yaml").read_text().replace("name: demo", "nam: demo")
-    with pytest.raises(RecipeError, match=r"\(and 3 more problems\)") as info:
+    # every problem is listed (issue 27): the two misspelt keys, not their missing twins as well
+    with pytest.raises(RecipeError, match=r"r\.yaml: 2 problems$") as info:
         parse_recipe(text, path=tmp_path / "r.yaml")
     assert info.value.line == 2  # 'nam' comes first in the file
     assert info.value.hint == "did you mean 'name'?"
+    assert [p.line for p in info.value.problems] == [2, 7]

@@ -5,6 +5,7 @@ sysroot's environment for every compiler, and the repair fallback that keeps an 
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from pathlib import Path
 
@@ -77,18 +78,19 @@ def test_a_target_a_library_of_the_recipe_lacks_is_noted(tmp_path: Path) -> None
     assert not [n for n in _plan(SID, tmp_path).notes if "carries no kernels" in n]
 
 
-def test_plan_notes_a_glibc_the_policy_cannot_meet(tmp_path: Path) -> None:
-    """Without the sysroot, sid's glibc 2.43 is above any policy's: the note names the sysroot that
-    fits. With it, a policy below the sysroot's glibc (manylinux_2_28) is noted too."""
-    plain = _plan(SID.replace(", sysroot: glibc2.31", ""), tmp_path).notes
-    assert any(
-        "image debian-sid-rocm links glibc 2.43, above manylinux_2_31's GLIBC 2.31" in n
-        and "set manylinux.sysroot to one of glibc2.31" in n
-        for n in plain
-    ), plain
-    old = _plan(SID.replace("manylinux_2_31", "manylinux_2_28"), tmp_path).notes
-    assert any("the sysroot glibc2.31 links glibc 2.31, above manylinux_2_28's GLIBC 2.28" in n for n in old)
-    assert not [n for n in _plan(SID, tmp_path).notes if "links glibc" in n]
+def test_plan_refuses_a_glibc_the_policy_cannot_meet(tmp_path: Path) -> None:
+    """Without the sysroot, sid's glibc 2.43 is above manylinux_2_31's: refused at plan with the
+    sysroot that fits named; with it, a policy below the sysroot's glibc (manylinux_2_28) is refused
+    too, saying what the sysroot cannot give."""
+    with pytest.raises(RecipeError) as plain:
+        _plan(SID.replace(", sysroot: glibc2.31", ""), tmp_path)
+    assert "image debian-sid-rocm builds against glibc 2.43; a manylinux_2_31 wheel" in str(plain.value)
+    assert "set manylinux.sysroot: glibc2.31" in str(plain.value)
+    with pytest.raises(RecipeError) as old:
+        _plan(SID.replace("manylinux_2_31", "manylinux_2_28"), tmp_path)
+    assert "the sysroot glibc2.31 of image debian-sid-rocm builds against glibc 2.31" in str(old.value)
+    assert "manylinux_2_28 needs glibc 2.28's own" in str(old.value)
+    assert _plan(SID, tmp_path).jobs
 
 
 def test_a_sysroot_the_profile_lacks_is_a_recipe_error(tmp_path: Path) -> None:
@@ -126,9 +128,12 @@ def test_the_sysroot_reaches_every_compiler(tmp_path: Path) -> None:
 
 
 def test_without_a_sysroot_no_compiler_is_redirected(tmp_path: Path) -> None:
-    job = next(j for j in _plan(SID.replace(", sysroot: glibc2.31", ""), tmp_path).jobs if j.rocm == "7.2")
+    text = SID.replace(", sysroot: glibc2.31", "").replace("manylinux_2_31", "manylinux_2_41")
+    with pytest.raises(RecipeError, match=r"builds against glibc 2\.43"):  # refused at plan: no policy fits
+        _plan(text, tmp_path)
+    job = next(j for j in _plan(SID, tmp_path).jobs if j.rocm == "7.2")
     settings = cibw.CibwSettings(image="i", source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
-    env = cibw.container_environment(job, settings)
+    env = cibw.container_environment(dataclasses.replace(job, sysroot=None), settings)
     assert not {"HIPCC_COMPILE_FLAGS_APPEND", "CMAKE_TOOLCHAIN_FILE", "BUILDKIT_SYSROOT", "PATH"} & set(env)
 
 

@@ -24,6 +24,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 FILES = sorted(WORKFLOWS.glob("*.yml"))
+ACTION = ROOT / "action.yml"
+#: the release pipeline: release.yml calls this reusable workflow (issue 27)
+PIPELINE = WORKFLOWS / "buildkit.yml"
 SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 BAD_WORKFLOW = """\
 on: issues
@@ -83,7 +86,7 @@ def test_actionlint_reports_nothing() -> None:
 
 
 def test_zizmor_reports_nothing_even_as_auditor() -> None:
-    findings = _zizmor(WORKFLOWS)
+    findings = _zizmor(WORKFLOWS, ACTION)
     assert findings == [], json.dumps(findings, indent=1)[:4000]
 
 
@@ -106,6 +109,8 @@ def _uses(data: dict[str, Any]) -> list[str]:
 def test_actions_pinned_by_commit_and_least_privilege(path: Path) -> None:
     data = _load(path)
     for ref in _uses(data):
+        if ref.split(" ")[0] in ("./", "$/"):  # this repository's own action (action.yml)
+            continue
         assert SHA_PIN.match(ref), f"{path.name}: {ref} is not pinned by a full commit sha"
     assert data["permissions"] == {}, f"{path.name}: the workflow-wide permissions must be empty"
     for name, job in data["jobs"].items():
@@ -117,16 +122,29 @@ def test_actions_pinned_by_commit_and_least_privilege(path: Path) -> None:
                 assert step["with"]["persist-credentials"] == "false"
 
 
-def test_release_flow_order_and_tag_only_publish() -> None:
-    jobs = _load(WORKFLOWS / "release.yml")["jobs"]
+def test_release_calls_the_reusable_pipeline_and_publishes_on_tags_only() -> None:
+    release = _load(WORKFLOWS / "release.yml")
+    (job,) = release["jobs"].values()
+    assert job["uses"] == "$/.github/workflows/buildkit.yml"
+    assert job["with"]["publish"] == "${{ startsWith(github.ref, 'refs/tags/v') }}"
+    assert set(job["secrets"]) == {"index-username", "index-password"}  # named, never `inherit`
+    called = _load(PIPELINE)["on"]["workflow_call"]
+    assert (
+        called["inputs"]["recipe"]["required"] == "true" and called["inputs"]["publish"]["default"] == "false"
+    )
+    assert set(called["secrets"]) == set(job["secrets"])
+
+
+def test_release_flow_order_and_publish_only_when_asked() -> None:
+    jobs = _load(PIPELINE)["jobs"]
     builds = sorted(j for j in jobs if j.startswith("build-"))
     smokes = sorted(j for j in jobs if j.startswith("smoke-"))
     assert builds == ["build-0", "build-1"] and smokes == ["smoke-0", "smoke-1"]
     for i, (build, smoke) in enumerate(zip(builds, smokes, strict=True)):
         assert jobs[build]["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.shard{i}) }}}}"
         assert jobs[smoke]["strategy"]["matrix"] == jobs[build]["strategy"]["matrix"]
-        runs = " ".join(s.get("run", "") for s in jobs[build]["steps"])
-        assert 'buildkit build "$RECIPE" --job "$JOB_ID"' in runs
+        (action,) = [s for s in jobs[build]["steps"] if s.get("uses", "").startswith("./")]
+        assert action["with"] == {"recipe": "${{ inputs.recipe }}", "job": "${{ matrix.id }}", "out": "dist"}
         assert "buildkit smoke" in " ".join(s.get("run", "") for s in jobs[smoke]["steps"])
     assert sorted(jobs["gate"]["needs"]) == builds
     gate_runs = " ".join(s.get("run", "") for s in jobs["gate"]["steps"])
@@ -134,66 +152,142 @@ def test_release_flow_order_and_tag_only_publish() -> None:
     publish = jobs["publish"]
     assert sorted(publish["needs"]) == sorted(["gate", *smokes])
     condition = publish["if"]
-    assert "startsWith(github.ref, 'refs/tags/v')" in condition
+    assert "inputs.publish" in condition
     assert "needs.gate.result == 'success'" in condition
     for smoke in smokes:
         assert f"needs.{smoke}.result == 'success'" in condition
     assert "buildkit publish" in " ".join(s.get("run", "") for s in publish["steps"])
 
 
-def _plan_script() -> str:
-    plan = _load(WORKFLOWS / "release.yml")["jobs"]["plan"]
-    run = next(s["run"] for s in plan["steps"] if s.get("id") == "plan")
-    match = re.search(r"<<'EOF'\n(.*?)\nEOF\n", run, re.S)
-    assert match, "the plan step's Python script was not found"
-    return match.group(1)
+def _shim(tmp_path: Path) -> dict[str, str]:
+    """An environment whose ``buildkit`` on PATH is this tree's, in Actions with a $GITHUB_OUTPUT."""
+    shim = tmp_path / "bin" / "buildkit"
+    shim.parent.mkdir(exist_ok=True)
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} -m buildkit "$@"\n')
+    shim.chmod(0o755)
+    output = tmp_path / "github_output"
+    output.write_text("")
+    return {
+        **os.environ,
+        "PATH": f"{shim.parent}:{os.environ['PATH']}",
+        "PYTHONPATH": str(ROOT),
+        "PYTORCH_ROCM_ARCH": "",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary"),
+    }
 
 
 @pytest.mark.parametrize(("shard_size", "shards"), [(256, 1), (4, 2), (3, 3)])
 def test_plan_step_emits_shards_and_refuses_too_many(tmp_path: Path, shard_size: int, shards: int) -> None:
-    """The plan step's own script on a real plan (recipes/aiter.yaml: 8 jobs) split into 1, 2, 3 shards."""
-    recipe = str(ROOT / "recipes" / "aiter.yaml")
-    plan = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "buildkit",
-            "plan",
-            recipe,
-            "--format",
-            "github",
-            "--shard-size",
-            str(shard_size),
-        ],
+    """The plan step's own script (buildkit writes the shards to $GITHUB_OUTPUT, no Python snippet) on a
+    real plan (recipes/aiter.yaml: 8 jobs) split into 1, 2, 3 shards; the workflow has 2 shard slots."""
+    plan = _load(PIPELINE)["jobs"]["plan"]
+    run = next(s["run"] for s in plan["steps"] if s.get("id") == "plan")
+    assert "python" not in run
+    script = run.replace("--format github", f"--format github --shard-size {shard_size}")
+    env = {**_shim(tmp_path), "RECIPE": str(ROOT / "recipes" / "aiter.yaml")}
+    proc = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", script],
+        cwd=tmp_path,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
-        cwd=ROOT,  # `python -m buildkit` of this tree
-        env={**os.environ, "PYTORCH_ROCM_ARCH": ""},
     )
-    assert plan.returncode == 0, plan.stderr
-    assert json.loads(plan.stdout)["shard_count"] == shards
-    (tmp_path / "plan.json").write_text(plan.stdout)
+    output = Path(env["GITHUB_OUTPUT"]).read_text()
+    if shards > 2:
+        assert proc.returncode == 2
+        assert "--shard-slots 2: 8 jobs make 3 shards; the workflow runs 2" in proc.stderr
+        assert output == ""
+        return
+    assert proc.returncode == 0, proc.stderr
+    values = dict(line.split("=", 1) for line in output.splitlines())
+    assert values["shard_count"] == str(shards)
+    ids = [job["id"] for key in ("shard0", "shard1") for job in json.loads(values[key])["include"]]
+    assert ids == [
+        job["id"] for s in json.loads((tmp_path / "plan.json").read_text())["shards"] for job in s["include"]
+    ]
+    assert len(ids) == 8
+
+
+# --------------------------------------------------------------------------- the action
+def test_action_inputs_and_outputs() -> None:
+    action = _load(ACTION)
+    assert set(action["inputs"]) == {"recipe", "job", "out", "log-dir"}
+    assert action["inputs"]["recipe"]["required"] == "true" and action["inputs"]["job"]["required"] == "true"
+    assert set(action["outputs"]) == {"wheels", "manifests"}
+    assert action["runs"]["using"] == "composite"
+    for step in action["runs"]["steps"]:
+        assert "${{" not in step.get("run", "")  # inputs reach the scripts through env only
+
+
+def test_action_build_step_reports_its_wheels_and_manifests(tmp_path: Path) -> None:
+    """The action's build step with a stand-in ``buildkit`` that writes what a build writes: the outputs
+    list the job's wheels and manifests, one a line, in GitHub's multi-line output syntax."""
+    step = next(s for s in _load(ACTION)["runs"]["steps"] if s.get("id") == "build")
+    fake = tmp_path / "bin" / "buildkit"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'echo "$@" > "$CALLS"\n'
+        'mkdir -p "$OUT/$JOB_ID"\n'
+        "for w in a-1.0-cp312-cp312-manylinux_2_28_x86_64 b-1.0-cp312-cp312-manylinux_2_28_x86_64; do\n"
+        '  touch "$OUT/$JOB_ID/$w.whl" "$OUT/$JOB_ID/$w.whl.manifest.json"; done\n'
+        'touch "$OUT/$JOB_ID/build.log"\n'
+    )
+    fake.chmod(0o755)
     output = tmp_path / "github_output"
     output.write_text("")
+    env = {
+        **os.environ,
+        "PATH": f"{fake.parent}:{os.environ['PATH']}",
+        "CALLS": str(tmp_path / "calls"),
+        "GITHUB_OUTPUT": str(output),
+        "RECIPE": "recipes/reference.yaml",
+        "JOB_ID": "cp313-rocm5.7",
+        "OUT": "dist",
+        "LOG_DIR": "logs",
+    }
     proc = subprocess.run(
-        [sys.executable, "-c", _plan_script()],
+        ["bash", "-eo", "pipefail", "-c", step["run"]],
         cwd=tmp_path,
+        env=env,
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "GITHUB_OUTPUT": str(output)},
     )
-    if shards > 2:
-        assert proc.returncode == 1
-        assert "::error::8 jobs make 3 shards" in proc.stdout
-        return
     assert proc.returncode == 0, proc.stderr
-    values = dict(line.split("=", 1) for line in output.read_text().splitlines())
-    assert values["shard_count"] == str(shards)
-    ids = [job["id"] for key in ("shard0", "shard1") for job in json.loads(values[key])["include"]]
-    assert ids == [job["id"] for s in json.loads(plan.stdout)["shards"] for job in s["include"]]
-    assert len(ids) == 8
+    assert (tmp_path / "calls").read_text().split() == [
+        "build",
+        "recipes/reference.yaml",
+        "--job",
+        "cp313-rocm5.7",
+        "--out",
+        "dist",
+        "--log-dir",
+        "logs",
+    ]
+    found: dict[str, list[str]] = {}
+    lines = iter(output.read_text().splitlines())
+    for line in lines:
+        name, _, delimiter = line.partition("<<")
+        found[name] = list(iter(lambda: next(lines), delimiter))
+    stem = "dist/cp313-rocm5.7/{}-1.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    assert found["wheels"] == [stem.format("a"), stem.format("b")]
+    assert found["manifests"] == [stem.format("a") + ".manifest.json", stem.format("b") + ".manifest.json"]
+
+
+def test_a_failing_build_fails_the_action_step(tmp_path: Path) -> None:
+    step = next(s for s in _load(ACTION)["runs"]["steps"] if s.get("id") == "build")
+    fake = tmp_path / "bin" / "buildkit"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexit 7\n")
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "GITHUB_OUTPUT": str(tmp_path / "o")}
+    env |= {"RECIPE": "r.yaml", "JOB_ID": "j", "OUT": "dist", "LOG_DIR": "logs"}
+    proc = subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], cwd=tmp_path, env=env, timeout=60)
+    assert proc.returncode == 7 and not (tmp_path / "o").exists()
 
 
 # --------------------------------------------------------------------------- base images, published index
@@ -212,9 +306,12 @@ def _dockerfile_base_images() -> set[str]:
 def test_build_and_smoke_jobs_pull_the_base_images_first(tmp_path: Path, job: str) -> None:
     """A fresh runner has no debian:trixie-slim: image.resolve_tag would refuse the builder and the
     runtime profile. The pull step (run here with a fake docker) pulls every BASE_IMAGE default."""
-    steps = _load(WORKFLOWS / "release.yml")["jobs"][job]["steps"]
+    steps = _load(PIPELINE)["jobs"][job]["steps"]
     pull = _step_index(steps, "docker pull")
-    main = _step_index(steps, "buildkit build" if job.startswith("build") else "buildkit smoke")
+    if job.startswith("build"):  # the build runs in this repository's action
+        main = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("./"))
+    else:
+        main = _step_index(steps, "buildkit smoke")
     assert pull < main
     calls = tmp_path / "calls"
     fake = tmp_path / "bin" / "docker"
@@ -245,7 +342,7 @@ def test_ci_pulls_the_debian_base_images_before_the_tests() -> None:
 
 
 def _publish_steps() -> list[dict[str, Any]]:
-    steps: list[dict[str, Any]] = _load(WORKFLOWS / "release.yml")["jobs"]["publish"]["steps"]
+    steps: list[dict[str, Any]] = _load(PIPELINE)["jobs"]["publish"]["steps"]
     return steps
 
 

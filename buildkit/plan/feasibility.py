@@ -1,0 +1,212 @@
+"""Jobs the chosen builder image cannot build, refused at ``plan`` before any image or compile.
+
+What a profile provides is read from what ``docker/profiles.toml`` declares (:mod:`buildkit.profiles`):
+its ROCm releases (``rocm_releases``; a profile that installs AMD's packages by ``rocm_build_arg``
+provides the releases ``buildkit/rocm/install.yaml`` covers), its CPythons (``pythons``) and its glibc
+(``glibc``, with the compatibility ``sysroots``). A fact a profile does not declare is unknown, and
+nothing is refused for it. A project's own Dockerfile or an image ref is not judged here: the builder
+contract probe (:mod:`buildkit.image.probe`) checks those images at build time.
+
+Across jobs: two jobs that would make the same wheel file name (same name, version, Python and
+platform tag) are refused with the fix (``version.local``); and a recipe that excludes nothing at
+repair gets a warning (auditwheel would graft the ROCm runtime into the wheel).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from buildkit import policy as mlpolicy
+from buildkit import profiles
+from buildkit.errors import RecipeError, UsageError
+from buildkit.plan.models import Job
+from buildkit.recipe import Recipe
+from buildkit.rocm import data as rocm_data
+from buildkit.rocm import install as rocm_install
+
+
+def _provided_releases(profile: profiles.Profile) -> tuple[str, ...] | None:
+    """The ROCm releases ``profile`` provides; None when it does not say (any release)."""
+    if profile.rocm_releases is not None:
+        return profile.rocm_releases
+    if profile.rocm_build_arg is not None:  # AMD's packages, installed by the data's repositories
+        return tuple(i.rocm for i in rocm_install.el8_installs())
+    return None
+
+
+def _declared(profile: object, name: str, default: Any = None) -> Any:
+    """A profile field that a profiles.toml of this version may not have (``pythons``, ``glibc``,
+    ``sysroots``, ``role``): absent is unknown, and nothing is refused for it."""
+    return getattr(profile, name, default)
+
+
+def _glibc_tuple(version: str | None) -> tuple[int, ...] | None:
+    return mlpolicy.version_tuple(version) if version else None
+
+
+def image_problems(recipe: Recipe) -> list[RecipeError]:
+    """Each ROCm release, Python and policy of ``recipe`` its image profile does not provide, as a
+    :class:`RecipeError` at the recipe's value (none when the image is not a profile)."""
+    name = recipe.image.profile
+    if name is None:
+        return []
+    try:
+        profile = profiles.get_profile(name)
+    except (UsageError, OSError):  # the recipe loader reports an unknown profile itself
+        return []
+    where = recipe.image.label
+    problems: list[RecipeError] = []
+    releases = _provided_releases(profile)
+    if releases is not None:
+        for i, rocm in enumerate(recipe.rocm):
+            if _release_of(rocm) not in {_release_of(r) for r in releases}:
+                problems.append(
+                    recipe.error(
+                        f"rocm[{i}]: image {where} provides ROCm {', '.join(releases)}, not {rocm}",
+                        ("rocm", i),
+                        hint=_profiles_providing("rocm_releases", rocm, name)
+                        or f"remove {rocm}, or give an image that provides it",
+                    )
+                )
+    pythons: tuple[str, ...] | None = _declared(profile, "pythons")
+    if pythons is not None:
+        for i, python in enumerate(recipe.python):
+            if python not in pythons:
+                problems.append(
+                    recipe.error(
+                        f"python[{i}]: image {where} provides CPython {', '.join(pythons)}, not {python}",
+                        ("python", i),
+                        hint=_profiles_providing("pythons", python, name)
+                        or f"build for {', '.join(pythons)}, or give an image that provides {python}",
+                    )
+                )
+    policy_problem = _policy_problem(recipe, profile)
+    if policy_problem is not None:
+        problems.append(policy_problem)
+    return problems
+
+
+def _release_of(rocm: str) -> str:
+    try:
+        return rocm_data.get_release(rocm).version
+    except rocm_data.UnknownRelease:
+        return rocm
+
+
+def _profiles_providing(field: str, value: str, besides: str) -> str | None:
+    """ "image X provides it" for the builder profiles that declare ``value`` in ``field``."""
+    found = []
+    for other in profiles.PROFILES.values():
+        if other.name == besides or _declared(other, "role", "builder") != "builder":
+            continue
+        declared = _provided_releases(other) if field == "rocm_releases" else _declared(other, "pythons")
+        if declared is not None and value in declared:
+            found.append(other.name)
+    if not found:
+        return None
+    return f"image {' or '.join(found)} provides it"
+
+
+def _policy_problem(recipe: Recipe, profile: profiles.Profile) -> RecipeError | None:
+    """A policy older than the glibc the build links against: the image's, or the compatibility
+    sysroot's the recipe selects (``manylinux.sysroot``). auditwheel repair cannot make a wheel older;
+    the hint names a sysroot of the image that fits, when there is one."""
+    glibc: str | None = _declared(profile, "glibc")
+    carried: dict[str, Any] = dict(_declared(profile, "sysroots", {}))
+    chosen = recipe.manylinux.sysroot
+    what = f"image {recipe.image.label}"
+    if chosen is not None and chosen in carried:
+        glibc, what = (
+            _declared(carried[chosen], "glibc"),
+            f"the sysroot {chosen} of image {recipe.image.label}",
+        )
+    built_with = _glibc_tuple(glibc)
+    policy = recipe.manylinux.policy
+    try:
+        policy_glibc = mlpolicy.get_policy(policy).ceilings().get("GLIBC")
+    except UsageError:
+        return None
+    wanted = _glibc_tuple(policy_glibc)
+    if built_with is None or wanted is None or wanted >= built_with:
+        return None
+    fitting = [n for n, s in carried.items() if (_glibc_tuple(_declared(s, "glibc")) or (99,)) <= wanted]
+    if chosen is None and fitting:
+        hint = (
+            f"set manylinux.sysroot: {fitting[0]} (host code compiled against its older glibc), or choose a "
+            f"policy of glibc {glibc} or newer"
+        )
+    else:
+        hint = (
+            f"choose a policy of glibc {glibc} or newer (manylinux_{str(glibc).replace('.', '_')}), or an "
+            "image whose glibc is that old"
+        )
+        if chosen is not None:  # what a sysroot cannot give
+            hint += (
+                f" (the sysroot gives at most its glibc {glibc}: {policy} needs glibc {policy_glibc}'s own "
+                "headers and libraries, as the production image manylinux_2_28-rocm has for manylinux_2_28)"
+            )
+    return recipe.error(
+        f"manylinux.policy: {what} builds against glibc {glibc}; a {policy} wheel needs glibc "
+        f"{policy_glibc} at most, and auditwheel repair cannot lower it",
+        ("manylinux", "policy"),
+        hint=hint,
+    )
+
+
+def wheel_name(recipe: Recipe, job: Job) -> str:
+    """The file name a job's wheel gets (PEP 427: ``-`` of the name as ``_``)."""
+    dist = recipe.name.replace("-", "_").replace(".", "_")
+    return f"{dist}-{job.version}-{job.cp_tag}-{job.cp_tag}-{job.platform_tag}.whl"
+
+
+def _placeholder(axis: str) -> str:
+    return {"rocm": "rocm{rocm}", "torch": "torch{torch_nodot}"}.get(axis, f"{{{axis}}}")
+
+
+def same_name_problems(recipe: Recipe, jobs: Sequence[Job]) -> list[RecipeError]:
+    """Jobs that would make the same wheel file (one would replace the other in an index; ``publish``
+    refuses the second): one error per file name, at ``version.local`` (or ``version``)."""
+    by_name: dict[str, list[Job]] = defaultdict(list)
+    for job in jobs:
+        by_name[wheel_name(recipe, job)].append(job)
+    problems = []
+    local = recipe.version.local
+    for name, same in by_name.items():
+        if len(same) < 2:
+            continue
+        differ = [
+            axis
+            for axis in ("rocm", "torch", *(n for n, _ in recipe.matrix.axes))
+            if len(
+                {
+                    (j.rocm if axis == "rocm" else j.torch if axis == "torch" else j.axes.get(axis))
+                    for j in same
+                }
+            )
+            > 1
+        ]
+        add = ".".join(_placeholder(a) for a in differ) or "{rocm}"
+        ids = ", ".join(j.id for j in same[:3]) + (f" and {len(same) - 3} more" if len(same) > 3 else "")
+        fix = f'version.local: "{local}.{add}"' if local else f'version: {{local: "{add}"}}'
+        problems.append(
+            recipe.error(
+                f"jobs {ids} would make the same wheel file {name}: one would replace the other",
+                ("version", "local") if local else ("version",),
+                key=not local,
+                hint=f"give each job its own local version label, e.g. {fix}",
+            )
+        )
+    return problems
+
+
+def exclude_note(recipe: Recipe) -> str | None:
+    """A warning for a HIP build that excludes nothing at repair."""
+    if recipe.exclude_sets or recipe.exclude_patterns:
+        return None
+    return (
+        "warning: repair.exclude is empty: auditwheel repair would graft the ROCm runtime "
+        "(libamdhip64.so.*, libhsa-runtime64.so.*) into every wheel, where the user's own ROCm must "
+        "provide it; add repair: {exclude: {sets: [rocm]}} (and torch for a torch extension)"
+    )

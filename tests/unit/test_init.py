@@ -1,0 +1,232 @@
+"""``buildkit init``, ``buildkit schema``, ``buildkit rules`` and the plan's notes about a project's own
+``[tool.cibuildwheel]`` (issue 27): a recipe for an existing project in one command, the reference texts
+from the installed package, no help text pointing at a file only the repository has."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import click
+import pytest
+import yaml
+
+from buildkit.cli import COMMANDS, cli, main
+from buildkit.cli import init as init_cli
+from buildkit.plan.expansion import expand
+from buildkit.plan.source_version import check_source_version
+from buildkit.recipe import load_recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+REGEN = os.environ.get("BUILDKIT_REGEN_GOLDEN") == "1"
+
+PYPROJECT = """\
+[build-system]
+requires = ["scikit-build-core>=0.10"]
+build-backend = "scikit_build_core.build"
+
+[project]
+name = "my-hip-ext"
+version = "0.3.1"
+requires-python = ">=3.10"
+
+[tool.cibuildwheel]
+build = "cp311-* cp312-*"
+before-all = "yum install -y rocblas-devel"
+test-command = "python -c 'import my_hip_ext'"
+test-requires = ["pytest"]
+environment = { MAX_JOBS = "4", LDFLAGS = "$LDFLAGS -Wl,--as-needed" }
+config-settings = { "cmake.build-type" = "Release" }
+repair-wheel-command = "auditwheel repair -w {dest_dir} {wheel}"
+
+[tool.cibuildwheel.linux]
+before-build = "pip install ninja"
+"""
+
+SCM = """\
+[build-system]
+requires = ["setuptools>=64", "setuptools-scm>=8"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "scm-ext"
+dynamic = ["version"]
+
+[tool.setuptools_scm]
+"""
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "buildkit", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,  # not a terminal: init asks nothing
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTORCH_ROCM_ARCH": ""},
+        timeout=120,
+    )
+
+
+def _project(tmp_path: Path, pyproject: str = PYPROJECT) -> Path:
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(pyproject)
+    (project / "CMakeLists.txt").write_text("project(x LANGUAGES CXX HIP)\n")
+    return project
+
+
+# --------------------------------------------------------------------------- init
+def test_init_translates_the_cibuildwheel_table_and_names_the_rest(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    proc = _cli("init", "proj", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    recipe_path = project / "rocm-buildkit.yaml"
+    assert proc.stdout == f"{Path('proj') / 'rocm-buildkit.yaml'}\n"
+    data = yaml.safe_load(recipe_path.read_text())
+    assert data["name"] == "my-hip-ext" and data["source"] == {"path": "."}
+    assert data["version"] == {"base": "0.3.1"}  # fixed in pyproject.toml: no local label fits
+    assert data["python"] == ["3.11", "3.12"]  # cibuildwheel's build selectors
+    assert data["before_all"] == ["yum install -y rocblas-devel"]
+    assert data["before_build"] == ["pip install ninja"]  # the linux table
+    assert data["test_command"] == ["python -c 'import my_hip_ext'"]
+    assert data["test_requires"] == ["pytest"]
+    assert data["env"] == {"MAX_JOBS": "4"}  # LDFLAGS expands $LDFLAGS: not literal
+    assert data["config_settings"] == {"cmake.build-type": "Release"}
+    assert data["repair"] == {"exclude": {"sets": ["rocm"]}}
+    text = recipe_path.read_text()
+    assert "#   environment LDFLAGS=$LDFLAGS -Wl,--as-needed (expands a variable" in text
+    assert "#   repair-wheel-command (rocm-buildkit runs auditwheel repair itself" in text
+    assert "export: [cmake.define.GPU_TARGETS]" in text  # a CMake project: how the archs reach it
+    assert "buildkit init: not translated from [tool.cibuildwheel]: repair-wheel-command" in proc.stderr
+    # what it wrote plans as it is
+    plan = _cli("plan", str(recipe_path), "--json", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert [j["id"] for j in json.loads(plan.stdout)["jobs"]] == ["cp311-rocm7.2", "cp312-rocm7.2"]
+
+
+def test_init_refuses_to_replace_a_recipe_without_force(tmp_path: Path) -> None:
+    _project(tmp_path)
+    assert _cli("init", "proj", cwd=tmp_path).returncode == 0
+    again = _cli("init", "proj", cwd=tmp_path)
+    assert again.returncode == 2
+    assert "exists: give another --output, or --force to replace it" in again.stderr
+    assert _cli("init", "proj", "--force", "--rocm", "6.4,7.2", cwd=tmp_path).returncode == 0
+
+
+def test_a_version_from_the_build_gets_a_local_label_per_release(tmp_path: Path) -> None:
+    _project(tmp_path, SCM)
+    proc = _cli("init", "proj", "--rocm", "6.4,7.2", "-o", "scm.yaml", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data = yaml.safe_load((tmp_path / "scm.yaml").read_text())
+    assert data["source"] == {"path": "proj"}
+    assert data["version"]["local"] == "rocm{rocm}" and data["rocm"] == ["6.4", "7.2"]
+    plan = _cli("plan", "scm.yaml", "--json", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    versions = {j["version"] for j in json.loads(plan.stdout)["jobs"]}
+    assert versions == {"0.0.0+rocm6.4", "0.0.0+rocm7.2"}
+
+
+def test_init_asks_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path)
+    monkeypatch.setattr(init_cli, "_interactive", lambda: True)
+    monkeypatch.setattr("sys.stdin", io.StringIO("6.4\ngfx942\n"))
+    main(["init", str(tmp_path / "proj")])
+    err = capsys.readouterr().err
+    assert "ROCm releases [7.2]:" in err and "GPU archs [gfx90a,gfx942]:" in err
+    data = yaml.safe_load((tmp_path / "proj" / "rocm-buildkit.yaml").read_text())
+    assert data["rocm"] == ["6.4"] and data["archs"]["list"] == ["gfx942"]
+
+
+def test_init_without_a_project_is_a_usage_error(tmp_path: Path) -> None:
+    proc = _cli("init", ".", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "no pyproject.toml or setup.py here" in proc.stderr
+
+
+# --------------------------------------------------------------------------- plan notes
+def test_plan_notes_each_cibuildwheel_setting_the_recipe_overrides(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        "name: my-hip-ext\nsource: {path: proj}\nversion: {base: '0.3.1'}\npython: ['3.12']\nrocm: ['6.4']\n"
+        "archs: {list: [gfx90a]}\nmanylinux: {policy: manylinux_2_28}\nrepair: {exclude: {sets: [rocm]}}\n"
+        "image: manylinux_2_28-rocm\ntest_command: pytest\n"
+    )
+    plan = check_source_version(expand(load_recipe(recipe), env={}), project)
+    notes = [n for n in plan.notes if "[tool.cibuildwheel" in n]
+    assert (
+        "the project's [tool.cibuildwheel] test-command is not used: the recipe's test_command replaces it"
+        in notes
+    )
+    assert (
+        "the project's [tool.cibuildwheel] before-all is not used: the recipe has no before_all (run once in "
+        "the build container (system packages: image.packages)); add it there"
+    ) in notes
+    assert (
+        "the project's [tool.cibuildwheel.linux] before-build is not used: the recipe has no before_build"
+        in "\n".join(notes)
+    )
+    assert len(notes) == 8
+    shutil.rmtree(project)
+    _project(tmp_path, SCM)
+    assert not [
+        n
+        for n in check_source_version(expand(load_recipe(recipe), env={}), project).notes
+        if "cibuildwheel" in n
+    ]
+
+
+# --------------------------------------------------------------------------- schema, rules, help texts
+def test_schema_prints_the_shipped_schemas(tmp_path: Path) -> None:
+    proc = _cli("schema", cwd=tmp_path)
+    assert proc.returncode == 0
+    shipped = resources.files("buildkit").joinpath("schema/recipe.schema.json").read_text()
+    assert proc.stdout == shipped and json.loads(proc.stdout)["title"] == "rocm-buildkit recipe"
+    assert json.loads(_cli("schema", "check-report", cwd=tmp_path).stdout)["title"] == "buildkit check --json"
+    names = _cli("schema", "--list", cwd=tmp_path).stdout.split()
+    assert {"recipe", "check-report", "image-ls", "publish", "verify", "error"} <= set(names)
+    wrong = _cli("schema", "recipes", cwd=tmp_path)
+    assert wrong.returncode == 2 and "no schema 'recipes'; known:" in wrong.stderr
+
+
+def test_rules_prints_the_shipped_text_kept_equal_to_the_docs(tmp_path: Path) -> None:
+    docs = (ROOT / "docs" / "GATE-RULES.md").read_text(encoding="utf-8")
+    shipped = ROOT / "buildkit" / "gate" / "GATE-RULES.md"
+    if REGEN:
+        shipped.write_text(docs, encoding="utf-8")
+    assert shipped.read_text(encoding="utf-8") == docs, "regenerate with BUILDKIT_REGEN_GOLDEN=1"
+    proc = _cli("rules", cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout == docs
+    one = _cli("rules", "ceiling", cwd=tmp_path)
+    assert one.stdout.startswith("ceiling (error)\nchecks: No host ELF requires a numeric symbol version")
+    wrong = _cli("rules", "celing", cwd=tmp_path)
+    assert wrong.returncode == 2 and "no gate rule 'celing'; did you mean ceiling?" in wrong.stderr
+
+
+def _helps(command: click.Command, ctx: click.Context) -> list[tuple[str, str]]:
+    out = [(ctx.command_path, command.get_help(ctx))]
+    if isinstance(command, click.Group):
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None
+            out += _helps(sub, click.Context(sub, info_name=name, parent=ctx))
+    return out
+
+
+def test_no_help_text_points_at_a_repository_file() -> None:
+    helps = _helps(cli, click.Context(cli, info_name="buildkit"))
+    assert {path.split()[1] for path, _ in helps if len(path.split()) > 1} >= set(COMMANDS)
+    for path, text in helps:
+        flat = " ".join(text.split())
+        for repo_only in ("docs/", "bench/", "buildkit/rocm/", "buildkit/schema/", ".md"):
+            assert repo_only not in flat, f"{path} --help mentions {repo_only}: {flat}"

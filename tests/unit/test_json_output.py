@@ -1,0 +1,161 @@
+"""Machine output (issue 27): ``--json`` documents follow a schema shipped in ``buildkit/schema/``, and
+``publish --json`` / ``verify --json`` print their refusal as JSON on stdout too (the message stays on
+stderr, the exit code is the error's); ``plan --json`` and ``archs --json`` are ``--format json``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+
+from tests.helpers.wheels_for_publish import FAILING, make_wheel
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = "https://rocm-buildkit.invalid/schema/"
+
+
+def _schema(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(
+        resources.files("buildkit").joinpath(f"schema/{name}.schema.json").read_text(encoding="utf-8")
+    )
+    return data
+
+
+def _validate(document: Any, name: str) -> None:
+    registry: Registry[Any] = Registry().with_resources(
+        (BASE + f"{n}.schema.json", Resource.from_contents(_schema(n)))
+        for n in ("error", "publish", "verify")
+    )
+    schema = _schema(name)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema, registry=registry).validate(document)
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "buildkit", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd or ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTORCH_ROCM_ARCH": ""},
+        timeout=120,
+    )
+
+
+def test_every_schema_is_valid_and_its_id_names_its_file() -> None:
+    names = sorted(p.name for p in resources.files("buildkit").joinpath("schema").iterdir())
+    for file in names:
+        schema = _schema(file.removesuffix(".schema.json"))
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert schema["$id"] == BASE + file
+    assert {"error.schema.json", "publish.schema.json", "verify.schema.json", "image-ls.schema.json"} <= set(
+        names
+    )
+
+
+def test_publish_success_and_refusal_are_json(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    make_wheel(dist, "demo-1.0-py3-none-any.whl")
+    ok = _cli("publish", str(dist), "--to", str(tmp_path / "idx"), "--json")
+    assert ok.returncode == 0, ok.stderr
+    document = json.loads(ok.stdout)
+    _validate(document, "publish")
+    assert document["ok"] is True and document["wheels"][0]["status"] == "published"
+
+    make_wheel(dist, "bad-1.0-py3-none-any.whl", verdict=FAILING)
+    refused = _cli("publish", str(dist), "--to", str(tmp_path / "idx"), "--json")
+    assert refused.returncode == 10
+    assert "bad-1.0-py3-none-any.whl: the gate failed" in refused.stderr  # stderr as before
+    document = json.loads(refused.stdout)
+    _validate(document, "publish")
+    assert document["ok"] is False and document["command"] == "publish"
+    assert document["error"]["kind"] == "PublishRefused" and document["error"]["exit_code"] == 10
+    (refusal,) = document["error"]["refusals"]
+    assert refusal["wheel"].endswith("bad-1.0-py3-none-any.whl") and "the gate failed" in refusal["reason"]
+
+
+def test_publish_usage_error_is_json_too(tmp_path: Path) -> None:
+    (tmp_path / "dist").mkdir()
+    proc = _cli("publish", str(tmp_path / "dist"), "--json")
+    assert proc.returncode == 2
+    document = json.loads(proc.stdout)
+    _validate(document, "publish")
+    assert document["error"]["message"] == "give exactly one of --to TARGET or --recipe R"
+
+
+def test_verify_refusal_is_json(tmp_path: Path) -> None:
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    make_wheel(tmp_path, wheel.name)
+    key = tmp_path / "key.pub"
+    key.write_text("not a key\n")
+    proc = _cli("verify", str(wheel), "--attestation", "--public-key", str(key), "--json")
+    assert proc.returncode not in (0, 1), proc.stderr
+    document = json.loads(proc.stdout)
+    _validate(document, "verify")
+    assert document["command"] == "verify" and document["wheel"] == str(wheel)
+    assert document["error"]["exit_code"] == proc.returncode
+    assert document["error"]["message"] in proc.stderr
+
+
+def test_without_json_a_refusal_prints_nothing_on_stdout(tmp_path: Path) -> None:
+    (tmp_path / "dist").mkdir()
+    proc = _cli("publish", str(tmp_path / "dist"), "--to", str(tmp_path / "idx"))
+    assert proc.returncode == 10 and proc.stdout == ""
+
+
+def test_plan_and_archs_take_json() -> None:
+    recipe = str(ROOT / "recipes" / "aiter.yaml")
+    assert _cli("plan", recipe, "--json").stdout == _cli("plan", recipe, "--format", "json").stdout
+    archs = ["archs", "--rocm", "7.2", "--archs", "gfx942"]
+    got = _cli(*archs, "--json")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == _cli(*archs, "--format", "json").stdout
+    assert json.loads(got.stdout)["kept"] == ["gfx942"]
+    clash = _cli("plan", recipe, "--json", "--format", "table")
+    assert clash.returncode == 2 and "--json is --format json" in clash.stderr
+
+
+def test_build_json_summary_follows_its_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``buildkit build --json``: the summary's content as JSON (the build itself stood in for: no
+    engine in unit tests), the exit code the build's."""
+    from buildkit.build.ccache import CacheStats
+    from buildkit.build.job import JobResult
+    from buildkit.cli import build as build_cli
+    from buildkit.cli import main
+
+    wheel = tmp_path / "dist" / "cp313-rocm5.7" / "demo-1.0+rocm5.7-cp313-cp313-manylinux_2_41_x86_64.whl"
+    results = [
+        JobResult(
+            "cp313-rocm5.7", "passed", wheel, 12.5, gate="PASS", warnings=1, compiler_cache=CacheStats(3, 1)
+        ),
+        JobResult(
+            "cp314-rocm5.7", "gate-failed", None, 11.0, gate="FAIL", errors=2, refused=tmp_path / "r.whl"
+        ),
+    ]
+    monkeypatch.setattr(build_cli, "build_plan", lambda *args, **kwargs: results)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", str(ROOT / "recipes" / "reference.yaml"), "--json", "--out", str(tmp_path / "dist")])
+    assert exit_info.value.code == 7  # a gate refusal, as without --json
+    document = json.loads(capsys.readouterr().out)
+    _validate(document, "build")
+    assert document["ok"] is False
+    first, second = document["jobs"]
+    assert first["wheel"] == str(wheel) and first["manifest"] == str(wheel) + ".manifest.json"
+    assert first["compiler_cache"] == {"hits": 3, "misses": 1, "hit_rate": 0.75}
+    assert (second["status"], second["gate"], second["errors"], second["wheel"]) == (
+        "gate-failed",
+        "FAIL",
+        2,
+        None,
+    )
