@@ -115,6 +115,11 @@ class BuildFailed(BuildkitError):
 class PublishRefused(BuildkitError):
     exit_code = 10
 
+    def __init__(self, message: str, refusals: tuple[tuple[str, str], ...] = ()) -> None:
+        super().__init__(message)
+        #: (wheel, reason) of each wheel refused, for ``publish --json``
+        self.refusals = refusals
+
 
 class SmokeFailed(BuildkitError):
     exit_code = 11

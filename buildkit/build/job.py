@@ -293,7 +293,7 @@ def _run_job(run: _Run, log: TextIO) -> None:
     lock = _wheelhouse(run, staged, log) if hermetic else None
     wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
     gated, regression = _gate(run, wheel, _against_locked_torch(config, run.job, lock, staged), log)
-    _record(run, wheel, staged, epoch, gated, regression, lock)
+    _record(run, wheel, staged, epoch, gated, regression, lock, gate_key(config))
 
 
 def _against_locked_torch(
@@ -490,8 +490,11 @@ def _record(
     gated: Gated,
     regression: RegressionCheck | None,
     lock: requirements.Lock | None,
+    gate: dict[str, Any],
 ) -> None:
-    """Manifest and provenance beside the staged wheel, then all of it into ``--out/<job-id>/``."""
+    """Manifest and provenance beside the staged wheel, then all of it into ``--out/<job-id>/``.
+    ``gate``: the job's gate configuration (:func:`gate_key`), recorded (and signed in the attestation)
+    for ``publish`` to run the gate again with."""
     recipe, job, image = run.recipe, run.job, run.image
     interpreter = job_interpreter(job)
     run.step = "reading the toolchain versions in the builder image"
@@ -515,6 +518,7 @@ def _record(
             "compiler_cache": cache.to_json() if cache is not None else None,
             "regression": regression.to_json() if regression is not None else None,
             "verdict": gated.verdict,
+            "gate": gate,
         },
     )
     run.step = _STEP_PROVENANCE

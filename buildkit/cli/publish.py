@@ -15,9 +15,10 @@ from pathlib import Path
 
 import click
 
-from buildkit.errors import UsageError
+from buildkit.errors import PublishRefused, UsageError
+from buildkit.plan.models import Plan
 from buildkit.publish import run as publishing
-from buildkit.publish.run import outcomes_json
+from buildkit.publish.run import outcomes_json, refusals_json
 from buildkit.publish.scrub import scrub, secrets_from
 from buildkit.publish.target import parse_target, target_of
 from buildkit.recipe import Recipe, load_recipe
@@ -52,7 +53,17 @@ from buildkit.recipe import Recipe, load_recipe
     help="Check everything (manifests, recipe, the target's current state) and print what would be "
     "published where; write and upload nothing.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option(
+    "--public-key",
+    "public_key",
+    type=click.Path(dir_okay=False),
+    envvar="BUILDKIT_PUBLISH_KEY",
+    default=None,
+    help="The ed25519 public key (PEM) the builds sign their attestations with (BUILDKIT_SIGNING_KEY's): "
+    "each wheel's attestation must verify with it, and the gate runs again with the configuration it "
+    "signs. Without --recipe this is required. [env: BUILDKIT_PUBLISH_KEY]",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the refusals) as JSON.")
 def publish_cmd(
     dist: str,
     to: str | None,
@@ -60,9 +71,12 @@ def publish_cmd(
     simple_url: str | None,
     log_file: str | None,
     dry_run: bool,
+    public_key: str | None,
     as_json: bool,
 ) -> None:
-    """Publish every wheel under DIST whose manifest passed and matches its sha256."""
+    """Publish every wheel under DIST that passes the gate run again (with --recipe's job
+    configuration, or the one its attestation signed with --public-key records) and matches its
+    manifest's sha256."""
     if (to is None) == (recipe is None):
         raise UsageError("give exactly one of --to TARGET or --recipe R")
     loaded: Recipe | None = None
@@ -85,16 +99,35 @@ def publish_cmd(
 
         try:
             log(f"publish {dist} -> {target.describe()}{' (dry run)' if dry_run else ''}")
-            outcomes = publishing.publish(Path(dist), target, log=log, recipe=loaded, dry_run=dry_run)
+            outcomes = publishing.publish(
+                Path(dist),
+                target,
+                log=log,
+                recipe=loaded,
+                dry_run=dry_run,
+                public_key=Path(public_key) if public_key else None,
+                expand=_expand_with_runtime_ceilings,
+            )
         except Exception as exc:
             if handle is not None:  # the CLI prints the error itself; the log file keeps it too
                 handle.write(scrub(f"error: {exc}", secrets) + "\n")
+            if as_json and isinstance(exc, PublishRefused):
+                click.echo(refusals_json(exc, target, dry_run=dry_run))
             raise
     if as_json:
         click.echo(outcomes_json(outcomes, target, dry_run=dry_run))
     else:
         for o in outcomes:
             click.echo(f"{o.status:<17} {o.wheel.name}  {o.where}")
+
+
+def _expand_with_runtime_ceilings(recipe: Recipe) -> Plan:
+    """The recipe's plan as ``build`` expands it (runtime images' ceilings read), so that each job's
+    gate configuration is the one its build was gated with."""
+    from buildkit.image.ceilings import ceilings_from_images
+    from buildkit.plan.expansion import expand
+
+    return expand(recipe, ceilings_reader=ceilings_from_images)
 
 
 publish = publish_cmd

@@ -242,6 +242,62 @@ class GateConfig(NamedTuple):
             budget["size_limit"] = recipe.size_budget["limit"]
         return cls.from_job(job, **{**budget, **overrides})
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GateConfig:
+        """The configuration :meth:`to_json` (or ``build``'s ``gate_key``, which leaves out the recipe's
+        path) gave, validated; a field of the wrong shape is a UsageError naming it. ``required``
+        globs come back with ``where`` "the manifest". The inverse of :meth:`to_json` for every field
+        the gate reads."""
+        try:
+            identity = None
+            if isinstance(data.get("identity"), Mapping):
+                ident = data["identity"]
+                identity = JobIdentity(
+                    job=str(data["job"]),
+                    version=str(ident["version"]),
+                    python=str(ident["python_tag"]),
+                    platform_tag=str(ident["platform_tag"]),
+                    name=None if ident.get("name") is None else str(ident["name"]),
+                    recipe=None if data.get("recipe") is None else str(data["recipe"]),
+                    recipe_sha256=None if data.get("recipe_sha256") is None else str(data["recipe_sha256"]),
+                )
+            waivers = tuple(
+                Waiver(
+                    rule=str(w["rule"]),
+                    reason=str(w["reason"]),
+                    library=w.get("library"),
+                    file=w.get("file"),
+                    place=int(str(w.get("at", "gate.waive[0]")).rpartition("[")[2].rstrip("]") or 0),
+                    line=w.get("line"),
+                    column=w.get("column"),
+                )
+                for w in data.get("waivers") or ()
+            )
+            config = cls(
+                policy=data.get("policy"),
+                ceilings={str(k): str(v) for k, v in (data.get("ceilings") or {}).items()},
+                exclude_globs=tuple(str(g) for g in data.get("exclude_globs") or ()),
+                archs=tuple(str(a) for a in data.get("archs") or ()),
+                match_features=bool(data.get("match_features", False)),
+                torch=data.get("torch"),
+                size_warn=data.get("size_warn"),
+                size_limit=data.get("size_limit"),
+                rocm=data.get("rocm"),
+                rocm_sonames={str(k): str(v) for k, v in (data.get("rocm_sonames") or {}).items()},
+                toolchain=data.get("toolchain"),
+                identity=identity,
+                waivers=waivers,
+                required=tuple(Required(str(g), "the manifest") for g in data.get("required") or ()),
+                torch_abi=data.get("torch_abi"),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"not a gate configuration: {exc.__class__.__name__}: {exc}") from None
+        for name in ("size_warn", "size_limit"):
+            value = getattr(config, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise UsageError(f"not a gate configuration: {name} is {value!r}, not a number of bytes")
+        return config.validated()
+
     def to_json(self) -> dict[str, Any]:
         return {
             "policy": self.policy,
