@@ -135,7 +135,7 @@ def test_a_signed_manifest_claiming_a_pass_is_checked_by_the_gate_again(
     wheel = job_wheel(dist / JOB, recipe, JOB, source=GLIBCXX_3_4_25_SOURCE)
     for trust in ({"public_key": key}, {"recipe": load_recipe(recipe)}):
         with pytest.raises(PublishRefused) as info:
-            publish(dist, parse_target(str(idx)), dry_run=True, **trust)  # type: ignore[arg-type]
+            publish(dist, parse_target(str(idx)), dry_run=True, **trust)
         text = str(info.value)
         assert f"{wheel}: the gate, run again, fails it: " in text
         assert "requires GLIBCXX_3.4.25 from libstdc++.so.6, above the GLIBCXX ceiling 3.4.24" in text
@@ -197,7 +197,7 @@ def test_a_manifest_of_another_wheel_is_refused(tmp_path: Path, recipe: Path, ke
         shutil.copy(companion, bad.parent / companion.name)
     for trust in ({"public_key": key}, {"recipe": load_recipe(recipe)}):
         with pytest.raises(PublishRefused) as info:
-            publish(dist, parse_target(str(idx)), **trust)  # type: ignore[arg-type]
+            publish(dist, parse_target(str(idx)), **trust)
         assert f"{bad}: sha256 mismatch: the wheel is {manifest.sha256_file(bad)}" in str(info.value)
 
     edit_manifest(bad, wheel={**manifest.read(bad)["wheel"], "sha256": manifest.sha256_file(bad)})
