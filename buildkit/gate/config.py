@@ -110,6 +110,8 @@ class GateConfig(NamedTuple):
     torch: str | None = None  # "2.10": METADATA must require a torch compatible with 2.10 only
     size_warn: int | None = DEFAULT_SIZE_WARN
     size_limit: int | None = None
+    #: the most device code one gfx target may take in the wheel's members (``size-per-target``)
+    size_per_target: int | None = None
     rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
     rocm_sonames: Mapping[str, str] = _NO_MAPPING  # "libamdhip64" -> "libamdhip64.so.7"
     #: the ROCm packaging the wheel was built with (toolchains.yaml, "debian-trixie"): its SONAMEs are
@@ -146,6 +148,8 @@ class GateConfig(NamedTuple):
                 raise UsageError(f"torch pin {self.torch!r} must be MAJOR.MINOR, e.g. 2.10")
         if self.size_limit is not None and self.size_limit <= 0:
             raise UsageError("size limit must be positive")
+        if self.size_per_target is not None and self.size_per_target <= 0:
+            raise UsageError("the size limit per gfx target must be positive")
         return self
 
     @classmethod
@@ -166,6 +170,7 @@ class GateConfig(NamedTuple):
         rocm: str | None = None,
         toolchain: str | None = None,
         torch_abi: str | None = None,
+        size_per_target: int | None = None,
     ) -> GateConfig:
         """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
         (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
@@ -180,6 +185,7 @@ class GateConfig(NamedTuple):
             torch=torch,
             size_warn=size_warn,
             size_limit=size_limit,
+            size_per_target=size_per_target,
             torch_abi=torch_abi,
             **pin,
         ).validated()
@@ -207,10 +213,10 @@ class GateConfig(NamedTuple):
     def from_recipe_job(cls, recipe: Recipe, job: Job, **overrides: Any) -> GateConfig:
         """What ``build`` gates a job's wheel with, and ``check --recipe R --job ID`` with it:
         :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
-        ``size_limit``) and its waivers (``gate.waive``). ``overrides`` then replace whole fields, as
-        in :meth:`from_job` (a caller adding to the job's exclude globs passes the union;
-        :mod:`buildkit.gate.check` does). The identity gets the recipe's distribution name, file and
-        sha256."""
+        ``size_limit``, ``per_target`` -> ``size_per_target``) and its waivers (``gate.waive``).
+        ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller adding to the job's
+        exclude globs passes the union; :mod:`buildkit.gate.check` does). The identity gets the
+        recipe's distribution name, file and sha256."""
         waivers = tuple(
             Waiver(
                 rule=w.rule,
@@ -240,6 +246,8 @@ class GateConfig(NamedTuple):
             budget["size_warn"] = recipe.size_budget["warn"]
         if "limit" in recipe.size_budget:
             budget["size_limit"] = recipe.size_budget["limit"]
+        if "per_target" in recipe.size_budget:
+            budget["size_per_target"] = recipe.size_budget["per_target"]
         return cls.from_job(job, **{**budget, **overrides})
 
     @classmethod
@@ -282,6 +290,7 @@ class GateConfig(NamedTuple):
                 torch=data.get("torch"),
                 size_warn=data.get("size_warn"),
                 size_limit=data.get("size_limit"),
+                size_per_target=data.get("size_per_target"),
                 rocm=data.get("rocm"),
                 rocm_sonames={str(k): str(v) for k, v in (data.get("rocm_sonames") or {}).items()},
                 toolchain=data.get("toolchain"),
@@ -292,7 +301,7 @@ class GateConfig(NamedTuple):
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"not a gate configuration: {exc.__class__.__name__}: {exc}") from None
-        for name in ("size_warn", "size_limit"):
+        for name in ("size_warn", "size_limit", "size_per_target"):
             value = getattr(config, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise UsageError(f"not a gate configuration: {name} is {value!r}, not a number of bytes")
@@ -318,4 +327,5 @@ class GateConfig(NamedTuple):
             "waivers": [w.to_json() for w in self.waivers],
             "required": [r.glob for r in self.required],
             "torch_abi": self.torch_abi,
+            "size_per_target": self.size_per_target,
         }

@@ -98,4 +98,5 @@ def evaluate(report: WheelReport, config: GateConfig, *, torch_abi: TorchAbiResu
         target_policy=facts.target,
         libc=facts.libc,
         torch_abi=torch_abi,
+        device=facts.device,
     )

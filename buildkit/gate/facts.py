@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from buildkit.gate.config import GateConfig
+from buildkit.gate.device import DeviceCode, device_code
 from buildkit.gate.loading import Resolution, resolve_libraries
 from buildkit.gate.verdict import GfxObject, LibraryStatus, LibraryUse, SymbolMax
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
@@ -97,6 +98,7 @@ class Facts(NamedTuple):
     gfx: tuple[GfxObject, ...] = ()
     #: the ``torch-abi`` judgement (None: no torch to check against)
     torch_abi: TorchAbiResult | None = None
+    device: DeviceCode = DeviceCode()  # device code per gfx target and per bundle
 
     @property
     def judged(self) -> bool:
@@ -127,6 +129,7 @@ def gather(report: WheelReport, config: GateConfig, *, torch_abi: TorchAbiResult
     if arch is not None and host:
         _platform(host, arch, tag_libc, report, config, resolution, values)
     values["gfx"] = _gfx_objects(report.elves, report.code_objects)
+    values["device"] = device_code(report)
     return Facts(report=report, config=config, resolution=resolution, **values)  # type: ignore[arg-type]
 
 

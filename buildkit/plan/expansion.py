@@ -39,6 +39,22 @@ _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 Combo = dict[str, str | None]
 
 
+#: what the recipe's ``offload_compress: true`` adds to the build's flags
+OFFLOAD_COMPRESS_FLAG = "--offload-compress"
+#: where: hipcc appends these to every compile and link (AMD's hipcc and Debian's); CMake's HIP
+#: language starts CMAKE_HIP_FLAGS from HIPFLAGS
+OFFLOAD_COMPRESS_VARS = ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND", "HIPFLAGS")
+
+
+def offload_compress_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables that turn clang's ``--offload-compress`` on, each after what ``env`` has there."""
+    out = {}
+    for var in OFFLOAD_COMPRESS_VARS:
+        flags = env.get(var, "").split()
+        out[var] = " ".join([*flags, OFFLOAD_COMPRESS_FLAG] if OFFLOAD_COMPRESS_FLAG not in flags else flags)
+    return out
+
+
 def job_id(python: str, rocm: str, torch: str | None, axes: Sequence[tuple[str, str]] = ()) -> str:
     """``cp312-rocm7.2-torch2.10`` (+ ``-prebuild_kernels1`` per extra axis)."""
     out = f"cp{ver.nodot(python)}-rocm{rocm}"
@@ -286,6 +302,8 @@ class _Expansion:
         index_url = self.index_url(rocm, pin_index, pin) if pin is not None else None
         recipe = self.recipe
         job_env = {**recipe.env, **dict(extra), **self.arch_env[rocm]}
+        if recipe.offload_compress:
+            job_env.update(offload_compress_env(job_env))
         return Job(
             id=jid,
             python=python,

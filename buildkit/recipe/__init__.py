@@ -263,6 +263,9 @@ class Recipe:
     #: ``network: true``: the build container gets the network (pip uses the index there); False (the
     #: default): a hermetic build from a wheelhouse resolved on the host (:mod:`buildkit.build.requirements`)
     network: bool = False
+    #: ``offload_compress: true``: clang's ``--offload-compress`` in hipcc's and CMake's HIP flags
+    #: (:func:`buildkit.plan.expansion.offload_compress_env`)
+    offload_compress: bool = False
 
     @property
     def display_path(self) -> str:
@@ -458,6 +461,7 @@ class _Builder:
             gate=parse_gate(d.get("gate", {}), self.spans, self.err),
             hooks=self._hooks(d),
             network=bool(d.get("network", False)),
+            offload_compress=bool(d.get("offload_compress", False)),
         )
 
     def _hooks(self, d: dict[str, Any]) -> Hooks:
