@@ -34,7 +34,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirements, runner
+from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirements, runner, sbom
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
@@ -292,6 +292,16 @@ def _run_job(run: _Run, log: TextIO) -> None:
         return
     lock = _wheelhouse(run, staged, log) if hermetic else None
     wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
+    run.step = "writing the SBOM of the excluded runtime libraries"
+    torch = torch_record(run.job, lock)
+    needed = sbom.attach(
+        wheel,
+        run.job.exclude_globs,
+        rocm=run.job.rocm,
+        torch_version=(torch or {}).get("version") or run.job.torch,
+        epoch=epoch,
+    )
+    log.write(f"SBOM: {len(needed)} excluded runtime librar{'y' if len(needed) == 1 else 'ies'} listed\n")
     gated, regression = _gate(run, wheel, _against_locked_torch(config, run.job, lock, staged), log)
     _record(run, wheel, staged, epoch, gated, regression, lock, gate_key(config))
 
