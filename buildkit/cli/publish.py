@@ -10,17 +10,19 @@ timeout, HTTP 5xx/408/429: retry). 2 for bad usage, including an empty or unwrit
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 
 import click
 
-from buildkit.errors import PublishRefused, UsageError
+from buildkit.errors import InstallResolutionFailed, PublishRefused, UsageError
 from buildkit.plan.models import Plan
+from buildkit.publish import resolution
 from buildkit.publish import run as publishing
 from buildkit.publish.run import outcomes_json, refusals_json
 from buildkit.publish.scrub import scrub, secrets_from
-from buildkit.publish.target import parse_target, target_of
+from buildkit.publish.target import Target, parse_target, target_of
 from buildkit.recipe import Recipe, load_recipe
 
 
@@ -63,6 +65,19 @@ from buildkit.recipe import Recipe, load_recipe
     "each wheel's attestation must verify with it, and the gate runs again with the configuration it "
     "signs. Without --recipe this is required. [env: BUILDKIT_PUBLISH_KEY]",
 )
+@click.option(
+    "--check-install",
+    is_flag=True,
+    help="After publishing, ask real pip and uv which file they resolve from the index for each job's "
+    "Python and platform (with --recipe, every planned job), with --index-url INDEX --extra-index-url "
+    "PYPI and with --extra-index-url INDEX; exit 15 when one would install a file from another index.",
+)
+@click.option(
+    "--pypi-url",
+    default=resolution.PYPI_SIMPLE,
+    show_default=True,
+    help="The public index the install check puts beside the published one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the refusals) as JSON.")
 def publish_cmd(
     dist: str,
@@ -72,6 +87,8 @@ def publish_cmd(
     log_file: str | None,
     dry_run: bool,
     public_key: str | None,
+    check_install: bool,
+    pypi_url: str,
     as_json: bool,
 ) -> None:
     """Publish every wheel under DIST that passes the gate run again (with --recipe's job
@@ -79,6 +96,8 @@ def publish_cmd(
     manifest's sha256."""
     if (to is None) == (recipe is None):
         raise UsageError("give exactly one of --to TARGET or --recipe R")
+    if check_install and dry_run:
+        raise UsageError("--check-install asks pip and uv about the published index: not with --dry-run")
     loaded: Recipe | None = None
     if to is not None:
         target = parse_target(to, simple_url=simple_url)
@@ -114,11 +133,40 @@ def publish_cmd(
             if as_json and isinstance(exc, PublishRefused):
                 click.echo(refusals_json(exc, target, dry_run=dry_run))
             raise
+    resolved = _check_install(outcomes, target, loaded, pypi_url) if check_install else None
     if as_json:
-        click.echo(outcomes_json(outcomes, target, dry_run=dry_run))
+        data = json.loads(outcomes_json(outcomes, target, dry_run=dry_run))
+        if resolved is not None:
+            data["install_check"] = [r.to_json() for r in resolved]
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
     else:
         for o in outcomes:
             click.echo(f"{o.status:<17} {o.wheel.name}  {o.where}")
+        for r in resolved or ():
+            click.echo(r.describe())
+    failed = [r for r in resolved or () if r.failed]
+    if failed:
+        raise InstallResolutionFailed(
+            f"published, but {len(failed)} install resolution(s) would get another file:\n"
+            + "\n".join(f"  {r.describe()}" for r in failed)
+        )
+
+
+def _check_install(
+    outcomes: list[publishing.Outcome], target: Target, recipe: Recipe | None, pypi_url: str
+) -> list[resolution.Resolution]:
+    if target.kind == "directory":
+        index = (Path(target.location).resolve() / "simple").as_uri() + "/"
+    else:
+        assert target.simple_url is not None
+        index = target.simple_url
+    planned = []
+    if recipe is not None:
+        planned = [
+            (recipe.name, j.python, j.platform_tag) for j in _expand_with_runtime_ceilings(recipe).jobs
+        ]
+    wheels = [o.wheel for o in outcomes]
+    return resolution.check_install(resolution.targets_of(wheels, planned), index, pypi_url)
 
 
 def _expand_with_runtime_ceilings(recipe: Recipe) -> Plan:
