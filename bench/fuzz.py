@@ -11,8 +11,8 @@ Here the mutations come from a seeded ``random.Random`` (no shrinking, many more
 Each input runs under an alarm (``--timeout``, default 10 s: a hang is a crash) and the process under
 an address-space limit (``--memory``, default 3072 MiB: an unbounded allocation is a MemoryError, a
 crash). A crash (a traceback, a hang, or an ``unreadable`` verdict that names no bytes) is written to
-``--out`` (default ``tests/data/fuzz``) as ``<sha256>.whl`` with ``<sha256>.json`` (seed, level,
-exception), where ``tests/unit/test_fuzz_gate.py`` replays every one of them. The summary gives the
+``--out`` (default ``tests/data/fuzz``) as ``<sha256>-<seed>.whl`` with a ``.json`` beside it (seed,
+level, exception, traceback): the input of a regression test once the bug is fixed. The summary gives the
 inputs run, outcomes per level, crashes, the slowest input and the peak RSS.
 """
 

@@ -4,8 +4,8 @@ naming the bytes; no traceback, no hang (20 s alarm per input), bounded memory (
 RSS stays under 1 GiB).
 
 Budget: 300 hypothesis examples (``BUILDKIT_FUZZ_EXAMPLES`` for more), about 15 s here. The long run
-is ``bench/fuzz.py --minutes N``; the crashing inputs it finds are kept under ``tests/data/fuzz`` and
-replayed below.
+is ``bench/fuzz.py --minutes N``, which writes any crashing input under ``tests/data/fuzz`` to become a
+regression case here; none so far (bench/README.md lists the runs).
 """
 
 from __future__ import annotations

@@ -310,3 +310,22 @@ def test_sigkill_after_a_random_delay(
         index.recover(idx)
         assert snapshot(idx) in (before, after)
         assert_consistent(idx)
+
+
+def test_an_unreadable_journal_stops_the_next_publish_without_a_traceback(tmp_path: Path) -> None:
+    """The journal is written atomically, so it is whole or absent; one damaged by hand is not guessed
+    at: the next publish stops (exit 2) naming it, and writes nothing."""
+    idx = tmp_path / "idx"
+    released = _batch(tmp_path / "released", ["demo-0.9-py3-none-any.whl"])
+    run = [sys.executable, "-m", "buildkit", "publish"]
+    assert subprocess.run([*run, str(released), "--to", str(idx)], env=_env(), check=False).returncode == 0
+    before = snapshot(idx)
+    (idx / ".buildkit-index.journal").write_text("{not json")
+    dist = _batch(tmp_path / "dist", ["gamma-2.0-py3-none-any.whl"])
+    result = subprocess.run(
+        [*run, str(dist), "--to", str(idx)], env=_env(), capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 2, result.stderr
+    assert "the record of an interrupted update is unreadable" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert {k: v for k, v in snapshot(idx).items() if k != ".buildkit-index.journal"} == before
