@@ -40,6 +40,23 @@ def public_key_file(folder: Path, key: Ed25519PrivateKey = KEY) -> Path:
     return path
 
 
+def private_key_file(folder: Path, key: Ed25519PrivateKey = KEY) -> Path:
+    """``key`` as the PEM file ``BUILDKIT_SIGNING_KEY`` names (what a build signs with)."""
+    from cryptography.hazmat.primitives.serialization import NoEncryption, PrivateFormat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "builder.key.pem"
+    path.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    return path
+
+
+def signing_environment(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Builds sign with :data:`KEY` (``BUILDKIT_SIGNING_KEY``) and publish trusts it
+    (``BUILDKIT_PUBLISH_KEY``), for this process and the commands it runs."""
+    monkeypatch.setenv("BUILDKIT_SIGNING_KEY", str(private_key_file(folder)))
+    monkeypatch.setenv("BUILDKIT_PUBLISH_KEY", str(public_key_file(folder)))
+
+
 def trust_test_key(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Path:
     """``BUILDKIT_PUBLISH_KEY`` names :data:`KEY`'s public half (for the test and its subprocesses)."""
     path = public_key_file(folder)
