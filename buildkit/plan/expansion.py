@@ -44,6 +44,8 @@ OFFLOAD_COMPRESS_FLAG = "--offload-compress"
 #: where: hipcc appends these to every compile and link (AMD's hipcc and Debian's); CMake's HIP
 #: language starts CMAKE_HIP_FLAGS from HIPFLAGS
 OFFLOAD_COMPRESS_VARS = ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND", "HIPFLAGS")
+#: the first LLVM whose clang has --offload-compress (Debian trixie's clang 17 refuses it: measured)
+OFFLOAD_COMPRESS_LLVM = 18
 
 
 def offload_compress_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -236,6 +238,21 @@ class _Expansion:
                 )
             )
 
+    def note_offload_compress(self, rocm: str) -> None:
+        """``offload_compress: true`` with a compiler older than LLVM 18 (the first clang with
+        ``--offload-compress``): noted once per release, the build would fail at the first compile."""
+        toolchain = self.recipe.archs.toolchain
+        llvm = rocm_data.get_toolchain(toolchain).llvm if toolchain else self.releases[rocm].llvm
+        where = f"toolchain {toolchain}" if toolchain else f"ROCm {rocm}"
+        major = llvm.split(".")[0]
+        if major.isdigit() and int(major) < OFFLOAD_COMPRESS_LLVM and ("compress", rocm) not in self.noted:
+            self.noted.add(("compress", rocm))
+            self.notes[
+                f"offload_compress: true: clang's --offload-compress needs LLVM {OFFLOAD_COMPRESS_LLVM} or "
+                f"later; {where} has LLVM {llvm}, whose clang refuses it (unsupported option "
+                "'--offload-compress'): the build fails at its first HIP compile"
+            ] = None
+
     def globs(self, rocm: str) -> tuple[str, ...]:
         globs = self.glob_cache.get(rocm)
         if globs is None:
@@ -304,6 +321,7 @@ class _Expansion:
         job_env = {**recipe.env, **dict(extra), **self.arch_env[rocm]}
         if recipe.offload_compress:
             job_env.update(offload_compress_env(job_env))
+            self.note_offload_compress(rocm)
         return Job(
             id=jid,
             python=python,

@@ -209,3 +209,18 @@ def test_offload_compress_reaches_hipcc_and_cmake_flags(tmp_path: Path) -> None:
     recipe.write_text(base)
     plain = expand(load_recipe(recipe)).jobs[0]
     assert not {"HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND", "HIPFLAGS"} & set(plain.env)
+
+
+def test_offload_compress_with_a_clang_too_old_is_noted_at_plan_time(tmp_path: Path) -> None:
+    """Debian trixie's clang 17 refuses --offload-compress (measured: ``clang++-17: error: unsupported
+    option '--offload-compress'`` in the reference build): the plan says so before any build."""
+    recipe = tmp_path / "r.yaml"
+    text = (
+        (ROOT / "recipes" / "reference.yaml").read_text().replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
+    )
+    recipe.write_text(text + "offload_compress: true\n")
+    notes = expand(load_recipe(recipe)).notes
+    [note] = [n for n in notes if n.startswith("offload_compress: true")]
+    assert "needs LLVM 18 or later; toolchain debian-trixie has LLVM 17" in note
+    recipe.write_text(text)
+    assert not [n for n in expand(load_recipe(recipe)).notes if n.startswith("offload_compress")]
