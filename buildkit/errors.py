@@ -25,6 +25,8 @@ code  class                        meaning
 12    NotReproducible              verify: the rebuild differs, or the attestation fails
 13    PublishUnavailable           publish: the index could not be reached (transient: retry)
 14    BuilderContractError         a builder image lacks what builds need (the list of gaps)
+15    InstallResolutionFailed      ``publish --check-install``: pip or uv would install, for a
+                                   supported Python, a file from another index than the published one
 130   Interrupted                  Ctrl-C; partial outputs were removed
 ====  ===========================  ===============================================
 """
@@ -188,6 +190,14 @@ class BuilderContractError(BuildkitError):
     planned archs (:mod:`buildkit.image.probe`); the message lists every gap at once."""
 
     exit_code = 14
+
+
+class InstallResolutionFailed(BuildkitError):
+    """``publish --check-install``: the wheels were published, but a user of a supported Python would
+    silently get another file (PyPI's wheel of the same name, a newer version elsewhere, an sdist)
+    with pip or uv in one of the ways an index is configured (:mod:`buildkit.publish.resolution`)."""
+
+    exit_code = 15
 
 
 class Interrupted(BuildkitError):

@@ -43,6 +43,12 @@ def _fsync_folder(folder: Path) -> None:
         os.close(fd)
 
 
+def sync_folder(folder: Path) -> None:
+    """Make the renames and removals in ``folder`` durable (fsync of the folder; skipped where the file
+    system cannot)."""
+    _fsync_folder(folder)
+
+
 def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, encoding: str = "utf-8") -> Path:
     """Replace ``path`` by ``data`` (text is encoded with ``encoding``) all at once; returns ``path``.
 

@@ -16,7 +16,10 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
      "torch": null (no torch pin) or {"requirement": "torch==2.13.*", "index_url": str | null,
          "version", "file", "sha256"} (the torch wheel built against, from the lock; null: none locked),
      "compiler_cache": {"hits", "misses", "hit_rate"} | null (no cache, or no statistics),
-     "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]}}
+     "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]},
+     "gate": the job's gate configuration (``GateConfig.to_json`` without the recipe's path; absent in
+         manifests of older builds): what ``publish`` runs the gate with again, once the signed
+         attestation, which records the same, verifies (``publish --public-key``)}
 
 ``build_requirements`` is the lock of a hermetic build (:mod:`buildkit.build.requirements`): every
 file pip installed in the build container, by sha256; ``lock`` names the same as a pip requirements

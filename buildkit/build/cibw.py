@@ -78,6 +78,10 @@ DEFAULT_ROCM_PREFIX = "/opt/rocm"
 ROCM_LIB_LINKS = "/opt/buildkit/rocm-lib"
 
 
+#: flag variables both buildkit (the sysroot) and the job (``offload_compress``) add to: joined
+APPENDED_FLAGS = frozenset({"HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND"})
+
+
 def rocm_prefix(job: Job) -> str:
     """Where the job's builder image has ROCm (``ROCM_PATH``): its profile's ``rocm_prefix``."""
     if job.image.profile:
@@ -194,7 +198,10 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
                 f"the job's env sets {key}={value!r}, but rocm-buildkit {ours} itself for this job "
                 f"({RESERVED_ENV[key].reason}); remove it from the recipe's env"
             )
-        env.setdefault(key, value)
+        if key in APPENDED_FLAGS and key in env and value not in env[key]:
+            env[key] = f"{env[key]} {value}"  # the sysroot's flags, then the job's (offload_compress)
+        else:
+            env.setdefault(key, value)
     return env
 
 

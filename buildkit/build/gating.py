@@ -31,8 +31,9 @@ def gate_key(config: GateConfig) -> dict[str, Any]:
     the same rules give the same key from any folder."""
     data: dict[str, Any] = json.loads(json.dumps(config.to_json(), sort_keys=True, default=str))
     data.pop("recipe", None)
-    if data.get("torch_abi") is None:  # keys of builds before the field existed stay valid
-        data.pop("torch_abi", None)
+    for added in ("torch_abi", "size_per_target"):  # keys of builds before the field existed stay valid
+        if data.get(added) is None:
+            data.pop(added, None)
     return data
 
 

@@ -35,7 +35,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirements, runner
+from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirements, runner, sbom
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
@@ -294,8 +294,18 @@ def _run_job(run: _Run, log: TextIO) -> None:
         return
     lock = _wheelhouse(run, staged, log) if hermetic else None
     wheel = _cibuildwheel(run, staged, epoch, with_ca, log)
+    run.step = "writing the SBOM of the excluded runtime libraries"
+    torch = torch_record(run.job, lock)
+    needed = sbom.attach(
+        wheel,
+        run.job.exclude_globs,
+        rocm=run.job.rocm,
+        torch_version=(torch or {}).get("version") or run.job.torch,
+        epoch=epoch,
+    )
+    log.write(f"SBOM: {len(needed)} excluded runtime librar{'y' if len(needed) == 1 else 'ies'} listed\n")
     gated, regression = _gate(run, wheel, _against_locked_torch(config, run.job, lock, staged), log)
-    _record(run, wheel, staged, epoch, gated, regression, lock)
+    _record(run, wheel, staged, epoch, gated, regression, lock, gate_key(config))
 
 
 def _against_locked_torch(
@@ -493,8 +503,11 @@ def _record(
     gated: Gated,
     regression: RegressionCheck | None,
     lock: requirements.Lock | None,
+    gate: dict[str, Any],
 ) -> None:
-    """Manifest and provenance beside the staged wheel, then all of it into ``--out/<job-id>/``."""
+    """Manifest and provenance beside the staged wheel, then all of it into ``--out/<job-id>/``.
+    ``gate``: the job's gate configuration (:func:`gate_key`), recorded (and signed in the attestation)
+    for ``publish`` to run the gate again with."""
     recipe, job, image = run.recipe, run.job, run.image
     interpreter = job_interpreter(job)
     run.step = "reading the toolchain versions in the builder image"
@@ -518,6 +531,7 @@ def _record(
             "compiler_cache": cache.to_json() if cache is not None else None,
             "regression": regression.to_json() if regression is not None else None,
             "verdict": gated.verdict,
+            "gate": gate,
         },
     )
     run.step = _STEP_PROVENANCE

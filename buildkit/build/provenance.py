@@ -17,7 +17,10 @@ What is captured (``manifest["provenance"]``):
 * ``build_isolation``; ``attestation``: the file name, ``signed`` and the signer's ``keyid``.
 
 The recipe sha256, source commit, image id and toolchain versions are the manifest's own
-``recipe``, ``source``, ``image`` and ``toolchain`` keys.
+``recipe``, ``source``, ``image`` and ``toolchain`` keys. The statement signs the recipe (file, name,
+sha256), the job, the wheel (subject: name + sha256) and the job's gate configuration (the manifest's
+``gate``, ``internalParameters.gate``): ``publish --public-key`` runs the gate again with that
+configuration only once this signature verifies (:mod:`buildkit.publish.trust`).
 
 The attestation ``<wheel>.intoto.json`` is a DSSE envelope (payloadType
 ``application/vnd.in-toto+json``) around an in-toto Statement v1 whose subject is the wheel (file
@@ -179,6 +182,13 @@ def statement(wheel_name: str, sha256: str, manifest: Mapping[str, Any]) -> dict
     if image.get("id"):
         algo, _, hexdigest = str(image["id"]).partition(":")
         deps.append({"uri": f"docker-image:{image.get('tag', '')}", "digest": {algo or "sha256": hexdigest}})
+    internal: dict[str, Any] = {
+        "source_date_epoch": manifest.get("source_date_epoch"),
+        "inputs_key": manifest.get("inputs_key"),
+        "toolchain": manifest.get("toolchain", {}),
+    }
+    if manifest.get("gate") is not None:  # the gate configuration `publish` runs the gate with again
+        internal["gate"] = manifest["gate"]
     return {
         "_type": STATEMENT_TYPE,
         "subject": [{"name": wheel_name, "digest": {"sha256": sha256}}],
@@ -194,11 +204,7 @@ def statement(wheel_name: str, sha256: str, manifest: Mapping[str, Any]) -> dict
                     },
                     "job": manifest.get("job", {}),
                 },
-                "internalParameters": {
-                    "source_date_epoch": manifest.get("source_date_epoch"),
-                    "inputs_key": manifest.get("inputs_key"),
-                    "toolchain": manifest.get("toolchain", {}),
-                },
+                "internalParameters": internal,
                 "resolvedDependencies": deps,
             },
             "runDetails": {

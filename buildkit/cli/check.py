@@ -78,6 +78,11 @@ def torch_from_image(image: str) -> TorchExports:
 )
 @click.option("--size-limit", help="Fail above this size (default: the recipe's size_budget.limit).")
 @click.option(
+    "--size-per-target",
+    help="Fail when one gfx target's device code takes more than this in the wheel's members (default: "
+    "the recipe's size_budget.per_target).",
+)
+@click.option(
     "--require",
     "required",
     multiple=True,
@@ -127,6 +132,7 @@ def check(
     torch_abi: str | None,
     size_warn: str | None,
     size_limit: str | None,
+    size_per_target: str | None,
     required: tuple[str, ...],
     recipe: Path | None,
     job: str | None,
@@ -152,6 +158,7 @@ def check(
         torch=torch,
         size_warn=size_warn,
         size_limit=size_limit,
+        size_per_target=size_per_target,
         required=required,
         torch_abi=torch_abi,
     )

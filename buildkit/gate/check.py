@@ -7,8 +7,9 @@ ROCm SONAMEs, the recipe's ``size_budget``), and explicit flags adjust it:
 
 * ``exclude`` / ``exclude_sets`` ADD globs to the job's (a flag never drops an exclusion the build had);
 * each ``max_*`` ceiling flag overrides that one ceiling; ``policy``, ``torch``, ``archs``,
-  ``size_warn`` and ``size_limit`` override the job's / recipe's value; ``match_features`` turns
-  feature matching on; ``policy`` also becomes the platform tag the job-identity rule expects;
+  ``size_warn``, ``size_limit`` and ``size_per_target`` override the job's / recipe's value;
+  ``match_features`` turns feature matching on; ``policy`` also becomes the platform tag the
+  job-identity rule expects;
 * ``rocm`` replaces the job's ROCm pin (the runtime SONAMEs the ``rocm-soname`` rule expects);
 * ``exclude_sets`` expand for ``rocm``, else for the job's ROCm release.
 
@@ -61,6 +62,7 @@ class GateFlags(NamedTuple):
     torch: str | None = None
     size_warn: str | None = None
     size_limit: str | None = None
+    size_per_target: str | None = None
     required: tuple[str, ...] = ()  # --require GLOB
     torch_abi: str | None = None  # a torch wheel, an installed torch folder or an image
 
@@ -147,6 +149,8 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
         overrides["size_warn"] = parse_size_option(flags.size_warn)
     if flags.size_limit is not None:
         overrides["size_limit"] = parse_size_option(flags.size_limit)
+    if flags.size_per_target is not None:
+        overrides["size_per_target"] = parse_size_option(flags.size_per_target)
     if flags.required:
         overrides["required"] = (*base.required, *_required(flags.required))
     if flags.torch_abi:
@@ -175,6 +179,7 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         torch=flags.torch,
         size_warn=DEFAULT_SIZE_WARN if flags.size_warn is None else parse_size_option(flags.size_warn),
         size_limit=None if flags.size_limit is None else parse_size_option(flags.size_limit),
+        size_per_target=None if flags.size_per_target is None else parse_size_option(flags.size_per_target),
         rocm=flags.rocm,
         toolchain=flags.toolchain,
         torch_abi=flags.torch_abi,

@@ -118,6 +118,8 @@ class GateConfig(NamedTuple):
     torch: str | None = None  # "2.10": METADATA must require a torch compatible with 2.10 only
     size_warn: int | None = DEFAULT_SIZE_WARN
     size_limit: int | None = None
+    #: the most device code one gfx target may take in the wheel's members (``size-per-target``)
+    size_per_target: int | None = None
     rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
     rocm_sonames: Mapping[str, str] = _NO_MAPPING  # "libamdhip64" -> "libamdhip64.so.7"
     #: the ROCm packaging the wheel was built with (toolchains.yaml, "debian-trixie"): its SONAMEs are
@@ -154,6 +156,8 @@ class GateConfig(NamedTuple):
                 raise UsageError(f"torch pin {self.torch!r} must be MAJOR.MINOR, e.g. 2.10")
         if self.size_limit is not None and self.size_limit <= 0:
             raise UsageError("size limit must be positive")
+        if self.size_per_target is not None and self.size_per_target <= 0:
+            raise UsageError("the size limit per gfx target must be positive")
         return self
 
     @classmethod
@@ -174,6 +178,7 @@ class GateConfig(NamedTuple):
         rocm: str | None = None,
         toolchain: str | None = None,
         torch_abi: str | None = None,
+        size_per_target: int | None = None,
     ) -> GateConfig:
         """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
         (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
@@ -188,6 +193,7 @@ class GateConfig(NamedTuple):
             torch=torch,
             size_warn=size_warn,
             size_limit=size_limit,
+            size_per_target=size_per_target,
             torch_abi=torch_abi,
             **pin,
         ).validated()
@@ -215,10 +221,10 @@ class GateConfig(NamedTuple):
     def from_recipe_job(cls, recipe: Recipe, job: Job, **overrides: Any) -> GateConfig:
         """What ``build`` gates a job's wheel with, and ``check --recipe R --job ID`` with it:
         :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
-        ``size_limit``) and its waivers (``gate.waive``). ``overrides`` then replace whole fields, as
-        in :meth:`from_job` (a caller adding to the job's exclude globs passes the union;
-        :mod:`buildkit.gate.check` does). The identity gets the recipe's distribution name, file and
-        sha256."""
+        ``size_limit``, ``per_target`` -> ``size_per_target``) and its waivers (``gate.waive``).
+        ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller adding to the job's
+        exclude globs passes the union; :mod:`buildkit.gate.check` does). The identity gets the
+        recipe's distribution name, file and sha256."""
         waivers = tuple(
             Waiver(
                 rule=w.rule,
@@ -248,7 +254,66 @@ class GateConfig(NamedTuple):
             budget["size_warn"] = recipe.size_budget["warn"]
         if "limit" in recipe.size_budget:
             budget["size_limit"] = recipe.size_budget["limit"]
+        if "per_target" in recipe.size_budget:
+            budget["size_per_target"] = recipe.size_budget["per_target"]
         return cls.from_job(job, **{**budget, **overrides})
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GateConfig:
+        """The configuration :meth:`to_json` (or ``build``'s ``gate_key``, which leaves out the recipe's
+        path) gave, validated; a field of the wrong shape is a UsageError naming it. ``required``
+        globs come back with ``where`` "the manifest". The inverse of :meth:`to_json` for every field
+        the gate reads."""
+        try:
+            identity = None
+            if isinstance(data.get("identity"), Mapping):
+                ident = data["identity"]
+                identity = JobIdentity(
+                    job=str(data["job"]),
+                    version=str(ident["version"]),
+                    python=str(ident["python_tag"]),
+                    platform_tag=str(ident["platform_tag"]),
+                    name=None if ident.get("name") is None else str(ident["name"]),
+                    recipe=None if data.get("recipe") is None else str(data["recipe"]),
+                    recipe_sha256=None if data.get("recipe_sha256") is None else str(data["recipe_sha256"]),
+                )
+            waivers = tuple(
+                Waiver(
+                    rule=str(w["rule"]),
+                    reason=str(w["reason"]),
+                    library=w.get("library"),
+                    file=w.get("file"),
+                    place=int(str(w.get("at", "gate.waive[0]")).rpartition("[")[2].rstrip("]") or 0),
+                    line=w.get("line"),
+                    column=w.get("column"),
+                )
+                for w in data.get("waivers") or ()
+            )
+            config = cls(
+                policy=data.get("policy"),
+                ceilings={str(k): str(v) for k, v in (data.get("ceilings") or {}).items()},
+                exclude_globs=tuple(str(g) for g in data.get("exclude_globs") or ()),
+                archs=tuple(str(a) for a in data.get("archs") or ()),
+                match_features=bool(data.get("match_features", False)),
+                torch=data.get("torch"),
+                size_warn=data.get("size_warn"),
+                size_limit=data.get("size_limit"),
+                size_per_target=data.get("size_per_target"),
+                rocm=data.get("rocm"),
+                rocm_sonames={str(k): str(v) for k, v in (data.get("rocm_sonames") or {}).items()},
+                toolchain=data.get("toolchain"),
+                identity=identity,
+                waivers=waivers,
+                required=tuple(Required(str(g), "the manifest") for g in data.get("required") or ()),
+                torch_abi=data.get("torch_abi"),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise UsageError(f"not a gate configuration: {exc.__class__.__name__}: {exc}") from None
+        for name in ("size_warn", "size_limit", "size_per_target"):
+            value = getattr(config, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise UsageError(f"not a gate configuration: {name} is {value!r}, not a number of bytes")
+        return config.validated()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -270,4 +335,5 @@ class GateConfig(NamedTuple):
             "waivers": [w.to_json() for w in self.waivers],
             "required": [r.glob for r in self.required],
             "torch_abi": self.torch_abi,
+            "size_per_target": self.size_per_target,
         }

@@ -107,4 +107,5 @@ def evaluate(
         target_policy=facts.target,
         libc=facts.libc,
         torch_abi=torch_abi,
+        device=facts.device,
     )

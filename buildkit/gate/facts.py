@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from buildkit.gate.config import GateConfig
+from buildkit.gate.device import DeviceCode, device_code
 from buildkit.gate.loading import Resolution, resolve_libraries
 from buildkit.gate.verdict import GfxObject, LibraryStatus, LibraryUse, SymbolMax
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
@@ -101,6 +102,7 @@ class Facts(NamedTuple):
     #: a Python-independent wheel's host code judged against its tag's claim (``job-identity``;
     #: :func:`buildkit.gate.pyabi.python_abi_for`), None: not read (no such claim, or ``diff``)
     python_abi: PythonAbiResult | None = None
+    device: DeviceCode = DeviceCode()  # device code per gfx target and per bundle
 
     @property
     def judged(self) -> bool:
@@ -137,6 +139,7 @@ def gather(
     if arch is not None and host:
         _platform(host, arch, tag_libc, report, config, resolution, values)
     values["gfx"] = _gfx_objects(report.elves, report.code_objects)
+    values["device"] = device_code(report)
     return Facts(report=report, config=config, resolution=resolution, **values)  # type: ignore[arg-type]
 
 

@@ -10,6 +10,7 @@ The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema
                   "symbols": [{"library", "prefix", "max", "file", "files"}],
                   "libraries": [{"library", "status", "needed_by", "detail"}],
                   "external_libraries": [...], "gfx": [{"file", "kind", "targets"}],
+                  "device_code": {"targets": [...], "members": [...], "bundles": [...]},
                   "findings": [{"rule", "severity", "file", "library", "symbol", "message",
                                 "waived": {"rule", "library", "file", "reason", "at", "line",
                                            "column"} | null}],
@@ -23,7 +24,9 @@ and ``job-identity``, and the config fields ``job``, ``recipe``, ``recipe_sha256
 waivers (config ``waivers``, a finding's ``waived``: the waiver that accepted it, which then does
 not count against ``passed``) and the rule ``waiver-unused``; so were the rule ``torch-abi``, the config
 field ``torch_abi`` and a wheel's ``torch_abi`` (the torch checked against, the counts, each missing
-symbol with its reason; null when no torch was given).
+symbol with its reason; null when no torch was given); so were a wheel's ``device_code`` (bytes per gfx
+target, per member and per offload bundle, compressed or not), the config field ``size_per_target``
+and the rules ``size-per-target`` and ``offload-compress``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from buildkit.gate.device import DeviceCode
 from buildkit.gate.findings import Finding
 from buildkit.gate.verdict import GfxObject, Verdict
 from buildkit.rocm import processor_sort_key
@@ -95,6 +99,7 @@ def verdict_to_json(v: Verdict) -> dict[str, Any]:
         ],
         "external_libraries": v.external_libraries(),
         "gfx": [{"file": g.file, "kind": g.kind, "targets": list(g.targets)} for g in v.gfx],
+        "device_code": v.device.to_json(),
         "findings": [f.to_json() for f in v.findings],
         "integrity": v.integrity.to_json() if v.integrity is not None else None,
         "torch_abi": v.torch_abi.to_json() if v.torch_abi is not None else None,
@@ -178,8 +183,41 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
             lines += [f"    {g.file} [{g.kind}]: {' '.join(g.targets)}" for g in v.gfx]
         else:
             lines += _gfx_summary(v.gfx)
+    if v.device.members:
+        lines += _device_lines(v.device, verbose=verbose)
     lines += _finding_lines(v.findings, verbose=verbose, recipe=recipe_of(v))
     return "\n".join(lines)
+
+
+def _device_lines(device: DeviceCode, *, verbose: bool) -> list[str]:
+    """``device code per gfx target``: each target's bytes in the members (and the code objects' own
+    size when compressed bundles make them differ), the bundles plain and compressed; with
+    ``verbose``, each member's targets and each bundle."""
+    totals = device.per_target()
+    plain = sum(b.compression is None for b in device.bundles)
+    packed = len(device.bundles) - plain
+    files = len({m.file for m in device.members})
+    stored = sum(s for _, s in totals.values())
+    head = f"  device code: {format_size(stored)} in {files} member(s)"
+    if device.bundles:
+        head += f", {len(device.bundles)} offload bundle(s): {plain} plain, {packed} compressed (CCOB)"
+    lines = [head]
+    for target in sorted(totals, key=processor_sort_key):
+        size, kept = totals[target]
+        own = f"  (code objects {format_size(size)})" if size != kept else ""
+        lines.append(f"    {target:<8} {format_size(kept):>10}{own}")
+    if verbose:
+        for m in device.members:
+            own = f" (code objects {format_size(m.bytes)})" if m.bytes != m.stored else ""
+            lines.append(f"    {m.file} {m.target}: {format_size(m.stored)}{own}")
+        for b in device.bundles:
+            kind = f"compressed ({b.compression})" if b.compression else "plain"
+            saving = f", compressing saves about {format_size(b.saving)}" if b.saving else ""
+            lines.append(
+                f"    {b.file} bundle {b.number}: {kind}, {format_size(b.stored)} stored, "
+                f"code objects {format_size(b.bytes)}{saving}"
+            )
+    return lines
 
 
 def _torch_abi_lines(result: TorchAbiResult, *, verbose: bool) -> list[str]:

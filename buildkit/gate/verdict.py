@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from buildkit.gate.config import GateConfig
+from buildkit.gate.device import DeviceCode
 from buildkit.gate.findings import Finding
 from buildkit.policy import (
     CEILING_PREFIXES,
@@ -86,6 +87,7 @@ class Verdict(NamedTuple):
     target_policy: Policy | None = None
     libc: Libc = "glibc"  # the host ELFs' libc (musl: judged by the musllinux policies)
     torch_abi: TorchAbiResult | None = None  # the wheel judged against a torch (``torch-abi``)
+    device: DeviceCode = DeviceCode()  # device code per gfx target, per member and per bundle
 
     @property
     def gated_ceilings(self) -> dict[str, str]:

@@ -35,6 +35,8 @@ class Limits(NamedTuple):
       and that is at most this many bytes compressed and four times that inflated is read with one
       ``pread`` and one inflate, and an ELF one is parsed from memory in one pass (0: every member
       is streamed, the parse keeping only what it needs).
+    - ``offload_sample_bytes``: how many bytes of the code objects of one member's plain offload
+      bundles are kept (at most 64 KiB from the start of each) to estimate what compressing them saves.
     - ``threaded_bytes``: a wheel whose file and members are both under this size is read on the
       caller's thread alone (starting threads costs more than they save on a few MiB).
     """
@@ -55,4 +57,5 @@ class Limits(NamedTuple):
     whole_member_bytes: int = 1 * MiB
     verify_members: bool = False
     threaded_bytes: int = 8 * MiB
+    offload_sample_bytes: int = 4 * MiB
     read_whole_bytes: int = 1 * MiB

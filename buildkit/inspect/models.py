@@ -31,6 +31,12 @@ class OffloadEntry(NamedTuple):
     (``"gfx90a:xnack-"``; ``None`` for the host entry). ``compression`` is ``None`` for a plain
     bundle, ``"zlib"`` or ``"zstd"`` for a CCOB one. ``code_object_target`` is the target id read
     back from the entry's own ELF header when it could be read (a cross-check), else ``None``.
+
+    Sizes: ``size`` is the code object's own size (inflated, for a CCOB); ``stored`` the bytes it
+    takes in the member (``size`` in a plain bundle; a CCOB's compressed bytes, header included,
+    shared among its entries in proportion to their sizes; None: not known); ``bundle`` the number of
+    its bundle in the member's ``.hip_fatbin`` (0, 1, ...); ``compressed_estimate`` for an entry of a
+    plain bundle, what zstd makes of it, measured on a sample of its first bytes (None: not sampled).
     """
 
     entry_id: str
@@ -40,6 +46,9 @@ class OffloadEntry(NamedTuple):
     size: int
     compression: str | None = None
     code_object_target: str | None = None
+    stored: int | None = None
+    bundle: int = 0
+    compressed_estimate: int | None = None
 
     @property
     def is_device(self) -> bool:
@@ -59,6 +68,9 @@ class OffloadEntry(NamedTuple):
             "size": self.size,
             "compression": self.compression,
             "code_object_target": self.code_object_target,
+            "stored": self.stored,
+            "bundle": self.bundle,
+            "compressed_estimate": self.compressed_estimate,
         }
 
 

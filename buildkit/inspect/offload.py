@@ -40,6 +40,12 @@ _MAX_INNER_HEADER = 1024 * 1024
 # of every byte for the 4-byte "CCOB" costs a third of inflating the member). A bundle placed
 # elsewhere is not found: its targets are then missing, which fails a gate that asked for them.
 BUNDLE_ALIGN = 4096
+#: bytes kept of each code object of a plain bundle, in SAMPLE_WINDOWS windows spread over it, to
+#: estimate what compressing saves (each window compressed on its own: no match across windows)
+SAMPLE_BYTES = 64 * 1024
+SAMPLE_WINDOWS = 8
+#: the zstd level of clang-offload-bundler -compress (clang 19 -verbose: "Compression level: 3")
+ESTIMATE_LEVEL = 3
 
 
 class BundleError(Exception):
@@ -217,6 +223,8 @@ class BundleScanner:
         self._pending: dict[int, int] = {}
         self._parsed: dict[int, ParsedBundle | str] = {}
         self._entry_heads: dict[int, int] = {}
+        self._sampled = 0  # code-object bytes kept as samples (offload_sample_bytes at most)
+        self._samples: dict[int, list[tuple[int, int]]] = {}  # code object start -> sampled windows
         self._tail = b""
         self._found = False
         self.overflow = False
@@ -287,8 +295,10 @@ class BundleScanner:
                     for entry in outcome.entries:
                         if entry.size >= 64:
                             head = start + entry.offset
-                            self._entry_heads[head] = 64
+                            self._entry_heads[head] = 64  # the ELF header: the target-id cross-check
                             self._buf.want(head, 64, available_from=base)
+                            for at, length in self._sample_windows(head, entry.size):
+                                self._buf.want(at, length, available_from=base)
                     self._buf.feed(base, joined)
 
     def _try_parse(self, start: int, data: bytes) -> ParsedBundle | str | int:
@@ -309,6 +319,55 @@ class BundleScanner:
             return more.size
         except BundleError as err:
             return str(err)
+
+    def _sample_windows(self, head: int, size: int) -> list[tuple[int, int]]:
+        """Where a code object of ``size`` bytes at ``head`` is sampled: :data:`SAMPLE_WINDOWS` windows
+        spread evenly over it (its start is headers, metadata and symbol names, which compress far
+        better than its code), :data:`SAMPLE_BYTES` in all; none once the member's sample budget
+        (``offload_sample_bytes``) is spent. Remembered for :meth:`_estimate`."""
+        if head in self._samples:
+            return self._samples[head]
+        total = min(size, SAMPLE_BYTES)
+        if self._sampled + total > self._limits.offload_sample_bytes:
+            self._samples[head] = []
+            return []
+        self._sampled += total
+        if size <= SAMPLE_BYTES:
+            windows = [(head, size)]
+        else:
+            width = SAMPLE_BYTES // SAMPLE_WINDOWS
+            step = (size - width) // (SAMPLE_WINDOWS - 1)
+            windows = [(head + i * step, width) for i in range(SAMPLE_WINDOWS)]
+        self._samples[head] = windows
+        return windows
+
+    def _ratio(self, start: int, bundle: ParsedBundle) -> tuple[int, int] | None:
+        """(compressed, sampled) bytes of the windows sampled over the device code objects of the
+        plain ``bundle`` at ``start``, compressed together in one zstd frame as clang compresses a
+        whole bundle (the code objects of different targets share much); None without a whole
+        sample of every one."""
+        parts: list[bytes] = []
+        for raw in bundle.entries:
+            if raw.size < 64 or split_entry_id(raw.entry_id)[2] is None:
+                continue
+            windows = self._samples.get(start + raw.offset) or []
+            if not windows:
+                return None
+            for at, length in windows:
+                part = self._buf.read(at, length)
+                if len(part) != length:
+                    return None
+                parts.append(part)
+        if not parts:
+            return None
+        # by window position first: the same stretch of each target's code object side by side
+        count = len(parts) // max(1, len([r for r in bundle.entries if r.size >= 64]))
+        ordered = [parts[i] for k in range(max(1, count)) for i in range(k, len(parts), max(1, count))]
+        import zstandard  # only for plain bundles with device code
+
+        sample = b"".join(ordered if len(ordered) == len(parts) else parts)
+        packed = len(zstandard.ZstdCompressor(level=ESTIMATE_LEVEL).compress(sample))
+        return packed, len(sample)
 
     def walk(
         self, member: str, section_offset: int, section_size: int
@@ -344,7 +403,8 @@ class BundleScanner:
                         f"compressed offload bundle at {start:#x} claims {extent} bytes, "
                         f"past the end of its section ({available} bytes left)"
                     )
-            bundles += 1
+            weights = sum(raw.size for raw in outcome.entries) or 1
+            ratio = self._ratio(start, outcome) if outcome.compression is None else None
             for raw in outcome.entries:
                 kind, triple, target = split_entry_id(raw.entry_id)
                 co_target = None
@@ -358,8 +418,27 @@ class BundleScanner:
                                 f"bundle entry {raw.entry_id!r} holds a code object for {co_target}",
                             )
                         )
+                if outcome.compression is None:
+                    stored = raw.size
+                    estimate = (
+                        None if ratio is None or target is None else -(-raw.size * ratio[0] // ratio[1])
+                    )
+                else:
+                    stored, estimate = extent * raw.size // weights, None
                 entries.append(
-                    OffloadEntry(raw.entry_id, kind, triple, target, raw.size, outcome.compression, co_target)
+                    OffloadEntry(
+                        raw.entry_id,
+                        kind,
+                        triple,
+                        target,
+                        raw.size,
+                        outcome.compression,
+                        co_target,
+                        stored=stored,
+                        bundle=bundles,
+                        compressed_estimate=estimate,
+                    )
                 )
+            bundles += 1
             pos = start + extent
         return tuple(entries), bundles, tuple(findings)

@@ -45,6 +45,24 @@ _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 Combo = dict[str, str | None]
 
 
+#: what the recipe's ``offload_compress: true`` adds to the build's flags
+OFFLOAD_COMPRESS_FLAG = "--offload-compress"
+#: where: hipcc appends these to every compile and link (AMD's hipcc and Debian's); CMake's HIP
+#: language starts CMAKE_HIP_FLAGS from HIPFLAGS
+OFFLOAD_COMPRESS_VARS = ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND", "HIPFLAGS")
+#: the first LLVM whose clang has --offload-compress (Debian trixie's clang 17 refuses it: measured)
+OFFLOAD_COMPRESS_LLVM = 18
+
+
+def offload_compress_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables that turn clang's ``--offload-compress`` on, each after what ``env`` has there."""
+    out = {}
+    for var in OFFLOAD_COMPRESS_VARS:
+        flags = env.get(var, "").split()
+        out[var] = " ".join([*flags, OFFLOAD_COMPRESS_FLAG] if OFFLOAD_COMPRESS_FLAG not in flags else flags)
+    return out
+
+
 def job_id(
     python: str,
     rocm: str,
@@ -289,6 +307,21 @@ class _Expansion:
                 )
             )
 
+    def note_offload_compress(self, rocm: str) -> None:
+        """``offload_compress: true`` with a compiler older than LLVM 18 (the first clang with
+        ``--offload-compress``): noted once per release, the build would fail at the first compile."""
+        toolchain = self.recipe.archs.toolchain
+        llvm = rocm_data.get_toolchain(toolchain).llvm if toolchain else self.releases[rocm].llvm
+        where = f"toolchain {toolchain}" if toolchain else f"ROCm {rocm}"
+        major = llvm.split(".")[0]
+        if major.isdigit() and int(major) < OFFLOAD_COMPRESS_LLVM and ("compress", rocm) not in self.noted:
+            self.noted.add(("compress", rocm))
+            self.notes[
+                f"offload_compress: true: clang's --offload-compress needs LLVM {OFFLOAD_COMPRESS_LLVM} or "
+                f"later; {where} has LLVM {llvm}, whose clang refuses it (unsupported option "
+                "'--offload-compress'): the build fails at its first HIP compile"
+            ] = None
+
     def globs(self, rocm: str) -> tuple[str, ...]:
         globs = self.glob_cache.get(rocm)
         if globs is None:
@@ -365,6 +398,9 @@ class _Expansion:
         dash_d = [f"{k}={v}" for k, v in cmake.items() if not k.startswith(CMAKE_DEFINE)]
         if dash_d:  # and as -D definitions appended to CMAKE_ARGS (read by scikit-build-core, many setup.py)
             job_env["CMAKE_ARGS"] = " ".join(filter(None, (job_env.get("CMAKE_ARGS", ""), *dash_d)))
+        if recipe.offload_compress:
+            job_env.update(offload_compress_env(job_env))
+            self.note_offload_compress(rocm)
         return Job(
             id=jid,
             python=python,

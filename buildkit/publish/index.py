@@ -13,8 +13,10 @@ Layout (relative links only, so the tree can be copied anywhere)::
 
 Every file is written atomically (temporary file in the same folder + ``os.replace``) and the whole
 update holds an exclusive lock on ``ROOT/.buildkit-index.lock``, so two publishers cannot interleave
-and a reader never sees a half-written page. A batch (:func:`add_wheels`) is checked whole before
-anything is written: one conflict writes nothing. ``pip install --index-url file://ROOT/simple/`` works.
+and a reader never sees a half-written page. A batch is staged whole and committed through a journal
+(:mod:`buildkit.publish.journal`): killed at any point, the next update finishes or undoes it. A batch
+(:func:`add_wheels`) is checked whole before anything is written: one conflict writes nothing.
+``pip install --index-url file://ROOT/simple/`` works.
 
 Publishing is idempotent: the same file again is reported ``already``; the same file name with other
 bytes raises :class:`~buildkit.errors.PublishRefused` (an index must never change a released file).
@@ -40,8 +42,8 @@ from typing import Any
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from buildkit.errors import PublishRefused, UsageError, WheelReadError
-from buildkit.fsutil import atomic_write
 from buildkit.manifest import sha256_file
+from buildkit.publish import journal
 
 LOCK_NAME = ".buildkit-index.lock"
 API_VERSION = "1.1"
@@ -80,10 +82,6 @@ class AddResult:
     path: Path  # where the wheel is in the index
 
 
-def _atomic_write_bytes(target: Path, data: bytes) -> None:
-    atomic_write(target, data)
-
-
 def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:
     """Copy ``source`` to ``target``, hashing the bytes actually copied; other bytes -> PublishRefused.
 
@@ -107,10 +105,6 @@ def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:
     except BaseException:
         target.unlink(missing_ok=True)
         raise
-
-
-def _tmp_path(target: Path) -> Path:
-    return target.with_name(f".{target.name}.tmp-{os.getpid()}")
 
 
 def wheel_metadata(wheel: Path, filename: str | None = None) -> bytes:
@@ -272,17 +266,6 @@ def simple_dir(root: Path) -> Path:
     return root / "simple"
 
 
-def _rewrite_pages(root: Path, project: str) -> None:
-    simple = simple_dir(root)
-    project_dir = simple / project
-    files = _scan(project_dir)
-    _atomic_write_bytes(project_dir / "index.json", render_project_json(project, files).encode())
-    _atomic_write_bytes(project_dir / "index.html", render_project_html(project, files).encode())
-    projects = sorted(p.name for p in simple.iterdir() if p.is_dir() and (p / "index.html").is_file())
-    _atomic_write_bytes(simple / "index.json", render_root_json(projects).encode())
-    _atomic_write_bytes(simple / "index.html", render_root_html(projects).encode())
-
-
 def lookup(root: Path, filename: str) -> str | None:
     """sha256 of ``filename`` in the index at ``root`` (recomputed from the file), None when absent."""
     project = canonicalize_name(parse_wheel_filename(filename)[0])
@@ -355,38 +338,108 @@ def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[AddResul
 def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
     """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
 
-    Under the index lock, every wheel is first checked against the index (:func:`check_additions`): the
+    Under the index lock, an interrupted earlier update is finished or undone first
+    (:func:`recover`). Every wheel is then checked against the index (:func:`check_additions`): the
     same file again is ``status == "already"`` (nothing rewritten); the same file name with other bytes
     (in the index, or twice in ``wheels``) raises :class:`PublishRefused` naming every such wheel, before
     anything is written. Then every new wheel is copied to a temporary file beside its final place,
     hashing the bytes copied (a wheel that changed since it was checked refuses the whole batch, and the
-    temporary files are removed); its ``.metadata`` is read from that copy. Only then are the wheels,
-    their ``.metadata`` files and the pages put in place (atomic renames).
+    temporary files are removed); its ``.metadata`` is read from that copy and staged too, and so are
+    the pages that list them. Only then is the batch committed (:func:`buildkit.publish.journal.commit`):
+    the wheels' ``.metadata`` files, the wheels, the project pages and the root pages renamed into
+    place, in that order. A SIGKILL at any point leaves the index as before or, once the next update
+    (or :func:`recover`) has run, as after.
     """
     with _locked(root):
+        _recover(root)
         results, pending = _plan(root, wheels)
+        if not pending:
+            return results
         created: list[Path] = []
+        staged: list[Path] = []
         try:
             for item in pending:
                 for folder in (simple_dir(root), item.target.parent):
                     if not folder.is_dir():
                         folder.mkdir()
                         created.append(folder)
-                item.tmp = _tmp_path(item.target)
+                item.tmp = journal.temporary(item.target)
+                staged.append(item.tmp)
                 copy_verified(item.wheel, item.tmp, item.sha256)
                 item.metadata = wheel_metadata(item.tmp, item.wheel.name)
+            moves = _stage(root, pending, staged)
         except BaseException:
-            for item in pending:
-                if item.tmp is not None:
-                    item.tmp.unlink(missing_ok=True)
+            for path in staged:
+                path.unlink(missing_ok=True)
             for folder in reversed(created):
                 with contextlib.suppress(OSError):
                     folder.rmdir()
             raise
-        for item in pending:
-            assert item.tmp is not None
-            _atomic_write_bytes(item.target.with_name(item.target.name + ".metadata"), item.metadata)
-            os.replace(item.tmp, item.target)
-        for name in sorted({item.project for item in pending}):
-            _rewrite_pages(root, name)
+        journal.commit(root, moves)
     return results
+
+
+def _stage(root: Path, pending: list[_Staged], staged: list[Path]) -> list[tuple[Path, Path]]:
+    """Write the ``.metadata`` files and every page the batch changes as temporary files (each added
+    to ``staged``); the renames that put the batch in place, in commit order."""
+    metadata_moves: list[tuple[Path, Path]] = []
+    wheel_moves: list[tuple[Path, Path]] = []
+    added: dict[str, list[IndexedFile]] = {}
+    for item in pending:
+        assert item.tmp is not None
+        meta = item.target.with_name(item.target.name + ".metadata")
+        metadata_moves.append((_stage_file(meta, item.metadata, staged), meta))
+        wheel_moves.append((item.tmp, item.target))
+        added.setdefault(item.project, []).append(
+            IndexedFile(
+                item.target.name,
+                item.sha256,
+                item.tmp.stat().st_size,
+                _requires_python(item.metadata),
+                hashlib.sha256(item.metadata).hexdigest(),
+            )
+        )
+    page_moves: list[tuple[Path, Path]] = []
+    simple = simple_dir(root)
+    for project in sorted(added):
+        project_dir = simple / project
+        files = sorted([*_scan(project_dir), *added[project]], key=lambda f: f.filename)
+        for name, text in (
+            ("index.json", render_project_json(project, files)),
+            ("index.html", render_project_html(project, files)),
+        ):
+            page_moves.append((_stage_file(project_dir / name, text.encode(), staged), project_dir / name))
+    listed = {p.name for p in simple.iterdir() if p.is_dir() and (p / "index.html").is_file()}
+    projects = sorted(listed | set(added))
+    for name, text in (
+        ("index.json", render_root_json(projects)),
+        ("index.html", render_root_html(projects)),
+    ):
+        page_moves.append((_stage_file(simple / name, text.encode(), staged), simple / name))
+    return [*metadata_moves, *wheel_moves, *page_moves]
+
+
+def _stage_file(final: Path, data: bytes, staged: list[Path]) -> Path:
+    tmp = journal.temporary(final)
+    staged.append(tmp)
+    with tmp.open("xb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fchmod(fh.fileno(), 0o644)
+        os.fsync(fh.fileno())
+    return tmp
+
+
+def _recover(root: Path) -> str | None:
+    simple = simple_dir(root)
+    folders = [simple, *(p for p in simple.iterdir() if p.is_dir())] if simple.is_dir() else []
+    return journal.recover(root, folders)
+
+
+def recover(root: Path) -> str | None:
+    """Finish (committed) or undo (never committed) an update of the index at ``root`` that was
+    interrupted, under the index lock; what was done, or None. :func:`add_wheels` does it first."""
+    if not root.is_dir():
+        return None
+    with _locked(root):
+        return _recover(root)

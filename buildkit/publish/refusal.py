@@ -11,7 +11,7 @@ refused by name, with the errors its ``<wheel>.refused.json`` records, whatever 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -186,11 +186,17 @@ def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
 
 
 def check_all(
-    wheels: list[Path], target: Target, recipe: Recipe | None = None, *, dist: Path | None = None
+    wheels: list[Path],
+    target: Target,
+    recipe: Recipe | None = None,
+    *,
+    dist: Path | None = None,
+    verify: Callable[[list[Candidate]], list[Refusal]] | None = None,
 ) -> list[Candidate]:
     """Examine every wheel (and, with ``recipe``, that it was built from that recipe file); any
     refusal raises one PublishRefused listing them all. ``dist``: the tree they were collected
-    from, whose refused wheels an empty batch names."""
+    from, whose refused wheels an empty batch names. ``verify``: the refusals among the wheels that
+    passed every other check (``publish`` runs the gate again there: :mod:`buildkit.publish.trust`)."""
     if not wheels:
         kept = refused_wheels(dist) if dist is not None and dist.is_dir() else []
         note = (
@@ -212,7 +218,13 @@ def check_all(
             candidates.append(result)
         else:
             refusals.append(result)
+    if verify is not None and candidates:
+        later = verify(candidates)
+        refused = {r.wheel for r in later}
+        candidates = [c for c in candidates if c.wheel not in refused]
+        refusals += later
     if refusals:
+        refusals.sort(key=lambda r: wheels.index(r.wheel) if r.wheel in wheels else len(wheels))
         lines = [f"publish refused: {len(refusals)} of {len(wheels)} wheel(s); nothing was published"]
         lines += [f"  {r.wheel}: {r.reason}" for r in refusals]
         raise PublishRefused("\n".join(lines), refusals=[(str(r.wheel), r.reason) for r in refusals])

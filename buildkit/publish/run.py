@@ -1,7 +1,9 @@
 """``publish``: put gated wheels on an index, only when their manifest proves the gate passed.
 
-The manifest beside each wheel (``<wheel>.manifest.json``, :mod:`buildkit.manifest`) is the proof:
-nothing heavy is re-run, but the wheel's sha256 IS recomputed and must be the one the manifest names.
+The manifest beside each wheel (``<wheel>.manifest.json``, :mod:`buildkit.manifest`) is a claim, not
+a proof: the wheel's sha256 is recomputed and must be the one the manifest names, and the gate runs
+again on every wheel with a configuration ``publish`` trusts (the recipe's, or the one the build's
+signed attestation records: :mod:`buildkit.publish.trust`), before anything is written or uploaded.
 Every wheel under DIST is checked before any is published: one refusal publishes nothing
 (:class:`~buildkit.errors.PublishRefused`, exit 10, naming each wheel and its reason).
 
@@ -55,6 +57,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from buildkit.errors import PublishRefused, PublishUnavailable
 from buildkit.publish import index as static_index
@@ -69,7 +72,11 @@ from buildkit.publish.remote import (
 )
 from buildkit.publish.scrub import strip_userinfo
 from buildkit.publish.target import Target
+from buildkit.publish.trust import Trust, key_from_env, verify
 from buildkit.recipe import Recipe
+
+if TYPE_CHECKING:
+    from buildkit.plan.models import Plan
 
 
 @dataclass(frozen=True)
@@ -87,17 +94,30 @@ def publish(
     log: Callable[[str], None] = lambda line: None,
     recipe: Recipe | None = None,
     dry_run: bool = False,
+    public_key: Path | None = None,
+    expand: Callable[[Recipe], Plan] | None = None,
 ) -> list[Outcome]:
     """Check every wheel under ``dist`` and the target's state, then publish; returns what happened.
 
-    ``recipe``: every wheel must have been built from that recipe file (manifest ``recipe.sha256``).
-    ``dry_run``: all the checks and the target's state, nothing written or uploaded ("would publish").
+    ``recipe``: every wheel must have been built from that recipe file (manifest ``recipe.sha256``),
+    and the gate runs again with its job's configuration. ``public_key``: the PEM ed25519 key the
+    wheels' attestations must verify with (default: ``BUILDKIT_PUBLISH_KEY`` of ``env``); the gate
+    runs again with the configuration they sign. Neither: every wheel is refused
+    (:mod:`buildkit.publish.trust`). ``expand``: how the recipe's plan is made (the CLI reads runtime
+    images' ceilings as ``build`` does). ``dry_run``: all the checks and the target's state, nothing
+    written or uploaded ("would publish").
     """
     environ = dict(os.environ if env is None else env)
     if target.kind == "directory":  # an unwritable target is refused before anything is written
         static_index.check_root(Path(target.location))
-    candidates = check_all(collect(dist, target), target, recipe, dist=dist)
-    log(f"{len(candidates)} wheel(s) checked: manifests passed, sha256 recomputed and matching")
+    trust = Trust.of(recipe, public_key or key_from_env(environ), expand=expand)
+    candidates = check_all(
+        collect(dist, target), target, recipe, dist=dist, verify=lambda found: verify(found, trust)
+    )
+    log(
+        f"{len(candidates)} wheel(s) checked: sha256 recomputed and matching the manifest, the gate run "
+        f"again with {trust.describe()}: passed"
+    )
     if recipe is not None:
         _log_recipe(candidates, recipe, log)
     if target.kind == "directory":
@@ -244,5 +264,17 @@ def outcomes_json(outcomes: list[Outcome], target: Target, *, dry_run: bool = Fa
         "target": {"kind": target.kind, "location": target.location},
         "dry_run": dry_run,
         "wheels": [{"wheel": str(o.wheel), "status": o.status, "where": o.where} for o in outcomes],
+    }
+    return json.dumps(data, indent=2, sort_keys=True)
+
+
+def refusals_json(refused: PublishRefused, target: Target, *, dry_run: bool = False) -> str:
+    """``publish --json`` when wheels are refused: nothing published, each refused wheel and why."""
+    data = {
+        "target": {"kind": target.kind, "location": target.location},
+        "dry_run": dry_run,
+        "wheels": [],
+        "refused": [{"wheel": wheel, "reason": reason} for wheel, reason in refused.refusals],
+        "error": refused.message,
     }
     return json.dumps(data, indent=2, sort_keys=True)

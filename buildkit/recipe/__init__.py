@@ -167,6 +167,9 @@ class Recipe:
     network: bool = False
     #: ``wheel:``: one wheel per CPython (the default), or one ``py3-none``/``abi3`` wheel per cell
     wheel: WheelAbi = field(default_factory=WheelAbi)
+    #: ``offload_compress: true``: clang's ``--offload-compress`` in hipcc's and CMake's HIP flags
+    #: (:func:`buildkit.plan.expansion.offload_compress_env`)
+    offload_compress: bool = False
 
     @property
     def display_path(self) -> str:
@@ -445,6 +448,7 @@ class _Builder:
             hooks=hooks,
             network=bool(d.get("network", False)),
             wheel=wheel,
+            offload_compress=bool(d.get("offload_compress", False)),
         )
 
     def _hooks(self, d: dict[str, Any]) -> Hooks:

@@ -20,6 +20,7 @@ import sys
 import tarfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,19 @@ from buildkit.manifest import read as read_manifest
 from buildkit.manifest import sha256_file
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from tests.helpers.wheels_for_publish import signing_environment
 
 pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module", autouse=True)
+def signing_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The builds sign their attestations and publish trusts that key: ``publish --to`` runs the gate
+    again with the configuration they sign (a publish trusts no unsigned manifest)."""
+    with pytest.MonkeyPatch.context() as patch:
+        signing_environment(patch, tmp_path_factory.mktemp("keys"))
+        yield
+
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHS = ["gfx908", "gfx90a", "gfx942"]

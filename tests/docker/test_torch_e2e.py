@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tarfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,19 @@ from buildkit.inspect import inspect_wheel
 from buildkit.manifest import read as read_manifest
 from buildkit.manifest import sha256_file
 from tests.helpers.torch_ext import TORCH_2_14_1, torch_wheel
+from tests.helpers.wheels_for_publish import signing_environment
 
 pytestmark = pytest.mark.docker
+
+
+@pytest.fixture(scope="module", autouse=True)
+def signing_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The builds sign their attestations and publish trusts that key: ``publish --to`` runs the gate
+    again with the configuration they sign (a publish trusts no unsigned manifest)."""
+    with pytest.MonkeyPatch.context() as patch:
+        signing_environment(patch, tmp_path_factory.mktemp("keys"))
+        yield
+
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "recipes" / "reference-torch-bookworm.yaml"

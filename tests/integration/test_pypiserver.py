@@ -8,6 +8,7 @@ pypiserver and passlib come from the dev extras; under CI=true their absence is 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import secrets
 import socket
@@ -23,10 +24,26 @@ from pathlib import Path
 import pytest
 
 from buildkit.errors import PublishRefused
-from buildkit.manifest import sha256_file
+from buildkit.manifest import manifest_path, sha256_file
 from buildkit.publish import run as publishing
 from buildkit.publish.target import parse_target
-from tests.helpers.wheels_for_publish import make_wheel
+from tests.helpers.shared_library import have_gcc
+from tests.helpers.wheels_for_publish import (
+    DEMO_RECIPE,
+    GLIBCXX_3_4_25_SOURCE,
+    forge_three_key_manifest,
+    job_wheel,
+    make_wheel,
+    trust_test_key,
+)
+
+
+@pytest.fixture(autouse=True)
+def publisher_key(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The publisher names the key the test builds sign with (``BUILDKIT_PUBLISH_KEY``): ``publish``
+    runs the gate again with the configuration those signed manifests record."""
+    return trust_test_key(monkeypatch, tmp_path_factory.mktemp("publisher"))
+
 
 USER = "__token__"
 
@@ -256,3 +273,38 @@ def test_a_stopped_server_is_unavailable_not_refused(server: Server, tmp_path: P
     assert "Connection refused" in down.stderr and "retry" in down.stderr
     assert "nothing was published" in down.stderr and "Traceback" not in down.stderr
     assert publish(server, dist, tmp_path / "publish.log", None, "--dry-run").returncode == 13
+
+
+def test_forged_and_failing_wheels_never_reach_the_server(server: Server, tmp_path: Path) -> None:
+    """The issue's forged three-key manifest beside a wheel the gate fails (GLIBCXX_3.4.25 above
+    manylinux_2_28), a forged configuration, and a signed manifest the gate, run again, refuses:
+    refused before any upload, with and without --dry-run; the server holds nothing."""
+    if not have_gcc():
+        pytest.skip("gcc/g++ build the wheels' libraries")
+    recipe = tmp_path / "demo.yaml"
+    recipe.write_text(DEMO_RECIPE)
+    job = "cp312-rocm6.4"
+    forged, configured, failing = (tmp_path / name for name in ("forged", "configured", "failing"))
+    wheel = job_wheel(forged, recipe, job, source=GLIBCXX_3_4_25_SOURCE)
+    forge_three_key_manifest(wheel)
+    loose = job_wheel(configured, recipe, job, source=GLIBCXX_3_4_25_SOURCE)
+    data = json.loads(manifest_path(loose).read_text())
+    data["gate"]["ceilings"]["GLIBCXX"] = "3.4.30"
+    manifest_path(loose).write_text(json.dumps(data))
+    job_wheel(failing, recipe, job, source=GLIBCXX_3_4_25_SOURCE)  # signed, claims a pass
+    expected = {
+        forged: "unsigned: no attestation",
+        configured: "forged manifest: its gate configuration is not the one the attestation signs",
+        failing: "the gate, run again, fails it: ",
+    }
+    for dist, reason in expected.items():
+        for extra in ((), ("--dry-run",), ("--json",)):
+            result = publish(server, dist, tmp_path / "publish.log", None, *extra)
+            assert result.returncode == 10, result.stdout + result.stderr
+            assert f"{dist / wheel.name}: {reason}" in result.stderr
+            if extra == ("--json",):
+                [refused] = json.loads(result.stdout)["refused"]
+                assert refused["wheel"] == str(dist / wheel.name) and reason in refused["reason"]
+            assert "Traceback" not in result.stderr
+    assert list(server.packages.iterdir()) == []
+    assert "twine upload" not in (tmp_path / "publish.log").read_text()

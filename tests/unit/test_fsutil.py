@@ -99,8 +99,10 @@ RENAMES_ALLOWED: dict[tuple[str, str], str] = {
     ): "renames a superseded quarantine folder aside before removing it",
     ("buildkit/build/output.py", "discard_output"): "renames a stale job folder aside before removing it",
     ("buildkit/build/staging.py", "sweep_debris"): "puts back a job folder a killed swap left aside",
-    ("buildkit/publish/index.py", "add_wheels"): (
-        "moves a wheel copied by copy_verified (streamed, hashed and fsynced while copied) into place"
+    ("buildkit/publish/journal.py", "_replay"): (
+        "commits a static index batch: moves the staged files (wheels copied by copy_verified, streamed, "
+        "hashed and fsynced while copied; .metadata files and pages written and fsynced) into place, in "
+        "the order the journal records, itself written with atomic_write first (the commit point)"
     ),
     ("buildkit/source/fetch.py", "download"): (
         "moves a source archive (up to 2 GiB: streamed, hashed and fsynced while downloaded, not held in "

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 from referencing import Registry, Resource
 
-from tests.helpers.wheels_for_publish import FAILING, make_wheel
+from tests.helpers.wheels_for_publish import FAILING, make_wheel, public_key_file
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "https://rocm-buildkit.invalid/schema/"
@@ -65,14 +65,15 @@ def test_every_schema_is_valid_and_its_id_names_its_file() -> None:
 def test_publish_success_and_refusal_are_json(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     make_wheel(dist, "demo-1.0-py3-none-any.whl")
-    ok = _cli("publish", str(dist), "--to", str(tmp_path / "idx"), "--json")
+    key = str(public_key_file(tmp_path))  # the builds' signing key: publish runs the gate again
+    ok = _cli("publish", str(dist), "--to", str(tmp_path / "idx"), "--public-key", key, "--json")
     assert ok.returncode == 0, ok.stderr
     document = json.loads(ok.stdout)
     _validate(document, "publish")
     assert document["ok"] is True and document["wheels"][0]["status"] == "published"
 
     make_wheel(dist, "bad-1.0-py3-none-any.whl", verdict=FAILING)
-    refused = _cli("publish", str(dist), "--to", str(tmp_path / "idx"), "--json")
+    refused = _cli("publish", str(dist), "--to", str(tmp_path / "idx"), "--public-key", key, "--json")
     assert refused.returncode == 10
     assert "bad-1.0-py3-none-any.whl: the gate failed" in refused.stderr  # stderr as before
     document = json.loads(refused.stdout)

@@ -27,7 +27,17 @@ from buildkit.publish.run import publish
 from buildkit.publish.scrub import scrub, secrets_from
 from buildkit.publish.target import Target, parse_target, recipe_target
 from buildkit.recipe import load_recipe
-from tests.helpers.wheels_for_publish import FAILING, make_wheel
+from tests.helpers.wheels_for_publish import FAILING, job_wheel, make_wheel, trust_test_key
+
+
+@pytest.fixture(autouse=True)
+def publisher_key(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The publisher names the key the test builds sign with (``BUILDKIT_PUBLISH_KEY``): ``publish``
+    runs the gate again with the configuration those signed manifests record."""
+    path = trust_test_key(monkeypatch, tmp_path_factory.mktemp("publisher"))
+    monkeypatch.setitem(CREDS_ENV, "BUILDKIT_PUBLISH_KEY", str(path))  # the environment given to publish()
+    return path
+
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -232,12 +242,11 @@ def test_cli_target_from_the_recipe(tmp_path: Path) -> None:
     recipe = tmp_path / "recipes" / "demo.yaml"
     recipe.parent.mkdir()
     recipe.write_text(RECIPE)
-    bind_recipe(make_wheel(tmp_path / "dist", "demo-1.0-py3-none-any.whl"), recipe)
+    # the gate runs again with the job's configuration: the wheel must be that job's (tags, archs)
+    wheel = job_wheel(tmp_path / "dist", recipe, "cp312-rocm6.4")
     result = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe))
     assert result.returncode == 0, result.stderr
-    assert (
-        tmp_path / "recipes" / "site" / "index" / "simple" / "demo" / "demo-1.0-py3-none-any.whl"
-    ).is_file()
+    assert (tmp_path / "recipes" / "site" / "index" / "simple" / "demo" / wheel.name).is_file()
     both = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe), "--to", "x")
     assert both.returncode == 2 and "exactly one of --to" in both.stderr
 
@@ -502,8 +511,8 @@ def test_recipe_refuses_a_wheel_built_from_another_recipe(tmp_path: Path) -> Non
     """The review's case: a wheel of other.yaml does not land in the index of demo.yaml."""
     demo, other = _two_recipes(tmp_path)
     dist = tmp_path / "dist"
-    mine = bind_recipe(make_wheel(dist / "a", "demo-1.0-py3-none-any.whl"), demo)
-    theirs = bind_recipe(make_wheel(dist / "b", "other-1.0-py3-none-any.whl"), other, name="other")
+    mine = job_wheel(dist / "a", demo, "cp312-rocm6.4")
+    theirs = job_wheel(dist / "b", other, "cp312-rocm6.4")
     result = run_cli("publish", str(dist), "--recipe", str(demo))
     assert result.returncode == 10, result.stdout + result.stderr
     assert "1 of 2 wheel(s); nothing was published" in result.stderr

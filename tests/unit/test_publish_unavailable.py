@@ -26,7 +26,17 @@ from buildkit.manifest import sha256_file
 from buildkit.publish.remote import network_failure, remote_files
 from buildkit.publish.run import publish
 from buildkit.publish.target import parse_target
-from tests.helpers.wheels_for_publish import make_wheel
+from tests.helpers.wheels_for_publish import make_wheel, trust_test_key
+
+
+@pytest.fixture(autouse=True)
+def publisher_key(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The publisher names the key the test builds sign with (``BUILDKIT_PUBLISH_KEY``): ``publish``
+    runs the gate again with the configuration those signed manifests record."""
+    path = trust_test_key(monkeypatch, tmp_path_factory.mktemp("publisher"))
+    monkeypatch.setitem(ENV, "BUILDKIT_PUBLISH_KEY", str(path))  # the environment given to publish()
+    return path
+
 
 ENV = {**os.environ, "TWINE_USERNAME": "__token__", "TWINE_PASSWORD": "pypi-unavailable-test-token"}
 ENV.pop("TWINE_REPOSITORY_URL", None)

@@ -138,8 +138,10 @@ def test_a_keep_refused_folder_inside_the_publish_tree_is_refused_by_name(h: Har
     assert not (h.tmp / "other" / ".refused").exists()
     wheels = collect(h.out)
     assert result.refused in wheels and len(wheels) == 2
-    with pytest.raises(PublishRefused) as info:
-        publish(h.out, parse_target(str(h.tmp / "index")))
+    with pytest.raises(
+        PublishRefused
+    ) as info:  # the gate runs again with the good recipe's job's configuration
+        publish(h.out, parse_target(str(h.tmp / "index")), recipe=good)
     text = str(info.value)
     assert "publish refused: 1 of 2 wheel(s); nothing was published" in text
     assert (
@@ -349,7 +351,7 @@ def test_summary_of_a_refused_job_names_the_kept_wheel_and_how_to_examine_it(tmp
 
 
 def test_publish_names_only_the_unwaived_errors_of_a_failed_verdict(tmp_path: Path) -> None:
-    from tests.helpers.wheels_for_publish import make_wheel
+    from tests.helpers.wheels_for_publish import make_wheel, public_key_file
 
     waived = {"rule": "size", "severity": "error", "message": "wheel is 2 MiB", "waived": {"reason": "ok"}}
     failing = {"rule": "rpath", "severity": "error", "message": "absolute RUNPATH /tmp/build", "waived": None}
@@ -367,7 +369,10 @@ def test_publish_names_only_the_unwaived_errors_of_a_failed_verdict(tmp_path: Pa
     # a passing verdict with waived findings is published
     dist2 = tmp_path / "dist2"
     make_wheel(dist2 / "a", "ok-1.0-py3-none-any.whl", verdict={"passed": True, "findings": [waived]})
-    assert [o.status for o in publish(dist2, parse_target(str(tmp_path / "idx")))] == ["published"]
+    key = public_key_file(tmp_path / "publisher")  # the gate runs again with the signed configuration
+    assert [o.status for o in publish(dist2, parse_target(str(tmp_path / "idx")), public_key=key)] == [
+        "published"
+    ]
 
 
 def test_the_examine_command_reproduces_the_build_s_gate(h: Harness, tmp_path: Path) -> None:

@@ -146,3 +146,14 @@ def test_repair_keeps_a_wheel_no_policy_fits_for_the_gate(tmp_path: Path) -> Non
     assert first.startswith("auditwheel repair --plat manylinux_2_31_x86_64")
     assert "auditwheel repair --plat auto" in rest and rest.rstrip("; }").endswith("cp {wheel} {dest_dir}/")
     assert "the unrepaired wheel goes to the gate" in rest
+
+
+def test_offload_compress_and_the_sysroot_both_reach_hipcc(tmp_path: Path) -> None:
+    """``offload_compress: true`` appends --offload-compress to the hipcc flag variables the sysroot
+    also sets: the build gets both, the sysroot's first."""
+    job = next(j for j in _plan(SID + "offload_compress: true\n", tmp_path).jobs if j.rocm == "7.2")
+    settings = cibw.CibwSettings(image="i", source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
+    env = cibw.container_environment(job, settings)
+    for var in ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND"):
+        flags = env[var].split()
+        assert flags[0] == "--sysroot=/opt/buildkit/sysroots/glibc2.31" and flags[-1] == "--offload-compress"

@@ -1,5 +1,7 @@
-"""The ``size`` rule: the wheel's size against the size budget (``--size-limit``/``--size-warn``, the
-recipe's ``size_budget``; warn by default above PyPI's default per-file limit)."""
+"""The ``size`` rules: the wheel's size against the size budget (``--size-limit``/``--size-warn``, the
+recipe's ``size_budget``; warn by default above PyPI's default per-file limit), each gfx target's device
+code against ``--size-per-target`` / ``size_budget.per_target`` (:mod:`buildkit.gate.device`), and the
+advice to compress offload bundles stored plain."""
 
 from __future__ import annotations
 
@@ -24,7 +26,38 @@ SIZE = Rule(
     prevents=("Error: a release that the index refuses to accept or that breaks the project's own budget."),
 )
 
-RULES = (SIZE,)
+SIZE_PER_TARGET = Rule(
+    "size-per-target",
+    ("error",),
+    checks=(
+        "With `--size-per-target` / the recipe's `size_budget.per_target`: the device code of each gfx "
+        "target (what its code objects take in the wheel's members, all members together; a compressed "
+        "bundle's share counted compressed) is at most that size."
+    ),
+    prevents=(
+        "A release whose size grows with each target added without anyone choosing it: one gfx target's "
+        "kernels (an unrolled tuning sweep, a debug build) taking most of a wheel that users of every "
+        "other GPU download too."
+    ),
+)
+OFFLOAD_COMPRESS = Rule(
+    "offload-compress",
+    ("warning",),
+    checks=(
+        "A HIP object whose plain (uncompressed, `__CLANG_OFFLOAD_BUNDLE__`) offload bundles hold at "
+        "least 1 MiB of device code: the warning names the bytes and what clang's `--offload-compress` "
+        "(compressed `CCOB` bundles; the recipe's `offload_compress: true`) would save, estimated by "
+        "compressing a sample of each code object with zstd."
+    ),
+    prevents=(
+        "Nothing breaks: wheels several times larger than they need to be, installed and loaded as such "
+        "(code objects compress several-fold: a trial aiter wheel was 297 MB)."
+    ),
+)
+
+RULES = (SIZE, SIZE_PER_TARGET, OFFLOAD_COMPRESS)
+#: plain device code per member below which compressing is not worth a warning
+COMPRESS_ADVICE_MIN = 1024 * 1024
 
 
 def _duplicates_part(facts: Facts) -> str:
@@ -54,4 +87,48 @@ def check(facts: Facts) -> Iterator[Finding]:
         yield SIZE.warning(
             f"wheel is {format_size(size)}, above {format_size(config.size_warn)} ({why})"
             + _duplicates_part(facts)
+        )
+    yield from _per_target(facts)
+    yield from _compress_advice(facts)
+
+
+def _per_target(facts: Facts) -> Iterator[Finding]:
+    limit = facts.config.size_per_target
+    if limit is None:
+        return
+    for target, (size, stored) in sorted(facts.device.per_target().items()):
+        if stored > limit:
+            members = sorted({m.file for m in facts.device.members if m.target == target})
+            shown = ", ".join(members[:3]) + (f" (+{len(members) - 3} more)" if len(members) > 3 else "")
+            yield SIZE_PER_TARGET.error(
+                f"{target} device code takes {format_size(stored)} (code objects {format_size(size)}) in "
+                f"{shown}, above the limit of {format_size(limit)} per target",
+                symbol=target,
+            )
+
+
+def _compress_advice(facts: Facts) -> Iterator[Finding]:
+    by_member: dict[str, list[int]] = {}
+    for b in facts.device.bundles:
+        if b.compression is None:
+            row = by_member.setdefault(b.file, [0, 0, 0, 0])
+            row[0] += 1
+            row[1] += b.stored
+            row[2] += b.saving
+            row[3] += b.estimate is None
+    for member, (count, stored, saving, unknown) in sorted(by_member.items()):
+        if stored < COMPRESS_ADVICE_MIN:
+            continue
+        estimate = (
+            f"would save about {format_size(saving)} or more ({format_size(stored)} -> "
+            f"{format_size(stored - saving)}: zstd on windows sampled over each code object, which miss "
+            "the repeats far apart that clang's compression of the whole bundle also finds)"
+            if not unknown
+            else "would make them several times smaller (not estimated: the code objects were not sampled)"
+        )
+        yield OFFLOAD_COMPRESS.warning(
+            f"{member}: {count} uncompressed offload bundle{'s' * (count != 1)} hold "
+            f"{format_size(stored)} of device code; clang's --offload-compress (the recipe's "
+            f"offload_compress: true) {estimate}",
+            file=member,
         )
