@@ -276,6 +276,7 @@ class GateConfig(NamedTuple):
                     name=None if ident.get("name") is None else str(ident["name"]),
                     recipe=None if data.get("recipe") is None else str(data["recipe"]),
                     recipe_sha256=None if data.get("recipe_sha256") is None else str(data["recipe_sha256"]),
+                    wheel_tag=None if ident.get("wheel_tag") is None else str(ident["wheel_tag"]),
                 )
             waivers = tuple(
                 Waiver(

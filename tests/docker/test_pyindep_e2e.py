@@ -18,6 +18,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from buildkit.inspect import inspect_wheel
 from buildkit.manifest import read as read_manifest
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from tests.helpers.wheels_for_publish import signing_environment
 
 pytestmark = pytest.mark.docker
 
@@ -55,6 +57,15 @@ class Built:
             x.strip() for x in self.proc.stdout.splitlines() if x.strip().startswith("buildkit smoke ")
         ]
         return line
+
+
+@pytest.fixture(scope="module", autouse=True)
+def signing_keys(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The builds sign their attestations and publish trusts that key: ``publish --to`` runs the gate
+    again with the configuration they sign (a publish trusts no unsigned manifest)."""
+    with pytest.MonkeyPatch.context() as patch:
+        signing_environment(patch, tmp_path_factory.mktemp("keys"))
+        yield
 
 
 @pytest.fixture(scope="module")

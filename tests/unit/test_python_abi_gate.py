@@ -201,3 +201,20 @@ def test_check_with_recipe_and_job_refuses_the_sneaking_wheel_exit_7(tmp_path: P
     assert proc.returncode == 7, proc.stdout + proc.stderr
     assert "demo/_sneaky.so exports PyInit__sneaky" in proc.stdout
     assert "python tag" not in proc.stdout  # py3-none is the job's tag
+
+
+def test_a_signed_configuration_keeps_the_wheel_tag() -> None:
+    """publish --public-key runs the gate again with the configuration the manifest records
+    (GateConfig.from_json): a py3-none/abi3 job's tag must survive it, or the re-gate expects cp313."""
+    from buildkit.gate.config import GateConfig
+    from buildkit.plan.expansion import expand
+    from buildkit.recipe import load_recipe
+
+    root = Path(__file__).resolve().parents[2] / "tests" / "data" / "pyindep"
+    for name, tag in (("ctypes.yaml", "py3-none"), ("abi3.yaml", "cp312-abi3")):
+        recipe = load_recipe(root / name)
+        (job,) = expand(recipe, env={}, enumerator=lambda: []).jobs
+        config = GateConfig.from_recipe_job(recipe, job)
+        back = GateConfig.from_json(config.to_json())
+        assert config.identity is not None and back.identity is not None
+        assert back.identity.wheel_tag == config.identity.wheel_tag == tag
