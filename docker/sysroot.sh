@@ -12,7 +12,8 @@
 #   /opt/buildkit/sysroots/NAME/bin/   cc c++ gcc g++ x86_64-linux-gnu-gcc x86_64-linux-gnu-g++ clang
 #                                      clang++: clang-LLVM_MAJOR with --sysroot, --gcc-install-dir
 #                                      (GCC 10's headers, crt files and libstdc++), and the ROCm
-#                                      headers of /usr/include after the sysroot's (-idirafter)
+#                                      headers of /usr/include after the sysroot's (-idirafter);
+#                                      a link also gets --allow-shlib-undefined (see wrapper below)
 #   /opt/buildkit/sysroots/NAME/toolchain.cmake   CMAKE_SYSROOT and those compilers for CMake
 #   (the variables a build sets to use it are in profiles.toml and buildkit/build/cibw.py)
 #   /opt/buildkit/rocm-lib/                        links to the image's ROCm libraries only (the
@@ -45,12 +46,23 @@ done
 gcc_dir=$(ls -d "$root"/usr/lib/gcc/x86_64-linux-gnu/* | sort -V | tail -1)
 flags="--sysroot=$root --gcc-install-dir=$gcc_dir"
 mkdir -p "$root/bin" /opt/buildkit/rocm-lib
-for c in cc gcc x86_64-linux-gnu-gcc clang; do
-  printf '#!/bin/sh\nexec /usr/lib/llvm-%s/bin/clang %s -idirafter /usr/include "$@"\n' "$llvm" "$flags" >"$root/bin/$c"
+# A link (no -c, -S, -E, -M, -MM or -fsyntax-only among the arguments) leaves the glibc the ROCm
+# libraries need themselves (>= 2.34: libamdhip64's pthread_attr_getguardsize, Debian builds them on
+# 2.38+) and their own dependencies (libhsa-runtime64.so.1) to the runtime: --allow-shlib-undefined,
+# the default for shared libraries. An executable linking libamdhip64 fails without it, and CMake's
+# HIP compiler identification links one: CMake then knows no HIP compiler and compiles .cu files
+# without -x hip. A compile gets nothing (clang warns about linker arguments it does not use).
+wrapper() { # wrapper NAME DRIVER
+  cat >"$root/bin/$1" <<WRAPPER
+#!/bin/sh
+for a; do
+  case \$a in -c|-S|-E|-M|-MM|-fsyntax-only) exec /usr/lib/llvm-$llvm/bin/$2 $flags -idirafter /usr/include "\$@" ;; esac
 done
-for c in c++ g++ x86_64-linux-gnu-g++ clang++; do
-  printf '#!/bin/sh\nexec /usr/lib/llvm-%s/bin/clang++ %s -idirafter /usr/include "$@"\n' "$llvm" "$flags" >"$root/bin/$c"
-done
+exec /usr/lib/llvm-$llvm/bin/$2 $flags -idirafter /usr/include "\$@" -Wl,--allow-shlib-undefined
+WRAPPER
+}
+for c in cc gcc x86_64-linux-gnu-gcc clang; do wrapper "$c" clang; done
+for c in c++ g++ x86_64-linux-gnu-g++ clang++; do wrapper "$c" clang++; done
 chmod 755 "$root"/bin/*
 cat >"$root/toolchain.cmake" <<CMAKE
 # rocm-buildkit compatibility sysroot $name (glibc and libstdc++ of Debian $suite)

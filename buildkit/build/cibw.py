@@ -99,9 +99,10 @@ def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
     (``manylinux.sysroot``; {} without one). Every compiler a build can call is covered:
 
     * ``PATH``: the sysroot's wrappers (cc, c++, gcc, g++, x86_64-linux-gnu-gcc/g++, clang,
-      clang++: the image's clang with ``--sysroot`` and ``--gcc-install-dir``) before the image's
-      compilers, which is what setuptools (sysconfig's CC), torch's cpp_extension (``c++``),
-      autotools and meson find; the compiler cache's masquerade stays first and calls them;
+      clang++: the image's clang with ``--sysroot`` and ``--gcc-install-dir``; a link also gets
+      ``--allow-shlib-undefined``: docker/sysroot.sh) before the image's compilers, which is what
+      setuptools (sysconfig's CC), torch's cpp_extension (``c++``), autotools and meson find; the
+      compiler cache's masquerade stays first and calls them;
     * hipcc: ``HIPCC_COMPILE_FLAGS_APPEND`` / ``HIPCC_LINK_FLAGS_APPEND`` (the same flags, the ROCm
       prefix for the device libraries, :data:`ROCM_LIB_LINKS` to link the ROCm libraries), and
       ``HIP_INCLUDE_PATH`` at the sysroot (hipcc would add ``-I/usr/include``, the image's glibc);
