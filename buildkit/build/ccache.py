@@ -2,7 +2,8 @@
 doing anything, and the build says how often it hit.
 
 A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR` (``cibw.ccache_volume``: one
-per image and job; ``--no-cache`` mounts none and routes nothing). Projects call their compilers in
+per builder image, ROCm release, arch list and sysroot, shared by the jobs of a matrix that differ in
+their Python only; ``--no-cache`` mounts none and routes nothing). Projects call their compilers in
 three ways, and each is routed (:func:`environment`):
 
 * **by name through PATH** (setuptools runs ``x86_64-linux-gnu-gcc``/``gcc``/``g++`` from sysconfig,
@@ -15,9 +16,12 @@ three ways, and each is routed (:func:`environment`):
   ``HIP_CLANG_LAUNCHER=ccache`` from 5.7 (trixie; bookworm's 5.2 has no such hook, so HIP compiles
   there are not cached); AMD's compiled hipcc does not, but runs ``$HIP_CLANG_PATH/clang++``,
   which on the manylinux image is a directory of wrappers (:data:`HIP_CLANG_WRAPPERS`, made by its
-  Dockerfile) that ``exec ccache /opt/rocm/llvm/bin/clang++``. ccache 4 caches clang's HIP compiles
-  (``-x hip --offload-arch=...``, device code and offload bundle included), hashing the compiler by
-  content (``CCACHE_COMPILERCHECK=content``: another clang in a rebuilt image misses);
+  Dockerfile) that ``exec ccache /opt/rocm/llvm/bin/clang++``. Debian's hipcc from 7.0 (sid's 7.0.2,
+  experimental's 7.2.4: the compiled one) ignores ``HIP_CLANG_LAUNCHER`` too: on ``debian-sid-rocm``
+  the build's first hook makes the same wrappers (:data:`SID_HIP_WRAPPERS`, :data:`SID_SETUP`) over
+  the clang hipcc names as its ``InstalledDir`` (``/usr/lib/llvm-22/bin``). ccache 4 caches clang's
+  HIP compiles (``-x hip --offload-arch=...``, device code and offload bundle included), hashing the
+  compiler by content (``CCACHE_COMPILERCHECK=content``: another clang in a rebuilt image misses);
 * **CMake** (which finds ``$ROCM_PATH/llvm/bin/clang++`` for HIP by full path):
   ``CMAKE_{C,CXX,HIP}_COMPILER_LAUNCHER=ccache`` (read from the environment since CMake 3.17). A
   compile both launched and masqueraded is counted and cached once (ccache skips its own links).
@@ -25,6 +29,17 @@ three ways, and each is routed (:func:`environment`):
 No ``CCACHE_BASEDIR``: the tree is always at ``/project``, so hits need no path rewriting, and the
 rewriting changes what the compiler sees (``__FILE__`` and debug info become relative), so a cached
 build would differ from an uncached one (``buildkit verify`` rebuilds without the cache).
+
+**Device code once per matrix.** The jobs that differ in their Python only share the volume, and a
+HIP translation unit that includes nothing of Python's is hit by jobs 2..N: their compile lines
+differ in ``-I/usr/include/python3.X`` only, which misses in direct mode (the command line is
+hashed) and hits in preprocessor mode, whose hash leaves out the options that only change the
+preprocessed text (``-I``, ``-D``) and takes that text instead: the same for every Python when no
+Python header is included. The Python include folders are deliberately *not* in
+:data:`IGNORED_OPTIONS`: the builder images carry the headers of every Python they serve side by
+side, so a direct-mode manifest naming ``/usr/include/python3.13/Python.h`` still matches in the
+3.14 job (the file is there, unchanged) and would hand the 3.14 job the 3.13 object (seen with
+ccache 4.14 on debian-sid-rocm: ``module.c`` built for 3.14 came out byte-identical to 3.13's).
 
 The isolated build environment lives at a random path (``/tmp/build-env-*`` of ``build``,
 ``/tmp/pip-build-env-*`` of pip, uv's ``builds-v0/.tmp*``), and setuptools passes its ``include``
@@ -66,6 +81,19 @@ CONTAINER_DIR = "/ccache"
 PATH_TAIL = ":$PATH"
 #: the wrappers of ROCm's clang that the manylinux image's Dockerfile makes for AMD's hipcc
 HIP_CLANG_WRAPPERS = "/opt/rocm-buildkit/hip-ccache"
+#: the same wrappers, made in the build container by :data:`SID_SETUP` (debian-sid-rocm's hipcc)
+SID_HIP_WRAPPERS = "/tmp/buildkit-hip-ccache"
+#: a POSIX shell command run first in the build (before_build): the wrappers of the clang Debian's
+#: compiled hipcc runs (its ``InstalledDir``): ``clang``/``clang++`` exec ccache on the real one,
+#: every other tool of that folder is linked; no brace (cibuildwheel formats hook commands)
+SID_SETUP = (
+    f"( d={SID_HIP_WRAPPERS}; "
+    "real=$(env -u HIP_CLANG_PATH hipcc --version 2>/dev/null | sed -n 's/^InstalledDir: //p' | head -n 1); "
+    'if [ -n "$real" ]; then mkdir -p "$d" && ln -sf "$real"/* "$d"/ && '
+    'for c in clang clang++; do rm -f "$d/$c"; '
+    """printf '#!/bin/sh\nexec ccache %s/%s "$@"\n' "$real" "$c" > "$d/$c" && chmod +x "$d/$c"; """
+    "done; fi )"
+)
 #: CMake (>= 3.17) takes these from the environment as the default of <LANG>_COMPILER_LAUNCHER
 CMAKE_LAUNCHERS = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER")
 #: the routing variables a recipe may set itself: its own routing wins, ours is left out
@@ -89,12 +117,23 @@ class Layout:
     hip: Mapping[str, str]
     #: the image has ccache on PATH for sure: CMake's launchers may name it
     launchers: bool
+    #: a shell command the build runs first (before_build) to make what ``hip`` names; None: nothing
+    setup: str | None = None
 
 
 #: Debian's ccache package links gcc, g++, cc, c++, x86_64-linux-gnu-* and clang(++)-17 (bookworm:
 #: -15) in /usr/lib/ccache (the Dockerfiles run update-ccache-symlinks after installing every compiler)
 DEBIAN = Layout(
     "debian", ("/usr/lib/ccache",), MappingProxyType({"HIP_CLANG_LAUNCHER": "ccache"}), launchers=True
+)
+#: Debian sid's current ROCm (6.4 and 7.2): the compiled hipcc, routed like AMD's through wrappers
+#: of its clang, which the build's first hook makes (:data:`SID_SETUP`)
+DEBIAN_SID = Layout(
+    "debian-sid",
+    ("/usr/lib/ccache",),
+    MappingProxyType({"HIP_CLANG_PATH": SID_HIP_WRAPPERS}),
+    launchers=True,
+    setup=SID_SETUP,
 )
 #: EPEL's ccache on EL: /usr/lib64/ccache (gcc, g++, cc, c++: the gcc-toolset's by name); AMD's hipcc
 #: through the clang wrappers
@@ -105,7 +144,12 @@ EL = Layout(
 ANY = Layout("any", ("/usr/lib/ccache", "/usr/lib64/ccache"), MappingProxyType({}), launchers=False)
 #: the layout of each profile's image (docker/profiles.toml); an image extended with packages keeps it
 LAYOUTS: Mapping[str, Layout] = MappingProxyType(
-    {"debian-rocm": DEBIAN, "debian-bookworm-rocm": DEBIAN, "manylinux_2_28-rocm": EL}
+    {
+        "debian-rocm": DEBIAN,
+        "debian-bookworm-rocm": DEBIAN,
+        "debian-sid-rocm": DEBIAN_SID,
+        "manylinux_2_28-rocm": EL,
+    }
 )
 
 
@@ -123,6 +167,15 @@ def layout(job: Job) -> Layout:
     except UsageError:
         declared = None
     return NAMED.get(declared or "", ANY)
+
+
+def setup_commands(job: Job) -> tuple[str, ...]:
+    """What the build's ``before_build`` hook runs first with the cache: :data:`ZERO_STATS`, then the
+    layout's ``setup`` (unless the job's env routes hipcc itself)."""
+    chosen = layout(job)
+    if chosen.setup is None or set(chosen.hip) & set(job.env):
+        return (ZERO_STATS,)
+    return (ZERO_STATS, chosen.setup)
 
 
 def environment(job: Job) -> dict[str, str]:

@@ -339,7 +339,8 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
     # [tool.cibuildwheel] table, so the recipe is the only source of what runs in the container
     torch_hook = before_build(job, isolation=settings.build_isolation, network=settings.network)
     options["CIBW_BEFORE_ALL_LINUX"] = " && ".join(hooks.before_all)
-    zero_stats = (ccache.ZERO_STATS,) if settings.ccache_volume else ()  # this build's hit rate
+    # this build's hit rate starts at zero; the layout's wrappers of hipcc's clang are made
+    zero_stats = ccache.setup_commands(job) if settings.ccache_volume else ()
     options["CIBW_BEFORE_BUILD_LINUX"] = " && ".join(
         (*zero_stats, *((torch_hook,) if torch_hook else ()), *hooks.before_build)
     )
@@ -378,7 +379,17 @@ def describe(options: Mapping[str, str], keys: Sequence[str] | None = None) -> l
     return [f"{k}={options[k]}" for k in (keys or sorted(options))]
 
 
+def cache_key(job: Job, image_tag: str) -> str:
+    """What the jobs sharing one compiler-cache volume have in common: the builder image (its
+    compilers), the ROCm release, the arch list and the sysroot; never the Python or the job id, so
+    the jobs of a matrix that differ in their Python only reuse each other's device code. ccache's
+    own key still holds each compile's flags, compiler and input: sharing never serves a wrong
+    object (see :mod:`buildkit.build.ccache`)."""
+    archs = ";".join(str(a) for a in job.archs.kept)
+    return "\0".join((image_tag, job.rocm, archs, job.sysroot or ""))
+
+
 def ccache_volume(job: Job, image_tag: str) -> str:
-    """One compiler-cache volume per (image, job): jobs with other flags or toolchains never share."""
-    key = hashlib.sha256(f"{image_tag}\0{job.id}".encode()).hexdigest()[:12]
+    """The compiler-cache volume of a job: one per :func:`cache_key`."""
+    key = hashlib.sha256(cache_key(job, image_tag).encode()).hexdigest()[:12]
     return f"rocm-buildkit-ccache-{key}"
