@@ -71,6 +71,8 @@ _UV_FRONTENDS = frozenset({"build[uv]", "uv"})
 #: in :data:`buildkit.recipe.RESERVED_ENV`); the compiler-cache routing a recipe sets is its own
 RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"}) | ccache.RECIPE_OVERRIDABLE
 CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
+#: the name of every compiler-cache volume starts so (``buildkit cache export`` finds them by it)
+CCACHE_VOLUME_PREFIX = "rocm-buildkit-ccache-"
 #: AMD's layout: where ROCm is when the image's profile does not say (``rocm_prefix``)
 DEFAULT_ROCM_PREFIX = "/opt/rocm"
 #: links to the image's ROCm development libraries only (docker/rocm-lib-links.sh): the one library
@@ -392,4 +394,4 @@ def cache_key(job: Job, image_tag: str) -> str:
 def ccache_volume(job: Job, image_tag: str) -> str:
     """The compiler-cache volume of a job: one per :func:`cache_key`."""
     key = hashlib.sha256(cache_key(job, image_tag).encode()).hexdigest()[:12]
-    return f"rocm-buildkit-ccache-{key}"
+    return f"{CCACHE_VOLUME_PREFIX}{key}"

@@ -23,6 +23,7 @@ from buildkit.errors import BuildkitError, Interrupted
 # command name -> "module:attribute" (module relative to buildkit.cli)
 COMMANDS: dict[str, str] = {
     "build": "build:build",
+    "cache": "cache:cache",
     "archs": "archs:archs",
     "rocm": "rocm:rocm",
     "image": "image:image",
@@ -42,6 +43,7 @@ COMMANDS: dict[str, str] = {
 # what ``buildkit --help`` lists: written here so that listing the commands imports none of them
 SUMMARIES: dict[str, str] = {
     "build": "Build the recipe's jobs in builder containers, repair, gate.",
+    "cache": "Export and import the compiler cache (CI cache, other machines).",
     "archs": "Resolve the GPU arch list and explain every decision.",
     "rocm": "ROCm releases: archs, runtime libraries, torch indexes.",
     "image": "Builder and runtime images: build, list, prune, seed, bump-base.",
