@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from buildkit import profiles
-from buildkit.build import ccache
+from buildkit.build import ccache, remote_cache
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import RESERVED_ENV
@@ -145,6 +145,10 @@ class CibwSettings:
     build_isolation: bool = True
     parallel_jobs: int = 2
     labels: Mapping[str, str] = field(default_factory=dict)  # put on the build container
+    #: the volume holding the socket of the relay to ccache's remote storage (remote_cache.channel)
+    cache_socket_volume: str | None = None
+    #: ccache's remote storage as the build container reaches it (CCACHE_REMOTE_STORAGE)
+    ccache_remote: str | None = None
     #: the recipe's ``network``: False runs the container with ``--network=none`` and pip from the
     #: staged wheelhouse (a hermetic build); True is cibuildwheel's usual networked container
     network: bool = True
@@ -179,6 +183,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         if "PATH" in sysroot_env:  # the masquerade first: ccache then calls the sysroot's wrappers
             cache_env["PATH"] = cache_env["PATH"].removesuffix(ccache.PATH_TAIL) + ":" + sysroot_env["PATH"]
         env.update(cache_env)
+        if settings.ccache_remote:
+            env["CCACHE_REMOTE_STORAGE"] = settings.ccache_remote
     if settings.with_ca_bundle:
         env["PIP_CERT"] = CONTAINER_CA_PATH
         env["SSL_CERT_FILE"] = CONTAINER_CA_PATH
@@ -312,6 +318,8 @@ def container_engine(settings: CibwSettings) -> str:
         args.append("--network=none")
     if settings.ccache_volume:
         args.append(f"--volume={settings.ccache_volume}:{CONTAINER_CCACHE_DIR}")
+    if settings.cache_socket_volume:  # the relay's socket: the one way out to the remote store
+        args.append(f"--volume={settings.cache_socket_volume}:{remote_cache.SOCKET_DIR}")
     if args:
         parts.append("create_args: " + " ".join(shlex.quote(a) for a in args))
     return "; ".join(parts)

@@ -49,6 +49,7 @@ from buildkit.build.quarantine import (
     release,
     shown,
 )
+from buildkit.build.remote_cache import Channel
 from buildkit.build.staging import (
     HOST_CA_BUNDLE,
     source_date_epoch,
@@ -98,6 +99,10 @@ class BuildOptions:
     wheelhouse: Path | None = None
     #: download exactly these build requirements (``buildkit verify``: the manifest's lock), by hash
     lock: requirements.Lock | None = None
+    #: ccache's remote storage (``--ccache-remote``), as given
+    ccache_remote: str | None = None
+    #: how the build containers reach it (set by ``build_plan`` while the relay runs)
+    cache_channel: Channel | None = None
 
     @property
     def refused_dir(self) -> Path:
@@ -354,6 +359,12 @@ def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:
 def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextIO) -> Path:
     """Build and repair the staged source; the one wheel, named with the plan's version."""
     volume = cibw.ccache_volume(run.job, run.image.tag) if run.options.use_cache else None
+    remote, socket_volume = None, None
+    if volume is not None and run.options.ccache_remote:
+        if run.recipe.network:  # the container has the network: the store directly
+            remote = run.options.ccache_remote
+        elif run.options.cache_channel is not None:
+            remote, socket_volume = run.options.cache_channel.url, run.options.cache_channel.volume
     settings = cibw.CibwSettings(
         image=run.image.tag,
         source_date_epoch=epoch,
@@ -363,6 +374,8 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
         parallel_jobs=run.options.parallel_jobs,
         labels=container_labels("cibuildwheel", run.build_id),
         network=run.recipe.network,
+        cache_socket_volume=socket_volume,
+        ccache_remote=remote,
     )
     if settings.build_isolation:
         # the torch pin and build_requires join [build-system] requires (after the resolution,

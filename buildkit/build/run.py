@@ -9,6 +9,8 @@ release) and builds the jobs one after the other (:func:`buildkit.build.job.buil
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +19,7 @@ from typing import Any
 from buildkit.build import Echo
 from buildkit.build.job import BuildOptions, JobResult, build_one
 from buildkit.build.output import check_writable
+from buildkit.build.remote_cache import channel, parse_remote
 from buildkit.build.staging import fetch_source, run_prebuild_checks, sweep_debris
 from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
 from buildkit.errors import RecipeError
@@ -41,11 +44,13 @@ def build_plan(
     jobs = [plan.job(j) for j in dict.fromkeys(job_ids)] if job_ids else list(plan.jobs)
     if not jobs:
         raise RecipeError("the plan has no job to build", file=recipe.display_path)
+    remote = parse_remote(options.ccache_remote) if options.ccache_remote and options.use_cache else None
     check_writable(options.out_dir, "--out")
     check_writable(options.log_dir, "--log-dir")
     sweep_debris(options.out_dir, echo)
     results: list[JobResult] = []
-    with tempfile.TemporaryDirectory(prefix="buildkit-src-") as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="buildkit-src-"))
         source = fetch_source(recipe, Path(tmp), echo)
         # before any image or compiler: a version the source fixes and the plan's label cannot carry
         checked_plan = check_source_version(plan, source, jobs)
@@ -84,6 +89,16 @@ def build_plan(
                 except ENGINE_ERRORS as exc:
                     raise engine_failed(exc, during=f"preparing the builder image of {job.id}") from None
             image = images[key]
+            if remote is not None and options.cache_channel is None and not recipe.network:
+                try:  # the relay runs the builder image's python3; removed when the build ends
+                    opened = stack.enter_context(channel(client, image.tag, remote))
+                except ENGINE_ERRORS as exc:
+                    during = "opening the channel to the compiler-cache store"
+                    raise engine_failed(exc, during=during) from None
+                options = dataclasses.replace(options, cache_channel=opened)
+                echo(
+                    f"compiler cache: {remote.url} through the relay's {opened.url} (volume {opened.volume})"
+                )
             echo(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
             result = build_one(
                 recipe, job, options, client=client, image=image, source=source, echo=echo, verbose=verbose

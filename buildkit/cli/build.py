@@ -58,6 +58,13 @@ def _progress_echo(line: str) -> None:
 )
 @click.option("--archs", "cli_archs", default=None, help="Arch list overriding the recipe.")
 @click.option("--no-cache", is_flag=True, help="Do not mount the compiler-cache volume.")
+@click.option(
+    "--ccache-remote",
+    default=None,
+    metavar="URL",
+    help="ccache's remote storage (redis://HOST:PORT[/DB]), shared between machines; a hermetic build "
+    "reaches that address only, through a relay's Unix socket (still no network).",
+)
 @click.option("--no-isolation", is_flag=True, help="Build with the image's own build dependencies (offline).")
 @click.option(
     "--force", is_flag=True, help="Rebuild even when OUT/<job-id>/ holds a wheel built from the same inputs."
@@ -86,6 +93,7 @@ def build(
     keep_refused: str | None,
     cli_archs: str | None,
     no_cache: bool,
+    ccache_remote: str | None,
     no_isolation: bool,
     force: bool,
     wheelhouse: str | None,
@@ -104,6 +112,7 @@ def build(
         out_dir=Path(out_dir).absolute(),
         log_dir=Path(log_dir).absolute(),
         use_cache=not no_cache,
+        ccache_remote=ccache_remote,
         build_isolation=not no_isolation,
         force=force,
         parallel_jobs=os.cpu_count() or 2,

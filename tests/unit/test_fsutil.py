@@ -97,6 +97,10 @@ RENAMES_ALLOWED: dict[tuple[str, str], str] = {
         "buildkit/build/quarantine.py",
         "release",
     ): "renames a superseded quarantine folder aside before removing it",
+    ("buildkit/build/cache_store.py", "export_cache"): (
+        "renames a whole exported tar (streamed from the engine, too big for atomic_write's bytes) and "
+        "each exported volume folder into place"
+    ),
     ("buildkit/build/output.py", "discard_output"): "renames a stale job folder aside before removing it",
     ("buildkit/build/staging.py", "sweep_debris"): "puts back a job folder a killed swap left aside",
     ("buildkit/publish/journal.py", "_replay"): (
