@@ -262,19 +262,35 @@ def parse_stats(text: str) -> CacheStats | None:
 
 #: run in the throwaway container: exit 3 without ccache; ccache 3 has no --print-stats
 _STATS_SCRIPT = "command -v ccache >/dev/null 2>&1 || exit 3; ccache --print-stats 2>/dev/null || ccache -s"
+#: this build's own log (``CCACHE_STATSLOG``), read and removed; the volume's counters without one
+_LOG_STATS_SCRIPT = (
+    "command -v ccache >/dev/null 2>&1 || exit 3; "
+    'if [ -f "$CCACHE_STATSLOG" ]; then ccache --print-log-stats && rm -f "$CCACHE_STATSLOG"; '
+    "else ccache --print-stats 2>/dev/null || ccache -s; fi"
+)
 
 
-def read_stats(client: Any, image: str, volume: str, *, run_id: str | None = None) -> CacheStats | None:
-    """The statistics in the cache ``volume``, read in a throwaway container of ``image`` (no network,
+def stats_log(build_id: str) -> str:
+    """Where a build's compiles log their outcome (``CCACHE_STATSLOG``), in the cache volume: jobs
+    sharing the volume side by side (``build --parallel``) count their own compiles only."""
+    return f"{CONTAINER_DIR}/buildkit-stats-{build_id}.log"
+
+
+def read_stats(
+    client: Any, image: str, volume: str, *, run_id: str | None = None, log: str | None = None
+) -> CacheStats | None:
+    """The statistics of one build: its ``log`` (:func:`stats_log`) when it wrote one, else the
+    counters of the cache ``volume``; read in a throwaway container of ``image`` (no network,
     removed afterwards); None when the image has no ccache or its output cannot be read."""
+    environment = {"CCACHE_DIR": CONTAINER_DIR, **({"CCACHE_STATSLOG": log} if log else {})}
     with throwaway(
         client,
         image,
-        ["-c", _STATS_SCRIPT],
+        ["-c", _LOG_STATS_SCRIPT if log else _STATS_SCRIPT],
         purpose="ccache-stats",
         run_id=run_id,
         entrypoint=["/bin/sh"],
-        environment={"CCACHE_DIR": CONTAINER_DIR},
+        environment=environment,
         volumes={volume: CONTAINER_DIR},
     ) as box:
         done = box.run(timeout=STATS_TIMEOUT)

@@ -69,7 +69,9 @@ CONTAINER_WHEELHOUSE = "/project/.buildkit/" + WHEELHOUSE_NAME
 _UV_FRONTENDS = frozenset({"build[uv]", "uv"})
 #: variables the recipe may set, overriding buildkit's default (every other one buildkit sets is
 #: in :data:`buildkit.recipe.RESERVED_ENV`); the compiler-cache routing a recipe sets is its own
-RECIPE_OVERRIDABLE = frozenset({"ROCM_PATH", "MAX_JOBS"}) | ccache.RECIPE_OVERRIDABLE
+RECIPE_OVERRIDABLE = (
+    frozenset({"ROCM_PATH", "MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL"}) | ccache.RECIPE_OVERRIDABLE
+)
 CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
 #: the name of every compiler-cache volume starts so (``buildkit cache export`` finds them by it)
 CCACHE_VOLUME_PREFIX = "rocm-buildkit-ccache-"
@@ -145,6 +147,8 @@ class CibwSettings:
     build_isolation: bool = True
     parallel_jobs: int = 2
     labels: Mapping[str, str] = field(default_factory=dict)  # put on the build container
+    #: this build's ccache statistics log in the volume (ccache.stats_log); None: the volume's counters
+    stats_log: str | None = None
     #: the volume holding the socket of the relay to ccache's remote storage (remote_cache.channel)
     cache_socket_volume: str | None = None
     #: ccache's remote storage as the build container reaches it (CCACHE_REMOTE_STORAGE)
@@ -174,6 +178,10 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         "SETUPTOOLS_SCM_PRETEND_VERSION": job.version,
         "BUILDKIT_JOB": job.id,
         "MAX_JOBS": job.env.get("MAX_JOBS", str(settings.parallel_jobs)),
+        # CMake's and ninja's share of the cores too (``build --parallel N``: cores // N per job)
+        "CMAKE_BUILD_PARALLEL_LEVEL": job.env.get(
+            "CMAKE_BUILD_PARALLEL_LEVEL", job.env.get("MAX_JOBS", str(settings.parallel_jobs))
+        ),
         "PYTHONHASHSEED": "0",
     }
     sysroot_env = sysroot_environment(job, rocm_path)
@@ -183,6 +191,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         if "PATH" in sysroot_env:  # the masquerade first: ccache then calls the sysroot's wrappers
             cache_env["PATH"] = cache_env["PATH"].removesuffix(ccache.PATH_TAIL) + ":" + sysroot_env["PATH"]
         env.update(cache_env)
+        if settings.stats_log:
+            env["CCACHE_STATSLOG"] = settings.stats_log
         if settings.ccache_remote:
             env["CCACHE_REMOTE_STORAGE"] = settings.ccache_remote
     if settings.with_ca_bundle:

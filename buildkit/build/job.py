@@ -375,6 +375,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
         labels=container_labels("cibuildwheel", run.build_id),
         network=run.recipe.network,
         cache_socket_volume=socket_volume,
+        stats_log=ccache.stats_log(run.build_id) if volume is not None else None,
         ccache_remote=remote,
     )
     if settings.build_isolation:
@@ -408,7 +409,9 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
     run.result.timings["cibuildwheel"] = time.monotonic() - t0
     if volume is not None:
         run.step = "reading the compiler-cache statistics"
-        stats = ccache.read_stats(run.client, run.image.tag, volume, run_id=run.build_id)
+        stats = ccache.read_stats(
+            run.client, run.image.tag, volume, run_id=run.build_id, log=settings.stats_log
+        )
         run.result.compiler_cache = stats
         log.write(f"compiler cache ({volume}): {stats.describe() if stats else 'no statistics'}\n")
     wheels = sorted(raw_out.glob("*.whl"))

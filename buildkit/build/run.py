@@ -12,21 +12,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from buildkit.build import Echo
+from buildkit.build import Echo, runner
 from buildkit.build.job import BuildOptions, JobResult, build_one
 from buildkit.build.output import check_writable
 from buildkit.build.remote_cache import channel, parse_remote
 from buildkit.build.staging import fetch_source, run_prebuild_checks, sweep_debris
 from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
-from buildkit.errors import RecipeError
+from buildkit.errors import Interrupted, RecipeError
 from buildkit.image import rocm_build_args
 from buildkit.image.builder import ensure_builder
 from buildkit.image.probe import Contract, check_builder
-from buildkit.plan.models import Plan
+from buildkit.plan.models import Job, Plan
 from buildkit.plan.source_version import check_source_version
 from buildkit.recipe import Recipe
 
@@ -40,7 +42,10 @@ def build_plan(
     echo: Echo,
     verbose: bool = False,
     client: Any = None,
+    parallel: int = 1,
 ) -> list[JobResult]:
+    """Build ``job_ids`` (default: every job) of ``plan``, up to ``parallel`` at once (threads; the
+    caller shares the cores out through ``options.parallel_jobs``); the results in plan order."""
     jobs = [plan.job(j) for j in dict.fromkeys(job_ids)] if job_ids else list(plan.jobs)
     if not jobs:
         raise RecipeError("the plan has no job to build", file=recipe.display_path)
@@ -65,9 +70,13 @@ def build_plan(
         for job in jobs:  # refuse a job its image cannot serve before building anything
             if recipe.image.profile:
                 rocm_build_args(recipe.image.profile, job.rocm)
-        for job in jobs:
+
+        def prepare(job: Job) -> Any:
+            """The builder image of ``job`` (one per ROCm release: a 7.2 job never builds on 6.4), and
+            the channel to the remote compiler cache once."""
+            nonlocal options
             key = job.rocm
-            if key not in images:  # one image per ROCm release: a 7.2 job never builds on 6.4
+            if key not in images:
                 served = [j for j in jobs if j.rocm == job.rocm]
                 try:
                     images[key] = ensure_builder(
@@ -96,17 +105,66 @@ def build_plan(
                     during = "opening the channel to the compiler-cache store"
                     raise engine_failed(exc, during=during) from None
                 options = dataclasses.replace(options, cache_channel=opened)
-                echo(
-                    f"compiler cache: {remote.url} through the relay's {opened.url} (volume {opened.volume})"
-                )
-            echo(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
+                echo(f"compiler cache: {remote.url} through {opened.url} (volume {opened.volume})")
+            return image
+
+        def build(job: Job, image: Any, say: Echo) -> JobResult:
+            say(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
             result = build_one(
-                recipe, job, options, client=client, image=image, source=source, echo=echo, verbose=verbose
+                recipe, job, options, client=client, image=image, source=source, echo=say, verbose=verbose
             )
-            results.append(result)
             first = result.message.splitlines()[0] if result.message else ""
-            echo(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")
+            say(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")
             if result.status not in ("passed", "up-to-date"):
-                echo(result.message)
-                echo(f"    log: {result.log}")
+                say(result.message)
+                say(f"    log: {result.log}")
+            return result
+
+        if parallel <= 1 or len(jobs) == 1:
+            for job in jobs:
+                results.append(build(job, prepare(job), echo))
+        else:
+            prepared = [(job, prepare(job)) for job in jobs]  # every image before any job
+            results = _side_by_side(prepared, build, parallel, echo)
     return results
+
+
+def _prefixed(job: Job, echo: Echo, lock: threading.Lock) -> Echo:
+    """``echo`` for one of several jobs side by side: whole lines, each naming its job."""
+    tag = f"[{job.id}]"
+
+    def say(line: str) -> None:
+        text = "\n".join(part if part.startswith(tag) else f"{tag} {part}" for part in line.split("\n"))
+        with lock:
+            echo(text)
+
+    return say
+
+
+def _side_by_side(
+    prepared: list[tuple[Job, Any]],
+    build: Callable[[Job, Any, Echo], JobResult],
+    parallel: int,
+    echo: Echo,
+) -> list[JobResult]:
+    """The jobs on ``parallel`` threads; the results in plan order. Ctrl-C (or the first job raising)
+    stops every running cibuildwheel (``runner.cancel``: each removes its container) and waits for
+    every job to clean up before the error goes on."""
+    lock = threading.Lock()
+    runner.reset()
+    pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="buildkit-job")
+    try:
+        futures = [pool.submit(build, job, image, _prefixed(job, echo, lock)) for job, image in prepared]
+        return [future.result() for future in futures]
+    except KeyboardInterrupt:
+        runner.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise Interrupted(
+            "interrupted: every running job was stopped and cleaned up; no partial output was left"
+        ) from None
+    except BaseException:
+        runner.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)

@@ -9,12 +9,46 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
 from buildkit.build import Echo
 from buildkit.errors import BuildFailed
+
+#: the cibuildwheel processes running now (``build --parallel``: one per worker thread), and whether
+#: the build was interrupted: a signal reaches the main thread only, which passes it on (:func:`cancel`)
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LOCK = threading.Lock()
+_CANCELLED = threading.Event()
+
+
+def cancel() -> None:
+    """Ctrl-C for every running cibuildwheel (each removes its container itself); a job that has not
+    started it yet is interrupted when it would."""
+    _CANCELLED.set()
+    with _LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+
+
+def reset() -> None:
+    """A new build: nothing cancelled."""
+    _CANCELLED.clear()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def run_cibuildwheel(
@@ -32,6 +66,8 @@ def run_cibuildwheel(
     cmd = [sys.executable, "-m", "cibuildwheel", "--platform", "linux", "--output-dir", str(out), "."]
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
+    if _CANCELLED.is_set():
+        raise KeyboardInterrupt
     proc = subprocess.Popen(
         cmd,
         cwd=staged,
@@ -42,6 +78,8 @@ def run_cibuildwheel(
         start_new_session=True,  # our Ctrl-C handling decides when it stops
     )
     assert proc.stdout is not None
+    with _LOCK:
+        _LIVE.add(proc)
     tail: list[str] = []
     try:
         for raw in proc.stdout:
@@ -54,16 +92,14 @@ def run_cibuildwheel(
                 phases(line)
         rc = proc.wait()
     except KeyboardInterrupt:
-        # let cibuildwheel remove its container itself, then make sure
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _stop(proc)  # let cibuildwheel remove its container itself, then make sure
         raise
+    finally:
+        with _LOCK:
+            _LIVE.discard(proc)
+    if _CANCELLED.is_set():  # stopped by cancel(): an interrupt, not a failure
+        _stop(proc)
+        raise KeyboardInterrupt
     if rc != 0:
         raise BuildFailed(
             f"cibuildwheel failed (exit {rc}); last lines:\n      " + "\n      ".join(tail[-15:])

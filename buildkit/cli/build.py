@@ -76,6 +76,13 @@ def _progress_echo(line: str) -> None:
     help="Resolve the build requirements of hermetic builds from this folder of wheels alone (no index: "
     "an air-gapped host). Default: the indexes your pip configuration names (PIP_INDEX_URL, pip.conf).",
 )
+@click.option(
+    "--parallel",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Build up to N jobs at once; each gets cores // N (MAX_JOBS, CMAKE_BUILD_PARALLEL_LEVEL).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Stream the build log to the terminal.")
 @click.option(
     "--json", "as_json", is_flag=True, help="The summary as JSON (`buildkit schema build`) instead of text."
@@ -97,6 +104,7 @@ def build(
     no_isolation: bool,
     force: bool,
     wheelhouse: str | None,
+    parallel: int,
     verbose: bool,
     as_json: bool,
     strict: bool,
@@ -115,7 +123,7 @@ def build(
         ccache_remote=ccache_remote,
         build_isolation=not no_isolation,
         force=force,
-        parallel_jobs=os.cpu_count() or 2,
+        parallel_jobs=max(1, (os.cpu_count() or 2) // parallel),
         keep_refused=Path(keep_refused).absolute() if keep_refused is not None else None,
         wheelhouse=Path(wheelhouse).absolute() if wheelhouse is not None else None,
     )
@@ -136,7 +144,13 @@ def build(
                 err=True,
             )
     results = build_plan(
-        the_recipe, the_plan, job_ids, options, echo=_progress_echo, verbose=verbose or global_verbose()
+        the_recipe,
+        the_plan,
+        job_ids,
+        options,
+        echo=_progress_echo,
+        verbose=verbose or global_verbose(),
+        parallel=parallel,
     )
     if as_json:
         click.echo(json.dumps(summary_json(results), indent=2, sort_keys=True))

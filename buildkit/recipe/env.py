@@ -58,6 +58,7 @@ RESERVED_ENV: Mapping[str, ReservedEnv] = MappingProxyType(
         "CCACHE_NOHASHDIR": ReservedEnv(_CCACHE_VAR),
         "CCACHE_IGNOREOPTIONS": ReservedEnv(_CCACHE_VAR),
         "CCACHE_REMOTE_STORAGE": ReservedEnv(_CCACHE_VAR),
+        "CCACHE_STATSLOG": ReservedEnv(_CCACHE_VAR),
         "PIP_CERT": ReservedEnv(_CA_VAR),
         "SSL_CERT_FILE": ReservedEnv(_CA_VAR),
         "REQUESTS_CA_BUNDLE": ReservedEnv(_CA_VAR),
