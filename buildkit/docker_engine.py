@@ -219,7 +219,7 @@ def throwaway(
     *,
     purpose: str,
     run_id: str | None = None,
-    network: bool = False,
+    network: bool | str = False,
     environment: Mapping[str, str] | None = None,
     entrypoint: Sequence[str] | None = None,
     devices: Sequence[str] = (),
@@ -229,7 +229,8 @@ def throwaway(
 ) -> Iterator[Throwaway]:
     """A container of ``image`` created (not started) for ``purpose``, removed when the block ends.
 
-    ``network=False``: the container has no network at all (``--network none``). ``volumes`` maps
+    ``network=False``: the container has no network at all (``--network none``); True: the default
+    bridge; a string names the network mode (``"host"``: the compiler-cache relay only). ``volumes`` maps
     named volumes to the paths they are mounted at (read-write: the compiler cache's statistics are
     read and reset in its volume); no host path is ever mounted. The container's
     name is unique (``buildkit-<purpose>-<random>``) so that one whose creation was interrupted
@@ -241,7 +242,7 @@ def throwaway(
     create: dict[str, Any] = {
         "name": name,
         "labels": container_labels(purpose, run_id),
-        "network_mode": "bridge" if network else "none",
+        "network_mode": network if isinstance(network, str) else "bridge" if network else "none",
         "detach": True,
     }
     if environment:

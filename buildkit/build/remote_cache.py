@@ -2,21 +2,17 @@
 through one channel to that one address.
 
 A hermetic build container has no network (``--network=none``), and keeps none with a remote store:
-it gets a Unix socket instead. A *relay*, a throwaway container of the builder image on the engine's
-default bridge, listens on :data:`SOCKET` in a named volume made for the build and forwards every
+it gets a Unix socket instead. A *relay*, a throwaway container of the builder image in the host's
+network namespace (``--network host``: it reaches what the host reaches, a store on the host's loopback
+included), listens on :data:`SOCKET` in a named volume made for the build and forwards every
 connection to the store's ``HOST:PORT`` and nowhere else; the build container mounts that volume
 and its ccache gets ``CCACHE_REMOTE_STORAGE=redis+unix:`` :data:`SOCKET` (ccache 4's Redis storage
 over a Unix socket). It reads what the local volume lacks from the store and writes every new result
 to both. The relay and its volume are removed when the build ends (Ctrl-C included). A build with
 ``network: true`` reaches the store directly.
-
 Why not a Docker network with the relay alone on it: an ``internal`` network still reaches every
-address of the host (seen: a container on one reached a Redis listening on the host's docker0
-address), so the build could talk to any service of the host; a socket reaches one address only.
-
-The store's host must be reachable from a container on the default bridge: not the host's loopback
-(127.0.0.1 is the relay's own there); a store on this machine listens on the bridge's gateway
-address. URLs with credentials are refused: the build's environment is written to its log.
+address of the host, so the build could talk to any service of the host; a socket reaches one
+address only. URLs with credentials are refused: the build's environment is written to its log.
 """
 
 from __future__ import annotations
@@ -94,12 +90,6 @@ def parse_remote(url: str) -> Remote:
     if not parts.hostname:
         raise UsageError(f"--ccache-remote {url}: no host")
     host = parts.hostname
-    if host == "localhost" or host.startswith("127.") or host == "::1":
-        raise UsageError(
-            f"--ccache-remote {url}: a loopback address is the container's own\n"
-            "  hint: let the store listen on the bridge's gateway (`docker network inspect bridge`, "
-            "often 172.17.0.1) and name that address"
-        )
     port = parts.port or 6379
     return Remote(url=url, scheme=parts.scheme, host=host, port=port)
 
@@ -138,7 +128,7 @@ def channel(client: Any, image: str, remote: Remote, *, run_id: str | None = Non
             ["-c", RELAY, remote.host, str(remote.port)],
             purpose="ccache-relay",
             run_id=run_id,
-            network=True,
+            network="host",
             entrypoint=["python3"],
             volumes={volume: SOCKET_DIR},
         ) as box:
