@@ -7,7 +7,7 @@ Scenarios, each a ``buildkit build`` of this checkout (subprocess), ratios print
   ccache hits/misses; jobs 2..N together against job 1 (device code compiled once per matrix);
 * no-change:    ``--force`` again: every compile of every job should hit;
 * parallel:     ``--no-cache --force`` serially, then with ``--parallel 2``: wall time of each;
-* remote store: a Redis (Debian's redis-server, started here on the bridge's gateway address);
+* remote store: a Redis (Debian's redis-server, started here on 127.0.0.1);
   machine A builds job 1 cold with ``--ccache-remote`` (fills the store), machine B (its volume
   removed) builds it from the store, and machine B cold (volume removed, no store).
 
@@ -20,7 +20,6 @@ Run: ``python bench/build_economy.py`` (needs the Docker engine and the debian-s
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import re
 import shutil
@@ -32,8 +31,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -43,6 +40,7 @@ from buildkit.build.cibw import ccache_volume  # noqa: E402
 from buildkit.docker_engine import connect  # noqa: E402
 from buildkit.plan.expansion import expand  # noqa: E402
 from buildkit.recipe import load_recipe  # noqa: E402
+from tests.helpers.recipes import reference_three_pythons  # noqa: E402
 
 JOBS = ("cp313-rocm7.2", "cp314-rocm7.2", "cp315-rocm7.2")
 DEVICE, HOST = 3, 1
@@ -50,14 +48,7 @@ PASSED = re.compile(r"^\[(cp3\d+-rocm7\.2)\] (?:passed|up-to-date) in ([0-9.]+)s
 
 
 def recipe(tmp: Path) -> Path:
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
-    data["source"] = {"path": str(ROOT / "csrc")}
-    data["python"] = ["3.13", "3.14", "3.15"]
-    data["rocm"] = ["7.2"]
-    data.pop("publish", None)
-    path = tmp / "reference-3py.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return reference_three_pythons(tmp)
 
 
 def volume_of(path: Path, client: Any) -> str:
@@ -96,8 +87,7 @@ def hm(stats: dict[str, Any] | None) -> str:
 
 @contextlib.contextmanager
 def redis(client: Any) -> Any:
-    config = client.networks.get("bridge").attrs["IPAM"]["Config"][0]
-    host = str(config.get("Gateway") or next(ipaddress.ip_network(config["Subnet"]).hosts()))
+    host = "127.0.0.1"  # the relay runs in the host's network namespace: nothing leaves loopback
     with socket.socket() as s:
         s.bind((host, 0))
         port = int(s.getsockname()[1])

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from buildkit import image as images
 from buildkit import profiles
 from buildkit.build.cibw import ccache_volume
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from tests.helpers.recipes import reference_three_pythons
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -34,14 +34,7 @@ DEVICE, HOST = 3, 1
 
 
 def _recipe(tmp: Path) -> Path:
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
-    data["source"] = {"path": str(ROOT / "csrc")}
-    data["python"] = ["3.13", "3.14", "3.15"]
-    data["rocm"] = ["7.2"]
-    data.pop("publish", None)
-    path = tmp / "reference-3py.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return reference_three_pythons(tmp)
 
 
 def _build(tmp: Path, recipe: Path, *flags: str) -> dict[str, dict[str, Any]]:

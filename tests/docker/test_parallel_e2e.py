@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from buildkit.docker_engine import RUN_LABEL
+from tests.helpers.recipes import reference_three_pythons
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -28,14 +28,7 @@ JOBS = ("cp313-rocm7.2", "cp314-rocm7.2", "cp315-rocm7.2")
 
 
 def _recipe(tmp: Path) -> Path:
-    data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
-    data["source"] = {"path": str(ROOT / "csrc")}
-    data["python"] = ["3.13", "3.14", "3.15"]
-    data["rocm"] = ["7.2"]
-    data.pop("publish", None)
-    path = tmp / "reference-3py.yaml"
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return reference_three_pythons(tmp)
 
 
 def _command(recipe: Path, tmp: Path, out: str, *flags: str) -> list[str]:
