@@ -401,3 +401,121 @@ def test_builder_images_builds_every_release_of_the_install_data_weekly() -> Non
     assert 'buildkit image build manylinux_2_28-rocm --rocm "$ROCM"' in step["run"]
     base = " ".join(s.get("run", "") for s in data["jobs"]["base"]["steps"])
     assert "buildkit image bump-base manylinux_2_28-rocm --tag latest --dry-run" in base
+
+
+# --------------------------------------------------------------------------- the compiler cache (issue 29)
+def _action_steps() -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = _load(ACTION)["runs"]["steps"]
+    return steps
+
+
+def _step(steps: list[dict[str, Any]], step_id: str) -> int:
+    return next(i for i, s in enumerate(steps) if s.get("id") == step_id)
+
+
+def test_action_restores_imports_builds_exports_and_saves_the_cache_in_that_order() -> None:
+    steps = _action_steps()
+    order = ["cache-key", "cache-restore", "cache-import", "build", "cache-export", "cache-save"]
+    assert [_step(steps, i) for i in order] == sorted(_step(steps, i) for i in order)
+    restore, save = steps[_step(steps, "cache-restore")], steps[_step(steps, "cache-save")]
+    assert restore["uses"].split("@")[0] == "actions/cache/restore"
+    assert save["uses"].split("@")[0] == "actions/cache/save"
+    assert restore["uses"].split("@")[1] == save["uses"].split("@")[1]  # one pinned release of actions/cache
+    key = "${{ steps.cache-key.outputs.key }}"
+    folder = "${{ steps.cache-key.outputs.dir }}"
+    assert restore["with"]["key"] == save["with"]["key"] == key
+    assert restore["with"]["path"] == save["with"]["path"] == folder
+    prefix = "${{ steps.cache-key.outputs.prefix }}"
+    assert restore["with"]["restore-keys"].splitlines() == [f"{prefix}-${{{{ inputs.job }}}}-", f"{prefix}-"]
+    assert "buildkit cache import" in steps[_step(steps, "cache-import")]["run"]
+    assert "buildkit cache export" in steps[_step(steps, "cache-export")]["run"]
+    for step_id in ("cache-import", "cache-export"):
+        assert steps[_step(steps, step_id)]["env"] == {"CACHE_DIR": folder}
+
+
+@pytest.mark.parametrize("job", ["build-0", "build-1"])
+def test_the_pipelines_build_jobs_cache_through_the_action(job: str) -> None:
+    """The reusable workflow builds in the action, which restores and saves the cache around the build,
+    and pulls the base images first (the import's carrier container needs a local image)."""
+    steps = _load(PIPELINE)["jobs"][job]["steps"]
+    action = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("./"))
+    assert steps[action]["uses"].split(" ")[0] == "./"  # action.yml, whose cache steps are checked above
+    assert _step_index(steps, "docker pull") < action
+
+
+def _run_key_step(tmp_path: Path, recipe: Path, job_id: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    step = _action_steps()[_step(_action_steps(), "cache-key")]
+    tmp_path.mkdir(exist_ok=True)
+    assert step["env"] == {"RECIPE": "${{ inputs.recipe }}", "JOB_ID": "${{ inputs.job }}"}
+    env = {**_shim(tmp_path), "RECIPE": str(recipe), "JOB_ID": job_id, "RUNNER_TEMP": str(tmp_path)}
+    env |= {"RUNNER_OS": "Linux", "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "2"}
+    proc = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", step["run"]],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc, Path(env["GITHUB_OUTPUT"]).read_text()
+
+
+def test_the_cache_key_is_the_recipe_the_rocm_release_and_the_arch_list(tmp_path: Path) -> None:
+    """The key step's own script on the reference recipe, against its real plan: ROCm 6.4 drops gfx950,
+    so the two releases' keys differ in the arch list too; the jobs differing in Python share a prefix;
+    another recipe file gives another key."""
+    import hashlib
+
+    recipe = ROOT / "recipes" / "reference.yaml"
+    sha = hashlib.sha256(recipe.read_bytes()).hexdigest()[:16]
+    outputs = {}
+    for job_id in ("cp313-rocm6.4", "cp314-rocm6.4", "cp313-rocm7.2"):
+        proc, output = _run_key_step(tmp_path / job_id, recipe, job_id)
+        assert proc.returncode == 0, proc.stderr
+        outputs[job_id] = dict(line.split("=", 1) for line in output.splitlines())
+    assert outputs["cp313-rocm6.4"]["prefix"] == f"buildkit-ccache-Linux-{sha}-rocm6.4-gfx90a_gfx942"
+    assert outputs["cp314-rocm6.4"]["prefix"] == outputs["cp313-rocm6.4"]["prefix"]
+    assert outputs["cp313-rocm7.2"]["prefix"] == f"buildkit-ccache-Linux-{sha}-rocm7.2-gfx90a_gfx942_gfx950"
+    for job_id, values in outputs.items():
+        assert values["key"] == f"{values['prefix']}-{job_id}-4242-2"
+        assert values["dir"] == str(tmp_path / job_id / "buildkit-ccache")
+    edited = tmp_path / "recipes" / "edited.yaml"  # beside a copy of its source, ../csrc
+    edited.parent.mkdir()
+    edited.write_text(recipe.read_text().replace("name:", "# edited\nname:", 1))
+    shutil.copytree(ROOT / "csrc", tmp_path / "csrc", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    proc, output = _run_key_step(tmp_path / "edited", edited, "cp313-rocm6.4")
+    assert proc.returncode == 0, proc.stderr
+    assert f"-{sha}-" not in output and "-rocm6.4-gfx90a_gfx942\n" in output
+
+
+def test_the_cache_key_step_refuses_a_job_the_plan_lacks(tmp_path: Path) -> None:
+    proc, output = _run_key_step(tmp_path, ROOT / "recipes" / "reference.yaml", "cp399-rocm9.9")
+    assert proc.returncode == 1 and "job 'cp399-rocm9.9' is not in the plan of the recipe" in proc.stderr
+    assert output == ""
+
+
+@pytest.mark.parametrize(("restored", "imports"), [(False, None), (True, 0), (True, 8)])
+def test_the_import_step_starts_cold_without_a_usable_cache(
+    tmp_path: Path, restored: bool, imports: int | None
+) -> None:
+    """Nothing restored: no import. An import that fails (no engine, no carrier image) warns and the
+    build goes on cold: the cache only saves time."""
+    step = _action_steps()[_step(_action_steps(), "cache-import")]
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin" / "buildkit"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexit {imports or 0}\n')
+    fake.chmod(0o755)
+    cache = tmp_path / "cache"
+    if restored:
+        cache.mkdir()
+    env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}", "CACHE_DIR": str(cache)}
+    proc = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    if not restored:
+        assert not calls.exists() and "no compiler cache restored" in proc.stdout
+        return
+    assert calls.read_text() == f"cache import {cache}\n"
+    assert ("::warning" in proc.stdout) == bool(imports)
