@@ -202,9 +202,9 @@ def bound(path: Path) -> dict[str, Any]:
 
 def inprocess(path: Path) -> dict[str, Any]:
     """Time ``inspect_wheel`` + ``evaluate`` inside this (already started) interpreter."""
-    from buildkit.gate.check import GateFlags, gate_config
     from buildkit.gate.evaluate import evaluate
     from buildkit.inspect import inspect_wheel
+    from buildkit.service.check import GateFlags, gate_config
 
     config = gate_config(GateFlags(size_warn="1000GiB"))
     start = time.perf_counter()

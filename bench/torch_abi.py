@@ -10,7 +10,7 @@ Default wheel: torch 2.13.0+cpu for CPython 3.11 (190 MB; fetched into the corpu
 sha256-verified: tests/helpers/torch_ext.py). Each measurement is its own process (``os.wait4``
 gives its wall time and peak RSS):
 
-* ``rule cold``: :func:`buildkit.gate.torchabi.torch_wheel_exports` with an empty cache: the wheel
+* ``rule cold``: :func:`buildkit.compare.torch_exports.torch_wheel_exports` with an empty cache: the wheel
   hashed, every ``torch/lib/*.so*`` member streamed only up to its dynamic symbol tables, the exports
   written to the cache;
 * ``rule cached``: the same call again (the wheel's sha256 known by its path, size, mtime and inode,
@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 RULE = (
     "import sys; from pathlib import Path\n"
-    "from buildkit.gate.torchabi import torch_wheel_exports\n"
+    "from buildkit.compare.torch_exports import torch_wheel_exports\n"
     "e = torch_wheel_exports(Path(sys.argv[1]), cache=Path(sys.argv[2]))\n"
     "print(len(e.exports), e.cached)\n"
 )

@@ -58,6 +58,7 @@ from buildkit.build.staging import (
     tree_digest,
 )
 from buildkit.build.toolchain import job_interpreter, toolchain_versions
+from buildkit.compare.baseline import RegressionCheck, compare_with_last_release
 from buildkit.docker_engine import (
     ENGINE_ERRORS,
     PRUNE_HINT,
@@ -76,7 +77,6 @@ from buildkit.errors import (
     RecipeError,
 )
 from buildkit.fsutil import atomic_write
-from buildkit.gate.baseline import RegressionCheck, compare_with_last_release
 from buildkit.gate.config import GateConfig
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe

@@ -3,7 +3,7 @@
 Exit 0 when every wheel passes, 7 (GateFailed) when one fails a rule, 6 (WheelReadError) when one
 cannot be read (the others are still reported), 4 (ArchError) for an invalid ``--archs`` target id.
 The logic (flags and ``--recipe``/``--job`` to a gate configuration, the checks) is
-:mod:`buildkit.gate.check`.
+:mod:`buildkit.service.check`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from buildkit.build.gating import check_wheels
 from buildkit.cli.options import colour_verdicts, exclude_options
 from buildkit.cli.options import verbose as global_verbose
 from buildkit.errors import GateFailed, WheelReadError
-from buildkit.gate.check import GateFlags, check_wheels, gate_config
 from buildkit.gate.report import render_all, to_json
+from buildkit.service.check import GateFlags, gate_config
 
 if TYPE_CHECKING:
     from buildkit.gate.torchabi import TorchExports
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 def torch_from_image(image: str) -> TorchExports:
     """``--torch-abi IMAGE``: the exports of the torch installed in a runtime image."""
     # the Docker SDK only for an image: a check against a torch wheel never loads it
-    from buildkit.gate.torchabi import exports_from_tables
+    from buildkit.compare.torch_exports import exports_from_tables
     from buildkit.image.torch import image_torch
 
     found = image_torch(image)

@@ -7,7 +7,8 @@ not exist, ``--require-baseline`` when the index has no earlier release, ``--rec
 or a job the recipe's plan does not have, an unknown ``--rocm``).
 
 The libraries provided at run time (``--exclude``, ``--exclude-set``, ``--rocm``, ``--recipe R --job
-ID``) are the ones ``buildkit check`` with the same options takes (:func:`buildkit.gate.diff.run_time_globs`).
+ID``) are the ones ``buildkit check`` with the same options takes
+(:func:`buildkit.service.check.run_time_globs`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def diff(
     time (--exclude-set rocm, or --recipe R --job ID) as for `buildkit check`: otherwise each one is
     external and the manylinux tag is linux_x86_64."""
     # deferred (heavy: the wheel inspection and the gate): `buildkit diff --help` stays fast
-    from buildkit.gate.diff import WheelDiff, diff_against_index, diff_wheels, render_human, run_time_globs
+    from buildkit.compare.diff import WheelDiff, diff_against_index, diff_wheels, render_human
+    from buildkit.service.check import run_time_globs
 
     if index_url is None and len(wheels) != 2:
         raise UsageError("buildkit diff takes OLD.whl NEW.whl (or --against-index URL NEW.whl)")

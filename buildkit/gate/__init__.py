@@ -7,9 +7,12 @@
   (:mod:`~buildkit.gate.rule`: the shape of a rule; :mod:`~buildkit.gate.loading`: where ld.so
   finds each library inside the wheel);
 * :mod:`~buildkit.gate.evaluate` facts and rules folded into a :mod:`~buildkit.gate.verdict`;
-* :mod:`~buildkit.gate.report` the human and JSON reports; :mod:`~buildkit.gate.check` what
-  ``buildkit check`` does; :mod:`~buildkit.gate.diff` two wheels compared;
-  :mod:`~buildkit.gate.baseline` the no-regression rule against the last release on an index.
+* :mod:`~buildkit.gate.report` the human and JSON reports.
+
+The gate takes facts and a configuration and returns verdicts: no network, no file written, no
+command logic. What needs those lives beside it: :mod:`buildkit.compare` (two wheels compared, the
+last release on an index, a torch's exports and their cache) and :mod:`buildkit.service.check`
+(``buildkit check``'s options to a configuration).
 
 Nothing is imported here: ``import buildkit.gate.evaluate`` loads what evaluation needs only.
 """

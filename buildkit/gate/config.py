@@ -223,7 +223,7 @@ class GateConfig(NamedTuple):
         :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
         ``size_limit``, ``per_target`` -> ``size_per_target``) and its waivers (``gate.waive``).
         ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller adding to the job's
-        exclude globs passes the union; :mod:`buildkit.gate.check` does). The identity gets the
+        exclude globs passes the union; :mod:`buildkit.service.check` does). The identity gets the
         recipe's distribution name, file and sha256."""
         waivers = tuple(
             Waiver(

@@ -16,11 +16,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from buildkit.gate.check import GateFlags, check_wheels, config_from_flags
-from buildkit.gate.diff import diff_wheels, render_human
+from buildkit.build.gating import check_wheels
+from buildkit.compare.diff import diff_wheels, render_human
+from buildkit.compare.torch_exports import load_torch_exports, torch_wheel_exports
 from buildkit.gate.report import load_schema, to_json
 from buildkit.gate.report import render_human as render_verdict
-from buildkit.gate.torchabi import load_torch_exports, torch_wheel_exports
+from buildkit.service.check import GateFlags, config_from_flags
 from tests.helpers.torch_ext import MEMBER, TORCH_2_14_1, Subjects, build_subjects, torch_wheel
 
 pytestmark = pytest.mark.slow
@@ -198,7 +199,7 @@ def test_reading_the_190mb_torch_wheel_stays_small(subjects: Subjects, tmp_path:
     process, so the figure is the rule's own); the time is bench/torch_abi.py's business."""
     code = (
         "import sys; from pathlib import Path\n"
-        "from buildkit.gate.torchabi import torch_wheel_exports\n"
+        "from buildkit.compare.torch_exports import torch_wheel_exports\n"
         "e = torch_wheel_exports(Path(sys.argv[1]), cache=Path(sys.argv[2]))\n"
         # VmHWM: this process's own peak (ru_maxrss would count the forked pytest before exec)
         "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]\n"

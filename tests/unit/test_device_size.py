@@ -16,11 +16,11 @@ import jsonschema
 import pytest
 
 from buildkit.build.cibw import CibwSettings, container_environment
-from buildkit.gate.check import GateFlags, config_for_job
 from buildkit.gate.config import GateConfig
 from buildkit.gate.report import load_schema
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from buildkit.service.check import GateFlags, config_for_job
 from tests.helpers.amdgpu_toolchain import LLVM_BIN, have_llvm
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel

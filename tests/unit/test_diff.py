@@ -18,8 +18,8 @@ import pytest
 from packaging.utils import parse_wheel_filename
 
 from buildkit.cli import main
+from buildkit.compare.diff import IndexFile, choose_baseline, diff_wheels, project_files, project_url
 from buildkit.errors import UsageError, WheelReadError
-from buildkit.gate.diff import IndexFile, choose_baseline, diff_wheels, project_files, project_url
 from buildkit.inspect import inspect_wheel
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle
 from tests.helpers.shared_library import build_shared_library, have_gcc
@@ -347,7 +347,7 @@ def test_missing_file_index_root_is_an_error_not_a_first_release(
 def test_regression_rule_refuses_a_missing_file_index(tmp_path: Path, libs: dict[str, bytes]) -> None:
     """The gate rule (buildkit.gate.rules.regression, through diff_against_index) behaves the same: a missing
     index root is a UsageError, not a first release with nothing to report."""
-    from buildkit.gate.baseline import check_regression, compare_with_last_release
+    from buildkit.compare.baseline import check_regression, compare_with_last_release
     from tests.unit.test_regression import job_for
 
     new = wheel(

@@ -1,7 +1,7 @@
 """``buildkit diff`` on ROCm-like wheels: extensions built with the host's gcc against stub libraries
 carrying real ROCm SONAMEs (``libamdhip64.so.6`` & co.), so each wheel needs them the way a ROCm
 wheel does. The run-time libraries are named as ``buildkit check`` names them: ``--exclude-set``,
-``--rocm``, ``--recipe R --job ID`` (:func:`buildkit.gate.diff.run_time_globs`)."""
+``--rocm``, ``--recipe R --job ID`` (:func:`buildkit.service.check.run_time_globs`)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from buildkit.compare.diff import diff_wheels
 from buildkit.errors import UsageError
-from buildkit.gate.check import exclude_set_globs
-from buildkit.gate.diff import diff_wheels, run_time_globs
+from buildkit.service.check import exclude_set_globs, run_time_globs
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.unit.test_diff import OLD_C, fatbin, run, wheel
 

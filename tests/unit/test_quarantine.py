@@ -23,9 +23,9 @@ from buildkit.build import gating, quarantine, staging, summary
 from buildkit.build import job as build_job
 from buildkit.build.job import JobResult
 from buildkit.cli import main
+from buildkit.compare.baseline import RegressionCheck
+from buildkit.compare.diff import Baseline
 from buildkit.errors import PublishRefused
-from buildkit.gate.baseline import RegressionCheck
-from buildkit.gate.diff import Baseline
 from buildkit.gate.rules.regression import REGRESSION
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job

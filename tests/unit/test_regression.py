@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from buildkit.compare.baseline import check_regression, compare_with_last_release
+from buildkit.compare.diff import diff_wheels
 from buildkit.errors import WheelReadError
-from buildkit.gate.baseline import check_regression, compare_with_last_release
-from buildkit.gate.diff import diff_wheels
 from buildkit.gate.rules.regression import REGRESSION
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job

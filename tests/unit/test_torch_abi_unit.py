@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from buildkit.build.gating import gate_key
+from buildkit.compare.torch_exports import load_torch_exports
 from buildkit.errors import UsageError
-from buildkit.gate.check import GateFlags, config_from_flags
 from buildkit.gate.config import GateConfig
 from buildkit.gate.demangle import cxa_demangle, demangle
 from buildkit.gate.torchabi import (
@@ -25,12 +25,12 @@ from buildkit.gate.torchabi import (
     TorchNeeds,
     abi_neutral,
     judge,
-    load_torch_exports,
     qualified_name,
     torch_owned,
 )
 from buildkit.image import torch as image_torch
 from buildkit.inspect.symtab import read_symbol_table, wheel_symbol_tables
+from buildkit.service.check import GateFlags, config_from_flags
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel
 
@@ -231,7 +231,7 @@ def test_remembered_hashes_are_bounded(tmp_path: Path, monkeypatch: pytest.Monke
     STAT_ENTRIES, and a remembered file is not hashed again."""
     import os
 
-    from buildkit.gate import torchabi
+    from buildkit.compare import torch_exports as torchabi
 
     stat = tmp_path / "stat"
     stat.mkdir()

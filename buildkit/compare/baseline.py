@@ -1,5 +1,5 @@
 """Run the no-regression rule (:mod:`buildkit.gate.rules.regression`) for a job's wheel: find the
-newest earlier compatible release on the recipe's index (:func:`buildkit.gate.diff.diff_against_index`),
+newest earlier compatible release on the recipe's index (:func:`buildkit.compare.diff.diff_against_index`),
 diff the wheel against it, and turn what regressed into findings. ``build`` calls it after the gate.
 """
 
@@ -11,11 +11,54 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from buildkit.gate.diff import Baseline, WheelDiff, diff_against_index
+from buildkit.compare.diff import Baseline, WheelDiff, diff_against_index
 from buildkit.gate.findings import Finding, Waiver
 from buildkit.gate.rules import AFTER_GATE, waive
-from buildkit.gate.rules.regression import findings_from_diff
+from buildkit.gate.rules.regression import REGRESSION
 from buildkit.plan.models import Job
+
+
+def findings_from_diff(diff: WheelDiff, baseline_name: str) -> list[Finding]:
+    """One error finding per regression of ``diff`` (in the order of :attr:`WheelDiff.regressions`)."""
+    since = f"since {baseline_name}"
+    out: list[Finding] = []
+
+    def add(message: str, **where: str | None) -> None:
+        out.append(REGRESSION.error(message, **where))
+
+    if diff.policy_regression:
+        add(
+            f"the wheel is less compatible than the last release: manylinux tag "
+            f"{diff.old_policy} -> {diff.new_policy} {since}",
+            symbol=diff.new_policy,
+        )
+    for s in diff.symbols:
+        if s.regression and s.new is not None:
+            add(
+                f"{s.library} {s.prefix} {s.old or 'not needed'} -> {s.new} {since} (needed by {s.files[0]})",
+                file=s.files[0] if s.files else None,
+                library=s.library,
+                symbol=f"{s.prefix}_{s.new}",
+            )
+    for tag in diff.tags_uncovered:
+        add(f"platform tag {tag} no longer provided {since} (no new tag covers it)", symbol=tag)
+    for lib in diff.libraries:
+        if lib.regression:
+            was = "new" if lib.old is None else f"was {lib.old}"
+            add(f"external library {lib.library} ({was}) {since}", library=lib.library)
+    per_object: set[str] = set()
+    for g in diff.gfx:
+        if g.regression:
+            per_object.update(g.removed)
+            add(
+                f"{g.file}: gfx target(s) {', '.join(g.removed)} removed {since}",
+                file=g.file,
+                symbol=",".join(g.removed),
+            )
+    for target in diff.gfx_removed:
+        if target not in per_object:
+            add(f"gfx target {target} gone from the wheel {since}", symbol=target)
+    return out
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """What ``buildkit check`` does, as library calls: flags -> a :class:`~buildkit.gate.GateConfig`,
-then every wheel inspected (streaming) and gated.
+then every wheel inspected (streaming) and gated (:func:`buildkit.build.gating.check_wheels`, the one
+way ``build``, ``check`` and ``publish`` gate wheel files).
 
 With ``recipe`` and ``job`` the configuration is the one ``build`` uses,
 :meth:`GateConfig.from_recipe_job` (the job's policy, ceilings, exclude globs, archs, torch pin and
@@ -24,22 +25,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from buildkit.errors import ArchError, UsageError, WheelReadError
+from buildkit.errors import ArchError, UsageError
 from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, Required, rocm_pin
-from buildkit.gate.evaluate import evaluate
-from buildkit.gate.report import ReadFailure
-from buildkit.gate.verdict import Verdict
-from buildkit.inspect import inspect_wheel
-from buildkit.inspect.models import WheelReport
 from buildkit.policy import policy_tag
 from buildkit.targets import parse_target_id, split_arch_list
 from buildkit.units import parse_size
 
 if TYPE_CHECKING:
-    # the torch-abi reader (demangler, symbol tables, export cache) loads only when a torch is asked
-    # for: a plain check does not pay for its import
-    from buildkit.gate.pyabi import PythonAbiResult
-    from buildkit.gate.torchabi import ImageReader, TorchAbiResult, TorchExports
     from buildkit.plan.from_image import CeilingsReader
     from buildkit.plan.models import Job
     from buildkit.recipe import Recipe
@@ -205,51 +197,20 @@ def gate_config(
     return config_for_job(loaded, found, flags)
 
 
-def torch_abi_for(wheel: Path, report: WheelReport, torch: TorchExports) -> TorchAbiResult:
-    """``wheel`` (inspected as ``report``) judged against ``torch``: what it needs from torch
-    (:func:`~buildkit.gate.torchabi.wheel_torch_needs`, streamed) and what that torch exports."""
-    from buildkit.gate.torchabi import judge, wheel_torch_needs
-
-    return judge(wheel_torch_needs(wheel, report, extra_torch=torch.names()), torch)
-
-
-def python_abi_of(wheel: Path, report: WheelReport, config: GateConfig) -> PythonAbiResult | None:
-    """A Python-independent job's wheel (``py3-none``, ``cp312-abi3``) judged against what its tag
-    claims (:func:`~buildkit.gate.pyabi.python_abi_for`, streamed); None for any other configuration."""
-    identity = config.identity
-    if identity is None or identity.wheel_tag is None:
-        return None
-    from buildkit.gate.pyabi import python_abi_for  # abi3audit loads only for such a job
-
-    return python_abi_for(wheel, report, identity.wheel_tag)
-
-
-def check_wheels(
-    wheels: Sequence[Path],
-    config: GateConfig,
+def run_time_globs(
     *,
-    verify_record: bool = True,
-    image_reader: ImageReader | None = None,
-    torch: TorchExports | None = None,
-) -> tuple[list[Verdict], list[ReadFailure]]:
-    """Inspect and gate each wheel; one that cannot be read becomes a ReadFailure (the rest go on).
-    With ``config.torch_abi`` the torch's exports are read once (``torch``, when the caller read
-    them already; ``image_reader`` reads an image's, :func:`~buildkit.gate.torchabi.load_torch_exports`)
-    and every wheel is judged against them by the ``torch-abi`` rule."""
-    if torch is None and config.torch_abi:
-        from buildkit.gate.torchabi import load_torch_exports
+    exclude: Sequence[str] = (),
+    exclude_sets: Sequence[str] = (),
+    rocm: str | None = None,
+    recipe: Path | None = None,
+    job: str | None = None,
+) -> tuple[str, ...]:
+    """The SONAME globs of the libraries provided at run time, exactly as ``buildkit check`` with the
+    same options takes them (:func:`gate_config`): with ``recipe`` and ``job`` (both
+    or neither: UsageError) the job's exclude globs, which ``build`` repairs and gates with, plus
+    ``exclude`` and ``exclude_sets``; the sets expand for ``rocm``, else for the job's ROCm release,
+    else for every release (an unknown ``rocm``: UsageError naming the known ones). ``buildkit diff``
+    compares the wheels' facts with these globs (:func:`buildkit.compare.diff.diff_wheels`)."""
 
-        torch = load_torch_exports(config.torch_abi, image_reader=image_reader)
-    verdicts: list[Verdict] = []
-    failures: list[ReadFailure] = []
-    for wheel in wheels:
-        try:
-            report = inspect_wheel(wheel, verify_record=verify_record)
-            result = None if torch is None else torch_abi_for(wheel, report, torch)
-            python_abi = python_abi_of(wheel, report, config)
-        except WheelReadError as exc:
-            # the message names the wheel (inspect_wheel's rule); the report names it on its own
-            failures.append(ReadFailure(wheel.name, str(exc).removeprefix(f"{wheel.name}: ")))
-            continue
-        verdicts.append(evaluate(report, config, torch_abi=result, python_abi=python_abi))
-    return verdicts, failures
+    flags = GateFlags(exclude=tuple(exclude), exclude_sets=tuple(exclude_sets), rocm=rocm)
+    return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)

@@ -19,10 +19,10 @@ object, the manylinux tag). :func:`diff_reports` compares them:
 * **size** (bytes and %), **members** added and removed: reported, never regressions.
 
 The libraries provided at run time (``exclude_globs``) are named as ``buildkit check`` names them:
-:func:`run_time_globs` turns ``--exclude``, ``--exclude-set``, ``--rocm`` and ``--recipe R --job ID``
-into the globs of :func:`buildkit.gate.check.gate_config` (the only part of the gate configuration
-that changes the facts compared here). Without them every ROCm library is external and a ROCm wheel
-is consistent with no manylinux tag at all (``linux_x86_64``).
+:func:`buildkit.service.check.run_time_globs` turns ``--exclude``, ``--exclude-set``, ``--rocm`` and
+``--recipe R --job ID`` into the globs of :func:`buildkit.service.check.gate_config` (the only part of
+the gate configuration that changes the facts compared here). Without them every ROCm library is
+external and a ROCm wheel is consistent with no manylinux tag at all (``linux_x86_64``).
 
 :func:`baseline_from_index` finds the newest published wheel of the same project with compatible
 tags in a PEP 503 simple index (``file://`` or ``http(s)://``), verifies the ``#sha256=`` fragment
@@ -52,7 +52,6 @@ from packaging.utils import (
 from packaging.version import Version
 
 from buildkit.errors import UsageError, WheelReadError
-from buildkit.gate.check import GateFlags, gate_config
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.torchabi import needs_change, wheel_torch_needs
@@ -398,24 +397,6 @@ def diff_reports(
         torch_added=torch[0],
         torch_removed=torch[1],
     )
-
-
-def run_time_globs(
-    *,
-    exclude: Sequence[str] = (),
-    exclude_sets: Sequence[str] = (),
-    rocm: str | None = None,
-    recipe: Path | None = None,
-    job: str | None = None,
-) -> tuple[str, ...]:
-    """The SONAME globs of the libraries provided at run time, exactly as ``buildkit check`` with the
-    same options takes them (:func:`buildkit.gate.check.gate_config`): with ``recipe`` and ``job`` (both
-    or neither: UsageError) the job's exclude globs, which ``build`` repairs and gates with, plus
-    ``exclude`` and ``exclude_sets``; the sets expand for ``rocm``, else for the job's ROCm release,
-    else for every release (an unknown ``rocm``: UsageError naming the known ones)."""
-
-    flags = GateFlags(exclude=tuple(exclude), exclude_sets=tuple(exclude_sets), rocm=rocm)
-    return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)
 
 
 def torch_changes(
