@@ -3,7 +3,8 @@
 :mod:`~buildkit.build.run` (``buildkit build``: all jobs of a plan), :mod:`~buildkit.build.job` (one
 job), :mod:`~buildkit.build.staging` (source fetch, staging folders, tree digest, debris sweep),
 :mod:`~buildkit.build.key` (inputs key, up-to-date check), :mod:`~buildkit.build.gating` (the gate
-as ``build`` uses it), :mod:`~buildkit.build.runner` (the cibuildwheel subprocess),
+as ``build`` uses it), :mod:`~buildkit.build.wheel_gate` (the gate on wheel files, as ``build``,
+``check`` and ``publish`` run it), :mod:`~buildkit.build.runner` (the cibuildwheel subprocess),
 :mod:`~buildkit.build.cibw` (cibuildwheel's options), :mod:`~buildkit.build.toolchain` (the builder
 image's interpreter and toolchain versions), :mod:`~buildkit.build.output` (``<out>/<job-id>/``
 housekeeping), :mod:`~buildkit.build.summary` (the table printed at the end),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from buildkit.build.gating import check_wheels
+from buildkit.build.wheel_gate import check_wheels
 from buildkit.cli.options import colour_verdicts, exclude_options
 from buildkit.cli.options import verbose as global_verbose
 from buildkit.errors import GateFailed, WheelReadError

@@ -2,7 +2,7 @@
 
 A manifest is a file anyone can write beside a wheel; a ``verdict.passed: true`` in it proves nothing.
 Before anything is written or uploaded, each wheel is inspected and gated again
-(:func:`~buildkit.build.gating.check_wheels`, the gate ``build`` and ``check`` run) with one of:
+(:func:`~buildkit.build.wheel_gate.check_wheels`, the gate ``build`` and ``check`` run) with one of:
 
 * ``--recipe R``: the configuration of the recipe and the job that built the wheel (the job id the
   manifest records, found in R's plan; the manifest must record R's sha256). A manifest that records
@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from buildkit.build.gating import check_wheels, gate_key
+from buildkit.build.gating import gate_key
 from buildkit.build.provenance import attestation_path, load_public_key, verify_attestation
+from buildkit.build.wheel_gate import check_wheels
 from buildkit.errors import NotReproducible, UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.publish.refusal import Candidate, Refusal

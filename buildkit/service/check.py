@@ -1,5 +1,5 @@
 """What ``buildkit check`` does, as library calls: flags -> a :class:`~buildkit.gate.GateConfig`,
-then every wheel inspected (streaming) and gated (:func:`buildkit.build.gating.check_wheels`, the one
+then every wheel inspected (streaming) and gated (:func:`buildkit.build.wheel_gate.check_wheels`, the one
 way ``build``, ``check`` and ``publish`` gate wheel files).
 
 With ``recipe`` and ``job`` the configuration is the one ``build`` uses,

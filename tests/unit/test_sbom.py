@@ -21,7 +21,7 @@ from cyclonedx.validation.json import JsonStrictValidator
 
 from buildkit import rocm as rocm_data
 from buildkit.build import sbom
-from buildkit.build.gating import check_wheels
+from buildkit.build.wheel_gate import check_wheels
 from buildkit.gate.config import GateConfig
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel
