@@ -27,6 +27,9 @@ code  class                        meaning
 14    BuilderContractError         a builder image lacks what builds need (the list of gaps)
 15    InstallResolutionFailed      ``publish --check-install``: pip or uv would install, for a
                                    supported Python, a file from another index than the published one
+16    SplitRefused                 ``split``: the wheel cannot be split per GPU target (a code object
+                                   whose path names another target than its ELF header, nothing to
+                                   split, an extra the host declares already)
 130   Interrupted                  Ctrl-C; partial outputs were removed
 ====  ===========================  ===============================================
 """
@@ -198,6 +201,16 @@ class InstallResolutionFailed(BuildkitError):
     with pip or uv in one of the ways an index is configured (:mod:`buildkit.publish.resolution`)."""
 
     exit_code = 15
+
+
+class SplitRefused(BuildkitError):
+    """``split`` cannot split the wheel per GPU target, whatever its outputs' gate would say: a code
+    object whose path names another processor than its ELF header (``hsa/gfx942/x.co`` holding gfx950
+    code), one of a machine LLVM does not define, no standalone code object at all, an extra the host
+    already declares under a target's name, or an input whose RECORD does not match its files
+    (:mod:`buildkit.split`). The message names every file at fault."""
+
+    exit_code = 16
 
 
 class Interrupted(BuildkitError):

@@ -30,7 +30,11 @@ def gate_key(config: GateConfig) -> dict[str, Any]:
     the same rules give the same key from any folder."""
     data: dict[str, Any] = json.loads(json.dumps(config.to_json(), sort_keys=True, default=str))
     data.pop("recipe", None)
-    for added in ("torch_abi", "size_per_target"):  # keys of builds before the field existed stay valid
+    for added in (
+        "torch_abi",
+        "size_per_target",
+        "device_target",
+    ):  # keys of builds before the field existed stay valid
         if data.get(added) is None:
             data.pop(added, None)
     return data

@@ -92,6 +92,12 @@ def torch_from_image(image: str) -> TorchExports:
     "repeatable; added to the recipe's gate.require): no match fails the wheel (required-member).",
 )
 @click.option(
+    "--device-target",
+    metavar="GFX",
+    help="The wheel is a device wheel of `buildkit split` for this gfx processor, e.g. gfx942: every "
+    "member but its metadata must be a code object of it (device-wheel).",
+)
+@click.option(
     "--recipe",
     type=click.Path(path_type=Path, dir_okay=False),
     help="Recipe giving the gate rules: with --job, exactly what `buildkit build` gates that job's wheel "
@@ -135,6 +141,7 @@ def check(
     size_limit: str | None,
     size_per_target: str | None,
     required: tuple[str, ...],
+    device_target: str | None,
     recipe: Path | None,
     job: str | None,
     verify_record: bool,
@@ -162,6 +169,7 @@ def check(
         size_per_target=size_per_target,
         required=required,
         torch_abi=torch_abi,
+        device_target=device_target,
     )
     reader = None
     if recipe is not None:

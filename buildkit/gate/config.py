@@ -15,6 +15,7 @@ from buildkit.policy import (
     split_policy_name,
     version_tuple,
 )
+from buildkit.targets import parse_target_id
 from buildkit.units import MiB
 
 if TYPE_CHECKING:
@@ -136,6 +137,9 @@ class GateConfig(NamedTuple):
     #: installed torch folder or a runtime image (``check --torch-abi``); None: the rule does not run.
     #: ``build`` sets it for a hermetic torch job: the torch wheel of its lock, the one it built against
     torch_abi: str | None = None
+    #: the gfx processor a device wheel of ``buildkit split`` is for (``"gfx942"``): every member but
+    #: its metadata must be a code object of that processor (the ``device-wheel`` rule); None: not one
+    device_target: str | None = None
 
     def validated(self) -> GateConfig:
         """This configuration, once its values are known to be sound; else a UsageError naming the
@@ -158,6 +162,12 @@ class GateConfig(NamedTuple):
             raise UsageError("size limit must be positive")
         if self.size_per_target is not None and self.size_per_target <= 0:
             raise UsageError("the size limit per gfx target must be positive")
+        if self.device_target is not None:
+            target = parse_target_id(self.device_target)  # ArchError naming an unknown processor
+            if target.features or str(target) != self.device_target:
+                raise UsageError(
+                    f"device target {self.device_target!r}: give a processor alone, e.g. {target.name}"
+                )
         return self
 
     @classmethod
@@ -307,6 +317,7 @@ class GateConfig(NamedTuple):
                 waivers=waivers,
                 required=tuple(Required(str(g), "the manifest") for g in data.get("required") or ()),
                 torch_abi=data.get("torch_abi"),
+                device_target=data.get("device_target"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"not a gate configuration: {exc.__class__.__name__}: {exc}") from None
@@ -337,4 +348,5 @@ class GateConfig(NamedTuple):
             "required": [r.glob for r in self.required],
             "torch_abi": self.torch_abi,
             "size_per_target": self.size_per_target,
+            "device_target": self.device_target,
         }

@@ -272,6 +272,8 @@ def gated_as(v: Verdict) -> str:
         parts.append(f"torch {c.torch}")
     if c.torch_abi is not None:
         parts.append(f"torch ABI of {c.torch_abi}")
+    if c.device_target is not None:
+        parts.append(f"device wheel of {c.device_target}")
     if c.exclude_globs:
         parts.append(f"{len(c.exclude_globs)} exclude glob(s)")
     if c.waivers:

@@ -57,6 +57,7 @@ class GateFlags(NamedTuple):
     size_per_target: str | None = None
     required: tuple[str, ...] = ()  # --require GLOB
     torch_abi: str | None = None  # a torch wheel, an installed torch folder or an image
+    device_target: str | None = None  # a device wheel of `split`: its gfx processor
 
     @property
     def ceilings(self) -> dict[str, str]:
@@ -85,6 +86,16 @@ def parse_archs(text: str | None) -> list[str]:
     if not names:
         raise ArchError(f"--archs {text!r} names no GPU arch (give e.g. gfx90a,gfx942)")
     return list(dict.fromkeys(str(parse_target_id(name)) for name in names))
+
+
+def device_processor(text: str) -> str:
+    """``--device-target``: a gfx processor (``GFX942`` -> ``gfx942``), validated as ``--archs`` is
+    (ArchError, exit 4, for an unknown one); target-id features are a UsageError: a device wheel holds
+    every code object of its processor, whatever their xnack/sramecc modes."""
+    target = parse_target_id(text)
+    if target.features:
+        raise UsageError(f"--device-target {text!r}: give the processor alone, e.g. {target.name}")
+    return target.name
 
 
 def exclude_set_globs(sets: Sequence[str], rocm: str | None) -> list[str]:
@@ -147,6 +158,8 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
         overrides["required"] = (*base.required, *_required(flags.required))
     if flags.torch_abi:
         overrides["torch_abi"] = flags.torch_abi
+    if flags.device_target:
+        overrides["device_target"] = device_processor(flags.device_target)
     return GateConfig.from_recipe_job(recipe, job, **overrides)
 
 
@@ -176,7 +189,11 @@ def config_from_flags(flags: GateFlags) -> GateConfig:
         toolchain=flags.toolchain,
         torch_abi=flags.torch_abi,
     )
-    return config._replace(required=_required(flags.required)) if flags.required else config
+    if flags.required:
+        config = config._replace(required=_required(flags.required))
+    if flags.device_target:
+        config = config._replace(device_target=device_processor(flags.device_target)).validated()
+    return config
 
 
 def gate_config(

@@ -18,6 +18,7 @@ from buildkit.gate.rule import Rule
 from buildkit.gate.rules import (
     abi,
     ceilings,
+    device_wheel,
     duplicates,
     gfx,
     identity,
@@ -55,6 +56,7 @@ FAMILIES: tuple[Family, ...] = (
     Family("libraries", libraries.RULES, libraries.check),
     Family("inspect", inspect.RULES, inspect.check),
     Family("gfx", gfx.RULES, gfx.check),
+    Family("device-wheel", device_wheel.RULES, device_wheel.check),
     Family("duplicates", duplicates.RULES, duplicates.check),
     Family("size", size.RULES, size.check),
     Family("outputs", outputs.RULES, outputs.check),

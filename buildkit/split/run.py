@@ -1,0 +1,358 @@
+"""``buildkit split``: one wheel in, a host wheel and one device wheel per gfx processor out, each gated.
+
+:func:`split_wheel` inspects the input (streaming, every member hashed against its RECORD) and gates
+it with the configuration given (a wheel the gate refuses, one whose files are not the ones its RECORD
+lists among others, is not split: ``GateFailed``), places each member
+(:func:`~buildkit.split.classify.classify`), writes the outputs (:mod:`~buildkit.split.writer`) into a
+hidden staging folder inside ``out`` and gates each one:
+
+* the host wheel with the configuration given (``check``'s defaults when none): what it lost is only
+  standalone code objects, so the rules it passed before still apply, except the two that speak of
+  the whole of the device code: ``gfx-arch`` keeps the requested archs only when the host still has HIP
+  objects (their offload bundles must carry them all, as before), and ``required-member`` globs are
+  judged on the input wheel (they may name code objects now in a device wheel), and so is the torch
+  ABI (:func:`gate`);
+* each device wheel with the same configuration for its own name and ``device_target`` set: the
+  ``device-wheel`` rule then requires every member but its metadata to be a code object of its
+  processor (``gfx-arch`` is left to that rule).
+
+Only when every output passes are they moved into ``out`` (renamed: the device wheels first, the host
+last, so that no host in ``out`` names a device wheel that is not there yet). When one fails, none
+is: all of them, with their reports (``<wheel>.check.txt``, ``<wheel>.check.json``, as ``build``
+keeps a refused wheel), go to ``<out>/.refused/split-<input stem>/``, which a newer refusal replaces.
+Whatever happens (an error, Ctrl-C), the staging folder is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from packaging.utils import parse_wheel_filename
+
+from buildkit.errors import GateFailed, SplitRefused, UsageError
+from buildkit.fsutil import sync_folder
+from buildkit.gate.config import GateConfig
+from buildkit.gate.evaluate import evaluate
+from buildkit.gate.report import render_all, render_human, to_json
+from buildkit.gate.verdict import Verdict
+from buildkit.inspect import inspect_wheel
+from buildkit.inspect.models import WheelReport
+from buildkit.manifest import REFUSED_DIR
+from buildkit.split.classify import Bundled, Layout, classify
+from buildkit.split.metadata import (
+    Headers,
+    device_distribution,
+    device_metadata,
+    device_wheel_file,
+    filename_part,
+    host_metadata,
+    license_files,
+)
+from buildkit.split.writer import SIGNATURES, Copied, write_wheel
+
+SCHEMA = "rocm-buildkit/split"
+SCHEMA_VERSION = 1
+TEXT_SUFFIX = ".check.txt"
+JSON_SUFFIX = ".check.json"
+
+Echo = Callable[[str], None]
+
+
+class Output(NamedTuple):
+    """One wheel the split wrote, and its gate's verdict."""
+
+    role: Literal["host", "device"]
+    target: str | None  # the processor of a device wheel
+    distribution: str
+    path: Path  # in ``out`` when the split passed, else in its refused folder
+    size: int  # the wheel file's bytes
+    files: int
+    code_objects: int
+    code_object_bytes: int  # their inflated size
+    verdict: Verdict
+
+    @property
+    def extra(self) -> str | None:
+        return self.target
+
+    def to_json(self) -> dict[str, Any]:
+        v = self.verdict
+        return {
+            "role": self.role,
+            "target": self.target,
+            "distribution": self.distribution,
+            "wheel": self.path.name,
+            "path": str(self.path),
+            "size": self.size,
+            "sha256": v.sha256,
+            "files": self.files,
+            "code_objects": self.code_objects,
+            "code_object_bytes": self.code_object_bytes,
+            "passed": v.passed,
+            "errors": len(v.errors),
+            "warnings": len(v.warnings),
+        }
+
+
+class SplitResult(NamedTuple):
+    source: Path
+    source_size: int
+    outputs: tuple[Output, ...]  # the host first, then the device wheels by processor
+    bundles: tuple[Bundled, ...]  # host ELFs whose device code stays in the host wheel
+    by_header: int  # code objects whose path names no processor: placed by their ELF header alone
+    refused: Path | None  # where the outputs are kept when one failed its gate
+    timings: Mapping[str, float]
+
+    @property
+    def passed(self) -> bool:
+        return self.refused is None
+
+    @property
+    def host(self) -> Output:
+        return self.outputs[0]
+
+    @property
+    def devices(self) -> tuple[Output, ...]:
+        return self.outputs[1:]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "wheel": self.source.name,
+            "size": self.source_size,
+            "passed": self.passed,
+            "refused": None if self.refused is None else str(self.refused),
+            "outputs": [o.to_json() for o in self.outputs],
+            "placed_by_header": self.by_header,
+            "bundles": [
+                {"file": b.member, "targets": list(b.targets), "bytes": b.bytes, "split": False}
+                for b in self.bundles
+            ],
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+        }
+
+
+def gate(wheel: Path, report: WheelReport, config: GateConfig) -> Verdict:
+    """The gate on one wheel as split runs it: :func:`~buildkit.gate.evaluate.evaluate`, with a
+    Python-independent job's tag claim judged (``job-identity``, :func:`~buildkit.gate.pyabi.python_abi_for`).
+    The torch ABI is not judged here (reading a torch's exports is ``compare``'s, beside this stage): the
+    caller judges the input with it (``build`` does, before it splits), and the outputs' host code is
+    the input's."""
+    identity = config.identity
+    python_abi = None
+    if identity is not None and identity.wheel_tag is not None:
+        from buildkit.gate.pyabi import python_abi_for  # abi3audit loads only for such a job
+
+        python_abi = python_abi_for(wheel, report, identity.wheel_tag)
+    return evaluate(report, config, python_abi=python_abi)
+
+
+def output_config(base: GateConfig, *, target: str | None, distribution: str, bundles: bool) -> GateConfig:
+    """The configuration an output is gated with (the module docstring says why each change)."""
+    changes: dict[str, Any] = {"required": (), "torch_abi": None}
+    identity = base.identity
+    if target is not None:
+        changes["device_target"] = target
+        changes["archs"] = ()
+        if identity is not None and identity.name is not None:
+            changes["identity"] = identity._replace(name=distribution)
+    elif not bundles:
+        changes["archs"] = ()
+    return base._replace(**changes).validated()
+
+
+class _Planned(NamedTuple):
+    role: Literal["host", "device"]
+    target: str | None
+    distribution: str
+    filename: str
+    dist_info: str
+    copied: tuple[Copied, ...]
+    generated: Mapping[str, bytes]
+    code_objects: int
+    code_object_bytes: int
+
+
+def _plan(report: WheelReport, layout: Layout, zf: zipfile.ZipFile) -> list[_Planned]:
+    """What each output wheel holds."""
+    name, version, build, _tags = parse_wheel_filename(report.filename)
+    dist_info = report.dist_info_dir
+    if dist_info is None:  # inspect_wheel refuses a wheel without one: a bug if it happens
+        raise SplitRefused(f"{report.filename}: no .dist-info folder holding WHEEL")
+    infos = {i.filename: i for i in zf.infolist()}
+    metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
+    wheel_text = zf.read(f"{dist_info}/WHEEL").decode("utf-8")
+    project = _metadata_name(metadata) or str(name)
+    stem = report.filename[: -len(".whl")]
+    tags_part = "-".join(stem.split("-")[-3:])
+    build_part = f"-{build[0]}{build[1]}" if build else ""
+    host_data = dist_info[: -len(".dist-info")] + ".data/"
+    sizes = {f.name: f.size for f in report.files}
+    in_dist_info = {
+        m[len(dist_info) + 1 :]: sizes.get(m, 0) for m in report.members if m.startswith(dist_info + "/")
+    }
+    licenses = license_files(metadata, in_dist_info)
+    planned: list[_Planned] = []
+    skip = {f"{dist_info}/{n}" for n in ("METADATA", "RECORD", *SIGNATURES)}
+    host_copied = tuple(Copied(m, infos[m]) for m in layout.host if m not in skip)
+    host_meta = host_metadata(metadata, project, str(version), layout.targets)
+    co_count = sum(len(p) for p in layout.devices.values())
+    planned.append(
+        _Planned(
+            "host",
+            None,
+            project,
+            report.filename,
+            dist_info,
+            host_copied,
+            {f"{dist_info}/METADATA": host_meta.encode("utf-8")},
+            len(report.code_objects) - co_count,
+            0,
+        )
+    )
+    for target, placed in layout.devices.items():
+        distribution = device_distribution(project, target)
+        part = filename_part(distribution)
+        device_info = f"{part}-{version}.dist-info"
+        device_data = f"{part}-{version}.data/"
+        copied = [
+            Copied(
+                device_data + p.member[len(host_data) :] if p.member.startswith(host_data) else p.member,
+                infos[p.member],
+            )
+            for p in placed
+        ]
+        copied += [
+            Copied(f"{device_info}/{path}", infos[f"{dist_info}/{path}"]) for path in licenses.values()
+        ]
+        generated = {
+            f"{device_info}/METADATA": device_metadata(
+                metadata, project, str(version), target, list(licenses)
+            ).encode(),
+            f"{device_info}/WHEEL": device_wheel_file(wheel_text).encode(),
+        }
+        planned.append(
+            _Planned(
+                "device",
+                target,
+                distribution,
+                f"{part}-{version}{build_part}-{tags_part}.whl",
+                device_info,
+                tuple(copied),
+                generated,
+                len(placed),
+                sum(p.size for p in placed),
+            )
+        )
+    return planned
+
+
+def _metadata_name(text: str) -> str | None:
+    found = Headers.parse(text).values("Name")
+    return found[0] if found else None
+
+
+def split_wheel(
+    wheel: Path,
+    out: Path,
+    *,
+    config: GateConfig | None = None,
+    echo: Echo | None = None,
+) -> SplitResult:
+    """Split ``wheel`` into ``out`` (module docstring). :class:`SplitRefused` when it cannot be split,
+    ``WheelReadError`` when it cannot be read; a split whose outputs fail their gate returns a result
+    with ``refused`` set (the caller raises ``GateFailed``)."""
+    say = echo or (lambda _line: None)
+    base = config or GateConfig.from_flags()
+    if out.resolve() == wheel.resolve().parent:
+        raise UsageError(
+            f"--out {out} is the folder of {wheel.name}: the host wheel has the input's file name and "
+            "would replace it; give another folder"
+        )
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    report = inspect_wheel(wheel)
+    timings["inspect"] = time.monotonic() - started
+    verdict = gate(wheel, report, base)
+    if not verdict.passed:
+        raise GateFailed(f"{wheel.name} fails the gate, so it is not split\n{render_human(verdict)}")
+    layout = classify(report)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".split-{wheel.stem}-", dir=out))
+    try:
+        t0 = time.monotonic()
+        with zipfile.ZipFile(wheel) as zf:
+            planned = _plan(report, layout, zf)
+            files = {
+                p.filename: len(
+                    write_wheel(staging / p.filename, zf, p.copied, p.generated, p.dist_info).files
+                )
+                for p in planned
+            }
+        timings["write"] = time.monotonic() - t0
+        t0 = time.monotonic()
+        gated: list[tuple[_Planned, Verdict]] = []
+        for p in planned:
+            path = staging / p.filename
+            cfg = output_config(
+                base, target=p.target, distribution=p.distribution, bundles=bool(layout.bundles)
+            )
+            written = inspect_wheel(path)
+            gated.append((p, gate(path, written, cfg)))
+            say(f"{p.filename}: {'PASS' if gated[-1][1].passed else 'FAIL'}")
+        timings["gate"] = time.monotonic() - t0
+        passed = all(v.passed for _p, v in gated)
+        if passed:
+            final = out
+            for p, _v in [*gated[1:], gated[0]]:  # the device wheels first: a host never names a missing one
+                os.replace(staging / p.filename, out / p.filename)
+            sync_folder(out)
+            refused = None
+        else:
+            final = refused = _keep_refused(staging, out / REFUSED_DIR / f"split-{wheel.stem}", gated)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    timings["total"] = time.monotonic() - started
+    outputs = tuple(
+        Output(
+            p.role,
+            p.target,
+            p.distribution,
+            final / p.filename,
+            v.size,
+            files[p.filename],
+            p.code_objects,
+            p.code_object_bytes,
+            v,
+        )
+        for p, v in gated
+    )
+    by_header = sum(1 for placed in layout.devices.values() for c in placed if not c.by_path)
+    return SplitResult(wheel, report.size, outputs, layout.bundles, by_header, refused, timings)
+
+
+def _keep_refused(staging: Path, dest: Path, gated: Sequence[tuple[_Planned, Verdict]]) -> Path:
+    """Every output with its reports into ``dest`` (replacing an older refusal there)."""
+    for p, v in gated:
+        (staging / (p.filename + TEXT_SUFFIX)).write_text(render_all([v], verbose=True), encoding="utf-8")
+        (staging / (p.filename + JSON_SUFFIX)).write_text(
+            json.dumps(to_json([v]), indent=2) + "\n", encoding="utf-8"
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    incoming = Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-", dir=dest.parent))
+    for entry in staging.iterdir():
+        os.replace(entry, incoming / entry.name)
+    if dest.exists():
+        shutil.rmtree(dest)
+    os.replace(incoming, dest)
+    sync_folder(dest.parent)
+    return dest
