@@ -17,12 +17,12 @@ from typing import Any
 import jsonschema
 import pytest
 
-from buildkit.errors import GateFailed, SplitRefused, UsageError
 from buildkit.build.wheel_gate import check_wheels
-from buildkit.service.check import GateFlags, config_from_flags
+from buildkit.errors import GateFailed, SplitRefused, UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.rules.integrity import check_record
 from buildkit.inspect import inspect_wheel
+from buildkit.service.check import GateFlags, config_from_flags
 from buildkit.split import run as split_run
 from buildkit.split import split_wheel
 from buildkit.split.classify import path_processors
