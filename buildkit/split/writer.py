@@ -18,6 +18,7 @@ import base64
 import csv
 import hashlib
 import io
+import os
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -122,4 +123,6 @@ def write_wheel(
         record = text.getvalue()
         out.writestr(_info(record_name, _REGULAR, zipfile.ZIP_DEFLATED), record.encode("utf-8"))
         files[record_name] = len(record.encode("utf-8"))
+    with open(dest, "rb") as written:  # on disk before it is renamed into place
+        os.fsync(written.fileno())
     return Written(dest, files, record)

@@ -113,6 +113,14 @@ RENAMES_ALLOWED: dict[tuple[str, str], str] = {
         "memory) into the cache once its sha256 is the pinned one"
     ),
     ("buildkit/source/unpack.py", "unpack"): "renames a whole unpacked source tree into place",
+    ("buildkit/split/run.py", "split_wheel"): (
+        "moves the split's wheels (streamed into its staging folder inside --out and fsynced, too big "
+        "for atomic_write's bytes) into --out once every one passed its gate: the device wheels first, "
+        "the host last"
+    ),
+    ("buildkit/split/run.py", "_keep_refused"): (
+        "moves a refused split's wheels and reports into an incoming folder, renamed over the older refusal"
+    ),
     ("buildkit/build/requirements.py", "_virtualenv"): (
         "moves the wheels pip downloaded (into a folder of their own, inside the job's staging folder) "
         "into the staged wheelhouse once their resolution succeeded"
