@@ -14,7 +14,7 @@ from buildkit.cli.options import json_flag, pick_format
 from buildkit.errors import ArchesDropped, UsageError
 from buildkit.plan.archs import ArchSet, resolve
 from buildkit.recipe import load_recipe
-from buildkit.recipe.env import is_environment_name
+from buildkit.recipe.sections.archs import is_environment_name
 from buildkit.targets import ALWAYS_EXPORTED, split_arch_list
 
 

@@ -38,7 +38,7 @@ from buildkit.plan.from_image import CeilingsReader, image_ceilings
 from buildkit.plan.models import Job, Plan, Skipped
 from buildkit.plan.torch_index import index_note, missing_index_hint
 from buildkit.recipe import Recipe, TorchPin
-from buildkit.recipe.env import CMAKE_DEFINE, is_environment_name
+from buildkit.recipe.sections.archs import CMAKE_DEFINE, is_environment_name
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 

@@ -15,8 +15,8 @@ from typing import Any
 from buildkit.errors import ArchesDropped, UnknownJob
 from buildkit.plan.archs import ArchSet, Decision
 from buildkit.recipe import Recipe
-from buildkit.recipe.hooks import Hooks
-from buildkit.recipe.image import ImageSpec
+from buildkit.recipe.sections.hooks import Hooks
+from buildkit.recipe.sections.image import ImageSpec
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 

@@ -19,7 +19,7 @@ from buildkit import image as images
 from buildkit.errors import BuilderContractError, DockerUnavailable
 from buildkit.image.builder import LABEL_PACKAGES, ensure_builder
 from buildkit.image.probe import Contract, check_builder
-from buildkit.recipe.image import ImageSpec
+from buildkit.recipe.sections.image import ImageSpec
 
 pytestmark = pytest.mark.docker
 

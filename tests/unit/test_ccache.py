@@ -15,7 +15,7 @@ from buildkit.build import ccache, cibw
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import load_recipe
-from buildkit.recipe.image import ImageSpec
+from buildkit.recipe.sections.image import ImageSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the PATH cibuildwheel gives the build before CIBW_ENVIRONMENT: the job's Python first

@@ -19,7 +19,7 @@ from buildkit.plan.expansion import expand
 from buildkit.plan.render import render_json, render_table
 from buildkit.profiles import declared_build_args
 from buildkit.recipe import load_recipe
-from buildkit.recipe.hooks import Hooks
+from buildkit.recipe.sections.hooks import Hooks
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -45,8 +45,9 @@ def _ancestors(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The buildkit modules ``name`` (at ``path``) imports, package ``__init__``s included."""
+def named_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The modules (or, for a name that is not a module, the packages) the imports of ``name`` (at
+    ``path``) name, before the packages their import runs are added."""
     is_package = path.name == "__init__.py"
     targets: set[str] = set()
     for node in _imports(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -61,6 +62,12 @@ def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str
         for alias in node.names:
             candidate = f"{base}.{alias.name}"
             targets.add(candidate if candidate in modules else base)
+    return targets
+
+
+def imported_modules(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The buildkit modules ``name`` (at ``path``) imports, package ``__init__``s included."""
+    targets = named_modules(name, path, modules)
     own = set(_ancestors(name)) | {name}
     edges: set[str] = set()
     for target in targets:
@@ -178,3 +185,24 @@ def test_known_cycles_are_still_there() -> None:
     """A known cycle that has gone must leave KNOWN_CYCLES too."""
     present = [frozenset(c) for c in cycles(import_graph())]
     assert [c for c in KNOWN_CYCLES if c not in present] == []
+
+
+#: packages whose modules still read names from the package's own ``__init__`` (build/: ``Echo``; image/:
+#: builder; rocm/: the lazy data loaders), to be cleared by the branches that own them. Empty: none known.
+KNOWN_BACK_IMPORTS = frozenset({"buildkit.build", "buildkit.image", "buildkit.rocm"})
+
+
+def test_no_module_imports_its_own_package_back() -> None:
+    """A module of a package never imports a name of that package's ``__init__`` (or of a package above
+    it, ``buildkit`` aside): the ``__init__`` is a facade for the layers above, and a module that reads
+    it back ties the package in a loop the graph above cannot see (its own packages are initialised
+    first). Importing a sibling module through the package (``from buildkit.recipe import model``)
+    names the module, not the facade, and is fine."""
+    modules = all_modules()
+    back = {}
+    for name, path in modules.items():
+        own = set(_ancestors(name)) - {"buildkit"} - KNOWN_BACK_IMPORTS
+        found = named_modules(name, path, modules) & own
+        if path.name != "__init__.py" and found:
+            back[name] = sorted(found)
+    assert back == {}

@@ -39,6 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from buildkit.recipe.section import Context, Section
+
 FRONTENDS = ("build", "build[uv]", "pip", "uv")
 
 
@@ -99,3 +101,47 @@ def parse_hooks(data: dict[str, Any]) -> Hooks:
         test_requires=tuple(data.get("test_requires", ())),
         build_requires=tuple(data.get("build_requires", ())),
     )
+
+
+def parse_build_hooks(ctx: Context) -> Hooks:
+    """The hooks, with ``build_requires`` checked: each a PEP 508 requirement, named once, and
+    never torch (a job builds against the torch its ``torch`` axis pins)."""
+    hooks = parse_hooks(ctx.data)
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: dict[str, int] = {}
+    for i, text in enumerate(hooks.build_requires):
+        at = ("build_requires", i)
+        try:
+            name = canonicalize_name(Requirement(text).name)
+        except InvalidRequirement as exc:
+            message = f"build_requires[{i}]: {text!r} is not a PEP 508 requirement: {exc}"
+            raise ctx.err(message, at) from None
+        if name == "torch":
+            raise ctx.err(
+                f"build_requires[{i}]: torch is not a build requirement to add by hand",
+                at,
+                hint="pin it with torch: [{version: ...}]: each job builds against its torch pin",
+            )
+        if name in seen:
+            raise ctx.err(
+                f"build_requires[{i}]: {name} is already build_requires[{seen[name]}]",
+                at,
+                hint="give one requirement per package, with every specifier in it",
+            )
+        seen[name] = i
+    return hooks
+
+
+#: the recipe keys of the table above
+KEYS = (
+    "before_all",
+    "before_build",
+    "config_settings",
+    "build_frontend",
+    "test_command",
+    "test_requires",
+    "build_requires",
+)
+SECTION = Section("hooks", KEYS, parse_build_hooks, "hooks")

@@ -24,14 +24,12 @@ waivers (:mod:`buildkit.gate.rules.waivers`), and reports a waiver that matches 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from buildkit.errors import RecipeError
+from buildkit.recipe.section import Context, ErrorAt, Section
 from buildkit.recipe.yamlspan import Spans
-
-Err = Callable[..., RecipeError]
 
 
 @dataclass(frozen=True)
@@ -71,7 +69,7 @@ class RequiredSpec:
     column: int | None = None
 
 
-def parse_gate(raw: Mapping[str, Any], spans: Spans, err: Err) -> GateRules:
+def parse_gate(raw: Mapping[str, Any], spans: Spans, err: ErrorAt) -> GateRules:
     """The schema-valid ``gate`` value as :class:`GateRules`. A waiver repeating another's rule and
     globs is refused (one of the two could never be used), and so is a ``regression`` waiver
     without ``no_regression_against`` (that rule runs only against an index)."""
@@ -112,3 +110,10 @@ def parse_gate(raw: Mapping[str, Any], spans: Spans, err: Err) -> GateRules:
         line, column = spans.value(at) or (None, None)
         required.append(RequiredSpec(glob, i, line, column))
     return GateRules(no_regression_against=index, waive=tuple(waivers), require=tuple(required))
+
+
+def _parse(ctx: Context) -> GateRules:
+    return parse_gate(ctx.data.get("gate", {}), ctx.spans, ctx.err)
+
+
+SECTION = Section("gate", ("gate",), _parse, "gate")

@@ -9,18 +9,15 @@ without tags. Fetching is :mod:`buildkit.source`'s job; loading a recipe never t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from buildkit.errors import RecipeError
+from buildkit.recipe.section import Context, ErrorAt, Section
 from buildkit.recipe.yamlspan import Path as JsonPath
-
-#: ``err(message, at, hint=..., key=...)``: the recipe builder's positioned error
-ErrorAt = Callable[..., RecipeError]
 
 
 @dataclass(frozen=True)
@@ -97,3 +94,10 @@ def parse_source(data: Mapping[str, Any], err: ErrorAt) -> Source:
             hint=f"write the release's version: version: {{base: {example}}}",
         )
     return source
+
+
+def _parse(ctx: Context) -> Source:
+    return parse_source(ctx.data, ctx.err)
+
+
+SECTION = Section("source", ("source", "version"), _parse, "source")

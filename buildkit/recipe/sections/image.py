@@ -20,16 +20,15 @@ that the ``rocm:`` axis decides (the profile's ``rocm_build_arg``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from buildkit import profiles
-from buildkit.errors import RecipeError, UsageError
+from buildkit.errors import UsageError
+from buildkit.recipe.section import Context, ErrorAt, Section
 from buildkit.recipe.yamlspan import Path as JsonPath
-
-Err = Callable[..., RecipeError]
 
 #: a package name as apt or dnf take it, with an optional version pin (``pkg=1.2-3``, ``pkg-1.2``);
 #: nothing a shell would read as more than one word (the names are written into a RUN line)
@@ -77,7 +76,7 @@ class ImageSpec:
         return recipe_dir / self.context if self.context else (recipe_dir / self.dockerfile).parent
 
 
-def parse_image(raw: Any, recipe_dir: Path, err: Err) -> ImageSpec:
+def parse_image(raw: Any, recipe_dir: Path, err: ErrorAt) -> ImageSpec:
     """The recipe's ``image`` value (schema-valid) as an :class:`ImageSpec`, with the checks a
     schema cannot make: build arguments the Dockerfile declares, packages a profile can install."""
     if isinstance(raw, str):
@@ -115,7 +114,7 @@ def parse_image(raw: Any, recipe_dir: Path, err: Err) -> ImageSpec:
     return spec
 
 
-def check_smoke_packages(image: str, at: JsonPath, err: Err) -> None:
+def check_smoke_packages(image: str, at: JsonPath, err: ErrorAt) -> None:
     """A smoke test's ``packages`` extend the runtime image of a profile, named
     ``rocm-buildkit/<profile>``: any other image is taken as it is."""
     name = image.removeprefix(profiles.REPOSITORY_PREFIX)
@@ -139,7 +138,7 @@ def check_smoke_packages(image: str, at: JsonPath, err: Err) -> None:
         )
 
 
-def _check_profile(spec: ImageSpec, err: Err) -> None:
+def _check_profile(spec: ImageSpec, err: ErrorAt) -> None:
     assert spec.profile is not None
     try:
         profile = profiles.get_profile(spec.profile)
@@ -171,7 +170,7 @@ def _check_profile(spec: ImageSpec, err: Err) -> None:
             )
 
 
-def _check_dockerfile(spec: ImageSpec, recipe_dir: Path, err: Err) -> None:
+def _check_dockerfile(spec: ImageSpec, recipe_dir: Path, err: ErrorAt) -> None:
     path = spec.dockerfile_path(recipe_dir)
     assert path is not None
     try:
@@ -196,3 +195,10 @@ def _check_dockerfile(spec: ImageSpec, recipe_dir: Path, err: Err) -> None:
                 key=True,
                 hint=f"its build arguments: {', '.join(declared) or 'none'}",
             )
+
+
+def _parse(ctx: Context) -> ImageSpec:
+    return parse_image(ctx.data["image"], ctx.path.parent, ctx.err)
+
+
+SECTION = Section("image", ("image",), _parse, "image")

@@ -20,14 +20,13 @@ placeholder in ``version.local`` (one wheel serves every Python, so its version 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from buildkit import version as ver
-from buildkit.errors import RecipeError
+from buildkit.recipe.section import Context, ErrorAt, Section
 
-Err = Callable[..., RecipeError]
 Abi = Literal["cpython", "py3-none", "abi3"]
 #: the version placeholders that name one Python (:data:`buildkit.version.PLACEHOLDERS`)
 PER_PYTHON_PLACEHOLDERS: tuple[str, ...] = ("python", "cp")
@@ -76,7 +75,7 @@ class WheelAbi:
 
 
 def parse_wheel(
-    raw: Mapping[str, Any] | None, pythons: Sequence[str], local_template: str, err: Err
+    raw: Mapping[str, Any] | None, pythons: Sequence[str], local_template: str, err: ErrorAt
 ) -> WheelAbi:
     """The schema-valid ``wheel`` value (None: not given) as :class:`WheelAbi`, checked against the
     recipe's ``python`` list and ``version.local`` template."""
@@ -122,3 +121,11 @@ def parse_wheel(
                     hint=f"drop {{{name}}}: the one wheel of a cell cannot name one Python",
                 )
     return WheelAbi(abi=abi, from_python=start if abi == "abi3" else None)
+
+
+def _parse(ctx: Context) -> WheelAbi:
+    version = ctx.part("version")
+    return parse_wheel(ctx.data.get("wheel"), ctx.data["python"], version.local if version else "", ctx.err)
+
+
+SECTION = Section("wheel", ("wheel", "python", "version"), _parse, "wheel")

@@ -4,16 +4,15 @@ read at plan time), and the image's compatibility ``sysroot`` its host code comp
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from buildkit import policy as mlpolicy
 from buildkit import profiles
-from buildkit.errors import RecipeError, UsageError
+from buildkit.errors import UsageError
 from buildkit.recipe.schema import did_you_mean
-
-Err = Callable[..., RecipeError]
+from buildkit.recipe.section import Context, ErrorAt, Section
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,7 @@ class Manylinux:
     sysroot: str | None = None
 
 
-def parse_manylinux(d: Mapping[str, Any], err: Err) -> Manylinux:
+def parse_manylinux(d: Mapping[str, Any], err: ErrorAt) -> Manylinux:
     """The recipe's ``manylinux:`` (validated by the schema already): the policy, its ceilings with
     the recipe's overrides (which may only tighten it), ``from_image`` and the ``sysroot``."""
     m = d["manylinux"]
@@ -71,7 +70,7 @@ def parse_manylinux(d: Mapping[str, Any], err: Err) -> Manylinux:
     )
 
 
-def _check_sysroot(d: Mapping[str, Any], name: str, err: Err) -> None:
+def _check_sysroot(d: Mapping[str, Any], name: str, err: ErrorAt) -> None:
     """``manylinux.sysroot`` must name a sysroot of the image profile (an own Dockerfile or a ref
     names no profile's data, so it is refused)."""
     image = d.get("image")
@@ -96,3 +95,10 @@ def _check_sysroot(d: Mapping[str, Any], name: str, err: Err) -> None:
             ("manylinux", "sysroot"),
             hint=did_you_mean(name, list(known)) or "use a profile with a sysroot, e.g. debian-sid-rocm",
         )
+
+
+def _parse(ctx: Context) -> Manylinux:
+    return parse_manylinux(ctx.data, ctx.err)
+
+
+SECTION = Section("manylinux", ("manylinux",), _parse, "manylinux")

@@ -1,0 +1,88 @@
+"""The typed :class:`Recipe`: one field (or a few) per section of :mod:`buildkit.recipe.sections`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from buildkit.errors import RecipeError
+from buildkit.recipe.sections.archs import ArchSpec
+from buildkit.recipe.sections.gate import GateRules
+from buildkit.recipe.sections.hooks import Hooks
+from buildkit.recipe.sections.image import ImageSpec
+from buildkit.recipe.sections.manylinux import Manylinux
+from buildkit.recipe.sections.matrix import BUILTIN_AXES, Matrix
+from buildkit.recipe.sections.publish import Publish
+from buildkit.recipe.sections.smoke import SmokeTest
+from buildkit.recipe.sections.source import Source
+from buildkit.recipe.sections.torch import TorchPin
+from buildkit.recipe.sections.version import VersionSpec
+from buildkit.recipe.sections.wheel import WheelAbi
+from buildkit.recipe.yamlspan import Path as JsonPath
+from buildkit.recipe.yamlspan import Spans
+
+
+@dataclass(frozen=True)
+class Recipe:
+    path: Path
+    sha256: str
+    name: str
+    source: Source
+    version: VersionSpec
+    python: tuple[str, ...]
+    rocm: tuple[str, ...]
+    torch: tuple[TorchPin, ...]
+    matrix: Matrix
+    archs: ArchSpec
+    manylinux: Manylinux
+    exclude_sets: tuple[str, ...]
+    exclude_patterns: tuple[str, ...]
+    env: Mapping[str, str]
+    image: ImageSpec
+    smoke: tuple[SmokeTest, ...]
+    publish: Publish | None
+    tuned_csv: tuple[str, ...]
+    size_budget: Mapping[str, int]  # "limit"/"warn" -> bytes (wheel file size)
+    spans: Spans = field(repr=False, compare=False)
+    gate: GateRules = field(default_factory=GateRules)
+    hooks: Hooks = field(default_factory=Hooks)
+    #: ``network: true``: the build container gets the network (pip uses the index there); False (the
+    #: default): a hermetic build from a wheelhouse resolved on the host (:mod:`buildkit.build.requirements`)
+    network: bool = False
+    #: ``wheel:``: one wheel per CPython (the default), or one ``py3-none``/``abi3`` wheel per cell
+    wheel: WheelAbi = field(default_factory=WheelAbi)
+    #: ``offload_compress: true``: clang's ``--offload-compress`` in hipcc's and CMake's HIP flags
+    #: (:func:`buildkit.plan.expansion.offload_compress_env`)
+    offload_compress: bool = False
+
+    @property
+    def display_path(self) -> str:
+        """The recipe path as given to :func:`~buildkit.recipe.load.load_recipe` (used in messages)."""
+        return str(self.path)
+
+    def error(self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False) -> RecipeError:
+        """A :class:`RecipeError` positioned at the value (or key) at JSON path ``at``."""
+        pos = self.spans.key(at) if key else self.spans.value(at)
+        line, column = pos if pos else (None, None)
+        return RecipeError(message, file=self.display_path, line=line, column=column, hint=hint)
+
+    def source_dir(self) -> Path | None:
+        """The local source directory (path sources), resolved against the recipe's directory."""
+        if self.source.path is None:
+            return None
+        base = self.path.parent / self.source.path
+        return base / self.source.subdirectory if self.source.subdirectory else base
+
+    @property
+    def axis_names(self) -> tuple[str, ...]:
+        return BUILTIN_AXES + tuple(name for name, _ in self.matrix.axes)
+
+    def axis_values(self, axis: str) -> tuple[str, ...]:
+        if axis == "python":
+            return self.python
+        if axis == "rocm":
+            return self.rocm
+        if axis == "torch":
+            return tuple(t.series for t in self.torch)
+        return dict(self.matrix.axes)[axis]

@@ -1,0 +1,62 @@
+"""The recipe's sections, one module each, and :data:`SECTIONS`: the one list that registers them.
+
+A section module defines its data type, ``parse_<section>(ctx)`` (what the JSON Schema cannot state,
+each problem a :class:`~buildkit.errors.RecipeError` at ``file:line:column``) and a
+:class:`~buildkit.recipe.section.Section` naming the top-level keys and earlier sections it needs
+and the :class:`~buildkit.recipe.model.Recipe` field its result fills. A new recipe key is a new
+module here and one line below (docs/ARCHITECTURE.md, "Where a new recipe key goes").
+"""
+
+from __future__ import annotations
+
+from buildkit.recipe.section import Section
+from buildkit.recipe.sections import (
+    arch_settings,
+    archs,
+    checks,
+    env,
+    gate,
+    hooks,
+    image,
+    manylinux,
+    matrix,
+    name,
+    publish,
+    python,
+    repair,
+    rocm,
+    size_budget,
+    smoke,
+    source,
+    switches,
+    torch,
+    version,
+    wheel,
+)
+
+#: Every section, in the order it is parsed: a section comes after those it needs (``needs``), and
+#: problems found at one position are reported in this order.
+SECTIONS: tuple[Section, ...] = (
+    name.SECTION,
+    source.SECTION,
+    python.SECTION,
+    rocm.SECTION,
+    torch.SECTION,
+    matrix.SECTION,
+    archs.SECTION,
+    manylinux.SECTION,
+    repair.SECTION,
+    env.SECTION,
+    publish.SECTION,
+    version.SECTION,
+    wheel.SECTION,
+    smoke.SECTION,
+    checks.SECTION,
+    size_budget.SECTION,
+    image.SECTION,
+    gate.SECTION,
+    hooks.SECTION,
+    switches.NETWORK,
+    switches.OFFLOAD_COMPRESS,
+    arch_settings.SECTION,
+)

@@ -1,0 +1,25 @@
+"""The recipe's build switches, each a top-level boolean the schema checks:
+
+* ``network``: true gives the build container the network (pip uses the index there); false (the
+  default) is a hermetic build from a wheelhouse resolved on the host (:mod:`buildkit.build.requirements`);
+* ``offload_compress``: true adds clang's ``--offload-compress`` to hipcc's and CMake's HIP flags
+  (:func:`buildkit.plan.expansion.offload_compress_env`).
+"""
+
+from __future__ import annotations
+
+from buildkit.recipe.section import Context, Section
+
+
+def parse_network(ctx: Context) -> bool:
+    return bool(ctx.data.get("network", False))
+
+
+def parse_offload_compress(ctx: Context) -> bool:
+    return bool(ctx.data.get("offload_compress", False))
+
+
+NETWORK = Section("network", ("network",), parse_network, "network")
+OFFLOAD_COMPRESS = Section(
+    "offload_compress", ("offload_compress",), parse_offload_compress, "offload_compress"
+)

@@ -1,0 +1,88 @@
+"""The recipe's ``version:``: where the wheels' version comes from (a fixed ``base``, or the source's
+git tags with ``from: git-tag`` and a ``tag_pattern``) and the ``local`` label template, whose
+placeholders name the job's axes (``{rocm}``, ``{torch_nodot}``, a ``matrix.axes`` name). A local
+label is refused when the recipe publishes to PyPI."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from buildkit import version as ver
+from buildkit.recipe.schema import did_you_mean
+from buildkit.recipe.section import Context, Section
+from buildkit.recipe.sections.matrix import Matrix
+from buildkit.recipe.sections.publish import Publish
+from buildkit.recipe.sections.torch import TorchPin
+
+
+@dataclass(frozen=True)
+class VersionSpec:
+    base: str | None  # normalised PEP 440, or None with from_git_tag
+    from_git_tag: bool
+    tag_pattern: str
+    local: str  # template, "" for none
+
+
+def parse_version(ctx: Context) -> VersionSpec:
+    torch: tuple[TorchPin, ...] = ctx.part("torch", ())
+    matrix: Matrix = ctx.part("matrix", Matrix())
+    publish: Publish | None = ctx.part("publish")
+    v = ctx.data["version"]
+    base: str | None = None
+    if "base" in v:
+        try:
+            base = ver.check_base(v["base"])
+        except ver.VersionProblem as exc:
+            raise ctx.err(f"version.base: {exc}", ("version", "base")) from None
+    elif "tag_pattern" in v:
+        try:
+            pattern = re.compile(v["tag_pattern"])
+        except re.error as exc:
+            raise ctx.err(
+                f"version.tag_pattern is not a regular expression: {exc}", ("version", "tag_pattern")
+            ) from None
+        if pattern.groups and "version" not in pattern.groupindex:
+            raise ctx.err(
+                "version.tag_pattern has groups but none named 'version'",
+                ("version", "tag_pattern"),
+                hint="write e.g. ^v(?P<version>.+)$",
+            )
+    if "tag_pattern" in v and "base" in v:
+        raise ctx.err(
+            "version.tag_pattern applies only with from: git-tag", ("version", "tag_pattern"), key=True
+        )
+    local = v.get("local", "")
+    try:
+        fields = ver.template_fields(local)
+    except ver.VersionProblem as exc:
+        raise ctx.err(f"version.local: {exc}", ("version", "local")) from None
+    allowed = ver.PLACEHOLDERS + tuple(n for n, _ in matrix.axes)
+    for f in fields:
+        if f not in allowed:
+            raise ctx.err(
+                f"version.local: unknown placeholder {{{f}}}",
+                ("version", "local"),
+                hint=did_you_mean(f, allowed) or f"placeholders: {', '.join(allowed)}",
+            )
+        if f.startswith("torch") and not torch:
+            raise ctx.err(
+                f"version.local uses {{{f}}} but the recipe pins no torch",
+                ("version", "local"),
+                hint="add a torch pin or drop the placeholder",
+            )
+    if local and publish is not None and publish.kind == "pypi":
+        raise ctx.err(
+            f"publish.pypi with a local version label ({local!r}): {ver.PYPI_LOCAL_REASON}",
+            ("publish", "pypi"),
+            key=True,
+        )
+    return VersionSpec(
+        base=base,
+        from_git_tag=v.get("from") == "git-tag",
+        tag_pattern=v.get("tag_pattern", ver.DEFAULT_TAG_PATTERN),
+        local=local,
+    )
+
+
+SECTION = Section("version", ("version", "torch", "matrix", "publish"), parse_version, "version")
