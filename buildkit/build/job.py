@@ -39,7 +39,7 @@ from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirem
 from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date
 from buildkit.build.output import drop_stale_output, publish_to_out
-from buildkit.build.progress import Phases
+from buildkit.build.progress import Board, Phases
 from buildkit.build.quarantine import (
     JSON_SUFFIX,
     TEXT_SUFFIX,
@@ -186,6 +186,12 @@ class _Run:
     result: JobResult
     step: str = "staging the source"
     key: str | None = None
+    board: Board | None = None
+
+    def tell(self, phase: str) -> None:
+        """The job's phase on a terminal's board (off a terminal, cibuildwheel's phases only are printed)."""
+        if self.board is not None:
+            self.board.phase(self.job.id, phase)
 
     @property
     def build_id(self) -> str:
@@ -208,6 +214,7 @@ def build_one(
     echo: Echo,
     verbose: bool = False,
     interrupted: str | None = None,
+    board: Board | None = None,
 ) -> JobResult:
     """Build, repair, gate and publish-to-``out`` one job (the one path of `build_plan` and `verify`).
 
@@ -229,6 +236,7 @@ def build_one(
         echo,
         verbose,
         result,
+        board=board,
     )
     cleaned: bool | None = None
     try:
@@ -267,6 +275,7 @@ def build_one(
 
 def _run_job(run: _Run, log: TextIO) -> None:
     """The steps of :func:`build_one`; ``run`` records how far it got."""
+    run.tell("staging")
     # a torch extension without a torch pin would build without torch: refused before anything runs
     buildsystem.check_torch_provided(run.job, run.source, run.recipe.display_path)
     staged = run.work / "src"
@@ -333,6 +342,7 @@ def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:
     ``.buildkit/wheelhouse``: resolved (:func:`requirements.resolve`), or exactly the files of
     ``BuildOptions.lock`` (``buildkit verify``: the manifest's lock, :func:`requirements.fetch_locked`)."""
     run.step = "downloading the build requirements on the host"
+    run.tell("requirements")
     dest = staged / ".buildkit" / cibw.WHEELHOUSE_NAME
     t0 = time.monotonic()
     options = run.options
@@ -399,7 +409,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
     log.flush()
     start = log.tell()
     try:
-        phases = Phases(run.job.id, run.echo, interactive=sys.stderr.isatty())
+        phases = Phases(run.job.id, run.echo, interactive=sys.stderr.isatty(), board=run.board)
         runner.run_cibuildwheel(staged, raw_out, env, log, run.echo, verbose=run.verbose, phases=phases.feed)
     except BuildFailed as exc:
         hint = None if settings.network else requirements.explain_offline_failure(_log_since(log, start))
@@ -425,6 +435,7 @@ def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gate
     """The gate, then the recipe's no-regression rule; GateFailed when either refuses the wheel."""
     result, job = run.result, run.job
     run.step = "the gate"
+    run.tell("gate")
     t0 = time.monotonic()
     gated = gate_wheel(wheel, config)
     result.timings["gate"] = time.monotonic() - t0

@@ -21,6 +21,7 @@ from typing import Any
 from buildkit.build import Echo, runner
 from buildkit.build.job import BuildOptions, JobResult, build_one
 from buildkit.build.output import check_writable
+from buildkit.build.progress import LiveBoard
 from buildkit.build.remote_cache import channel, parse_remote
 from buildkit.build.staging import fetch_source, run_prebuild_checks, sweep_debris
 from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
@@ -43,12 +44,16 @@ def build_plan(
     verbose: bool = False,
     client: Any = None,
     parallel: int = 1,
+    board: LiveBoard | None = None,
 ) -> list[JobResult]:
     """Build ``job_ids`` (default: every job) of ``plan``, up to ``parallel`` at once (threads; the
-    caller shares the cores out through ``options.parallel_jobs``); the results in plan order."""
+    caller shares the cores out through ``options.parallel_jobs``); the results in plan order.
+    ``board`` (a terminal): each job's phase shown live, from its builder image to its gate."""
     jobs = [plan.job(j) for j in dict.fromkeys(job_ids)] if job_ids else list(plan.jobs)
     if not jobs:
         raise RecipeError("the plan has no job to build", file=recipe.display_path)
+    if board is not None:
+        board.expect([job.id for job in jobs])
     remote = parse_remote(options.ccache_remote) if options.ccache_remote and options.use_cache else None
     check_writable(options.out_dir, "--out")
     check_writable(options.log_dir, "--log-dir")
@@ -76,6 +81,8 @@ def build_plan(
             the channel to the remote compiler cache once."""
             nonlocal options
             key = job.rocm
+            if board is not None:
+                board.phase(job.id, "image")
             if key not in images:
                 served = [j for j in jobs if j.rocm == job.rocm]
                 try:
@@ -110,9 +117,21 @@ def build_plan(
 
         def build(job: Job, image: Any, say: Echo) -> JobResult:
             say(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
-            result = build_one(
-                recipe, job, options, client=client, image=image, source=source, echo=say, verbose=verbose
-            )
+            try:
+                result = build_one(
+                    recipe,
+                    job,
+                    options,
+                    client=client,
+                    image=image,
+                    source=source,
+                    echo=say,
+                    verbose=verbose,
+                    board=board,
+                )
+            finally:
+                if board is not None:
+                    board.done(job.id)
             first = result.message.splitlines()[0] if result.message else ""
             say(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")
             if result.status not in ("passed", "up-to-date"):
@@ -124,7 +143,11 @@ def build_plan(
             for job in jobs:
                 results.append(build(job, prepare(job), echo))
         else:
-            prepared = [(job, prepare(job)) for job in jobs]  # every image before any job
+            prepared = []
+            for job in jobs:  # every image before any job
+                prepared.append((job, prepare(job)))
+                if board is not None:
+                    board.wait(job.id)
             results = _side_by_side(prepared, build, parallel, echo)
     return results
 

@@ -12,6 +12,16 @@ from typing import Any
 
 from buildkit.build.job import JobResult
 from buildkit.build.quarantine import shown as _shown
+from buildkit.tables import table_lines
+
+#: a job's status on a terminal
+STATUS_COLOURS = {
+    "passed": "green",
+    "up-to-date": "green",
+    "gate-failed": "red",
+    "build-failed": "red",
+    "interrupted": "yellow",
+}
 
 
 def _verdict_cell(r: JobResult) -> str:
@@ -31,16 +41,17 @@ def render_summary(
     recipe: str | None = None,
     out_dir: Path | None = None,
     cwd: Path | None = None,
+    styled: bool = False,
 ) -> str:
     """Per job: status, time and gate verdict, then where its wheel, manifest and log are (a refused
     wheel: where it is kept and how to examine it), the compiler cache's hits and hit rate, and each
     waiver that accepted findings with its reason; next steps (smoke each new wheel, publish dry-run)
-    when a job passed and ``recipe`` is given."""
+    when a job passed and ``recipe`` is given. ``styled`` (a terminal): the header bold, the
+    statuses coloured."""
     here = cwd or Path.cwd()
     rows = [("job", "status", "time", "gate")]
     rows += [(r.job, r.status, f"{r.seconds:.1f}s", _verdict_cell(r)) for r in results]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    table = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+    table = table_lines(rows, styled=styled, colours=STATUS_COLOURS)
     lines = [table[0]]
     smoke: list[str] = []
     for r, row in zip(results, table[1:], strict=True):

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import click
 
 from buildkit.build.job import BuildOptions
 from buildkit.build.output import check_writable
+from buildkit.build.progress import LiveBoard
 from buildkit.build.quarantine import shown
 from buildkit.build.run import build_plan
 from buildkit.build.summary import render_summary, summary_json
-from buildkit.cli.options import colour_verdicts, quiet
+from buildkit.cli.options import colour_verdicts, colour_wanted, quiet
 from buildkit.cli.options import verbose as global_verbose
 from buildkit.errors import BuildFailed, GateFailed
 from buildkit.image.ceilings import ceilings_from_images
@@ -27,6 +30,17 @@ def _progress_echo(line: str) -> None:
     """The jobs' progress on stderr; with -q only their warnings."""
     if not quiet() or " warning: " in line:
         click.echo(line, err=True)
+
+
+def live_board_wanted(*, as_json: bool, verbose: bool, env: Mapping[str, str]) -> bool:
+    """The live board on stderr: a terminal (not CI=true, not TERM=dumb), neither --json, -q nor -v
+    (the log streamed). Elsewhere a line per phase change."""
+    return (
+        sys.stderr.isatty()
+        and env.get("CI") != "true"
+        and env.get("TERM") != "dumb"
+        and not (as_json or verbose or quiet())
+    )
 
 
 @click.command("build")
@@ -143,20 +157,27 @@ def build(
                 f"`buildkit publish {out_dir}` refuses to publish while it holds a refused wheel",
                 err=True,
             )
-    results = build_plan(
-        the_recipe,
-        the_plan,
-        job_ids,
-        options,
-        echo=_progress_echo,
-        verbose=verbose or global_verbose(),
-        parallel=parallel,
-    )
+    verbose = verbose or global_verbose()
+    live = live_board_wanted(as_json=as_json, verbose=verbose, env=os.environ)
+    with LiveBoard() if live else contextlib.nullcontext() as board:
+        results = build_plan(
+            the_recipe,
+            the_plan,
+            job_ids,
+            options,
+            echo=board.echo if board is not None else _progress_echo,
+            verbose=verbose,
+            parallel=parallel,
+            board=board,
+        )
     if as_json:
         click.echo(json.dumps(summary_json(results), indent=2, sort_keys=True))
     else:
-        summary = render_summary(results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd())
-        click.echo(colour_verdicts(summary, tty=sys.stdout.isatty(), env=os.environ))
+        styled = colour_wanted(sys.stdout)
+        summary = render_summary(
+            results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd(), styled=styled
+        )
+        click.echo(colour_verdicts(summary, tty=styled, env=os.environ))
     failed = [r for r in results if r.status not in ("passed", "up-to-date")]
     if any(r.status == "build-failed" for r in failed):
         raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")

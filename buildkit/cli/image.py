@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from buildkit import image as images
+from buildkit.cli.options import colour_wanted
 from buildkit.docker_engine import (
     CONTAINER_LABEL,
     ENGINE_ERRORS,
@@ -21,6 +22,7 @@ from buildkit.docker_engine import (
 )
 from buildkit.errors import UsageError
 from buildkit.image import seed as seeding
+from buildkit.tables import table_lines
 
 
 def _echo_progress(line: str) -> None:
@@ -113,11 +115,9 @@ def ls(as_json: bool) -> None:
         for info in infos
     ]
     header = ("PROFILE", "TAG", "SIZE", "CREATED", "STATE")
-    width = [max(len(row[i]) for row in [header, *rows]) for i in range(4)]
-    for profile, tag, size, created, state in [header, *rows]:
-        click.echo(
-            f"{profile:<{width[0]}}  {tag:<{width[1]}}  {size:>{width[2]}}  {created:<{width[3]}}  {state}"
-        )
+    colours = {"current": "green", "stale": "yellow"}
+    for line in table_lines([header, *rows], right={2}, styled=colour_wanted(sys.stdout), colours=colours):
+        click.echo(line)
 
 
 def _interactive() -> bool:

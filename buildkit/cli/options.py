@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -103,6 +104,15 @@ def verbose() -> bool:
 
 _VERDICT = re.compile(r"\b(PASS|FAIL|ERROR)\b")
 _COLOURS = {"PASS": "green", "FAIL": "red", "ERROR": "red"}
+
+
+def colour_wanted(stream: Any, env: Mapping[str, str] | None = None) -> bool:
+    """Whether ``stream`` gets colour: a terminal, NO_COLOR unset or empty (https://no-color.org),
+    TERM not ``dumb``."""
+    environ = os.environ if env is None else env
+    isatty = getattr(stream, "isatty", None)
+    tty = bool(isatty()) if callable(isatty) else False
+    return tty and not environ.get("NO_COLOR") and environ.get("TERM") != "dumb"
 
 
 def colour_verdicts(text: str, *, tty: bool, env: Mapping[str, str]) -> str:

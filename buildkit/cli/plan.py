@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
 
-from buildkit.cli.options import json_flag, pick_format, quiet
+from buildkit.cli.options import colour_wanted, json_flag, pick_format, quiet
 from buildkit.errors import UsageError
 from buildkit.fsutil import atomic_write
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import check_strict, printable
-from buildkit.plan.render import GITHUB_MAX_JOBS, RENDERERS, github_outputs, render_github
+from buildkit.plan.render import GITHUB_MAX_JOBS, RENDERERS, github_outputs, render_github, render_table
 from buildkit.plan.source_version import with_source_version
 from buildkit.recipe import load_recipe
 
@@ -87,7 +88,12 @@ def plan(
             outputs = github_outputs(the_plan, shard_size, shard_slots)
         except ValueError as exc:
             raise UsageError(f"--shard-slots {shard_slots}: {exc}") from None
-    text = render_github(the_plan, shard_size) if fmt == "github" else RENDERERS[fmt](the_plan)
+    if fmt == "table":  # on a terminal the tables' headers are bold
+        text = render_table(the_plan, styled=colour_wanted(sys.stdout))
+    elif fmt == "github":
+        text = render_github(the_plan, shard_size)
+    else:
+        text = RENDERERS[fmt](the_plan)
     click.echo(text, nl=False)
     if outputs and os.environ.get("GITHUB_ACTIONS") == "true" and os.environ.get("GITHUB_OUTPUT"):
         output = Path(os.environ["GITHUB_OUTPUT"])

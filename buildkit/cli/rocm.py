@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
 from buildkit import rocm as rocmdata
+from buildkit.cli.options import colour_wanted
+from buildkit.tables import table_lines
 
 
 @click.group("rocm")
@@ -30,17 +33,16 @@ def ls(as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
     # columns as wide as their widest cell: nothing is cut (an LLVM string runs to 40 characters)
-    llvm_w = max([len("LLVM"), *(len(r.llvm) for r in releases)])
-    torch_head = "torch (download.pytorch.org)"
-    torch_w = max([len(torch_head), *(len(", ".join(r.torch_versions) or "-") for r in releases)])
-    click.echo(f"{'ROCm':<6} {'LLVM':<{llvm_w}} {torch_head:<{torch_w}} archs")
-    for r in releases:
-        torch = ", ".join(r.torch_versions) or "-"
-        click.echo(f"{r.version:<6} {r.llvm:<{llvm_w}} {torch:<{torch_w}} {' '.join(r.archs)}")
+    styled = colour_wanted(sys.stdout)
+    rows = [["ROCm", "LLVM", "torch (download.pytorch.org)", "archs"]]
+    rows += [[r.version, r.llvm, ", ".join(r.torch_versions) or "-", " ".join(r.archs)] for r in releases]
+    for line in table_lines(rows, gap=1, min_widths={0: 6}, styled=styled):
+        click.echo(line)
     click.echo("")
     click.echo("toolchains (not AMD releases):")
-    for t in toolchains:
-        click.echo(f"  {t.id:<16} ROCm {t.rocm} hipcc {t.hipcc} LLVM {t.llvm}: {' '.join(t.archs)}")
+    rows = [[t.id, f"ROCm {t.rocm} hipcc {t.hipcc} LLVM {t.llvm}: {' '.join(t.archs)}"] for t in toolchains]
+    for line in table_lines(rows, header=False, gap=1, min_widths={0: 16}):
+        click.echo(f"  {line}")
 
 
 @rocm.command("show")

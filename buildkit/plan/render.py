@@ -13,6 +13,7 @@ from typing import Any
 
 from buildkit.plan.models import Job, Plan, printable
 from buildkit.recipe import Recipe
+from buildkit.tables import table_lines
 from buildkit.targets import ALWAYS_EXPORTED
 
 #: GitHub Actions refuses a matrix of more than 256 jobs.
@@ -106,12 +107,12 @@ def github_outputs(
     return outputs
 
 
-def _table(rows: list[list[str]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+def render_table(plan: Plan, *, styled: bool = False) -> str:
+    """The plan as a person reads it; ``styled`` (a terminal): the tables' headers bold."""
 
+    def _table(rows: list[list[str]]) -> list[str]:
+        return table_lines(rows, styled=styled)
 
-def render_table(plan: Plan) -> str:
     r = plan.recipe
     lines = [
         f"recipe {printable(r.path.name)} ({r.name}, sha256 {r.sha256[:12]}): "
