@@ -1,0 +1,5 @@
+import sys
+
+from tests.helpers.standin_sdk import main
+
+sys.exit(main())
