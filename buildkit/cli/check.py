@@ -19,7 +19,7 @@ import click
 from buildkit.build.wheel_gate import check_wheels
 from buildkit.cli.options import colour_verdicts, exclude_options
 from buildkit.cli.options import verbose as global_verbose
-from buildkit.errors import GateFailed, WheelReadError
+from buildkit.errors import GateFailed, UsageError, WheelReadError
 from buildkit.gate.report import render_all, to_json
 from buildkit.service.check import GateFlags, gate_config
 
@@ -107,6 +107,21 @@ def torch_from_image(image: str) -> TorchExports:
 )
 @click.option("--job", help="Job id in the recipe's plan, e.g. cp312-rocm7.2-torch2.10.")
 @click.option(
+    "--rocm-from-pip",
+    "rocm_from_pip",
+    metavar="REQUIREMENT",
+    help="ROCm comes from pip, pinned as REQUIREMENT (rocm[libraries]==7.2.*): every ROCm library must be "
+    "reached through the wheel's RPATH in a wheel its Requires-Dist installs, at the release of --rocm-sdk "
+    "that REQUIREMENT admits (rocm-pip-* rules).",
+)
+@click.option(
+    "--rocm-sdk",
+    "rocm_sdk",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder holding the ROCm SDK's wheels (rocm, rocm-sdk-*), such as a static PEP 503 index, for "
+    "--rocm-from-pip.",
+)
+@click.option(
     "--verify-record/--no-verify-record",
     default=True,
     help="Hash every member and compare with RECORD (the default, as `buildkit build`: reads every member "
@@ -144,6 +159,8 @@ def check(
     device_target: str | None,
     recipe: Path | None,
     job: str | None,
+    rocm_from_pip: str | None,
+    rocm_sdk: Path | None,
     verify_record: bool,
     as_json: bool,
     verbose: bool,
@@ -179,6 +196,14 @@ def check(
 
         reader = ceilings_from_images
     config = gate_config(flags, recipe=recipe, job=job, ceilings_reader=reader)
+    if (rocm_from_pip is None) != (rocm_sdk is None):
+        raise UsageError("--rocm-from-pip and --rocm-sdk go together")
+    if rocm_from_pip is not None and rocm_sdk is not None:
+        # the SDK's wheels are read only for ROCm from pip (start-up of a plain check)
+        from buildkit.build.rocm_pip import find_wheels, gather
+
+        sdk = gather(rocm_from_pip, find_wheels(rocm_sdk), source=str(rocm_sdk))
+        config = config._replace(rocm_pip=sdk).validated()
     verdicts, failures = check_wheels(
         list(wheels), config, verify_record=verify_record, image_reader=torch_from_image
     )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from buildkit import rocm as rocmdata  # its release data loads only when a pin asks for it
 from buildkit.errors import UsageError
 from buildkit.gate.findings import Waiver
+from buildkit.gate.sdk import RocmFromPip
 from buildkit.policy import (
     CEILING_PREFIXES,
     split_policy_name,
@@ -140,6 +141,9 @@ class GateConfig(NamedTuple):
     #: the gfx processor a device wheel of ``buildkit split`` is for (``"gfx942"``): every member but
     #: its metadata must be a code object of that processor (the ``device-wheel`` rule); None: not one
     device_target: str | None = None
+    #: ROCm from pip (the recipe's ``rocm: {from: pip}``): the pinned SDK release's wheels and the
+    #: other releases known, gathered outside the gate (``rocm-pip-*`` rules); None: ROCm is the system's
+    rocm_pip: RocmFromPip | None = None
 
     def validated(self) -> GateConfig:
         """This configuration, once its values are known to be sound; else a UsageError naming the
@@ -318,6 +322,7 @@ class GateConfig(NamedTuple):
                 required=tuple(Required(str(g), "the manifest") for g in data.get("required") or ()),
                 torch_abi=data.get("torch_abi"),
                 device_target=data.get("device_target"),
+                rocm_pip=RocmFromPip.from_json(data["rocm_pip"]) if data.get("rocm_pip") else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"not a gate configuration: {exc.__class__.__name__}: {exc}") from None
@@ -349,4 +354,5 @@ class GateConfig(NamedTuple):
             "torch_abi": self.torch_abi,
             "size_per_target": self.size_per_target,
             "device_target": self.device_target,
+            **({"rocm_pip": self.rocm_pip.to_json()} if self.rocm_pip is not None else {}),
         }

@@ -20,6 +20,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from buildkit.gate.config import GateConfig
 from buildkit.gate.device import DeviceCode, device_code
 from buildkit.gate.loading import Resolution, resolve_libraries
+from buildkit.gate.sdk import RocmFromPip, installed_closure, provider, sdk_requirements
 from buildkit.gate.verdict import GfxObject, LibraryStatus, LibraryUse, SymbolMax
 from buildkit.inspect.models import CodeObject, ElfInfo, WheelReport
 from buildkit.policy import (
@@ -160,6 +161,8 @@ def _platform(
     pols = verdict_policies(arch, libc)
     all_versions = {v for e in host for vs in needs(e).values() for v in vs}
     libraries = _classify_libraries(host, config.exclude_globs, pols, resolution)
+    if config.rocm_pip is not None:
+        libraries = _from_dependency(libraries, host, config.rocm_pip, report.metadata_requires)
     file_tags: tuple[str, ...] = values.get("file_tags", ())  # type: ignore[assignment]
     claimed = _claimed_policies(file_tags, arch, libc, values)
     values.update(
@@ -273,6 +276,26 @@ def _classify_libraries(
         else:
             status = "external"
         out.append(LibraryUse(name, status, missing, glob))
+    return tuple(out)
+
+
+def _from_dependency(
+    libraries: Sequence[LibraryUse], host: Sequence[ElfInfo], pip: RocmFromPip, requires: Sequence[str]
+) -> tuple[LibraryUse, ...]:
+    """ROCm from pip: a library every needing member reaches in an installed SDK wheel is
+    ``dependency``, its detail the wheel and file ("rocm-sdk-core 7.2.4: _rocm_sdk_core/lib/...")."""
+    installed = installed_closure(sdk_requirements(requires, pip.release), pip.release)
+    by_member = {e.member: e for e in host}
+    out = []
+    for use in libraries:
+        if use.status != "grafted":
+            found = {provider(by_member[m], use.library, pip.release, installed) for m in use.needed_by}
+            if None not in found and found:
+                first = sorted(found, key=str)[0]
+                assert first is not None
+                detail = f"{first.dist} {pip.release.version}: {first.path}"
+                use = LibraryUse(use.library, "dependency", use.needed_by, detail)
+        out.append(use)
     return tuple(out)
 
 

@@ -17,7 +17,7 @@ from buildkit.policy import (
 if TYPE_CHECKING:
     from buildkit.gate.torchabi import TorchAbiResult
 
-LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external"]
+LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external", "dependency"]
 
 
 class SymbolMax(NamedTuple):
