@@ -1,7 +1,7 @@
 """The builder image of a job, from the recipe's ``image:`` (:class:`~buildkit.recipe.ImageSpec`).
 
 * a profile: its image for the job's ROCm release and the recipe's build arguments
-  (:func:`buildkit.image.ensure_image`); with ``packages``, a generated layer over it
+  (:func:`buildkit.image.ensure.ensure_image`); with ``packages``, a generated layer over it
   (:func:`packages_dockerfile`) installs them with the profile's package manager, tagged
   ``rocm-buildkit/<profile>:<12 hex>`` of (base image id, manager, packages): the base is shared by
   every recipe, the layer by those asking for the same packages;
@@ -26,8 +26,19 @@ from typing import Any
 
 import docker.errors
 
-from buildkit import image as images
 from buildkit.errors import DockerUnavailable, UsageError
+from buildkit.image.args import rocm_build_args
+from buildkit.image.content import (
+    HASH_LENGTH,
+    LABEL_BUILD_ARGS,
+    LABEL_CONTENT,
+    LABEL_PROFILE,
+    LABEL_SOURCES,
+    ImageRef,
+    sources_hash,
+)
+from buildkit.image.engine import build_logged, default_log_path
+from buildkit.image.ensure import ensure_image
 from buildkit.profiles import REPOSITORY_PREFIX, declared_build_args, docker_dir, get_profile
 from buildkit.recipe.sections.image import ImageSpec
 
@@ -88,14 +99,14 @@ def _build(
     name: str,
     progress: Progress,
 ) -> Any:
-    log_file = images.default_log_path(name, tag)
+    log_file = default_log_path(name, tag)
     progress(f"building {tag} ({name}, log: {log_file})")
-    return images.build_logged(client, context, dockerfile, tag, args, labels, log_file, progress)
+    return build_logged(client, context, dockerfile, tag, args, labels, log_file, progress)
 
 
-def _ref(profile: str, tag: str, image: Any, built: bool) -> images.ImageRef:
+def _ref(profile: str, tag: str, image: Any, built: bool) -> ImageRef:
     attrs = image.attrs
-    return images.ImageRef(
+    return ImageRef(
         profile=profile,
         tag=tag,
         id=str(image.id),
@@ -107,12 +118,12 @@ def _ref(profile: str, tag: str, image: Any, built: bool) -> images.ImageRef:
 
 def with_packages(
     client: Any,
-    base: images.ImageRef,
+    base: ImageRef,
     profile_name: str,
     packages: tuple[str, ...],
     progress: Progress,
     rebuild: bool = False,
-) -> images.ImageRef:
+) -> ImageRef:
     """``base`` (an image of profile ``profile_name``) with ``packages`` installed in a generated
     layer, tagged by (base image id, package manager, packages): reused when that tag exists."""
     profile = get_profile(profile_name)
@@ -121,15 +132,15 @@ def with_packages(
         raise UsageError(f"profile {profile.name} takes no extra packages")
     text = packages_dockerfile(base.tag, manager, packages)
     digest = _digest({"base": base.id, "manager": manager, "packages": list(packages), "dockerfile": text})
-    tag = f"{profile.repository}:{digest[: images.HASH_LENGTH]}"
+    tag = f"{profile.repository}:{digest[:HASH_LENGTH]}"
     found = None if rebuild else _existing(client, tag)
     if found is not None:
         progress(f"reusing {tag} ({found.short_id}: {profile.name} + {' '.join(packages)})")
         return _ref(profile.name, tag, found, built=False)
     labels = {
-        images.LABEL_PROFILE: profile.name,
-        images.LABEL_CONTENT: digest[: images.HASH_LENGTH],
-        images.LABEL_SOURCES: images.sources_hash(profile, docker_dir()),
+        LABEL_PROFILE: profile.name,
+        LABEL_CONTENT: digest[:HASH_LENGTH],
+        LABEL_SOURCES: sources_hash(profile, docker_dir()),
         LABEL_BASE: base.tag,
         LABEL_PACKAGES: json.dumps(list(packages)),
     }
@@ -181,7 +192,7 @@ def _base_of(text: str, args: dict[str, str]) -> str | None:
 
 def _own_dockerfile(
     client: Any, spec: ImageSpec, recipe_dir: Path, name: str, progress: Progress, rebuild: bool
-) -> images.ImageRef:
+) -> ImageRef:
     dockerfile = spec.dockerfile_path(recipe_dir)
     context = spec.context_path(recipe_dir)
     assert dockerfile is not None and context is not None
@@ -209,17 +220,17 @@ def _own_dockerfile(
             "base": base_id,
         }
     )
-    tag = f"{REPOSITORY_PREFIX}project-{safe}:{digest[: images.HASH_LENGTH]}"
+    tag = f"{REPOSITORY_PREFIX}project-{safe}:{digest[:HASH_LENGTH]}"
     found = None if rebuild else _existing(client, tag)
     label = f"dockerfile:{spec.dockerfile}"
     if found is not None:
         progress(f"reusing {tag} ({found.short_id}: {spec.dockerfile})")
         return _ref(label, tag, found, built=False)
     labels = {
-        images.LABEL_PROFILE: label,
-        images.LABEL_CONTENT: digest[: images.HASH_LENGTH],
-        images.LABEL_SOURCES: digest,
-        images.LABEL_BUILD_ARGS: json.dumps(args, sort_keys=True),
+        LABEL_PROFILE: label,
+        LABEL_CONTENT: digest[:HASH_LENGTH],
+        LABEL_SOURCES: digest,
+        LABEL_BUILD_ARGS: json.dumps(args, sort_keys=True),
     }
     image = _build(
         client,
@@ -244,7 +255,7 @@ def ensure_builder(
     progress: Progress,
     rebuild: bool = False,
     archs: Iterable[str] | None = None,
-) -> images.ImageRef:
+) -> ImageRef:
     """The image a job with ROCm ``rocm`` builds in, made (or reused) from ``spec``. A profile's image
     keeps the GPU kernel libraries of ``archs`` only (the archs of the jobs it serves), when given."""
     if spec.ref:
@@ -258,15 +269,13 @@ def ensure_builder(
     if spec.dockerfile:
         return _own_dockerfile(client, spec, recipe_dir, recipe_name, progress, rebuild)
     assert spec.profile is not None
-    args = {**images.rocm_build_args(spec.profile, rocm, archs), **spec.build_args}
-    base = images.ensure_image(
-        spec.profile, build_args=args, client=client, progress=progress, rebuild=rebuild
-    )
+    args = {**rocm_build_args(spec.profile, rocm, archs), **spec.build_args}
+    base = ensure_image(spec.profile, build_args=args, client=client, progress=progress, rebuild=rebuild)
     if not spec.packages:
         return base
     return with_packages(client, base, spec.profile, spec.packages, progress, rebuild)
 
 
-def describe(spec: ImageSpec, image: images.ImageRef) -> dict[str, Any]:
+def describe(spec: ImageSpec, image: ImageRef) -> dict[str, Any]:
     """The manifest's ``image``: how it was made and what it is."""
     return {"profile": spec.label, "tag": image.tag, "id": image.id, "spec": spec.to_json()}

@@ -1,0 +1,89 @@
+"""A ``docker build`` through the SDK, its every output line passed on and kept in a log
+(``~/.cache/rocm-buildkit/logs/``); a refused build names the log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+import docker.errors
+
+from buildkit.errors import BuildFailed
+from buildkit.fsutil import cache_home
+
+Progress = Callable[[str], None]
+
+
+def default_log_path(name: str, tag: str) -> Path:
+    """``~/.cache/rocm-buildkit/logs/image-<name>-<content hash>.log``."""
+    return cache_home() / "logs" / f"image-{name}-{tag.rsplit(':', 1)[1]}.log"
+
+
+def stream_build(
+    client: Any,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    args: dict[str, str],
+    labels: dict[str, str],
+    log: TextIO,
+    progress: Progress,
+) -> str:
+    """Run the build, passing every output line to ``progress`` and ``log``; the image id."""
+    image_id = ""
+    tail: list[str] = []
+    stream = client.api.build(
+        path=str(context),
+        dockerfile=dockerfile,
+        tag=tag,
+        buildargs=args,
+        labels=labels,
+        rm=True,
+        forcerm=True,
+        pull=False,
+        decode=True,
+    )
+    for chunk in stream:
+        if "error" in chunk:
+            detail = str(chunk.get("errorDetail", {}).get("message") or chunk["error"])
+            log.write(detail + "\n")
+            log.flush()
+            raise BuildFailed(
+                f"building image {tag} ({dockerfile}) failed: {detail.strip()}\n"
+                + "".join(f"  | {line}\n" for line in tail[-10:])
+                + f"  full log: {log.name}"
+            )
+        text = chunk.get("stream") or chunk.get("status") or ""
+        if text:
+            log.write(text if text.endswith("\n") else text + "\n")
+            log.flush()
+            for line in text.splitlines():
+                if line.strip():
+                    tail.append(line)
+                    progress(line)
+        aux = chunk.get("aux")
+        if isinstance(aux, dict) and "ID" in aux:
+            image_id = str(aux["ID"])
+    return image_id
+
+
+def build_logged(
+    client: Any,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    args: dict[str, str],
+    labels: dict[str, str],
+    log_file: Path,
+    progress: Progress,
+) -> Any:
+    """:func:`stream_build` with its output kept in ``log_file``; the built image (the engine's
+    object). A refused build is :class:`BuildFailed` naming the log."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with log_file.open("w") as log:
+        try:
+            image_id = stream_build(client, context, dockerfile, tag, args, labels, log, progress)
+        except docker.errors.APIError as exc:
+            raise BuildFailed(f"building image {tag} failed: {exc}\n  full log: {log_file}") from None
+    return client.images.get(image_id or tag)
