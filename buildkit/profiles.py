@@ -57,7 +57,7 @@ class Profile:
     #: "builder" (cibuildwheel builds in it) or "runtime" (smoke tests run in it)
     role: str = "builder"
     #: where the image's ROCm is installed (ROCM_PATH of a build): "/usr" for Debian's packaging;
-    #: None: "/opt/rocm", AMD's layout
+    #: None: :data:`DEFAULT_ROCM_PREFIX`, AMD's layout (:attr:`rocm_path`)
     rocm_prefix: str | None = None
     #: the CPython versions the image provides ("3.13"); None: not declared
     pythons: tuple[str, ...] | None = None
@@ -67,12 +67,28 @@ class Profile:
     releases: Mapping[str, ProfileRelease] = field(default_factory=dict)
     #: the compatibility sysroots the image carries, by name (``manylinux.sysroot`` of a recipe)
     sysroots: Mapping[str, Sysroot] = field(default_factory=dict)
-    #: where ccache masquerades as the compilers (buildkit/build/ccache.py): "debian" or "el"
+    #: where ccache masquerades as the compilers (buildkit/build/ccache.py): a key of :data:`CACHE_LAYOUTS`
     cache_layout: str | None = None
+    #: how the compiler cache reaches hipcc's clang, one of the layout's routes (:data:`CACHE_LAYOUTS`);
+    #: None: the layout's usual one (its first)
+    cache_hip: str | None = None
 
     @property
     def repository(self) -> str:
         return REPOSITORY_PREFIX + self.name
+
+    @property
+    def rocm_path(self) -> str:
+        """Where the image has ROCm: its ``rocm_prefix``, else AMD's ``/opt/rocm``."""
+        return self.rocm_prefix or DEFAULT_ROCM_PREFIX
+
+    @property
+    def cache_route(self) -> str | None:
+        """How the compiler cache reaches hipcc's clang here (``cache_hip``, else the layout's usual
+        route); None without a ``cache_layout``."""
+        if self.cache_layout is None:
+            return None
+        return self.cache_hip or CACHE_LAYOUTS[self.cache_layout][0]
 
     def release_build_args(self, rocm: str) -> dict[str, str]:
         """The build arguments that make this profile's image carry ROCm ``rocm`` ({} if none)."""
@@ -134,9 +150,25 @@ _FIELDS: dict[str, str] = {
     "releases": "tables",
     "sysroots": "tables",
     "cache_layout": "str",
+    "cache_hip": "str",
 }
 PACKAGE_MANAGERS = ("apt", "dnf")
 ROLES = ("builder", "runtime")
+#: AMD's layout: where ROCm is in an image whose profile does not say (``rocm_prefix``)
+DEFAULT_ROCM_PREFIX = "/opt/rocm"
+#: the compiler-cache layouts a profile may name (``cache_layout``), each with the routes to hipcc's
+#: clang it supports (``cache_hip``; the first is the usual one): buildkit/build/ccache.py has one
+#: :class:`~buildkit.build.ccache.Layout` per pair (a test keeps the two in step)
+#:
+#: * ``debian``: Debian's ccache links in /usr/lib/ccache; hipcc through ``launcher``
+#:   (HIP_CLANG_LAUNCHER: Debian's perl hipcc), or ``build-wrappers`` (wrappers of its clang made when
+#:   the build starts: Debian's compiled hipcc from 7.0 ignores HIP_CLANG_LAUNCHER);
+#: * ``el``: EPEL's ccache links in /usr/lib64/ccache; AMD's hipcc through ``image-wrappers``
+#:   (HIP_CLANG_PATH at the clang wrappers the Dockerfile makes).
+CACHE_LAYOUTS: Mapping[str, tuple[str, ...]] = {
+    "debian": ("launcher", "build-wrappers"),
+    "el": ("image-wrappers",),
+}
 #: the fields of one ``releases`` / ``sysroots`` entry, and their kinds
 _RELEASE_FIELDS: dict[str, str] = {"build_args": "table", "toolchain": "str"}
 _SYSROOT_FIELDS: dict[str, str] = {
@@ -233,6 +265,22 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
             where.key(name, "role"),
             f"profile {name}: role must be one of {', '.join(ROLES)}, not {role!r}",
         )
+    layout, route = raw.get("cache_layout"), raw.get("cache_hip")
+    if layout is not None and layout not in CACHE_LAYOUTS:
+        raise _fail(
+            path,
+            where.key(name, "cache_layout"),
+            f"profile {name}: cache_layout must be one of {', '.join(CACHE_LAYOUTS)}, not {layout!r}",
+        )
+    if route is not None and layout is None:
+        raise _fail(path, where.key(name, "cache_hip"), f"profile {name}: cache_hip needs a cache_layout")
+    if route is not None and layout is not None and route not in CACHE_LAYOUTS[layout]:
+        raise _fail(
+            path,
+            where.key(name, "cache_hip"),
+            f"profile {name}: cache_hip of cache_layout {layout} must be one of "
+            f"{', '.join(CACHE_LAYOUTS[layout])}, not {route!r}",
+        )
     entries: dict[str, dict[str, dict[str, Any]]] = {}
     for group, fields in (("releases", _RELEASE_FIELDS), ("sysroots", _SYSROOT_FIELDS)):
         entries[group] = {}
@@ -278,7 +326,8 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
         rocm_build_arg=raw.get("rocm_build_arg"),
         package_manager=manager,
         role=role,
-        cache_layout=raw.get("cache_layout"),
+        cache_layout=layout,
+        cache_hip=route,
         rocm_prefix=raw.get("rocm_prefix"),
         pythons=tuple(raw["pythons"]) if "pythons" in raw else None,
         glibc=raw.get("glibc"),
@@ -350,6 +399,15 @@ class _Profiles(Mapping[str, Profile]):
 
 #: name -> :class:`Profile`, from ``profiles.toml`` beside the Dockerfiles
 PROFILES: Mapping[str, Profile] = _Profiles()
+
+
+def builder_names() -> tuple[str, ...]:
+    """The names a recipe's ``image`` may give: the builder profiles, grouped by distribution (their
+    package manager: Debian's apt, then EL's dnf, then none), each group in the file's order."""
+    rank = {manager: i for i, manager in enumerate(PACKAGE_MANAGERS)}
+    builders = [p for p in PROFILES.values() if p.role == "builder"]
+    ordered = sorted(builders, key=lambda p: rank.get(p.package_manager or "", len(rank)))
+    return tuple(p.name for p in ordered)
 
 
 def get_profile(name: str) -> Profile:

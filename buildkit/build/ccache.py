@@ -52,9 +52,10 @@ output names that random path. That is what ccache cannot hit: compiles that inc
 frontend installed into its environment (pybind11, numpy, torch); ``--no-isolation`` builds against
 the job's Python, at a fixed path.
 
-The layout is the image's (:data:`LAYOUTS`, by profile); an image of the project's own Dockerfile
-or a ref gets :data:`ANY`: both usual masquerade directories on PATH (a missing one is skipped), and
-no hipcc or CMake variable naming ccache, which that image may not have.
+The layout is the one the image's profile declares (``cache_layout`` and ``cache_hip`` in
+docker/profiles.toml: :data:`NAMED`); an image of the project's own Dockerfile or a ref gets
+:data:`ANY`: both usual masquerade directories on PATH (a missing one is skipped), and no hipcc or
+CMake variable naming ccache, which that image may not have.
 
 The hit rate: the build's first hook zeroes the statistics in the volume (:data:`ZERO_STATS`), and
 after cibuildwheel :func:`read_stats` reads them in a throwaway container holding the volume
@@ -142,31 +143,29 @@ EL = Layout(
 )
 #: an image buildkit did not make: whichever masquerade directory it has
 ANY = Layout("any", ("/usr/lib/ccache", "/usr/lib64/ccache"), MappingProxyType({}), launchers=False)
-#: the layout of each profile's image (docker/profiles.toml); an image extended with packages keeps it
-LAYOUTS: Mapping[str, Layout] = MappingProxyType(
+#: the layout of each (``cache_layout``, route to hipcc's clang) a profile may declare
+#: (:data:`buildkit.profiles.CACHE_LAYOUTS`, ``cache_layout`` and ``cache_hip`` of docker/profiles.toml);
+#: an image extended with packages keeps its profile's
+NAMED: Mapping[tuple[str, str], Layout] = MappingProxyType(
     {
-        "debian-rocm": DEBIAN,
-        "debian-bookworm-rocm": DEBIAN,
-        "debian-sid-rocm": DEBIAN_SID,
-        "manylinux_2_28-rocm": EL,
+        ("debian", "launcher"): DEBIAN,
+        ("debian", "build-wrappers"): DEBIAN_SID,
+        ("el", "image-wrappers"): EL,
     }
 )
 
 
-#: the layouts by the name a profile's ``cache_layout`` gives (docker/profiles.toml)
-NAMED: Mapping[str, Layout] = MappingProxyType({"debian": DEBIAN, "el": EL})
-
-
 def layout(job: Job) -> Layout:
-    """The compiler-cache layout of the job's builder image: its profile's ``cache_layout``."""
+    """The compiler-cache layout of the job's builder image: its profile's ``cache_layout`` and
+    ``cache_hip``; :data:`ANY` for an image that is not a profile's, or a profile that declares none."""
     name = job.image.profile or ""
-    if name in LAYOUTS:
-        return LAYOUTS[name]
     try:
-        declared = profiles.get_profile(name).cache_layout if name else None
+        profile = profiles.get_profile(name) if name else None
     except UsageError:
-        declared = None
-    return NAMED.get(declared or "", ANY)
+        profile = None
+    if profile is None or profile.cache_layout is None:
+        return ANY
+    return NAMED.get((profile.cache_layout, profile.cache_route or ""), ANY)
 
 
 def setup_commands(job: Job) -> tuple[str, ...]:

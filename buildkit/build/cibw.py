@@ -75,8 +75,8 @@ RECIPE_OVERRIDABLE = (
 CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
 #: the name of every compiler-cache volume starts so (``buildkit cache export`` finds them by it)
 CCACHE_VOLUME_PREFIX = "rocm-buildkit-ccache-"
-#: AMD's layout: where ROCm is when the image's profile does not say (``rocm_prefix``)
-DEFAULT_ROCM_PREFIX = "/opt/rocm"
+#: AMD's layout: where ROCm is when the image is not a profile's (:attr:`buildkit.profiles.Profile.rocm_path`)
+DEFAULT_ROCM_PREFIX = profiles.DEFAULT_ROCM_PREFIX
 #: links to the image's ROCm development libraries only (docker/rocm-lib-links.sh): the one library
 #: folder a sysroot build adds to the link line, so that the image's own glibc stays out of reach
 ROCM_LIB_LINKS = "/opt/buildkit/rocm-lib"
@@ -87,14 +87,12 @@ APPENDED_FLAGS = frozenset({"HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPE
 
 
 def rocm_prefix(job: Job) -> str:
-    """Where the job's builder image has ROCm (``ROCM_PATH``): its profile's ``rocm_prefix``."""
+    """Where the job's builder image has ROCm (``ROCM_PATH``): its profile's ``rocm_path``."""
     if job.image.profile:
         try:
-            prefix = profiles.get_profile(job.image.profile).rocm_prefix
+            return profiles.get_profile(job.image.profile).rocm_path
         except UsageError:
-            prefix = None
-        if prefix:
-            return prefix
+            pass
     return DEFAULT_ROCM_PREFIX
 
 

@@ -10,8 +10,11 @@ One keyword is buildkit's own: ``"x-target-id": true`` (arch lists) checks a str
 reported at the item's position. A second, ``"x-never-waived": {rule: reason}`` (the rule of a
 ``gate.waive`` entry), refuses a rule the gate never lets a recipe waive, with the reason; the map and
 the rule enum beside it are generated from the gate's rule registry (the recipe layer does not import
-the gate). Editors ignore both keywords (unknown keywords are annotations), and ``x-enum-expected``,
-which words an ``enum`` error ("expected a gate rule id ...") instead of listing every value.
+the gate). A third, ``"x-profile": "builder"`` (the recipe's ``image``), is an ``enum`` of the builder
+profiles ``docker/profiles.toml`` holds when the recipe is read (:func:`buildkit.profiles.builder_names`):
+the schema names no profile, so a new profile is one table of that file. Editors ignore these
+keywords (unknown keywords are annotations), and ``x-enum-expected``, which words an ``enum`` error
+("expected a gate rule id ...") instead of listing every value.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import jsonschema.validators
 from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
-from buildkit.errors import ArchError, RecipeError
+from buildkit import profiles
+from buildkit.errors import ArchError, RecipeError, UsageError
 from buildkit.recipe.yamlspan import Path, Spans
 from buildkit.targets import parse_target_id
 
@@ -70,13 +74,29 @@ def _never_waived(
         yield ValidationError(f"rule {instance!r} cannot be waived: {value[instance]}")
 
 
+def _profile(
+    validator: Validator, value: Any, instance: Any, schema: Mapping[str, Any]
+) -> Iterator[ValidationError]:
+    """``x-profile``: the name of a builder profile of ``profiles.toml``, reported as an ``enum`` of
+    them. When the profiles cannot be read, nothing is checked here: the image section reports it
+    at the recipe's value, and a command that needs the image says what is wrong with the file."""
+    try:
+        names = profiles.builder_names()
+    except UsageError:
+        return
+    if instance not in names:
+        yield ValidationError(
+            f"{instance!r} is not a builder profile", validator="enum", validator_value=list(names)
+        )
+
+
 @cache
 def _validator() -> jsonschema.Draft202012Validator:
     schema = recipe_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     # jsonschema's stubs leave extend() untyped: it returns a subclass of the validator it extends
     extend = cast(Callable[..., type[jsonschema.Draft202012Validator]], jsonschema.validators.extend)
-    keywords = {"x-target-id": _target_id, "x-never-waived": _never_waived}
+    keywords = {"x-target-id": _target_id, "x-never-waived": _never_waived, "x-profile": _profile}
     return extend(jsonschema.Draft202012Validator, keywords)(schema)
 
 
