@@ -21,6 +21,7 @@ from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.gate.findings import Finding
 from buildkit.gate.report import render_all, render_human, to_json, verdict_to_json
+from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 
 
@@ -82,6 +83,11 @@ def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
     if config.torch_abi:  # a torch wheel or folder: build injects no image reader
         torch_abi = torch_abi_for(wheel, report, load_torch_exports(config.torch_abi))
     verdict = evaluate(report, config, torch_abi=torch_abi, python_abi=python_abi_of(wheel, report, config))
+    return gated_of(verdict)
+
+
+def gated_of(verdict: Verdict) -> Gated:
+    """What ``build`` keeps of a verdict (a split's outputs are gated by :mod:`buildkit.split`)."""
     return Gated(
         passed=verdict.passed,
         errors=len(verdict.errors),

@@ -36,8 +36,8 @@ from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
 from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirements, runner, sbom
-from buildkit.build.gating import Gated, gate_key, gate_wheel, waived_lines
-from buildkit.build.key import inputs_key, tool_versions, up_to_date
+from buildkit.build.gating import Gated, gate_key, gate_wheel, gated_of, waived_lines
+from buildkit.build.key import inputs_key, tool_versions, up_to_date, up_to_date_wheel
 from buildkit.build.output import drop_stale_output, publish_to_out
 from buildkit.build.progress import Board, Phases
 from buildkit.build.quarantine import (
@@ -81,6 +81,7 @@ from buildkit.gate.config import GateConfig
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
 from buildkit.source.fetch import redact
+from buildkit.split import SplitResult, output_config, split_wheel
 
 
 @dataclass(frozen=True)
@@ -319,7 +320,72 @@ def _run_job(run: _Run, log: TextIO) -> None:
     )
     log.write(f"SBOM: {len(needed)} excluded runtime librar{'y' if len(needed) == 1 else 'ies'} listed\n")
     gated, regression = _gate(run, wheel, _against_locked_torch(config, run.job, lock, staged), log)
-    _record(run, wheel, staged, epoch, gated, regression, lock, gate_key(config))
+    if run.recipe.wheel.split == "per-target":
+        outputs = _split(run, wheel, config, gated, log)
+    else:
+        outputs = [_Output(wheel, gated, gate_key(config))]
+    _record(run, outputs, staged, epoch, regression, lock)
+
+
+@dataclass(frozen=True)
+class _Output:
+    """A wheel the job puts into its output folder: its verdict, the gate configuration it was gated
+    with (:func:`gate_key`, recorded for ``publish``) and, for a split, what it is (manifest ``split``)."""
+
+    wheel: Path
+    gated: Gated
+    gate: dict[str, Any]
+    split: dict[str, Any] | None = None
+
+
+def _split(run: _Run, wheel: Path, config: GateConfig, gated: Gated, log: TextIO) -> list[_Output]:
+    """The recipe's ``wheel.split: per-target``: the gated ``wheel`` split as ``buildkit split`` does
+    (:func:`buildkit.split.split_wheel`, every output gated); the host first. GateFailed when an output
+    fails its gate: the first such wheel is kept in the job's quarantine folder with its reports."""
+    run.step = "splitting the wheel per GPU target"
+    t0 = time.monotonic()
+    try:
+        result = split_wheel(wheel, run.work / "split", config=config)
+    except GateFailed:  # the input, gated again by the split: the job's gate passed it, so not expected
+        run.result.status = "gate-failed"
+        raise
+    run.result.timings["split"] = time.monotonic() - t0
+    for line in _split_lines(result):
+        log.write(line + "\n")
+    outputs = []
+    for o in result.outputs:
+        used = output_config(config, target=o.target, bundles=bool(result.bundles))
+        record = {
+            "role": o.role,
+            "target": o.target,
+            "distribution": o.distribution,
+            "from": {"filename": wheel.name, "sha256": gated.sha256},
+            "bundles": [b.member for b in result.bundles],
+        }
+        outputs.append(_Output(o.path, gated_of(o.verdict), gate_key(used), record))
+    if not result.passed:
+        run.result.status = "gate-failed"
+        failing = next(out for out in outputs if not out.gated.passed)
+        target = failing.split["target"] if failing.split else None
+        kept = _quarantine(run, failing.wheel, failing.gated, None, device_target=target)
+        raise GateFailed(
+            f"{run.job.id}: the gate refused {failing.wheel.name}, split from {wheel.name}\n"
+            f"{failing.gated.summary}{kept}"
+        )
+    return outputs
+
+
+def _split_lines(result: SplitResult) -> list[str]:
+    lines = [f"split {result.source.name} per GPU target:"]
+    lines += [
+        f"  {o.target or 'host'}: {o.path.name} ({o.size} bytes, {o.code_objects} code objects)"
+        for o in result.outputs
+    ]
+    lines += [
+        f"  kept in the host wheel: {b.member} ({', '.join(b.targets)} inside offload bundles)"
+        for b in result.bundles
+    ]
+    return lines
 
 
 def _against_locked_torch(
@@ -464,7 +530,14 @@ def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gate
     return gated, regression
 
 
-def _quarantine(run: _Run, wheel: Path, gated: Gated, regression: RegressionCheck | None) -> str:
+def _quarantine(
+    run: _Run,
+    wheel: Path,
+    gated: Gated,
+    regression: RegressionCheck | None,
+    *,
+    device_target: str | None = None,
+) -> str:
     """Keep the refused ``wheel`` in the job's quarantine folder (:mod:`buildkit.build.quarantine`);
     the lines the job's failure message ends with (where it is, how to examine it, or why it could
     not be kept)."""
@@ -474,6 +547,8 @@ def _quarantine(run: _Run, wheel: Path, gated: Gated, regression: RegressionChec
     dest = run.options.refused_dir / job.id
     index = regression.index_url if regression is not None else None
     command = examine_command(dest / wheel.name, recipe.display_path, job, regression_index=index)
+    if device_target is not None:  # a device wheel of the split: gated as one
+        command += f" --device-target {device_target}"
     failing = [f for f in (regression.findings if regression is not None else ()) if f.fails]
     errors = [f"[{f.rule}] {f.message}" for f in failing] or [
         f"[{f['rule']}] {f['message']}"
@@ -524,25 +599,24 @@ def _log_since(log: TextIO, start: int) -> str:
 
 def _record(
     run: _Run,
-    wheel: Path,
+    outputs: list[_Output],
     staged: Path,
     epoch: int,
-    gated: Gated,
     regression: RegressionCheck | None,
     lock: requirements.Lock | None,
-    gate: dict[str, Any],
 ) -> None:
-    """Manifest and provenance beside the staged wheel, then all of it into ``--out/<job-id>/``.
-    ``gate``: the job's gate configuration (:func:`gate_key`), recorded (and signed in the attestation)
+    """Manifest and provenance beside each staged wheel (the job's one, or a split's host and device
+    wheels), then all of them into ``--out/<job-id>/`` at once. Each manifest's ``gate`` is the
+    configuration that wheel was gated with (:func:`gate_key`), recorded (and signed in the attestation)
     for ``publish`` to run the gate again with."""
     recipe, job, image = run.recipe, run.job, run.image
     interpreter = job_interpreter(job)
     run.step = "reading the toolchain versions in the builder image"
     toolchain = toolchain_versions(run.client, image.tag, python=interpreter, build_id=run.build_id)
     cache = run.result.compiler_cache
-    manifest.write(
-        wheel,
-        {
+    for out in outputs:
+        wheel, gated = out.wheel, out.gated
+        data: dict[str, Any] = {
             "wheel": {"filename": wheel.name, "sha256": gated.sha256, "size": gated.size},
             "recipe": {"name": recipe.name, "file": recipe.path.name, "sha256": recipe.sha256},
             "job": job.to_json(),
@@ -558,25 +632,30 @@ def _record(
             "compiler_cache": cache.to_json() if cache is not None else None,
             "regression": regression.to_json() if regression is not None else None,
             "verdict": gated.verdict,
-            "gate": gate,
-        },
-    )
-    run.step = _STEP_PROVENANCE
-    provenance.record(
-        wheel,
-        client=run.client,
-        image=image,
-        source=staged,
-        isolation=run.options.build_isolation,
-        interpreter=interpreter,
-        run_id=run.build_id,
-    )
+            "gate": out.gate,
+        }
+        if out.split is not None:
+            data["split"] = out.split
+        manifest.write(wheel, data)
+        run.step = _STEP_PROVENANCE
+        provenance.record(
+            wheel,
+            client=run.client,
+            image=image,
+            source=staged,
+            isolation=run.options.build_isolation,
+            interpreter=interpreter,
+            run_id=run.build_id,
+        )
     run.step = f"moving the wheel into {run.dest}"
-    publish_to_out(wheel, run.dest)
+    publish_to_out([out.wheel for out in outputs], run.dest)
     release(run.options.refused_dir / job.id, job, run.echo)
+    host = outputs[0]
     run.result.status = "passed"
-    run.result.wheel = run.dest / wheel.name
-    run.result.message = f"{wheel.name} ({gated.tag})"
+    run.result.wheel = run.dest / host.wheel.name
+    run.result.message = f"{host.wheel.name} ({host.gated.tag})"
+    if len(outputs) > 1:
+        run.result.message += " + " + ", ".join(out.wheel.name for out in outputs[1:])
 
 
 def _lock_record(wheel: Path, lock: requirements.Lock | None) -> dict[str, Any] | None:
@@ -612,22 +691,37 @@ def _note_verdict(result: JobResult, gated: Gated) -> None:
 
 
 def _reuse(dest: Path, key: str, config: GateConfig, log: TextIO, result: JobResult) -> bool:
-    """True (``result`` filled in) when ``dest`` holds a wheel built from ``key`` that still passes
-    the gate, run again on it (cheap next to a build: it catches rule changes the key cannot see)."""
+    """True (``result`` filled in) when ``dest`` holds the wheel(s) built from ``key`` that still pass
+    the gate, run again on them (cheap next to a build: it catches rule changes the key cannot see); a
+    split's outputs each with the configuration :func:`buildkit.split.output_config` gives it."""
     existing = up_to_date(dest, key)
     if existing is None:
         return False
-    gated = gate_wheel(existing, config)
-    if not gated.passed:
-        log.write(f"{existing.name} was built from the same inputs but fails the gate now: rebuilding\n")
-        return False
+    wheels = [existing]
+    split = manifest.read(existing).get("split")
+    if isinstance(split, dict):  # every output of the split, the host first
+        outputs = [w for w in sorted(dest.glob("*.whl")) if up_to_date_wheel(w, key)]
+        wheels = sorted(outputs, key=lambda w: (manifest.read(w).get("split") or {}).get("role") != "host")
+    verdicts: list[Gated] = []
+    for wheel in wheels:
+        recorded = manifest.read(wheel).get("split")
+        used = config
+        if isinstance(recorded, dict):
+            target = recorded.get("target")
+            used = output_config(config, target=target, bundles=bool(recorded.get("bundles")))
+        gated = gate_wheel(wheel, used)
+        if not gated.passed:
+            log.write(f"{wheel.name} was built from the same inputs but fails the gate now: rebuilding\n")
+            return False
+        verdicts.append(gated)
     log.write(
-        f"up to date: {existing.name} was built from the same inputs ({key[:12]}) and passes the gate\n"
+        f"up to date: {', '.join(w.name for w in wheels)} built from the same inputs ({key[:12]}) "
+        "and passing the gate\n"
     )
-    _note_verdict(result, gated)
+    _note_verdict(result, verdicts[0])
     result.status = "up-to-date"
-    result.wheel = existing
-    result.message = f"{existing.name} (inputs unchanged)"
+    result.wheel = wheels[0]
+    result.message = f"{wheels[0].name} (inputs unchanged)"
     return True
 
 

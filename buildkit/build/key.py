@@ -67,14 +67,19 @@ def inputs_key(
 def up_to_date(dest: Path, key: str) -> Path | None:
     """The wheel in ``dest`` when its manifest records ``key`` and its bytes still match."""
     for wheel in sorted(dest.glob("*.whl")):
-        try:
-            data = manifest.read(wheel)
-        except (OSError, ValueError):
-            continue
-        if (
-            data.get("inputs_key") == key
-            and data.get("verdict", {}).get("passed") is True
-            and data.get("wheel", {}).get("sha256") == manifest.sha256_file(wheel)
-        ):
+        if up_to_date_wheel(wheel, key):
             return wheel
     return None
+
+
+def up_to_date_wheel(wheel: Path, key: str) -> bool:
+    """``wheel``'s manifest records ``key`` and a passing verdict, and its bytes still match."""
+    try:
+        data = manifest.read(wheel)
+    except (OSError, ValueError):
+        return False
+    return (
+        data.get("inputs_key") == key
+        and data.get("verdict", {}).get("passed") is True
+        and data.get("wheel", {}).get("sha256") == manifest.sha256_file(wheel)
+    )

@@ -17,7 +17,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from buildkit import manifest
@@ -76,16 +76,21 @@ def drop_stale_output(dest: Path, job: Job, echo: Echo, *, keep_key: str | None)
     return dest
 
 
-def publish_to_out(wheel: Path, dest: Path) -> None:
-    """Put the wheel and its companions (manifest, attestation, lock) into ``dest`` all at once.
+def publish_to_out(wheels: Path | Sequence[Path], dest: Path) -> None:
+    """Put the wheels (the job's one, or a split's host and device wheels) and their companions
+    (manifest, attestation, lock) into ``dest`` all at once.
 
     The files are first copied into a hidden folder inside ``dest``'s parent (the same file system
     as ``dest``, whatever the staging folder's), then that folder is renamed to ``dest``. A previous
     ``dest`` is set aside for the instant of the swap and put back if the swap fails.
     """
-    lock = manifest.lock_path(wheel)
-    files = [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
-    files += [lock] if lock.exists() else []
+    wheels = [wheels] if isinstance(wheels, Path) else list(wheels)
+    files: list[Path] = []
+    for wheel in wheels:
+        lock = manifest.lock_path(wheel)
+        files += [wheel, manifest.manifest_path(wheel), *provenance.companions(wheel)]
+        files += [lock] if lock.exists() else []
+    wheel = wheels[0]
     dest.parent.mkdir(parents=True, exist_ok=True)
     with locked(dest.parent):
         incoming = incoming_folder(dest)

@@ -397,6 +397,8 @@ def verify_rebuild(
             tail = log.read_text(errors="replace").splitlines()[-20:] if log.is_file() else []
             raise BuildFailed(f"the rebuild of {job.id} failed: {built.message}\n" + "\n".join(tail))
         rebuilt = built.wheel
+        if (rebuilt.parent / wheel.name).is_file():  # one of a split's outputs (wheel.split)
+            rebuilt = rebuilt.parent / wheel.name
         result.rebuilt_sha256 = manifests.sha256_file(rebuilt)
         _compare_inputs(data, manifests.read(rebuilt), result.notes)
         if rebuilt.name != wheel.name:

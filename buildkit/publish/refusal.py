@@ -22,6 +22,7 @@ from buildkit import manifest
 from buildkit.errors import PublishRefused, UsageError
 from buildkit.publish.target import Target
 from buildkit.recipe import Recipe
+from buildkit.targets import known_processors
 from buildkit.version import PYPI_LOCAL_REASON
 
 
@@ -154,6 +155,18 @@ def project_of(wheel: Path) -> str:
     return canonicalize_name(parse_wheel_filename(wheel.name)[0])
 
 
+def device_wheel_of(project: str, recipe: Recipe) -> bool:
+    """``project`` names one of the device wheels a ``wheel.split: per-target`` recipe's builds make
+    (``<name>-device-<gfx>``, :func:`buildkit.split.metadata.device_distribution`, of a processor LLVM
+    defines); the gate, run again,
+    then holds it to its target (:mod:`buildkit.publish.trust`)."""
+    if recipe.wheel.split != "per-target":
+        return False
+    prefix = canonicalize_name(recipe.name) + "-device-"
+    target = project.removeprefix(prefix)
+    return project.startswith(prefix) and target in known_processors()
+
+
 def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
     """A Refusal when the manifest does not record ``recipe``'s file bytes (its sha256) as the recipe
     the wheel was built from; the message names both recipes (file, name, sha256)."""
@@ -167,7 +180,7 @@ def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
             f"tied to {given}; publish it with --to",
         )
     if recorded["sha256"] == recipe.sha256:
-        if project != canonicalize_name(recipe.name):
+        if project != canonicalize_name(recipe.name) and not device_wheel_of(project, recipe):
             return Refusal(
                 candidate.wheel,
                 f"project {project} is not the distribution {given} names "

@@ -12,6 +12,12 @@ Before anything is written or uploaded, each wheel is inspected and gated again
   wheel's name and sha256, and it signs the same recipe sha256, job and gate configuration as the
   manifest (any difference: forged or stale, refused).
 
+A wheel of a recipe with ``wheel.split: per-target`` whose manifest says it is one of a split's outputs
+(``split``: host, or the device wheel of a processor) is gated as ``build`` gated it
+(:func:`buildkit.split.output_config`): what the recipe's job gives, for that role, the device wheel's
+name derived from the recipe's, never taken from the manifest, and whether a host still has offload
+bundles read from the wheel itself. The ``device-wheel`` rule then holds whatever the manifest says.
+
 With both, both are checked. With neither, no configuration is trusted and every wheel is refused.
 A wheel the gate fails now, or that cannot be read, is refused with the findings. The ``torch-abi``
 rule is not run again (it needs the torch wheel the build locked, which is not beside the wheel).
@@ -30,8 +36,10 @@ from buildkit.build.provenance import attestation_path, load_public_key, verify_
 from buildkit.build.wheel_gate import check_wheels
 from buildkit.errors import NotReproducible, UsageError
 from buildkit.gate.config import GateConfig
+from buildkit.inspect import inspect_wheel
 from buildkit.publish.refusal import Candidate, Refusal
 from buildkit.recipe import Recipe
+from buildkit.split import output_config
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -165,7 +173,7 @@ def trusted_config(candidate: Candidate, trust: Trust) -> GateConfig | Refusal:
         except UsageError:
             where = trust.recipe.display_path
             return Refusal(wheel, f"job {job_id} (the manifest's) is not in the plan of {where}")
-        config = GateConfig.from_recipe_job(trust.recipe, job)
+        config = _for_split_output(candidate, trust.recipe, GateConfig.from_recipe_job(trust.recipe, job))
         expected = gate_key(config)
         recorded = data.get("gate")
         if recorded is not None and recorded != expected:
@@ -187,6 +195,20 @@ def trusted_config(candidate: Candidate, trust: Trust) -> GateConfig | Refusal:
         f"(the recipe it was built from) or --public-key K (or {PUBLIC_KEY_ENV}: the key its "
         "attestation is signed with) and the gate runs again",
     )
+
+
+def _for_split_output(candidate: Candidate, recipe: Recipe, config: GateConfig) -> GateConfig:
+    """The job's ``config`` for the split output ``candidate`` is (module docstring); unchanged for any
+    other wheel."""
+    split = candidate.manifest.get("split")
+    if recipe.wheel.split != "per-target" or not isinstance(split, dict):
+        return config
+    target = split.get("target")
+    if target is not None:
+        return output_config(config, target=str(target), bundles=False)
+    report = inspect_wheel(candidate.wheel, verify_record=False)
+    bundles = any(entry.gfx is not None for elf in report.elves for entry in elf.offload_targets)
+    return output_config(config, target=None, bundles=bundles)
 
 
 def regate(candidate: Candidate, config: GateConfig) -> Refusal | None:

@@ -156,15 +156,17 @@ def gate(wheel: Path, report: WheelReport, config: GateConfig) -> Verdict:
     return evaluate(report, config, python_abi=python_abi)
 
 
-def output_config(base: GateConfig, *, target: str | None, distribution: str, bundles: bool) -> GateConfig:
-    """The configuration an output is gated with (the module docstring says why each change)."""
+def output_config(base: GateConfig, *, target: str | None, bundles: bool) -> GateConfig:
+    """The configuration an output is gated with (the module docstring says why each change): the host
+    (``target`` None; ``bundles``: it still has HIP objects with offload bundles) or the device wheel of
+    ``target``, whose job identity, if any, names the device distribution."""
     changes: dict[str, Any] = {"required": (), "torch_abi": None}
     identity = base.identity
     if target is not None:
         changes["device_target"] = target
         changes["archs"] = ()
         if identity is not None and identity.name is not None:
-            changes["identity"] = identity._replace(name=distribution)
+            changes["identity"] = identity._replace(name=device_distribution(identity.name, target))
     elif not bundles:
         changes["archs"] = ()
     return base._replace(**changes).validated()
@@ -303,9 +305,7 @@ def split_wheel(
         gated: list[tuple[_Planned, Verdict]] = []
         for p in planned:
             path = staging / p.filename
-            cfg = output_config(
-                base, target=p.target, distribution=p.distribution, bundles=bool(layout.bundles)
-            )
+            cfg = output_config(base, target=p.target, bundles=bool(layout.bundles))
             written = inspect_wheel(path)
             gated.append((p, gate(path, written, cfg)))
             say(f"{p.filename}: {'PASS' if gated[-1][1].passed else 'FAIL'}")

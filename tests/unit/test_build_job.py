@@ -618,3 +618,78 @@ def test_summary_names_verdict_paths_and_next_steps(tmp_path: Path) -> None:
     assert len(lines) <= 14
     # nothing passed: no next steps
     assert "next steps" not in summary.render_summary(results[1:], recipe="r.yaml", out_dir=out, cwd=tmp_path)
+
+
+# --------------------------------------------------------------------------- wheel.split: per-target
+def test_a_split_recipe_puts_the_host_and_device_wheels_in_the_job_folder(h: Harness) -> None:
+    """``wheel.split: per-target``: the job's gated wheel (code objects under pkg/hsa/) is split by the
+    real split stage, each output gated by the real gate with the configuration recorded in its own
+    manifest; a second build finds all of them up to date; publish's trust with the recipe takes all
+    three (device wheels under their derived names, each held to its target)."""
+    from buildkit.publish.refusal import Candidate, examine, refuse_for_recipe
+    from buildkit.publish.trust import Trust, verify
+    from tests.helpers.offload_bundle import amdgpu_header
+
+    for folder, flags in (("gfx90a", 0x23F), ("gfx942", 0x54C)):
+        (h.source / "pkg" / "hsa" / folder).mkdir(parents=True)
+        (h.source / "pkg" / "hsa" / folder / "k.co").write_bytes(amdgpu_header(flags, 3) + b"\0" * 64)
+    recipe, job = h.recipe(extra="wheel: {abi: cpython, split: per-target}\n")
+    assert recipe.wheel.split == "per-target"
+    result = h.build(recipe, job)
+    assert result.status == "passed", result.message
+    names = sorted(p.name for p in (h.out / JOB).glob("*.whl"))
+    assert names == [
+        "demo_kernels-1.0+rocm5.7-cp313-cp313-manylinux_2_41_x86_64.whl",
+        "demo_kernels_device_gfx90a-1.0+rocm5.7-cp313-cp313-manylinux_2_41_x86_64.whl",
+        "demo_kernels_device_gfx942-1.0+rocm5.7-cp313-cp313-manylinux_2_41_x86_64.whl",
+    ]
+    assert result.wheel is not None and result.wheel.name == names[0]
+    records = {name: manifest.read(h.out / JOB / name) for name in names}
+    host, gfx90a, _gfx942 = (records[n] for n in names)
+    assert host["split"]["role"] == "host" and host["gate"].get("device_target") is None
+    assert gfx90a["split"]["target"] == "gfx90a" and gfx90a["gate"]["device_target"] == "gfx90a"
+    assert gfx90a["gate"]["identity"]["name"] == "demo-kernels-device-gfx90a"
+    assert all(r["verdict"]["passed"] and r["inputs_key"] == host["inputs_key"] for r in records.values())
+    assert len(h.recorded) == 3  # provenance (and the attestation) for each wheel
+    again = h.build(recipe, job)
+    assert again.status == "up-to-date", again.message
+    candidates = [examine(h.out / JOB / name) for name in names]
+    assert all(isinstance(c, Candidate) and refuse_for_recipe(c, recipe) is None for c in candidates)
+    trust = Trust(recipe, expand(recipe, env={}))
+    assert verify([c for c in candidates if isinstance(c, Candidate)], trust) == []
+    # a manifest claiming the gfx90a wheel is gfx942's: the gate, run again, refuses it
+    forged = candidates[1]
+    assert isinstance(forged, Candidate)
+    lie = {**forged.manifest, "split": {**forged.manifest["split"], "target": "gfx942"}}
+    refused = verify([dataclasses.replace(forged, manifest=lie)], trust)
+    assert len(refused) == 1 and "stale or forged manifest" in refused[0].reason
+    # ... and with the gfx942 wheel's gate configuration forged in too, the device-wheel rule does
+    lie["gate"] = records[names[2]]["gate"]
+    refused = verify([dataclasses.replace(forged, manifest=lie)], trust)
+    assert len(refused) == 1 and "the gate, run again, fails it" in refused[0].reason
+    assert "code for gfx90a" in refused[0].reason and "not gfx942" in refused[0].reason
+
+
+def test_a_split_output_the_gate_refuses_fails_the_job_and_is_kept_apart(h: Harness) -> None:
+    """An output the gate refuses (here: the gfx942 wheel given a 10-byte size limit) fails the job;
+    no wheel of it reaches --out, the refused one is kept in the job's quarantine folder."""
+    from buildkit.split import run as split_run
+    from tests.helpers.offload_bundle import amdgpu_header
+
+    real = split_run.output_config
+
+    def strict(base: GateConfig, **kw: Any) -> GateConfig:
+        config = real(base, **kw)
+        return config._replace(size_limit=10) if kw["target"] == "gfx942" else config
+
+    h.monkeypatch.setattr(split_run, "output_config", strict)
+    for folder, flags in (("gfx90a", 0x23F), ("gfx942", 0x54C)):  # the job's archs: gfx90a
+        (h.source / "pkg" / "hsa" / folder).mkdir(parents=True)
+        (h.source / "pkg" / "hsa" / folder / "k.co").write_bytes(amdgpu_header(flags, 3) + b"\0" * 64)
+    recipe, job = h.recipe(extra="wheel: {abi: cpython, split: per-target}\n")
+    result = h.build(recipe, job)
+    assert result.status == "gate-failed", result.message
+    assert "the gate refused demo_kernels_device_gfx942-" in result.message
+    assert not (h.out / JOB).exists()
+    assert result.refused is not None and result.refused.name.startswith("demo_kernels_device_gfx942-")
+    assert result.examine is not None and result.examine.endswith("--device-target gfx942")

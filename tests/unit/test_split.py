@@ -332,3 +332,24 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         timeout=120,
     )
+
+
+def test_the_recipe_key_and_its_mistakes(tmp_path: Path) -> None:
+    from buildkit.errors import RecipeError
+    from buildkit.recipe import load_recipe
+
+    (tmp_path / "src").mkdir()
+    base = (
+        'name: demo\nsource: {path: src}\nversion: {base: "1.0"}\npython: ["3.13"]\nrocm: ["5.7"]\n'
+        "archs: {list: [gfx90a], toolchain: debian-trixie}\nmanylinux: {policy: manylinux_2_41}\n"
+        "image: debian-rocm\n"
+    )
+    (tmp_path / "r.yaml").write_text(base + "wheel: {abi: py3-none, split: per-target}\n")
+    assert load_recipe(tmp_path / "r.yaml").wheel.split == "per-target"
+    (tmp_path / "none.yaml").write_text(base)
+    plain = load_recipe(tmp_path / "none.yaml").wheel
+    assert plain.split == "none" and "split" not in plain.to_json()  # plans of other recipes unchanged
+    (tmp_path / "bad.yaml").write_text(base + "wheel: {abi: py3-none, split: per-gpu}\n")
+    with pytest.raises(RecipeError) as caught:
+        load_recipe(tmp_path / "bad.yaml")
+    assert caught.value.line == 9 and "per-gpu" in str(caught.value)

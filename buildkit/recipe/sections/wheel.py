@@ -12,6 +12,13 @@ The plan then builds one job per (ROCm, torch, extra axes) cell, with the lowest
 for that cell, and records every Python the wheel serves (:attr:`buildkit.plan.models.Job.serves`);
 the gate's ``job-identity`` rule accepts exactly that tag and checks what it claims.
 
+``split: per-target`` (default ``none``) has ``build`` split each job's gated wheel as ``buildkit split``
+does (:mod:`buildkit.split`): a host wheel and one device wheel per gfx processor of its standalone code
+objects, reachable through the host's extras (``pkg[gfx942]``), each gated, recorded and published on
+its own::
+
+    wheel: {abi: py3-none, split: per-target}
+
 The schema checks the keys and the syntax of ``from``; :func:`parse_wheel` adds what a schema cannot
 say, each a :class:`~buildkit.errors.RecipeError` at ``file:line:column``: ``from`` only with
 ``abi3`` (and required there), every planned Python at least ``from``, and no ``{python}``/``{cp}``
@@ -28,6 +35,7 @@ from buildkit import version as ver
 from buildkit.recipe.section import Context, ErrorAt, Section
 
 Abi = Literal["cpython", "py3-none", "abi3"]
+Split = Literal["none", "per-target"]
 #: the version placeholders that name one Python (:data:`buildkit.version.PLACEHOLDERS`)
 PER_PYTHON_PLACEHOLDERS: tuple[str, ...] = ("python", "cp")
 
@@ -44,6 +52,8 @@ class WheelAbi:
 
     abi: Abi = "cpython"
     from_python: str | None = None
+    #: ``per-target``: each job's wheel is split into a host wheel and one device wheel per gfx target
+    split: Split = "none"
 
     @property
     def per_python(self) -> bool:
@@ -71,7 +81,10 @@ class WheelAbi:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {"abi": self.abi, "from": self.from_python, "tag": self.tag}
+        data: dict[str, Any] = {"abi": self.abi, "from": self.from_python, "tag": self.tag}
+        if self.split != "none":  # the plans and keys of recipes without it stay as they were
+            data["split"] = self.split
+        return data
 
 
 def parse_wheel(
@@ -120,7 +133,7 @@ def parse_wheel(
                     ("version", "local"),
                     hint=f"drop {{{name}}}: the one wheel of a cell cannot name one Python",
                 )
-    return WheelAbi(abi=abi, from_python=start if abi == "abi3" else None)
+    return WheelAbi(abi=abi, from_python=start if abi == "abi3" else None, split=raw.get("split", "none"))
 
 
 def _parse(ctx: Context) -> WheelAbi:
