@@ -1,62 +1,192 @@
-"""Benchmark: build cost across a matrix (issue 29), measured in one run on the reference HIP extension
-(csrc/) on the ROCm 7.2 builder with its three CPythons (recipes/reference.yaml, 3.13/3.14/3.15, 7.2).
+"""Benchmark: build cost across a matrix (issue 29), measured in one run on the ROCm 7.2 builder
+(debian-sid-rocm) with the reference recipes: the reference HIP extension (csrc/, recipes/reference.yaml
+with its three CPythons 3.13/3.14/3.15) and the torch extensions (CPython 3.11, torch 2.13.0+cpu from
+the locked wheelhouse, glibc2.31 sysroot: recipes/reference-torch.yaml's refops, and a torch extension
+as most projects write one, ``torch.utils.cpp_extension``, tests/helpers/recipes.py).
 
-Scenarios, each a ``buildkit build`` of this checkout (subprocess), ratios printed at the end:
+Scenarios (``--only`` picks some), each a ``buildkit build`` of this checkout (subprocess), ratios and
+absolute times printed at the end:
 
-* matrix cold:  the shared cache volume removed, the three jobs serially: each job's time and
-  ccache hits/misses; jobs 2..N together against job 1 (device code compiled once per matrix);
-* no-change:    ``--force`` again: every compile of every job should hit;
-* parallel:     ``--no-cache --force`` serially, then with ``--parallel 2``: wall time of each;
-* remote store: a Redis (Debian's redis-server, started here on 127.0.0.1);
-  machine A builds job 1 cold with ``--ccache-remote`` (fills the store), machine B (its volume
-  removed) builds it from the store, and machine B cold (volume removed, no store).
+* matrix:   the shared cache volume removed, the three jobs serially: each job's time and ccache
+  hits/misses; jobs 2..N together against job 1 (device code compiled once per matrix); then
+  ``--force`` again: every compile of every job should hit;
+* peer:     plain cibuildwheel in the same image, one run for the three CPythons, without the cache
+  volume or the gate (it compiles everything per Python): the cold matrix against it;
+* torch:    per torch extension: cold (its volume removed), a no-change rebuild (every compile a
+  hit), a one-file change (a host file of the plain extension, the device file of refops);
+  device and host compiles counted apart (each extension: one HIP file, the rest host C++); the
+  device compile's share of the job projects jobs 2..N of a CPython matrix (the host files
+  include Python.h through torch/extension.h: compiled per Python);
+* parallel: ``--no-cache --force`` serially, then with ``--parallel 2``: wall time of each;
+* remote:   a Redis (Debian's redis-server, started here on 127.0.0.1); machine A builds job 1
+  cold with ``--ccache-remote`` (fills the store), machine B (its volume removed) builds it from
+  the store, and machine B cold (volume removed, no store);
+* third-party (``--third-party`` only; ~30 min cold): recipes/pywhispercpp.yaml cold, then no-change.
 
-Hits and misses come from each job's manifest (``compiler_cache``, this build's own ccache stats
-log). The device/host split is by construction of csrc: three HIP translation units and one C file
-(module.c, includes Python.h), so for a job with 3 hits and 1 miss every device compile hit.
-Run: ``python bench/build_economy.py`` (needs the Docker engine and the debian-sid-rocm 7.2 image).
+Times: wall seconds of each build, and CPU seconds: the build containers' (cgroup cpuacct, sampled
+every half second while they run: the containers of this benchmark's builds only) plus the host's
+(buildkit, cibuildwheel, docker CLI: the children's rusage). The machine is shared: wall times are
+noisy, CPU seconds less so. Hits and misses come from each job's manifest (``compiler_cache``, the
+build's own ccache stats log); the device/host split is by construction of the sources (which file
+changed, which files include Python's or torch's headers).
+Run: ``python bench/build_economy.py [--only matrix,peer,torch,parallel,remote] [--third-party]``
+(needs the Docker engine and the debian-sid-rocm 7.2 image).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
+import os
 import re
+import resource
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from buildkit import image as images  # noqa: E402
 from buildkit import profiles  # noqa: E402
-from buildkit.build.cibw import ccache_volume  # noqa: E402
-from buildkit.docker_engine import connect  # noqa: E402
+from buildkit.build import cibw  # noqa: E402
+from buildkit.docker_engine import RUN_LABEL, connect  # noqa: E402
 from buildkit.plan.expansion import expand  # noqa: E402
+from buildkit.plan.models import Job  # noqa: E402
 from buildkit.recipe import load_recipe  # noqa: E402
-from tests.helpers.recipes import reference_three_pythons  # noqa: E402
+from tests.helpers import recipes as helpers  # noqa: E402
 
 JOBS = ("cp313-rocm7.2", "cp314-rocm7.2", "cp315-rocm7.2")
-DEVICE, HOST = 3, 1
-PASSED = re.compile(r"^\[(cp3\d+-rocm7\.2)\] (?:passed|up-to-date) in ([0-9.]+)s", re.M)
+DEVICE, HOST = 3, 1  # csrc: gemm.hip, rowsum.hip, hip_runtime_info.hip; module.c (Python.h)
+TORCH_JOB = "cp311-rocm7.2-torch2.13"
+PASSED = re.compile(r"^\[([\w.-]+)\] (?:passed|up-to-date) in ([0-9.]+)s", re.M)
+SCENARIOS = ("matrix", "peer", "torch", "parallel", "remote")
+#: the label the peer's cibuildwheel container gets, for the CPU meter
+PEER_LABEL = "io.rocm-buildkit.bench"
 
 
-def recipe(tmp: Path) -> Path:
-    return reference_three_pythons(tmp)
+class CpuMeter:
+    """CPU seconds of the containers whose labels ``match``: each one's cgroup ``cpuacct.usage``
+    (cgroup v1) or ``cpu.stat`` ``usage_usec`` (v2), sampled until it is gone, the last value kept."""
+
+    def __init__(self, client: Any, match: Callable[[dict[str, str]], bool]) -> None:
+        self.client, self.match = client, match
+        self.seen: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def usage(container_id: str) -> float | None:
+        v1 = Path("/sys/fs/cgroup/cpuacct/docker") / container_id / "cpuacct.usage"
+        with contextlib.suppress(OSError, ValueError):
+            return int(v1.read_text()) / 1e9
+        for v2 in (
+            Path("/sys/fs/cgroup/system.slice") / f"docker-{container_id}.scope" / "cpu.stat",
+            Path("/sys/fs/cgroup/docker") / container_id / "cpu.stat",
+        ):
+            with contextlib.suppress(OSError, ValueError):
+                for line in v2.read_text().splitlines():
+                    if line.startswith("usage_usec "):
+                        return int(line.split()[1]) / 1e6
+        return None
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):
+                for box in self.client.containers.list():
+                    if self.match(box.labels or {}):
+                        value = self.usage(box.id)
+                        if value is not None:
+                            self.seen[box.id] = max(value, self.seen.get(box.id, 0.0))
+            self._stop.wait(0.5)
+
+    def __enter__(self) -> CpuMeter:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.seen.values())
 
 
-def volume_of(path: Path, client: Any) -> str:
+@dataclass
+class Built:
+    wall: float
+    cpu: float  # the containers' and the host's
+    seconds: dict[str, float] = field(default_factory=dict)  # each job's, from the summary
+    stats: dict[str, Any] = field(default_factory=dict)  # each job's compiler_cache
+    sha256: dict[str, str] = field(default_factory=dict)  # each job's wheel
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(
+    client: Any, command: list[str], match: Callable[[int], Callable[[dict[str, str]], bool]], **kw: Any
+) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """Run ``command``; wall seconds and CPU seconds (containers matched by ``match(pid)``, host)."""
+    host0, t0 = _children_cpu(), time.monotonic()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    with CpuMeter(client, match(proc.pid)) as meter:
+        out, err = proc.communicate(timeout=7200)
+    wall = time.monotonic() - t0
+    done = subprocess.CompletedProcess(command, proc.returncode, out, err)
+    return done, wall, meter.seconds + (_children_cpu() - host0)
+
+
+def _of_build(pid: int) -> Callable[[dict[str, str]], bool]:
+    """The containers of the ``buildkit build`` process ``pid``: their build id (the staging folder,
+    ``staging-<job>-<pid>-*``) names it."""
+    return lambda labels: f"-{pid}-" in labels.get(RUN_LABEL, "")
+
+
+def build(client: Any, path: Path, tmp: Path, out: str, *flags: str) -> Built:
+    command = [sys.executable, "-m", "buildkit", "build", str(path), "--out", str(tmp / out)]
+    command += ["--log-dir", str(tmp / "logs" / out), *flags]
+    done, wall, cpu = timed(client, command, _of_build)
+    if done.returncode != 0:
+        sys.exit(f"build {out} failed:\n{done.stdout}\n{done.stderr[-3000:]}")
+    built = Built(wall, cpu, {job: float(s) for job, s in PASSED.findall(done.stderr)})
+    for folder in sorted(p for p in (tmp / out).iterdir() if p.is_dir() and p.name.startswith("cp")):
+        (manifest,) = folder.glob("*.manifest.json")
+        data = json.loads(manifest.read_text())
+        built.stats[folder.name] = data["compiler_cache"]
+        built.sha256[folder.name] = data["wheel"]["sha256"]
+    return built
+
+
+def hm(stats: dict[str, Any] | None) -> str:
+    return "no cache" if stats is None else f"{stats['hits']} hits / {stats['misses']} misses"
+
+
+def tag_of(client: Any, path: Path) -> tuple[str, list[Job]]:
     plan = expand(load_recipe(path), env={}, enumerator=lambda: [])
     profile = profiles.get_profile("debian-sid-rocm")
     archs = [str(a) for j in plan.jobs for a in j.archs.kept]
     tag, _ = images.resolve_tag(client, profile, images.rocm_build_args(profile.name, "7.2", archs))
-    return ccache_volume(plan.job(JOBS[0]), tag)
+    return tag, list(plan.jobs)
+
+
+def volume_of(client: Any, path: Path) -> str:
+    tag, jobs = tag_of(client, path)
+    return cibw.ccache_volume(jobs[0], tag)
 
 
 def drop(client: Any, volume: str) -> None:
@@ -64,29 +194,8 @@ def drop(client: Any, volume: str) -> None:
         client.volumes.get(volume).remove(force=True)
 
 
-def build(path: Path, tmp: Path, out: str, *flags: str) -> tuple[float, dict[str, float], dict[str, Any]]:
-    """Wall seconds, each job's seconds, each job's compiler_cache."""
-    command = [sys.executable, "-m", "buildkit", "build", str(path), "--out", str(tmp / out)]
-    command += ["--log-dir", str(tmp / "logs" / out), *flags]
-    t0 = time.monotonic()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=7200)
-    wall = time.monotonic() - t0
-    if done.returncode != 0:
-        sys.exit(f"build {out} failed:\n{done.stdout}\n{done.stderr[-3000:]}")
-    seconds = {job: float(s) for job, s in PASSED.findall(done.stderr)}
-    stats = {}
-    for folder in sorted((tmp / out).glob("cp3*")):
-        (manifest,) = folder.glob("*.manifest.json")
-        stats[folder.name] = json.loads(manifest.read_text())["compiler_cache"]
-    return wall, seconds, stats
-
-
-def hm(stats: dict[str, Any] | None) -> str:
-    return "no cache" if stats is None else f"{stats['hits']} hits / {stats['misses']} misses"
-
-
 @contextlib.contextmanager
-def redis(client: Any) -> Any:
+def redis() -> Iterator[str]:
     host = "127.0.0.1"  # the relay runs in the host's network namespace: nothing leaves loopback
     with socket.socket() as s:
         s.bind((host, 0))
@@ -104,50 +213,247 @@ def redis(client: Any) -> Any:
         proc.wait(timeout=30)
 
 
-def main() -> int:
+def peer(client: Any, path: Path, tmp: Path) -> tuple[float, float, int]:
+    """Plain cibuildwheel in the builder image: the three CPythons in one run and one container, with
+    the compile environment of buildkit's first job (archs, sysroot, offline from a wheelhouse of the
+    build requirements) and its repair command, but no compiler cache, no gate, no per-job staging.
+    Wall seconds, CPU seconds, wheels made."""
+    tag, jobs = tag_of(client, path)
+    job = jobs[0]
+    source = tmp / "peer-src"
+    shutil.copytree(
+        ROOT / "csrc", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    )
+    wheelhouse = source / ".buildkit" / cibw.WHEELHOUSE_NAME
+    download = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--dest", str(wheelhouse)]
+    subprocess.run([*download, "setuptools>=77"], check=True, capture_output=True)
+    settings = cibw.CibwSettings(
+        image=tag,
+        source_date_epoch=int(time.time()),
+        ccache_volume=None,
+        with_ca_bundle=False,
+        labels={PEER_LABEL: "peer"},
+        network=False,
+    )
+    options = cibw.cibuildwheel_options(job, settings)
+    env = cibw.container_environment(job, settings)
+    env.pop("BUILDKIT_JOB", None)
+    options["CIBW_ENVIRONMENT_LINUX"] = cibw.render_environment(env)
+    options["CIBW_BUILD"] = " ".join(f"{j.cp_tag}-manylinux_x86_64" for j in jobs)
+    out = tmp / "peer-out"
+    command = [sys.executable, "-m", "cibuildwheel", str(source), "--output-dir", str(out)]
+    environment = cibw.subprocess_environment(os.environ, options)
+    done, wall, cpu = timed(
+        client, command, lambda _pid: lambda labels: PEER_LABEL in labels, env=environment
+    )
+    if done.returncode != 0:
+        sys.exit(f"plain cibuildwheel failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return wall, cpu, len(list(out.glob("*.whl")))
+
+
+def torch_extension(client: Any, tmp: Path, name: str) -> dict[str, Any]:
+    """Cold, no-change and one-file-change builds of one torch extension (its own copy of the source)."""
+    if name == "refops":
+        source = tmp / "refops-src"
+        shutil.copytree(
+            ROOT / "csrc" / "refops", source, ignore=shutil.ignore_patterns("build", "*.egg-info")
+        )
+        recipe = yaml.safe_load((ROOT / "recipes" / "reference-torch.yaml").read_text())
+        recipe["source"] = {"path": str(source)}
+        for key in ("publish", "smoke"):
+            recipe.pop(key, None)
+        path = tmp / "refops.yaml"
+        path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+        changed, kind, device, host = source / "src" / "rms_norm.hip", "device", 1, 1
+    else:
+        path = helpers.plain_torch_extension(tmp)
+        source = tmp / "plaintorch"
+        changed, kind, device, host = (
+            source / "src" / "scale_add.cpp",
+            "host",
+            helpers.PLAIN_TORCH_DEVICE,
+            helpers.PLAIN_TORCH_HOST,
+        )
+    volume = volume_of(client, path)
+    drop(client, volume)
+    try:
+        cold = build(client, path, tmp, f"{name}-cold", "--force")
+        warm = build(client, path, tmp, f"{name}-warm", "--force")
+        changed.write_text(changed.read_text() + "\n// a change: this file compiles again\n")
+        one = build(client, path, tmp, f"{name}-one", "--force")
+    finally:
+        drop(client, volume)
+    return {"cold": cold, "warm": warm, "one": one, "kind": kind, "device": device, "host": host,
+            "file": changed.name}  # fmt: skip
+
+
+def third_party(client: Any, tmp: Path) -> tuple[Built, Built]:
+    path = ROOT / "recipes" / "pywhispercpp.yaml"
+    volume = volume_of(client, path)
+    drop(client, volume)
+    try:
+        return build(client, path, tmp, "tp-cold", "--force"), build(client, path, tmp, "tp-warm", "--force")
+    finally:
+        drop(client, volume)
+
+
+class Report:
+    """Lines printed as they come, ratios at the end."""
+
+    def __init__(self) -> None:
+        self.ratios: list[str] = []
+
+    @staticmethod
+    def say(text: str) -> None:
+        print(text, flush=True)
+
+    def ratio(self, label: str, text: str) -> None:
+        self.ratios.append(f"{label:44} {text}")
+
+
+def times(b: Built) -> str:
+    return f"{b.wall:.1f}s wall, {b.cpu:.1f} CPU s"
+
+
+def matrix(client: Any, path: Path, tmp: Path, volume: str, out: Report, with_peer: bool) -> None:
+    drop(client, volume)
+    try:
+        cold = build(client, path, tmp, "cold", "--force")
+        warm = build(client, path, tmp, "cold", "--force")
+    finally:
+        drop(client, volume)
+    for title, b in (("matrix cold (serial, one shared cache volume):", cold), ("no-change rebuild:", warm)):
+        out.say(title)
+        for job in JOBS:
+            out.say(f"  {job}  {b.seconds.get(job, 0):6.1f}s  {hm(b.stats.get(job))}")
+        out.say(f"  total {times(b)}")
+    first = cold.seconds[JOBS[0]]
+    rest = sum(cold.seconds[j] for j in JOBS[1:])
+    device = sum(1 for j in JOBS[1:] if (cold.stats[j]["hits"], cold.stats[j]["misses"]) == (DEVICE, HOST))
+    hits = sum(w["hits"] for w in warm.stats.values())
+    compiles = sum(w["hits"] + w["misses"] for w in warm.stats.values())
+    n = len(JOBS)
+    out.ratio(f"jobs 2..{n} / job 1 (cold matrix):", f"{rest / first:.2f}  ({rest:.1f}s / {first:.1f}s)")
+    out.ratio(f"jobs 2..{n} with every device compile a hit:", f"{device}/{n - 1}")
+    out.ratio("no-change rebuild hits (matrix):", f"{hits}/{compiles}")
+    if with_peer:
+        p_wall, p_cpu, wheels = peer(client, path, tmp)
+        out.say(
+            f"plain cibuildwheel, same image, no cache, one run ({wheels} wheels): "
+            f"{p_wall:.1f}s wall, {p_cpu:.1f} CPU s"
+        )
+        out.ratio(
+            "cold matrix / plain cibuildwheel:",
+            f"{cold.wall / p_wall:.2f} wall ({cold.wall:.1f}s / {p_wall:.1f}s), "
+            f"{cold.cpu / p_cpu:.2f} CPU ({cold.cpu:.1f} / {p_cpu:.1f} CPU s)",
+        )
+        out.ratio(
+            "no-change matrix / plain cibuildwheel:",
+            f"{warm.wall / p_wall:.2f} wall, {warm.cpu / p_cpu:.2f} CPU",
+        )
+
+
+def torch(client: Any, tmp: Path, out: Report) -> None:
+    for ext in ("plaintorch", "refops"):
+        r = torch_extension(client, tmp, ext)
+        out.say(f"torch extension {ext} ({TORCH_JOB}; {r['device']} device + {r['host']} host compiles):")
+        cold, warm, one = (r[k] for k in ("cold", "warm", "one"))
+        for what, b in (("cold", cold), ("no-change", warm), (f"{r['file']} changed ({r['kind']})", one)):
+            out.say(f"  {what:28} {times(b)}  {hm(b.stats.get(TORCH_JOB))}")
+        w, o = warm.stats[TORCH_JOB], one.stats[TORCH_JOB]
+        other = "host" if r["kind"] == "device" else "device"
+        changed_hit = r[r["kind"]] - o["misses"]  # the changed kind's files that still hit
+        split = (
+            f"{r['kind']} {changed_hit}/{r[r['kind']]} hit, {other} {o['hits'] - changed_hit}/{r[other]} hit"
+        )
+        out.ratio(
+            f"{ext}: no-change rebuild hits:",
+            f"{w['hits']}/{w['hits'] + w['misses']}  ({times(warm)}; "
+            f"/ cold: {warm.wall / cold.wall:.2f} wall, "
+            f"{warm.cpu / cold.cpu:.2f} CPU)",
+        )
+        out.ratio(
+            f"{ext}: one {r['kind']} file changed:",
+            f"{o['hits']} hits / {o['misses']} misses ({split}); {times(one)}",
+        )
+        if r["kind"] == "device":  # job 2 of a CPython matrix: its device compile a hit, its host ones not
+            device_s = max(one.cpu - warm.cpu, 0.0)
+            out.ratio(
+                f"{ext}: the device compile's CPU s:",
+                f"~{device_s:.1f} of a cold job's {cold.cpu:.1f}: jobs 2..N / job 1 of a CPython matrix "
+                f"~{(cold.cpu - device_s) / cold.cpu:.2f} (CPU, projected)",
+            )
+
+
+def parallel(client: Any, path: Path, tmp: Path, out: Report) -> None:
+    serial = build(client, path, tmp, "serial", "--force", "--no-cache")
+    both = build(client, path, tmp, "parallel", "--force", "--no-cache", "--parallel", "2")
+    out.say(f"--no-cache matrix: serial {times(serial)}; --parallel 2 {times(both)}")
+    out.ratio("--parallel 2 / serial (wall, no cache):", f"{both.wall / serial.wall:.2f}")
+
+
+def remote(client: Any, path: Path, tmp: Path, volume: str, out: Report) -> None:
+    with redis() as url:
+        drop(client, volume)
+        a = build(client, path, tmp, "machine-a", "--job", JOBS[0], "--ccache-remote", url)
+        drop(client, volume)
+        b = build(client, path, tmp, "machine-b", "--job", JOBS[0], "--ccache-remote", url)
+        drop(client, volume)
+        bc = build(client, path, tmp, "machine-b-cold", "--job", JOBS[0])
+        drop(client, volume)
+    job = JOBS[0]
+    out.say(f"remote store ({job}): A cold {times(a)} ({hm(a.stats.get(job))})")
+    out.say(
+        f"  B from the store {times(b)} ({hm(b.stats.get(job))}); "
+        f"B cold {times(bc)} ({hm(bc.stats.get(job))})"
+    )
+    out.ratio(
+        "machine B cold / machine B from store:", f"{bc.wall / b.wall:.2f}x wall, {bc.cpu / b.cpu:.2f}x CPU"
+    )
+
+
+def pywhispercpp(client: Any, tmp: Path, out: Report) -> None:
+    cold, warm = third_party(client, tmp)
+    (job,) = cold.stats
+    out.say(f"pywhispercpp ({job}): cold {times(cold)} ({hm(cold.stats[job])})")
+    out.say(f"  no-change {times(warm)} ({hm(warm.stats[job])})")
+    out.ratio(
+        "pywhispercpp no-change / cold:", f"{warm.wall / cold.wall:.2f} wall, {warm.cpu / cold.cpu:.2f} CPU"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--only", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS)
+    )
+    parser.add_argument(
+        "--third-party", action="store_true", help="also recipes/pywhispercpp.yaml (~30 min cold)"
+    )
+    args = parser.parse_args(argv)
+    chosen = {s.strip() for s in args.only.split(",") if s.strip()}
+    unknown = chosen - set(SCENARIOS)
+    if unknown:
+        parser.error(f"unknown scenario(s): {', '.join(sorted(unknown))}")
     client = connect()
+    out = Report()
     with tempfile.TemporaryDirectory(prefix="buildkit-economy-") as name:
         tmp = Path(name)
-        path = recipe(tmp)
-        volume = volume_of(path, client)
-        drop(client, volume)
-        try:
-            _, cold_s, cold = build(path, tmp, "cold", "--force")
-            print("matrix cold (serial, one shared cache volume):")
-            for job in JOBS:
-                print(f"  {job}  {cold_s.get(job, 0):6.1f}s  {hm(cold.get(job))}")
-            _, warm_s, warm = build(path, tmp, "cold", "--force")
-            print("no-change rebuild:")
-            for job in JOBS:
-                print(f"  {job}  {warm_s.get(job, 0):6.1f}s  {hm(warm.get(job))}")
-            serial_wall, _, _ = build(path, tmp, "serial", "--force", "--no-cache")
-            parallel_wall, _, _ = build(path, tmp, "parallel", "--force", "--no-cache", "--parallel", "2")
-            print(f"--no-cache matrix: serial {serial_wall:.1f}s, --parallel 2 {parallel_wall:.1f}s")
-            with redis(client) as url:
-                drop(client, volume)
-                a_wall, _, a = build(path, tmp, "machine-a", "--job", JOBS[0], "--ccache-remote", url)
-                drop(client, volume)
-                b_wall, _, b = build(path, tmp, "machine-b", "--job", JOBS[0], "--ccache-remote", url)
-                drop(client, volume)
-                bc_wall, _, bc = build(path, tmp, "machine-b-cold", "--job", JOBS[0])
-            print(
-                f"remote store ({JOBS[0]}): A cold {a_wall:.1f}s ({hm(a.get(JOBS[0]))}), "
-                f"B from the store {b_wall:.1f}s ({hm(b.get(JOBS[0]))}), "
-                f"B cold {bc_wall:.1f}s ({hm(bc.get(JOBS[0]))})"
-            )
-        finally:
-            drop(client, volume)
-    first = cold_s[JOBS[0]]
-    rest = sum(cold_s[j] for j in JOBS[1:])
-    device_hits = sum(1 for j in JOBS[1:] if (cold[j]["hits"], cold[j]["misses"]) == (DEVICE, HOST))
-    warm_hits = sum(w["hits"] for w in warm.values())
-    warm_all = sum(w["hits"] + w["misses"] for w in warm.values())
-    print("ratios:")
-    print(f"  jobs 2..{len(JOBS)} / job 1 (cold matrix):   {rest / first:.2f}  ({rest:.1f}s / {first:.1f}s)")
-    print(f"  jobs 2..{len(JOBS)} with every device compile a hit: {device_hits}/{len(JOBS) - 1}")
-    print(f"  no-change rebuild hits:                 {warm_hits}/{warm_all}")
-    print(f"  --parallel 2 / serial (wall, no cache): {parallel_wall / serial_wall:.2f}")
-    print(f"  machine B cold / machine B from store:  {bc_wall / b_wall:.2f}x")
+        path = helpers.reference_three_pythons(tmp)
+        volume = volume_of(client, path)
+        if chosen & {"matrix", "peer"}:
+            matrix(client, path, tmp, volume, out, with_peer="peer" in chosen)
+        if "torch" in chosen:
+            torch(client, tmp, out)
+        if "parallel" in chosen:
+            parallel(client, path, tmp, out)
+        if "remote" in chosen:
+            remote(client, path, tmp, volume, out)
+        if args.third_party:
+            pywhispercpp(client, tmp, out)
+    out.say("ratios:")
+    for line in out.ratios:
+        out.say("  " + line)
     return 0
 
 

@@ -29,6 +29,10 @@ three ways, and each is routed (:func:`environment`):
 No ``CCACHE_BASEDIR``: the tree is always at ``/project``, so hits need no path rewriting, and the
 rewriting changes what the compiler sees (``__FILE__`` and debug info become relative), so a cached
 build would differ from an uncached one (``buildkit verify`` rebuilds without the cache).
+One difference remains for HIP compiles without an explicit ``-cuid=``: clang hashes its command
+line into the translation unit's ID (``__hip_cuid_*``, ``-fuse-cuid=hash``), and ccache runs clang
+with the arguments in its own order (and ``-fcolor-diagnostics``), so such an object differs from an
+uncached compile's (csrc's and refops' builds pass a ``-cuid`` of the source's relative path).
 
 **Device code once per matrix.** The jobs that differ in their Python only share the volume, and a
 HIP translation unit that includes nothing of Python's is hit by jobs 2..N: their compile lines
@@ -41,16 +45,22 @@ side, so a direct-mode manifest naming ``/usr/include/python3.13/Python.h`` stil
 3.14 job (the file is there, unchanged) and would hand the 3.14 job the 3.13 object (seen with
 ccache 4.14 on debian-sid-rocm: ``module.c`` built for 3.14 came out byte-identical to 3.13's).
 
-The isolated build environment lives at a random path (``/tmp/build-env-*`` of ``build``,
-``/tmp/pip-build-env-*`` of pip, uv's ``builds-v0/.tmp*``), and setuptools passes its ``include``
-folder to every compile (``-I/tmp/build-env-37_bztod/include``, empty): ccache's direct mode hashes
-the command line, so it would never hit, and each hit would cost a run of the preprocessor.
-:data:`IGNORED_OPTIONS` leaves those ``-I`` out of the direct-mode hash; ccache's manifest still
-records every header a compile read, by path and content, so a compile that read a header from an
-earlier build environment (gone now) misses in direct mode, and then in preprocessor mode too, whose
-output names that random path. That is what ccache cannot hit: compiles that include headers the
-frontend installed into its environment (pybind11, numpy, torch); ``--no-isolation`` builds against
-the job's Python, at a fixed path.
+**The isolated build environment at a fixed path.** A build frontend makes the build's environment
+at a random path (``/tmp/build-env-*`` of pypa/build, ``/tmp/pip-build-env-*`` of pip, uv's
+``builds-v0/.tmp*``), and every compile that includes its headers names it: torch's
+``cpp_extension`` passes ``-I<env>/.../torch/include``, the preprocessed text and ccache's manifest
+name each header under it, and the objects carry it (``__FILE__`` of the headers' inline
+``TORCH_CHECK``s, pybind11's lambdas' names in RTTI: 38 times in a two-file torch extension). So no
+such compile could hit, and no two builds of a torch extension were the same bytes. pypa/build (>=
+1.5, ``--env-dir``) makes it at :data:`BUILD_ENV_DIR` instead, in every build with or without the
+cache: the images whose ``build`` takes that (:attr:`Layout.fixed_build_env`: the Debian builders
+pin 1.6.1) get ``CIBW_BUILD_FRONTEND="build; args: --env-dir ..."`` (``cibw.build_frontend``; also
+``build[uv]``). The environment is still isolated and made from the same locked wheelhouse, so the
+build stays hermetic and its wheel reproducible; a no-change rebuild of a torch extension hits every
+compile (tests/docker/test_torch_cache_e2e.py). Where the frontend cannot (pip, uv, an image with an
+older ``build``), :data:`IGNORED_OPTIONS` leaves the random ``-I`` out of the direct-mode hash: a
+compile that only names the empty ``<env>/include`` still hits, one that reads a header from the
+environment misses (the manifest names the header at a path gone since).
 
 The layout is the one the image's profile declares (``cache_layout`` and ``cache_hip`` in
 docker/profiles.toml: :data:`NAMED`); an image of the project's own Dockerfile or a ref gets
@@ -99,6 +109,10 @@ SID_SETUP = (
 CMAKE_LAUNCHERS = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER")
 #: the routing variables a recipe may set itself: its own routing wins, ours is left out
 RECIPE_OVERRIDABLE = frozenset({*CMAKE_LAUNCHERS, "HIP_CLANG_LAUNCHER", "HIP_CLANG_PATH"})
+#: where pypa/build makes the isolated build environment of a job (``--env-dir``): the same path in
+#: every build, so the compile lines, the headers ccache records and the objects (``__FILE__`` of the
+#: headers' inline functions, lambdas' names in RTTI, debug info) never name a random one
+BUILD_ENV_DIR = "/tmp/buildkit-build-env"
 #: ``-I`` options naming the build frontends' isolated environments (random paths), kept out of ccache's
 #: direct-mode hash (``CCACHE_IGNOREOPTIONS``; a trailing ``*`` matches any rest)
 IGNORED_OPTIONS = ("-I/tmp/build-env-*", "-I/tmp/pip-build-env-*", "-I/root/.cache/uv/builds-v0/*")
@@ -120,12 +134,21 @@ class Layout:
     launchers: bool
     #: a shell command the build runs first (before_build) to make what ``hip`` names; None: nothing
     setup: str | None = None
+    #: the image's pypa/build takes ``--env-dir`` (>= 1.5): its isolated build environment is made
+    #: at :data:`BUILD_ENV_DIR` rather than a random ``/tmp/build-env-*`` (``cibw.build_frontend``).
+    #: The Debian builders' Python tools are docker/debian-rocm.python.txt (build 1.6.1): a builder
+    #: declaring a Debian layout installs them too
+    fixed_build_env: bool = False
 
 
 #: Debian's ccache package links gcc, g++, cc, c++, x86_64-linux-gnu-* and clang(++)-17 (bookworm:
 #: -15) in /usr/lib/ccache (the Dockerfiles run update-ccache-symlinks after installing every compiler)
 DEBIAN = Layout(
-    "debian", ("/usr/lib/ccache",), MappingProxyType({"HIP_CLANG_LAUNCHER": "ccache"}), launchers=True
+    "debian",
+    ("/usr/lib/ccache",),
+    MappingProxyType({"HIP_CLANG_LAUNCHER": "ccache"}),
+    launchers=True,
+    fixed_build_env=True,
 )
 #: Debian sid's current ROCm (6.4 and 7.2): the compiled hipcc, routed like AMD's through wrappers
 #: of its clang, which the build's first hook makes (:data:`SID_SETUP`)
@@ -135,6 +158,7 @@ DEBIAN_SID = Layout(
     MappingProxyType({"HIP_CLANG_PATH": SID_HIP_WRAPPERS}),
     launchers=True,
     setup=SID_SETUP,
+    fixed_build_env=True,
 )
 #: EPEL's ccache on EL: /usr/lib64/ccache (gcc, g++, cc, c++: the gcc-toolset's by name); AMD's hipcc
 #: through the clang wrappers

@@ -314,9 +314,24 @@ _NO_ISOLATION = {
 }
 
 
-def build_frontend(name: str, isolation: bool) -> str:
-    """``CIBW_BUILD_FRONTEND``: the recipe's frontend, with isolation turned off by ``--no-isolation``."""
-    return name if isolation else f"{name}; args: {_NO_ISOLATION[name]}"
+#: the frontends that can make their isolated environment at a given path (pypa/build's ``--env-dir``)
+_ENV_DIR_FRONTENDS = frozenset({"build", "build[uv]"})
+
+
+def build_frontend(name: str, isolation: bool, *, fixed_env: bool = False) -> str:
+    """``CIBW_BUILD_FRONTEND``: the recipe's frontend, with isolation turned off by ``--no-isolation``.
+
+    With ``fixed_env`` (the image's pypa/build takes ``--env-dir``: ``ccache.Layout.fixed_build_env``)
+    an isolated build by ``build`` or ``build[uv]`` makes its environment at
+    :data:`ccache.BUILD_ENV_DIR`, with or without the compiler cache: what a compile includes from
+    it (torch's, pybind11's, numpy's headers) is then hit by ccache on the next build, and a cached
+    build's wheel is byte for byte the uncached one's (the headers' paths end up in the objects).
+    pip and uv have no such option: their environments stay at random paths."""
+    if not isolation:
+        return f"{name}; args: {_NO_ISOLATION[name]}"
+    if fixed_env and name in _ENV_DIR_FRONTENDS:
+        return f"{name}; args: --env-dir {ccache.BUILD_ENV_DIR}"
+    return name
 
 
 def container_engine(settings: CibwSettings) -> str:
@@ -345,7 +360,9 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
         # empty beats the project's [tool.cibuildwheel] environment-pass: no host variable gets in
         "CIBW_ENVIRONMENT_PASS_LINUX": "",
         "CIBW_REPAIR_WHEEL_COMMAND_LINUX": repair_command(job),
-        "CIBW_BUILD_FRONTEND": build_frontend(job.hooks.build_frontend, settings.build_isolation),
+        "CIBW_BUILD_FRONTEND": build_frontend(
+            job.hooks.build_frontend, settings.build_isolation, fixed_env=ccache.layout(job).fixed_build_env
+        ),
         "CIBW_BUILD_VERBOSITY": "1",
         "CIBW_ENABLE": "",
         # cibuildwheel 4 audits abi3 wheels with abi3audit in a virtualenv it downloads on the host;

@@ -3,12 +3,18 @@
 ``docker_client``: a client for the engine named by DOCKER_HOST / the current docker context.
 When no engine answers, the test FAILS under CI (``CI=true``: the engine is part of the CI
 contract) and is skipped elsewhere. ``debian_rocm_image``: the debian-rocm builder image, built
-once per session (and across sessions: it is reused by its content tag).
+once per session (and across sessions: it is reused by its content tag). ``redis``: a real Redis
+(Debian's redis-server) on 127.0.0.1 for ``build --ccache-remote``, started for the module.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,3 +49,51 @@ def debian_rocm_image(docker_client: Any) -> images.ImageRef:
     except Exception:
         _require_engine("base image debian:trixie-slim missing: run `buildkit image seed debian:trixie-slim`")
     return images.ensure_image("debian-rocm", client=docker_client, progress=print)
+
+
+def _free_port(host: str) -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def redis(docker_client: Any) -> Iterator[tuple[str, int]]:
+    server = shutil.which("redis-server")
+    if server is None:
+        pytest.fail("redis-server is not installed: ./dev setup installs Debian's", pytrace=False)
+    host = "127.0.0.1"  # the relay runs in the host's network namespace; nothing leaves loopback
+    port = _free_port(host)
+    proc = subprocess.Popen(
+        [
+            server,
+            "--bind",
+            host,
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(50):
+            with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
+                break
+            time.sleep(0.1)
+        yield host, port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def redis_command(host: str, port: int, *command: str) -> str:
+    """``redis-cli`` against the fixture's store: its reply."""
+    done = subprocess.run(
+        ["redis-cli", "-h", host, "-p", str(port), *command], capture_output=True, text=True
+    )
+    return done.stdout.strip()

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import json
-import shutil
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -52,46 +49,6 @@ print("interfaces", ",".join(sorted(os.listdir("/sys/class/net"))))
 for host, port in [(sys.argv[2], int(sys.argv[3]))]:
     print(f"{host}:{port}", reach(socket.AF_INET, (host, port)))
 """
-
-
-def _free_port(host: str) -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def redis(docker_client: Any) -> Iterator[tuple[str, int]]:
-    server = shutil.which("redis-server")
-    if server is None:
-        pytest.fail("redis-server is not installed: ./dev setup installs Debian's", pytrace=False)
-    host = "127.0.0.1"  # the relay runs in the host's network namespace; nothing leaves loopback
-    port = _free_port(host)
-    proc = subprocess.Popen(
-        [
-            server,
-            "--bind",
-            host,
-            "--port",
-            str(port),
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--protected-mode",
-            "no",
-        ],
-        stdout=subprocess.DEVNULL,
-    )
-    try:
-        for _ in range(50):
-            with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1):
-                break
-            time.sleep(0.1)
-        yield host, port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def _redis(host: str, port: int, *command: str) -> str:

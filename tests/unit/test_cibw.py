@@ -344,3 +344,34 @@ def test_every_variable_a_hermetic_build_sets_is_reserved() -> None:
     ours = cibw.container_environment(job, _settings(network=False))
     recipe_keys = set(job.env) - {"PYTORCH_ROCM_ARCH", "GPU_ARCHS"}
     assert set(ours) - recipe_keys <= set(RESERVED_ENV) | cibw.RECIPE_OVERRIDABLE
+
+
+@pytest.mark.parametrize(
+    ("recipe", "frontend", "fixed"),
+    [
+        ("reference-trixie.yaml", "build", True),  # debian-rocm: pypa/build 1.6.1 (--env-dir)
+        ("reference-trixie.yaml", "build[uv]", True),
+        ("reference-torch.yaml", "build", True),  # debian-sid-rocm: the same pins
+        ("reference-trixie.yaml", "pip", False),  # pip and uv have no such option
+        ("reference-trixie.yaml", "uv", False),
+        ("aiter.yaml", "build", False),  # manylinux_2_28-rocm: the base image's build, version unknown
+    ],
+)
+def test_the_isolated_build_environment_is_at_a_fixed_path_where_the_frontend_can(
+    recipe: str, frontend: str, fixed: bool
+) -> None:
+    """pypa/build's ``--env-dir``: the isolated environment at ccache.BUILD_ENV_DIR in every build,
+    so compiles including its headers (torch's) hit the cache and the objects never name a random
+    path; the same with and without the cache (the uncached build is the reference bytes)."""
+    from cibuildwheel.frontend import BuildFrontendConfig
+
+    job = _job(recipe)
+    job = dataclasses.replace(job, hooks=dataclasses.replace(job.hooks, build_frontend=frontend))
+    for volume in ("rocm-buildkit-ccache-0123", None):
+        value = cibw.cibuildwheel_options(job, _settings(ccache_volume=volume))["CIBW_BUILD_FRONTEND"]
+        parsed = BuildFrontendConfig.from_config_string(value)
+        assert parsed.name == frontend
+        assert list(parsed.args) == (["--env-dir", ccache.BUILD_ENV_DIR] if fixed else []), value
+    # --no-isolation builds in the job's Python (pypa/build refuses --env-dir with it)
+    value = cibw.cibuildwheel_options(job, _settings(build_isolation=False))["CIBW_BUILD_FRONTEND"]
+    assert "--env-dir" not in value

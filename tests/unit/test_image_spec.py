@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from buildkit.build import cibw
+from buildkit.build import ccache, cibw
 from buildkit.image.builder import _base_of, packages_dockerfile
 from buildkit.image.probe import MIN_AUDITWHEEL, Contract, parse_probe, problems
 from buildkit.plan.expansion import expand
@@ -62,7 +62,8 @@ def test_hooks_reach_cibuildwheel_with_its_meaning(tmp_path: Path) -> None:
 
     parsed = parse_config_settings(opts["CIBW_CONFIG_SETTINGS_LINUX"])
     assert parsed == {"setup-args": ["-Dhip=true", "-Dopt=a b"], "builddir": "build"}
-    assert opts["CIBW_BUILD_FRONTEND"] == "build[uv]"
+    # the image's pypa/build makes the isolated environment at a fixed path (ccache.BUILD_ENV_DIR)
+    assert opts["CIBW_BUILD_FRONTEND"] == f"build[uv]; args: --env-dir {ccache.BUILD_ENV_DIR}"
     assert opts["CIBW_TEST_COMMAND_LINUX"] == "pytest {project}/tests"
     assert shlex.split(opts["CIBW_TEST_REQUIRES_LINUX"]) == ["pytest", "numpy>=2"]
     assert opts["CIBW_TEST_SKIP"] == ""
@@ -89,7 +90,7 @@ def test_without_hooks_every_option_is_still_set_so_the_projects_table_cannot_ad
     ):
         assert opts[name] == "", name
     assert opts["CIBW_TEST_SKIP"] == "*"
-    assert opts["CIBW_BUILD_FRONTEND"] == "build"
+    assert opts["CIBW_BUILD_FRONTEND"] == f"build; args: --env-dir {ccache.BUILD_ENV_DIR}"
 
 
 @pytest.mark.parametrize(
