@@ -54,6 +54,7 @@ class BuildkitError(Exception):
 
     def to_json(self) -> dict[str, Any]:
         """The error as a command's ``--json`` prints it (``buildkit/schema/error.schema.json``)."""
+        # hand-written, no JsonShape (buildkit/records.py): an exception, no record: its kind is its class
         return {"kind": type(self).__name__, "exit_code": self.exit_code, "message": self.message}
 
 
@@ -164,6 +165,7 @@ class PublishRefused(BuildkitError):
         self.refusals = tuple(refusals)
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): an exception, no record: the refusals are pairs
         data = super().to_json()
         if self.refusals:
             data["refusals"] = [{"wheel": wheel, "reason": reason} for wheel, reason in self.refusals]

@@ -56,6 +56,7 @@ from buildkit.docker_engine import Throwaway, throwaway
 from buildkit.errors import DockerUnavailable, SmokeFailed, UsageError, WheelReadError
 from buildkit.image.builder import with_packages
 from buildkit.recipe import load_recipe
+from buildkit.records import json_shape, to_data
 
 WORKDIR = "/bk-smoke"  # put_archive at "/": the one folder every image has
 VENV = f"{WORKDIR}/venv"
@@ -112,6 +113,7 @@ class Step:
         return summarize_error(self.output) or f"exit code {self.exit_code}"
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): error() is computed
         return {
             "kind": self.kind,
             "what": self.what,
@@ -122,6 +124,7 @@ class Step:
         }
 
 
+@json_shape()
 @dataclass(frozen=True)
 class SmokeResult:
     name: str
@@ -130,16 +133,6 @@ class SmokeResult:
     reason: str = ""  # why skipped / what failed
     gpu: str = ""  # what was said about GPU access
     steps: tuple[Step, ...] = field(default=())
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "image": self.image,
-            "status": self.status,
-            "reason": self.reason,
-            "gpu": self.gpu,
-            "steps": [s.to_json() for s in self.steps],
-        }
 
 
 def summarize_error(output: str) -> str:
@@ -716,7 +709,7 @@ def render_human(results: list[SmokeResult]) -> str:
 
 
 def render_json(results: list[SmokeResult]) -> str:
-    return json.dumps({"results": [r.to_json() for r in results]}, indent=2, sort_keys=True)
+    return json.dumps({"results": to_data(results)}, indent=2, sort_keys=True)
 
 
 def raise_on_failure(results: list[SmokeResult]) -> None:

@@ -85,6 +85,7 @@ from buildkit import profiles
 from buildkit.docker_engine import throwaway
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
+from buildkit.records import Key, json_shape
 
 #: where the job's cache volume is mounted in the build container
 CONTAINER_DIR = "/ccache"
@@ -224,6 +225,7 @@ def environment(job: Job) -> dict[str, str]:
     return env
 
 
+@json_shape("hits", "misses", Key("hit_rate", convert=lambda rate: round(rate, 4)))
 @dataclass(frozen=True)
 class CacheStats:
     """The compiles of one build as ccache counted them."""
@@ -236,14 +238,6 @@ class CacheStats:
         """hits / (hits + misses); None when no compile was cacheable."""
         total = self.hits + self.misses
         return self.hits / total if total else None
-
-    def to_json(self) -> dict[str, Any]:
-        rate = self.hit_rate
-        return {
-            "hits": self.hits,
-            "misses": self.misses,
-            "hit_rate": None if rate is None else round(rate, 4),
-        }
 
     def describe(self) -> str:
         """``41 hits, 1 miss (97.6% hit rate)``; ``no compile went through ccache`` when none did."""

@@ -23,13 +23,14 @@ from buildkit.gate.findings import Finding
 from buildkit.gate.report import render_all, render_human, to_json, verdict_to_json
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
+from buildkit.records import to_data
 
 
 def gate_key(config: GateConfig) -> dict[str, Any]:
     """The gate configuration as plain JSON data (keys sorted) for
     :func:`~buildkit.build.key.inputs_key`, without the recipe's path as typed: its sha256 stays, so
     the same rules give the same key from any folder."""
-    data: dict[str, Any] = json.loads(json.dumps(config.to_json(), sort_keys=True, default=str))
+    data: dict[str, Any] = json.loads(json.dumps(to_data(config), sort_keys=True, default=str))
     data.pop("recipe", None)
     for added in (
         "torch_abi",

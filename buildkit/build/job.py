@@ -80,6 +80,7 @@ from buildkit.fsutil import atomic_write
 from buildkit.gate.config import GateConfig
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
+from buildkit.records import to_data
 from buildkit.source.fetch import redact
 from buildkit.split import SplitResult, output_config, split_wheel
 
@@ -564,7 +565,7 @@ def _quarantine(
         "refused_by": "regression" if regression is not None else "gate",
         "errors": errors,
         "verdict": gated.verdict,
-        "regression": regression.to_json() if regression is not None else None,
+        "regression": to_data(regression),
         "reports": {"text": wheel.name + TEXT_SUFFIX, "json": wheel.name + JSON_SUFFIX},
         "examine": command,
         "published": "never: a refused wheel has no manifest; fix the cause and build again",
@@ -629,8 +630,8 @@ def _record(
             "network": recipe.network,
             "build_requirements": _lock_record(wheel, lock),
             "torch": torch_record(job, lock),
-            "compiler_cache": cache.to_json() if cache is not None else None,
-            "regression": regression.to_json() if regression is not None else None,
+            "compiler_cache": to_data(cache),
+            "regression": to_data(regression),
             "verdict": gated.verdict,
             "gate": out.gate,
         }
@@ -663,7 +664,7 @@ def _lock_record(wheel: Path, lock: requirements.Lock | None) -> dict[str, Any] 
     if lock is None:
         return None
     path = atomic_write(manifest.lock_path(wheel), lock.render())
-    return {**lock.to_json(), "lock": path.name}
+    return {**to_data(lock), "lock": path.name}
 
 
 def torch_record(job: Job, lock: requirements.Lock | None) -> dict[str, Any] | None:

@@ -302,6 +302,7 @@ class Attestation:
     keyid: str | None
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): the format's constants
         return {
             "file": self.path.name,
             "format": "dsse+in-toto-statement-v1",

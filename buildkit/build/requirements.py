@@ -71,6 +71,7 @@ from buildkit.manifest import sha256_file
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
 from buildkit.recipe.yamlspan import Path as JsonPath
+from buildkit.records import json_shape, to_data
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -112,6 +113,7 @@ class Requested:
         return canonicalize_name(Requirement(self.requirement).name)
 
 
+@json_shape()
 @dataclass(frozen=True)
 class Locked:
     """One file of the wheelhouse."""
@@ -124,10 +126,8 @@ class Locked:
     def line(self) -> str:
         return f"{self.name}=={self.version} --hash=sha256:{self.sha256}"
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "version": self.version, "file": self.file, "sha256": self.sha256}
 
-
+@json_shape("python", "platforms", "requested", "files", "sha256")
 @dataclass(frozen=True)
 class Lock:
     """The wheelhouse of a job: what was requested and the files that satisfy it, by sha256."""
@@ -154,15 +154,6 @@ class Lock:
         ]
         return "\n".join([*head, *(f.line() for f in self.files)]) + "\n"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "python": self.python,
-            "platforms": list(self.platforms),
-            "requested": list(self.requested),
-            "files": [f.to_json() for f in self.files],
-            "sha256": self.sha256,
-        }
-
     @classmethod
     def from_json(cls, job: str, data: Any) -> Lock:
         """The lock a manifest records; :class:`BuildFailed` for one of another shape."""
@@ -185,9 +176,7 @@ class Lock:
             raise BuildFailed(f"the manifest's build_requirements name no sha256 for {', '.join(bad)}")
         for f in files:  # the lines of a requirements file: nothing but a name, a version, a wheel
             if not (_is_canonical(f.name) and _is_version(f.version) and _is_wheel_of(f)):
-                raise BuildFailed(
-                    f"the manifest's build_requirements have a malformed entry: {f.to_json()!r}"
-                )
+                raise BuildFailed(f"the manifest's build_requirements have a malformed entry: {to_data(f)!r}")
         return lock
 
 

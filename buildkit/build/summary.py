@@ -12,6 +12,7 @@ from typing import Any
 
 from buildkit.build.job import JobResult
 from buildkit.build.quarantine import shown as _shown
+from buildkit.records import to_data
 from buildkit.tables import table_lines
 
 #: a job's status on a terminal
@@ -102,7 +103,7 @@ def summary_json(results: Sequence[JobResult]) -> dict[str, Any]:
             "log": path(r.log),
             "refused": path(r.refused),
             "examine": r.examine,
-            "compiler_cache": r.compiler_cache.to_json() if r.compiler_cache is not None else None,
+            "compiler_cache": to_data(r.compiler_cache),
             "message": r.message,
         }
         for r in results

@@ -43,12 +43,14 @@ from buildkit.image.ceilings import ceilings_from_images
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe, load_recipe
+from buildkit.records import Key, json_shape
 
 DIFFOSCOPE_TIMEOUT = 600
 DIFFOSCOPE_MAX_LINES = 200
 
 
 # --------------------------------------------------------------------------- member comparison
+@json_shape(omit="empty")
 @dataclass(frozen=True)
 class MemberDiff:
     name: str
@@ -75,9 +77,6 @@ class MemberDiff:
                 f"{self.name}: only in the rebuild ({self.rebuilt_size} bytes, sha256 {self.rebuilt_sha256})"
             )
         return f"{self.name}: same bytes, other zip metadata ({self.detail})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items() if v not in (None, "")}
 
 
 def _member_digests(path: Path) -> dict[str, tuple[str, int, zipfile.ZipInfo]]:
@@ -145,6 +144,11 @@ def run_diffoscope(original: Path, rebuilt: Path, *, timeout: int = DIFFOSCOPE_T
 
 
 # --------------------------------------------------------------------------- rebuild
+@json_shape(
+    Key("wheel", convert=str),
+    Key("recipe", convert=str),
+    *("job", "identical", "original_sha256", "rebuilt_sha256", "notes", "members", "diffoscope"),
+)
 @dataclass
 class VerifyResult:
     wheel: Path
@@ -160,19 +164,6 @@ class VerifyResult:
     @property
     def identical(self) -> bool:
         return self.rebuilt_sha256 == self.original_sha256
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "wheel": str(self.wheel),
-            "recipe": str(self.recipe),
-            "job": self.job,
-            "identical": self.identical,
-            "original_sha256": self.original_sha256,
-            "rebuilt_sha256": self.rebuilt_sha256,
-            "notes": self.notes,
-            "members": [m.to_json() for m in self.members],
-            "diffoscope": self.diffoscope,
-        }
 
 
 def read_manifest(wheel: Path) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import click
 
 from buildkit.cli.options import exclude_options
 from buildkit.errors import GateFailed, UsageError
+from buildkit.records import to_data
 
 
 @click.command("diff")
@@ -95,13 +96,13 @@ def diff(
             if require_baseline:
                 raise UsageError(message)
             if as_json:
-                click.echo(json.dumps({"schema_version": 1, "baseline": baseline.to_json()}, indent=2))
+                click.echo(json.dumps({"schema_version": 1, "baseline": to_data(baseline)}, indent=2))
             else:
                 click.echo(f"{message}: nothing to compare")
                 for note in baseline.notes:
                     click.echo(f"  skipped {note}")
             return
-        baseline_json = baseline.to_json()
+        baseline_json = to_data(baseline)
         label = f"from {baseline.page}"
     else:
         result = diff_wheels(wheels[0], wheels[1], exclude_globs=globs)

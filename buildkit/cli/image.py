@@ -22,6 +22,7 @@ from buildkit.docker_engine import (
 )
 from buildkit.errors import UsageError
 from buildkit.image import seed as seeding
+from buildkit.records import to_data
 from buildkit.tables import table_lines
 
 
@@ -100,7 +101,7 @@ def ls(as_json: bool) -> None:
         data = {
             "schema": "rocm-buildkit/image-ls",
             "schema_version": 1,
-            "images": [info.to_json() for info in infos],
+            "images": to_data(infos),
         }
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return

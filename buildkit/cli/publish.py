@@ -25,6 +25,7 @@ from buildkit.publish.run import outcomes_json, refusals_json
 from buildkit.publish.scrub import scrub, secrets_from
 from buildkit.publish.target import Target, parse_target, target_of
 from buildkit.recipe import Recipe, load_recipe
+from buildkit.records import to_data
 
 
 @click.command("publish")
@@ -105,7 +106,7 @@ def publish_cmd(
         if as_json:
             data = json.loads(outcomes_json(outcomes, target, dry_run=dry_run))
             if resolved is not None:
-                data["install_check"] = [r.to_json() for r in resolved]
+                data["install_check"] = to_data(resolved)
             out.echo(json.dumps(data, indent=2, sort_keys=True))
     if not as_json:
         for o in outcomes:

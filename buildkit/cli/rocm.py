@@ -9,6 +9,7 @@ import click
 
 from buildkit import rocm as rocmdata
 from buildkit.cli.options import colour_wanted
+from buildkit.records import to_data
 from buildkit.tables import table_lines
 
 
@@ -28,7 +29,7 @@ def ls(as_json: bool) -> None:
             "releases": [
                 {"version": r.version, "archs": list(r.archs), "torch_index": r.torch_index} for r in releases
             ],
-            "toolchains": [t.to_json() for t in toolchains],
+            "toolchains": to_data(toolchains),
         }
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return

@@ -11,6 +11,7 @@ from buildkit.cli.options import json_errors
 from buildkit.errors import NotReproducible, UsageError
 from buildkit.manifest import manifest_path
 from buildkit.recipe import load_recipe
+from buildkit.records import to_data
 
 
 @click.command("verify")
@@ -142,7 +143,7 @@ def verify(
         )
         if as_json:
             document = {"schema": "rocm-buildkit/verify", "schema_version": 1, "ok": result.identical}
-            out.echo(json.dumps({**document, **result.to_json()}, indent=2))
+            out.echo(json.dumps({**document, **to_data(result)}, indent=2))
         else:
             click.echo(render(result))
         if not result.identical:

@@ -9,13 +9,13 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from buildkit.compare.diff import Baseline, WheelDiff, diff_against_index
 from buildkit.gate.findings import Finding, Waiver
 from buildkit.gate.rules import AFTER_GATE, waive
 from buildkit.gate.rules.regression import REGRESSION
 from buildkit.plan.models import Job
+from buildkit.records import json_shape
 
 
 def findings_from_diff(diff: WheelDiff, baseline_name: str) -> list[Finding]:
@@ -61,6 +61,7 @@ def findings_from_diff(diff: WheelDiff, baseline_name: str) -> list[Finding]:
     return out
 
 
+@json_shape("index_url", "baseline", "passed", "findings")
 @dataclass(frozen=True)
 class RegressionCheck:
     """The outcome of the rule for one wheel: the index, the release it was compared with (``baseline``;
@@ -88,15 +89,6 @@ class RegressionCheck:
     def compared_with(self) -> str | None:
         """File name of the release compared with, None on a first release."""
         return None if self.baseline.file is None else self.baseline.file.filename
-
-    def to_json(self) -> dict[str, Any]:
-        """For the manifest: where the baseline came from and what regressed (not the whole diff)."""
-        return {
-            "index_url": self.index_url,
-            "baseline": self.baseline.to_json(),
-            "passed": self.passed,
-            "findings": [f.to_json() for f in self.findings],
-        }
 
 
 def compare_with_last_release(

@@ -59,12 +59,14 @@ from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.inspect.models import WheelReport
 from buildkit.policy import parse_platform_tag, split_symbol_version, version_tuple
+from buildkit.records import Key, json_shape, to_data
 
 SCHEMA_VERSION = 1
 SymbolChangeKind = Literal["raised", "lowered", "added", "removed"]
 
 
 # --------------------------------------------------------------------------- result model
+@json_shape()
 @dataclass(frozen=True)
 class SymbolChange:
     library: str  # "libc.so.6"
@@ -75,18 +77,8 @@ class SymbolChange:
     regression: bool
     files: tuple[str, ...]  # the new (or, when removed, old) members requiring that version
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "library": self.library,
-            "prefix": self.prefix,
-            "old": self.old,
-            "new": self.new,
-            "change": self.change,
-            "regression": self.regression,
-            "files": list(self.files),
-        }
 
-
+@json_shape()
 @dataclass(frozen=True)
 class LibraryChange:
     library: str
@@ -94,10 +86,8 @@ class LibraryChange:
     new: str | None
     regression: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {"library": self.library, "old": self.old, "new": self.new, "regression": self.regression}
 
-
+@json_shape()
 @dataclass(frozen=True)
 class GfxChange:
     file: str
@@ -106,16 +96,6 @@ class GfxChange:
     added: tuple[str, ...]
     removed: tuple[str, ...]
     regression: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "old": list(self.old),
-            "new": list(self.new),
-            "added": list(self.added),
-            "removed": list(self.removed),
-            "regression": self.regression,
-        }
 
 
 @dataclass(frozen=True)
@@ -176,6 +156,7 @@ class WheelDiff:
         return bool(self.regressions)
 
     def to_json(self, *, baseline: dict[str, Any] | None = None) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): grouped keys, computed, and an argument
         def ident(r: WheelReport) -> dict[str, Any]:
             return {
                 "filename": r.filename,
@@ -195,15 +176,15 @@ class WheelDiff:
             "regression": self.regression,
             "regressions": list(self.regressions),
             "policy": {"old": self.old_policy, "new": self.new_policy, "regression": self.policy_regression},
-            "symbols": [s.to_json() for s in self.symbols],
+            "symbols": to_data(self.symbols),
             "tags": {
                 "added": list(self.tags_added),
                 "removed": list(self.tags_removed),
                 "uncovered": list(self.tags_uncovered),
             },
-            "libraries": [lib.to_json() for lib in self.libraries],
+            "libraries": to_data(self.libraries),
             "gfx": {
-                "objects": [g.to_json() for g in self.gfx],
+                "objects": to_data(self.gfx),
                 "added": list(self.gfx_added),
                 "removed": list(self.gfx_removed),
             },
@@ -486,6 +467,7 @@ def render_human(d: WheelDiff, *, baseline: str | None = None) -> str:
 
 
 # --------------------------------------------------------------------------- PEP 503 index
+@json_shape("filename", "url", "hashes")
 @dataclass(frozen=True)
 class IndexFile:
     """One wheel link of a project page."""
@@ -497,9 +479,6 @@ class IndexFile:
     build: tuple[int, str] | tuple[()]
     tags: frozenset[Tag]
     yanked: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {"filename": self.filename, "url": self.url, "hashes": dict(self.hashes)}
 
 
 class _LinkParser(HTMLParser):
@@ -685,6 +664,7 @@ def download(file: IndexFile, dest: Path) -> Path:
     return target
 
 
+@json_shape("page", "file", Key("verified", "file.hashes", convert=sorted), "notes")
 @dataclass(frozen=True)
 class Baseline:
     """The wheel chosen from an index (``file`` None: no earlier compatible release)."""
@@ -693,14 +673,6 @@ class Baseline:
     file: IndexFile | None
     path: Path | None
     notes: tuple[str, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "page": self.page,
-            "file": None if self.file is None else self.file.to_json(),
-            "verified": None if self.file is None else sorted(self.file.hashes),
-            "notes": list(self.notes),
-        }
 
 
 def baseline_from_index(index_url: str, new: WheelReport, dest: Path) -> Baseline:

@@ -16,6 +16,7 @@ from buildkit.policy import (
     split_policy_name,
     version_tuple,
 )
+from buildkit.records import Key, json_shape
 from buildkit.targets import parse_target_id
 from buildkit.units import MiB
 
@@ -47,6 +48,8 @@ def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
     return {"rocm": version, "toolchain": None, "rocm_sonames": rocmdata.expected_sonames(version)}
 
 
+# per-Python jobs' identity leaves wheel_tag out (their inputs key stays what it was)
+@json_shape("name", "version", Key("python_tag", "python"), "platform_tag", Key("wheel_tag", omit="none"))
 class JobIdentity(NamedTuple):
     """Which wheel a plan job makes: the ``job-identity`` rule holds the wheel's file name to it.
 
@@ -78,17 +81,6 @@ class JobIdentity(NamedTuple):
             wheel_tag=job.wheel_tag,
         )
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name,
-            "version": self.version,
-            "python_tag": self.python,
-            "platform_tag": self.platform_tag,
-        }
-        if self.wheel_tag is not None:  # per-Python jobs keep their inputs key
-            out["wheel_tag"] = self.wheel_tag
-        return out
-
 
 class Required(NamedTuple):
     """A glob of wheel members the build must produce, and where it was given."""
@@ -97,7 +89,19 @@ class Required(NamedTuple):
     where: str  # "gate.require[0] (recipes/x.yaml:40:9)", "--require"
 
 
+def _globs(required: tuple[Required, ...]) -> list[str]:
+    return [r.glob for r in required]
+
+
 # --------------------------------------------------------------------------- configuration
+@json_shape(
+    *("policy", "ceilings", "exclude_globs", "archs", "match_features", "torch", "size_warn", "size_limit"),
+    *("rocm", "rocm_sonames", "toolchain"),
+    *(Key(name, f"identity.{name}") for name in ("job", "recipe", "recipe_sha256")),
+    *("identity", "waivers", Key("required", convert=_globs), "torch_abi", "size_per_target"),
+    "device_target",
+    Key("rocm_pip", omit="none"),
+)
 class GateConfig(NamedTuple):
     """What the gate enforces. Build it from flags (:meth:`from_flags`), a plan Job (:meth:`from_job`)
     or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
@@ -331,28 +335,3 @@ class GateConfig(NamedTuple):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise UsageError(f"not a gate configuration: {name} is {value!r}, not a number of bytes")
         return config.validated()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "policy": self.policy,
-            "ceilings": dict(self.ceilings),
-            "exclude_globs": list(self.exclude_globs),
-            "archs": list(self.archs),
-            "match_features": self.match_features,
-            "torch": self.torch,
-            "size_warn": self.size_warn,
-            "size_limit": self.size_limit,
-            "rocm": self.rocm,
-            "rocm_sonames": dict(self.rocm_sonames),
-            "toolchain": self.toolchain,
-            "job": self.identity.job if self.identity else None,
-            "recipe": self.identity.recipe if self.identity else None,
-            "recipe_sha256": self.identity.recipe_sha256 if self.identity else None,
-            "identity": self.identity.to_json() if self.identity else None,
-            "waivers": [w.to_json() for w in self.waivers],
-            "required": [r.glob for r in self.required],
-            "torch_abi": self.torch_abi,
-            "size_per_target": self.size_per_target,
-            "device_target": self.device_target,
-            **({"rocm_pip": self.rocm_pip.to_json()} if self.rocm_pip is not None else {}),
-        }

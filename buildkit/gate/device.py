@@ -19,9 +19,11 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from buildkit.inspect.models import WheelReport
+from buildkit.records import Key, json_shape, to_data
 from buildkit.rocm import processor_sort_key
 
 
+@json_shape()
 class TargetSize(NamedTuple):
     """The device code of one gfx target (the processor, features merged) in one member."""
 
@@ -31,6 +33,7 @@ class TargetSize(NamedTuple):
     stored: int
 
 
+@json_shape("file", Key("index", "number"), "compression", "bytes", "stored", "estimate", "saving")
 class BundleSize(NamedTuple):
     """One offload bundle of a member's ``.hip_fatbin``: plain (``compression`` None) or a CCOB."""
 
@@ -62,25 +65,16 @@ class DeviceCode(NamedTuple):
         return out
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written: "targets" is computed (each target's totals over the members, in processor
+        # order), no attribute of the record
         totals = self.per_target()
         return {
             "targets": [
                 {"target": t, "bytes": totals[t][0], "stored": totals[t][1]}
                 for t in sorted(totals, key=processor_sort_key)
             ],
-            "members": [m._asdict() for m in self.members],
-            "bundles": [
-                {
-                    "file": b.file,
-                    "index": b.number,
-                    "compression": b.compression,
-                    "bytes": b.bytes,
-                    "stored": b.stored,
-                    "estimate": b.estimate,
-                    "saving": b.saving,
-                }
-                for b in self.bundles
-            ],
+            "members": to_data(self.members),
+            "bundles": to_data(self.bundles),
         }
 
 

@@ -12,7 +12,9 @@ may be waived, and what happens to a waiver that matches nothing, is
 from __future__ import annotations
 
 from fnmatch import fnmatchcase
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
+
+from buildkit.records import json_shape
 
 Severity = Literal["error", "warning"]
 
@@ -29,6 +31,7 @@ SYMBOL_LABELS: dict[str, str] = {
 }
 
 
+@json_shape("rule", "library", "file", "reason", "at", "line", "column")
 class Waiver(NamedTuple):
     """One ``gate.waive`` entry of a recipe: findings of ``rule`` whose library (``library``, an
     fnmatch glob on the file name, ``libfoo.so.*``) and wheel member (``file``, an fnmatch glob on
@@ -70,18 +73,8 @@ class Waiver(NamedTuple):
                 return False
         return True
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "library": self.library,
-            "file": self.file,
-            "reason": self.reason,
-            "at": self.at,
-            "line": self.line,
-            "column": self.column,
-        }
 
-
+@json_shape("rule", "severity", "file", "library", "symbol", "message", "waived")
 class Finding(NamedTuple):
     """One thing a rule found in a wheel: which rule, how bad, what, and where (member, library, symbol)."""
 
@@ -106,14 +99,3 @@ class Finding(NamedTuple):
         """What :attr:`symbol` is for this rule: ``rpath`` for an RPATH entry, ``symbol`` for a
         symbol version, ... (the human report's word for it)."""
         return SYMBOL_LABELS.get(self.rule, "symbol")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "rule": self.rule,
-            "severity": self.severity,
-            "file": self.file,
-            "library": self.library,
-            "symbol": self.symbol,
-            "message": self.message,
-            "waived": None if self.waived is None else self.waived.to_json(),
-        }

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from buildkit.inspect.models import WheelReport
+from buildkit.records import Key, json_shape
 
 #: an extension module's file name that only one CPython (or the stable ABI) imports
 _VERSIONED_MODULE = re.compile(r"\.cpython-[0-9]+[a-z]*-[^/]*\.so$")
@@ -32,6 +33,7 @@ _ABI3_MODULE = re.compile(r"\.abi3\.so$")
 _ABI3_TAG = re.compile(r"^cp3([0-9]+)-abi3$")
 
 
+@json_shape("member", "init", "non_abi3", Key("future", convert=dict))
 class MemberAbi(NamedTuple):
     """One host ELF member as the claim sees it: its ``PyInit_*`` exports, its symbols outside the
     stable ABI (abi3 only) and those of the stable ABI newer than the claimed floor, with the
@@ -42,15 +44,8 @@ class MemberAbi(NamedTuple):
     non_abi3: tuple[str, ...] = ()
     future: tuple[tuple[str, str], ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "member": self.member,
-            "init": list(self.init),
-            "non_abi3": list(self.non_abi3),
-            "future": {name: added for name, added in self.future},
-        }
 
-
+@json_shape()
 class PythonAbiResult(NamedTuple):
     """The wheel's host ELFs judged against the claim ``claim`` (``py3-none``, ``cp312-abi3``) by
     ``auditor`` (``abi3audit 0.0.26``, or the ``PyInit_*`` scan for ``py3-none``); only members with
@@ -60,9 +55,6 @@ class PythonAbiResult(NamedTuple):
     claim: str
     auditor: str
     members: tuple[MemberAbi, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {"claim": self.claim, "auditor": self.auditor, "members": [m.to_json() for m in self.members]}
 
 
 def module_name_problem(member: str, claim: str) -> str | None:

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from buildkit.gate.device import DeviceCode
 from buildkit.gate.findings import Finding
 from buildkit.gate.verdict import GfxObject, Verdict
+from buildkit.records import to_data
 from buildkit.rocm import processor_sort_key
 from buildkit.units import format_size
 
@@ -73,7 +74,7 @@ def verdict_to_json(v: Verdict) -> dict[str, Any]:
         "size": v.size,
         "sha256": v.sha256,
         "passed": v.passed,
-        "config": v.config.to_json(),
+        "config": to_data(v.config),
         "platform": {
             "overall_tag": v.overall_tag,
             "sym_tag": v.sym_tag,
@@ -83,26 +84,14 @@ def verdict_to_json(v: Verdict) -> dict[str, Any]:
             "pure": v.pure,
             "libc": v.libc,
         },
-        "symbols": [
-            {
-                "library": s.library,
-                "prefix": s.prefix,
-                "max": s.version,
-                "file": s.file,
-                "files": list(s.files),
-            }
-            for s in v.symbols
-        ],
-        "libraries": [
-            {"library": u.library, "status": u.status, "needed_by": list(u.needed_by), "detail": u.detail}
-            for u in v.libraries
-        ],
+        "symbols": to_data(v.symbols),
+        "libraries": to_data(v.libraries),
         "external_libraries": v.external_libraries(),
-        "gfx": [{"file": g.file, "kind": g.kind, "targets": list(g.targets)} for g in v.gfx],
-        "device_code": v.device.to_json(),
-        "findings": [f.to_json() for f in v.findings],
-        "integrity": v.integrity.to_json() if v.integrity is not None else None,
-        "torch_abi": v.torch_abi.to_json() if v.torch_abi is not None else None,
+        "gfx": to_data(v.gfx),
+        "device_code": to_data(v.device),
+        "findings": to_data(v.findings),
+        "integrity": to_data(v.integrity),
+        "torch_abi": to_data(v.torch_abi),
     }
 
 

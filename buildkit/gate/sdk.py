@@ -20,6 +20,7 @@ from packaging.utils import canonicalize_name
 
 from buildkit.gate.loading import resolve_origin
 from buildkit.inspect.models import ElfInfo
+from buildkit.records import Key, json_shape
 
 if TYPE_CHECKING:
     # packaging.requirements loads dataclasses: imported where a requirement is parsed, so that a
@@ -31,6 +32,9 @@ SELECTOR = "rocm"
 DEVICE_PREFIX = "rocm-sdk-device-"
 
 
+@json_shape(
+    "dist", "version", Key("libraries", convert=lambda libs: dict(sorted(libs.items()))), "requires", "extras"
+)
 class SdkWheel(NamedTuple):
     """One wheel of an SDK release: its distribution, version, the shared libraries it installs
     (install-root-relative path -> SONAME), its ``Requires-Dist`` and ``Provides-Extra``."""
@@ -41,16 +45,8 @@ class SdkWheel(NamedTuple):
     requires: tuple[str, ...] = ()
     extras: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dist": self.dist,
-            "version": self.version,
-            "libraries": dict(sorted(self.libraries.items())),
-            "requires": list(self.requires),
-            "extras": list(self.extras),
-        }
 
-
+@json_shape("version", "source", Key("wheels", convert=lambda wheels: [w for _, w in sorted(wheels.items())]))
 class SdkRelease(NamedTuple):
     """The wheels of one SDK release (``version`` "7.2.4"), by canonical distribution name, and
     where they were read (``source``: "the build's lock", "index https://...")."""
@@ -85,6 +81,7 @@ class SdkRelease(NamedTuple):
         return out
 
 
+@json_shape()
 class OtherRelease(NamedTuple):
     """A release the declared requirement could also install: its version, its SONAMEs by base name,
     and where that came from ("index", "buildkit/rocm/releases.yaml")."""
@@ -94,6 +91,7 @@ class OtherRelease(NamedTuple):
     source: str
 
 
+@json_shape()
 class RocmFromPip(NamedTuple):
     """The gate's configuration for a wheel whose ROCm comes from pip: the pinned release's wheels,
     the other releases known, and the requirement the recipe pins (``rocm[libraries]==7.2.*``)."""
@@ -101,19 +99,6 @@ class RocmFromPip(NamedTuple):
     release: SdkRelease
     requirement: str
     others: tuple[OtherRelease, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "release": {
-                "version": self.release.version,
-                "source": self.release.source,
-                "wheels": [w.to_json() for _, w in sorted(self.release.wheels.items())],
-            },
-            "requirement": self.requirement,
-            "others": [
-                {"version": o.version, "sonames": dict(o.sonames), "source": o.source} for o in self.others
-            ],
-        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RocmFromPip:

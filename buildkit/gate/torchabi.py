@@ -44,9 +44,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from buildkit.gate.demangle import demangle
+from buildkit.records import Key, json_shape
 
 if TYPE_CHECKING:  # the inspection's types only: importing buildkit.inspect costs 0.2 s of start-up
     from buildkit.inspect.models import WheelReport
@@ -155,6 +156,10 @@ class TorchLibrary:
     exported: frozenset[str]
 
 
+@json_shape(
+    *("source", "kind", "version", "filename", "sha256"),
+    *(Key("libraries", convert=len), Key("exports", convert=len), "cxx11_abi", "cached"),
+)
 @dataclass(frozen=True)
 class TorchExports:
     """What a torch exports: its libraries with their DT_NEEDED and exported names. ``source`` is
@@ -211,19 +216,6 @@ class TorchExports:
             return None
         return any("St7__cxx11" in n or "B5cxx11" in n for n in names)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "kind": self.kind,
-            "version": self.version,
-            "filename": self.filename,
-            "sha256": self.sha256,
-            "libraries": len(self.libraries),
-            "exports": len(self.exports),
-            "cxx11_abi": self.cxx11_abi,
-            "cached": self.cached,
-        }
-
 
 # --------------------------------------------------------------------------- what a wheel needs
 @dataclass(frozen=True)
@@ -279,6 +271,12 @@ def wheel_torch_needs(wheel: Path, report: WheelReport, extra_torch: Iterable[st
 
 
 # --------------------------------------------------------------------------- the judgement
+@json_shape(
+    Key("symbol", "symbol.name"),
+    "demangled",
+    Key("member", "symbol.member"),
+    *("reason", "library", "detail"),
+)
 @dataclass(frozen=True)
 class Missing:
     symbol: Needed
@@ -288,6 +286,10 @@ class Missing:
     library: str | None = None  # the torch library concerned (exporting the twin, or unlinked)
 
 
+@json_shape(
+    *("torch", "linking", Key("needed", convert=len), "found", "missing"),
+    Key("left_to_other_libraries", "others", convert=lambda others: sorted({n.name for n in others})),
+)
 @dataclass(frozen=True)
 class TorchAbiResult:
     """The ``torch-abi`` rule's judgement of one wheel against one torch."""
@@ -302,26 +304,6 @@ class TorchAbiResult:
     @property
     def abi_mismatch(self) -> bool:
         return any(m.reason == "abi" for m in self.missing)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "torch": self.torch.to_json(),
-            "linking": list(self.linking),
-            "needed": len(self.needed),
-            "found": self.found,
-            "missing": [
-                {
-                    "symbol": m.symbol.name,
-                    "demangled": m.demangled,
-                    "member": m.symbol.member,
-                    "reason": m.reason,
-                    "library": m.library,
-                    "detail": m.detail,
-                }
-                for m in self.missing
-            ],
-            "left_to_other_libraries": sorted({n.name for n in self.others}),
-        }
 
 
 @dataclass

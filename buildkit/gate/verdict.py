@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.device import DeviceCode
@@ -13,6 +13,7 @@ from buildkit.policy import (
     Policy,
     verdict_policies,
 )
+from buildkit.records import Key, json_shape
 
 if TYPE_CHECKING:
     from buildkit.gate.torchabi import TorchAbiResult
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external", "dependency"]
 
 
+@json_shape("library", "prefix", Key("max", "version"), "file", "files")
 class SymbolMax(NamedTuple):
     """The highest version of one prefix required from one library, and the first file needing it."""
 
@@ -30,6 +32,7 @@ class SymbolMax(NamedTuple):
     files: tuple[str, ...]  # every member requiring exactly this version
 
 
+@json_shape()
 class LibraryUse(NamedTuple):
     """One needed library and how the wheel gets it (whitelisted, grafted, excluded or external)."""
 
@@ -39,6 +42,7 @@ class LibraryUse(NamedTuple):
     detail: str | None = None  # the glob that excluded it, or the member that provides it
 
 
+@json_shape()
 class GfxObject(NamedTuple):
     """A member carrying GPU code (an offload bundle or a bare code object) and its gfx targets."""
 
@@ -47,6 +51,7 @@ class GfxObject(NamedTuple):
     targets: tuple[str, ...]
 
 
+@json_shape()
 class Integrity(NamedTuple):
     """What the integrity rules (:mod:`buildkit.gate.rules.integrity`) had to work with: RECORD's entry count,
     the archive's file count, and whether every member's digest was compared with RECORD (else
@@ -55,13 +60,6 @@ class Integrity(NamedTuple):
     record_entries: int
     files: int
     hashes_verified: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "record_entries": self.record_entries,
-            "files": self.files,
-            "hashes_verified": self.hashes_verified,
-        }
 
 
 class Verdict(NamedTuple):

@@ -41,6 +41,7 @@ from buildkit.image.engine import build_logged, default_log_path
 from buildkit.image.ensure import ensure_image
 from buildkit.profiles import REPOSITORY_PREFIX, declared_build_args, docker_dir, get_profile
 from buildkit.recipe.sections.image import ImageSpec
+from buildkit.records import to_data
 
 LABEL_PACKAGES = "io.rocm-buildkit.packages"
 LABEL_BASE = "io.rocm-buildkit.base"
@@ -278,4 +279,4 @@ def ensure_builder(
 
 def describe(spec: ImageSpec, image: ImageRef) -> dict[str, Any]:
     """The manifest's ``image``: how it was made and what it is."""
-    return {"profile": spec.label, "tag": image.tag, "id": image.id, "spec": spec.to_json()}
+    return {"profile": spec.label, "tag": image.tag, "id": image.id, "spec": to_data(spec)}

@@ -40,6 +40,7 @@ from buildkit.errors import DockerUnavailable, UsageError
 from buildkit.fsutil import atomic_write, cache_home
 from buildkit.image.libraries import LibraryVersions, check_libraries, read_libraries
 from buildkit.policy import CEILING_PREFIXES, CEILING_PROVIDERS, Policy, policies, version_tuple
+from buildkit.records import to_data
 
 SCHEMA_VERSION = 1
 CACHE_SCHEMA = 3  # 3: readings with an unreadable library are refused, never cached
@@ -91,6 +92,7 @@ class PolicyMatch:
         return text
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): describe() is computed
         return {
             "policy": None if self.policy is None else self.policy.name,
             "tag": None if self.policy is None else self.policy.tag,
@@ -141,6 +143,7 @@ class ImageCeilings:
         return match_policy(self.ceilings, self.arch, self.glibc_release)
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): policy_match() is computed
         return {
             "image": self.image,
             "image_id": self.image_id,
@@ -149,7 +152,7 @@ class ImageCeilings:
             "ceilings": self.ceilings,
             "absent": list(self.absent),
             "policy": self.policy_match().to_json(),
-            "libraries": [lib.to_json() for lib in self.libraries],
+            "libraries": to_data(self.libraries),
             "cached": self.cached,
         }
 
@@ -265,7 +268,7 @@ def _store_cache(path: Path, image_id: str, arch: str, libs: Iterable[LibraryVer
         "cache_schema": CACHE_SCHEMA,
         "image_id": image_id,
         "arch": arch,
-        "libraries": [lib.to_json() for lib in libs],
+        "libraries": to_data(libs),
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,8 +12,13 @@ import docker.errors
 from buildkit.errors import DockerUnavailable
 from buildkit.image.content import LABEL_PROFILE, LABEL_SOURCES, sources_hash
 from buildkit.profiles import PROFILES, REPOSITORY_PREFIX, docker_dir
+from buildkit.records import Key, json_shape
 
 
+@json_shape(
+    *("profile", "tags", "id", "size", "created"),
+    Key("state", "current", convert=lambda current: "current" if current else "stale"),
+)
 @dataclass(frozen=True)
 class ImageInfo:
     """One of our images as ``buildkit image ls`` shows it."""
@@ -24,17 +29,6 @@ class ImageInfo:
     size: int
     created: str
     current: bool  # its sources hash equals the one of the files on disk now
-
-    def to_json(self) -> dict[str, Any]:
-        """One image of ``buildkit image ls --json`` (``buildkit/schema/image-ls.schema.json``)."""
-        return {
-            "profile": self.profile,
-            "tags": list(self.tags),
-            "id": self.id,
-            "size": self.size,
-            "created": self.created,
-            "state": "current" if self.current else "stale",
-        }
 
 
 def list_images(client: Any) -> list[ImageInfo]:

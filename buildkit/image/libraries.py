@@ -28,6 +28,7 @@ from buildkit.docker_engine import Throwaway, throwaway
 from buildkit.errors import DockerUnavailable, UsageError
 from buildkit.inspect.verdef import version_definitions
 from buildkit.policy import split_symbol_version, version_tuple
+from buildkit.records import json_shape
 
 MAX_LIBRARY_BYTES = 256 * 1024 * 1024  # a libc/libstdc++ is a few MiB; refuse absurd files
 
@@ -60,6 +61,7 @@ def search_dirs(triplet: str) -> tuple[str, ...]:
     return (f"/lib/{triplet}", f"/usr/lib/{triplet}", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
 
 
+@json_shape()
 @dataclass(frozen=True)
 class LibraryVersions:
     """One library as found in the image.
@@ -93,16 +95,6 @@ class LibraryVersions:
             if cur is None or key > (version_tuple(cur) or ()):
                 best[prefix] = version
         return best
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "soname": self.soname,
-            "path": self.path,
-            "chain": list(self.chain),
-            "definitions": list(self.definitions),
-            "problem": self.problem,
-            "release": self.release,
-        }
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> LibraryVersions:

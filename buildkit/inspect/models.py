@@ -1,5 +1,5 @@
 """The data model of a wheel inspection: NamedTuples (cheap to define, which ``check``'s start-up
-needs), JSON-ready via ``to_json()``.
+needs), JSON-ready through their shapes (:func:`buildkit.records.to_data`).
 
 Everything here is plain data built by :func:`buildkit.inspect.inspect_wheel`; the gate reads it
 and never re-opens the wheel. Field names are the contract in ``docs/CONTRACTS.md``.
@@ -8,7 +8,9 @@ and never re-opens the wheel. Field names are the contract in ``docs/CONTRACTS.m
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
+
+from buildkit.records import Key, by_key, json_shape
 
 _VERSION_RE = re.compile(r"^(?P<prefix>[A-Za-z_]+?)_(?P<version>[0-9]+(?:\.[0-9]+)*)$")
 
@@ -22,6 +24,7 @@ def split_symbol_version(name: str) -> tuple[str, tuple[int, ...]] | None:
     return match["prefix"], tuple(int(part) for part in match["version"].split("."))
 
 
+@json_shape()
 class OffloadEntry(NamedTuple):
     """One entry of a clang offload bundle.
 
@@ -59,21 +62,8 @@ class OffloadEntry(NamedTuple):
         """The processor name without features (``"gfx90a"``)."""
         return None if self.target_id is None else self.target_id.split(":", 1)[0]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "entry_id": self.entry_id,
-            "kind": self.kind,
-            "triple": self.triple,
-            "target_id": self.target_id,
-            "size": self.size,
-            "compression": self.compression,
-            "code_object_target": self.code_object_target,
-            "stored": self.stored,
-            "bundle": self.bundle,
-            "compressed_estimate": self.compressed_estimate,
-        }
 
-
+@json_shape()
 class CodeObject(NamedTuple):
     """A standalone AMDGPU code object (an ELF with ``e_machine == EM_AMDGPU``): ``.co``, ``.hsaco``
     or any member whose header says so. ``target_id`` comes from ``e_flags``
@@ -88,15 +78,18 @@ class CodeObject(NamedTuple):
     def gfx(self) -> str:
         return self.target_id.split(":", 1)[0]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "member": self.member,
-            "target_id": self.target_id,
-            "code_object_version": self.code_object_version,
-            "e_flags": self.e_flags,
-        }
+
+def _dotted(versions: dict[str, tuple[int, ...]]) -> dict[str, str]:
+    """``{"GLIBC": (2, 34)}`` -> ``{"GLIBC": "2.34"}``, sorted by prefix."""
+    return {k: ".".join(map(str, v)) for k, v in sorted(versions.items())}
 
 
+@json_shape(
+    *("member", "machine", "elf_class", "soname", "needed", "rpath", "runpath"),
+    Key("version_needs", convert=by_key),
+    Key("max_versions", convert=_dotted),
+    *("offload_bundles", "offload_targets", "endian", "undefined_of_interest", "x86_isa_needed"),
+)
 class ElfInfo(NamedTuple):
     """One host ELF member (shared library, extension module, executable).
 
@@ -147,25 +140,8 @@ class ElfInfo(NamedTuple):
         """Sorted, unique device target ids (``"gfx90a:xnack-"``) of this file's offload bundles."""
         return tuple(sorted({e.target_id for e in self.offload_targets if e.target_id is not None}))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "member": self.member,
-            "machine": self.machine,
-            "elf_class": self.elf_class,
-            "soname": self.soname,
-            "needed": list(self.needed),
-            "rpath": list(self.rpath),
-            "runpath": list(self.runpath),
-            "version_needs": {lib: list(names) for lib, names in sorted(self.version_needs.items())},
-            "max_versions": {k: ".".join(map(str, v)) for k, v in sorted(self.max_versions.items())},
-            "offload_bundles": self.offload_bundles,
-            "offload_targets": [e.to_json() for e in self.offload_targets],
-            "endian": self.endian,
-            "undefined_of_interest": list(self.undefined_of_interest),
-            "x86_isa_needed": self.x86_isa_needed,
-        }
 
-
+@json_shape()
 class RecordEntry(NamedTuple):
     """One row of ``.dist-info/RECORD``, parsed, not yet checked."""
 
@@ -173,10 +149,8 @@ class RecordEntry(NamedTuple):
     hash: str | None
     size: int | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "hash": self.hash, "size": self.size}
 
-
+@json_shape()
 class MemberFile(NamedTuple):
     """One file of the archive (directory entries left out) as the zip's central directory declares
     it, with its digest when the inspection verified the RECORD: ``hash`` is written the way RECORD
@@ -188,10 +162,8 @@ class MemberFile(NamedTuple):
     size: int
     hash: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "size": self.size, "hash": self.hash}
 
-
+@json_shape()
 class MemberStat(NamedTuple):
     """What reading one member cost: ``bytes_read`` decompressed bytes consumed (a member read
     twice counts twice), ``passes`` how many times it was streamed, ``kind`` one of ``"elf"``,
@@ -204,17 +176,8 @@ class MemberStat(NamedTuple):
     passes: int
     kind: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "compressed_size": self.compressed_size,
-            "file_size": self.file_size,
-            "bytes_read": self.bytes_read,
-            "passes": self.passes,
-            "kind": self.kind,
-        }
 
-
+@json_shape()
 class Oddity(NamedTuple):
     """Something odd but not unreadable, for the gate to judge (e.g. ``kind="not-elf-library"``: a
     member named like a shared library whose first bytes are not the ELF magic)."""
@@ -223,10 +186,19 @@ class Oddity(NamedTuple):
     member: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "member": self.member, "message": self.message}
 
-
+@json_shape(
+    *("path", "filename", "size", "sha256", "name", "version", "build_tag", "tags", "wheel_tags"),
+    *("root_is_purelib", "metadata_requires", "record", "uncompressed_size", "members", "elves"),
+    *(
+        "code_objects",
+        "findings",
+        "bytes_read",
+        Key("dist_info", "dist_info_dir"),
+        "files",
+        "record_verified",
+    ),
+)
 class WheelReport(NamedTuple):
     """Everything the gate needs about one wheel, read in one streaming pass. Two reports of one
     wheel are equal only with equal ``stats``: compare ``_replace(stats=())`` to ignore how it was
@@ -276,28 +248,3 @@ class WheelReport(NamedTuple):
 
     def elf(self, member: str) -> ElfInfo | None:
         return next((e for e in self.elves if e.member == member), None)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "filename": self.filename,
-            "size": self.size,
-            "sha256": self.sha256,
-            "name": self.name,
-            "version": self.version,
-            "build_tag": self.build_tag,
-            "tags": list(self.tags),
-            "wheel_tags": list(self.wheel_tags),
-            "root_is_purelib": self.root_is_purelib,
-            "metadata_requires": list(self.metadata_requires),
-            "record": [r.to_json() for r in self.record],
-            "uncompressed_size": self.uncompressed_size,
-            "members": list(self.members),
-            "elves": [e.to_json() for e in self.elves],
-            "code_objects": [c.to_json() for c in self.code_objects],
-            "findings": [f.to_json() for f in self.findings],
-            "bytes_read": self.bytes_read,
-            "dist_info": self.dist_info_dir,
-            "files": [f.to_json() for f in self.files],
-            "record_verified": self.record_verified,
-        }

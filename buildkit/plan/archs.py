@@ -29,6 +29,7 @@ from typing import Any
 
 from buildkit import rocm as rocmdata
 from buildkit.errors import ArchError
+from buildkit.records import json_shape, to_data
 from buildkit.targets import TargetId, parse_target_id, split_arch_list
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
 _ENV_SOURCES = ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")
 
 
+@json_shape()
 @dataclass(frozen=True)
 class Decision:
     """What happened to one requested arch."""
@@ -51,9 +53,6 @@ class Decision:
 
     def __str__(self) -> str:
         return f"{self.arch}: {self.reason}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"arch": self.arch, "kept": self.kept, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -90,12 +89,13 @@ class ArchSet:
         return {name: sep.join(str(t) for t in self.kept) for name, sep in export}
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): the exported variables are computed
         return {
             "rocm": self.rocm,
             "source": self.source,
             "requested": list(self.requested),
             "kept": [str(t) for t in self.kept],
-            "dropped": [d.to_json() for d in self.dropped],
+            "dropped": to_data(self.dropped),
             "PYTORCH_ROCM_ARCH": self.pytorch_rocm_arch(),
             "GPU_ARCHS": self.gpu_archs(),
             "offload_arch_flags": self.offload_arch_flags(),

@@ -17,6 +17,7 @@ from buildkit.plan.archs import ArchSet, Decision
 from buildkit.recipe import Recipe
 from buildkit.recipe.sections.hooks import Hooks
 from buildkit.recipe.sections.image import ImageSpec
+from buildkit.records import json_shape, to_data
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
@@ -67,6 +68,7 @@ class Job:
         """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs.
         ``wheel_tag`` and ``serves`` only for a Python-independent job: a per-Python job's JSON (its
         manifest's ``job``, its inputs key) stays what it was (the plan's JSON gives them for all)."""
+        # hand-written, no JsonShape (buildkit/records.py): an argument, and keys only some jobs have
         out = {
             "id": self.id,
             "python": self.python,
@@ -87,8 +89,8 @@ class Job:
             "env": dict(self.env),
             "toolchain": self.toolchain,
             "image_profile": self.image_profile,
-            "image": self.image.to_json(),
-            "hooks": self.hooks.to_json(),
+            "image": to_data(self.image),
+            "hooks": to_data(self.hooks),
             "axes": dict(self.axes),
             **({"sysroot": self.sysroot} if self.sysroot else {}),
         }
@@ -98,13 +100,11 @@ class Job:
         return out
 
 
+@json_shape()
 @dataclass(frozen=True)
 class Skipped:
     id: str
     reason: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"id": self.id, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,7 @@ class Plan:
         return memo[key]
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): the recipe summarised, jobs share ArchSet JSON
         r = self.recipe
         memo: dict[int, dict[str, Any]] = {}
         return {
@@ -162,7 +163,7 @@ class Plan:
                 {"wheel_tag": None, "serves": list(j.pythons), **j.to_json(self._archs_json(j, memo))}
                 for j in self.jobs
             ],
-            "skipped": [s.to_json() for s in self.skipped],
+            "skipped": to_data(self.skipped),
             "notes": list(self.notes),
         }
 

@@ -61,6 +61,7 @@ class IndexedFile:
     metadata_sha256: str | None
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): PEP 691's keys, computed
         data: dict[str, Any] = {
             "filename": self.filename,
             "url": self.filename,

@@ -35,6 +35,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from buildkit.records import Key, json_shape
+
 MODES = ("index-url", "extra-index-url")
 TOOLS = ("pip", "uv")
 PYPI_SIMPLE = "https://pypi.org/simple/"
@@ -50,6 +52,13 @@ class Target:
     version: str | None  # the version published for it (None: nothing published for this Python)
 
 
+@json_shape(
+    Key("project", "target.project"),
+    Key("python", "target.python"),
+    Key("platform", "target.platform"),
+    Key("published_version", "target.version"),
+    *("tool", "mode", "version", "source", "ours", "failed", "detail"),
+)
 @dataclass(frozen=True)
 class Resolution:
     target: Target
@@ -68,21 +77,6 @@ class Resolution:
             f"{state:<4} {self.tool} ({self.mode}) CPython {t.python} {t.platform}: {t.project} "
             f"-> {self.detail}"
         )
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "project": self.target.project,
-            "python": self.target.python,
-            "platform": self.target.platform,
-            "published_version": self.target.version,
-            "tool": self.tool,
-            "mode": self.mode,
-            "version": self.version,
-            "source": self.source,
-            "ours": self.ours,
-            "failed": self.failed,
-            "detail": self.detail,
-        }
 
 
 def targets_of(wheels: Sequence[Path], planned: Sequence[tuple[str, str, str]] = ()) -> list[Target]:

@@ -19,6 +19,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from buildkit.errors import UsageError
+from buildkit.records import json_shape
 from buildkit.rocm import processor_of, processor_sort_key
 
 
@@ -115,6 +116,7 @@ class RocmRelease:
         return tuple(exclude_globs(["rocm"], self.version))
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): computed groups (libraries, torch)
         return {
             "version": self.version,
             "patches": list(self.patches),
@@ -145,6 +147,7 @@ class RocmRelease:
         }
 
 
+@json_shape()
 @dataclass(frozen=True)
 class Toolchain:
     id: str
@@ -163,23 +166,6 @@ class Toolchain:
     #: library name -> the GPU targets its package carries kernels for (Debian's X-Rocm-Gpu-Architecture)
     library_targets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     library_targets_source: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "description": self.description,
-            "rocm": self.rocm,
-            "hipcc": self.hipcc,
-            "llvm": self.llvm,
-            "archs": list(self.archs),
-            "source": self.source,
-            "note": self.note,
-            "sonames": dict(self.sonames),
-            "sonames_source": self.sonames_source,
-            "withheld": dict(self.withheld),
-            "library_targets": {k: list(v) for k, v in self.library_targets.items()},
-            "library_targets_source": self.library_targets_source,
-        }
 
 
 # --------------------------------------------------------------------------- loading

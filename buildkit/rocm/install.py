@@ -81,6 +81,7 @@ class El8Install:
         )
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): packages() is computed
         return {
             "rocm": self.rocm,
             "version": self.version,

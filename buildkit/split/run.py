@@ -46,6 +46,7 @@ from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.inspect.models import WheelReport
 from buildkit.manifest import REFUSED_DIR
+from buildkit.records import Key, json_shape, to_data
 from buildkit.split.classify import Bundled, Layout, classify
 from buildkit.split.metadata import (
     Headers,
@@ -66,6 +67,13 @@ JSON_SUFFIX = ".check.json"
 Echo = Callable[[str], None]
 
 
+@json_shape(
+    *("role", "target", "distribution", Key("wheel", "path.name"), Key("path", convert=str), "size"),
+    *(Key("sha256", "verdict.sha256"), "files", "code_objects", "code_object_bytes"),
+    Key("passed", "verdict.passed"),
+    Key("errors", "verdict.errors", convert=len),
+    Key("warnings", "verdict.warnings", convert=len),
+)
 class Output(NamedTuple):
     """One wheel the split wrote, and its gate's verdict."""
 
@@ -82,24 +90,6 @@ class Output(NamedTuple):
     @property
     def extra(self) -> str | None:
         return self.target
-
-    def to_json(self) -> dict[str, Any]:
-        v = self.verdict
-        return {
-            "role": self.role,
-            "target": self.target,
-            "distribution": self.distribution,
-            "wheel": self.path.name,
-            "path": str(self.path),
-            "size": self.size,
-            "sha256": v.sha256,
-            "files": self.files,
-            "code_objects": self.code_objects,
-            "code_object_bytes": self.code_object_bytes,
-            "passed": v.passed,
-            "errors": len(v.errors),
-            "warnings": len(v.warnings),
-        }
 
 
 class SplitResult(NamedTuple):
@@ -124,6 +114,7 @@ class SplitResult(NamedTuple):
         return self.outputs[1:]
 
     def to_json(self) -> dict[str, Any]:
+        # hand-written, no JsonShape (buildkit/records.py): the document's constants and groups
         return {
             "schema": SCHEMA,
             "schema_version": SCHEMA_VERSION,
@@ -131,7 +122,7 @@ class SplitResult(NamedTuple):
             "size": self.source_size,
             "passed": self.passed,
             "refused": None if self.refused is None else str(self.refused),
-            "outputs": [o.to_json() for o in self.outputs],
+            "outputs": to_data(self.outputs),
             "placed_by_header": self.by_header,
             "bundles": [
                 {"file": b.member, "targets": list(b.targets), "bytes": b.bytes, "split": False}

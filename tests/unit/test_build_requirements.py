@@ -20,6 +20,7 @@ from buildkit.errors import BuildFailed, RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe, load_recipe
+from buildkit.records import to_data
 from tests.helpers.wheel_zip import write_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -227,7 +228,7 @@ def test_lock_sha256_sees_the_files_only_and_survives_the_manifest() -> None:
     assert other_request.sha256 == lock.sha256
     newer = reqs.Lock(lock.job, lock.python, lock.platforms, lock.requested, lock.files[:1])
     assert newer.sha256 != lock.sha256
-    data = lock.to_json()
+    data = to_data(lock)
     assert data["sha256"] == lock.sha256
     assert reqs.Lock.from_json(lock.job, data) == lock
     with pytest.raises(BuildFailed, match="malformed"):
@@ -237,7 +238,7 @@ def test_lock_sha256_sees_the_files_only_and_survives_the_manifest() -> None:
         ("version", "1 --pre"),
         ("file", "../x.whl"),
     ):
-        bad = lock.to_json()
+        bad = to_data(lock)
         bad["files"][0][field] = value
         with pytest.raises(BuildFailed, match="malformed entry"):
             reqs.Lock.from_json(lock.job, bad)

@@ -16,6 +16,7 @@ from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import load_recipe
 from buildkit.recipe.sections.image import ImageSpec
+from buildkit.records import to_data
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the PATH cibuildwheel gives the build before CIBW_ENVIRONMENT: the job's Python first
@@ -195,7 +196,7 @@ files in cache                        98
 def test_parse_ccache_4_print_stats() -> None:
     stats = ccache.parse_stats(PRINT_STATS_4)
     assert stats == ccache.CacheStats(hits=3, misses=1)  # direct + preprocessed; misses: cache_miss only
-    assert stats.to_json() == {"hits": 3, "misses": 1, "hit_rate": 0.75}
+    assert to_data(stats) == {"hits": 3, "misses": 1, "hit_rate": 0.75}
     assert stats.describe() == "3 hits, 1 miss (75.0% hit rate)"
 
 
@@ -215,7 +216,7 @@ def test_unreadable_statistics_are_none(text: str) -> None:
 def test_no_cacheable_compile_has_no_hit_rate() -> None:
     stats = ccache.CacheStats(hits=0, misses=0)
     assert stats.hit_rate is None
-    assert stats.to_json() == {"hits": 0, "misses": 0, "hit_rate": None}
+    assert to_data(stats) == {"hits": 0, "misses": 0, "hit_rate": None}
     assert stats.describe() == "no compile went through ccache"
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from buildkit.cli import main
 from buildkit.gate.report import load_schema
+from buildkit.records import to_data
 
 _spec = importlib.util.spec_from_file_location(
     "testwheels", Path(__file__).parents[1] / "agreement" / "testwheels.py"
@@ -336,7 +337,7 @@ def test_recipe_job_applies_the_size_budget_exactly_as_build(
     code, doc = run_json(capsys, str(wheel), "--recipe", str(path), "--job", job.id)
     (w,) = doc["wheels"]
     assert code == 7
-    assert w["config"] == as_build.to_json()
+    assert w["config"] == to_data(as_build)
     assert [(f["rule"], f["severity"]) for f in w["findings"]] == [
         (f.rule, f.severity) for f in expected.findings
     ]

@@ -20,6 +20,7 @@ from buildkit.gate.config import GateConfig
 from buildkit.gate.report import load_schema
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from buildkit.records import to_data
 from buildkit.service.check import GateFlags, config_for_job
 from tests.helpers.amdgpu_toolchain import LLVM_BIN, have_llvm
 from tests.helpers.shared_library import build_shared_library, have_gcc
@@ -183,7 +184,7 @@ def test_the_recipe_budget_per_target_and_the_check_flag_reach_the_configuration
     assert GateConfig.from_recipe_job(loaded, job).size_per_target == 40 * 1024 * 1024
     assert config_for_job(loaded, job, GateFlags(size_per_target="2MiB")).size_per_target == 2 * 1024 * 1024
     config = GateConfig.from_recipe_job(loaded, job)
-    assert GateConfig.from_json(config.to_json()) == config._replace(identity=config.identity)
+    assert GateConfig.from_json(to_data(config)) == config._replace(identity=config.identity)
 
 
 def test_offload_compress_reaches_hipcc_and_cmake_flags(tmp_path: Path) -> None:

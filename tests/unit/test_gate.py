@@ -15,6 +15,7 @@ from buildkit.gate.evaluate import evaluate
 from buildkit.gate.rules.torch import torch_pin_problem, wheel_pythons
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 from buildkit.policy import get_policy
+from buildkit.records import to_data
 from buildkit.units import MiB, format_size
 
 EXT = "pkg/_ext.cpython-311-x86_64-linux-gnu.so"
@@ -524,7 +525,7 @@ def test_from_recipe_job_takes_the_identity_the_plan_gives() -> None:
         recipe=recipe.display_path,
         recipe_sha256=recipe.sha256,
     )
-    assert cfg.to_json()["job"] == job.id and cfg.to_json()["recipe_sha256"] == recipe.sha256
+    assert to_data(cfg)["job"] == job.id and to_data(cfg)["recipe_sha256"] == recipe.sha256
     pure = named(report(), "amd_aiter-0.1.12.post2-py3-none-any.whl")
     v = evaluate(pure, cfg)
     assert {f.message.split(":")[0] for f in v.errors if f.rule == "job-identity"} == {

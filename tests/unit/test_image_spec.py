@@ -20,6 +20,7 @@ from buildkit.plan.render import render_json, render_table
 from buildkit.profiles import declared_build_args
 from buildkit.recipe import load_recipe
 from buildkit.recipe.sections.hooks import Hooks
+from buildkit.records import to_data
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +75,7 @@ def test_hooks_reach_cibuildwheel_with_its_meaning(tmp_path: Path) -> None:
     assert "build_frontend: build[uv]" in table
     assert "test_command: pytest {project}/tests (after installing pytest numpy>=2)" in table
     assert '"build_frontend":"build[uv]"' in render_json(plan).replace(" ", "").replace("\n", "")
-    assert Hooks.from_json(job.hooks.to_json()) == job.hooks
+    assert Hooks.from_json(to_data(job.hooks)) == job.hooks
 
 
 def test_without_hooks_every_option_is_still_set_so_the_projects_table_cannot_add_any(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from elftools.elf.sections import NoteSection, SymbolTableSection
 
 from buildkit.inspect import ElfInfo, Limits, inspect_wheel
 from buildkit.inspect.symbols import PYFPE_SYMBOLS, default_symbols_of_interest
+from buildkit.records import to_data
 from tests.helpers.wheel_zip import write_wheel
 
 WHEEL = "demo-1.0-cp311-cp311-linux_x86_64.whl"
@@ -143,8 +144,8 @@ def test_default_interest_is_the_blacklists_and_pyfpe(tmp_path: Path) -> None:
     assert "uncompress2" in interest and interest >= PYFPE_SYMBOLS and "ext_a" not in interest
     info = inspect_one(tmp_path, gcc_lib(tmp_path / "lib.so", SOURCE), EARLY)
     assert info.undefined_of_interest == ("PyFPE_jbuf", "uncompress2")
-    assert info.to_json()["undefined_of_interest"] == ["PyFPE_jbuf", "uncompress2"]
-    assert info.to_json()["endian"] == "little"
+    assert to_data(info)["undefined_of_interest"] == ["PyFPE_jbuf", "uncompress2"]
+    assert to_data(info)["endian"] == "little"
 
 
 ISA_FLAGS = {

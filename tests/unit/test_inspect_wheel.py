@@ -13,6 +13,7 @@ from elftools.elf.elffile import ELFFile
 from buildkit.inspect import Limits, inspect_wheel, split_symbol_version
 from buildkit.inspect.codeobject import target_id_from_flags
 from buildkit.inspect.offload import split_entry_id
+from buildkit.records import to_data
 from tests.helpers import amdgpu_toolchain
 from tests.helpers.offload_bundle import amdgpu_header, compressed_bundle, plain_bundle
 from tests.helpers.shared_library import build_shared_library, have_gcc
@@ -72,7 +73,7 @@ def test_report_metadata_tags_record_sha(tmp_path: Path) -> None:
     assert report.size == path.stat().st_size
     assert {r.path for r in report.record} >= {"demo/__init__.py", "demo-1.0.dist-info/RECORD"}
     assert report.root_is_purelib is False
-    assert report.to_json()["sha256"] == report.sha256
+    assert to_data(report)["sha256"] == report.sha256
 
 
 def test_elf_recognised_by_magic_not_name_and_fake_so_is_a_finding(tmp_path: Path) -> None:

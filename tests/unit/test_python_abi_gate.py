@@ -12,6 +12,7 @@ import pytest
 
 from buildkit.build.wheel_gate import check_wheels
 from buildkit.gate.config import GateConfig, JobIdentity
+from buildkit.records import to_data
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel
 
@@ -215,6 +216,6 @@ def test_a_signed_configuration_keeps_the_wheel_tag() -> None:
         recipe = load_recipe(root / name)
         (job,) = expand(recipe, env={}, enumerator=lambda: []).jobs
         config = GateConfig.from_recipe_job(recipe, job)
-        back = GateConfig.from_json(config.to_json())
+        back = GateConfig.from_json(to_data(config))
         assert config.identity is not None and back.identity is not None
         assert back.identity.wheel_tag == config.identity.wheel_tag == tag

@@ -16,6 +16,7 @@ from buildkit.gate.rules.regression import REGRESSION
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import parse_recipe
+from buildkit.records import to_data
 from tests.helpers.offload_bundle import amdgpu_header, plain_bundle
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel
@@ -135,7 +136,7 @@ def test_result_records_the_verified_baseline(tmp_path: Path, libs: dict[str, by
     )
     check = compare_with_last_release(job_for(tmp_path, url), new, workdir=tmp_path / "work")
     assert check is not None and not check.passed and check.compared_with == OLD_NAME
-    doc = check.to_json()
+    doc = to_data(check)
     assert doc["index_url"] == url and doc["passed"] is False
     assert doc["baseline"]["file"]["hashes"] == {
         "sha256": sha256(tmp_path / "index" / "simple" / "demo" / OLD_NAME)

@@ -17,6 +17,7 @@ from buildkit.errors import UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.inspect.wheel import inspect_wheel
+from buildkit.records import to_data
 from tests.helpers.shared_library import have_gcc
 from tests.helpers.wheel_zip import write_wheel
 
@@ -176,7 +177,7 @@ def test_no_requires_dist_at_all_is_undeclared(tmp_path: Path, sdk: Path) -> Non
 def test_the_configuration_round_trips_through_the_manifest_json(sdk: Path) -> None:
     pip = gather(PIN, sorted(sdk.glob("*.whl")), source="index")
     config = GateConfig(rocm_pip=pip).validated()
-    again = GateConfig.from_json(config.to_json())
+    again = GateConfig.from_json(to_data(config))
     assert again.rocm_pip == pip
     assert pip.release.version == "7.2.4" and pip.release.devices() == ("gfx942",)
 

@@ -22,6 +22,7 @@ from buildkit.errors import GateFailed, SplitRefused, UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.rules.integrity import check_record
 from buildkit.inspect import inspect_wheel
+from buildkit.records import to_data
 from buildkit.service.check import GateFlags, config_from_flags
 from buildkit.split import run as split_run
 from buildkit.split import split_wheel
@@ -348,7 +349,7 @@ def test_the_recipe_key_and_its_mistakes(tmp_path: Path) -> None:
     assert load_recipe(tmp_path / "r.yaml").wheel.split == "per-target"
     (tmp_path / "none.yaml").write_text(base)
     plain = load_recipe(tmp_path / "none.yaml").wheel
-    assert plain.split == "none" and "split" not in plain.to_json()  # plans of other recipes unchanged
+    assert plain.split == "none" and "split" not in to_data(plain)  # plans of other recipes unchanged
     (tmp_path / "bad.yaml").write_text(base + "wheel: {abi: py3-none, split: per-gpu}\n")
     with pytest.raises(RecipeError) as caught:
         load_recipe(tmp_path / "bad.yaml")

@@ -18,6 +18,7 @@ import pytest
 from buildkit import manifest as manifests
 from buildkit.build import verify
 from buildkit.errors import UsageError
+from buildkit.records import to_data
 from tests.helpers.wheels_for_publish import make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,7 +149,7 @@ def test_the_rebuild_takes_the_lock_the_manifest_records() -> None:
         ("setuptools>=77",),
         (Locked("setuptools", "84.2.1", "setuptools-84.2.1-py3-none-any.whl", "c" * 64),),
     )
-    data: dict[str, Any] = {"wheel": {"filename": "w.whl"}, "build_requirements": lock.to_json()}
+    data: dict[str, Any] = {"wheel": {"filename": "w.whl"}, "build_requirements": to_data(lock)}
     notes: list[str] = []
     assert verify._recorded_lock(data, hermetic, "cp313-rocm5.7", notes) == lock and notes == []
     # a manifest from before hermetic builds: resolved again, and the note says what that can explain

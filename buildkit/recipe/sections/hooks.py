@@ -40,10 +40,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from buildkit.recipe.section import Context, Section
+from buildkit.records import Key, json_shape
 
 FRONTENDS = ("build", "build[uv]", "pip", "uv")
 
 
+@json_shape(
+    *("before_all", "before_build", Key("config_settings", convert=dict), "build_frontend"),
+    *("test_command", "test_requires", "build_requires"),
+)
 @dataclass(frozen=True)
 class Hooks:
     before_all: tuple[str, ...] = ()
@@ -56,17 +61,6 @@ class Hooks:
     #: PEP 508 requirements added to the project's ``[build-system] requires`` (the recipe's
     #: ``build_requires``)
     build_requires: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "before_all": list(self.before_all),
-            "before_build": list(self.before_build),
-            "config_settings": {k: list(v) for k, v in self.config_settings},
-            "build_frontend": self.build_frontend,
-            "test_command": list(self.test_command),
-            "test_requires": list(self.test_requires),
-            "build_requires": list(self.build_requires),
-        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Hooks:

@@ -29,12 +29,19 @@ from buildkit import profiles
 from buildkit.errors import UsageError
 from buildkit.recipe.section import Context, ErrorAt, Section
 from buildkit.recipe.yamlspan import Path as JsonPath
+from buildkit.records import Key, json_shape
 
 #: a package name as apt or dnf take it, with an optional version pin (``pkg=1.2-3``, ``pkg-1.2``);
 #: nothing a shell would read as more than one word (the names are written into a RUN line)
 PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_~:=*-]*$")
 
 
+@json_shape(
+    "kind",
+    "label",
+    *(Key(name, omit="none") for name in ("profile", "dockerfile", "context", "ref")),
+    *("packages", "build_args"),
+)
 @dataclass(frozen=True)
 class ImageSpec:
     """The builder image of a recipe: exactly one of ``profile``, ``dockerfile`` and ``ref``."""
@@ -57,15 +64,6 @@ class ImageSpec:
         if self.profile:
             return self.profile
         return f"dockerfile:{self.dockerfile}" if self.dockerfile else f"ref:{self.ref}"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "label": self.label}
-        for name in ("profile", "dockerfile", "context", "ref"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        out["packages"] = list(self.packages)
-        out["build_args"] = dict(self.build_args)
-        return out
 
     def dockerfile_path(self, recipe_dir: Path) -> Path | None:
         return recipe_dir / self.dockerfile if self.dockerfile else None

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from buildkit import version as ver
 from buildkit.recipe.section import Context, ErrorAt, Section
+from buildkit.records import Key, json_shape
 
 Abi = Literal["cpython", "py3-none", "abi3"]
 Split = Literal["none", "per-target"]
@@ -45,6 +46,8 @@ def _minor(python: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+# a recipe without wheel.split keeps its plans and keys: split left out at its default
+@json_shape("abi", Key("from", "from_python"), "tag", Key("split", omit="default"))
 @dataclass(frozen=True)
 class WheelAbi:
     """What the wheel is tagged for: ``cpython`` (one wheel per Python: ``cp312-cp312``),
@@ -79,12 +82,6 @@ class WheelAbi:
             assert self.from_python is not None
             return f"abi3-cp{ver.nodot(self.from_python)}"
         return None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"abi": self.abi, "from": self.from_python, "tag": self.tag}
-        if self.split != "none":  # the plans and keys of recipes without it stay as they were
-            data["split"] = self.split
-        return data
 
 
 def parse_wheel(
