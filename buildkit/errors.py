@@ -23,7 +23,12 @@ code  class                        meaning
 10    PublishRefused               publish refused (manifest missing/failed/mismatch)
 11    SmokeFailed                  a smoke test failed in its runtime container
 12    NotReproducible              verify: the rebuild differs, or the attestation fails
-13    PublishUnavailable           publish: the index could not be reached (transient: retry)
+13    IndexUnavailable             an index, or a file it lists, could not be reached or failed
+                                   (DNS, refused, reset, timeout, HTTP 5xx/408/429): the same from a
+                                   source fetch, ``diff --against-index``, build's no-regression
+                                   baseline and ``publish`` (transient: retry)
+13    PublishUnavailable (an       ``publish``: reading the index or uploading failed transiently
+      IndexUnavailable)            (the message names the wheels uploaded before: retry)
 14    BuilderContractError         a builder image lacks what builds need (the list of gaps)
 15    InstallResolutionFailed      ``publish --check-install``: pip or uv would install, for a
                                    supported Python, a file from another index than the published one
@@ -180,13 +185,28 @@ class NotReproducible(BuildkitError):
     exit_code = 12
 
 
-class PublishUnavailable(BuildkitError):
+class IndexUnavailable(BuildkitError):
+    """An index (PEP 503/691), or a file it lists or a source URL, could not be reached: DNS failure,
+    connection refused or reset, timeout, a truncated answer, or an HTTP 5xx / 408 / 429 answer.
+    Every command reading one gives it (:mod:`buildkit.pyindex`): a recipe's source fetched (``plan``,
+    ``build``, ``verify``), ``diff --against-index``, the no-regression baseline of ``build``,
+    ``publish``. Transient: retry the same command. An index that answers no (another 4xx, a TLS
+    certificate not trusted) is not: each command words that as its own error. ``url`` (credentials
+    redacted) and ``reason`` say what failed, when the client raised it."""
+
+    exit_code = 13
+
+    def __init__(self, message: str, *, url: str | None = None, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.reason = reason
+
+
+class PublishUnavailable(IndexUnavailable):
     """``publish`` could not reach the index: DNS failure, connection refused or reset, timeout, or an
     HTTP 5xx / 408 / 429 answer while reading its pages or uploading. Transient: retry the same
     command (wheels uploaded before the failure are then reported "already published"). A refusal
     (:class:`PublishRefused`, 10) is not: retrying it gives the same answer."""
-
-    exit_code = 13
 
 
 class BuilderContractError(BuildkitError):

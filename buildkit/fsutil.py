@@ -1,4 +1,5 @@
-"""Writing one file so that a reader sees the old bytes or the new ones, never a part: :func:`atomic_write`.
+"""Writing one file so that a reader sees the old bytes or the new ones, never a part: :func:`atomic_write`
+(bytes at hand) and :func:`atomic_stream` (bytes streamed: a download hashed while it is written).
 
 Every single-file write buildkit makes (manifests, attestations, the ceilings and build-environment
 caches, the index's pages and ``.metadata`` files) goes through it: the bytes go to a temporary file
@@ -12,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 #: a new file's permission bits before the umask, as ``open()`` would create it
 DEFAULT_MODE = 0o666
@@ -49,21 +52,21 @@ def sync_folder(folder: Path) -> None:
     _fsync_folder(folder)
 
 
-def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, encoding: str = "utf-8") -> Path:
-    """Replace ``path`` by ``data`` (text is encoded with ``encoding``) all at once; returns ``path``.
-
-    ``mode``: the file's permission bits; None gives what ``open()`` gives a new file (0o666 minus
-    the umask). The temporary file is ``.<name>.<random>.tmp`` beside ``path``.
+@contextlib.contextmanager
+def atomic_stream(path: Path, *, mode: int | None = None, suffix: str = ".tmp") -> Iterator[BinaryIO]:
+    """A binary file whose bytes replace ``path`` all at once when the block ends without an error:
+    the temporary file ``.<name>.<random><suffix>`` beside ``path`` is flushed, synced and renamed over
+    it (and the folder synced). When the block raises (a hash that does not match, Ctrl-C), the
+    temporary file is removed and ``path`` is left as it was. ``mode`` as :func:`atomic_write` takes it.
     """
-    payload = data.encode(encoding) if isinstance(data, str) else data
     folder = path.parent
     import tempfile  # only when writing: `check` reads and never pays for it
 
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=folder)
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
+            yield fh
             fh.flush()
             os.fchmod(fh.fileno(), (DEFAULT_MODE & ~_umask()) if mode is None else mode)
             os.fsync(fh.fileno())
@@ -72,6 +75,17 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, enco
         tmp.unlink(missing_ok=True)
         raise
     _fsync_folder(folder)
+
+
+def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, encoding: str = "utf-8") -> Path:
+    """Replace ``path`` by ``data`` (text is encoded with ``encoding``) all at once; returns ``path``.
+
+    ``mode``: the file's permission bits; None gives what ``open()`` gives a new file (0o666 minus
+    the umask). The temporary file is ``.<name>.<random>.tmp`` beside ``path``.
+    """
+    payload = data.encode(encoding) if isinstance(data, str) else data
+    with atomic_stream(path, mode=mode) as fh:
+        fh.write(payload)
     return path
 
 

@@ -79,9 +79,9 @@ from buildkit.errors import (
 from buildkit.fsutil import atomic_write
 from buildkit.gate.config import GateConfig
 from buildkit.plan.models import Job
+from buildkit.pyindex import redact
 from buildkit.recipe import Recipe
 from buildkit.records import to_data
-from buildkit.source.fetch import redact
 from buildkit.split import SplitResult, output_config, split_wheel
 
 
@@ -130,6 +130,8 @@ class JobResult:
     examine: str | None = None  # the command that reproduces the refusal of ``refused``
     #: the compiles of this build as ccache counted them; None: no cache, or none read
     compiler_cache: ccache.CacheStats | None = None
+    #: the exit code of the error that failed the job (13: an index could not be reached); None: none
+    exit_code: int | None = None
 
     @property
     def manifest(self) -> Path | None:
@@ -263,6 +265,7 @@ def build_one(
             cleaned = remove_run_containers(client, run.build_id)
             raise _engine_lost(lost, run, cleaned) from None
         result.message = str(exc)
+        result.exit_code = exc.exit_code
         with contextlib.suppress(OSError), log_path.open("a", encoding="utf-8") as log:
             log.write(f"\nERROR: {exc}\n")
         keep = run.key if result.status == "build-failed" else None

@@ -19,7 +19,7 @@ from buildkit.build.run import build_plan
 from buildkit.build.summary import render_summary, summary_json
 from buildkit.cli.options import colour_verdicts, colour_wanted, quiet
 from buildkit.cli.options import verbose as global_verbose
-from buildkit.errors import BuildFailed, GateFailed
+from buildkit.errors import BuildFailed, GateFailed, IndexUnavailable
 from buildkit.image.ceilings import ceilings_from_images
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import check_strict, printable
@@ -179,7 +179,15 @@ def build(
         )
         click.echo(colour_verdicts(summary, tty=styled, env=os.environ))
     failed = [r for r in results if r.status not in ("passed", "up-to-date")]
-    if any(r.status == "build-failed" for r in failed):
+    broken = [r for r in failed if r.status == "build-failed"]
+    if broken and all(r.exit_code == IndexUnavailable.exit_code for r in broken):
+        # the no-regression baseline's index could not be reached: exit 13, as from every command
+        first = broken[0].message.splitlines()[0] if broken[0].message else "an index could not be reached"
+        raise IndexUnavailable(
+            f"{len(failed)} of {len(results)} jobs failed: {first} (transient: retry); "
+            f"logs in {options.log_dir}"
+        )
+    if broken:
         raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")
     if failed:
         kept = [r for r in failed if r.refused is not None]

@@ -25,21 +25,18 @@ the gate configuration that changes the facts compared here). Without them every
 external and a ROCm wheel is consistent with no manylinux tag at all (``linux_x86_64``).
 
 :func:`baseline_from_index` finds the newest published wheel of the same project with compatible
-tags in a PEP 503 simple index (``file://`` or ``http(s)://``), verifies the ``#sha256=`` fragment
-and downloads it.
+tags in a simple index (``file://`` or ``http(s)://``, PEP 691 or PEP 503, read by
+:mod:`buildkit.pyindex`), downloads it and verifies its listed hash. An index that cannot be reached
+is :class:`~buildkit.errors.IndexUnavailable` (exit 13), as from every command.
 """
 
 from __future__ import annotations
 
-import hashlib
 import posixpath
 import re
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,6 +48,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from buildkit import pyindex
 from buildkit.errors import UsageError, WheelReadError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
@@ -481,66 +479,22 @@ class IndexFile:
     yanked: bool
 
 
-class _LinkParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.base: str | None = None
-        self.links: list[dict[str, str | None]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "base" and self.base is None:
-            self.base = dict(attrs).get("href")
-        elif tag == "a":
-            self.links.append(dict(attrs))
-
-
-def _read_url(url: str, *, timeout: float = 60) -> bytes | None:
-    """The bytes at ``url`` (``file://``, ``http(s)://``); ``None`` when it does not exist (404)."""
-    scheme = urllib.parse.urlsplit(url).scheme
-    if scheme == "file":
-        path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
-        if path.is_dir():
-            index = path / "index.html"
-            if index.is_file():
-                return index.read_bytes()
-            # a bare directory of files (no index.html): list it as a page would
-            names = sorted(p.name for p in path.iterdir() if p.is_file())
-            page = "".join(f'<a href="{urllib.parse.quote(n)}">{n}</a>\n' for n in names)
-            return page.encode()
-        return path.read_bytes() if path.is_file() else None
-    if scheme not in ("http", "https"):
-        raise UsageError(f"index URL must be file://, http:// or https://, not {url!r}")
-    request = urllib.request.Request(url, headers={"Accept": "text/html"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            data: bytes = response.read()
-            return data
-    except urllib.error.HTTPError as exc:
-        if exc.code == 404:
-            return None
-        raise UsageError(f"index {url} answered HTTP {exc.code}: {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
-        raise UsageError(f"cannot read index {url}: {exc}") from None
-
-
 def project_url(index_url: str, project: str) -> str:
     """PEP 503: ``<root>/<normalized name>/``; a URL already ending with the project is kept."""
     root = index_url if index_url.endswith("/") else index_url + "/"
-    name = canonicalize_name(project)
     last = posixpath.basename(urllib.parse.urlsplit(root).path.rstrip("/"))
-    if canonicalize_name(last) == name:
+    if canonicalize_name(last) == canonicalize_name(project):
         return root
-    return urllib.parse.urljoin(root, name + "/")
+    return pyindex.simple_page_url(root, project)
 
 
 def _require_index_root(page: str) -> None:
     """A ``file://`` index whose root (the directory holding the project pages) does not exist is a
     wrong URL, not an index without the project: UsageError. Over http(s) a missing project page and
     a wrong root both answer 404 and the root page is not fetched (PyPI's lists every project)."""
-    split = urllib.parse.urlsplit(page)
-    if split.scheme != "file":
+    if urllib.parse.urlsplit(page).scheme != "file":
         return
-    root = Path(urllib.request.url2pathname(split.path)).parent
+    root = pyindex.file_path(page).parent
     if not root.is_dir():
         what = "is not a directory" if root.exists() else "does not exist"
         raise UsageError(
@@ -549,38 +503,38 @@ def _require_index_root(page: str) -> None:
         )
 
 
+def _index_file(link: pyindex.Link, project: str) -> IndexFile | None:
+    """A wheel of ``project`` listed by the page, else None."""
+    if not link.filename.endswith(".whl"):
+        return None
+    try:
+        name, version, build, tags = parse_wheel_filename(link.filename)
+    except InvalidWheelFilename:
+        return None
+    if name != canonicalize_name(project):
+        return None
+    return IndexFile(link.filename, link.url, dict(link.hashes), version, build, tags, link.yanked)
+
+
 def project_files(index_url: str, project: str) -> tuple[str, list[IndexFile]]:
-    """``(page URL, wheels listed there)``; no page (404) gives an empty list, unless the index
-    itself is missing (a ``file://`` root that is not a directory: UsageError)."""
+    """``(page URL, wheels listed there)`` (:mod:`buildkit.pyindex`: PEP 691 or PEP 503); no page
+    (404) gives an empty list, unless the index itself is missing (a ``file://`` root that is not a
+    directory: UsageError). An index that cannot be reached is IndexUnavailable (exit 13), one that
+    answers no (another HTTP status) a UsageError."""
     page = project_url(index_url, project)
-    data = _read_url(page)
-    if data is None:
+    scheme = urllib.parse.urlsplit(page).scheme
+    if scheme not in ("file", "http", "https"):
+        raise UsageError(f"index URL must be file://, http:// or https://, not {index_url!r}")
+    try:
+        links = pyindex.IndexClient().page(page).links
+    except pyindex.NotFound:
         _require_index_root(page)
         return page, []
-    parser = _LinkParser()
-    parser.feed(data.decode("utf-8", "replace"))
-    base = urllib.parse.urljoin(page, parser.base) if parser.base else page
-    out = []
-    for attrs in parser.links:
-        href = attrs.get("href")
-        if not href:
-            continue
-        url, _, fragment = urllib.parse.urljoin(base, href).partition("#")
-        filename = urllib.parse.unquote(posixpath.basename(urllib.parse.urlsplit(url).path))
-        if not filename.endswith(".whl"):
-            continue
-        try:
-            name, version, build, tags = parse_wheel_filename(filename)
-        except InvalidWheelFilename:
-            continue
-        if name != canonicalize_name(project):
-            continue
-        hashes = {}
-        if "=" in fragment:
-            algo, _, digest = fragment.partition("=")
-            hashes[algo.lower()] = digest.lower()
-        out.append(IndexFile(filename, url, hashes, version, build, tags, "data-yanked" in attrs))
-    return page, out
+    except pyindex.IndexRefused as exc:
+        shown = pyindex.redact(exc.url)
+        raise UsageError(f"index {shown} answered {exc.reason}" if exc.status else str(exc)) from None
+    files = [f for f in (_index_file(link, project) for link in links) if f is not None]
+    return page, files
 
 
 def _compatible(candidate: Iterable[Tag], wanted: Iterable[Tag]) -> bool:
@@ -637,30 +591,22 @@ def choose_baseline(files: Sequence[IndexFile], new: WheelReport) -> tuple[Index
 
 
 def download(file: IndexFile, dest: Path) -> Path:
-    """Fetch ``file`` into ``dest`` verifying its URL-fragment hash; a mismatch is a WheelReadError."""
+    """Fetch ``file`` into ``dest`` verifying its URL-fragment hash (through a temporary file renamed
+    into place: :meth:`buildkit.pyindex.IndexClient.download`); a mismatch is a WheelReadError."""
     if "/" in file.filename or file.filename in (".", ".."):
         raise WheelReadError(f"refusing index file name {file.filename!r}")
     target = dest / file.filename
-    algo = next((a for a in ("sha256", "sha384", "sha512") if a in file.hashes), None)
-    digest = hashlib.new(algo or "sha256")
     try:
-        if urllib.parse.urlsplit(file.url).scheme == "file":
-            source = Path(urllib.request.url2pathname(urllib.parse.urlsplit(file.url).path))
-            stream: Any = source.open("rb")
-        else:
-            stream = urllib.request.urlopen(file.url, timeout=300)
-        with stream, target.open("wb") as out:
-            while chunk := stream.read(1 << 20):
-                digest.update(chunk)
-                out.write(chunk)
-    except (urllib.error.URLError, OSError) as exc:
-        raise UsageError(f"cannot download {file.url}: {exc}") from None
-    if algo is not None and digest.hexdigest() != file.hashes[algo]:
-        target.unlink(missing_ok=True)
+        pyindex.IndexClient(timeout=300).download(file.url, target, hashes=file.hashes, part_suffix=".tmp")
+    except pyindex.DigestMismatch as exc:
         raise WheelReadError(
-            f"{file.filename} from the index does not match its {algo}: "
-            f"expected {file.hashes[algo]}, got {digest.hexdigest()}"
-        )
+            f"{file.filename} from the index does not match its {exc.algorithm}: "
+            f"expected {exc.expected}, got {exc.actual}"
+        ) from None
+    except (pyindex.NotFound, pyindex.IndexRefused) as exc:
+        raise UsageError(f"cannot download {file.url}: {exc}") from None
+    except OSError as exc:
+        raise UsageError(f"cannot download {file.url}: {exc}") from None
     return target
 
 

@@ -63,7 +63,6 @@ from buildkit.errors import PublishRefused, PublishUnavailable
 from buildkit.publish import index as static_index
 from buildkit.publish.refusal import Candidate, check_all, collect, project_of
 from buildkit.publish.remote import (
-    Credentials,
     RemoteFile,
     credentials_for,
     fetch_sha256,
@@ -73,6 +72,7 @@ from buildkit.publish.remote import (
 from buildkit.publish.scrub import strip_userinfo
 from buildkit.publish.target import Target
 from buildkit.publish.trust import Trust, key_from_env, verify
+from buildkit.pyindex import Credentials
 from buildkit.recipe import Recipe
 
 if TYPE_CHECKING:

@@ -19,56 +19,46 @@ renamed to its file name only when its sha256 is the pinned one and it stayed un
 :data:`MAX_DOWNLOAD_BYTES`; a cached file is hashed again before each use (one that changed is
 removed and fetched again). A cache hit asks neither pip nor the network anything.
 
+Pages and files are read by the one index client, :mod:`buildkit.pyindex`.
+
 Errors: :class:`HashMismatch` (naming both hashes) and :class:`SourceRefused` (no such sdist, too
-large) are the recipe's to fix; :class:`FetchFailed` (DNS, refused connection, HTTP 5xx, pip's
-configuration unreadable) is not. :mod:`buildkit.source` turns them into positioned errors.
+large) are the recipe's to fix; :class:`~buildkit.errors.IndexUnavailable` (DNS, refused connection,
+timeout, HTTP 5xx: exit 13, as every command gives it for an index it cannot reach) and
+:class:`FetchFailed` (another HTTP error, a TLS certificate not trusted, pip's configuration
+unreadable) are not. :mod:`buildkit.source` turns them into positioned errors.
 """
 
 from __future__ import annotations
 
 import ast
-import base64
 import contextlib
-import hashlib
-import json
-import netrc
 import os
 import posixpath
-import ssl
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from html.parser import HTMLParser
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from packaging.utils import NormalizedName, canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from buildkit import __version__
+from buildkit import pyindex
+from buildkit.errors import IndexUnavailable
 from buildkit.fsutil import cache_home
 from buildkit.manifest import sha256_file
+from buildkit.pyindex import redact
 
 #: a download larger than this is refused (by Content-Length before, by counting while reading)
 MAX_DOWNLOAD_BYTES = 2 * 2**30
-#: a project page (an index's list of files) larger than this is refused
-MAX_PAGE_BYTES = 64 * 2**20
 #: a download's temporary file untouched for this long belongs to a killed process: removed
 STALE_PART_SECONDS = 24 * 3600
 DEFAULT_INDEX = "https://pypi.org/simple"
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = pyindex.DEFAULT_TIMEOUT
 #: the suffixes of source archives, longest first
 ARCHIVE_SUFFIXES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".zip", ".tar")
-_CHUNK = 1 << 20
-_ACCEPT_PAGE = (
-    "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
-)
 Echo = Callable[[str], None]
 
 
@@ -133,135 +123,47 @@ def cached(sha256: str, echo: Echo | None = None) -> Path | None:
 # --- HTTP -------------------------------------------------------------------------------------
 
 
-def redact(url: str) -> str:
-    """``url`` without the password or token of its user part (``https://user:***@host/``)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None and "@" not in parts.netloc:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}" if user else f"***@{host}"))
+def client(cafile: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> pyindex.IndexClient:
+    """The index client of a fetch: ``cafile`` (else the system's CAs), ``~/.netrc`` looked up for a
+    host without credentials in its URL."""
+    return pyindex.IndexClient(cafile=cafile, timeout=timeout, netrc=True)
 
 
-@dataclass
-class Http:
-    """urllib with a CA bundle, a timeout and credentials per host (never sent to another host,
-    not even on a redirect)."""
-
-    cafile: str | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    credentials: dict[str, tuple[str, str]] = field(default_factory=dict)  # netloc -> (user, password)
-
-    def strip(self, url: str) -> str:
-        """``url`` without its user part, whose credentials are remembered for its host."""
-        parts = urllib.parse.urlsplit(url)
-        if "@" not in parts.netloc:
-            return url
-        host = parts.netloc.rpartition("@")[2]
-        self.credentials[host] = (
-            urllib.parse.unquote(parts.username or ""),
-            urllib.parse.unquote(parts.password or ""),
-        )
-        return urllib.parse.urlunsplit(parts._replace(netloc=host))
-
-    def _auth(self, netloc: str) -> tuple[str, str] | None:
-        if netloc in self.credentials:
-            return self.credentials[netloc]
-        with contextlib.suppress(OSError, netrc.NetrcParseError):
-            found = netrc.netrc().authenticators(netloc.partition(":")[0])
-            if found and found[2] is not None:
-                return (found[0] or "", found[2])
-        return None
-
-    def open(self, url: str, accept: str | None = None) -> tuple[Any, str]:
-        """The response to GET ``url`` and its final URL; :class:`FetchFailed` or, for HTTP 404/410,
-        :class:`FileNotFoundError`."""
-        request = urllib.request.Request(url, headers={"User-Agent": f"rocm-buildkit/{__version__}"})
-        if accept:
-            request.add_header("Accept", accept)
-        parts = urllib.parse.urlsplit(url)
-        auth = self._auth(parts.netloc) if parts.scheme in ("http", "https") else None
-        if auth is not None:
-            token = base64.b64encode(f"{auth[0]}:{auth[1]}".encode()).decode()
-            request.add_unredirected_header("Authorization", f"Basic {token}")
-        context = ssl.create_default_context(cafile=self.cafile) if self.cafile else None
-        opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
-        try:
-            response = opener.open(request, timeout=self.timeout)
-        except urllib.error.HTTPError as exc:
-            if exc.code in (404, 410):
-                raise FileNotFoundError(redact(url)) from None
-            raise FetchFailed(f"{redact(url)}: HTTP {exc.code} {exc.reason}") from None
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            if isinstance(reason, FileNotFoundError) or isinstance(exc, FileNotFoundError):
-                raise FileNotFoundError(redact(url)) from None
-            raise FetchFailed(f"{redact(url)}: {reason}") from None
-        return response, response.geturl()
+def _unavailable(exc: IndexUnavailable, url: str) -> IndexUnavailable:
+    """The client's error worded as a fetch's (``<url>: <reason>``; the caller adds what it fetched)."""
+    return IndexUnavailable(f"{redact(url)}: {exc.reason}", url=exc.url, reason=exc.reason)
 
 
-def _read_page(http: Http, url: str) -> tuple[bytes, str, str]:
-    """(bytes, content type, final URL) of an index page; a ``file://`` folder gives its
-    ``index.html``."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.scheme == "file":
-        folder = Path(urllib.request.url2pathname(parts.path))
-        if folder.is_dir():
-            url = (folder / "index.html").as_uri()
-    response, final = http.open(url, _ACCEPT_PAGE)
-    with response:
-        data = response.read(MAX_PAGE_BYTES + 1)
-        ctype = response.headers.get("Content-Type", "") or ""
-    if len(data) > MAX_PAGE_BYTES:
-        raise FetchFailed(f"{redact(url)}: the page is larger than {MAX_PAGE_BYTES} bytes")
-    return data, ctype, final
-
-
-def download(http: Http, url: str, sha256: str, filename: str, origin: str) -> Path:
+def download(http: pyindex.IndexClient, url: str, sha256: str, filename: str, origin: str) -> Path:
     """Download ``url`` into the cache as ``<sha256>/<filename>``: streamed into a temporary file
     there, hashed, renamed only when the hash is ``sha256`` (and it stayed under
-    :data:`MAX_DOWNLOAD_BYTES`)."""
+    :data:`MAX_DOWNLOAD_BYTES`): :meth:`buildkit.pyindex.IndexClient.download`."""
     limit = MAX_DOWNLOAD_BYTES
     folder = cache_root() / sha256
-    response, _final = http.open(url)
-    with response:
-        length = response.headers.get("Content-Length")
-        if length is not None and length.isdigit() and int(length) > limit:
+    final = folder / filename
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        http.download(url, final, hashes={"sha256": sha256}, max_bytes=limit)
+    except pyindex.TooLarge as exc:
+        if exc.size is not None:
             raise SourceRefused(
-                f"{filename} from {origin} is {int(length)} bytes, more than the {limit} a source may have"
-            )
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{filename}.", suffix=".part", dir=folder)
-        tmp = Path(tmp_name)
-        try:
-            digest = hashlib.sha256()
-            size = 0
-            with os.fdopen(fd, "wb") as out:
-                while True:
-                    try:
-                        chunk = response.read(_CHUNK)
-                    except OSError as exc:
-                        raise FetchFailed(f"{redact(url)}: {exc}") from None
-                    if not chunk:
-                        break
-                    size += len(chunk)
-                    if size > limit:
-                        raise SourceRefused(
-                            f"{filename} from {origin} is more than the {limit} bytes a source may have"
-                        )
-                    digest.update(chunk)
-                    out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
-            if digest.hexdigest() != sha256:
-                raise HashMismatch(filename, origin, sha256, digest.hexdigest(), listed=False)
-            final = folder / filename
-            os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
+                f"{filename} from {origin} is {exc.size} bytes, more than the {limit} a source may have"
+            ) from None
+        raise SourceRefused(
+            f"{filename} from {origin} is more than the {limit} bytes a source may have"
+        ) from None
+    except pyindex.DigestMismatch as exc:
+        raise HashMismatch(filename, origin, sha256, exc.actual, listed=False) from None
+    except pyindex.NotFound:
+        raise FileNotFoundError(redact(url)) from None
+    except pyindex.IndexRefused as exc:
+        raise FetchFailed(f"{redact(url)}: {exc.reason}") from None
+    except IndexUnavailable as exc:
+        raise _unavailable(exc, url) from None
+    finally:
+        if not final.exists():
             with contextlib.suppress(OSError):
                 folder.rmdir()  # only when empty: no other download of this sha256 is running
-            raise
     return final
 
 
@@ -354,40 +256,21 @@ def sdist_release(filename: str) -> tuple[NormalizedName, Version] | None:
         return None
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href")
-        if tag == "a" and href:
-            self.hrefs.append(href)
-
-
-def _page_files(data: bytes, ctype: str, base: str) -> Iterable[tuple[str, str, str | None]]:
-    """(filename, absolute URL, listed sha256) of every file of a PEP 691 or PEP 503 page."""
-    if ctype.startswith("application/vnd.pypi.simple.v1+json"):
-        try:
-            files = json.loads(data)["files"]
-        except (ValueError, KeyError, TypeError):
-            return
-        for f in files:
-            if isinstance(f, dict) and isinstance(f.get("url"), str) and isinstance(f.get("filename"), str):
-                hashes = f.get("hashes")
-                listed = hashes.get("sha256") if isinstance(hashes, dict) else None
-                yield f["filename"], urllib.parse.urljoin(base, f["url"]), listed
-        return
-    parser = _Links()
-    parser.feed(data.decode("utf-8", "replace"))
-    for href in parser.hrefs:
-        url = urllib.parse.urljoin(base, href)
-        path, _, fragment = url.partition("#")
-        listed = fragment[len("sha256=") :] if fragment.startswith("sha256=") else None
-        yield posixpath.basename(urllib.parse.unquote(urllib.parse.urlsplit(path).path)), path, listed
+def _page_files(http: pyindex.IndexClient, url: str) -> Iterable[tuple[str, str, str | None]]:
+    """(filename, absolute URL, listed sha256) of every file of the PEP 691 or PEP 503 page at
+    ``url`` (:meth:`buildkit.pyindex.IndexClient.page`)."""
+    try:
+        page = http.page(url)
+    except pyindex.NotFound:
+        raise FileNotFoundError(redact(url)) from None
+    except pyindex.IndexRefused as exc:
+        raise FetchFailed(f"{redact(url)}: {exc.reason}") from None
+    except IndexUnavailable as exc:
+        raise _unavailable(exc, url) from None
+    return [(link.filename, link.url, link.sha256) for link in page.links]
 
 
-def _location_files(http: Http, location: str) -> Iterable[tuple[str, str, str | None]]:
+def _location_files(http: pyindex.IndexClient, location: str) -> Iterable[tuple[str, str, str | None]]:
     """The files a find-links entry offers: a local folder or file, or a page of links."""
     if "://" not in location:
         path = Path(location).expanduser()
@@ -397,12 +280,11 @@ def _location_files(http: Http, location: str) -> Iterable[tuple[str, str, str |
         elif path.is_file():
             yield path.name, path.resolve().as_uri(), None
         return
-    data, ctype, final = _read_page(http, location)
-    yield from _page_files(data, ctype, final)
+    yield from _page_files(http, location)
 
 
 def find_sdist(
-    http: Http, config: PipConfig, name: NormalizedName, version: Version
+    http: pyindex.IndexClient, config: PipConfig, name: NormalizedName, version: Version
 ) -> tuple[list[Candidate], list[str], int]:
     """The sdists of ``name==version`` every index and find-links location lists, the locations
     searched (redacted) and how many other files (wheels) of that release they list."""
@@ -410,19 +292,20 @@ def find_sdist(
     searched: list[str] = []
     others = 0
     failures: list[str] = []
+    unreachable = False
     places = [(index, True) for index in config.index_urls] + [(loc, False) for loc in config.find_links]
     for place, is_index in places:
         searched.append(redact(place))
         plain = http.strip(place)
         try:
             if is_index:
-                data, ctype, final = _read_page(http, plain.rstrip("/") + f"/{name}/")
-                entries = list(_page_files(data, ctype, final))
+                entries = list(_page_files(http, pyindex.simple_page_url(plain, name)))
             else:
                 entries = list(_location_files(http, plain))
         except FileNotFoundError:
             continue  # the index has no such project
-        except FetchFailed as exc:
+        except (FetchFailed, IndexUnavailable) as exc:
+            unreachable = unreachable or isinstance(exc, IndexUnavailable)
             failures.append(str(exc))
             continue
         for filename, url, listed in entries:
@@ -435,7 +318,8 @@ def find_sdist(
             if release == (name, version):
                 found.append(Candidate(filename, url, redact(place), listed.lower() if listed else None))
     if not found and failures:
-        raise FetchFailed("; ".join(failures))
+        # one index that could not be reached is the error every command gives for it (exit 13)
+        raise IndexUnavailable("; ".join(failures)) if unreachable else FetchFailed("; ".join(failures))
     return found, searched, others
 
 
@@ -451,7 +335,7 @@ def fetch_sdist(requirement: str, sha256: str, echo: Echo | None = None) -> Path
     raw_name, _, raw_version = requirement.partition("==")
     name, version = canonicalize_name(raw_name), Version(raw_version)
     config = pip_config()
-    http = Http(cafile=config.cert or os.environ.get("SSL_CERT_FILE") or None, timeout=config.timeout)
+    http = client(config.cert or os.environ.get("SSL_CERT_FILE") or None, config.timeout)
     candidates, searched, others = find_sdist(http, config, name, version)
     if not candidates:
         where = ", ".join(searched) or "nowhere (pip is configured with no-index and no find-links)"
@@ -490,7 +374,7 @@ def fetch_url(url: str, sha256: str, echo: Echo | None = None) -> Path:
     if hit is not None:
         return hit
     cafile = os.environ.get("SSL_CERT_FILE") or os.environ.get("PIP_CERT") or None
-    http = Http(cafile=cafile)
+    http = client(cafile)
     plain = http.strip(url)
     filename = safe_filename(urllib.parse.urlsplit(plain).path, fallback="source-archive")
     if echo is not None:

@@ -5,7 +5,8 @@ Fetched (or taken from the cache) by :mod:`buildkit.source.fetch`, unpacked by
 must fix is a :class:`~buildkit.errors.RecipeError` at its position: a hash mismatch at
 ``source.sha256``, a release that does not exist, an archive that is too large or refused as unsafe
 at ``source.sdist``/``source.url``, a subdirectory the archive lacks at ``source.subdirectory``.
-What the network or the host got wrong is a :class:`~buildkit.errors.BuildFailed`.
+An index or URL that cannot be reached is :class:`~buildkit.errors.IndexUnavailable` (exit 13, as from
+every command); what else the network or the host got wrong is a :class:`~buildkit.errors.BuildFailed`.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from buildkit.errors import BuildFailed
+from buildkit.errors import BuildFailed, IndexUnavailable
 from buildkit.fsutil import atomic_write, cache_home
+from buildkit.pyindex import redact
 from buildkit.recipe import Recipe
 from buildkit.source import project as source_project
 from buildkit.source import version as source_version
@@ -30,7 +32,6 @@ from buildkit.source.fetch import (
     SourceRefused,
     fetch_sdist,
     fetch_url,
-    redact,
 )
 from buildkit.source.project import cibuildwheel_table
 from buildkit.source.unpack import UnsafeArchive, unpack
@@ -53,6 +54,8 @@ def fetch_archive(recipe: Recipe, echo: Echo | None = None) -> Path:
         raise recipe.error(f"source.{src.kind}: {exc}", src.at, hint=exc.hint) from None
     except FetchFailed as exc:
         raise BuildFailed(f"cannot fetch {what}: {exc}") from None
+    except IndexUnavailable as exc:  # exit 13, as every command gives it for an index it cannot reach
+        raise IndexUnavailable(f"cannot fetch {what}: {exc}", url=exc.url, reason=exc.reason) from None
     except OSError as exc:  # the cache folder: permissions, a full disk
         raise BuildFailed(f"cannot fetch {what} into the source cache: {exc}") from None
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from buildkit import pyindex
 from buildkit.build.staging import fetch_source
 from buildkit.recipe import parse_recipe
 from buildkit.source import fetch
@@ -88,7 +89,7 @@ def test_a_pypi_sdist_is_fetched_cached_and_reused_without_pip(
         raise AssertionError("a cache hit must not touch the network")
 
     monkeypatch.setattr(fetch, "pip_config", no_pip)
-    monkeypatch.setattr(fetch.Http, "open", no_network)
+    monkeypatch.setattr(pyindex.IndexClient, "get", no_network)
     second = fetch_source(recipe, tmp_path / "b", said.append)
     assert len(said) == 1
     assert sorted(p.relative_to(second) for p in second.rglob("*")) == sorted(

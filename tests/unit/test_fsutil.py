@@ -74,6 +74,24 @@ def test_no_temp_file_when_the_rename_fails(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.json"]
 
 
+def test_a_stream_is_renamed_into_place_only_when_its_block_ends_well(tmp_path: Path) -> None:
+    """``atomic_stream``: the bytes written through it replace the target at the end of the block; an
+    error in the block (a hash that does not match) leaves the target as it was and no temporary file."""
+    target = tmp_path / "demo.tar.gz"
+    target.write_bytes(b"old")
+    with pytest.raises(ValueError), fsutil.atomic_stream(target, suffix=".part") as out:
+        out.write(b"half of the new")
+        assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".part")]  # written beside it
+        raise ValueError("sha256 mismatch")
+    assert target.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["demo.tar.gz"]
+    with fsutil.atomic_stream(target, suffix=".part") as out:
+        out.write(b"new ")
+        out.write(b"bytes")
+    assert target.read_bytes() == b"new bytes" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "demo.tar.gz"
+    ]
+
+
 def test_umask_is_read_without_changing_it() -> None:
     old = os.umask(0o077)
     try:
@@ -107,10 +125,6 @@ RENAMES_ALLOWED: dict[tuple[str, str], str] = {
         "commits a static index batch: moves the staged files (wheels copied by copy_verified, streamed, "
         "hashed and fsynced while copied; .metadata files and pages written and fsynced) into place, in "
         "the order the journal records, itself written with atomic_write first (the commit point)"
-    ),
-    ("buildkit/source/fetch.py", "download"): (
-        "moves a source archive (up to 2 GiB: streamed, hashed and fsynced while downloaded, not held in "
-        "memory) into the cache once its sha256 is the pinned one"
     ),
     ("buildkit/source/unpack.py", "unpack"): "renames a whole unpacked source tree into place",
     ("buildkit/split/run.py", "split_wheel"): (

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from buildkit.build.staging import fetch_source
-from buildkit.errors import BuildFailed, RecipeError
+from buildkit.errors import IndexUnavailable, RecipeError
 from buildkit.recipe import Recipe, parse_recipe
 from buildkit.source import fetch
 from buildkit.source.fetch import FetchFailed, HashMismatch, PipConfig, SourceRefused, fetch_sdist, fetch_url
@@ -128,11 +128,13 @@ def test_url_not_found_is_refused(cache: Path) -> None:
         fetch_url(served.url + "/nope.tar.gz", OTHER)
 
 
-def test_unreachable_host_is_a_fetch_failure(cache: Path) -> None:
+def test_unreachable_host_is_index_unavailable(cache: Path) -> None:
+    """Exit 13, as every command gives it for an index or URL it cannot reach (was FetchFailed, 9)."""
     with serve(Served()) as served:
         url = served.url  # closed below: nothing listens there any more
-    with pytest.raises(FetchFailed, match=r"127\.0\.0\.1"):
+    with pytest.raises(IndexUnavailable, match=r"127\.0\.0\.1") as info:
         fetch_url(url + "/x.tar.gz", OTHER)
+    assert info.value.exit_code == 13
 
 
 # ---------------------------------------------------------------- sdists
@@ -276,13 +278,13 @@ def test_sdist_from_find_links_without_an_index(tmp_path: Path, monkeypatch: pyt
     assert fetch_sdist("demo-pkg==1.0", sha256(DEMO)).read_bytes() == DEMO
 
 
-def test_a_failing_index_is_a_fetch_failure_when_no_other_has_it(
+def test_a_failing_index_is_index_unavailable_when_no_other_has_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with serve(Served()) as down:
         url = down.url
     isolate_pip(monkeypatch, tmp_path / "cache", index_url=url + "/simple")
-    with pytest.raises(FetchFailed, match="demo-pkg/"):
+    with pytest.raises(IndexUnavailable, match="demo-pkg/"):
         fetch_sdist("demo-pkg==1.0", OTHER)
 
 
@@ -363,11 +365,12 @@ def test_hostile_archive_is_a_recipe_error_and_leaves_nothing(cache: Path, tmp_p
     assert not (tmp_path / "escaped").exists()
 
 
-def test_network_trouble_is_a_build_failure(cache: Path, tmp_path: Path) -> None:
+def test_network_trouble_is_index_unavailable(cache: Path, tmp_path: Path) -> None:
+    """An unreachable URL is exit 13 from a source fetch, as from diff and publish (was BuildFailed, 9)."""
     with serve(Served()) as served:
         url = served.url
     recipe = _recipe(tmp_path, url + "/x.tar.gz", OTHER)
-    with pytest.raises(BuildFailed, match=r"cannot fetch http://127\.0\.0\.1:\d+/x\.tar\.gz: "):
+    with pytest.raises(IndexUnavailable, match=r"cannot fetch http://127\.0\.0\.1:\d+/x\.tar\.gz: "):
         fetch_source(recipe, tmp_path)
 
 

@@ -17,9 +17,11 @@ regressed in its fields:
 The rule runs after the gate, where the index can be read: :mod:`buildkit.compare.baseline` finds
 the baseline and turns the diff into findings (:func:`buildkit.compare.baseline.findings_from_diff`).
 No earlier compatible release (a first release) is no regression: nothing is reported. An index that
-cannot be read is a :class:`~buildkit.errors.UsageError` (exit 2) and a baseline whose bytes do not
-match the index's hash a :class:`~buildkit.errors.WheelReadError` (exit 6): the rule could not be
-evaluated, so the caller must not treat the wheel as passing it.
+cannot be reached is a :class:`~buildkit.errors.IndexUnavailable` (exit 13, as from every command),
+one that is wrong (a missing ``file://`` root, an HTTP 403) a :class:`~buildkit.errors.UsageError`
+(exit 2), and a baseline whose bytes do not match the index's hash a
+:class:`~buildkit.errors.WheelReadError` (exit 6): the rule could not be evaluated, so the caller must
+not treat the wheel as passing it.
 """
 
 from __future__ import annotations
