@@ -556,7 +556,7 @@ def refusal(
     extra_index: str | None = None,
 ) -> BuildkitError:
     """The error for a failed resolution: the requirement pip found no wheel of, where it comes from
-    and the fix (a :class:`RecipeError` at the recipe's entry when the recipe names it)."""
+    and the fix (a :class:`~buildkit.errors.RecipeError` at the recipe's entry when the recipe names it)."""
     said = "\n".join(f"    {line}" for line in _errors(output))
     platform = target_platforms(job.platform_tag)[0]
     m = _NO_MATCH.search(output)

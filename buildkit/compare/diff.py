@@ -1,7 +1,7 @@
 """Release-over-release wheel diff: what changed between the last published wheel and a candidate.
 
 Both wheels are read by the streaming inspection (:mod:`buildkit.inspect`) and judged by the gate's
-own evaluation (:func:`buildkit.gate.evaluate` with the default config, only its facts are used: per
+own evaluation (:func:`buildkit.gate.evaluate.evaluate` with the default config, only its facts are used: per
 library and prefix the highest symbol version, the libraries and their status, gfx targets per
 object, the manylinux tag). :func:`diff_reports` compares them:
 

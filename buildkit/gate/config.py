@@ -278,10 +278,10 @@ class GateConfig(NamedTuple):
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GateConfig:
-        """The configuration :meth:`to_json` (or ``build``'s ``gate_key``, which leaves out the recipe's
-        path) gave, validated; a field of the wrong shape is a UsageError naming it. ``required``
-        globs come back with ``where`` "the manifest". The inverse of :meth:`to_json` for every field
-        the gate reads."""
+        """The configuration :func:`~buildkit.records.to_data` (or ``build``'s ``gate_key``, which leaves
+        out the recipe's path) gave, validated; a field of the wrong shape is a UsageError naming it.
+        ``required`` globs come back with ``where`` "the manifest". The inverse of
+        :func:`~buildkit.records.to_data` for every field the gate reads."""
         try:
             identity = None
             if isinstance(data.get("identity"), Mapping):

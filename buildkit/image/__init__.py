@@ -14,7 +14,8 @@ The modules, in the order an image is made:
 * :mod:`~buildkit.image.content`: the content tag and labels of an image, its base image;
 * :mod:`~buildkit.image.engine`: a ``docker build`` streamed and logged;
 * :mod:`~buildkit.image.ensure`: a profile's image, reused or built (:func:`ensure_image`);
-* :mod:`~buildkit.image.builder`: the builder of a recipe's ``image:`` (:func:`ensure_builder`);
+* :mod:`~buildkit.image.builder`: the builder of a recipe's ``image:``
+  (:func:`~buildkit.image.builder.ensure_builder`);
 * :mod:`~buildkit.image.probe`: the builder contract, probed in a throwaway container;
 * :mod:`~buildkit.image.inventory`: our images in the engine (``image ls``, ``prune``);
 * :mod:`~buildkit.image.seed`, :mod:`~buildkit.image.base`: debootstrap bases and digest-pinned bases;

@@ -324,7 +324,7 @@ class BundleScanner:
         """Where a code object of ``size`` bytes at ``head`` is sampled: :data:`SAMPLE_WINDOWS` windows
         spread evenly over it (its start is headers, metadata and symbol names, which compress far
         better than its code), :data:`SAMPLE_BYTES` in all; none once the member's sample budget
-        (``offload_sample_bytes``) is spent. Remembered for :meth:`_estimate`."""
+        (``offload_sample_bytes``) is spent. Remembered for :meth:`_ratio`."""
         if head in self._samples:
             return self._samples[head]
         total = min(size, SAMPLE_BYTES)

@@ -1,4 +1,5 @@
-"""Which undefined dynamic symbols an inspection keeps the names of (:attr:`ElfInfo.undefined_of_interest`).
+"""Which undefined dynamic symbols an inspection keeps the names of
+(:attr:`~buildkit.inspect.models.ElfInfo.undefined_of_interest`).
 
 A library may import 10^5 symbols; the gate needs only those some rule names: auditwheel's
 blacklisted symbols (``"blacklist"`` of each policy in the installed auditwheel's policy files: a

@@ -1,4 +1,4 @@
-"""What ``buildkit check`` does, as library calls: flags -> a :class:`~buildkit.gate.GateConfig`,
+"""What ``buildkit check`` does, as library calls: flags -> a :class:`~buildkit.gate.config.GateConfig`,
 then every wheel inspected (streaming) and gated (:func:`buildkit.build.wheel_gate.check_wheels`, the one
 way ``build``, ``check`` and ``publish`` gate wheel files).
 

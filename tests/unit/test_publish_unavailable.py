@@ -86,7 +86,7 @@ def index() -> Iterator[Index]:
     rec = Index()
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(rec))
     rec.url = f"http://127.0.0.1:{httpd.server_address[1]}/"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
     try:
         yield rec
     finally:

@@ -334,11 +334,23 @@ def test_build_and_smoke_jobs_pull_the_base_images_first(tmp_path: Path, job: st
 
 
 def test_ci_pulls_the_debian_base_images_before_the_tests() -> None:
-    steps = _load(WORKFLOWS / "ci.yml")["jobs"]["test"]["steps"]
+    steps = _load(WORKFLOWS / "ci.yml")["jobs"]["docker"]["steps"]
     pull = _step_index(steps, "docker pull")
-    assert pull < _step_index(steps, "./dev test")
+    assert pull < _step_index(steps, "./dev docker")
     for image in ("debian:trixie-slim", "debian:bookworm-slim"):
         assert f"docker pull {image}" in steps[pull]["run"]
+
+
+def test_ci_runs_lint_and_each_test_tier_as_its_own_job() -> None:
+    from tests.conftest import TIERS
+
+    jobs = _load(WORKFLOWS / "ci.yml")["jobs"]
+    runs = {name: [s.get("run", "") for s in job["steps"]] for name, job in jobs.items()}
+    for part in ("lint", *sorted(TIERS)):
+        assert any(f"./dev {part}" in run for run in runs[part]), part
+    # nothing runs a tier twice: `./dev test` (all tiers) is .ci/run's, not a CI job's
+    assert not any("./dev test" in run for steps in runs.values() for run in steps)
+    assert "exec ./dev test" in (ROOT / ".ci" / "run").read_text()
 
 
 def _publish_steps() -> list[dict[str, Any]]:

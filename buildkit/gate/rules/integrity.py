@@ -2,7 +2,7 @@
 
 Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never the wheel) and returns
 :class:`~buildkit.gate.findings.Finding` objects; :func:`check_integrity` runs them all for
-:func:`buildkit.gate.evaluate`.
+:func:`buildkit.gate.evaluate.evaluate`.
 
 * ``record`` (errors): ``.dist-info/RECORD`` lists exactly the archive's files. A file RECORD omits is
   hidden from installers' bookkeeping (a *hidden binary* when it is ELF); an entry without a file is
@@ -31,12 +31,12 @@ Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never th
 * ``pure-wheel``: a wheel whose tags all have platform ``any`` must not carry host code (error per
   host ELF); standalone GPU code objects there are data for a runtime loader (warning).
 
-:func:`not_elf_load` tells the gate whether a member named like a shared library that is not ELF
-(the inspection's ``not-elf-library`` finding) is loaded once installed, which then fails: an
-extension module name Python imports, a library in a ``*.libs`` folder, a file ld.so opens for a
-DT_NEEDED. Elsewhere (``.dist-info``, ``.data/{data,headers,scripts}``, a versioned ``libfoo.so.1``
-nothing needs, a plain ``libfoo.so`` under ``include``/``lib``/``lib64``: a linker script for
-the link editor) it is only odd.
+:func:`~buildkit.gate.loading.not_elf_load` tells the gate whether a member named like a shared
+library that is not ELF (the inspection's ``not-elf-library`` finding) is loaded once installed,
+which then fails: an extension module name Python imports, a library in a ``*.libs`` folder, a file
+ld.so opens for a DT_NEEDED. Elsewhere (``.dist-info``, ``.data/{data,headers,scripts}``, a
+versioned ``libfoo.so.1`` nothing needs, a plain ``libfoo.so`` under ``include``/``lib``/``lib64``:
+a linker script for the link editor) it is only odd.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The gate rule "no regression against the last release" (recipe ``gate.no_regression_against``).
 
-A job whose recipe names a PEP 503 simple index (:attr:`buildkit.plan.Job.regression_baseline`)
+A job whose recipe names a PEP 503 simple index (:attr:`buildkit.plan.models.Job.regression_baseline`)
 compares each new wheel with the newest earlier release of the same project and compatible tags
 there (:func:`buildkit.compare.diff.diff_against_index`: the ``#sha256=`` fragment is verified, the job's
 repair exclude globs apply). Every regression the diff finds becomes a gate

@@ -164,7 +164,7 @@ def torch_pin_problem(
     2.10.0 up to one past the highest 2.10 patch the clauses name (between those the clauses cannot
     change their answer). ``python`` (the Pythons the wheel serves, e.g. ``==3.12.*``; ``""``: any
     Python; None: the running one's minor series) and ``machine``: a marker false for one of them
-    is a problem too (:func:`evaluate` passes the wheel's own, :func:`wheel_pythons`).
+    is a problem too (:func:`check` passes the wheel's own, :func:`wheel_pythons`).
     """
     from packaging.specifiers import SpecifierSet  # the torch rules only: imported when they run
 
