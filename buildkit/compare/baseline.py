@@ -11,9 +11,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from buildkit.compare.diff import Baseline, WheelDiff, diff_against_index
-from buildkit.gate.findings import Finding, Waiver
+from buildkit.gate.findings import Finding
 from buildkit.gate.rules import AFTER_GATE, waive
 from buildkit.gate.rules.regression import REGRESSION
+from buildkit.gatespec import Waiver
 from buildkit.plan.models import Job
 from buildkit.records import json_shape
 

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit import rocm as rocmdata  # its release data loads only when a pin asks for it
 from buildkit.errors import UsageError
-from buildkit.gate.findings import Waiver
 from buildkit.gate.sdk import RocmFromPip
+from buildkit.gatespec import Required, Waiver
 from buildkit.policy import (
     CEILING_PREFIXES,
     split_policy_name,
@@ -80,13 +80,6 @@ class JobIdentity(NamedTuple):
             recipe_sha256=recipe.sha256 if recipe is not None else None,
             wheel_tag=job.wheel_tag,
         )
-
-
-class Required(NamedTuple):
-    """A glob of wheel members the build must produce, and where it was given."""
-
-    glob: str
-    where: str  # "gate.require[0] (recipes/x.yaml:40:9)", "--require"
 
 
 def _globs(required: tuple[Required, ...]) -> list[str]:
@@ -243,30 +236,10 @@ class GateConfig(NamedTuple):
         ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller adding to the job's
         exclude globs passes the union; :mod:`buildkit.service.check` does). The identity gets the
         recipe's distribution name, file and sha256."""
-        waivers = tuple(
-            Waiver(
-                rule=w.rule,
-                reason=w.reason,
-                library=w.library,
-                file=w.file,
-                place=w.index,
-                line=w.line,
-                column=w.column,
-            )
-            for w in recipe.gate.waive
-        )
-        required = tuple(
-            Required(
-                r.glob,
-                f"gate.require[{r.index}]"
-                + (f" ({recipe.display_path}:{r.line}:{r.column})" if r.line is not None else ""),
-            )
-            for r in recipe.gate.require
-        )
         budget: dict[str, Any] = {
             "identity": JobIdentity.of(job, recipe),
-            "waivers": waivers,
-            "required": required,
+            "waivers": recipe.gate.waive,
+            "required": recipe.gate.require,
         }
         if "warn" in recipe.size_budget:
             budget["size_warn"] = recipe.size_budget["warn"]

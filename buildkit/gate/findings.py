@@ -2,18 +2,18 @@
 Shared by :mod:`buildkit.gate` (which re-exports it) and the rule modules it calls
 (:mod:`buildkit.gate.rules.integrity`).
 
-A :class:`Waiver` is one entry of a recipe's ``gate.waive`` list (``{rule, library?, file?,
-reason}``): a finding of that rule whose ``library`` and ``file`` match its globs is kept and shown,
-marked waived with the reason, and no longer fails the wheel (:attr:`Finding.fails`). Which rules
-may be waived, and what happens to a waiver that matches nothing, is
+A :class:`~buildkit.gatespec.Waiver` is one entry of a recipe's ``gate.waive`` list (``{rule,
+library?, file?, reason}``): a finding of that rule whose ``library`` and ``file`` match its globs is
+kept and shown, marked waived with the reason, and no longer fails the wheel (:attr:`Finding.fails`).
+Which rules may be waived, and what happens to a waiver that matches nothing, is
 :mod:`buildkit.gate.rules.waivers`.
 """
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
 from typing import Literal, NamedTuple
 
+from buildkit.gatespec import Waiver
 from buildkit.records import json_shape
 
 Severity = Literal["error", "warning"]
@@ -29,49 +29,6 @@ SYMBOL_LABELS: dict[str, str] = {
     "x86-isa": "isa level",  # x86-64-v2 .. v4
     "torch-abi": "mangled",  # the missing symbol as the loader names it
 }
-
-
-@json_shape("rule", "library", "file", "reason", "at", "line", "column")
-class Waiver(NamedTuple):
-    """One ``gate.waive`` entry of a recipe: findings of ``rule`` whose library (``library``, an
-    fnmatch glob on the file name, ``libfoo.so.*``) and wheel member (``file``, an fnmatch glob on
-    the member path, ``pkg/*.so``; ``*`` crosses ``/``) match, each glob only when given, are
-    accepted for ``reason``. ``place`` is its index in the list, ``line``/``column`` its position in
-    the recipe file (None: not from a file)."""
-
-    rule: str
-    reason: str
-    library: str | None = None
-    file: str | None = None
-    place: int = 0
-    line: int | None = None
-    column: int | None = None
-
-    @property
-    def at(self) -> str:
-        """``gate.waive[0]``: where the waiver is in the recipe."""
-        return f"gate.waive[{self.place}]"
-
-    def position(self, recipe: str | None) -> str:
-        """``gate.waive[0] (recipes/x.yaml:31:5)`` when the recipe file and position are known."""
-        if recipe is None or self.line is None:
-            return self.at
-        return f"{self.at} ({recipe}:{self.line}:{self.column})"
-
-    def describe(self) -> str:
-        """``rocm-soname, library libfoo.so.1``: the rule and the globs."""
-        globs = [f"library {self.library}" if self.library else "", f"file {self.file}" if self.file else ""]
-        return ", ".join([self.rule, *(g for g in globs if g)])
-
-    def matches(self, finding: Finding) -> bool:
-        """Same rule, and each glob given matches the finding's field (a finding without that field
-        does not match it)."""
-        if finding.rule != self.rule:
-            return False
-        for glob, value in ((self.library, finding.library), (self.file, finding.file)):
-            if glob is not None and (value is None or not fnmatchcase(value, glob)):
-                return False
-        return True
 
 
 @json_shape("rule", "severity", "file", "library", "symbol", "message", "waived")

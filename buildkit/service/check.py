@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit.errors import ArchError, UsageError
-from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, Required, rocm_pin
+from buildkit.gate.config import DEFAULT_SIZE_WARN, GateConfig, rocm_pin
+from buildkit.gatespec import Required
 from buildkit.policy import policy_tag
 from buildkit.targets import parse_target_id, split_arch_list
 from buildkit.units import parse_size

@@ -16,9 +16,10 @@ import pytest
 
 from buildkit.build.gating import gate_key, gate_wheel
 from buildkit.gate.config import GateConfig
-from buildkit.gate.findings import Finding, Waiver
+from buildkit.gate.findings import Finding
 from buildkit.gate.rules import NEVER_WAIVED, waive
 from buildkit.gate.rules.size import SIZE
+from buildkit.gatespec import Waiver
 from buildkit.plan.expansion import expand
 from buildkit.recipe import Recipe, load_recipe
 from tests.unit.test_check_cli import REF_JOB, REFERENCE, job_wheel, reference_job, run, run_json

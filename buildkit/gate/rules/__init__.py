@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
 from buildkit.gate.facts import Facts
-from buildkit.gate.findings import Finding, Waiver
+from buildkit.gate.findings import Finding
 from buildkit.gate.rule import Rule
 from buildkit.gate.rules import (
     abi,
@@ -35,6 +35,7 @@ from buildkit.gate.rules import (
     torch_abi,
     waivers,
 )
+from buildkit.gatespec import Waiver
 
 Check = Callable[[Facts], Iterable[Finding]]
 

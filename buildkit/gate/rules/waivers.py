@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from buildkit.gate.findings import Finding, Waiver
+from buildkit.gate.findings import Finding
 from buildkit.gate.rule import Rule
+from buildkit.gatespec import Waiver
 
 WAIVER_UNUSED = Rule(
     "waiver-unused",

@@ -28,23 +28,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from buildkit.gatespec import Required, Waiver
 from buildkit.recipe.section import Context, ErrorAt, Section
 from buildkit.recipe.yamlspan import Spans
-
-
-@dataclass(frozen=True)
-class WaiverSpec:
-    """One ``gate.waive`` entry as the recipe states it: findings of ``rule`` whose library / wheel
-    member match the fnmatch globs ``library`` / ``file`` (each only when given) are accepted for
-    ``reason``. ``index`` is its place in the list, ``line``/``column`` its position in the file."""
-
-    rule: str
-    reason: str
-    library: str | None = None
-    file: str | None = None
-    index: int = 0
-    line: int | None = None
-    column: int | None = None
 
 
 @dataclass(frozen=True)
@@ -54,27 +40,18 @@ class GateRules:
     #: PEP 503 simple index of released wheels: a wheel must not regress against its last release
     no_regression_against: str | None = None
     #: findings the gate accepts, each with its reason (``gate.waive``)
-    waive: tuple[WaiverSpec, ...] = ()
+    waive: tuple[Waiver, ...] = ()
     #: wheel members the build must produce (``gate.require``): fnmatch globs, each must match one
-    require: tuple[RequiredSpec, ...] = ()
+    require: tuple[Required, ...] = ()
 
 
-@dataclass(frozen=True)
-class RequiredSpec:
-    """One ``gate.require`` glob, its place in the list and its position in the recipe."""
-
-    glob: str
-    index: int = 0
-    line: int | None = None
-    column: int | None = None
-
-
-def parse_gate(raw: Mapping[str, Any], spans: Spans, err: ErrorAt) -> GateRules:
+def parse_gate(raw: Mapping[str, Any], spans: Spans, err: ErrorAt, recipe_file: str) -> GateRules:
     """The schema-valid ``gate`` value as :class:`GateRules`. A waiver repeating another's rule and
     globs is refused (one of the two could never be used), and so is a ``regression`` waiver
-    without ``no_regression_against`` (that rule runs only against an index)."""
+    without ``no_regression_against`` (that rule runs only against an index). ``recipe_file``: the
+    recipe as given, which a required glob's ``where`` names with its position."""
     index = raw.get("no_regression_against")
-    waivers: list[WaiverSpec] = []
+    waivers: list[Waiver] = []
     seen: dict[tuple[str, str | None, str | None], int] = {}
     for i, w in enumerate(raw.get("waive", ())):
         at = ("gate", "waive", i)
@@ -95,8 +72,8 @@ def parse_gate(raw: Mapping[str, Any], spans: Spans, err: ErrorAt) -> GateRules:
                 "gate.no_regression_against, or remove the waiver",
             )
         line, column = spans.value(at) or (None, None)
-        waivers.append(WaiverSpec(rule, w["reason"].strip(), library, file, i, line, column))
-    required: list[RequiredSpec] = []
+        waivers.append(Waiver(rule, w["reason"].strip(), library, file, i, line, column))
+    required: list[Required] = []
     for i, glob in enumerate(raw.get("require", ())):
         at = ("gate", "require", i)
         if glob in raw["require"][:i]:
@@ -107,13 +84,14 @@ def parse_gate(raw: Mapping[str, Any], spans: Spans, err: ErrorAt) -> GateRules:
                 at,
                 hint="give a glob on wheel member names, e.g. pkg/kernels/*.co",
             )
-        line, column = spans.value(at) or (None, None)
-        required.append(RequiredSpec(glob, i, line, column))
+        pos = spans.value(at)
+        where = f"gate.require[{i}]" + (f" ({recipe_file}:{pos[0]}:{pos[1]})" if pos else "")
+        required.append(Required(glob, where))
     return GateRules(no_regression_against=index, waive=tuple(waivers), require=tuple(required))
 
 
 def _parse(ctx: Context) -> GateRules:
-    return parse_gate(ctx.data.get("gate", {}), ctx.spans, ctx.err)
+    return parse_gate(ctx.data.get("gate", {}), ctx.spans, ctx.err, str(ctx.path))
 
 
 SECTION = Section("gate", ("gate",), _parse, "gate")
