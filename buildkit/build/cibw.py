@@ -21,7 +21,13 @@ channel between the host and the build container, so it is deliberately small:
   C++ and HIP compile goes through it (:mod:`buildkit.build.ccache`: the image's masquerade directory
   first on ``PATH``, the one value rendered with an expansion, ``PATH=<dir>:$PATH``);
 * repair is ``auditwheel repair --plat <policy>`` with the job's exclude globs, which match
-  versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``).
+  versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``);
+* ROCm from pip (the recipe's ``rocm_pip``): ``before_all`` installs the SDK
+  (``rocm[devel,libraries,device-<gfx>...]==7.2.*``, from the staged wheelhouse) with the job's
+  Python into :data:`ROCM_SDK_DIR` and links ``rocm-sdk path --root`` and ``--cmake`` there, which
+  ``ROCM_HOME`` and ``CMAKE_PREFIX_PATH`` name; the compiler stays the image's hipcc (``ROCM_PATH``:
+  an SDK core wheel carries none in the tests' stand-in). After repair (the SDK's SONAMEs excluded),
+  :mod:`buildkit.build.sdk_link` adds the ``$ORIGIN``-relative RPATHs and the ``Requires-Dist``.
 """
 
 from __future__ import annotations
@@ -33,7 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from buildkit import profiles
-from buildkit.build import ccache, remote_cache
+from buildkit.build import ccache, remote_cache, sdk_link
+from buildkit.build.toolchain import job_interpreter
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import RESERVED_ENV
@@ -75,6 +82,12 @@ RECIPE_OVERRIDABLE = (
 CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
 #: the name of every compiler-cache volume starts so (``buildkit cache export`` finds them by it)
 CCACHE_VOLUME_PREFIX = "rocm-buildkit-ccache-"
+#: ROCm from pip: where ``before_all`` installs the SDK in the build container (``site``) and links
+#: ``rocm-sdk path --root`` (``root``: ROCM_HOME) and ``--cmake`` (``cmake``: CMAKE_PREFIX_PATH)
+ROCM_SDK_DIR = "/opt/buildkit-rocm-sdk"
+#: the staged copy of :mod:`buildkit.build.sdk_link`, run after repair
+SDK_LINK_NAME = "sdk_link.py"
+CONTAINER_SDK_LINK = "/project/.buildkit/" + SDK_LINK_NAME
 #: AMD's layout: where ROCm is when the image is not a profile's (:attr:`buildkit.profiles.Profile.rocm_path`)
 DEFAULT_ROCM_PREFIX = profiles.DEFAULT_ROCM_PREFIX
 #: links to the image's ROCm development libraries only (docker/rocm-lib-links.sh): the one library
@@ -182,6 +195,9 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         ),
         "PYTHONHASHSEED": "0",
     }
+    if job.rocm_pip is not None:  # the SDK's root and CMake files, as rocm-sdk path gives them
+        env["ROCM_HOME"] = f"{ROCM_SDK_DIR}/root"
+        env["CMAKE_PREFIX_PATH"] = f"{ROCM_SDK_DIR}/cmake"
     sysroot_env = sysroot_environment(job, rocm_path)
     env.update(sysroot_env)
     if settings.ccache_volume:  # every compile through the cache: ccache.environment
@@ -277,7 +293,48 @@ def repair_command(job: Job) -> str:
     # when no policy fits either, the unrepaired wheel goes on as is: the gate refuses it (its tag,
     # the symbols, members and libraries named) and the build keeps it in quarantine, never in dist/
     fallback = f"{{ echo {kept} >&2; cp {{wheel}} {{dest_dir}}/; }}"
-    return f"{attempt(job.platform_tag)} || {{ echo {note} >&2; {attempt('auto')} || {fallback}; }}"
+    repair = f"{attempt(job.platform_tag)} || {{ echo {note} >&2; {attempt('auto')} || {fallback}; }}"
+    if job.rocm_pip_requirement is None:
+        return repair
+    return f"{{ {repair}; }} && {sdk_link_command(job)}"
+
+
+def sdk_link_command(job: Job) -> str:
+    """ROCm from pip: :mod:`buildkit.build.sdk_link` on the repaired wheel (the ``Requires-Dist`` on
+    the release, RPATH entries to the SDK's library folders for each ELF needing one of its SONAMEs:
+    the job's exclude globs)."""
+    folders = [sdk_link.CORE_LIB]
+    if job.rocm_pip is not None and "libraries" in job.rocm_pip.extras:
+        folders.append(sdk_link.LIBRARIES_LIB)
+    parts = ["python", CONTAINER_SDK_LINK, "{dest_dir}", "--requires", job.rocm_pip_requirement or ""]
+    for folder in folders:
+        parts += ["--rpath", folder]
+    for glob in job.exclude_globs:
+        parts += ["--needs", glob]
+    return " ".join(p if p == "{dest_dir}" else shlex.quote(p) for p in parts)
+
+
+def sdk_install_command(job: Job, *, network: bool) -> str | None:
+    """ROCm from pip: the SDK installed with the job's Python into :data:`ROCM_SDK_DIR` (from the
+    staged wheelhouse when hermetic), and its ``rocm-sdk path --root``/``--cmake`` linked there;
+    None without ``rocm_pip``."""
+    requirement = job.rocm_pip_build_requirement
+    if requirement is None:
+        return None
+    python = job_interpreter(job)
+    index = [] if network else ["--no-index", "--find-links", CONTAINER_WHEELHOUSE]
+    install = [python, "-m", "pip", "install", "--disable-pip-version-check", "--target"]
+    install += [f"{ROCM_SDK_DIR}/site", *index, requirement]
+    sdk = f"PYTHONPATH={ROCM_SDK_DIR}/site {shlex.quote(python)} -m rocm_sdk path"
+    return " && ".join(
+        [
+            " ".join(shlex.quote(p) for p in install),
+            f'ln -sfn "$({sdk} --root)" {ROCM_SDK_DIR}/root',
+            f'ln -sfn "$({sdk} --cmake)" {ROCM_SDK_DIR}/cmake',
+            f"echo rocm-buildkit: ROCm from pip: ROCM_HOME={ROCM_SDK_DIR}/root "
+            f'"($(readlink {ROCM_SDK_DIR}/root))" >&2',
+        ]
+    )
 
 
 def before_build(job: Job, *, isolation: bool = True, network: bool = True) -> str | None:
@@ -373,7 +430,8 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
     # every hook is set, empty when the recipe has none: an environment variable beats the project's
     # [tool.cibuildwheel] table, so the recipe is the only source of what runs in the container
     torch_hook = before_build(job, isolation=settings.build_isolation, network=settings.network)
-    options["CIBW_BEFORE_ALL_LINUX"] = " && ".join(hooks.before_all)
+    sdk = sdk_install_command(job, network=settings.network)
+    options["CIBW_BEFORE_ALL_LINUX"] = " && ".join((*((sdk,) if sdk else ()), *hooks.before_all))
     # this build's hit rate starts at zero; the layout's wrappers of hipcc's clang are made
     zero_stats = ccache.setup_commands(job) if settings.ccache_volume else ()
     options["CIBW_BEFORE_BUILD_LINUX"] = " && ".join(

@@ -35,7 +35,18 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import Echo, buildsystem, ccache, cibw, provenance, requirements, runner, sbom
+from buildkit.build import (
+    Echo,
+    buildsystem,
+    ccache,
+    cibw,
+    provenance,
+    requirements,
+    rocm_pip,
+    runner,
+    sbom,
+    sdk_link,
+)
 from buildkit.build.gating import Gated, gate_key, gate_wheel, gated_of, waived_lines
 from buildkit.build.key import inputs_key, tool_versions, up_to_date, up_to_date_wheel
 from buildkit.build.output import drop_stale_output, publish_to_out
@@ -75,6 +86,7 @@ from buildkit.errors import (
     GateFailed,
     Interrupted,
     RecipeError,
+    UsageError,
 )
 from buildkit.fsutil import atomic_write
 from buildkit.gate.config import GateConfig
@@ -292,6 +304,9 @@ def _run_job(run: _Run, log: TextIO) -> None:
     if pins is not None:
         (staged / ".buildkit").mkdir(exist_ok=True)
         atomic_write(staged / ".buildkit" / cibw.CONSTRAINTS_NAME, pins)
+    if run.job.rocm_pip is not None:  # run after repair in the container (cibw.sdk_link_command)
+        (staged / ".buildkit").mkdir(exist_ok=True)
+        atomic_write(staged / ".buildkit" / cibw.SDK_LINK_NAME, Path(sdk_link.__file__).read_text())
     hermetic = not run.recipe.network
     isolation = run.options.build_isolation
     request = requirements.request_key(run.recipe, run.job, staged, isolation=isolation) if hermetic else None
@@ -323,7 +338,10 @@ def _run_job(run: _Run, log: TextIO) -> None:
         epoch=epoch,
     )
     log.write(f"SBOM: {len(needed)} excluded runtime librar{'y' if len(needed) == 1 else 'ies'} listed\n")
-    gated, regression = _gate(run, wheel, _against_locked_torch(config, run.job, lock, staged), log)
+    # the gate's facts of this build (the locked torch, ROCm from pip's SDK wheels); the configuration
+    # recorded for publish stays the recipe's (gate_key(config)), which publish derives again
+    facts = _with_sdk(_against_locked_torch(config, run.job, lock, staged), run.job, lock, staged)
+    gated, regression = _gate(run, wheel, facts, log)
     if run.recipe.wheel.split == "per-target":
         outputs = _split(run, wheel, config, gated, log)
     else:
@@ -405,6 +423,23 @@ def _against_locked_torch(
     if torch is None:
         return config
     return config._replace(torch_abi=str(staged / ".buildkit" / cibw.WHEELHOUSE_NAME / torch.file))
+
+
+def _with_sdk(config: GateConfig, job: Job, lock: requirements.Lock | None, staged: Path) -> GateConfig:
+    """ROCm from pip: the gate's ``rocm_pip`` facts, the SDK wheels of the build's lock (the very
+    files the build installed, still in the staged wheelhouse) read by :func:`rocm_pip.gather` against
+    the requirement the wheel declares. The configuration recorded in the manifest (and that
+    ``publish`` runs again) is the inputs key's, without them."""
+    requirement = job.rocm_pip_requirement
+    if requirement is None or lock is None:
+        return config
+    folder = staged / ".buildkit" / cibw.WHEELHOUSE_NAME
+    wheels = [folder / f.file for f in lock.files if rocm_pip.is_sdk_dist(f.name)]
+    try:
+        sdk = rocm_pip.gather(requirement, wheels, source="the build's lock")
+    except UsageError as exc:
+        raise BuildFailed(f"{job.id}: ROCm from pip: {exc}") from None
+    return config._replace(rocm_pip=sdk)
 
 
 def _wheelhouse(run: _Run, staged: Path, log: TextIO) -> requirements.Lock:

@@ -22,8 +22,10 @@ pip installs there comes from the wheelhouse filled here first, on the host:
   manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --dest WH REQ...`` with dependencies, run
   with the host's own pip configuration (``PIP_INDEX_URL``, ``pip.conf``, its HTTP cache: index
   credentials are used on the host and never reach the container) and the job's torch index as
-  ``--extra-index-url`` when torch is requested; ``--wheelhouse DIR`` resolves from that folder alone
-  (``--no-index --find-links DIR``: an air-gapped host);
+  ``--extra-index-url`` when torch is requested; with ROCm from pip (the recipe's ``rocm_pip``) the
+  SDK, ``rocm[devel,libraries,device-gfx942,...]==7.2.*`` (TheRock's wheels are tagged
+  ``linux_x86_64``, which is then one more ``--platform``); ``--wheelhouse DIR`` resolves from that
+  folder alone (``--no-index --find-links DIR``: an air-gapped host);
 * **the lock** (:class:`Lock`): one ``name==version --hash=sha256:...`` line per file, recorded in the
   manifest (``build_requirements``) and written beside the wheel (``<wheel>.requirements.lock``,
   :func:`buildkit.manifest.lock_path`); ``buildkit verify`` downloads exactly those files again
@@ -82,6 +84,9 @@ else:  # pragma: no cover - Python 3.10
 DEFAULT_BUILD_REQUIRES = buildsystem.DEFAULT_BUILD_REQUIRES
 #: the first setuptools whose ``get_requires_for_build_wheel`` no longer asks for ``wheel``
 SETUPTOOLS_WITHOUT_WHEEL = Version("70.1")
+#: the platform tag of TheRock's ROCm SDK wheels (``rocm-sdk-core-7.2.4-py3-none-linux_x86_64.whl``)
+ROCM_PIP_PLATFORM = "linux_x86_64"
+ROCM_PIP_ORIGIN = "the recipe's rocm_pip (the SDK the build compiles and links against)"
 #: a ROCm torch wheel is gigabytes
 PIP_TIMEOUT = 3600
 PROBE_TIMEOUT = 120
@@ -223,6 +228,8 @@ def target_args(job: Job) -> list[str]:
     args += ["--abi", job.cp_tag]
     for tag in target_platforms(job.platform_tag):
         args += ["--platform", tag]
+    if job.rocm_pip is not None:  # TheRock's SDK wheels are tagged linux_x86_64 (not audited)
+        args += ["--platform", ROCM_PIP_PLATFORM]
     return args
 
 
@@ -388,6 +395,8 @@ def requested(recipe: Recipe, job: Job, source: Path, *, isolation: bool = True)
         added = _requirement(extra.requirement, extra.origin, env, recipe, at)
         if added is not None:
             wanted.append(added)
+    if job.rocm_pip_build_requirement is not None:
+        wanted.append(Requested(job.rocm_pip_build_requirement, ROCM_PIP_ORIGIN, ("rocm_pip",)))
     if job.torch_requirement and not any(r.requirement == job.torch_requirement for r in wanted):
         # the project lists torch itself: the pin narrows it there (PIP_CONSTRAINT); resolved with it
         wanted.append(Requested(job.torch_requirement, "the recipe's torch pin", torch_at))

@@ -325,7 +325,10 @@ class _Expansion:
     def globs(self, rocm: str) -> tuple[str, ...]:
         globs = self.glob_cache.get(rocm)
         if globs is None:
-            found = rocm_data.exclude_globs(self.recipe.exclude_sets, rocm)
+            sets = self.recipe.exclude_sets
+            if self.recipe.rocm_pip is not None and "rocm" not in sets:
+                sets = (*sets, "rocm")  # ROCm from pip: the SDK's SONAMEs stay out of the wheel
+            found = rocm_data.exclude_globs(sets, rocm)
             globs = tuple(sorted(set(found) | set(self.recipe.exclude_patterns)))
             self.glob_cache[rocm] = globs
         return globs
@@ -426,6 +429,7 @@ class _Expansion:
             sysroot=recipe.manylinux.sysroot,
             wheel_tag=recipe.wheel.tag,
             serves=serves or (python,),
+            rocm_pip=recipe.rocm_pip,
         )
 
     def check_rules_used(self) -> None:

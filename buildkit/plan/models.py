@@ -14,7 +14,7 @@ from typing import Any
 
 from buildkit.errors import ArchesDropped, UnknownJob
 from buildkit.plan.archs import ArchSet, Decision
-from buildkit.recipe import Recipe
+from buildkit.recipe import Recipe, RocmPip
 from buildkit.recipe.sections.hooks import Hooks
 from buildkit.recipe.sections.image import ImageSpec
 from buildkit.records import json_shape, to_data
@@ -58,6 +58,22 @@ class Job:
     #: every CPython the job's wheel serves, lowest first: ``(python,)`` for a per-Python wheel; for a
     #: Python-independent one each Python of its cell (``python`` is the lowest, the one it builds with)
     serves: tuple[str, ...] = ()
+    #: the recipe's ``rocm_pip:`` (ROCm from pip, the release this job's ``rocm``); None: the system's
+    rocm_pip: RocmPip | None = None
+
+    @property
+    def rocm_pip_requirement(self) -> str | None:
+        """What the wheel declares with ROCm from pip: ``rocm[libraries]==7.2.*``; None without."""
+        return self.rocm_pip.requirement(self.rocm) if self.rocm_pip is not None else None
+
+    @property
+    def rocm_pip_build_requirement(self) -> str | None:
+        """What its build installs: ``rocm[devel,device-gfx942,libraries]==7.2.*`` (a device extra
+        per processor of the job's targets); None without ROCm from pip."""
+        if self.rocm_pip is None:
+            return None
+        processors = sorted({str(t).split(":")[0] for t in self.archs.kept})
+        return self.rocm_pip.build_requirement(self.rocm, processors)
 
     @property
     def pythons(self) -> tuple[str, ...]:
@@ -94,6 +110,11 @@ class Job:
             "axes": dict(self.axes),
             **({"sysroot": self.sysroot} if self.sysroot else {}),
         }
+        if self.rocm_pip is not None:  # only then: other jobs' JSON (manifests, inputs keys) unchanged
+            out["rocm_pip"] = {
+                "requirement": self.rocm_pip_requirement,
+                "build_requirement": self.rocm_pip_build_requirement,
+            }
         if self.wheel_tag is not None:
             out["wheel_tag"] = self.wheel_tag
             out["serves"] = list(self.pythons)

@@ -160,6 +160,12 @@ def render_table(plan: Plan, *, styled: bool = False) -> str:
                 f"sysroot {first.sysroot}: every host compile uses the image's compatibility sysroot "
                 "(its glibc and libstdc++ bound the wheel's symbol versions)"
             )
+        if first.rocm_pip is not None:
+            lines.append(
+                f"rocm from pip: the wheel requires {first.rocm_pip_requirement} (no system ROCm; RPATH "
+                f"$ORIGIN/../_rocm_sdk_core/lib), built with {first.rocm_pip_build_requirement} "
+                "from the hermetic wheelhouse (the compiler is the builder image's hipcc)"
+            )
         if first.regression_baseline is not None:
             lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
     lines += _image_and_hooks(r)

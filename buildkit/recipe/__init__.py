@@ -33,6 +33,7 @@ from buildkit.recipe.sections.manylinux import Manylinux
 from buildkit.recipe.sections.matrix import BUILTIN_AXES, ExcludeRule, Matrix
 from buildkit.recipe.sections.publish import Publish
 from buildkit.recipe.sections.python import cibuildwheel_pythons
+from buildkit.recipe.sections.rocm_pip import RocmPip
 from buildkit.recipe.sections.smoke import SmokeTest
 from buildkit.recipe.sections.source import Source
 from buildkit.recipe.sections.torch import TorchPin
@@ -53,6 +54,7 @@ __all__ = [
     "Publish",
     "Recipe",
     "ReservedEnv",
+    "RocmPip",
     "SmokeTest",
     "Source",
     "TorchPin",

@@ -14,6 +14,7 @@ from buildkit.recipe.sections.image import ImageSpec
 from buildkit.recipe.sections.manylinux import Manylinux
 from buildkit.recipe.sections.matrix import BUILTIN_AXES, Matrix
 from buildkit.recipe.sections.publish import Publish
+from buildkit.recipe.sections.rocm_pip import RocmPip
 from buildkit.recipe.sections.smoke import SmokeTest
 from buildkit.recipe.sections.source import Source
 from buildkit.recipe.sections.torch import TorchPin
@@ -55,6 +56,8 @@ class Recipe:
     #: ``offload_compress: true``: clang's ``--offload-compress`` in hipcc's and CMake's HIP flags
     #: (:func:`buildkit.plan.expansion.offload_compress_env`)
     offload_compress: bool = False
+    #: ``rocm_pip:``: ROCm from pip (the ``rocm`` selector's SDK wheels), None: the system's ROCm
+    rocm_pip: RocmPip | None = None
 
     @property
     def display_path(self) -> str:

@@ -17,6 +17,7 @@ def write_wheel(
     requires_python: str | None = None,
     compression: int = zipfile.ZIP_DEFLATED,
     fixed_time: bool = False,
+    extras: tuple[str, ...] | list[str] = (),
 ) -> Path:
     """A valid wheel (WHEEL, METADATA, RECORD) at ``path``, which must be a wheel file name
     (``demo-1.0-cp311-cp311-linux_x86_64.whl``). ``tag`` defaults to the file name's own tag;
@@ -32,6 +33,7 @@ def write_wheel(
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
     if requires_python:
         meta += f"Requires-Python: {requires_python}\n"
+    meta += "".join(f"Provides-Extra: {e}\n" for e in extras)
     meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
     files[f"{dist_info}/METADATA"] = meta.encode()
     rows = []

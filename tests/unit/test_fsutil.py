@@ -139,6 +139,10 @@ RENAMES_ALLOWED: dict[tuple[str, str], str] = {
         "moves the wheels pip downloaded (into a folder of their own, inside the job's staging folder) "
         "into the staged wheelhouse once their resolution succeeded"
     ),
+    ("buildkit/build/sdk_link.py", "link_wheel"): (
+        "a stdlib-only script run in the build container after repair (it cannot import buildkit): the "
+        "patched wheel, written beside the repaired one, renamed over it"
+    ),
 }
 
 

@@ -57,6 +57,7 @@ PREFIXES: dict[str, str] = {
     "publish_": "publish",
     "python_": "python",
     "repair_": "repair",
+    "rocm_pip_": "rocm_pip",
     "rocm_": "rocm",
     "size_budget_": "size_budget",
     "smoke_": "smoke",

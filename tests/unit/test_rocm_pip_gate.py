@@ -203,3 +203,64 @@ def test_check_cli_gates_with_the_sdk_folder(tmp_path: Path, sdk: Path) -> None:
     alone = CliRunner().invoke(check, [str(good), "--rocm-sdk", str(sdk)])
     # the group maps UsageError to exit 2; the command alone raises it
     assert isinstance(alone.exception, UsageError) and "go together" in str(alone.exception)
+
+
+# ------------------------------------------------------------------ the build's side: sdk_link
+# What the build runs after auditwheel repair in the container (buildkit.build.sdk_link), here on the
+# host with the real patchelf, then judged by the gate against the SDK's wheels.
+
+
+def test_sdk_link_makes_a_wheel_without_rpath_or_requirement_pass(tmp_path: Path, sdk: Path) -> None:
+    from buildkit.build import sdk_link
+
+    wheel = _extension(tmp_path, sdk, runpath="", requires=[], needs_fft=True)
+    before = _errors(_gate(wheel, sdk))
+    assert any(e.startswith("rocm-pip-declared") for e in before), before
+    added = sdk_link.link_wheel(
+        wheel, PIN, [sdk_link.CORE_LIB, sdk_link.LIBRARIES_LIB], ["libamdhip64.so*", "libhipfft*.so*"]
+    )
+    assert added == {"demo/_C.so": ["$ORIGIN/../_rocm_sdk_core/lib", "$ORIGIN/../_rocm_sdk_libraries/lib"]}
+    verdict = _gate(wheel, sdk)
+    # RECORD rewritten (no record error); the host-only test library has no device code (gfx-arch)
+    assert [f"{f.rule}: {f.message}" for f in verdict.errors if f.rule != "gfx-arch"] == []
+    assert PIN in inspect_wheel(wheel).metadata_requires
+    uses = {u.library: u.detail for u in verdict.libraries if u.status == "dependency"}
+    assert uses["libhipfft.so.0"] == "rocm-sdk-libraries 7.2.4: _rocm_sdk_libraries/lib/libhipfft.so.0"
+    # a second run adds nothing (the entries are there, the requirement too)
+    assert sdk_link.link_wheel(wheel, PIN, [sdk_link.CORE_LIB], ["libamdhip64.so*"]) == {}
+    meta = inspect_wheel(wheel).metadata_requires
+    assert list(meta).count(PIN) == 1
+
+
+def test_sdk_link_leaves_an_elf_that_needs_no_sdk_library_alone(tmp_path: Path, sdk: Path) -> None:
+    from buildkit.build import sdk_link
+
+    wheel = _extension(tmp_path, sdk, runpath="", requires=[])
+    assert sdk_link.link_wheel(wheel, PIN, [sdk_link.CORE_LIB], ["libnothing.so*"]) == {}
+    assert PIN in inspect_wheel(wheel).metadata_requires
+
+
+@pytest.mark.parametrize(
+    ("member", "entry"),
+    [
+        ("_C.so", "$ORIGIN/_rocm_sdk_core/lib"),
+        ("pkg/_C.so", "$ORIGIN/../_rocm_sdk_core/lib"),
+        ("pkg/sub/lib/_k.so", "$ORIGIN/../../../_rocm_sdk_core/lib"),
+        ("demo-1.0.data/platlib/pkg/_C.so", "$ORIGIN/../_rocm_sdk_core/lib"),
+        ("demo-1.0.data/scripts/tool", None),
+    ],
+)
+def test_sdk_link_depth_is_computed_per_elf(member: str, entry: str | None) -> None:
+    from buildkit.build.sdk_link import CORE_LIB, origin_entry
+
+    assert origin_entry(member, CORE_LIB) == entry
+
+
+def test_sdk_link_adds_the_requirement_after_the_others() -> None:
+    from buildkit.build.sdk_link import add_requirement
+
+    meta = "Metadata-Version: 2.1\nName: demo\nRequires-Dist: numpy\nSummary: x\n\nbody\n"
+    assert add_requirement(meta, PIN) == (
+        f"Metadata-Version: 2.1\nName: demo\nRequires-Dist: numpy\nRequires-Dist: {PIN}\nSummary: x\n\nbody\n"
+    )
+    assert add_requirement("Name: demo\n", PIN) == f"Name: demo\nRequires-Dist: {PIN}\n"

@@ -1,0 +1,70 @@
+"""The recipe's ``rocm_pip:``: ROCm from pip (TheRock's SDK wheels) instead of the system's.
+
+The release is the job's ``rocm:`` entry, said once: a job of ROCm ``7.2`` declares
+``Requires-Dist: rocm[libraries]==7.2.*`` (:meth:`RocmPip.requirement`) and builds with
+``rocm[devel,libraries,device-gfx942,...]==7.2.*`` installed from its hermetic wheelhouse
+(:meth:`RocmPip.build_requirement`: ``devel`` and one ``device-<gfx>`` extra per target of the job
+added). ``extras`` are the selector's run-time extras (default ``[libraries]``); ``devel`` and the
+device extras are the build's, so naming them there is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from buildkit.recipe.section import Context, Section
+
+#: the selector distribution (TheRock's ``rocm``; ``import rocm_sdk``)
+SELECTOR = "rocm"
+DEFAULT_EXTRAS = ("libraries",)
+#: the extra that installs headers and CMake files (``rocm-sdk-devel``): a build's, not a run's
+DEVEL = "devel"
+DEVICE_EXTRA = "device-"
+
+
+@dataclass(frozen=True)
+class RocmPip:
+    """``rocm_pip:``: the run-time extras of the ``rocm`` selector the wheel declares."""
+
+    extras: tuple[str, ...] = DEFAULT_EXTRAS
+
+    def requirement(self, rocm: str) -> str:
+        """The ``Requires-Dist`` of a job of ROCm ``rocm`` ("7.2"): ``rocm[libraries]==7.2.*``."""
+        return f"{SELECTOR}[{','.join(sorted(self.extras))}]=={_series(rocm)}"
+
+    def build_requirement(self, rocm: str, processors: Iterable[str]) -> str:
+        """What the build installs: the run-time extras, ``devel`` and ``device-<gfx>`` per processor."""
+        extras = {*self.extras, DEVEL, *(f"{DEVICE_EXTRA}{p}" for p in processors)}
+        return f"{SELECTOR}[{','.join(sorted(extras))}]=={_series(rocm)}"
+
+
+def _series(rocm: str) -> str:
+    """``7.2`` -> ``7.2.*``; an exact ``7.2.4`` stays exact."""
+    return rocm if rocm.count(".") >= 2 else f"{rocm}.*"
+
+
+def parse_rocm_pip(ctx: Context) -> RocmPip | None:
+    data = ctx.data.get("rocm_pip")
+    if data is None:
+        return None
+    if ctx.data.get("network") is True:
+        raise ctx.err(
+            "rocm_pip needs a hermetic build: the SDK's wheels are resolved and locked on the host, "
+            "and the gate reads them from the lock",
+            ("network",),
+            hint="remove network: true (the build requirements are then downloaded on the host)",
+        )
+    extras = tuple(data.get("extras", DEFAULT_EXTRAS))
+    for i, extra in enumerate(extras):
+        if extra == DEVEL or extra.startswith(DEVICE_EXTRA):
+            raise ctx.err(
+                f"rocm_pip.extras[{i}]: {extra!r} is added for the build only; the wheel's Requires-Dist "
+                "names its run-time extras",
+                ("rocm_pip", "extras", i),
+                hint="remove it: the build installs devel and one device-<gfx> extra per target of the job",
+            )
+    return RocmPip(extras)
+
+
+SECTION = Section("rocm_pip", ("rocm_pip",), parse_rocm_pip, "rocm_pip")
