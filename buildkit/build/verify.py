@@ -1,13 +1,13 @@
 """``buildkit verify``: rebuild the job a manifest records and compare the bytes.
 
 The manifest beside a wheel names the recipe (file + sha256), the job, the builder image (tag +
-id), the source commit and the ``SOURCE_DATE_EPOCH``. :func:`verify_rebuild` finds that recipe
-(refusing one with other bytes), expands the same job, rebuilds it with ``force`` in the recorded
-image (when the engine still has that tag) and the recorded epoch into a temporary folder, and
-compares sha256. When they differ, the members that differ are named with their sha256 and sizes
-(:func:`diff_members`), ``diffoscope`` runs on the two wheels when it is installed, and every
-recorded input that is not the same this time (image id, source commit, job fields) is listed:
-any of those alone can explain a difference.
+id), the source commit and the ``SOURCE_DATE_EPOCH``. :func:`read_recorded` finds that recipe
+(refusing one with other bytes); :func:`buildkit.service.verify.verify_rebuild` expands the same job
+and :func:`rebuild` rebuilds it with ``force`` in the recorded image (when the engine still has that
+tag) and the recorded epoch into a temporary folder, and compares sha256. When they differ, the
+members that differ are named with their sha256 and sizes (:func:`diff_members`), ``diffoscope`` runs
+on the two wheels when it is installed, and every recorded input that is not the same this time
+(image id, source commit, job fields) is listed: any of those alone can explain a difference.
 
 Checked before anything is rebuilt (:class:`~buildkit.errors.UsageError`, exit 2, like every other
 problem with verify's inputs): the manifest must be a ``rocm-buildkit/manifest`` document with the
@@ -37,12 +37,10 @@ from buildkit.build.job import BuildOptions, build_one
 from buildkit.build.requirements import Lock
 from buildkit.build.staging import fetch_source, run_prebuild_checks
 from buildkit.docker_engine import connect
-from buildkit.errors import ArchError, BuildFailed, GateFailed, UsageError
+from buildkit.errors import BuildFailed, GateFailed, UsageError
 from buildkit.image.builder import ensure_builder
-from buildkit.image.ceilings import ceilings_from_images
-from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
-from buildkit.recipe import Recipe, load_recipe
+from buildkit.recipe import Recipe
 from buildkit.records import Key, json_shape
 
 DIFFOSCOPE_TIMEOUT = 600
@@ -305,11 +303,45 @@ class _Image:
     id: str
 
 
-def verify_rebuild(
-    wheel: Path,
+@dataclass
+class Recorded:
+    """What the manifest beside a wheel records, checked (:func:`read_recorded`)."""
+
+    wheel: Path  # absolute
+    data: dict[str, Any]  # the manifest
+    recipe_path: Path  # the recipe it names, with the recorded bytes
+    job: dict[str, Any]  # the recorded job (``job.id``, ``pytorch_rocm_arch`` ...)
+    result: VerifyResult  # the verdict so far: the wheel's sha256, notes
+
+    @property
+    def job_id(self) -> str:
+        return str(self.job["id"])
+
+
+def read_recorded(wheel: Path, *, recipe: Path | None, cwd: Path, keep: Path | None) -> Recorded:
+    """``--keep`` made (:func:`prepare_keep`), the manifest beside ``wheel`` checked
+    (:func:`check_manifest`) and its recipe found (:func:`find_recipe`); a wheel whose bytes are not
+    the recorded ones is noted."""
+    if keep is not None:
+        prepare_keep(keep)
+    wheel = wheel.absolute()
+    data = check_manifest(read_manifest(wheel), manifests.manifest_path(wheel))
+    recipe_path = find_recipe(data, recipe, cwd)
+    recorded_job: dict[str, Any] = data["job"]
+    result = VerifyResult(wheel, recipe_path, str(recorded_job["id"]), manifests.sha256_file(wheel))
+    if data["wheel"]["sha256"] != result.original_sha256:
+        result.notes.append(
+            f"{wheel.name} has sha256 {result.original_sha256} but its manifest records "
+            f"{data['wheel']['sha256']}: the file was changed after the build"
+        )
+    return Recorded(wheel, data, recipe_path, recorded_job, result)
+
+
+def rebuild(
+    recorded: Recorded,
+    the_recipe: Recipe,
+    job: Job,
     *,
-    recipe: Path | None = None,
-    cwd: Path | None = None,
     use_cache: bool = False,
     keep: Path | None = None,
     wheelhouse: Path | None = None,
@@ -317,32 +349,10 @@ def verify_rebuild(
     client: Any = None,
     verbose: bool = False,
 ) -> VerifyResult:
-    """Rebuild the job recorded beside ``wheel`` and compare; see the module docstring."""
-
-    if keep is not None:
-        prepare_keep(keep)
-    wheel = wheel.absolute()
-    data = check_manifest(read_manifest(wheel), manifests.manifest_path(wheel))
-    recipe_path = find_recipe(data, recipe, cwd or Path.cwd())
-    recorded_job: dict[str, Any] = data["job"]
-    job_id = str(recorded_job["id"])
-    result = VerifyResult(wheel, recipe_path, job_id, manifests.sha256_file(wheel))
-    if data["wheel"]["sha256"] != result.original_sha256:
-        result.notes.append(
-            f"{wheel.name} has sha256 {result.original_sha256} but its manifest records "
-            f"{data['wheel']['sha256']}: the file was changed after the build"
-        )
-
-    the_recipe = load_recipe(recipe_path)
-    recorded_archs = recorded_job.get("pytorch_rocm_arch")
-    reader = ceilings_from_images
-    try:  # the recipe's own archs first (no host variables); the recorded list when they differ
-        job = expand(the_recipe, env={}, ceilings_reader=reader).job(job_id)
-    except ArchError:
-        job = expand(the_recipe, env={}, cli_archs=recorded_archs, ceilings_reader=reader).job(job_id)
-    if recorded_archs and job.archs.pytorch_rocm_arch() != recorded_archs:
-        job = expand(the_recipe, env={}, cli_archs=recorded_archs, ceilings_reader=reader).job(job_id)
-    changed = _job_differences(recorded_job, job.to_json())
+    """Rebuild ``job`` (the recorded one, as the recipe expands it now) in the recorded image and
+    epoch, and compare; see the module docstring."""
+    data, wheel, result = recorded.data, recorded.wheel, recorded.result
+    changed = _job_differences(recorded.job, job.to_json())
     if changed:
         result.notes.append("the job expands differently now: " + ", ".join(changed) + " differ")
 
@@ -351,7 +361,7 @@ def verify_rebuild(
     image = _image_for(client, data, the_recipe, job, echo, result.notes)
     isolation = bool(data.get("provenance", {}).get("build_isolation", True))
     epoch = data.get("source_date_epoch")
-    lock = _recorded_lock(data, the_recipe, job_id, result.notes)
+    lock = _recorded_lock(data, the_recipe, recorded.job_id, result.notes)
 
     with tempfile.TemporaryDirectory(prefix="buildkit-verify-") as tmp:
         work = Path(tmp)

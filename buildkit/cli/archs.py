@@ -1,21 +1,20 @@
 """``buildkit archs``: resolve the GPU archs of a build and print them (resolution in buildkit.plan.archs;
-:func:`resolve_command` turns the command's options and recipe into its arguments)."""
+:func:`buildkit.service.archs.resolve_archs` turns the command's options and recipe into its arguments)."""
 
 from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import click
 
-from buildkit import rocm as rocmdata
 from buildkit.cli.options import json_flag, pick_format
-from buildkit.errors import ArchesDropped, UsageError
-from buildkit.plan.archs import ArchSet, resolve
-from buildkit.recipe import load_recipe
+from buildkit.errors import ArchesDropped
+from buildkit.plan.archs import ArchSet
 from buildkit.recipe.sections.archs import is_environment_name
-from buildkit.targets import ALWAYS_EXPORTED, split_arch_list
+from buildkit.service.archs import resolve_archs
+from buildkit.targets import ALWAYS_EXPORTED
 
 
 def _render(archs: ArchSet, fmt: str, export: Sequence[tuple[str, str]] = ()) -> str:
@@ -39,46 +38,6 @@ def _render(archs: ArchSet, fmt: str, export: Sequence[tuple[str, str]] = ()) ->
         return "\n".join(f"{name}={value}" for name, value in pairs)
     # `eval "$(buildkit archs ...)"` reaches child processes only with export
     return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in pairs)
-
-
-def resolve_command(
-    *,
-    rocm: str | None,
-    cli_archs: str | None = None,
-    recipe_path: str | None = None,
-    toolchain: str | None = None,
-    allow: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> tuple[ArchSet, tuple[tuple[str, str], ...]]:
-    """``buildkit archs``: the recipe (when given) supplies the arch list, allow-list, toolchain,
-    the variables it exports the list to and, when it pins a single release, the ROCm release;
-    explicit arguments win over it. The resolved archs and the (variable, separator) exports."""
-    export: tuple[tuple[str, str], ...] = ()
-    recipe_archs: list[str] | None = None
-    recipe_allow: list[str] | None = None
-    if recipe_path is not None:
-        recipe = load_recipe(recipe_path)
-        recipe_archs = list(recipe.archs.list) if recipe.archs.list else None
-        recipe_allow = list(recipe.archs.allow) if recipe.archs.allow else None
-        toolchain = toolchain or recipe.archs.toolchain
-        export = recipe.archs.export
-        if rocm is None:
-            if len(recipe.rocm) != 1:
-                raise UsageError(f"{recipe_path} pins ROCm {', '.join(recipe.rocm)}: choose one with --rocm")
-            rocm = recipe.rocm[0]
-    if rocm is None:
-        raise UsageError("--rocm is required (or a --recipe that pins a single ROCm release)")
-    toolchain_archs = list(rocmdata.get_toolchain(toolchain).archs) if toolchain is not None else None
-    resolved = resolve(
-        rocm=rocm,
-        cli_archs=cli_archs,
-        recipe_archs=recipe_archs,
-        allow=split_arch_list(allow) if allow is not None else recipe_allow,
-        env=env,
-        toolchain_archs=toolchain_archs,
-        toolchain=toolchain,
-    )
-    return resolved, export
 
 
 @click.command("archs")
@@ -123,7 +82,7 @@ def archs(
     environment variable (PYTORCH_ROCM_ARCH, GPU_ARCHS) that is set to another list but ignored.
     """
     fmt = pick_format(fmt, as_json, "env")
-    result, export = resolve_command(
+    result, export = resolve_archs(
         rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow
     )
     if explain:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -11,19 +10,10 @@ from pathlib import Path
 
 import click
 
-from buildkit.build.job import BuildOptions
-from buildkit.build.output import check_writable
-from buildkit.build.progress import LiveBoard
-from buildkit.build.quarantine import shown
-from buildkit.build.run import build_plan
 from buildkit.build.summary import render_summary, summary_json
 from buildkit.cli.options import colour_verdicts, colour_wanted, quiet
 from buildkit.cli.options import verbose as global_verbose
-from buildkit.errors import BuildFailed, GateFailed, IndexUnavailable
-from buildkit.image.ceilings import ceilings_from_images
-from buildkit.plan.expansion import expand
-from buildkit.plan.models import check_strict, printable
-from buildkit.recipe import load_recipe
+from buildkit.service.build import run_build
 
 
 def _progress_echo(line: str) -> None:
@@ -124,79 +114,35 @@ def build(
     strict: bool,
 ) -> None:
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
-    the_recipe = load_recipe(recipe)
-    the_plan = expand(the_recipe, cli_archs=cli_archs, ceilings_reader=ceilings_from_images)
-    for note in () if quiet() else the_plan.notes:  # dropped archs, ...: silent only with -q
-        click.echo(f"buildkit build: note: {printable(note)}", err=True)
-    if strict:
-        check_strict(the_plan, job_ids)
-    options = BuildOptions(
-        out_dir=Path(out_dir).absolute(),
-        log_dir=Path(log_dir).absolute(),
+    verbose = verbose or global_verbose()
+    run = run_build(
+        recipe,
+        job_ids,
+        out_dir=out_dir,
+        log_dir=log_dir,
+        keep_refused=keep_refused,
+        cli_archs=cli_archs,
         use_cache=not no_cache,
         ccache_remote=ccache_remote,
         build_isolation=not no_isolation,
         force=force,
-        parallel_jobs=max(1, (os.cpu_count() or 2) // parallel),
-        keep_refused=Path(keep_refused).absolute() if keep_refused is not None else None,
-        wheelhouse=Path(wheelhouse).absolute() if wheelhouse is not None else None,
+        wheelhouse=wheelhouse,
+        parallel=parallel,
+        strict=strict,
+        notes=not quiet(),  # dropped archs, ...: silent only with -q
+        echo=_progress_echo,
+        note=lambda line: click.echo(line, err=True),
+        verbose=verbose,
+        live=live_board_wanted(as_json=as_json, verbose=verbose, env=os.environ),
     )
-    if wheelhouse is not None and the_recipe.network:
-        click.echo(
-            f"buildkit build: note: --wheelhouse {wheelhouse} is not used: the recipe sets network: true, "
-            "so pip in the build container installs from the index",
-            err=True,
-        )
-    if options.keep_refused is not None:
-        check_writable(options.keep_refused, "--keep-refused")
-        if options.keep_refused.is_relative_to(options.out_dir) and not any(
-            part.startswith(".") for part in options.keep_refused.relative_to(options.out_dir).parts
-        ):
-            click.echo(
-                f"buildkit build: note: --keep-refused {keep_refused} lies inside --out {out_dir}: "
-                f"`buildkit publish {out_dir}` refuses to publish while it holds a refused wheel",
-                err=True,
-            )
-    verbose = verbose or global_verbose()
-    live = live_board_wanted(as_json=as_json, verbose=verbose, env=os.environ)
-    with LiveBoard() if live else contextlib.nullcontext() as board:
-        results = build_plan(
-            the_recipe,
-            the_plan,
-            job_ids,
-            options,
-            echo=board.echo if board is not None else _progress_echo,
-            verbose=verbose,
-            parallel=parallel,
-            board=board,
-        )
     if as_json:
-        click.echo(json.dumps(summary_json(results), indent=2, sort_keys=True))
+        click.echo(json.dumps(summary_json(run.results), indent=2, sort_keys=True))
     else:
         styled = colour_wanted(sys.stdout)
         summary = render_summary(
-            results, recipe=recipe, out_dir=options.out_dir, cwd=Path.cwd(), styled=styled
+            run.results, recipe=recipe, out_dir=run.options.out_dir, cwd=Path.cwd(), styled=styled
         )
         click.echo(colour_verdicts(summary, tty=styled, env=os.environ))
-    failed = [r for r in results if r.status not in ("passed", "up-to-date")]
-    broken = [r for r in failed if r.status == "build-failed"]
-    if broken and all(r.exit_code == IndexUnavailable.exit_code for r in broken):
-        # the no-regression baseline's index could not be reached: exit 13, as from every command
-        first = broken[0].message.splitlines()[0] if broken[0].message else "an index could not be reached"
-        raise IndexUnavailable(
-            f"{len(failed)} of {len(results)} jobs failed: {first} (transient: retry); "
-            f"logs in {options.log_dir}"
-        )
-    if broken:
-        raise BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")
-    if failed:
-        kept = [r for r in failed if r.refused is not None]
-        where = (
-            f"; their wheels are kept apart in {shown(options.refused_dir)}/ (never published)"
-            if kept
-            else ""
-        )
-        raise GateFailed(
-            f"{len(failed)} of {len(results)} jobs failed the gate: nothing of them is in "
-            f"{shown(options.out_dir)}/<job-id>/{where}"
-        )
+    failure = run.failure()
+    if failure is not None:
+        raise failure

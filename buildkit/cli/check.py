@@ -190,11 +190,11 @@ def check(
     )
     reader = None
     if recipe is not None:
-        # the Docker SDK only with --recipe (runtime images' ceilings, as build reads them): a plain
+        # the recipe layer only with --recipe (runtime images' ceilings, as build reads them): a plain
         # check never loads it
-        from buildkit.image.ceilings import ceilings_from_images
+        from buildkit.service.plan import image_ceilings
 
-        reader = ceilings_from_images
+        reader = image_ceilings
     config = gate_config(flags, recipe=recipe, job=job, ceilings_reader=reader)
     if (rocm_from_pip is None) != (rocm_sdk is None):
         raise UsageError("--rocm-from-pip and --rocm-sdk go together")

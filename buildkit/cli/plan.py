@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import click
@@ -12,20 +11,9 @@ import click
 from buildkit.cli.options import colour_wanted, json_flag, pick_format, quiet
 from buildkit.errors import UsageError
 from buildkit.fsutil import atomic_write
-from buildkit.plan.expansion import expand
 from buildkit.plan.models import check_strict, printable
 from buildkit.plan.render import GITHUB_MAX_JOBS, RENDERERS, github_outputs, render_github, render_table
-from buildkit.plan.source_version import with_source_version
-from buildkit.recipe import load_recipe
-
-
-def _read_image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
-    """The plan's ceilings reader (:func:`buildkit.image.ceilings.ceilings_from_images`)."""
-    # deferred: the Docker SDK loads only for a recipe that names from_image images, so a plan
-    # without them starts as fast as before (bench/plan_matrix.py)
-    from buildkit.image.ceilings import ceilings_from_images
-
-    return ceilings_from_images(images)
+from buildkit.service.plan import command_plan
 
 
 @click.command("plan")
@@ -79,9 +67,7 @@ def plan(
     job_count, shard_count and shard0, shard1, ... to $GITHUB_OUTPUT.
     """
     fmt = pick_format(fmt, as_json, "table")
-    the_plan = expand(load_recipe(recipe), cli_archs=cli_archs, ceilings_reader=_read_image_ceilings)
-    # the source's version rule against the plan's versions (an sdist/url source: fetched, cached)
-    the_plan = with_source_version(the_plan, echo=lambda line: click.echo(line, err=True))
+    the_plan = command_plan(recipe, cli_archs=cli_archs, echo=lambda line: click.echo(line, err=True))
     outputs: list[tuple[str, str]] = []
     if fmt == "github":
         try:

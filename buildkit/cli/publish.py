@@ -205,10 +205,9 @@ def _check_install(
 def _expand_with_runtime_ceilings(recipe: Recipe) -> Plan:
     """The recipe's plan as ``build`` expands it (runtime images' ceilings read), so that each job's
     gate configuration is the one its build was gated with."""
-    from buildkit.image.ceilings import ceilings_from_images
-    from buildkit.plan.expansion import expand
+    from buildkit.service.plan import plan_of  # the plan stage only with --recipe (start-up time)
 
-    return expand(recipe, ceilings_reader=ceilings_from_images)
+    return plan_of(recipe)
 
 
 publish = publish_cmd

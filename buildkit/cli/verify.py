@@ -9,8 +9,6 @@ import click
 
 from buildkit.cli.options import json_errors
 from buildkit.errors import NotReproducible, UsageError
-from buildkit.manifest import manifest_path
-from buildkit.recipe import load_recipe
 from buildkit.records import to_data
 
 
@@ -122,15 +120,8 @@ def verify(
             return
 
         # deferred (heavy: the build stage, the Docker SDK): --attestation and usage errors never load it
-        from buildkit.build.verify import check_manifest, prepare_keep, read_manifest, render, verify_rebuild
-
-        if recipe is not None:
-            # a missing or malformed --recipe is the error every command gives (load_recipe's), checked
-            # in verify_rebuild's order: --keep, then the manifest, then the recipe
-            if keep is not None:
-                prepare_keep(keep)
-            check_manifest(read_manifest(wheel.absolute()), manifest_path(wheel.absolute()))
-            load_recipe(recipe)
+        from buildkit.build.verify import render
+        from buildkit.service.verify import verify_rebuild
 
         result = verify_rebuild(
             wheel,

@@ -115,11 +115,10 @@ def find_job(
     ones). ``ceilings_reader``: what ``build`` expands with, so that the job's ceilings are the ones its
     build was gated with (the command injects it: the gate never talks to a Docker engine itself)."""
     # only with --recipe: a plain check does not load the recipe layer (PyYAML, jsonschema)
-    from buildkit.plan.expansion import expand
-    from buildkit.recipe import load_recipe
+    from buildkit.service.plan import load_plan
 
-    recipe = load_recipe(recipe_path)
-    return recipe, expand(recipe, ceilings_reader=ceilings_reader).job(job_id)
+    loaded = load_plan(recipe_path, ceilings_reader=ceilings_reader)
+    return loaded.recipe, loaded.job(job_id)
 
 
 def _union(first: Iterable[str], then: Iterable[str]) -> tuple[str, ...]:

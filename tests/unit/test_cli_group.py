@@ -40,8 +40,8 @@ def test_help_lists_every_command_and_imports_none() -> None:
 def test_verify_rebuilds_without_the_compiler_cache_by_default() -> None:
     # a rebuild served from the ccache volume the first build filled would not exercise the compiler's
     # determinism: --cache opts in (tests/docker/test_verify.py runs both)
-    from buildkit.build.verify import verify_rebuild
     from buildkit.cli.verify import verify
+    from buildkit.service.verify import verify_rebuild
 
     [option] = [p for p in verify.params if p.name == "use_cache"]
     assert option.default is False and "--cache" in option.opts and "--no-cache" in option.secondary_opts

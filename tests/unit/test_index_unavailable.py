@@ -127,8 +127,8 @@ def _build(
         results.append(h.build(recipe, expand(recipe, env={}).jobs[0]))
         return results
 
-    monkeypatch.setattr("buildkit.cli.build.build_plan", build_plan)
-    monkeypatch.setattr("buildkit.cli.build.ceilings_from_images", None)
+    monkeypatch.setattr("buildkit.service.build.build_plan", build_plan)  # the stage call build makes
+    monkeypatch.setattr("buildkit.service.plan.image_ceilings", None)  # the reader build injects
     code, err = cli(
         capsys, "build", str(path), "--out", str(tmp_path / "out"), "--log-dir", str(tmp_path / "logs")
     )

@@ -132,8 +132,8 @@ def test_build_json_summary_follows_its_schema(
     engine in unit tests), the exit code the build's."""
     from buildkit.build.ccache import CacheStats
     from buildkit.build.job import JobResult
-    from buildkit.cli import build as build_cli
     from buildkit.cli import main
+    from buildkit.service import build as build_service  # the stage call the command makes
 
     wheel = tmp_path / "dist" / "cp313-rocm5.7" / "demo-1.0+rocm5.7-cp313-cp313-manylinux_2_41_x86_64.whl"
     results = [
@@ -144,7 +144,7 @@ def test_build_json_summary_follows_its_schema(
             "cp314-rocm5.7", "gate-failed", None, 11.0, gate="FAIL", errors=2, refused=tmp_path / "r.whl"
         ),
     ]
-    monkeypatch.setattr(build_cli, "build_plan", lambda *args, **kwargs: results)
+    monkeypatch.setattr(build_service, "build_plan", lambda *args, **kwargs: results)
     with pytest.raises(SystemExit) as exit_info:
         main(["build", str(ROOT / "recipes" / "reference.yaml"), "--json", "--out", str(tmp_path / "dist")])
     assert exit_info.value.code == 7  # a gate refusal, as without --json

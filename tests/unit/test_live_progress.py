@@ -39,7 +39,8 @@ CHILD = r"""
 import os, sys, time
 from buildkit.build.job import JobResult
 from buildkit.build.progress import Phases
-from buildkit.cli import build as build_cli, main
+from buildkit.cli import main
+from buildkit.service import build as build_service  # the stage call buildkit build makes
 
 LOG = '''Starting container image rocm-buildkit/debian-sid-rocm:951d71d67dd6...
 Copying project into container...
@@ -76,7 +77,7 @@ def standin(recipe, plan, job_ids, options, *, echo, verbose, parallel, board):
         results.append(JobResult(job=job.id, status="passed", seconds=3.0, gate="PASS"))
     return results
 
-build_cli.build_plan = standin
+build_service.build_plan = standin
 main(sys.argv[1:])
 """
 

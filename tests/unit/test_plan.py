@@ -424,7 +424,7 @@ def test_the_commands_reader_is_the_docker_one(tmp_path: Path, monkeypatch: pyte
     """The plan layer never reaches the engine itself: without a reader a from_image recipe is a
     caller's bug; the reader ``buildkit plan`` injects asks the Docker engine (here: one that does not
     exist), and the failure names the image's position in the recipe."""
-    from buildkit.cli.plan import _read_image_ceilings
+    from buildkit.service.plan import image_ceilings as _read_image_ceilings
 
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
     text = _from_image(tmp_path, "debian:bookworm-slim")

@@ -19,6 +19,7 @@ from buildkit import manifest as manifests
 from buildkit.build import verify
 from buildkit.errors import UsageError
 from buildkit.records import to_data
+from buildkit.service.verify import verify_rebuild  # the rebuild the command runs
 from tests.helpers.wheels_for_publish import make_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -68,7 +69,7 @@ MALFORMED: list[tuple[Any, str]] = [
 def test_malformed_manifest_is_a_usage_error(tmp_path: Path, data: Any, message: str) -> None:
     wheel = _wheel_with_manifest(tmp_path, data)
     with pytest.raises(UsageError, match="malformed manifest") as info:
-        verify.verify_rebuild(wheel, recipe=tmp_path / "r.yaml", cwd=tmp_path, client=NoEngine())
+        verify_rebuild(wheel, recipe=tmp_path / "r.yaml", cwd=tmp_path, client=NoEngine())
     assert message in str(info.value)
 
 
@@ -109,7 +110,7 @@ def test_keep_is_checked_before_the_rebuild(tmp_path: Path) -> None:
         (Path("/proc/keep"), "cannot write there"),  # /proc refuses new entries, even to root
     ]:
         with pytest.raises(UsageError, match=f"--keep {keep}: {message}"):
-            verify.verify_rebuild(wheel, cwd=tmp_path, keep=keep, client=NoEngine())
+            verify_rebuild(wheel, cwd=tmp_path, keep=keep, client=NoEngine())
     verify.prepare_keep(tmp_path / "new" / "keep")  # a creatable folder is made, and left empty
     assert list((tmp_path / "new" / "keep").iterdir()) == []
 

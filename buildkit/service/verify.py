@@ -1,0 +1,76 @@
+"""``buildkit verify``'s rebuild as a library call: the manifest's record read and checked
+(:func:`buildkit.build.verify.read_recorded`), the recorded job expanded again from its recipe
+(:func:`recorded_job`, through :func:`buildkit.service.plan.plan_of`), and rebuilt and compared
+(:func:`buildkit.build.verify.rebuild`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from buildkit.build import Echo
+from buildkit.build.verify import (
+    Recorded,
+    VerifyResult,
+    check_manifest,
+    prepare_keep,
+    read_manifest,
+    read_recorded,
+    rebuild,
+)
+from buildkit.errors import ArchError
+from buildkit.manifest import manifest_path
+from buildkit.plan.models import Job
+from buildkit.recipe import Recipe, load_recipe
+from buildkit.service.plan import plan_of
+
+
+def recorded_job(recorded: Recorded) -> tuple[Recipe, Job]:
+    """The recipe and the recorded job as it expands now: with the recipe's own archs first (no host
+    variables), with the recorded arch list when they fail or differ from it."""
+    recipe = load_recipe(recorded.recipe_path)
+    archs = recorded.job.get("pytorch_rocm_arch")
+    try:
+        job = plan_of(recipe, env={}).job(recorded.job_id)
+    except ArchError:
+        job = plan_of(recipe, env={}, cli_archs=archs).job(recorded.job_id)
+    if archs and job.archs.pytorch_rocm_arch() != archs:
+        job = plan_of(recipe, env={}, cli_archs=archs).job(recorded.job_id)
+    return recipe, job
+
+
+def verify_rebuild(
+    wheel: Path,
+    *,
+    recipe: Path | None = None,
+    cwd: Path | None = None,
+    use_cache: bool = False,
+    keep: Path | None = None,
+    wheelhouse: Path | None = None,
+    echo: Echo = lambda _line: None,
+    client: Any = None,
+    verbose: bool = False,
+) -> VerifyResult:
+    """Rebuild the job recorded beside ``wheel`` and compare (:mod:`buildkit.build.verify`).
+
+    A ``recipe`` given is checked first as every command checks one (a missing or malformed recipe is
+    load_recipe's error), in this order: ``keep``, then the manifest, then the recipe; only then is
+    it compared with the recorded bytes."""
+    if recipe is not None:
+        if keep is not None:
+            prepare_keep(keep)
+        check_manifest(read_manifest(wheel.absolute()), manifest_path(wheel.absolute()))
+        load_recipe(recipe)
+    recorded = read_recorded(wheel, recipe=recipe, cwd=cwd or Path.cwd(), keep=keep)
+    the_recipe, job = recorded_job(recorded)
+    return rebuild(
+        recorded,
+        the_recipe,
+        job,
+        use_cache=use_cache,
+        keep=keep,
+        wheelhouse=wheelhouse,
+        echo=echo,
+        client=client,
+        verbose=verbose,
+    )

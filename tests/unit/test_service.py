@@ -1,0 +1,91 @@
+"""buildkit/service/: the sequences of stage calls the commands make, written once (issue 26, item 6).
+
+A recipe's plan is loaded, expanded and given the runtime images' ceilings reader in one place,
+:mod:`buildkit.service.plan`; ``build``, ``plan``, ``check --recipe --job``, ``verify`` and ``publish
+--recipe`` all take it from there, so a job's ceilings are the same whichever command expands it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from buildkit.errors import DockerUnavailable
+from buildkit.recipe import load_recipe
+from buildkit.service import plan as service_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "buildkit"
+
+#: modules outside buildkit/plan/ that may expand a recipe themselves, and why
+EXPANDS_ITSELF = {
+    # the library default of publish() without a command behind it (no runtime images' ceilings);
+    # `buildkit publish --recipe` injects service.plan.plan_of
+    "buildkit/publish/trust.py",
+}
+
+
+def _imports_of(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_the_plan_sequence_is_written_once() -> None:
+    """Only service/plan.py expands a recipe with the image reader: no command, service or stage
+    imports ``expand`` or ``ceilings_from_images`` besides it."""
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("buildkit/plan/") or rel in {"buildkit/service/plan.py", *EXPANDS_ITSELF}:
+            continue
+        used = {
+            name
+            for name in _imports_of(path)
+            if name in ("buildkit.plan.expansion.expand", "buildkit.image.ceilings.ceilings_from_images")
+        }
+        if used:
+            found[rel] = sorted(used)
+    assert found == {}
+
+
+@pytest.mark.parametrize("command", ["build.py", "plan.py", "verify.py", "archs.py"])
+def test_a_command_calls_its_service_and_loads_no_recipe_itself(command: str) -> None:
+    imports = _imports_of(PACKAGE / "cli" / command)
+    assert any(name.startswith(f"buildkit.service.{command[:-3]}.") for name in imports), sorted(imports)
+    assert "buildkit.recipe.load_recipe" not in imports
+
+
+def _from_image_recipe(tmp_path: Path) -> Path:
+    (tmp_path / "setup.py").write_text("")
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        "name: demo\nsource: {path: .}\nversion: {base: '1.0'}\npython: ['3.12']\nrocm: ['6.4']\n"
+        "archs: {list: [gfx90a]}\nmanylinux:\n  policy: manylinux_2_28\n  ceilings:\n"
+        "    from_image: debian:bookworm-slim\nimage: manylinux_2_28-rocm\n"
+    )
+    return path
+
+
+def test_load_plan_injects_the_image_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader load_plan gives the plan asks the Docker engine (here: one that does not exist); the
+    plan layer without it refuses a from_image recipe as a caller's bug."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
+    path = _from_image_recipe(tmp_path)
+    with pytest.raises(DockerUnavailable, match=r"no-engine\.sock"):
+        service_plan.load_plan(path, env={})
+    with pytest.raises(ValueError, match="needs a ceilings_reader"):
+        service_plan.plan_of(load_recipe(path), env={}, ceilings_reader=None)
+
+
+def test_load_plan_is_the_recipe_and_its_plan(tmp_path: Path) -> None:
+    path = _from_image_recipe(tmp_path)
+    loaded = service_plan.load_plan(path, env={}, ceilings_reader=lambda images: {"GLIBC": "2.36"})
+    assert loaded.recipe.name == "demo"
+    assert [j.id for j in loaded.plan.jobs] == ["cp312-rocm6.4"]
+    assert loaded.job("cp312-rocm6.4").ceilings["GLIBC"] == "2.28"  # the policy's, below the image's
