@@ -241,10 +241,10 @@ def peer(client: Any, path: Path, tmp: Path) -> tuple[float, float, int]:
     options["CIBW_ENVIRONMENT_LINUX"] = cibw.render_environment(env)
     options["CIBW_BUILD"] = " ".join(f"{j.cp_tag}-manylinux_x86_64" for j in jobs)
     out = tmp / "peer-out"
-    command = [sys.executable, "-m", "cibuildwheel", str(source), "--output-dir", str(out)]
+    command = [sys.executable, "-m", "cibuildwheel", ".", "--output-dir", str(out)]  # from inside it
     environment = cibw.subprocess_environment(os.environ, options)
     done, wall, cpu = timed(
-        client, command, lambda _pid: lambda labels: PEER_LABEL in labels, env=environment
+        client, command, lambda _pid: lambda labels: PEER_LABEL in labels, env=environment, cwd=source
     )
     if done.returncode != 0:
         sys.exit(f"plain cibuildwheel failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
