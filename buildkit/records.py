@@ -90,26 +90,49 @@ def field_default(cls: type, name: str) -> Any:
     raise KeyError(f"{cls.__name__}.{name} has no default")
 
 
+#: how :func:`json_shape` writes some fields: field name -> its key, or the keys standing for it
+Written = Mapping[str, str | Key | tuple[str | Key, ...]]
+
+
 class JsonShape:
-    """A record's JSON, as data: the keys (none given: every field, in field order), each a name or
-    a :class:`Key`, and the ``omit`` rule of the keys given by name. :func:`json_shape` declares it
-    on the class, :func:`to_data` renders it."""
+    """A record's JSON, as data: the keys given, each a name or a :class:`Key`; none given, every
+    field in field order, those named in ``fields`` written as it says (a new field is in the JSON
+    by being declared). ``omit``: the rule of the keys given by name. :func:`json_shape` declares
+    it on the class, :func:`to_data` renders it."""
 
-    __slots__ = ("_given", "_keys", "_omit")
+    __slots__ = ("_fields", "_given", "_keys", "_omit")
 
-    def __init__(self, *keys: str | Key, omit: Omit = None) -> None:
+    def __init__(self, *keys: str | Key, omit: Omit = None, fields: Written | None = None) -> None:
+        if keys and fields:
+            raise TypeError("give the keys, or how some fields are written, not both")
         self._given = keys
         self._omit = omit
+        self._fields = dict(fields or {})
         self._keys: dict[type, tuple[Key, ...]] = {}
 
     def keys(self, cls: type) -> tuple[Key, ...]:
         """The keys for records of ``cls`` (resolved once per class)."""
         found = self._keys.get(cls)
         if found is None:
-            given = self._given or record_fields(cls)
-            found = tuple(k if isinstance(k, Key) else Key(k, omit=self._omit) for k in given)
+            found = tuple(k if isinstance(k, Key) else Key(k, omit=self._omit) for k in self._names(cls))
             self._keys[cls] = found
         return found
+
+    def _names(self, cls: type) -> list[str | Key]:
+        if self._given:
+            return list(self._given)
+        names = record_fields(cls)
+        unknown = sorted(set(self._fields) - set(names))
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field {', '.join(unknown)}")
+        out: list[str | Key] = []
+        for name in names:
+            written = self._fields.get(name, name)
+            if isinstance(written, (str, Key)):  # a Key is a tuple too
+                out.append(written)
+            else:
+                out.extend(written)
+        return out
 
     def render(self, record: object) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -132,12 +155,12 @@ class JsonShape:
 T = TypeVar("T", bound=type)
 
 
-def json_shape(*keys: str | Key, omit: Omit = None) -> Callable[[T], T]:
+def json_shape(*keys: str | Key, omit: Omit = None, fields: Written | None = None) -> Callable[[T], T]:
     """The class decorator declaring a record's :class:`JsonShape` (the same for a NamedTuple,
     whose body may hold only fields and methods, and a dataclass)."""
 
     def declare(cls: T) -> T:
-        cls.__json_shape__ = JsonShape(*keys, omit=omit)  # type: ignore[attr-defined]
+        cls.__json_shape__ = JsonShape(*keys, omit=omit, fields=fields)  # type: ignore[attr-defined]
         return cls
 
     return declare

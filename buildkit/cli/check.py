@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 import click
 
 from buildkit.build.wheel_gate import check_wheels
-from buildkit.cli.options import colour_verdicts, exclude_options
+from buildkit.cli.options import colour_verdicts, gate_options
 from buildkit.cli.options import verbose as global_verbose
 from buildkit.errors import GateFailed, UsageError, WheelReadError
+from buildkit.gate.options import GateFlags
 from buildkit.gate.report import render_all, to_json
-from buildkit.service.check import GateFlags, gate_config
+from buildkit.service.check import gate_config
 
 if TYPE_CHECKING:
     from buildkit.gate.torchabi import TorchExports
@@ -39,64 +40,7 @@ def torch_from_image(image: str) -> TorchExports:
 
 @click.command("check")
 @click.argument("wheels", nargs=-1, required=True, type=click.Path(path_type=Path, dir_okay=False))
-@click.option(
-    "--policy",
-    help="manylinux policy to enforce, e.g. manylinux_2_28 (default: the job's, else the file name's).",
-)
-@click.option("--max-glibc", help="GLIBC ceiling, e.g. 2.28 (default: the job's, else the policy's).")
-@click.option("--max-glibcxx", help="GLIBCXX ceiling, e.g. 3.4.24 (overrides the job's).")
-@click.option("--max-cxxabi", help="CXXABI ceiling, e.g. 1.3.11 (overrides the job's).")
-@click.option("--max-gcc", help="GCC (libgcc_s) ceiling, e.g. 7.0.0 (overrides the job's).")
-@exclude_options
-@click.option(
-    "--rocm",
-    help="ROCm release the wheel is for, e.g. 7.2 (replaces the job's): HIP objects must link its runtime "
-    "SONAMEs (libamdhip64.so.7 for 7.x), and --exclude-set rocm expands to its libraries.",
-)
-@click.option(
-    "--toolchain",
-    help="A distribution's ROCm packaging the wheel was built with, e.g. debian-trixie (replaces the "
-    "job's): HIP objects must link its SONAMEs (libhipblas.so.0), and its release is the pinned one.",
-)
-@click.option(
-    "--archs", help="Comma-separated gfx target ids every HIP object must carry (replaces the job's)."
-)
-@click.option("--match-features", is_flag=True, help="Compare target-id features (xnack-, sramecc+) too.")
-@click.option(
-    "--torch", help="torch MAJOR.MINOR the wheel was built against, e.g. 2.10 (overrides the job's)."
-)
-@click.option(
-    "--torch-abi",
-    "torch_abi",
-    metavar="PATH|IMAGE",
-    help="Check every symbol the wheel needs from torch against this torch: a torch wheel (streamed, its "
-    "exports cached per sha256), an installed torch folder, or a runtime image (the torch its Python "
-    "finds, read in a throwaway container). A missing symbol fails the torch-abi rule, named demangled "
-    "with the member needing it and why (a _GLIBCXX_USE_CXX11_ABI mismatch, another signature, ...).",
-)
-@click.option(
-    "--size-warn", help="Warn above this size (default: the recipe's size_budget.warn, else 100MiB)."
-)
-@click.option("--size-limit", help="Fail above this size (default: the recipe's size_budget.limit).")
-@click.option(
-    "--size-per-target",
-    help="Fail when one gfx target's device code takes more than this in the wheel's members (default: "
-    "the recipe's size_budget.per_target).",
-)
-@click.option(
-    "--require",
-    "required",
-    multiple=True,
-    metavar="GLOB",
-    help="A wheel member the build must have produced (fnmatch glob on member paths, `*` crosses '/'; "
-    "repeatable; added to the recipe's gate.require): no match fails the wheel (required-member).",
-)
-@click.option(
-    "--device-target",
-    metavar="GFX",
-    help="The wheel is a device wheel of `buildkit split` for this gfx processor, e.g. gfx942: every "
-    "member but its metadata must be a code object of it (device-wheel).",
-)
+@gate_options()
 @click.option(
     "--recipe",
     type=click.Path(path_type=Path, dir_okay=False),
@@ -139,24 +83,7 @@ def torch_from_image(image: str) -> TorchExports:
 )
 def check(
     wheels: tuple[Path, ...],
-    policy: str | None,
-    max_glibc: str | None,
-    max_glibcxx: str | None,
-    max_cxxabi: str | None,
-    max_gcc: str | None,
-    exclude: tuple[str, ...],
-    exclude_set: tuple[str, ...],
-    rocm: str | None,
-    toolchain: str | None,
-    archs: str | None,
-    match_features: bool,
-    torch: str | None,
-    torch_abi: str | None,
-    size_warn: str | None,
-    size_limit: str | None,
-    size_per_target: str | None,
-    required: tuple[str, ...],
-    device_target: str | None,
+    gate: GateFlags,
     recipe: Path | None,
     job: str | None,
     rocm_from_pip: str | None,
@@ -168,26 +95,6 @@ def check(
     """Gate WHEEL...: manylinux tag, symbol ceilings, external libraries, gfx targets, size, torch pin,
     the torch ABI (with --torch-abi) and integrity (RECORD, WHEEL tags, RPATH/RUNPATH, load order, host
     code in pure wheels)."""
-    flags = GateFlags(
-        policy=policy,
-        max_glibc=max_glibc,
-        max_glibcxx=max_glibcxx,
-        max_cxxabi=max_cxxabi,
-        max_gcc=max_gcc,
-        exclude=exclude,
-        exclude_sets=exclude_set,
-        rocm=rocm,
-        toolchain=toolchain,
-        archs=archs,
-        match_features=match_features,
-        torch=torch,
-        size_warn=size_warn,
-        size_limit=size_limit,
-        size_per_target=size_per_target,
-        required=required,
-        torch_abi=torch_abi,
-        device_target=device_target,
-    )
     reader = None
     if recipe is not None:
         # the recipe layer only with --recipe (runtime images' ceilings, as build reads them): a plain
@@ -195,7 +102,7 @@ def check(
         from buildkit.service.plan import image_ceilings
 
         reader = image_ceilings
-    config = gate_config(flags, recipe=recipe, job=job, ceilings_reader=reader)
+    config = gate_config(gate, recipe=recipe, job=job, ceilings_reader=reader)
     if (rocm_from_pip is None) != (rocm_sdk is None):
         raise UsageError("--rocm-from-pip and --rocm-sdk go together")
     if rocm_from_pip is not None and rocm_sdk is not None:

@@ -21,9 +21,15 @@ from typing import Any
 
 import click
 
-from buildkit.cli.options import exclude_options
+from buildkit.cli.options import gate_options
 from buildkit.errors import GateFailed, UsageError
+from buildkit.gate.options import GateFlags
 from buildkit.records import to_data
+
+#: ``--rocm`` here only chooses what ``--exclude-set rocm`` expands to
+ROCM_HELP = (
+    "ROCm release whose runtime libraries --exclude-set rocm expands to, e.g. 7.2 (default: the job's)."
+)
 
 
 @click.command("diff")
@@ -36,10 +42,11 @@ from buildkit.records import to_data
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 7 when the new wheel regresses.")
-@exclude_options
-@click.option(
-    "--rocm",
-    help="ROCm release whose runtime libraries --exclude-set rocm expands to, e.g. 7.2 (default: the job's).",
+@gate_options(
+    "exclude",
+    "exclude_sets",
+    "rocm",
+    help={"rocm": ROCM_HELP},
 )
 @click.option(
     "--recipe",
@@ -57,9 +64,7 @@ def diff(
     index_url: str | None,
     as_json: bool,
     fail_on_regression: bool,
-    exclude: tuple[str, ...],
-    exclude_set: tuple[str, ...],
-    rocm: str | None,
+    gate: GateFlags,
     recipe: Path | None,
     job: str | None,
     require_baseline: bool,
@@ -77,8 +82,9 @@ def diff(
         raise UsageError("buildkit diff takes OLD.whl NEW.whl (or --against-index URL NEW.whl)")
     if index_url is not None and len(wheels) != 1:
         raise UsageError("with --against-index give only NEW.whl")
-    globs = run_time_globs(exclude=exclude, exclude_sets=exclude_set, rocm=rocm, recipe=recipe, job=job)
-    if rocm is not None and not exclude_set:
+    exclude, exclude_sets, rocm = gate.get("exclude", ()), gate.get("exclude_sets", ()), gate.get("rocm")
+    globs = run_time_globs(exclude=exclude, exclude_sets=exclude_sets, rocm=rocm, recipe=recipe, job=job)
+    if rocm is not None and not exclude_sets:
         click.echo(
             f"warning: --rocm {rocm} only chooses what --exclude-set rocm expands to; without "
             "--exclude-set it excludes nothing (add --exclude-set rocm)",

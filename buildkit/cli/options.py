@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -15,23 +16,42 @@ from buildkit.errors import BuildkitError
 
 F = TypeVar("F", bound=Callable[..., object])
 
-EXCLUDE_SETS = ("rocm", "rocm-system", "torch")
 
+def gate_options(*names: str, param: str = "gate", help: Mapping[str, str] | None = None) -> Callable[[F], F]:
+    """The click options of the gate options ``names`` (every row of
+    :data:`buildkit.gate.options.OPTIONS` when none is named), in the table's order, given to the
+    command as one keyword ``param``: a :class:`~buildkit.gate.options.GateFlags`. ``help``: another
+    help text for an option, by name (a command using it for less, as ``diff`` does ``--rocm``)."""
+    # the table only for the commands that take gate options: the others' start-up does not load the
+    # gate's configuration
+    from buildkit.gate import options as gate_table
 
-def exclude_options(command: F) -> F:
-    """``--exclude GLOB`` and ``--exclude-set NAME`` (both repeatable): the libraries provided at run time."""
-    command = click.option(
-        "--exclude-set",
-        multiple=True,
-        type=click.Choice(EXCLUDE_SETS),
-        help="Named exclusion set; with --recipe, added to the job's globs.",
-    )(command)
-    command = click.option(
-        "--exclude",
-        multiple=True,
-        help="SONAME glob provided at run time, e.g. 'librocblas.so*'; with --recipe, added to the job's.",
-    )(command)
-    return command
+    rows = [row for row in gate_table.OPTIONS if not names or row.name in names]
+    unknown = sorted(set(names) - {row.name for row in rows})
+    if unknown:
+        raise ValueError(f"no gate option {', '.join(unknown)}")
+
+    def decorate(command: F) -> F:
+        @functools.wraps(command)
+        def gathered(**kwargs: Any) -> Any:
+            flags = gate_table.GateFlags(**{row.name: kwargs.pop(row.name) for row in rows})
+            return command(**kwargs, **{param: flags})
+
+        wrapped: Any = gathered
+        for row in reversed(rows):  # click lists options in the order their decorators are written
+            attrs: dict[str, Any] = {"help": (help or {}).get(row.name, row.help)}
+            if row.kind == "multiple":
+                attrs["multiple"] = True
+            if row.kind == "flag":
+                attrs["is_flag"] = True
+            if row.choices:
+                attrs["type"] = click.Choice(row.choices)
+            if row.metavar:
+                attrs["metavar"] = row.metavar
+            wrapped = click.option(row.flag, row.name, **attrs)(wrapped)
+        return cast(F, wrapped)
+
+    return decorate
 
 
 class JsonOutput:

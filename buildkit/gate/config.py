@@ -3,7 +3,7 @@ identity (:class:`JobIdentity`) a job's wheel must carry."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -86,14 +86,38 @@ def _globs(required: tuple[Required, ...]) -> list[str]:
     return [r.glob for r in required]
 
 
+def _annotation(cls: type, name: str) -> str:
+    """A field's annotation as written (a NamedTuple keeps it as a ForwardRef)."""
+    found = cls.__annotations__[name]
+    return str(getattr(found, "__forward_arg__", found))
+
+
+#: the fields :meth:`GateConfig.from_json` reads itself (records of their own)
+_READ_HERE = ("identity", "waivers", "required", "rocm_pip")
+#: how :meth:`GateConfig.from_json` reads a field back, by its annotation (a number of bytes is
+#: checked after); the fields of other types it reads itself
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "str | None": lambda value: value,
+    "int | None": lambda value: value,
+    "bool": bool,
+    "tuple[str, ...]": lambda value: tuple(str(v) for v in value or ()),
+    "Mapping[str, str]": lambda value: {str(k): str(v) for k, v in (value or {}).items()},
+}
+
+
 # --------------------------------------------------------------------------- configuration
+# every field, in field order (a new field is in the JSON by being declared): the identity with the
+# job, recipe and sha256 it names first, the required globs without where they were given, rocm_pip
+# only when set
 @json_shape(
-    *("policy", "ceilings", "exclude_globs", "archs", "match_features", "torch", "size_warn", "size_limit"),
-    *("rocm", "rocm_sonames", "toolchain"),
-    *(Key(name, f"identity.{name}") for name in ("job", "recipe", "recipe_sha256")),
-    *("identity", "waivers", Key("required", convert=_globs), "torch_abi", "size_per_target"),
-    "device_target",
-    Key("rocm_pip", omit="none"),
+    fields={
+        "identity": (
+            *(Key(name, f"identity.{name}") for name in ("job", "recipe", "recipe_sha256")),
+            "identity",
+        ),
+        "required": Key("required", convert=_globs),
+        "rocm_pip": Key("rocm_pip", omit="none"),
+    }
 )
 class GateConfig(NamedTuple):
     """What the gate enforces. Build it from flags (:meth:`from_flags`), a plan Job (:meth:`from_job`)
@@ -107,6 +131,10 @@ class GateConfig(NamedTuple):
     A NamedTuple (``check``'s start-up cannot afford a dataclass): the values are checked by
     :meth:`validated`, which the ``from_*`` constructors and :func:`~buildkit.gate.evaluate.evaluate`
     call, so a configuration built directly is refused when it is used.
+
+    The fields' order is their JSON's (a new field goes last), and a field of a plain type
+    (:data:`_READERS`) is read back by :meth:`from_json` by that type: a new setting is a field here
+    and its option a row of :mod:`buildkit.gate.options`.
     """
 
     policy: str | None = None
@@ -117,8 +145,6 @@ class GateConfig(NamedTuple):
     torch: str | None = None  # "2.10": METADATA must require a torch compatible with 2.10 only
     size_warn: int | None = DEFAULT_SIZE_WARN
     size_limit: int | None = None
-    #: the most device code one gfx target may take in the wheel's members (``size-per-target``)
-    size_per_target: int | None = None
     rocm: str | None = None  # the pinned ROCm release: HIP objects must link its runtime SONAMEs
     rocm_sonames: Mapping[str, str] = _NO_MAPPING  # "libamdhip64" -> "libamdhip64.so.7"
     #: the ROCm packaging the wheel was built with (toolchains.yaml, "debian-trixie"): its SONAMEs are
@@ -135,6 +161,8 @@ class GateConfig(NamedTuple):
     #: installed torch folder or a runtime image (``check --torch-abi``); None: the rule does not run.
     #: ``build`` sets it for a hermetic torch job: the torch wheel of its lock, the one it built against
     torch_abi: str | None = None
+    #: the most device code one gfx target may take in the wheel's members (``size-per-target``)
+    size_per_target: int | None = None
     #: the gfx processor a device wheel of ``buildkit split`` is for (``"gfx942"``): every member but
     #: its metadata must be a code object of that processor (the ``device-wheel`` rule); None: not one
     device_target: str | None = None
@@ -255,6 +283,8 @@ class GateConfig(NamedTuple):
         out the recipe's path) gave, validated; a field of the wrong shape is a UsageError naming it.
         ``required`` globs come back with ``where`` "the manifest". The inverse of
         :func:`~buildkit.records.to_data` for every field the gate reads."""
+        # the readers first: a field of a type without one is a bug here, not a bad document
+        read = {name: _READERS[_annotation(cls, name)] for name in cls._fields if name not in _READ_HERE}
         try:
             identity = None
             if isinstance(data.get("identity"), Mapping):
@@ -281,29 +311,18 @@ class GateConfig(NamedTuple):
                 )
                 for w in data.get("waivers") or ()
             )
+            own: dict[str, Any] = {
+                "identity": identity,
+                "waivers": waivers,
+                "required": tuple(Required(str(g), "the manifest") for g in data.get("required") or ()),
+                "rocm_pip": RocmFromPip.from_json(data["rocm_pip"]) if data.get("rocm_pip") else None,
+            }
             config = cls(
-                policy=data.get("policy"),
-                ceilings={str(k): str(v) for k, v in (data.get("ceilings") or {}).items()},
-                exclude_globs=tuple(str(g) for g in data.get("exclude_globs") or ()),
-                archs=tuple(str(a) for a in data.get("archs") or ()),
-                match_features=bool(data.get("match_features", False)),
-                torch=data.get("torch"),
-                size_warn=data.get("size_warn"),
-                size_limit=data.get("size_limit"),
-                size_per_target=data.get("size_per_target"),
-                rocm=data.get("rocm"),
-                rocm_sonames={str(k): str(v) for k, v in (data.get("rocm_sonames") or {}).items()},
-                toolchain=data.get("toolchain"),
-                identity=identity,
-                waivers=waivers,
-                required=tuple(Required(str(g), "the manifest") for g in data.get("required") or ()),
-                torch_abi=data.get("torch_abi"),
-                device_target=data.get("device_target"),
-                rocm_pip=RocmFromPip.from_json(data["rocm_pip"]) if data.get("rocm_pip") else None,
+                **{name: own[name] if name in own else read[name](data.get(name)) for name in cls._fields}
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"not a gate configuration: {exc.__class__.__name__}: {exc}") from None
-        for name in ("size_warn", "size_limit", "size_per_target"):
+        for name in (n for n in cls._fields if _annotation(cls, n) == "int | None"):
             value = getattr(config, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise UsageError(f"not a gate configuration: {name} is {value!r}, not a number of bytes")

@@ -51,7 +51,7 @@ def test_verify_rebuilds_without_the_compiler_cache_by_default() -> None:
 def test_cli_exclusion_set_choices_are_the_rocm_data_sets() -> None:
     # --exclude-set's choices are static (no data loaded to build the CLI): they must not drift from
     # buildkit/rocm/libraries.yaml, which the recipe schema is checked against too (test_recipe.py)
-    from buildkit.cli.options import EXCLUDE_SETS
+    from buildkit.gate.options import EXCLUDE_SETS
     from buildkit.rocm import library_sets
 
     assert sorted(EXCLUDE_SETS) == sorted(library_sets())

@@ -14,7 +14,8 @@ import pytest
 
 from buildkit.compare.diff import diff_wheels
 from buildkit.errors import UsageError
-from buildkit.service.check import exclude_set_globs, run_time_globs
+from buildkit.gate.options import exclude_set_globs
+from buildkit.service.check import run_time_globs
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.unit.test_diff import OLD_C, fatbin, run, wheel
 

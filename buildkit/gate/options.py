@@ -1,0 +1,437 @@
+"""The gate's options, as data: one :class:`GateOption` row per command-line option (:data:`OPTIONS`).
+
+A row says everything about one option, once: its flag, the :class:`~buildkit.gate.config.GateConfig`
+field it sets (or one entry of a mapping field), where a recipe gives the job's value, how the value
+given meets the job's (the merge rule), how the text given becomes the field's value, what else it
+sets, and its help. From the table come:
+
+* the click options of the commands that take gate options (``check``; ``diff``'s run-time
+  libraries): :func:`buildkit.cli.options.gate_options`;
+* the precedence between the command line and a recipe's job, :func:`apply_options`, by merge rule:
+
+  - ``replace``: the value given replaces the job's;
+  - ``add``: the values given are added to the job's, the job's first and none twice (an option
+    never drops an exclusion or a required member the build had);
+  - ``tighten``: the stricter of the two (a check is on when either turns it on, a limit the
+    smaller);
+
+  without a recipe the same rules apply to :class:`GateConfig`'s defaults;
+* the JSON of the configuration: each option's field is a key of GateConfig's JSON shape
+  (:func:`json_name`), which a new field joins by being declared;
+* the options table of ``docs/GATE-RULES.md``, which ``buildkit rules`` prints (:func:`options_table`,
+  kept equal by ``tests/unit/test_gate_options.py``).
+
+A new gate option is one row here (and, for a new setting, its field in GateConfig).
+
+An option given empty (``--policy ""``, as an unset CI variable gives it) is not given; a size must be
+a size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from buildkit.errors import ArchError, UsageError
+from buildkit.gatespec import Required
+from buildkit.targets import parse_target_id, split_arch_list
+from buildkit.units import parse_size
+
+if TYPE_CHECKING:
+    # the configuration only where options are applied: a command's click options (``diff --help``)
+    # do not load it (start-up time)
+    from buildkit.gate.config import GateConfig
+
+Merge = Literal["replace", "add", "tighten"]
+#: how each merge rule reads in the docs
+MERGES: dict[str, str] = {
+    "replace": "replaces the job's",
+    "add": "added to the job's",
+    "tighten": "the stricter of the two",
+}
+#: the named sets of SONAME globs ``--exclude-set`` takes (buildkit/rocm/libraries.yaml)
+EXCLUDE_SETS = ("rocm", "rocm-system", "torch")
+
+
+class Given(NamedTuple):
+    """What parsing a value may need beyond its text: the ROCm release in effect (``--rocm``,
+    else the job's; None without either)."""
+
+    rocm: str | None = None
+
+
+# --------------------------------------------------------------------------- values
+def parse_size_option(text: str, given: Given | None = None) -> int:
+    """``"100MiB"``, ``"1.5GB"``, ``"4096"`` -> bytes (the recipe's size syntax)."""
+    try:
+        return parse_size(text)
+    except ValueError:
+        if text.strip().isdigit():
+            return int(text.strip())
+        raise UsageError(f"not a size: {text!r} (use e.g. 100MiB, 2GB or a number of bytes)") from None
+
+
+def parse_archs(text: str | None, given: Given | None = None) -> tuple[str, ...]:
+    """``"gfx908, gfx90a:xnack-"`` -> canonical target ids, each validated the way ``plan`` and
+    ``archs`` do (:func:`buildkit.targets.parse_target_id`): an invalid one is ArchError (exit 4),
+    not a gate failure for a target no wheel could carry. None or blank: no arch rule."""
+    if text is None or not text.strip():
+        return ()
+    names = split_arch_list(text)
+    if not names:
+        raise ArchError(f"--archs {text!r} names no GPU arch (give e.g. gfx90a,gfx942)")
+    return tuple(dict.fromkeys(str(parse_target_id(name)) for name in names))
+
+
+def device_processor(text: str, given: Given | None = None) -> str:
+    """``--device-target``: a gfx processor (``GFX942`` -> ``gfx942``), validated as ``--archs`` is
+    (ArchError, exit 4, for an unknown one); target-id features are a UsageError: a device wheel holds
+    every code object of its processor, whatever their xnack/sramecc modes."""
+    target = parse_target_id(text)
+    if target.features:
+        raise UsageError(f"--device-target {text!r}: give the processor alone, e.g. {target.name}")
+    return target.name
+
+
+def exclude_set_globs(sets: Sequence[str], rocm: str | None) -> list[str]:
+    """The SONAME globs of named exclusion sets (``rocm``, ``rocm-system``, ``torch``) for ``rocm``."""
+    if not sets:
+        return []
+    from buildkit import rocm as rocm_data  # the ROCm data only with --exclude-set (start-up time)
+
+    return list(rocm_data.exclude_globs(list(sets), rocm))
+
+
+def _exclude_sets(sets: Sequence[str], given: Given) -> tuple[str, ...]:
+    return tuple(exclude_set_globs(sets, given.rocm))
+
+
+def _required(globs: Sequence[str], given: Given) -> tuple[Required, ...]:
+    for glob in globs:
+        if not glob.strip() or glob.startswith("/"):
+            raise UsageError(f"--require {glob!r}: give a glob on wheel member paths, e.g. pkg/kernels/*.co")
+    return tuple(Required(glob, "--require") for glob in dict.fromkeys(globs))
+
+
+def _rocm_pin(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+    """``--rocm``, ``--toolchain``: the pin (release, toolchain, runtime SONAMEs) replaces the job's
+    whole, the toolchain's release with a toolchain."""
+    from buildkit.gate.config import rocm_pin
+
+    return rocm_pin(flags.get("rocm") or None, flags.get("toolchain") or None)
+
+
+def _platform_tag(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+    """``--policy``: its platform tag is the one the job-identity rule expects."""
+    if config.identity is None or config.policy is None:
+        return {}
+    from buildkit.policy import policy_tag
+
+    return {"identity": config.identity._replace(platform_tag=policy_tag(config.policy))}
+
+
+# --------------------------------------------------------------------------- the table
+class GateOption(NamedTuple):
+    """One gate option: ``flag`` (``--max-glibc``) and ``name`` (the parameter, and its key in
+    :class:`GateFlags`); the :class:`GateConfig` ``field`` it sets, or its ``key`` entry for a
+    mapping; the ``merge`` rule; ``recipe``: where a recipe gives the job's value (None: the command
+    line alone); ``kind``: ``text`` (one value), ``multiple`` (repeatable) or ``flag`` (on/off);
+    ``parse``: the text given to the field's value (None: the text); ``then``: the fields it sets
+    besides its own, from the configuration and the options given, once it applied."""
+
+    flag: str
+    name: str
+    field: str
+    merge: Merge
+    help: str
+    recipe: str | None = None
+    key: str | None = None
+    kind: Literal["text", "multiple", "flag"] = "text"
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+    parse: Callable[[Any, Given], Any] | None = None
+    then: Callable[[GateConfig, GateFlags], dict[str, Any]] | None = None
+
+
+#: every gate option, in the order the commands list them
+OPTIONS: tuple[GateOption, ...] = (
+    GateOption(
+        "--policy",
+        "policy",
+        "policy",
+        "replace",
+        "manylinux policy to enforce, e.g. manylinux_2_28 (default: the job's, else the file name's).",
+        recipe="manylinux.policy",
+        then=_platform_tag,
+    ),
+    GateOption(
+        "--max-glibc",
+        "max_glibc",
+        "ceilings",
+        "replace",
+        "GLIBC ceiling, e.g. 2.28 (default: the job's, else the policy's).",
+        recipe="manylinux.ceilings.GLIBC",
+        key="GLIBC",
+    ),
+    GateOption(
+        "--max-glibcxx",
+        "max_glibcxx",
+        "ceilings",
+        "replace",
+        "GLIBCXX ceiling, e.g. 3.4.24 (overrides the job's).",
+        recipe="manylinux.ceilings.GLIBCXX",
+        key="GLIBCXX",
+    ),
+    GateOption(
+        "--max-cxxabi",
+        "max_cxxabi",
+        "ceilings",
+        "replace",
+        "CXXABI ceiling, e.g. 1.3.11 (overrides the job's).",
+        recipe="manylinux.ceilings.CXXABI",
+        key="CXXABI",
+    ),
+    GateOption(
+        "--max-gcc",
+        "max_gcc",
+        "ceilings",
+        "replace",
+        "GCC (libgcc_s) ceiling, e.g. 7.0.0 (overrides the job's).",
+        recipe="manylinux.ceilings.GCC",
+        key="GCC",
+    ),
+    GateOption(
+        "--exclude",
+        "exclude",
+        "exclude_globs",
+        "add",
+        "SONAME glob provided at run time, e.g. 'librocblas.so*'; with --recipe, added to the job's.",
+        recipe="repair.exclude.patterns",
+        kind="multiple",
+    ),
+    GateOption(
+        "--exclude-set",
+        "exclude_sets",
+        "exclude_globs",
+        "add",
+        "Named exclusion set; with --recipe, added to the job's globs.",
+        recipe="repair.exclude.sets",
+        kind="multiple",
+        choices=EXCLUDE_SETS,
+        parse=_exclude_sets,
+    ),
+    GateOption(
+        "--rocm",
+        "rocm",
+        "rocm",
+        "replace",
+        "ROCm release the wheel is for, e.g. 7.2 (replaces the job's): HIP objects must link its runtime "
+        "SONAMEs (libamdhip64.so.7 for 7.x), and --exclude-set rocm expands to its libraries.",
+        recipe="rocm",
+        then=_rocm_pin,
+    ),
+    GateOption(
+        "--toolchain",
+        "toolchain",
+        "toolchain",
+        "replace",
+        "A distribution's ROCm packaging the wheel was built with, e.g. debian-trixie (replaces the "
+        "job's): HIP objects must link its SONAMEs (libhipblas.so.0), and its release is the pinned one.",
+        recipe="archs.toolchain",
+        then=_rocm_pin,
+    ),
+    GateOption(
+        "--archs",
+        "archs",
+        "archs",
+        "replace",
+        "Comma-separated gfx target ids every HIP object must carry (replaces the job's).",
+        recipe="archs",
+        parse=parse_archs,
+    ),
+    GateOption(
+        "--match-features",
+        "match_features",
+        "match_features",
+        "tighten",
+        "Compare target-id features (xnack-, sramecc+) too.",
+        kind="flag",
+    ),
+    GateOption(
+        "--torch",
+        "torch",
+        "torch",
+        "replace",
+        "torch MAJOR.MINOR the wheel was built against, e.g. 2.10 (overrides the job's).",
+        recipe="torch[].version",
+    ),
+    GateOption(
+        "--torch-abi",
+        "torch_abi",
+        "torch_abi",
+        "replace",
+        "Check every symbol the wheel needs from torch against this torch: a torch wheel (streamed, its "
+        "exports cached per sha256), an installed torch folder, or a runtime image (the torch its Python "
+        "finds, read in a throwaway container). A missing symbol fails the torch-abi rule, named demangled "
+        "with the member needing it and why (a _GLIBCXX_USE_CXX11_ABI mismatch, another signature, ...).",
+        metavar="PATH|IMAGE",
+    ),
+    GateOption(
+        "--size-warn",
+        "size_warn",
+        "size_warn",
+        "replace",
+        "Warn above this size (default: the recipe's size_budget.warn, else 100MiB).",
+        recipe="size_budget.warn",
+        parse=parse_size_option,
+    ),
+    GateOption(
+        "--size-limit",
+        "size_limit",
+        "size_limit",
+        "replace",
+        "Fail above this size (default: the recipe's size_budget.limit).",
+        recipe="size_budget.limit",
+        parse=parse_size_option,
+    ),
+    GateOption(
+        "--size-per-target",
+        "size_per_target",
+        "size_per_target",
+        "replace",
+        "Fail when one gfx target's device code takes more than this in the wheel's members (default: "
+        "the recipe's size_budget.per_target).",
+        recipe="size_budget.per_target",
+        parse=parse_size_option,
+    ),
+    GateOption(
+        "--require",
+        "required",
+        "required",
+        "add",
+        "A wheel member the build must have produced (fnmatch glob on member paths, `*` crosses '/'; "
+        "repeatable; added to the recipe's gate.require): no match fails the wheel (required-member).",
+        recipe="gate.require",
+        kind="multiple",
+        metavar="GLOB",
+        parse=_required,
+    ),
+    GateOption(
+        "--device-target",
+        "device_target",
+        "device_target",
+        "replace",
+        "The wheel is a device wheel of `buildkit split` for this gfx processor, e.g. gfx942: every "
+        "member but its metadata must be a code object of it (device-wheel).",
+        metavar="GFX",
+        parse=device_processor,
+    ),
+)
+
+
+def option(name: str) -> GateOption:
+    """The row of option ``name`` (a KeyError naming the known ones)."""
+    for row in OPTIONS:
+        if row.name == name:
+            return row
+    raise KeyError(f"no gate option {name!r}; known: {', '.join(r.name for r in OPTIONS)}")
+
+
+class GateFlags(Mapping[str, Any]):
+    """The gate options given on a command line, by name (a :class:`GateOption`'s ``name``): the
+    text, the texts of a repeatable option, True for an on/off one. One not given (None, no value,
+    off) is absent. An unknown name is a TypeError, as for a function's keyword."""
+
+    __slots__ = ("_given",)
+
+    def __init__(self, **given: Any) -> None:
+        known = {row.name for row in OPTIONS}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise TypeError(f"unknown gate option(s): {', '.join(unknown)}")
+        self._given = {k: v for k, v in given.items() if v is not None and v != () and v is not False}
+
+    def __getitem__(self, name: str) -> Any:
+        return self._given[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._given)
+
+    def __len__(self) -> int:
+        return len(self._given)
+
+    def __repr__(self) -> str:
+        return f"GateFlags({', '.join(f'{k}={v!r}' for k, v in self._given.items())})"
+
+
+# --------------------------------------------------------------------------- precedence
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or value == () or value == []
+
+
+def merge(rule: Merge, current: Any, value: Any) -> Any:
+    """``value`` given for a field holding ``current``, by ``rule`` (the module docstring says how)."""
+    if rule == "replace":
+        return value
+    if rule == "add":
+        return tuple(dict.fromkeys([*current, *value]))
+    if current is None:
+        return value
+    if isinstance(current, bool):
+        return current or value
+    return min(current, value)
+
+
+def apply_options(base: GateConfig, flags: GateFlags) -> GateConfig:
+    """``base`` (a recipe job's configuration, or :class:`GateConfig`'s defaults) with the options
+    ``flags`` applied row by row, in table order, by each row's merge rule; then what the applied
+    rows set besides (``then``, each once), validated."""
+    given = Given(rocm=flags.get("rocm") or base.rocm)
+    changes: dict[str, Any] = {}
+    then: list[Callable[[GateConfig, GateFlags], dict[str, Any]]] = []
+    for row in OPTIONS:
+        if row.name not in flags:
+            continue
+        raw = flags[row.name]
+        value = raw if row.parse is None else row.parse(raw, given)
+        if _empty(value):
+            continue
+        current = changes.get(row.field, getattr(base, row.field))
+        if row.key is None:
+            changes[row.field] = merge(row.merge, current, value)
+        else:
+            changes[row.field] = {**current, row.key: merge(row.merge, current.get(row.key), value)}
+        if row.then is not None and row.then not in then:
+            then.append(row.then)
+    config = base._replace(**changes)
+    for consequence in then:
+        config = config._replace(**consequence(config, flags))
+    return config.validated()
+
+
+# --------------------------------------------------------------------------- documentation
+def json_name(row: GateOption) -> str:
+    """The key of ``row``'s value in the configuration's JSON (``ceilings.GLIBC``)."""
+    from buildkit.gate.config import GateConfig
+    from buildkit.records import shape_of
+
+    shape = shape_of(GateConfig)
+    assert shape is not None
+    (key,) = [k for k in shape.keys(GateConfig) if (k.attr or k.name) == row.field]
+    return key.name if row.key is None else f"{key.name}.{row.key}"
+
+
+def options_table() -> str:
+    """The Markdown table of ``docs/GATE-RULES.md``: one row per option, in table order."""
+    rows = [
+        "| option | recipe | JSON | with a recipe | what it does |",
+        "|--------|--------|------|---------------|--------------|",
+    ]
+    for row in OPTIONS:
+        notes = [", ".join(row.choices)] if row.choices else []
+        notes += ["repeatable"] if row.kind == "multiple" else []
+        flag = f"`{row.flag}`" + (f" ({'; '.join(notes)})" if notes else "")
+        recipe = f"`{row.recipe}`" if row.recipe else "-"
+        what = row.help.replace("|", "\\|")
+        rows.append(f"| {flag} | {recipe} | `{json_name(row)}` | {MERGES[row.merge]} | {what} |")
+    return "\n".join(rows) + "\n"
