@@ -54,7 +54,7 @@ def pypi(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     index.add_wheels(root, [(cuda, sha256_file(cuda))])
     handler = functools.partial(_Quiet, directory=str(root / "simple"))
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}/", root

@@ -214,7 +214,7 @@ def servers() -> Iterator[tuple[Server, Server]]:
 
         httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         rec.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         made.append((rec, httpd))
     try:
         yield made[0][0], made[1][0]
