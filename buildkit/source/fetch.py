@@ -38,7 +38,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,9 +129,18 @@ def client(cafile: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> pyind
     return pyindex.IndexClient(cafile=cafile, timeout=timeout, netrc=True)
 
 
-def _unavailable(exc: IndexUnavailable, url: str) -> IndexUnavailable:
-    """The client's error worded as a fetch's (``<url>: <reason>``; the caller adds what it fetched)."""
-    return IndexUnavailable(f"{redact(url)}: {exc.reason}", url=exc.url, reason=exc.reason)
+@contextlib.contextmanager
+def _index_errors(url: str) -> Iterator[None]:
+    """The index client's errors worded as a fetch's (``<url>: <reason>``): not found, refused, and
+    unreachable (the one :class:`IndexUnavailable` every command exits with)."""
+    try:
+        yield
+    except pyindex.NotFound:
+        raise FileNotFoundError(redact(url)) from None
+    except pyindex.IndexRefused as exc:
+        raise FetchFailed(f"{redact(url)}: {exc.reason}") from None
+    except IndexUnavailable as exc:
+        raise IndexUnavailable(f"{redact(url)}: {exc.reason}", url=exc.url, reason=exc.reason) from None
 
 
 def download(http: pyindex.IndexClient, url: str, sha256: str, filename: str, origin: str) -> Path:
@@ -143,7 +152,8 @@ def download(http: pyindex.IndexClient, url: str, sha256: str, filename: str, or
     final = folder / filename
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        http.download(url, final, hashes={"sha256": sha256}, max_bytes=limit)
+        with _index_errors(url):
+            http.download(url, final, hashes={"sha256": sha256}, max_bytes=limit)
     except pyindex.TooLarge as exc:
         if exc.size is not None:
             raise SourceRefused(
@@ -154,12 +164,6 @@ def download(http: pyindex.IndexClient, url: str, sha256: str, filename: str, or
         ) from None
     except pyindex.DigestMismatch as exc:
         raise HashMismatch(filename, origin, sha256, exc.actual, listed=False) from None
-    except pyindex.NotFound:
-        raise FileNotFoundError(redact(url)) from None
-    except pyindex.IndexRefused as exc:
-        raise FetchFailed(f"{redact(url)}: {exc.reason}") from None
-    except IndexUnavailable as exc:
-        raise _unavailable(exc, url) from None
     finally:
         if not final.exists():
             with contextlib.suppress(OSError):
@@ -259,14 +263,8 @@ def sdist_release(filename: str) -> tuple[NormalizedName, Version] | None:
 def _page_files(http: pyindex.IndexClient, url: str) -> Iterable[tuple[str, str, str | None]]:
     """(filename, absolute URL, listed sha256) of every file of the PEP 691 or PEP 503 page at
     ``url`` (:meth:`buildkit.pyindex.IndexClient.page`)."""
-    try:
+    with _index_errors(url):
         page = http.page(url)
-    except pyindex.NotFound:
-        raise FileNotFoundError(redact(url)) from None
-    except pyindex.IndexRefused as exc:
-        raise FetchFailed(f"{redact(url)}: {exc.reason}") from None
-    except IndexUnavailable as exc:
-        raise _unavailable(exc, url) from None
     return [(link.filename, link.url, link.sha256) for link in page.links]
 
 
