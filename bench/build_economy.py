@@ -21,7 +21,11 @@ absolute times printed at the end:
 * remote:   a Redis (Debian's redis-server, started here on 127.0.0.1); machine A builds job 1
   cold with ``--ccache-remote`` (fills the store), machine B (its volume removed) builds it from
   the store, and machine B cold (volume removed, no store);
-* third-party (``--third-party`` only; ~30 min cold): recipes/pywhispercpp.yaml cold, then no-change.
+* third-party (``--third-party`` only; ~1 h): recipes/pywhispercpp.yaml across the three CPythons: the
+  cold matrix serially with the remote store (machine A fills it; jobs 2..N against job 1, device and
+  host misses counted apart from each job's log, by source: ggml's ``.cu`` files are HIP), the
+  no-change matrix, then job 1 on machine B (its volume removed) from the store and cold; the four
+  job-1 wheels compared by sha256.
 
 Times: wall seconds of each build, and CPU seconds: the build containers' (cgroup cpuacct, sampled
 every half second while they run: the containers of this benchmark's builds only) plus the host's
@@ -70,6 +74,8 @@ from tests.helpers import recipes as helpers  # noqa: E402
 JOBS = ("cp313-rocm7.2", "cp314-rocm7.2", "cp315-rocm7.2")
 DEVICE, HOST = 3, 1  # csrc: gemm.hip, rowsum.hip, hip_runtime_info.hip; module.c (Python.h)
 TORCH_JOB = "cp311-rocm7.2-torch2.13"
+TP_PYTHONS = ("3.13", "3.14", "3.15")  # the ROCm 7.2 builder's CPythons
+MISSED = "compiler cache missed: "  # a build log's line per compile that missed (buildkit.build.job)
 PASSED = re.compile(r"^\[([\w.-]+)\] (?:passed|up-to-date) in ([0-9.]+)s", re.M)
 SCENARIOS = ("matrix", "peer", "torch", "parallel", "remote")
 #: the label the peer's cibuildwheel container gets, for the CPU meter
@@ -169,6 +175,8 @@ def build(client: Any, path: Path, tmp: Path, out: str, *flags: str) -> Built:
         data = json.loads(manifest.read_text())
         built.stats[folder.name] = data["compiler_cache"]
         built.sha256[folder.name] = data["wheel"]["sha256"]
+    jobs = ", ".join(f"{j} {t:.1f}s {hm(built.stats.get(j))}" for j, t in built.seconds.items())
+    print(f"  [{out}] {times(built)}: {jobs}", flush=True)  # as it comes: a long run shows its progress
     return built
 
 
@@ -289,16 +297,6 @@ def torch_extension(client: Any, tmp: Path, name: str) -> dict[str, Any]:
             "file": changed.name}  # fmt: skip
 
 
-def third_party(client: Any, tmp: Path) -> tuple[Built, Built]:
-    path = ROOT / "recipes" / "pywhispercpp.yaml"
-    volume = volume_of(client, path)
-    drop(client, volume)
-    try:
-        return build(client, path, tmp, "tp-cold", "--force"), build(client, path, tmp, "tp-warm", "--force")
-    finally:
-        drop(client, volume)
-
-
 class Report:
     """Lines printed as they come, ratios at the end."""
 
@@ -414,13 +412,95 @@ def remote(client: Any, path: Path, tmp: Path, volume: str, out: Report) -> None
     )
 
 
+def third_party_recipe(tmp: Path) -> Path:
+    """recipes/pywhispercpp.yaml across the builder's three CPythons (its smoke tests left out)."""
+    recipe = yaml.safe_load((ROOT / "recipes" / "pywhispercpp.yaml").read_text())
+    recipe["python"] = list(TP_PYTHONS)
+    recipe.pop("smoke", None)
+    path = tmp / "pywhispercpp-matrix.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return path
+
+
+def missed(tmp: Path, out: str, job: str) -> list[str]:
+    """The input files of the job's compiles that missed the cache (its build log)."""
+    log = (tmp / "logs" / out / f"{job}.log").read_text(errors="replace")
+    return [line.removeprefix(MISSED).strip() for line in log.splitlines() if line.startswith(MISSED)]
+
+
+def is_device(name: str) -> bool:
+    """A HIP translation unit: ggml compiles its ggml-cuda/*.cu as HIP (CMake's HIP language)."""
+    return name.endswith((".cu", ".hip"))
+
+
 def pywhispercpp(client: Any, tmp: Path, out: Report) -> None:
-    cold, warm = third_party(client, tmp)
-    (job,) = cold.stats
-    out.say(f"pywhispercpp ({job}): cold {times(cold)} ({hm(cold.stats[job])})")
-    out.say(f"  no-change {times(warm)} ({hm(warm.stats[job])})")
+    """The real third-party project across three CPythons: the cold matrix serially on machine A (with
+    the remote store: A fills it), the no-change matrix, then job 1 on machine B (an empty local
+    volume) from the store and cold."""
+    path = third_party_recipe(tmp)
+    volume = volume_of(client, path)
+    jobs = [j.id for j in tag_of(client, path)[1]]
+    with redis() as url:
+        drop(client, volume)
+        try:
+            cold = build(client, path, tmp, "tp-cold", "--force", "--ccache-remote", url)
+            warm = build(client, path, tmp, "tp-warm", "--force")
+            drop(client, volume)
+            b = build(client, path, tmp, "tp-machine-b", "--force", "--job", jobs[0], "--ccache-remote", url)
+            drop(client, volume)
+            bc = build(client, path, tmp, "tp-machine-b-cold", "--force", "--job", jobs[0])
+        finally:
+            drop(client, volume)
+    first = missed(tmp, "tp-cold", jobs[0])  # a cold job: every compile misses
+    device_total = sum(map(is_device, first))
+    out.say(
+        f"pywhispercpp matrix cold (serial; machine A, filling the remote store), "
+        f"{len(first)} compiles a job:"
+    )
+    for job in jobs:
+        m = missed(tmp, "tp-cold", job)
+        d = sum(map(is_device, m))
+        out.say(
+            f"  {job}  {cold.seconds.get(job, 0):7.1f}s  {hm(cold.stats.get(job))}; device misses {d}/"
+            f"{device_total}, host misses {len(m) - d}/{len(first) - device_total}"
+        )
+    out.say(f"  total {times(cold)}")
+    out.say(f"no-change matrix: {times(warm)}")
+    for job in jobs:
+        out.say(
+            f"  {job}  {warm.seconds.get(job, 0):7.1f}s  {hm(warm.stats.get(job))}  "
+            f"missed: {missed(tmp, 'tp-warm', job)}"
+        )
+    rest = sum(cold.seconds[j] for j in jobs[1:])
+    device_hits = sum(device_total - sum(map(is_device, missed(tmp, "tp-cold", j))) for j in jobs[1:])
+    out.ratio(
+        f"pywhispercpp jobs 2..{len(jobs)} / job 1:",
+        f"{rest / cold.seconds[jobs[0]]:.2f}  ({rest:.1f}s / {cold.seconds[jobs[0]]:.1f}s)",
+    )
+    out.ratio(
+        f"pywhispercpp device hits, jobs 2..{len(jobs)}:",
+        f"{device_hits}/{device_total * (len(jobs) - 1)} "
+        f"({device_hits / max(device_total * (len(jobs) - 1), 1):.1%})",
+    )
+    hits = sum(w["hits"] for w in warm.stats.values())
+    out.ratio(
+        "pywhispercpp no-change hits:", f"{hits}/{sum(w['hits'] + w['misses'] for w in warm.stats.values())}"
+    )
     out.ratio(
         "pywhispercpp no-change / cold:", f"{warm.wall / cold.wall:.2f} wall, {warm.cpu / cold.cpu:.2f} CPU"
+    )
+    out.say(
+        f"machine B ({jobs[0]}): from the store {times(b)} ({hm(b.stats.get(jobs[0]))}); "
+        f"cold {times(bc)} ({hm(bc.stats.get(jobs[0]))})"
+    )
+    out.ratio(
+        "pywhispercpp machine B cold / from store:",
+        f"{bc.wall / b.wall:.2f}x wall, {bc.cpu / b.cpu:.2f}x CPU",
+    )
+    same = {cold.sha256[jobs[0]], warm.sha256[jobs[0]], b.sha256[jobs[0]], bc.sha256[jobs[0]]}
+    out.ratio(
+        f"pywhispercpp {jobs[0]} wheels (A cold, no-change, B store, B cold):",
+        "identical" if len(same) == 1 else f"DIFFER: {sorted(same)}",
     )
 
 
@@ -430,7 +510,9 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=",".join(SCENARIOS), help="comma-separated: " + ", ".join(SCENARIOS)
     )
     parser.add_argument(
-        "--third-party", action="store_true", help="also recipes/pywhispercpp.yaml (~30 min cold)"
+        "--third-party",
+        action="store_true",
+        help="also recipes/pywhispercpp.yaml across three CPythons (~1 h)",
     )
     args = parser.parse_args(argv)
     chosen = {s.strip() for s in args.only.split(",") if s.strip()}

@@ -77,7 +77,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -232,6 +232,10 @@ class CacheStats:
 
     hits: int  # served from the cache (direct or preprocessed mode)
     misses: int  # compiled and stored
+    #: the input file of each compile that missed, as the compiler was given it (from the build's own
+    #: log, :func:`stats_log`; empty without one): which compiles a rebuild could not take from the
+    #: cache, written to the job's log; not part of the manifest's ``compiler_cache``
+    missed: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def hit_rate(self) -> float | None:
@@ -265,7 +269,10 @@ def parse_stats(text: str) -> CacheStats | None:
         if sep and value.strip().isdigit():
             counters[key.strip()] = int(value)
     if _MISS_4 in counters:
-        return CacheStats(hits=sum(counters.get(k, 0) for k in _HITS_4), misses=counters[_MISS_4])
+        missed = tuple(line[len(_MISSED) :] for line in text.splitlines() if line.startswith(_MISSED))
+        return CacheStats(
+            hits=sum(counters.get(k, 0) for k in _HITS_4), misses=counters[_MISS_4], missed=missed
+        )
     table: dict[str, int] = {}
     for line in text.splitlines():
         match = _LINE_3.match(line.strip())
@@ -279,10 +286,17 @@ def parse_stats(text: str) -> CacheStats | None:
 
 #: run in the throwaway container: exit 3 without ccache; ccache 3 has no --print-stats
 _STATS_SCRIPT = "command -v ccache >/dev/null 2>&1 || exit 3; ccache --print-stats 2>/dev/null || ccache -s"
-#: this build's own log (``CCACHE_STATSLOG``), read and removed; the volume's counters without one
+#: how a missed compile's input file is printed after the counters (no digits after the tab: never
+#: taken for a counter)
+_MISSED = "buildkit-missed\t"
+#: this build's own log (``CCACHE_STATSLOG``: a ``# <input file>`` line, then the compile's counters),
+#: read and removed: its counters, then each missed compile's input file; the volume's counters without
+#: one
 _LOG_STATS_SCRIPT = (
     "command -v ccache >/dev/null 2>&1 || exit 3; "
-    'if [ -f "$CCACHE_STATSLOG" ]; then ccache --print-log-stats && rm -f "$CCACHE_STATSLOG"; '
+    'if [ -f "$CCACHE_STATSLOG" ]; then ccache --print-log-stats && '
+    'awk \'/^# /{f=substr($0,3)} $0=="cache_miss"{print "' + _MISSED + '" f}\' "$CCACHE_STATSLOG" && '
+    'rm -f "$CCACHE_STATSLOG"; '
     "else ccache --print-stats 2>/dev/null || ccache -s; fi"
 )
 

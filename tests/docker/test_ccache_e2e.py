@@ -236,3 +236,30 @@ def test_manylinux_hip_clang_wrappers_route_hipcc_s_clang_through_ccache(
     out, err = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
     assert done.exit_code == 0, out + err
     assert ccache.parse_stats(out) == ccache.CacheStats(hits=1, misses=2), out
+
+
+def test_a_build_s_stats_log_names_each_missed_compile(debian_rocm_image: Any, docker_client: Any) -> None:
+    """The statistics script a build runs after cibuildwheel, on a real ccache's real stats log: the
+    counters of this build only, and the input file of each compile that missed (a hit is not named)."""
+    log = "/tmp/cache/buildkit-stats-test.log"
+    script = (
+        "set -e; cd /tmp; printf 'int f(void){return 1;}\\n' > a.c\n"
+        "printf 'int g(void){return 2;}\\n' > b.c\n"
+        "ccache gcc -c a.c; ccache gcc -c a.c; ccache gcc -c /tmp/b.c\n"
+        + ccache._LOG_STATS_SCRIPT
+        + f"\ntest ! -e {log}\n"  # read and removed
+    )
+    with throwaway(
+        docker_client,
+        debian_rocm_image.tag,
+        ["-c", script],
+        purpose="test-ccache",
+        entrypoint=["/bin/sh"],
+        environment={"CCACHE_DIR": "/tmp/cache", "CCACHE_STATSLOG": log},
+    ) as box:
+        done = box.run(timeout=300)
+    out, err = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    assert done.exit_code == 0, out + err
+    stats = ccache.parse_stats(out)
+    assert stats == ccache.CacheStats(hits=1, misses=2), out
+    assert stats.missed == ("a.c", "/tmp/b.c"), out

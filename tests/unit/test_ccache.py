@@ -200,6 +200,16 @@ def test_parse_ccache_4_print_stats() -> None:
     assert stats.describe() == "3 hits, 1 miss (75.0% hit rate)"
 
 
+def test_missed_compiles_are_named_after_the_counters_and_stay_out_of_the_json() -> None:
+    text = PRINT_STATS_4 + "buildkit-missed\tsrc/a.hip\nbuildkit-missed\t/project/b c.cpp\n"
+    stats = ccache.parse_stats(text)
+    assert stats is not None
+    assert stats.missed == ("src/a.hip", "/project/b c.cpp")
+    assert (stats.hits, stats.misses) == (3, 1)  # a missed file is never taken for a counter
+    assert to_data(stats) == {"hits": 3, "misses": 1, "hit_rate": 0.75}  # the manifest's shape
+    assert ccache.parse_stats(PRINT_STATS_4).missed == ()
+
+
 def test_parse_ccache_3_table() -> None:
     stats = ccache.parse_stats(STATS_3)
     assert stats == ccache.CacheStats(hits=42, misses=7)
