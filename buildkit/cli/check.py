@@ -2,8 +2,8 @@
 
 Exit 0 when every wheel passes, 7 (GateFailed) when one fails a rule, 6 (WheelReadError) when one
 cannot be read (the others are still reported), 4 (ArchError) for an invalid ``--archs`` target id.
-The logic (flags and ``--recipe``/``--job`` to a gate configuration, the checks) is
-:mod:`buildkit.service.check`.
+The logic (flags, ``--recipe``/``--job`` and ROCm from pip to a gate configuration, the checks, the
+verdict) is :func:`buildkit.service.check.run_check`.
 """
 
 from __future__ import annotations
@@ -12,30 +12,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
-from buildkit.build.wheel_gate import check_wheels
 from buildkit.cli.options import colour_verdicts, gate_options
 from buildkit.cli.options import verbose as global_verbose
-from buildkit.errors import GateFailed, UsageError, WheelReadError
 from buildkit.gate.options import GateFlags
 from buildkit.gate.report import render_all, to_json
-from buildkit.service.check import gate_config
-
-if TYPE_CHECKING:
-    from buildkit.gate.torchabi import TorchExports
-
-
-def torch_from_image(image: str) -> TorchExports:
-    """``--torch-abi IMAGE``: the exports of the torch installed in a runtime image."""
-    # the Docker SDK only for an image: a check against a torch wheel never loads it
-    from buildkit.compare.torch_exports import exports_from_tables
-    from buildkit.image.torch import image_torch
-
-    found = image_torch(image)
-    return exports_from_tables(image, "image", found.version, found.tables)
+from buildkit.service.check import run_check
 
 
 @click.command("check")
@@ -95,35 +79,20 @@ def check(
     """Gate WHEEL...: manylinux tag, symbol ceilings, external libraries, gfx targets, size, torch pin,
     the torch ABI (with --torch-abi) and integrity (RECORD, WHEEL tags, RPATH/RUNPATH, load order, host
     code in pure wheels)."""
-    reader = None
-    if recipe is not None:
-        # the recipe layer only with --recipe (runtime images' ceilings, as build reads them): a plain
-        # check never loads it
-        from buildkit.service.plan import image_ceilings
-
-        reader = image_ceilings
-    config = gate_config(gate, recipe=recipe, job=job, ceilings_reader=reader)
-    if (rocm_from_pip is None) != (rocm_sdk is None):
-        raise UsageError("--rocm-from-pip and --rocm-sdk go together")
-    if rocm_from_pip is not None and rocm_sdk is not None:
-        # the SDK's wheels are read only for ROCm from pip (start-up of a plain check)
-        from buildkit.build.rocm_pip import find_wheels, gather
-
-        sdk = gather(rocm_from_pip, find_wheels(rocm_sdk), source=str(rocm_sdk))
-        config = config._replace(rocm_pip=sdk).validated()
-    verdicts, failures = check_wheels(
-        list(wheels), config, verify_record=verify_record, image_reader=torch_from_image
+    run = run_check(
+        wheels,
+        gate,
+        recipe=recipe,
+        job=job,
+        rocm_from_pip=rocm_from_pip,
+        rocm_sdk=rocm_sdk,
+        verify_record=verify_record,
     )
     if as_json:
-        click.echo(json.dumps(to_json(verdicts, failures), indent=2))
+        click.echo(json.dumps(to_json(run.verdicts, run.failures), indent=2))
     else:
-        text = render_all(verdicts, failures, verbose=verbose or global_verbose())
+        text = render_all(run.verdicts, run.failures, verbose=verbose or global_verbose())
         click.echo(colour_verdicts(text, tty=sys.stdout.isatty(), env=os.environ))
-    if failures:
-        raise WheelReadError(
-            f"{len(failures)} wheel(s) could not be read: "
-            + "; ".join(f"{f.wheel}: {f.error}" for f in failures)
-        )
-    failed = [v.wheel for v in verdicts if not v.passed]
-    if failed:
-        raise GateFailed(f"gate failed: {', '.join(failed)}")
+    failure = run.failure()
+    if failure is not None:
+        raise failure

@@ -5,27 +5,23 @@ Exit 0 when every wheel is published or already was (``--dry-run``: would be pub
 was), 10 (PublishRefused) when any wheel is refused (nothing is published then) or the index refuses an
 upload, 13 (PublishUnavailable) when the index cannot be reached or fails (DNS, connection refused,
 timeout, HTTP 5xx/408/429: retry). 2 for bad usage, including an empty or unwritable directory target.
+The logic (the target, the publish log, the wheels checked and published, the install check) is
+:func:`buildkit.service.publish.run_publish`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-from pathlib import Path
 
 import click
 
-from buildkit.cli.options import JsonOutput, json_errors
-from buildkit.errors import InstallResolutionFailed, PublishRefused, UsageError
-from buildkit.plan.models import Plan
-from buildkit.publish import resolution
-from buildkit.publish import run as publishing
+from buildkit.cli.options import json_errors
+from buildkit.errors import PublishRefused, UsageError
+from buildkit.publish.resolution import PYPI_SIMPLE
 from buildkit.publish.run import outcomes_json, refusals_json
-from buildkit.publish.scrub import scrub, secrets_from
-from buildkit.publish.target import Target, parse_target, target_of
-from buildkit.recipe import Recipe, load_recipe
+from buildkit.publish.target import Target
 from buildkit.records import to_data
+from buildkit.service.publish import CHECK_INSTALL_DRY_RUN, run_publish
 
 
 @click.command("publish")
@@ -76,7 +72,7 @@ from buildkit.records import to_data
 )
 @click.option(
     "--pypi-url",
-    default=resolution.PYPI_SIMPLE,
+    default=PYPI_SIMPLE,
     show_default=True,
     help="The public index the install check puts beside the published one.",
 )
@@ -98,74 +94,14 @@ def publish_cmd(
     manifest's sha256.
 
     With --json, a refusal is printed as JSON on stdout too (`buildkit schema publish`)."""
-    if check_install and dry_run:
-        raise UsageError("--check-install asks pip and uv about the published index: not with --dry-run")
+    if check_install and dry_run:  # before any output: no JSON document for contradicting flags
+        raise UsageError(CHECK_INSTALL_DRY_RUN)
     with json_errors("publish", as_json, dry_run=dry_run) as out:
-        outcomes, target, loaded = _publish(dist, to, recipe, simple_url, log_file, dry_run, public_key, out)
-        resolved = _check_install(outcomes, target, loaded, pypi_url) if check_install else None
-        if as_json:
-            data = json.loads(outcomes_json(outcomes, target, dry_run=dry_run))
-            if resolved is not None:
-                data["install_check"] = to_data(resolved)
-            out.echo(json.dumps(data, indent=2, sort_keys=True))
-    if not as_json:
-        for o in outcomes:
-            click.echo(f"{o.status:<17} {o.wheel.name}  {o.where}")
-        for r in resolved or ():
-            click.echo(r.describe())
-    failed = [r for r in resolved or () if r.failed]
-    if failed:
-        raise InstallResolutionFailed(
-            f"published, but {len(failed)} install resolution(s) would get another file:\n"
-            + "\n".join(f"  {r.describe()}" for r in failed)
-        )
 
-
-def _publish(
-    dist: str,
-    to: str | None,
-    recipe: str | None,
-    simple_url: str | None,
-    log_file: str | None,
-    dry_run: bool,
-    public_key: str | None,
-    out: JsonOutput,
-) -> tuple[list[publishing.Outcome], Target, Recipe | None]:
-    if (to is None) == (recipe is None):
-        raise UsageError("give exactly one of --to TARGET or --recipe R")
-    loaded: Recipe | None = None
-    if to is not None:
-        target = parse_target(to, simple_url=simple_url)
-    else:
-        loaded = load_recipe(str(recipe))
-        target = target_of(loaded, simple_url=simple_url)
-    secrets = secrets_from(os.environ)
-    with contextlib.ExitStack() as stack:
-        handle = stack.enter_context(Path(log_file).open("a", encoding="utf-8")) if log_file else None
-
-        def log(line: str) -> None:
-            line = scrub(line, secrets)
-            if handle is not None:
-                handle.write(line + "\n")
-                handle.flush()
-            if not out.enabled:
-                click.echo(line, err=True)
-
-        try:
-            log(f"publish {dist} -> {target.describe()}{' (dry run)' if dry_run else ''}")
-            outcomes = publishing.publish(
-                Path(dist),
-                target,
-                log=log,
-                recipe=loaded,
-                dry_run=dry_run,
-                public_key=Path(public_key) if public_key else None,
-                expand=_expand_with_runtime_ceilings,
-            )
-        except Exception as exc:
-            if handle is not None:  # the CLI prints the error itself; the log file keeps it too
-                handle.write(scrub(f"error: {exc}", secrets) + "\n")
-            if out.enabled and isinstance(exc, PublishRefused):  # the error document, with the refusals
+        def refused(exc: PublishRefused, target: Target) -> None:
+            """The error document with the refused wheels and the target."""
+            if out.enabled:
+                refusals = json.loads(refusals_json(exc, target, dry_run=dry_run))
                 out.echo(
                     {
                         "schema": "rocm-buildkit/error",
@@ -174,40 +110,36 @@ def _publish(
                         "ok": False,
                         "error": exc.to_json(),
                         "dry_run": dry_run,
-                        **{
-                            k: v
-                            for k, v in json.loads(refusals_json(exc, target, dry_run=dry_run)).items()
-                            if k in ("refused", "target")
-                        },
+                        **{k: v for k, v in refusals.items() if k in ("refused", "target")},
                     }
                 )
-            raise
-    return outcomes, target, loaded
 
-
-def _check_install(
-    outcomes: list[publishing.Outcome], target: Target, recipe: Recipe | None, pypi_url: str
-) -> list[resolution.Resolution]:
-    if target.kind == "directory":
-        index = (Path(target.location).resolve() / "simple").as_uri() + "/"
-    else:
-        assert target.simple_url is not None
-        index = target.simple_url
-    planned = []
-    if recipe is not None:
-        planned = [
-            (recipe.name, j.python, j.platform_tag) for j in _expand_with_runtime_ceilings(recipe).jobs
-        ]
-    wheels = [o.wheel for o in outcomes]
-    return resolution.check_install(resolution.targets_of(wheels, planned), index, pypi_url)
-
-
-def _expand_with_runtime_ceilings(recipe: Recipe) -> Plan:
-    """The recipe's plan as ``build`` expands it (runtime images' ceilings read), so that each job's
-    gate configuration is the one its build was gated with."""
-    from buildkit.service.plan import plan_of  # the plan stage only with --recipe (start-up time)
-
-    return plan_of(recipe)
+        run = run_publish(
+            dist,
+            to=to,
+            recipe=recipe,
+            simple_url=simple_url,
+            log_file=log_file,
+            dry_run=dry_run,
+            public_key=public_key,
+            check_install=check_install,
+            pypi_url=pypi_url,
+            echo=(lambda line: None) if as_json else (lambda line: click.echo(line, err=True)),
+            on_refused=refused,
+        )
+        if as_json:
+            data = json.loads(outcomes_json(run.outcomes, run.target, dry_run=dry_run))
+            if run.resolved is not None:
+                data["install_check"] = to_data(run.resolved)
+            out.echo(json.dumps(data, indent=2, sort_keys=True))
+    if not as_json:
+        for o in run.outcomes:
+            click.echo(f"{o.status:<17} {o.wheel.name}  {o.where}")
+        for r in run.resolved or ():
+            click.echo(r.describe())
+    failure = run.failure()
+    if failure is not None:
+        raise failure
 
 
 publish = publish_cmd

@@ -9,8 +9,10 @@ calls one function here (or one function of its stage, when that is all it needs
 * :mod:`~buildkit.service.verify`: ``buildkit verify``'s rebuild (``verify_rebuild``);
 * :mod:`~buildkit.service.archs`: ``buildkit archs``' options and recipe to a resolution
   (``resolve_archs``);
-* :mod:`~buildkit.service.check`: ``buildkit check``'s options and ``--recipe``/``--job`` to a gate
-  configuration.
+* :mod:`~buildkit.service.check`: ``buildkit check`` (``run_check``): its options, ``--recipe``/``--job``
+  and ROCm from pip to a gate configuration, every wheel gated, and its verdict;
+* :mod:`~buildkit.service.publish`: ``buildkit publish`` (``run_publish``): the target, the publish
+  log, the wheels published or refused, the install check, and its verdict.
 
 Nothing is imported here.
 """

@@ -1,7 +1,9 @@
-"""What ``buildkit check`` does, as library calls: its gate options and ``--recipe``/``--job`` -> a
-:class:`~buildkit.gate.config.GateConfig`; then every wheel is inspected (streaming) and gated
-(:func:`buildkit.build.wheel_gate.check_wheels`, the one way ``build``, ``check`` and ``publish`` gate
-wheel files).
+"""What ``buildkit check`` does, as library calls (:func:`run_check`): its gate options and
+``--recipe``/``--job`` -> a :class:`~buildkit.gate.config.GateConfig` (:func:`gate_config`), with
+``--rocm-from-pip``/``--rocm-sdk`` the SDK's wheels read into it (:func:`with_rocm_from_pip`); then
+every wheel is inspected (streaming) and gated (:func:`buildkit.build.wheel_gate.check_wheels`, the
+one way ``build``, ``check`` and ``publish`` gate wheel files); :meth:`CheckRun.failure` is the
+command's verdict.
 
 With ``recipe`` and ``job`` the configuration is the one ``build`` uses,
 :meth:`GateConfig.from_recipe_job` (the job's policy, ceilings, exclude globs, archs, torch pin and
@@ -10,19 +12,27 @@ adjust it, each by its merge rule (replace, add, tighten: the table of
 :mod:`buildkit.gate.options`, :func:`~buildkit.gate.options.apply_options`). Without a recipe the
 options apply to the defaults by the same rules. RECORD hashes are verified by default, with or
 without a recipe and job (what ``build`` does); ``--no-verify-record`` skips the hashing.
+
+Light on purpose (``tests/unit/test_check_startup.py``): the recipe layer, the SDK's wheels, the
+Docker SDK and the torch's exports load only for the options that need them, and the result is a
+NamedTuple (a dataclass on check's path costs its start-up).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from buildkit.errors import UsageError
+from buildkit.build.wheel_gate import check_wheels
+from buildkit.errors import BuildkitError, GateFailed, UsageError, WheelReadError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.options import GateFlags, apply_options
+from buildkit.gate.report import ReadFailure
+from buildkit.gate.verdict import Verdict
 
 if TYPE_CHECKING:
+    from buildkit.gate.torchabi import TorchExports
     from buildkit.plan.from_image import CeilingsReader
     from buildkit.plan.models import Job
     from buildkit.recipe import Recipe
@@ -87,3 +97,77 @@ def run_time_globs(
 
     flags = GateFlags(exclude=tuple(exclude), exclude_sets=tuple(exclude_sets), rocm=rocm)
     return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)
+
+
+def torch_from_image(image: str) -> TorchExports:
+    """``--torch-abi IMAGE``: the exports of the torch installed in a runtime image."""
+    # the Docker SDK only for an image: a check against a torch wheel never loads it
+    from buildkit.compare.torch_exports import exports_from_tables
+    from buildkit.image.torch import image_torch
+
+    found = image_torch(image)
+    return exports_from_tables(image, "image", found.version, found.tables)
+
+
+def with_rocm_from_pip(config: GateConfig, requirement: str | None, sdk: Path | None) -> GateConfig:
+    """``--rocm-from-pip REQUIREMENT`` with ``--rocm-sdk FOLDER`` (both or neither: UsageError):
+    ``config`` with the SDK's wheels in ``FOLDER`` read into its ROCm-from-pip facts
+    (:func:`buildkit.build.rocm_pip.gather`); neither: ``config``."""
+    if (requirement is None) != (sdk is None):
+        raise UsageError("--rocm-from-pip and --rocm-sdk go together")
+    if requirement is None or sdk is None:
+        return config
+    # the SDK's wheels are read only for ROCm from pip (start-up of a plain check)
+    from buildkit.build.rocm_pip import find_wheels, gather
+
+    facts = gather(requirement, find_wheels(sdk), source=str(sdk))
+    return config._replace(rocm_pip=facts).validated()
+
+
+class CheckRun(NamedTuple):
+    """What ``check`` found: a verdict per wheel read, a failure per wheel that could not be."""
+
+    verdicts: list[Verdict]
+    failures: list[ReadFailure]
+
+    def failure(self) -> BuildkitError | None:
+        """What the command exits with: WheelReadError when a wheel could not be read (the others are
+        still reported), GateFailed when one failed the gate; None when every wheel passed."""
+        if self.failures:
+            return WheelReadError(
+                f"{len(self.failures)} wheel(s) could not be read: "
+                + "; ".join(f"{f.wheel}: {f.error}" for f in self.failures)
+            )
+        failed = [v.wheel for v in self.verdicts if not v.passed]
+        if failed:
+            return GateFailed(f"gate failed: {', '.join(failed)}")
+        return None
+
+
+def run_check(
+    wheels: Sequence[Path],
+    flags: GateFlags,
+    *,
+    recipe: Path | None = None,
+    job: str | None = None,
+    rocm_from_pip: str | None = None,
+    rocm_sdk: Path | None = None,
+    verify_record: bool = True,
+) -> CheckRun:
+    """``buildkit check``: the configuration of ``flags`` (with ``recipe`` and ``job``: ``build``'s for
+    that job, the runtime images' ceilings read as ``build`` reads them, :func:`gate_config`), ROCm
+    from pip added (:func:`with_rocm_from_pip`), and every wheel inspected and gated, a torch image's
+    exports read through :func:`torch_from_image`."""
+    reader = None
+    if recipe is not None:
+        # the recipe layer only with --recipe (runtime images' ceilings, as build reads them): a plain
+        # check never loads it
+        from buildkit.service.plan import image_ceilings
+
+        reader = image_ceilings
+    config = gate_config(flags, recipe=recipe, job=job, ceilings_reader=reader)
+    config = with_rocm_from_pip(config, rocm_from_pip, rocm_sdk)
+    verdicts, failures = check_wheels(
+        list(wheels), config, verify_record=verify_record, image_reader=torch_from_image
+    )
+    return CheckRun(verdicts, failures)

@@ -2,14 +2,20 @@
 
 A recipe's plan is loaded, expanded and given the runtime images' ceilings reader in one place,
 :mod:`buildkit.service.plan`; ``build``, ``plan``, ``check --recipe --job``, ``verify`` and ``publish
---recipe`` all take it from there, so a job's ceilings are the same whichever command expands it."""
+--recipe`` all take it from there, so a job's ceilings are the same whichever command expands it.
+
+A command whose command has a service (``cli/X.py`` beside ``service/X.py``) calls one function of it
+and none of the steps it makes: the sequence is written in the service only."""
 
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from buildkit.errors import DockerUnavailable
 from buildkit.recipe import load_recipe
@@ -54,11 +60,75 @@ def test_the_plan_sequence_is_written_once() -> None:
     assert found == {}
 
 
-@pytest.mark.parametrize("command", ["build.py", "plan.py", "verify.py", "archs.py"])
+#: the commands with a service of their own: each service module is one command's
+SERVICES = sorted(p.stem for p in (PACKAGE / "service").glob("*.py") if p.stem != "__init__")
+
+
+def _below_service() -> tuple[str, ...]:
+    """Every layer the import contract (pyproject.toml) puts below ``service``: what a service's steps
+    are made of."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in config["contracts"] if c["type"] == "layers"]
+    below = layers[layers.index("service") + 1 :]
+    return tuple(f"buildkit.{name.strip()}" for layer in below for name in layer.split("|"))
+
+
+STAGES = _below_service()
+
+
+def _functions(names: set[str]) -> set[str]:
+    """The names among ``names`` (``module.attr``) that are functions (not a class, record, constant
+    or module)."""
+    found = set()
+    for name in names:
+        module, _, attr = name.rpartition(".")
+        if module.startswith("buildkit"):
+            value = getattr(importlib.import_module(module), attr, None)
+            if inspect.isfunction(value):
+                found.add(name)
+    return found
+
+
+def test_every_service_is_a_command() -> None:
+    assert {"build", "check", "publish"} <= set(SERVICES)
+    assert all((PACKAGE / "cli" / f"{name}.py").is_file() for name in SERVICES)
+
+
+@pytest.mark.parametrize("command", SERVICES)
 def test_a_command_calls_its_service_and_loads_no_recipe_itself(command: str) -> None:
-    imports = _imports_of(PACKAGE / "cli" / command)
-    assert any(name.startswith(f"buildkit.service.{command[:-3]}.") for name in imports), sorted(imports)
+    imports = _imports_of(PACKAGE / "cli" / f"{command}.py")
+    assert any(name.startswith(f"buildkit.service.{command}.") for name in imports), sorted(imports)
     assert "buildkit.recipe.load_recipe" not in imports
+
+
+@pytest.mark.parametrize("command", SERVICES)
+def test_a_command_makes_one_service_call_and_none_of_its_steps(command: str) -> None:
+    """cli/X.py takes from buildkit/service/ one function, of service/X.py, and imports none of the
+    stage functions service/X.py imports: the steps it strings together are written there only.
+    (Before issue 26's last step, cli/check.py also took ``service.plan.image_ceilings`` and called
+    ``check_wheels``, ``find_wheels`` and ``gather`` itself; cli/publish.py had no service.)"""
+    imports = _imports_of(PACKAGE / "cli" / f"{command}.py")
+    services = {name for name in imports if name.startswith("buildkit.service.")}
+    assert {name.rsplit(".", 1)[0] for name in services} == {f"buildkit.service.{command}"}
+    assert len(_functions(services)) == 1, sorted(_functions(services))
+    steps = _functions(
+        {name for name in _imports_of(PACKAGE / "service" / f"{command}.py") if name.startswith(STAGES)}
+    )
+    assert steps, f"service/{command}.py calls no stage"
+    assert sorted(_functions(imports) & steps) == []
+
+
+def test_no_command_strings_services_together() -> None:
+    """No command module takes functions from two service modules (one sequence per command)."""
+    found = {}
+    for path in sorted((PACKAGE / "cli").glob("*.py")):
+        modules = {
+            name.rsplit(".", 1)[0]
+            for name in _functions({n for n in _imports_of(path) if n.startswith("buildkit.service.")})
+        }
+        if len(modules) > 1:
+            found[path.name] = sorted(modules)
+    assert found == {}
 
 
 def _from_image_recipe(tmp_path: Path) -> Path:

@@ -1,0 +1,137 @@
+"""``buildkit publish`` as a library call (:func:`run_publish`): the target (``--to``, or the
+recipe's ``publish`` section), the publish log (credentials scrubbed, appended to a file and given to
+``echo``), every wheel under DIST published or refused (:func:`buildkit.publish.run.publish`, the
+gate run again with the recipe's jobs as ``build`` expands them, through
+:func:`buildkit.service.plan.plan_of`), and with ``check_install`` what pip and uv resolve from the
+published index (:mod:`buildkit.publish.resolution`); :meth:`PublishRun.failure` is the command's
+verdict after publishing."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from buildkit.errors import InstallResolutionFailed, PublishRefused, UsageError
+from buildkit.plan.models import Plan
+from buildkit.publish import resolution
+from buildkit.publish import run as publishing
+from buildkit.publish.scrub import scrub, secrets_from
+from buildkit.publish.target import Target, parse_target, target_of
+from buildkit.recipe import Recipe, load_recipe
+
+Echo = Callable[[str], None]
+#: called with a refusal and the target before the refusal is raised (``publish --json`` prints the
+#: refused wheels and the target in its error document)
+OnRefused = Callable[[PublishRefused, Target], None]
+
+
+@dataclass(frozen=True)
+class PublishRun:
+    """What ``publish`` did: an outcome per wheel, the target, and with ``check_install`` what each
+    tool resolves (None without it)."""
+
+    outcomes: list[publishing.Outcome]
+    target: Target
+    resolved: list[resolution.Resolution] | None = None
+
+    def failure(self) -> InstallResolutionFailed | None:
+        """InstallResolutionFailed when pip or uv would install a file from another index; else None."""
+        failed = [r for r in self.resolved or () if r.failed]
+        if not failed:
+            return None
+        return InstallResolutionFailed(
+            f"published, but {len(failed)} install resolution(s) would get another file:\n"
+            + "\n".join(f"  {r.describe()}" for r in failed)
+        )
+
+
+def run_publish(
+    dist: str | Path,
+    *,
+    to: str | None = None,
+    recipe: str | Path | None = None,
+    simple_url: str | None = None,
+    log_file: str | Path | None = None,
+    dry_run: bool = False,
+    public_key: str | Path | None = None,
+    check_install: bool = False,
+    pypi_url: str = resolution.PYPI_SIMPLE,
+    echo: Echo = lambda _line: None,
+    on_refused: OnRefused | None = None,
+) -> PublishRun:
+    """Publish every wheel under ``dist`` to ``to`` or to ``recipe``'s publish target (exactly one:
+    UsageError), as :func:`buildkit.publish.run.publish` checks them. Each line of the log, scrubbed
+    of the environment's credentials, goes to ``echo`` and is appended to ``log_file``, which also
+    keeps the error when one is raised (``on_refused`` is called first for a PublishRefused).
+    ``check_install`` (not on a dry run: UsageError): then ask pip and uv what they resolve from the
+    published index beside ``pypi_url``, for every wheel published and, with a recipe, every job."""
+    if check_install and dry_run:
+        raise UsageError(CHECK_INSTALL_DRY_RUN)
+    if (to is None) == (recipe is None):
+        raise UsageError("give exactly one of --to TARGET or --recipe R")
+    loaded: Recipe | None = None
+    if to is not None:
+        target = parse_target(to, simple_url=simple_url)
+    else:
+        loaded = load_recipe(str(recipe))
+        target = target_of(loaded, simple_url=simple_url)
+    secrets = secrets_from(os.environ)
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(Path(log_file).open("a", encoding="utf-8")) if log_file else None
+
+        def log(line: str) -> None:
+            line = scrub(line, secrets)
+            if handle is not None:
+                handle.write(line + "\n")
+                handle.flush()
+            echo(line)
+
+        try:
+            log(f"publish {dist} -> {target.describe()}{' (dry run)' if dry_run else ''}")
+            outcomes = publishing.publish(
+                Path(dist),
+                target,
+                log=log,
+                recipe=loaded,
+                dry_run=dry_run,
+                public_key=Path(public_key) if public_key else None,
+                expand=_plan_of,
+            )
+        except Exception as exc:
+            if handle is not None:  # the command prints the error itself; the log file keeps it too
+                handle.write(scrub(f"error: {exc}", secrets) + "\n")
+            if on_refused is not None and isinstance(exc, PublishRefused):
+                on_refused(exc, target)
+            raise
+    resolved = _check_install(outcomes, target, loaded, pypi_url) if check_install else None
+    return PublishRun(outcomes, target, resolved)
+
+
+#: ``--check-install`` asks about what was published: a dry run publishes nothing
+CHECK_INSTALL_DRY_RUN = "--check-install asks pip and uv about the published index: not with --dry-run"
+
+
+def _check_install(
+    outcomes: list[publishing.Outcome], target: Target, recipe: Recipe | None, pypi_url: str
+) -> list[resolution.Resolution]:
+    if target.kind == "directory":
+        index = (Path(target.location).resolve() / "simple").as_uri() + "/"
+    else:
+        assert target.simple_url is not None
+        index = target.simple_url
+    planned = []
+    if recipe is not None:
+        planned = [(recipe.name, j.python, j.platform_tag) for j in _plan_of(recipe).jobs]
+    wheels = [o.wheel for o in outcomes]
+    return resolution.check_install(resolution.targets_of(wheels, planned), index, pypi_url)
+
+
+def _plan_of(recipe: Recipe) -> Plan:
+    """The recipe's plan as ``build`` expands it (runtime images' ceilings read), so that each job's
+    gate configuration is the one its build was gated with."""
+    from buildkit.service.plan import plan_of  # the plan stage only with --recipe (start-up time)
+
+    return plan_of(recipe)
