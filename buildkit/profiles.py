@@ -67,6 +67,10 @@ class Profile:
     releases: Mapping[str, ProfileRelease] = field(default_factory=dict)
     #: the compatibility sysroots the image carries, by name (``manylinux.sysroot`` of a recipe)
     sysroots: Mapping[str, Sysroot] = field(default_factory=dict)
+    #: the folder of links to the image's ROCm libraries alone (docker/rocm-lib-links.sh makes it): the
+    #: one library folder of the image a build against a sysroot links with (hipcc's ``-L``);
+    #: required with ``sysroots``, None without
+    rocm_lib_links: str | None = None
     #: where ccache masquerades as the compilers (buildkit/build/ccache.py): a key of :data:`CACHE_LAYOUTS`
     cache_layout: str | None = None
     #: how the compiler cache reaches hipcc's clang, one of the layout's routes (:data:`CACHE_LAYOUTS`);
@@ -151,6 +155,7 @@ _FIELDS: dict[str, str] = {
     "sysroots": "tables",
     "cache_layout": "str",
     "cache_hip": "str",
+    "rocm_lib_links": "str",
 }
 PACKAGE_MANAGERS = ("apt", "dnf")
 ROLES = ("builder", "runtime")
@@ -314,6 +319,13 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
             raise _fail(
                 path, where.table(name), f"profile {name}: sysroots.{sysroot} needs {', '.join(missing)}"
             )
+    if entries["sysroots"] and "rocm_lib_links" not in raw:
+        raise _fail(
+            path,
+            where.table(name),
+            f"profile {name}: sysroots need rocm_lib_links (the folder of links to the image's ROCm "
+            "libraries a sysroot build links with)",
+        )
     return Profile(
         name=name,
         dockerfile=raw["dockerfile"],
@@ -338,6 +350,7 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
             for rel, v in entries["releases"].items()
         },
         sysroots={sname: Sysroot(name=sname, **v) for sname, v in entries["sysroots"].items()},
+        rocm_lib_links=raw.get("rocm_lib_links"),
     )
 
 

@@ -90,9 +90,6 @@ SDK_LINK_NAME = "sdk_link.py"
 CONTAINER_SDK_LINK = "/project/.buildkit/" + SDK_LINK_NAME
 #: AMD's layout: where ROCm is when the image is not a profile's (:attr:`buildkit.profiles.Profile.rocm_path`)
 DEFAULT_ROCM_PREFIX = profiles.DEFAULT_ROCM_PREFIX
-#: links to the image's ROCm development libraries only (docker/rocm-lib-links.sh): the one library
-#: folder a sysroot build adds to the link line, so that the image's own glibc stays out of reach
-ROCM_LIB_LINKS = "/opt/buildkit/rocm-lib"
 
 
 #: flag variables both buildkit (the sysroot) and the job (``offload_compress``) add to: joined
@@ -119,8 +116,10 @@ def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
       setuptools (sysconfig's CC), torch's cpp_extension (``c++``), autotools and meson find; the
       compiler cache's masquerade stays first and calls them;
     * hipcc: ``HIPCC_COMPILE_FLAGS_APPEND`` / ``HIPCC_LINK_FLAGS_APPEND`` (the same flags, the ROCm
-      prefix for the device libraries, :data:`ROCM_LIB_LINKS` to link the ROCm libraries), and
-      ``HIP_INCLUDE_PATH`` at the sysroot (hipcc would add ``-I/usr/include``, the image's glibc);
+      prefix for the device libraries, the profile's ``rocm_lib_links`` to link the ROCm libraries:
+      the one library folder of the image a sysroot build searches, so that the image's own glibc
+      stays out of reach), and ``HIP_INCLUDE_PATH`` at the sysroot (hipcc would add
+      ``-I/usr/include``, the image's glibc);
     * CMake: ``CMAKE_TOOLCHAIN_FILE`` (CMake >= 3.21 reads it from the environment): CMAKE_SYSROOT
       and the wrappers as CMAKE_C/CXX/HIP_COMPILER.
     """
@@ -130,7 +129,8 @@ def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
         raise UsageError(
             f"manylinux.sysroot {job.sysroot}: the job's image is not a profile of rocm-buildkit"
         )
-    sysroot = profiles.get_profile(job.image.profile).sysroots.get(job.sysroot)
+    profile = profiles.get_profile(job.image.profile)
+    sysroot = profile.sysroots.get(job.sysroot)
     if sysroot is None:
         raise UsageError(f"image profile {job.image.profile} has no sysroot {job.sysroot!r}")
     # -idirafter: the image's own headers (ROCm's, Python's x86_64-linux-gnu/python3.X/pyconfig.h) are
@@ -142,7 +142,7 @@ def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
     return {
         "BUILDKIT_SYSROOT": sysroot.path,
         "HIPCC_COMPILE_FLAGS_APPEND": flags,
-        "HIPCC_LINK_FLAGS_APPEND": f"{flags} -L{ROCM_LIB_LINKS}",
+        "HIPCC_LINK_FLAGS_APPEND": f"{flags} -L{profile.rocm_lib_links}",
         "HIP_INCLUDE_PATH": f"{sysroot.path}/usr/include",
         "CMAKE_TOOLCHAIN_FILE": sysroot.toolchain_file,
         "PATH": sysroot.bin_dir + ccache.PATH_TAIL,

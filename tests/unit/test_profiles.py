@@ -98,6 +98,7 @@ def test_the_current_rocm_profiles_carry_their_facts() -> None:
     glibc231 = sid.sysroots["glibc2.31"]
     assert (glibc231.glibc, glibc231.policy) == ("2.31", "manylinux_2_31")
     assert glibc231.bin_dir == "/opt/buildkit/sysroots/glibc2.31/bin"
+    assert sid.rocm_lib_links == "/opt/buildkit/rocm-lib"  # the sysroot build's -L
     runtime = images.get_profile("debian-sid-rocm-runtime")
     assert runtime.role == "runtime"
     assert runtime.release_build_args("6.4")["RUNTIME_PACKAGES"] == "libamdhip64-6"
@@ -177,6 +178,12 @@ def _write(tmp_path: Path, text: str) -> Path:
             ":1: profile name 'Bad_Name' cannot name an image",
         ),
         ('[profile.a]\ndockerfile = "a.Dockerfile"\n', ": unknown top-level key 'profile'"),
+        # a sysroot without the links its builds link ROCm's libraries from
+        (
+            '[profiles.a]\ndockerfile = "a.Dockerfile"\n\n[profiles.a.sysroots."g"]\npath = "/s"\n'
+            'gcc_install_dir = "/s/gcc"\nglibc = "2.31"\npolicy = "manylinux_2_31"\n',
+            ":1: profile a: sysroots need rocm_lib_links",
+        ),
         ("# nothing\n", ": no [profiles.NAME] table"),
     ],
 )
@@ -186,6 +193,18 @@ def test_a_malformed_file_names_file_and_line(tmp_path: Path, text: str, message
         load_profiles(path)
     assert str(info.value).startswith(f"{path}{message}")
     assert info.value.exit_code == 2
+
+
+def test_the_rocm_lib_links_are_the_folder_the_images_script_makes() -> None:
+    """A profile's ``rocm_lib_links`` is what docker/rocm-lib-links.sh makes and links into, and the
+    image running it copies the script (in its context files): data and image agree."""
+    script = (REPO_DOCKER / "rocm-lib-links.sh").read_text(encoding="utf-8")
+    with_links = [p for p in images.PROFILES.values() if p.rocm_lib_links is not None]
+    assert with_links and all(p.sysroots for p in with_links)
+    for profile in with_links:
+        assert f"mkdir -p {profile.rocm_lib_links}\n" in script, profile.name
+        assert f'ln -sfn "$lib" {profile.rocm_lib_links}/' in script, profile.name
+        assert "rocm-lib-links.sh" in profile.context_files, profile.name
 
 
 def test_parse_profiles_reads_every_field(tmp_path: Path) -> None:
