@@ -25,18 +25,23 @@ from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.records import to_data
 
+#: the last field :class:`GateConfig` had when builds first recorded this key: a field declared after
+#: it is in the key only when set (not None), so that a new setting leaves the keys of the builds made
+#: before it, and their up-to-date wheels, valid (GateConfig's fields are declared in order, a new
+#: one last)
+KEYED_UP_TO = "required"
+#: the fields in the key only when set
+SINCE_KEYED: tuple[str, ...] = GateConfig._fields[GateConfig._fields.index(KEYED_UP_TO) + 1 :]
+
 
 def gate_key(config: GateConfig) -> dict[str, Any]:
     """The gate configuration as plain JSON data (keys sorted) for
     :func:`~buildkit.build.key.inputs_key`, without the recipe's path as typed: its sha256 stays, so
-    the same rules give the same key from any folder."""
+    the same rules give the same key from any folder; a field declared after :data:`KEYED_UP_TO` only
+    when it is set."""
     data: dict[str, Any] = json.loads(json.dumps(to_data(config), sort_keys=True, default=str))
     data.pop("recipe", None)
-    for added in (
-        "torch_abi",
-        "size_per_target",
-        "device_target",
-    ):  # keys of builds before the field existed stay valid
+    for added in SINCE_KEYED:  # keys of builds before the field existed stay valid
         if data.get(added) is None:
             data.pop(added, None)
     return data
