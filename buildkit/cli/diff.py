@@ -9,20 +9,19 @@ directory that does not exist, ``--require-baseline`` when the index has no earl
 
 The libraries provided at run time (``--exclude``, ``--exclude-set``, ``--rocm``, ``--recipe R --job
 ID``) are the ones ``buildkit check`` with the same options takes
-(:func:`buildkit.service.check.run_time_globs`).
+(:func:`buildkit.service.check.run_time_globs`); the logic is :func:`buildkit.service.diff.run_diff`.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
 from buildkit.cli.options import gate_options
-from buildkit.errors import GateFailed, UsageError
+from buildkit.errors import GateFailed
 from buildkit.gate.options import GateFlags
 from buildkit.records import to_data
 
@@ -75,44 +74,30 @@ def diff(
     time (--exclude-set rocm, or --recipe R --job ID) as for `buildkit check`: otherwise each one is
     external and the manylinux tag is linux_x86_64."""
     # deferred (heavy: the wheel inspection and the gate): `buildkit diff --help` stays fast
-    from buildkit.compare.diff import WheelDiff, diff_against_index, diff_wheels, render_human
-    from buildkit.service.check import run_time_globs
+    from buildkit.compare.diff import render_human
+    from buildkit.service.diff import run_diff
 
-    if index_url is None and len(wheels) != 2:
-        raise UsageError("buildkit diff takes OLD.whl NEW.whl (or --against-index URL NEW.whl)")
-    if index_url is not None and len(wheels) != 1:
-        raise UsageError("with --against-index give only NEW.whl")
-    exclude, exclude_sets, rocm = gate.get("exclude", ()), gate.get("exclude_sets", ()), gate.get("rocm")
-    globs = run_time_globs(exclude=exclude, exclude_sets=exclude_sets, rocm=rocm, recipe=recipe, job=job)
-    if rocm is not None and not exclude_sets:
-        click.echo(
-            f"warning: --rocm {rocm} only chooses what --exclude-set rocm expands to; without "
-            "--exclude-set it excludes nothing (add --exclude-set rocm)",
-            err=True,
-        )
-    baseline_json: dict[str, Any] | None = None
-    label = None
-    result: WheelDiff | None
-    if index_url is not None:
-        with tempfile.TemporaryDirectory(prefix="buildkit-diff-") as tmp:
-            baseline, result = diff_against_index(
-                index_url, wheels[0], exclude_globs=globs, workdir=Path(tmp)
-            )
-        if result is None:
-            message = f"no earlier compatible release of {wheels[0].name} at {baseline.page}"
-            if require_baseline:
-                raise UsageError(message)
-            if as_json:
-                click.echo(json.dumps({"schema_version": 1, "baseline": to_data(baseline)}, indent=2))
-            else:
-                click.echo(f"{message}: nothing to compare")
-                for note in baseline.notes:
-                    click.echo(f"  skipped {note}")
-            return
-        baseline_json = to_data(baseline)
-        label = f"from {baseline.page}"
-    else:
-        result = diff_wheels(wheels[0], wheels[1], exclude_globs=globs)
+    run = run_diff(
+        wheels,
+        gate,
+        index_url=index_url,
+        recipe=recipe,
+        job=job,
+        require_baseline=require_baseline,
+        note=lambda line: click.echo(line, err=True),
+    )
+    result, baseline = run.result, run.baseline
+    if result is None:
+        assert baseline is not None
+        if as_json:
+            click.echo(json.dumps({"schema_version": 1, "baseline": to_data(baseline)}, indent=2))
+        else:
+            click.echo(f"{run.nothing_to_compare(wheels[0])}: nothing to compare")
+            for note in baseline.notes:
+                click.echo(f"  skipped {note}")
+        return
+    baseline_json: dict[str, Any] | None = None if baseline is None else to_data(baseline)
+    label = None if baseline is None else f"from {baseline.page}"
     if as_json:
         click.echo(json.dumps(result.to_json(baseline=baseline_json), indent=2))
     else:

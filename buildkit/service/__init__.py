@@ -13,6 +13,8 @@ calls one function here (or one function of its stage, when that is all it needs
   and ROCm from pip to a gate configuration, every wheel gated, and its verdict;
 * :mod:`~buildkit.service.publish`: ``buildkit publish`` (``run_publish``): the target, the publish
   log, the wheels published or refused, the install check, and its verdict.
+* :mod:`~buildkit.service.diff`: ``buildkit diff`` (``run_diff``): the run-time libraries as
+  ``check`` takes them, then two wheels compared, or one against an index's last release.
 
 Nothing is imported here.
 """
