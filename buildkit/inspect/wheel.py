@@ -157,7 +157,8 @@ def _check_sizes(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], limits: Limi
         raise WheelReadError(f"members declare {total} bytes in all (limit {limits.max_total_size})")
     ordered = sorted(infos, key=lambda i: i.header_offset)
     end_of_data = getattr(zf, "start_dir", None)
-    for this, following in zip(ordered, [*ordered[1:], None], strict=True):
+    # each member and the next one's offset (the central directory's after the last; none without members)
+    for this, following in zip(ordered, [*ordered[1:], None][: len(ordered)], strict=True):
         limit = following.header_offset if following is not None else end_of_data
         if limit is not None and this.header_offset + 30 + this.compress_size > limit:
             raise WheelReadError(
