@@ -19,8 +19,10 @@
 # links gcc, g++, cc and c++ to ccache (first on PATH there, so ccache runs the gcc-toolset's compilers
 # by name); AMD's compiled hipcc ignores HIP_CLANG_LAUNCHER but runs $HIP_CLANG_PATH/clang++, so
 # /opt/rocm-buildkit/hip-ccache mirrors /opt/rocm/llvm/bin with clang and clang++ replaced by
-# `exec ccache /opt/rocm/llvm/bin/clang++ "$@"` (such a build sets HIP_CLANG_PATH to it). Caching HIP
-# compiles and reading the hit rate (`ccache --print-stats`) need ccache 4: EPEL 8 gives 4.x.
+# `exec "${BUILDKIT_HIP_LAUNCHER:-ccache}" /opt/rocm/llvm/bin/clang++ "$@"`: every build, with the
+# cache or not, sets HIP_CLANG_PATH to it and BUILDKIT_HIP_LAUNCHER to its staged HIP launcher
+# (buildkit/build/hip_launcher.sh: a deterministic -cuid, then ccache when the cache is on). Caching
+# HIP compiles and reading the hit rate (`ccache --print-stats`) need ccache 4: EPEL 8 gives 4.x.
 
 # base-image: quay.io/pypa/manylinux_2_28_x86_64 resolved-from=ROCm/TheRock dockerfiles/build_manylinux_x86_64.Dockerfile
 # (rewritten by `buildkit image bump-base manylinux_2_28-rocm --tag <date tag>`; never a floating tag)
@@ -49,8 +51,9 @@ COPY wheels/ /tmp/wheels/
 # (so they never reach a layer), clang pointed at the toolset, the compiler-cache links, the tools.
 # The ROCm repository URL pins the release, so every ROCm package comes from it: DL3041 (pin each dnf
 # package) is ignored on purpose, as for the toolset and EPEL's ccache, whose versions the base digest
-# and EL8's repositories decide.
-# hadolint ignore=DL3041
+# and EL8's repositories decide. SC2016 is ignored for the wrappers' text, whose ${BUILDKIT_HIP_LAUNCHER}
+# and "$@" expand when a wrapper runs, not here.
+# hadolint ignore=DL3041,SC2016
 RUN dnf remove -y 'gcc-toolset-*' \
  && dnf install -y --setopt=install_weak_deps=False \
       "gcc-toolset-${GCC_TOOLSET}-gcc" "gcc-toolset-${GCC_TOOLSET}-gcc-c++" \
@@ -86,7 +89,7 @@ RUN dnf remove -y 'gcc-toolset-*' \
  && for tool in /opt/rocm/llvm/bin/*; do ln -s "$tool" /opt/rocm-buildkit/hip-ccache/; done \
  && for cc in clang clang++; do \
       rm "/opt/rocm-buildkit/hip-ccache/$cc" \
-      && printf '#!/bin/sh\nexec ccache /opt/rocm/llvm/bin/%s "$@"\n' "$cc" > "/opt/rocm-buildkit/hip-ccache/$cc" \
+      && printf '#!/bin/sh\nexec "${BUILDKIT_HIP_LAUNCHER:-ccache}" /opt/rocm/llvm/bin/%s "$@"\n' "$cc" > "/opt/rocm-buildkit/hip-ccache/$cc" \
       && chmod 755 "/opt/rocm-buildkit/hip-ccache/$cc"; \
     done
 

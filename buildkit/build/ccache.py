@@ -3,8 +3,8 @@ doing anything, and the build says how often it hit.
 
 A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR` (``cibw.ccache_volume``: one
 per builder image, ROCm release, arch list and sysroot, shared by the jobs of a matrix that differ in
-their Python only; ``--no-cache`` mounts none and routes nothing). Projects call their compilers in
-three ways, and each is routed (:func:`environment`):
+their Python only; ``--no-cache`` mounts none and routes only HIP compiles, through the launcher
+below). Projects call their compilers in three ways, and each is routed (:func:`environment`):
 
 * **by name through PATH** (setuptools runs ``x86_64-linux-gnu-gcc``/``gcc``/``g++`` from sysconfig,
   autotools and meson find ``cc``/``c++``): the image's *masquerade directory* of compiler-named links
@@ -12,27 +12,50 @@ three ways, and each is routed (:func:`environment`):
   rendered with an expansion: cibuildwheel has put the job's Python first on it). ccache then runs the
   next compiler of that name on PATH: the gcc-toolset's on manylinux, ``/usr/bin``'s on Debian;
 * **hipcc by full path** (``/usr/bin/hipcc``, ``$ROCM_PATH/bin/hipcc``): PATH cannot catch it, so
-  hipcc's own hook runs its clang through ccache: Debian's hipcc (the Perl driver) honours
-  ``HIP_CLANG_LAUNCHER=ccache`` from 5.7 (trixie; bookworm's 5.2 has no such hook, so HIP compiles
-  there are not cached); AMD's compiled hipcc does not, but runs ``$HIP_CLANG_PATH/clang++``,
-  which on the manylinux image is a directory of wrappers (:data:`HIP_CLANG_WRAPPERS`, made by its
-  Dockerfile) that ``exec ccache /opt/rocm/llvm/bin/clang++``. Debian's hipcc from 7.0 (sid's 7.0.2,
-  experimental's 7.2.4: the compiled one) ignores ``HIP_CLANG_LAUNCHER`` too: on ``debian-sid-rocm``
-  the build's first hook makes the same wrappers (:data:`SID_HIP_WRAPPERS`, :data:`SID_SETUP`) over
-  the clang hipcc names as its ``InstalledDir`` (``/usr/lib/llvm-22/bin``). ccache 4 caches clang's
-  HIP compiles (``-x hip --offload-arch=...``, device code and offload bundle included), hashing the
-  compiler by content (``CCACHE_COMPILERCHECK=content``: another clang in a rebuilt image misses);
+  hipcc's own hook runs its clang through the HIP launcher (:data:`HIP_LAUNCHER`, below), which runs
+  ccache: Debian's hipcc (the Perl driver) honours ``HIP_CLANG_LAUNCHER`` from 5.7 (trixie;
+  bookworm's 5.2 has no such hook, so HIP compiles there are not cached); AMD's compiled hipcc does
+  not, but runs ``$HIP_CLANG_PATH/clang++``, which on the manylinux image is a directory of wrappers
+  (:data:`HIP_CLANG_WRAPPERS`, made by its Dockerfile) that ``exec "$BUILDKIT_HIP_LAUNCHER"
+  /opt/rocm/llvm/bin/clang++`` (:data:`LAUNCHER_VARIABLE`; ``ccache`` when unset, outside a build).
+  Debian's hipcc from 7.0 (sid's 7.0.2, experimental's 7.2.4: the compiled one) ignores
+  ``HIP_CLANG_LAUNCHER`` too: on ``debian-sid-rocm`` the build's first hook makes the same wrappers
+  (:data:`SID_HIP_WRAPPERS`, :data:`SID_SETUP`) over the clang hipcc names as its ``InstalledDir``
+  (``/usr/lib/llvm-22/bin``), exec'ing the launcher. ccache 4 caches clang's HIP compiles (``-x hip
+  --offload-arch=...``, device code and offload bundle included), hashing the compiler by content
+  (``CCACHE_COMPILERCHECK=content``: another clang in a rebuilt image misses);
 * **CMake** (which finds ``$ROCM_PATH/llvm/bin/clang++`` for HIP by full path):
-  ``CMAKE_{C,CXX,HIP}_COMPILER_LAUNCHER=ccache`` (read from the environment since CMake 3.17). A
-  compile both launched and masqueraded is counted and cached once (ccache skips its own links).
+  ``CMAKE_{C,CXX}_COMPILER_LAUNCHER=ccache`` and ``CMAKE_HIP_COMPILER_LAUNCHER`` the HIP launcher
+  (read from the environment since CMake 3.17). A compile both launched and masqueraded is counted
+  and cached once (ccache skips its own links).
+
+**The HIP launcher: one translation-unit ID, cached or not.** clang names each HIP translation unit
+(``__hip_cuid_<hex>`` in host and device code; with -fgpu-rdc it keeps static device names apart
+across objects); without a ``-cuid=`` it
+hashes the command line it runs (``-fuse-cuid=hash``), and ccache runs clang with the arguments in
+its own order (and ``-fcolor-diagnostics``), so an object compiled through ccache differed from an
+uncached compile's, and ``buildkit verify`` (an uncached rebuild) from the cached build, for every
+project not passing ``-cuid`` itself (CMake's HIP language in whisper.cpp's ggml, hipcc-driven
+setup.py files; csrc's and refops' builds pass one). So every HIP compile of a build whose layout
+routes them (:func:`uses_launcher`) goes through ``hip_launcher.sh`` (beside this module, staged at
+:data:`STAGED_LAUNCHER` with the source, :func:`launcher_script`), **with or without the cache**:
+``hip-launcher COMPILER ARG...`` gives a HIP compile (``-c`` of a ``-x hip`` or ``.hip`` input)
+lacking ``-cuid=``/``-fuse-cuid=`` a ``-cuid=`` of 16 hex, the sha256 of its arguments as the
+project gave them, before ccache sees them, leaving out what ccache leaves out of its hash: the
+compiler's path, the output files (``-o``/``-MF``/``-MT``/``-MQ``: CMake's try_compile names them
+at random) and the include folders (``-I``, ``-isystem``, ``-iquote``, ``-idirafter``: the
+preprocessor mode hashes the text instead, which is how the jobs of a matrix, differing in
+``-I/usr/include/python3.X``, share device code; a frontend's random environment is an include
+folder too). It then runs ``ccache COMPILER ...`` (:data:`CCACHE_SWITCH` set: a build with the
+cache) or the compiler. The same file compiled with other flags (``-D``, ``-O``, archs) stays
+another translation unit, as with clang's hash; two compiles ccache would serve one object get one
+ID. What is hashed names no random path: the tree is at ``/project``, so the ID is the same in every
+build (tests/docker/test_hip_cuid_e2e.py: a CMake HIP and a hipcc compile, cold, cached and
+``--no-cache``, one wheel sha256).
 
 No ``CCACHE_BASEDIR``: the tree is always at ``/project``, so hits need no path rewriting, and the
 rewriting changes what the compiler sees (``__FILE__`` and debug info become relative), so a cached
 build would differ from an uncached one (``buildkit verify`` rebuilds without the cache).
-One difference remains for HIP compiles without an explicit ``-cuid=``: clang hashes its command
-line into the translation unit's ID (``__hip_cuid_*``, ``-fuse-cuid=hash``), and ccache runs clang
-with the arguments in its own order (and ``-fcolor-diagnostics``), so such an object differs from an
-uncached compile's (csrc's and refops' builds pass a ``-cuid`` of the source's relative path).
 
 **Device code once per matrix.** The jobs that differ in their Python only share the volume, and a
 HIP translation unit that includes nothing of Python's is hit by jobs 2..N: their compile lines
@@ -65,7 +88,8 @@ environment misses (the manifest names the header at a path gone since).
 The layout is the one the image's profile declares (``cache_layout`` and ``cache_hip`` in
 docker/profiles.toml: :data:`NAMED`); an image of the project's own Dockerfile or a ref gets
 :data:`ANY`: both usual masquerade directories on PATH (a missing one is skipped), and no hipcc or
-CMake variable naming ccache, which that image may not have.
+CMake variable naming ccache, which that image may not have (nor the launcher: its HIP compiles
+are not cached, so cached and uncached ones do not differ).
 
 The hit rate: the build's first hook zeroes the statistics in the volume (:data:`ZERO_STATS`), and
 after cibuildwheel :func:`read_stats` reads them in a throwaway container holding the volume
@@ -78,6 +102,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
@@ -91,19 +116,31 @@ from buildkit.records import Key, json_shape
 CONTAINER_DIR = "/ccache"
 #: what every masquerade ends with: the PATH cibuildwheel gave the build (the job's Python first)
 PATH_TAIL = ":$PATH"
+#: the HIP compile launcher (this folder's ``hip_launcher.sh``, :func:`launcher_script`), staged with
+#: the source of every build whose layout routes HIP compiles (:func:`uses_launcher`), with or without
+#: the cache: ``hip-launcher COMPILER ARG...`` adds the ``-cuid=`` a HIP compile lacks, then runs
+#: ccache (with :data:`CCACHE_SWITCH` set) or the compiler
+STAGED_LAUNCHER = ".buildkit/hip-launcher"
+#: the launcher in the build container (cibuildwheel copies the staged source to /project)
+HIP_LAUNCHER = "/project/" + STAGED_LAUNCHER
+#: set (``1``) in a build with the cache: the launcher runs the compile through ccache
+CCACHE_SWITCH = "BUILDKIT_HIP_CCACHE"
+#: the variable the manylinux image's wrappers exec (``${BUILDKIT_HIP_LAUNCHER:-ccache}``)
+LAUNCHER_VARIABLE = "BUILDKIT_HIP_LAUNCHER"
 #: the wrappers of ROCm's clang that the manylinux image's Dockerfile makes for AMD's hipcc
 HIP_CLANG_WRAPPERS = "/opt/rocm-buildkit/hip-ccache"
 #: the same wrappers, made in the build container by :data:`SID_SETUP` (debian-sid-rocm's hipcc)
 SID_HIP_WRAPPERS = "/tmp/buildkit-hip-ccache"
-#: a POSIX shell command run first in the build (before_build): the wrappers of the clang Debian's
-#: compiled hipcc runs (its ``InstalledDir``): ``clang``/``clang++`` exec ccache on the real one,
-#: every other tool of that folder is linked; no brace (cibuildwheel formats hook commands)
+#: a POSIX shell command run first in the build (before_build), with or without the cache: the
+#: wrappers of the clang Debian's compiled hipcc runs (its ``InstalledDir``): ``clang``/``clang++``
+#: exec the launcher on the real one, every other tool of that folder is linked; no brace
+#: (cibuildwheel formats hook commands)
 SID_SETUP = (
     f"( d={SID_HIP_WRAPPERS}; "
     "real=$(env -u HIP_CLANG_PATH hipcc --version 2>/dev/null | sed -n 's/^InstalledDir: //p' | head -n 1); "
     'if [ -n "$real" ]; then mkdir -p "$d" && ln -sf "$real"/* "$d"/ && '
     'for c in clang clang++; do rm -f "$d/$c"; '
-    """printf '#!/bin/sh\nexec ccache %s/%s "$@"\n' "$real" "$c" > "$d/$c" && chmod +x "$d/$c"; """
+    f"""printf '#!/bin/sh\nexec {HIP_LAUNCHER} %s/%s "$@"\n' "$real" "$c" > "$d/$c" && chmod +x "$d/$c"; """
     "done; fi )"
 )
 #: CMake (>= 3.17) takes these from the environment as the default of <LANG>_COMPILER_LAUNCHER
@@ -129,9 +166,11 @@ class Layout:
     name: str
     #: directories of compiler-named links to ccache, put first on PATH (a missing one is skipped)
     masquerade: tuple[str, ...]
-    #: the variables that make the image's hipcc run its clang through ccache
+    #: the variables that make the image's hipcc run its clang through the launcher
+    #: (:data:`HIP_LAUNCHER`), with or without the cache
     hip: Mapping[str, str]
-    #: the image has ccache on PATH for sure: CMake's launchers may name it
+    #: the image has ccache on PATH for sure: CMake's C and C++ launchers may name it (its HIP
+    #: launcher is :data:`HIP_LAUNCHER`, which runs ccache)
     launchers: bool
     #: a shell command the build runs first (before_build) to make what ``hip`` names; None: nothing
     setup: str | None = None
@@ -147,7 +186,7 @@ class Layout:
 DEBIAN = Layout(
     "debian",
     ("/usr/lib/ccache",),
-    MappingProxyType({"HIP_CLANG_LAUNCHER": "ccache"}),
+    MappingProxyType({"HIP_CLANG_LAUNCHER": HIP_LAUNCHER}),
     launchers=True,
     fixed_build_env=True,
 )
@@ -162,9 +201,12 @@ DEBIAN_SID = Layout(
     fixed_build_env=True,
 )
 #: EPEL's ccache on EL: /usr/lib64/ccache (gcc, g++, cc, c++: the gcc-toolset's by name); AMD's hipcc
-#: through the clang wrappers
+#: through the image's clang wrappers, which exec :data:`LAUNCHER_VARIABLE`
 EL = Layout(
-    "el", ("/usr/lib64/ccache",), MappingProxyType({"HIP_CLANG_PATH": HIP_CLANG_WRAPPERS}), launchers=True
+    "el",
+    ("/usr/lib64/ccache",),
+    MappingProxyType({"HIP_CLANG_PATH": HIP_CLANG_WRAPPERS, LAUNCHER_VARIABLE: HIP_LAUNCHER}),
+    launchers=True,
 )
 #: an image buildkit did not make: whichever masquerade directory it has
 ANY = Layout("any", ("/usr/lib/ccache", "/usr/lib64/ccache"), MappingProxyType({}), launchers=False)
@@ -193,35 +235,56 @@ def layout(job: Job) -> Layout:
     return NAMED.get((profile.cache_layout, profile.cache_route or ""), ANY)
 
 
-def setup_commands(job: Job) -> tuple[str, ...]:
-    """What the build's ``before_build`` hook runs first with the cache: :data:`ZERO_STATS`, then the
-    layout's ``setup`` (unless the job's env routes hipcc itself)."""
+def setup_commands(job: Job, *, cached: bool = True) -> tuple[str, ...]:
+    """What the build's ``before_build`` hook runs first: :data:`ZERO_STATS` with the cache, then the
+    layout's ``setup`` in every build (unless the job's env routes hipcc itself)."""
     chosen = layout(job)
+    zero = (ZERO_STATS,) if cached else ()
     if chosen.setup is None or set(chosen.hip) & set(job.env):
-        return (ZERO_STATS,)
-    return (ZERO_STATS, chosen.setup)
+        return zero
+    return (*zero, chosen.setup)
 
 
-def environment(job: Job) -> dict[str, str]:
-    """The build environment that sends the job's compiles through the cache in :data:`CONTAINER_DIR`.
+def uses_launcher(job: Job) -> bool:
+    """The job's layout routes HIP compiles through :data:`HIP_LAUNCHER`: the build stages it
+    (:func:`launcher_script`) at :data:`STAGED_LAUNCHER`, with or without the cache."""
+    chosen = layout(job)
+    return bool(chosen.hip) or chosen.launchers
+
+
+def launcher_script() -> str:
+    """The launcher as staged: ``hip_launcher.sh``, beside this module."""
+    return resources.files("buildkit.build").joinpath("hip_launcher.sh").read_text(encoding="utf-8")
+
+
+def environment(job: Job, *, cached: bool = True) -> dict[str, str]:
+    """The build environment that sends the job's compiles through the cache in :data:`CONTAINER_DIR`
+    (``cached``), or, without the cache, its HIP compiles through the launcher alone.
 
     ``PATH`` ends with :data:`PATH_TAIL` (rendered as an expansion, see ``cibw.render_environment``);
     a routing variable the job's env sets itself (:data:`RECIPE_OVERRIDABLE`) is left to it."""
     chosen = layout(job)
-    env = {
-        "CCACHE_DIR": CONTAINER_DIR,
-        # compare the compiler by content, so an image rebuilt with another clang or gcc misses
-        "CCACHE_COMPILERCHECK": "content",
-        # the build directory is always /project: its name need not be hashed with -g
-        "CCACHE_NOHASHDIR": "1",
-        # the isolated build environment's random include folder: not a reason to miss
-        "CCACHE_IGNOREOPTIONS": " ".join(IGNORED_OPTIONS),
-    }
+    env: dict[str, str] = {}
+    if cached:
+        env = {
+            "CCACHE_DIR": CONTAINER_DIR,
+            # compare the compiler by content, so an image rebuilt with another clang or gcc misses
+            "CCACHE_COMPILERCHECK": "content",
+            # the build directory is always /project: its name need not be hashed with -g
+            "CCACHE_NOHASHDIR": "1",
+            # the isolated build environment's random include folder: not a reason to miss
+            "CCACHE_IGNOREOPTIONS": " ".join(IGNORED_OPTIONS),
+        }
+        if uses_launcher(job):
+            env[CCACHE_SWITCH] = "1"
     routes = dict(chosen.hip)
     if chosen.launchers:
-        routes.update(dict.fromkeys(CMAKE_LAUNCHERS, "ccache"))
+        if cached:
+            routes.update(dict.fromkeys(CMAKE_LAUNCHERS, "ccache"))
+        routes["CMAKE_HIP_COMPILER_LAUNCHER"] = HIP_LAUNCHER
     env.update({key: value for key, value in routes.items() if key not in job.env})
-    env["PATH"] = ":".join(chosen.masquerade) + PATH_TAIL
+    if cached:
+        env["PATH"] = ":".join(chosen.masquerade) + PATH_TAIL
     return env
 
 

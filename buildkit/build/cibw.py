@@ -209,6 +209,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
             env["CCACHE_STATSLOG"] = settings.stats_log
         if settings.ccache_remote:
             env["CCACHE_REMOTE_STORAGE"] = settings.ccache_remote
+    else:  # no cache: HIP compiles still go through the launcher (the same -cuid as a cached build's)
+        env.update(ccache.environment(job, cached=False))
     if settings.with_ca_bundle:
         env["PIP_CERT"] = CONTAINER_CA_PATH
         env["SSL_CERT_FILE"] = CONTAINER_CA_PATH
@@ -432,10 +434,11 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
     torch_hook = before_build(job, isolation=settings.build_isolation, network=settings.network)
     sdk = sdk_install_command(job, network=settings.network)
     options["CIBW_BEFORE_ALL_LINUX"] = " && ".join((*((sdk,) if sdk else ()), *hooks.before_all))
-    # this build's hit rate starts at zero; the layout's wrappers of hipcc's clang are made
-    zero_stats = ccache.setup_commands(job) if settings.ccache_volume else ()
+    # this build's hit rate starts at zero (with the cache); the layout's wrappers of hipcc's clang
+    # are made (in every build: they run the HIP launcher)
+    setup = ccache.setup_commands(job, cached=bool(settings.ccache_volume))
     options["CIBW_BEFORE_BUILD_LINUX"] = " && ".join(
-        (*zero_stats, *((torch_hook,) if torch_hook else ()), *hooks.before_build)
+        (*setup, *((torch_hook,) if torch_hook else ()), *hooks.before_build)
     )
     options["CIBW_CONFIG_SETTINGS_LINUX"] = " ".join(
         shlex.quote(f"{name}={value}") for name, values in hooks.config_settings for value in values

@@ -304,6 +304,9 @@ def _run_job(run: _Run, log: TextIO) -> None:
     if pins is not None:
         (staged / ".buildkit").mkdir(exist_ok=True)
         atomic_write(staged / ".buildkit" / cibw.CONSTRAINTS_NAME, pins)
+    if ccache.uses_launcher(run.job):  # every HIP compile's -cuid, with or without the cache
+        (staged / ".buildkit").mkdir(exist_ok=True)
+        atomic_write(staged / ccache.STAGED_LAUNCHER, ccache.launcher_script(), mode=0o755)
     if run.job.rocm_pip is not None:  # run after repair in the container (cibw.sdk_link_command)
         (staged / ".buildkit").mkdir(exist_ok=True)
         atomic_write(staged / ".buildkit" / cibw.SDK_LINK_NAME, Path(sdk_link.__file__).read_text())

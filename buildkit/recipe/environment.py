@@ -55,6 +55,10 @@ RESERVED_ENV: Mapping[str, ReservedEnv] = MappingProxyType(
         "CCACHE_IGNOREOPTIONS": ReservedEnv(_CCACHE_VAR),
         "CCACHE_REMOTE_STORAGE": ReservedEnv(_CCACHE_VAR),
         "CCACHE_STATSLOG": ReservedEnv(_CCACHE_VAR),
+        "BUILDKIT_HIP_CCACHE": ReservedEnv(_CCACHE_VAR),
+        "BUILDKIT_HIP_LAUNCHER": ReservedEnv(
+            "rocm-buildkit routes HIP compiles through its launcher (a deterministic -cuid per compile)"
+        ),
         "PIP_CERT": ReservedEnv(_CA_VAR),
         "SSL_CERT_FILE": ReservedEnv(_CA_VAR),
         "REQUESTS_CA_BUNDLE": ReservedEnv(_CA_VAR),

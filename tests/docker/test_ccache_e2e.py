@@ -14,6 +14,7 @@ route a HIP compile through ccache the way AMD's hipcc calls them (``$HIP_CLANG_
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import re
 import subprocess
@@ -263,3 +264,44 @@ def test_a_build_s_stats_log_names_each_missed_compile(debian_rocm_image: Any, d
     stats = ccache.parse_stats(out)
     assert stats == ccache.CacheStats(hits=1, misses=2), out
     assert stats.missed == ("a.c", "/tmp/b.c"), out
+
+
+def test_manylinux_hip_clang_wrappers_run_the_hip_launcher_cached_or_not(
+    debian_rocm_image: Any, docker_client: Any
+) -> None:
+    """The image's wrappers exec ``$BUILDKIT_HIP_LAUNCHER`` (the staged launcher, as every build sets
+    it): an uncached compile, a ccache miss and a ccache hit of a HIP file without ``-cuid`` are the
+    same bytes, compiled with the launcher's ``-cuid`` (as ccache's log shows the command; clang 17
+    emits no ``__hip_cuid_`` symbol yet, clang 22 does: tests/docker/test_hip_cuid_e2e.py's builder)."""
+    launcher = "/tmp/hip-launcher"
+    script = (
+        "set -e; mkdir -p /opt/rocm/llvm/bin; "
+        "for t in /usr/lib/llvm-17/bin/*; do ln -s $t /opt/rocm/llvm/bin/; done\n"
+        + _wrapper_lines()
+        + f"\ncat > {launcher} <<'LAUNCHER'\n{ccache.launcher_script()}LAUNCHER\nchmod +x {launcher}\n"
+        "export CCACHE_DIR=/tmp/cache CCACHE_COMPILERCHECK=content CCACHE_LOGFILE=/tmp/ccache.log\n"
+        "cd /tmp; printf '#include <hip/hip_runtime.h>\\n__global__ void k(int *p) { *p = 1; }\\n' > k.hip\n"
+        "cc=$HIP_CLANG_PATH/clang++; flags='-x hip --offload-arch=gfx90a -c -O2 --rocm-path=/usr'\n"
+        "$cc $flags k.hip -o k.o; cp k.o plain.o\n"
+        f"{ccache.CCACHE_SWITCH}=1 $cc $flags k.hip -o k.o; cp k.o miss.o\n"
+        f"{ccache.CCACHE_SWITCH}=1 $cc $flags k.hip -o k.o; cp k.o hit.o\n"
+        "cmp plain.o miss.o; cmp plain.o hit.o\n"
+        "grep -o -- '-cuid=[0-9a-z]*' /tmp/ccache.log | sort -u\n"
+        "ccache --print-stats\n"
+    )
+    with throwaway(
+        docker_client,
+        debian_rocm_image.tag,
+        ["-c", script],
+        purpose="test-ccache",
+        entrypoint=["/bin/bash"],
+        environment={"HIP_CLANG_PATH": ccache.HIP_CLANG_WRAPPERS, ccache.LAUNCHER_VARIABLE: launcher},
+    ) as box:
+        done = box.run(timeout=300)
+    out, err = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    assert done.exit_code == 0, out + err
+    assert ccache.parse_stats(out) == ccache.CacheStats(hits=1, misses=1), out
+    # the launcher's -cuid: the sha256 of the arguments the wrapper got, without the output file
+    hashed = ["-x", "hip", "--offload-arch=gfx90a", "-c", "-O2", "--rocm-path=/usr", "k.hip"]
+    cuid = hashlib.sha256(b"".join(a.encode() + b"\0" for a in hashed)).hexdigest()[:16]
+    assert [line for line in out.splitlines() if line.startswith("-cuid=")] == [f"-cuid={cuid}"], out

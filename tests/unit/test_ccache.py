@@ -48,9 +48,12 @@ def test_debian_build_routes_gcc_by_name_hipcc_and_cmake_through_ccache() -> Non
     # setuptools runs x86_64-linux-gnu-gcc/g++ by name: Debian's masquerade comes first, before the
     # job's Python, which stays ahead of everything else
     assert env["PATH"] == "/usr/lib/ccache:" + CIBW_PATH
-    assert env["HIP_CLANG_LAUNCHER"] == "ccache"  # Debian's hipcc, run by full path
+    # Debian's hipcc, run by full path, and CMake's HIP compiles: through the launcher, which runs ccache
+    assert env["HIP_CLANG_LAUNCHER"] == ccache.HIP_LAUNCHER == "/project/.buildkit/hip-launcher"
+    assert env["CMAKE_HIP_COMPILER_LAUNCHER"] == ccache.HIP_LAUNCHER
+    assert env["BUILDKIT_HIP_CCACHE"] == "1"
     assert "HIP_CLANG_PATH" not in env
-    for var in ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER"):
+    for var in ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER"):
         assert env[var] == "ccache"
     assert env["CCACHE_DIR"] == "/ccache"
     assert env["CCACHE_COMPILERCHECK"] == "content"
@@ -72,7 +75,9 @@ def test_manylinux_build_routes_the_gcc_toolset_and_amd_hipcc() -> None:
     assert env["PATH"] == "/usr/lib64/ccache:" + CIBW_PATH  # gcc, g++ of the toolset, by name
     assert env["HIP_CLANG_PATH"] == ccache.HIP_CLANG_WRAPPERS == "/opt/rocm-buildkit/hip-ccache"
     assert "HIP_CLANG_LAUNCHER" not in env  # AMD's compiled hipcc does not read it
-    assert env["CMAKE_HIP_COMPILER_LAUNCHER"] == "ccache"
+    # the image's wrappers exec the launcher this names; CMake's HIP compiles go through it too
+    assert env[ccache.LAUNCHER_VARIABLE] == env["CMAKE_HIP_COMPILER_LAUNCHER"] == ccache.HIP_LAUNCHER
+    assert env["BUILDKIT_HIP_CCACHE"] == "1"
 
 
 def test_debian_image_with_extra_packages_keeps_the_debian_layout() -> None:
@@ -90,18 +95,39 @@ def test_an_image_buildkit_did_not_make_gets_only_the_masquerade_directories(ima
     # a directory the image lacks is skipped by PATH lookup; no variable names a ccache that may be absent
     assert env["PATH"] == "/usr/lib/ccache:/usr/lib64/ccache:" + CIBW_PATH
     assert not {"HIP_CLANG_LAUNCHER", "HIP_CLANG_PATH", *ccache.CMAKE_LAUNCHERS} & set(env)
+    assert not {ccache.CCACHE_SWITCH, ccache.LAUNCHER_VARIABLE} & set(env)
+    assert not ccache.uses_launcher(job)
     assert env["CCACHE_DIR"] == "/ccache"
 
 
-def test_no_cache_routes_nothing() -> None:
+def test_no_cache_routes_hip_compiles_through_the_launcher_only() -> None:
     job = _job("reference-trixie.yaml")
     settings = cibw.CibwSettings(image="img:1", source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
     options = cibw.cibuildwheel_options(job, settings)
     env = _container_env(job, volume=None)
     assert env["PATH"] == CIBW_PATH  # cibuildwheel's PATH, untouched
-    assert not {"CCACHE_DIR", "HIP_CLANG_LAUNCHER", *ccache.CMAKE_LAUNCHERS} & set(env)
+    assert not {"CCACHE_DIR", "CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER"} & set(env)
+    # the launcher gives HIP compiles the -cuid a cached build gives them, and runs no ccache
+    assert env["HIP_CLANG_LAUNCHER"] == env["CMAKE_HIP_COMPILER_LAUNCHER"] == ccache.HIP_LAUNCHER
+    assert ccache.CCACHE_SWITCH not in env
     assert options["CIBW_BEFORE_BUILD_LINUX"] == ""  # no statistics to zero
     assert "volume" not in options["CIBW_CONTAINER_ENGINE"]
+
+
+@pytest.mark.parametrize("volume", ["rocm-buildkit-ccache-abc", None])
+def test_sid_makes_the_wrappers_of_hipcc_s_clang_with_or_without_the_cache(volume: str | None) -> None:
+    job = _job("reference.yaml")
+    assert ccache.layout(job) is ccache.DEBIAN_SID
+    settings = cibw.CibwSettings(
+        image="img:1", source_date_epoch=1, ccache_volume=volume, with_ca_bundle=False
+    )
+    hook = cibw.cibuildwheel_options(job, settings)["CIBW_BEFORE_BUILD_LINUX"]
+    assert hook == (f"{ccache.ZERO_STATS} && " if volume else "") + ccache.SID_SETUP
+    assert f"exec {ccache.HIP_LAUNCHER} %s/%s" in ccache.SID_SETUP
+    env = _container_env(job, volume=volume)
+    assert env["HIP_CLANG_PATH"] == ccache.SID_HIP_WRAPPERS
+    assert env["CMAKE_HIP_COMPILER_LAUNCHER"] == ccache.HIP_LAUNCHER
+    assert (env.get(ccache.CCACHE_SWITCH) == "1") is (volume is not None)
 
 
 def test_the_build_zeroes_the_statistics_before_the_recipe_hooks() -> None:
@@ -158,7 +184,8 @@ def test_manylinux_dockerfile_makes_the_masquerade_and_the_hip_clang_wrappers() 
     links = re.search(r'for cc in ([^;]+); do ln -sfn \.\./\.\./bin/ccache "' + masquerade, text)
     assert links is not None and set(links.group(1).split()) == {"gcc", "g++", "cc", "c++"}
     assert f"mkdir -p {ccache.HIP_CLANG_WRAPPERS}" in text
-    assert 'exec ccache /opt/rocm/llvm/bin/%s "$@"' in text
+    # the launcher the build names (without one, as outside a build: ccache)
+    assert f'exec "${{{ccache.LAUNCHER_VARIABLE}:-ccache}}" /opt/rocm/llvm/bin/%s "$@"' in text
     assert re.search(r"for cc in clang clang\+\+; do", text)
 
 

@@ -73,7 +73,9 @@ def test_debian_sid_routes_its_compiled_hipcc_through_wrappers(tmp_path: Path) -
     assert hook == f"{ccache.ZERO_STATS} && {ccache.SID_SETUP}"
     assert "{" not in ccache.SID_SETUP and "}" not in ccache.SID_SETUP  # cibuildwheel formats hooks
     none = cibw.CibwSettings(image=TAG, source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
-    assert cibw.cibuildwheel_options(job, none)["CIBW_BEFORE_BUILD_LINUX"] == ""
+    # without the cache: no statistics to zero, but the wrappers still run the HIP launcher
+    assert cibw.cibuildwheel_options(job, none)["CIBW_BEFORE_BUILD_LINUX"] == ccache.SID_SETUP
+    assert cibw.container_environment(job, none)["HIP_CLANG_PATH"] == ccache.SID_HIP_WRAPPERS
 
 
 def test_a_recipe_routing_hipcc_itself_gets_no_wrappers(tmp_path: Path) -> None:
@@ -81,7 +83,7 @@ def test_a_recipe_routing_hipcc_itself_gets_no_wrappers(tmp_path: Path) -> None:
     assert ccache.setup_commands(job) == (ccache.ZERO_STATS,)
 
 
-def test_the_wrapper_setup_makes_wrappers_that_exec_ccache_on_hipcc_s_clang(tmp_path: Path) -> None:
+def test_the_wrapper_setup_makes_wrappers_that_exec_the_launcher_on_hipcc_s_clang(tmp_path: Path) -> None:
     """The hook's script itself, run by sh over a fake hipcc naming a fake InstalledDir."""
     real = tmp_path / "llvm" / "bin"
     real.mkdir(parents=True)
@@ -98,7 +100,9 @@ def test_the_wrapper_setup_makes_wrappers_that_exec_ccache_on_hipcc_s_clang(tmp_
         ["sh", "-c", script], env={"PATH": f"{fake}:/usr/bin:/bin", "HIP_CLANG_PATH": str(out)}, check=False
     )
     assert done.returncode == 0
-    assert (out / "clang++").read_text() == f'#!/bin/sh\nexec ccache {real}/clang++ "$@"\n'
-    assert (out / "clang").read_text() == f'#!/bin/sh\nexec ccache {real}/clang "$@"\n'
+    # the HIP launcher (its -cuid, then ccache with the cache) on the real clang
+    launcher = ccache.HIP_LAUNCHER
+    assert (out / "clang++").read_text() == f'#!/bin/sh\nexec {launcher} {real}/clang++ "$@"\n'
+    assert (out / "clang").read_text() == f'#!/bin/sh\nexec {launcher} {real}/clang "$@"\n'
     assert (out / "lld").resolve() == real / "lld"
     assert (out / "clang-offload-bundler").is_symlink()
