@@ -3,7 +3,7 @@
 Exit 0 when every selected test passed (skipped ones are printed with their reason), 11 (SmokeFailed)
 when one failed, 8 (DockerUnavailable) without an engine or runtime image, 6 (WheelReadError) when WHEEL
 is not a readable wheel (checked before any container is created), 2 on bad usage (an empty --image,
-a --timeout below 1).
+a --timeout below 1). The logic is :func:`buildkit.service.smoke.run_smoke_tests`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
-from buildkit.errors import UsageError
 
 
 @click.command("smoke")
@@ -65,43 +63,25 @@ def smoke(
     """Install WHEEL in a container of each runtime image, then run the imports and commands."""
     # deferred (heavy: the Docker SDK): `buildkit smoke --help` and click's usage errors stay fast
     from buildkit import smoke as smoking
-    from buildkit.docker_engine import connect
-
-    path = Path(wheel)
-    if image is not None and not image.strip():
-        raise UsageError("--image: empty image name")
-    smoking.check_wheel(path)
-    if wheelhouse and index_url:
-        raise UsageError("--wheelhouse and --index-url exclude each other")
-    specs = smoking.choose_specs(
-        path, recipe=recipe, labels=labels, image=image, imports=imports, commands=commands, python=python
-    )
-
-    if gpu is False:
-        access = None
-    else:
-        access = smoking.gpu_access()
-        if gpu and access is None:
-            raise UsageError("--gpu: /dev/kfd and /dev/dri are not present on this machine")
-    client = connect()
+    from buildkit.service.smoke import run_smoke_tests
 
     def progress(line: str) -> None:
         if not as_json:
             click.echo(line, err=True)
 
-    results = [
-        smoking.run_smoke(
-            path,
-            spec,
-            client=client,
-            wheelhouse=Path(wheelhouse) if wheelhouse else None,
-            index_url=index_url,
-            gpu=access,
-            python=python or "python3",
-            timeout=timeout,
-            progress=progress,
-        )
-        for spec in specs
-    ]
+    results = run_smoke_tests(
+        Path(wheel),
+        image=image,
+        imports=imports,
+        commands=commands,
+        recipe=recipe,
+        labels=labels,
+        wheelhouse=Path(wheelhouse) if wheelhouse else None,
+        index_url=index_url,
+        python=python,
+        gpu=gpu,
+        timeout=timeout,
+        progress=progress,
+    )
     click.echo(smoking.render_json(results) if as_json else smoking.render_human(results))
     smoking.raise_on_failure(results)

@@ -15,6 +15,8 @@ calls one function here (or one function of its stage, when that is all it needs
   log, the wheels published or refused, the install check, and its verdict.
 * :mod:`~buildkit.service.diff`: ``buildkit diff`` (``run_diff``): the run-time libraries as
   ``check`` takes them, then two wheels compared, or one against an index's last release.
+* :mod:`~buildkit.service.smoke`: ``buildkit smoke`` (``run_smoke_tests``): the wheel checked, the
+  smoke tests chosen, the GPU passthrough decided, each test run in its runtime image.
 
 Nothing is imported here.
 """
