@@ -25,9 +25,15 @@ below). Projects call their compilers in three ways, and each is routed (:func:`
   --offload-arch=...``, device code and offload bundle included), hashing the compiler by content
   (``CCACHE_COMPILERCHECK=content``: another clang in a rebuilt image misses);
 * **CMake** (which finds ``$ROCM_PATH/llvm/bin/clang++`` for HIP by full path):
-  ``CMAKE_{C,CXX}_COMPILER_LAUNCHER=ccache`` and ``CMAKE_HIP_COMPILER_LAUNCHER`` the HIP launcher
-  (read from the environment since CMake 3.17). A compile both launched and masqueraded is counted
-  and cached once (ccache skips its own links).
+  ``CMAKE_{C,CXX,HIP}_COMPILER_LAUNCHER`` the launcher below (read from the environment since CMake
+  3.17, by try_compile's projects too), which runs ccache. A compile both launched and masqueraded
+  is counted and cached once (ccache skips its own links). A **configure probe** (a source in
+  CMake's ``CMakeFiles/CMakeScratch/TryCompile-XXXXXX/``, named anew at every configure:
+  ``check_c_source_compiles``, FindThreads, ``check_function_exists``) is not cached: the launcher
+  runs it with ``CCACHE_DISABLE=1``, which the masquerade honours too. Its random path made it a
+  miss in every rebuild (5 of pywhispercpp's 173 compiles), as ccache leaves autoconf's
+  ``conftest.c`` out for the same reason; CMake's compiler-identification compiles read their
+  source from CMake's modules, a fixed path, and stay cached.
 
 **The HIP launcher: one translation-unit ID, cached or not.** clang names each HIP translation unit
 (``__hip_cuid_<hex>`` in host and device code; with -fgpu-rdc it keeps static device names apart
@@ -279,9 +285,10 @@ def environment(job: Job, *, cached: bool = True) -> dict[str, str]:
             env[CCACHE_SWITCH] = "1"
     routes = dict(chosen.hip)
     if chosen.launchers:
-        if cached:
-            routes.update(dict.fromkeys(CMAKE_LAUNCHERS, "ccache"))
-        routes["CMAKE_HIP_COMPILER_LAUNCHER"] = HIP_LAUNCHER
+        # C and C++ through the launcher too with the cache: it runs ccache, but not for a configure
+        # probe in CMake's random scratch folder, which could never hit
+        launched = CMAKE_LAUNCHERS if cached else ("CMAKE_HIP_COMPILER_LAUNCHER",)
+        routes.update(dict.fromkeys(launched, HIP_LAUNCHER))
     env.update({key: value for key, value in routes.items() if key not in job.env})
     if cached:
         env["PATH"] = ":".join(chosen.masquerade) + PATH_TAIL

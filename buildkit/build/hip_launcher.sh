@@ -16,7 +16,15 @@
 # a cached object differed from an uncached one.
 #
 # Then: `ccache COMPILER ARG...` when BUILDKIT_HIP_CCACHE is set (a build with the compiler cache),
-# else `COMPILER ARG...`.
+# else `COMPILER ARG...`. CMake's C and C++ compiles come here too in a build with the cache
+# (CMAKE_C/CXX_COMPILER_LAUNCHER): they only get that choice.
+#
+# A configure probe is never cached: a compile of a source in CMake's scratch folder
+# (.../CMakeFiles/CMakeScratch/TryCompile-XXXXXX/, a new random name at every configure:
+# check_c_source_compiles, FindThreads, check_function_exists) runs the compiler with
+# CCACHE_DISABLE=1, which the compiler cache's masquerade (a sysroot wrapper's gcc) honours too. Its
+# path makes it a miss every time, so caching it only fills the cache and counts a miss per probe
+# in every rebuild; ccache itself leaves autoconf's conftest.c out for the same reason.
 if [ "$#" -eq 0 ]; then
   echo "hip-launcher: usage: hip-launcher COMPILER ARG..." >&2
   exit 2
@@ -27,6 +35,7 @@ shift
 compile=0
 hip=0
 cuid=0
+probe=0
 lang=
 next=
 for arg do
@@ -44,6 +53,7 @@ for arg do
       next=value ;;
     -*) ;;
     *)
+      case $arg in */CMakeFiles/CMakeScratch/TryCompile-*/*) probe=1 ;; esac
       case $lang in
         hip) hip=1 ;;
         '' | none) case $arg in *.hip) hip=1 ;; esac ;;
@@ -71,6 +81,11 @@ if [ "$compile" = 1 ] && [ "$hip" = 1 ] && [ "$cuid" = 0 ]; then
   set -- "$@" "-cuid=$digest"
 fi
 
+if [ "$probe" = 1 ]; then
+  CCACHE_DISABLE=1
+  export CCACHE_DISABLE
+  exec "$compiler" "$@"
+fi
 if [ -n "${BUILDKIT_HIP_CCACHE:-}" ]; then
   exec ccache "$compiler" "$@"
 fi

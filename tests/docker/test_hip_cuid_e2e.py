@@ -91,6 +91,10 @@ build-backend = "setuptools.build_meta"
 CMAKELISTS = """\
 cmake_minimum_required(VERSION 3.21)
 project(cuidcmake LANGUAGES C CXX HIP)
+# configure probes, in a scratch folder named anew at every configure: never cached (the launcher)
+include(CheckCSourceCompiles)
+check_c_source_compiles("int main(void) { return 0; }" CUID_HAVE_C)
+find_package(Threads REQUIRED)
 add_library(_cmake MODULE kern.cu)
 set_source_files_properties(kern.cu PROPERTIES LANGUAGE HIP)
 target_include_directories(_cmake PRIVATE ${PY_INCLUDE})
@@ -186,7 +190,8 @@ def test_cold_cached_and_uncached_builds_of_a_hip_project_without_cuid_are_the_s
         misses = cold["compiler_cache"]["misses"]
         assert misses >= 2 and cold["compiler_cache"]["hits"] == 0, cold["compiler_cache"]
 
-        warm, _ = _build(tmp_path, recipe, "--force")  # the same inputs: every compile hits
+        # the same inputs: every compile hits (the configure probes are not counted: not cached)
+        warm, _ = _build(tmp_path, recipe, "--force")
         assert warm["compiler_cache"] == {"hits": misses, "misses": 0, "hit_rate": 1.0}, warm[
             "compiler_cache"
         ]

@@ -26,7 +26,10 @@ def tools(tmp_path: Path) -> Path:
     launcher.write_text(ccache.launcher_script())
     launcher.chmod(0o755)
     compiler = tmp_path / "clang++"
-    compiler.write_text("#!/bin/sh\nprintf 'compiler:%s\\n' \"$0\"\nprintf 'arg:%s\\n' \"$@\"\n")
+    compiler.write_text(
+        "#!/bin/sh\nprintf 'compiler:%s\\n' \"$0\"\nprintf 'disable:%s\\n' \"${CCACHE_DISABLE:-}\"\n"
+        "printf 'arg:%s\\n' \"$@\"\n"
+    )
     compiler.chmod(0o755)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -150,6 +153,37 @@ def test_with_the_cache_the_compile_runs_through_ccache(tools: Path) -> None:
     assert uncached[0] == f"compiler:{tools / 'clang++'}"
     assert cached[0] == "via-ccache" and cached[1:] == uncached  # the same compile, the same -cuid
     assert _args(cached)[-1] == _cuid(HIPCC)
+
+
+#: CMake's configure probes: a source in a scratch folder named anew at every configure
+PROBES = [
+    ["-DHAVE_X", "-o", "CMakeFiles/cmTC_d6bd6.dir/src.c.o", "-c",
+     "/project/build/temp/CMakeFiles/CMakeScratch/TryCompile-2UVgzB/src.c"],
+    ["-x", "hip", "--offload-arch=gfx942", "-o", "CMakeFiles/cmTC_1.dir/src.hip.o", "-c",
+     "/project/b/CMakeFiles/CMakeScratch/TryCompile-i0RpeL/src.hip"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("args", PROBES)
+def test_a_configure_probe_is_never_cached(tools: Path, args: list[str]) -> None:
+    # with the cache on, it runs the compiler itself, and with ccache turned off for what the
+    # compiler runs (a sysroot wrapper's gcc through the masquerade): a random path can never hit
+    out = _run(tools, *args, cached=True)
+    assert out[0] == f"compiler:{tools / 'clang++'}" and "via-ccache" not in out
+    assert out[1] == "disable:1"
+    assert _args(out)[: len(args)] == args
+
+
+def test_other_compiles_keep_the_cache(tools: Path) -> None:
+    # CMake's compiler-identification compile reads its source from CMake's own modules (a fixed
+    # path: it hits), and the project's compiles: through ccache, nothing turned off
+    for args in (
+        ["-o", "CMakeFiles/cmTC_f749c.dir/CMakeCCompilerABI.c.o", "-c",
+         "/usr/share/cmake-4.3/Modules/CMakeCCompilerABI.c"],
+        ["-O2", "-c", "/project/src/TryCompile-like-name.c", "-o", "x.o"],
+    ):  # fmt: skip
+        out = _run(tools, *args, cached=True)
+        assert out[:3] == ["via-ccache", f"compiler:{tools / 'clang++'}", "disable:"], out
 
 
 def test_without_a_compiler_it_says_how_to_call_it(tools: Path) -> None:
