@@ -64,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 
 from buildkit import image as images  # noqa: E402
 from buildkit import profiles  # noqa: E402
-from buildkit.build import cibw  # noqa: E402
+from buildkit.build import ccache, cibw  # noqa: E402
 from buildkit.docker_engine import RUN_LABEL, connect  # noqa: E402
 from buildkit.plan.expansion import expand  # noqa: E402
 from buildkit.plan.models import Job  # noqa: E402
@@ -233,6 +233,11 @@ def peer(client: Any, path: Path, tmp: Path) -> tuple[float, float, int]:
         ROOT / "csrc", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
     )
     wheelhouse = source / ".buildkit" / cibw.WHEELHOUSE_NAME
+    if ccache.uses_launcher(job):  # the compile environment routes HIP compiles through it
+        launcher = source / ccache.STAGED_LAUNCHER
+        launcher.parent.mkdir(parents=True, exist_ok=True)
+        launcher.write_text(ccache.launcher_script())
+        launcher.chmod(0o755)
     download = [sys.executable, "-m", "pip", "download", "--only-binary=:all:", "--dest", str(wheelhouse)]
     subprocess.run([*download, "setuptools>=77"], check=True, capture_output=True)
     settings = cibw.CibwSettings(
@@ -319,7 +324,7 @@ def matrix(client: Any, path: Path, tmp: Path, volume: str, out: Report, with_pe
     drop(client, volume)
     try:
         cold = build(client, path, tmp, "cold", "--force")
-        warm = build(client, path, tmp, "cold", "--force")
+        warm = build(client, path, tmp, "warm", "--force")
     finally:
         drop(client, volume)
     for title, b in (("matrix cold (serial, one shared cache volume):", cold), ("no-change rebuild:", warm)):

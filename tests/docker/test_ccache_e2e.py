@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +27,7 @@ from buildkit.build.cibw import ccache_volume
 from buildkit.docker_engine import throwaway
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from tests.helpers.build_run import build_job
 
 pytestmark = pytest.mark.docker
 
@@ -142,28 +140,8 @@ def _recipe(tmp_path: Path, source: Path) -> Path:
 
 
 def _build(tmp_path: Path, recipe: Path, *flags: str) -> tuple[str, dict[str, Any]]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "buildkit",
-            "build",
-            str(recipe),
-            "--out",
-            "dist",
-            "--log-dir",
-            "logs",
-            *flags,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    log = (tmp_path / "logs" / f"{JOB}.log").read_text(errors="replace")
-    assert proc.returncode == 0, proc.stdout + proc.stderr + log[-4000:]
-    (manifest,) = (tmp_path / "dist" / JOB).glob("*.manifest.json")
-    return proc.stdout, json.loads(manifest.read_text())
+    built = build_job(tmp_path, recipe, JOB, *flags)
+    return built.stdout, built.manifest
 
 
 def test_a_project_that_does_not_opt_in_fills_the_cache_and_hits_it(

@@ -17,9 +17,6 @@ does) and one with ``/usr/bin/hipcc`` by full path; neither passes ``-cuid``.
 from __future__ import annotations
 
 import contextlib
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +28,7 @@ from buildkit.build import ccache
 from buildkit.build.cibw import ccache_volume
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from tests.helpers.build_run import build_job
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -143,28 +141,8 @@ def _recipe(tmp_path: Path, source: Path) -> Path:
 
 
 def _build(tmp_path: Path, recipe: Path, *flags: str) -> tuple[dict[str, Any], str]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "buildkit",
-            "build",
-            str(recipe),
-            "--out",
-            "dist",
-            "--log-dir",
-            "logs",
-            *flags,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=2400,
-    )
-    log = (tmp_path / "logs" / f"{JOB}.log").read_text(errors="replace")
-    assert proc.returncode == 0, proc.stdout + proc.stderr + log[-6000:]
-    (manifest,) = (tmp_path / "dist" / JOB).glob("*.manifest.json")
-    return json.loads(manifest.read_text()), log
+    built = build_job(tmp_path, recipe, JOB, *flags, timeout=2400)
+    return built.manifest, built.log
 
 
 def test_cold_cached_and_uncached_builds_of_a_hip_project_without_cuid_are_the_same_bytes(
