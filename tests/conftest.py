@@ -5,7 +5,8 @@
   the environment through ``monkeypatch`` only.
 * ``integration`` (``tests/integration``, ``tests/corpus``, ``tests/agreement``): the network (PyPI),
   real index servers and pip/uv installs, the pinned corpus of PyPI wheels, the agreement with
-  auditwheel on wheels gcc builds.
+  auditwheel on wheels gcc builds, and real processes killed from outside at sampled moments
+  (publish's crash safety: most of their time is waiting for the moment).
 * ``docker`` (``tests/docker``): a real Docker engine: images, builds end to end, smoke tests.
 
 ``pytest -m unit`` (``integration``, ``docker``) selects a tier; ``./dev test`` runs them all.
