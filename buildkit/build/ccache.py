@@ -356,6 +356,8 @@ def parse_stats(text: str) -> CacheStats | None:
 
 #: run in the throwaway container: exit 3 without ccache; ccache 3 has no --print-stats
 _STATS_SCRIPT = "command -v ccache >/dev/null 2>&1 || exit 3; ccache --print-stats 2>/dev/null || ccache -s"
+#: the job log's line naming a compile that missed (``compiler cache missed: <input file>``)
+MISSED_LOG_LINE = "compiler cache missed: "
 #: how a missed compile's input file is printed after the counters (no digits after the tab: never
 #: taken for a counter)
 _MISSED = "buildkit-missed\t"

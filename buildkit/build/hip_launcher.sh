@@ -62,6 +62,12 @@ for arg do
   esac
 done
 
+if [ "$probe" = 1 ]; then
+  CCACHE_DISABLE=1
+  export CCACHE_DISABLE
+  exec "$compiler" "$@"
+fi
+
 if [ "$compile" = 1 ] && [ "$hip" = 1 ] && [ "$cuid" = 0 ]; then
   digest=$(
     skip=0
@@ -81,11 +87,6 @@ if [ "$compile" = 1 ] && [ "$hip" = 1 ] && [ "$cuid" = 0 ]; then
   set -- "$@" "-cuid=$digest"
 fi
 
-if [ "$probe" = 1 ]; then
-  CCACHE_DISABLE=1
-  export CCACHE_DISABLE
-  exec "$compiler" "$@"
-fi
 if [ -n "${BUILDKIT_HIP_CCACHE:-}" ]; then
   exec ccache "$compiler" "$@"
 fi

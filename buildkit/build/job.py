@@ -533,7 +533,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
         run.result.compiler_cache = stats
         log.write(f"compiler cache ({volume}): {stats.describe() if stats else 'no statistics'}\n")
         for name in stats.missed if stats else ():
-            log.write(f"compiler cache missed: {name}\n")
+            log.write(f"{ccache.MISSED_LOG_LINE}{name}\n")
     wheels = sorted(raw_out.glob("*.whl"))
     if len(wheels) != 1:
         raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
