@@ -7,7 +7,8 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
 
     {"schema": "rocm-buildkit/manifest", "schema_version": 1,
      "wheel": {"filename", "sha256", "size"},
-     "recipe": {"name", "file", "sha256"}, "job": <Job.to_json()>,
+     "recipe": {"name", "file", "sha256", "build_sha256" (the recipe less publish: and smoke:,
+         ``Recipe.build_sha256``; absent in manifests of older builds)}, "job": <Job.to_json()>,
      "image": {"profile", "tag", "id"}, "toolchain": {"hipcc": ..., "python": ..., ...},
      "archs": [...], "source": {...}, "source_date_epoch": int,
      "network": bool (the recipe's: the build container had the network),

@@ -321,7 +321,7 @@ def _run_job(run: _Run, log: TextIO) -> None:
         tree_digest(staged),
         epoch,
         run.options.build_isolation,
-        recipe_sha256=run.recipe.sha256,
+        recipe_sha256=run.recipe.build_sha256,  # a smoke: or publish: edit rebuilds nothing
         gate=gate_key(config),
         tools=tool_versions(),
         build_requirements=request,
@@ -601,7 +601,7 @@ def _quarantine(
     ]
     record = {
         "wheel": {"filename": wheel.name, "sha256": gated.sha256, "size": gated.size},
-        "recipe": {"name": recipe.name, "file": recipe.path.name, "sha256": recipe.sha256},
+        "recipe": recipe.record(),
         "job": job.to_json(),
         "image": {"profile": job.image_profile, "tag": run.image.tag, "id": run.image.id},
         "inputs_key": run.key,
@@ -662,7 +662,7 @@ def _record(
         wheel, gated = out.wheel, out.gated
         data: dict[str, Any] = {
             "wheel": {"filename": wheel.name, "sha256": gated.sha256, "size": gated.size},
-            "recipe": {"name": recipe.name, "file": recipe.path.name, "sha256": recipe.sha256},
+            "recipe": recipe.record(),
             "job": job.to_json(),
             "image": {"profile": job.image_profile, "tag": image.tag, "id": image.id},
             "toolchain": toolchain,

@@ -36,8 +36,9 @@ from buildkit.service.publish import CHECK_INSTALL_DRY_RUN, run_publish
 @click.option(
     "--recipe",
     default=None,
-    help="Take the target from this recipe's publish section; every wheel must have been built from "
-    "this recipe file (its manifest's recipe sha256), else it is refused.",
+    help="Every wheel must have been built from this recipe (its manifest's recipe build_sha256: the "
+    "recipe less publish: and smoke:, which can change without a rebuild), else it is refused; the "
+    "target is its publish section's unless --to names one.",
 )
 @click.option("--simple-url", default=None, help="The index's PEP 503 pages (default: UPLOAD_URL/simple/).")
 @click.option(

@@ -62,6 +62,8 @@ class JobIdentity(NamedTuple):
     platform_tag: str  # the job policy's tag, "manylinux_2_28_x86_64"
     name: str | None = None  # the recipe's distribution name, "amd-aiter"
     recipe: str | None = None  # the recipe file as given
+    #: the recipe's build digest (``Recipe.build_sha256``: less ``publish:`` and ``smoke:``, which cannot
+    #: change what the gate holds a wheel to)
     recipe_sha256: str | None = None
     #: a Python-independent wheel's interpreter-abi tag (the recipe's ``wheel:``): ``py3-none`` or
     #: ``cp312-abi3``, the only tag the wheel may carry, its claim checked on the host code; None:
@@ -77,7 +79,7 @@ class JobIdentity(NamedTuple):
             platform_tag=job.platform_tag,
             name=recipe.name if recipe is not None else None,
             recipe=recipe.display_path if recipe is not None else None,
-            recipe_sha256=recipe.sha256 if recipe is not None else None,
+            recipe_sha256=recipe.build_sha256 if recipe is not None else None,
             wheel_tag=job.wheel_tag,
         )
 

@@ -242,7 +242,7 @@ def gated_as(v: Verdict) -> str:
         if ident.recipe is not None:
             origin += f" of {ident.recipe}"
         if ident.recipe_sha256 is not None:
-            origin += f" (sha256 {ident.recipe_sha256[:12]})"
+            origin += f" (build sha256 {ident.recipe_sha256[:12]})"
     if c.policy is not None:
         policy = f"policy {v.target_policy.name if v.target_policy else c.policy}"
     elif v.target_policy is not None:

@@ -168,8 +168,10 @@ def device_wheel_of(project: str, recipe: Recipe) -> bool:
 
 
 def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
-    """A Refusal when the manifest does not record ``recipe``'s file bytes (its sha256) as the recipe
-    the wheel was built from; the message names both recipes (file, name, sha256)."""
+    """A Refusal when the manifest does not record ``recipe`` as the recipe the wheel was built from: its
+    ``build_sha256`` (what can change a wheel or its gate: an edit of ``publish:`` or ``smoke:`` keeps the
+    wheel the recipe's), or the file's sha256 in a manifest of an older build that records none. The message
+    names both recipes (file, name, sha256)."""
     recorded = candidate.manifest.get("recipe")
     given = f"--recipe {recipe.display_path} ({recipe.name}, sha256 {recipe.sha256[:12]})"
     project = project_of(candidate.wheel)
@@ -179,7 +181,12 @@ def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
             f"project {project}: the manifest records no recipe (recipe.sha256), so the wheel cannot be "
             f"tied to {given}; publish it with --to",
         )
-    if recorded["sha256"] == recipe.sha256:
+    same = (
+        recorded["build_sha256"] == recipe.build_sha256
+        if isinstance(recorded.get("build_sha256"), str)
+        else recorded["sha256"] == recipe.sha256
+    )
+    if same:
         if project != canonicalize_name(recipe.name) and not device_wheel_of(project, recipe):
             return Refusal(
                 candidate.wheel,
@@ -194,7 +201,7 @@ def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
     return Refusal(
         candidate.wheel,
         f"project {project} was built from {built}, not from {given}: publish it with the recipe it "
-        "was built from (or rebuild it, if this recipe was edited since)",
+        "was built from (or rebuild it, if this recipe was edited since outside publish: and smoke:)",
     )
 
 

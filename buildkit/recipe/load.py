@@ -9,6 +9,7 @@ problem is collected and reported in one :class:`RecipeError`, sorted by positio
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 from pathlib import Path
@@ -20,6 +21,10 @@ from buildkit.recipe.schema import problems as schema_problems
 from buildkit.recipe.section import Context
 from buildkit.recipe.sections import SECTIONS
 from buildkit.recipe.yamlspan import load_with_spans
+
+#: The recipe's keys that can change neither a wheel nor its gate: editing them keeps built wheels the
+#: recipe's (:func:`build_digest`; ``publish --recipe`` takes them without a rebuild)
+NOT_BUILD_KEYS = frozenset({"publish", "smoke"})
 
 #: A recipe is a short YAML file: anything larger is refused before it is read into memory.
 MAX_RECIPE_BYTES = 2**20
@@ -104,4 +109,11 @@ def parse_recipe(text: str, *, path: Path, sha256: str | None = None) -> Recipe:
     fields: dict[str, Any] = {}
     for section in SECTIONS:
         fields.update(section.values(ctx.results[section.part]))
-    return Recipe(path=path, sha256=digest, spans=spans, **fields)
+    return Recipe(path=path, sha256=digest, build_sha256=build_digest(data), spans=spans, **fields)
+
+
+def build_digest(data: dict[str, Any]) -> str:
+    """The sha256 of what of a recipe can change its wheels or their gate: its data (YAML read, so comments
+    and layout do not count) without the :data:`NOT_BUILD_KEYS`, as sorted JSON."""
+    kept = {k: v for k, v in data.items() if k not in NOT_BUILD_KEYS}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()

@@ -28,6 +28,8 @@ from buildkit.recipe.yamlspan import Spans
 class Recipe:
     path: Path
     sha256: str
+    #: :func:`buildkit.recipe.load.build_digest`: the recipe less its ``publish:`` and ``smoke:``
+    build_sha256: str
     name: str
     source: Source
     version: VersionSpec
@@ -63,6 +65,16 @@ class Recipe:
     def display_path(self) -> str:
         """The recipe path as given to :func:`~buildkit.recipe.load.load_recipe` (used in messages)."""
         return str(self.path)
+
+    def record(self) -> dict[str, str]:
+        """The recipe as a wheel's manifest records it (``recipe``): its file, name, the file's sha256 and the
+        :attr:`build_sha256` that ``publish --recipe`` compares (:mod:`buildkit.manifest`)."""
+        return {
+            "name": self.name,
+            "file": self.path.name,
+            "sha256": self.sha256,
+            "build_sha256": self.build_sha256,
+        }
 
     def error(self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False) -> RecipeError:
         """A :class:`RecipeError` positioned at the value (or key) at JSON path ``at``."""

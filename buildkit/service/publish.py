@@ -62,21 +62,22 @@ def run_publish(
     echo: Echo = lambda _line: None,
     on_refused: OnRefused | None = None,
 ) -> PublishRun:
-    """Publish every wheel under ``dist`` to ``to`` or to ``recipe``'s publish target (exactly one:
-    UsageError), as :func:`buildkit.publish.run.publish` checks them. Each line of the log, scrubbed
-    of the environment's credentials, goes to ``echo`` and is appended to ``log_file``, which also
+    """Publish every wheel under ``dist`` to ``to``, else to ``recipe``'s publish target (neither:
+    UsageError); with ``recipe``, only wheels built from it (``refuse_for_recipe``), as
+    :func:`buildkit.publish.run.publish` checks them. Each line of the log, scrubbed of the environment's
+    credentials, goes to ``echo`` and is appended to ``log_file``, which also
     keeps the error when one is raised (``on_refused`` is called first for a PublishRefused).
     ``check_install`` (not on a dry run: UsageError): then ask pip and uv what they resolve from the
     published index beside ``pypi_url``, for every wheel published and, with a recipe, every job."""
     if check_install and dry_run:
         raise UsageError(CHECK_INSTALL_DRY_RUN)
-    if (to is None) == (recipe is None):
-        raise UsageError("give exactly one of --to TARGET or --recipe R")
-    loaded: Recipe | None = None
+    if to is None and recipe is None:
+        raise UsageError("give --to TARGET, --recipe R (its publish section), or both (the target of --to)")
+    loaded = load_recipe(str(recipe)) if recipe is not None else None
     if to is not None:
         target = parse_target(to, simple_url=simple_url)
     else:
-        loaded = load_recipe(str(recipe))
+        assert loaded is not None
         target = target_of(loaded, simple_url=simple_url)
     secrets = secrets_from(os.environ)
     with contextlib.ExitStack() as stack:

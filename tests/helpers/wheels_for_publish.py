@@ -189,7 +189,7 @@ def job_wheel(
                 "sha256": manifest.sha256_file(path),
                 "size": path.stat().st_size,
             },
-            "recipe": {"name": loaded.name, "file": recipe.name, "sha256": loaded.sha256},
+            "recipe": loaded.record(),
             "job": job.to_json(),
             "verdict": PASSING if verdict is None else verdict,
             "gate": gate_key(GateConfig.from_recipe_job(loaded, job)),

@@ -333,14 +333,20 @@ def test_up_to_date_only_for_the_same_recipe(h: Harness) -> None:
     assert again.status == "up-to-date"
     assert (again.gate, again.errors) == ("PASS", 0)
     assert len(h.builds) == 1
-    # the same rules, another recipe revision (a comment): rebuilt, so that its manifest records the
-    # recipe sha256 `publish --recipe` compares with
+    # another revision that cannot change the wheel or its gate (a comment, a smoke test): up to date, its
+    # manifest records the build digest `publish --recipe` compares with (issue 36)
     changed = h.tmp / "recipe.yaml"
-    changed.write_text(changed.read_text() + "# reviewed\n")
+    changed.write_text(changed.read_text() + "# reviewed\nsmoke:\n  - name: i\n    image: x/y\n")
     recipe2 = load_recipe(changed)
-    assert h.build(recipe2, expand(recipe2, env={}).jobs[0]).status == "passed"
+    assert recipe2.sha256 != recipe.sha256 and recipe2.build_sha256 == recipe.build_sha256
+    assert h.build(recipe2, expand(recipe2, env={}).jobs[0]).status == "up-to-date"
+    assert manifest.read(h.wheel_of())["recipe"]["build_sha256"] == recipe2.build_sha256  # type: ignore[arg-type]
+    # a revision that can (the environment of the build): rebuilt
+    changed.write_text(changed.read_text() + "env:\n  DEMO_FLAG: '1'\n")
+    recipe3 = load_recipe(changed)
+    assert h.build(recipe3, expand(recipe3, env={}).jobs[0]).status == "passed"
     assert len(h.builds) == 2
-    assert manifest.read(h.wheel_of())["recipe"]["sha256"] == recipe2.sha256  # type: ignore[arg-type]
+    assert manifest.read(h.wheel_of())["recipe"]["sha256"] == recipe3.sha256  # type: ignore[arg-type]
 
 
 def test_up_to_date_wheel_is_gated_again(h: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -366,7 +372,12 @@ def test_inputs_key_covers_recipe_gate_and_tools(h: Harness) -> None:
     tools = {"cibuildwheel": "3.1.4", "auditwheel": "6.4.2"}
 
     def key(**changes: Any) -> str:
-        values: dict[str, Any] = {"recipe_sha256": recipe.sha256, "gate": gate, "tools": tools, **changes}
+        values: dict[str, Any] = {
+            "recipe_sha256": recipe.build_sha256,
+            "gate": gate,
+            "tools": tools,
+            **changes,
+        }
         return inputs_key(job, "sha256:1", "digest", 1, True, **values)
 
     assert key() == key()
@@ -385,7 +396,7 @@ def test_gate_key_is_deterministic_and_ignores_the_path_as_typed(h: Harness) -> 
     assert recipe.display_path != other.display_path
     assert a == b
     assert a["size_limit"] == 20 * 1024 * 1024
-    assert a["recipe_sha256"] == recipe.sha256
+    assert a["recipe_sha256"] == recipe.build_sha256
 
 
 # --------------------------------------------------------------------------- 3: the engine dies

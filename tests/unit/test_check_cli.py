@@ -429,7 +429,8 @@ def test_recipe_job_passes_the_jobs_own_wheel_and_says_what_it_gated_against(
     assert code == 0, out + err
     assert "  verdict: PASS (0 error(s), 0 warning(s))" in out
     assert (
-        f"  gated as: job {REF_JOB} of {REFERENCE} (sha256 {recipe.sha256[:12]}); policy manylinux_2_41, "
+        f"  gated as: job {REF_JOB} of {REFERENCE} (build sha256 {recipe.build_sha256[:12]}); "
+        "policy manylinux_2_41, "
         "GLIBC<=2.41 GLIBCXX<=3.4.33 CXXABI<=1.3.15 GCC<=14.0.0, archs gfx908 gfx90a gfx942, "
         "ROCm 5.7 as debian-trixie packages it, "
         f"{len(job.exclude_globs)} exclude glob(s), size warn 100.0 MiB limit 20.0 MiB"
@@ -437,7 +438,7 @@ def test_recipe_job_passes_the_jobs_own_wheel_and_says_what_it_gated_against(
     assert f"({ref_wheel.stat().st_size / 1024:.1f} KiB, sha256 " in out  # not "(0.0 MiB"
     _, doc = run_json(capsys, str(ref_wheel), "--recipe", str(REFERENCE), "--job", REF_JOB)
     cfg = doc["wheels"][0]["config"]
-    assert (cfg["job"], cfg["recipe"], cfg["recipe_sha256"]) == (REF_JOB, str(REFERENCE), recipe.sha256)
+    assert (cfg["job"], cfg["recipe"], cfg["recipe_sha256"]) == (REF_JOB, str(REFERENCE), recipe.build_sha256)
     assert cfg["identity"] == {
         "name": "buildkit-refkernels",
         "version": job.version,

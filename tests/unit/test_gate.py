@@ -407,7 +407,7 @@ def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
     bare = GateConfig.from_job(job)
     assert cfg._replace(size_limit=None, identity=None) == bare._replace(size_limit=None, identity=None)
     assert cfg.identity is not None and bare.identity is not None
-    assert (cfg.identity.name, cfg.identity.recipe_sha256) == (recipe.name, recipe.sha256)
+    assert (cfg.identity.name, cfg.identity.recipe_sha256) == (recipe.name, recipe.build_sha256)
     assert cfg.identity._replace(name=None, recipe=None, recipe_sha256=None) == bare.identity
     assert GateConfig.from_recipe_job(recipe, job, size_limit=5).size_limit == 5  # overrides win
     assert "size" in rules(evaluate(report(elf(), size=21 * MiB), cfg))
@@ -523,9 +523,9 @@ def test_from_recipe_job_takes_the_identity_the_plan_gives() -> None:
         platform_tag="manylinux_2_28_x86_64",
         name="amd-aiter",
         recipe=recipe.display_path,
-        recipe_sha256=recipe.sha256,
+        recipe_sha256=recipe.build_sha256,
     )
-    assert to_data(cfg)["job"] == job.id and to_data(cfg)["recipe_sha256"] == recipe.sha256
+    assert to_data(cfg)["job"] == job.id and to_data(cfg)["recipe_sha256"] == recipe.build_sha256
     pure = named(report(), "amd_aiter-0.1.12.post2-py3-none-any.whl")
     v = evaluate(pure, cfg)
     assert {f.message.split(":")[0] for f in v.errors if f.rule == "job-identity"} == {

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -247,8 +247,74 @@ def test_cli_target_from_the_recipe(tmp_path: Path) -> None:
     result = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe))
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "recipes" / "site" / "index" / "simple" / "demo" / wheel.name).is_file()
-    both = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe), "--to", "x")
-    assert both.returncode == 2 and "exactly one of --to" in both.stderr
+    neither = run_cli("publish", str(tmp_path / "dist"))
+    assert neither.returncode == 2 and "give --to TARGET, --recipe R" in neither.stderr
+
+
+def test_recipe_and_to_take_the_configuration_from_the_recipe_and_the_target_from_the_flag(
+    tmp_path: Path,
+) -> None:
+    """Issue 36: `give exactly one of --to TARGET or --recipe R` refused the pair."""
+    recipe = tmp_path / "demo.yaml"
+    recipe.write_text(RECIPE)
+    wheel = job_wheel(tmp_path / "dist", recipe, "cp312-rocm6.4")
+    site = tmp_path / "elsewhere"
+    result = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe), "--to", str(site))
+    assert result.returncode == 0, result.stderr
+    assert (site / "simple" / "demo" / wheel.name).is_file()
+    assert not (tmp_path / "site").exists()  # the recipe's own directory was not the target
+    # the recipe still binds: another recipe's wheel is refused whatever the target
+    other = tmp_path / "other.yaml"
+    other.write_text(RECIPE.replace('base: "1.0"', 'base: "1.1"'))
+    refused = run_cli(
+        "publish", str(tmp_path / "dist"), "--recipe", str(other), "--to", str(site), "--dry-run"
+    )
+    assert refused.returncode == 10 and "was built from recipe demo.yaml" in refused.stderr
+
+
+@pytest.mark.parametrize(
+    ("edit", "binds"),
+    [
+        (lambda t: t.replace("directory: site/index", "directory: public"), True),
+        (
+            lambda t: (
+                t
+                + "smoke:\n  - name: imports\n    image: rocm-buildkit/debian-runtime\n    imports: [demo]\n"
+            ),
+            True,
+        ),
+        (lambda t: "# a comment\n" + t.replace("name: demo", "name:   demo"), True),
+        (lambda t: t.replace('python: ["3.12"]', 'python: ["3.12", "3.13"]'), False),
+        (lambda t: t.replace("policy: manylinux_2_28", "policy: manylinux_2_34"), False),
+    ],
+    ids=["publish", "smoke", "layout", "python", "policy"],
+)
+def test_an_edit_that_cannot_change_the_wheel_keeps_it_the_recipes(
+    tmp_path: Path, edit: Callable[[str], str], binds: bool
+) -> None:
+    """Issue 36: adding a publish: section to init's recipe refused the wheel built from it (`project tinyhip
+    was built from recipe rocm-buildkit.yaml (..., sha256 34a759fd9312), not from --recipe ...`)."""
+    recipe = tmp_path / "demo.yaml"
+    recipe.write_text(RECIPE)
+    job_wheel(tmp_path / "dist", recipe, "cp312-rocm6.4")
+    recipe.write_text(edit(RECIPE))
+    result = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe), "--dry-run")
+    if binds:
+        assert result.returncode == 0, result.stderr
+    else:
+        assert result.returncode == 10 and "not from --recipe" in result.stderr, result.stderr
+
+
+def test_a_manifest_of_an_older_build_binds_by_the_files_sha256(tmp_path: Path) -> None:
+    recipe = tmp_path / "demo.yaml"
+    recipe.write_text(RECIPE)
+    wheel = job_wheel(tmp_path / "dist", recipe, "cp312-rocm6.4")
+    data = json.loads(manifest_path(wheel).read_text())
+    del data["recipe"]["build_sha256"]
+    manifest_path(wheel).write_text(json.dumps(data))
+    recipe.write_text(RECIPE.replace("directory: site/index", "directory: public"))
+    result = run_cli("publish", str(tmp_path / "dist"), "--recipe", str(recipe), "--dry-run")
+    assert result.returncode == 10 and "not from --recipe" in result.stderr
 
 
 def test_recipe_target_kinds(tmp_path: Path) -> None:
