@@ -26,6 +26,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from buildkit.errors import UsageError
+from buildkit.policy import policies
 from buildkit.source.version import VersionDecision, decide_version
 
 if sys.version_info >= (3, 11):
@@ -220,6 +221,10 @@ class InitChoices:
     image: str
     policy: str
     pythons: tuple[str, ...]
+    #: the image's compatibility sysroot the policy needs (``manylinux.sysroot``); None: the image's glibc
+    sysroot: str | None = None
+    #: the runtime image profile of the smoke entry (``rocm-buildkit/NAME``); None: no runtime profile fits
+    runtime: str | None = None
 
 
 def default_pythons(
@@ -324,6 +329,8 @@ def render_recipe(project: Project, choices: InitChoices, source_path: str) -> t
         add("  # CMake reads the list from a variable: export: [cmake.define.GPU_TARGETS] (or -DGPU_TARGETS)")
     add("manylinux:")
     add(f"  policy: {choices.policy}")
+    if choices.sysroot is not None:
+        add(f"  sysroot: {choices.sysroot}  # the image's glibc is newer than every manylinux policy's")
     add("repair:")
     sets = ["rocm", "torch"] if project.needs_torch else ["rocm"]
     add(f"  exclude: {{sets: [{', '.join(sets)}]}}  # provided at run time, never grafted into the wheel")
@@ -372,7 +379,41 @@ def render_recipe(project: Project, choices: InitChoices, source_path: str) -> t
     if untranslated:
         add("# not translated from [tool.cibuildwheel]:")
         lines += [f"#   {u}" for u in untranslated]
+    lines += _smoke_and_publish(project, choices)
     return "\n".join(lines) + "\n", untranslated
+
+
+def import_name(project: Project) -> str:
+    """The module a wheel of ``project`` installs: its package folder (``NAME/`` or ``src/NAME/``) named like
+    the distribution, else the only top-level package of the tree, else the distribution's name."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", project.name or project.tree.resolve().name).lower()
+    packages = [
+        p.name
+        for base in (project.tree, project.tree / "src")
+        for p in sorted(base.glob("*/__init__.py"))
+        if p.parent.name.isidentifier() and p.parent.name not in ("tests", "test", "docs")
+        for p in [p.parent]
+    ]
+    if name in packages or not packages:
+        return name
+    return packages[0] if len(packages) == 1 else name
+
+
+def _smoke_and_publish(project: Project, choices: InitChoices) -> list[str]:
+    """A smoke entry (the wheel imported in the runtime image) and a publish section (a static index)."""
+    out = []
+    if choices.runtime is not None:
+        out += [
+            "smoke:  # `buildkit smoke DIST --recipe THIS-FILE`: each wheel installed in a runtime container",
+            "  - name: import",
+            f"    image: rocm-buildkit/{choices.runtime}  # made by `buildkit image build {choices.runtime}`",
+            f"    imports: [{import_name(project)}]",
+        ]
+    out += [
+        "publish:  # `buildkit publish DIST --recipe THIS-FILE`: a static PEP 503 index beside this file",
+        "  directory: site/index  # or index: https://your.index/ (a server), pypi: true (no local label)",
+    ]
+    return out
 
 
 # --------------------------------------------------------------------------- defaults and writing
@@ -400,8 +441,43 @@ def default_choices(project: Project, image: str = DEFAULT_IMAGE) -> InitChoices
     glibc = getattr(profile, "glibc", None)
     m = re.match(r"^manylinux_(\d+)_(\d+)", image)
     policy = f"manylinux_{glibc.replace('.', '_')}" if glibc else (m.group(0) if m else "manylinux_2_28")
-    pythons = default_pythons(project, cibuildwheel_pythons(), getattr(profile, "pythons", None))
-    return InitChoices(rocm=(rocm,), archs=archs, image=image, policy=policy, pythons=pythons)
+    known = {p.name for p in policies()}
+    sysroot = None
+    if policy not in known:  # a glibc newer than every policy: the image's oldest sysroot that has one
+        fitting = sorted((s for s in profile.sysroots.values() if s.policy in known), key=lambda s: s.glibc)
+        if fitting:
+            sysroot, policy = fitting[0].name, fitting[0].policy
+    runtime = runtime_profile(image, rocm)
+    provided = getattr(profile, "pythons", None)
+    ran = profiles.get_profile(runtime).pythons if runtime is not None else None
+    if (
+        ran
+    ):  # the smoke test installs each wheel in the runtime image: its CPythons, where the builder has them
+        provided = tuple(p for p in provided or ran if p in ran) or provided
+    pythons = default_pythons(project, cibuildwheel_pythons(), provided)
+    return InitChoices(
+        rocm=(rocm,),
+        archs=archs,
+        image=image,
+        policy=policy,
+        pythons=pythons,
+        sysroot=sysroot,
+        runtime=runtime,
+    )
+
+
+def runtime_profile(image: str, rocm: str) -> str | None:
+    """The runtime profile a smoke test of ``image``'s wheels runs in: ``IMAGE-runtime``, else the first
+    runtime profile without torch that names ROCm ``rocm`` among its releases, else one that names none (a
+    distribution's own); None when none fits."""
+    from buildkit import profiles
+
+    runtimes = {n: p for n, p in profiles.PROFILES.items() if p.role == "runtime" and "torch" not in n}
+    if f"{image}-runtime" in runtimes:
+        return f"{image}-runtime"
+    named = [n for n, p in sorted(runtimes.items()) if rocm in (p.rocm_releases or ())]
+    unnamed = [n for n, p in sorted(runtimes.items()) if p.rocm_releases is None]
+    return (named + unnamed + [None])[0]
 
 
 def write_recipe(project: Project, choices: InitChoices, output: Path, *, force: bool = False) -> list[str]:

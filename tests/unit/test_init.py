@@ -21,7 +21,9 @@ from buildkit.cli import COMMANDS, cli, main
 from buildkit.cli import init as init_cli
 from buildkit.plan.expansion import expand
 from buildkit.plan.source_version import check_source_version
+from buildkit.profiles import PROFILES, builder_names
 from buildkit.recipe import load_recipe
+from tests.helpers.wheels_for_publish import job_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 REGEN = os.environ.get("BUILDKIT_REGEN_GOLDEN") == "1"
@@ -230,3 +232,37 @@ def test_no_help_text_points_at_a_repository_file() -> None:
         flat = " ".join(text.split())
         for repo_only in ("docs/", "bench/", "buildkit/rocm/", "buildkit/schema/", ".md"):
             assert repo_only not in flat, f"{path} --help mentions {repo_only}: {flat}"
+
+
+@pytest.mark.parametrize("image", builder_names())
+def test_init_writes_a_smoke_entry_and_a_publish_section_that_plan(tmp_path: Path, image: str) -> None:
+    """Issue 36: a recipe from init had neither, so the quick start's `publish --recipe` ended in `has no
+    publish section: pass --to`; on debian-sid-rocm init wrote manylinux_2_43, unknown to auditwheel."""
+    _project(tmp_path, SCM)
+    proc = _cli("init", "proj", "--image", image, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    recipe = load_recipe(tmp_path / "proj" / "rocm-buildkit.yaml")
+    assert recipe.publish is not None and recipe.publish.kind == "directory"
+    (smoke,) = recipe.smoke
+    runtime = PROFILES[smoke.image.removeprefix("rocm-buildkit/")]
+    assert runtime.role == "runtime" and smoke.imports == ("scm_ext",)
+    assert set(recipe.rocm) <= set(runtime.rocm_releases or recipe.rocm)
+    assert set(recipe.python) <= set(runtime.pythons or recipe.python)  # each wheel can be smoke-tested
+    sysroots = PROFILES[image].sysroots
+    if recipe.manylinux.sysroot is not None:
+        assert recipe.manylinux.policy == sysroots[recipe.manylinux.sysroot].policy
+    plan = _cli("plan", str(tmp_path / "proj" / "rocm-buildkit.yaml"), cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+
+
+def test_publish_dry_run_works_on_inits_recipe(tmp_path: Path) -> None:
+    project = _project(tmp_path, SCM)
+    assert _cli("init", ".", "--image", "debian-sid-rocm", cwd=project).returncode == 0
+    recipe = project / "rocm-buildkit.yaml"
+    assert "sysroot: glibc2.31" in recipe.read_text()
+    wheel = job_wheel(project / "dist", recipe, expand(load_recipe(recipe)).jobs[0].id)
+    dry = _cli("publish", "dist", "--recipe", "rocm-buildkit.yaml", "--dry-run", cwd=project)
+    assert dry.returncode == 0, dry.stderr
+    real = _cli("publish", "dist", "--recipe", "rocm-buildkit.yaml", cwd=project)
+    assert real.returncode == 0, real.stderr
+    assert (project / "site" / "index" / "simple" / "scm-ext" / wheel.name).is_file()
