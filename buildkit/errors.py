@@ -106,6 +106,8 @@ class RecipeError(BuildkitError):
         self.detail = message
         #: every problem found in one run, sorted by position (this error first): :meth:`combine`
         self.problems: tuple[RecipeError, ...] = (self,)
+        #: a recipe loader's ``PartialRecipe``: what of the recipe did load (None: nothing, or not a load)
+        self.partial: object | None = None
 
     @property
     def position(self) -> tuple[int, int]:

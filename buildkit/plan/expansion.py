@@ -126,13 +126,10 @@ def _base_version(recipe: Recipe) -> str:
 
 def _releases(recipe: Recipe) -> dict[str, rocm_data.RocmRelease]:
     """The data of every pinned ROCm release; an unknown one is a recipe error at its position."""
-    releases = {}
-    for i, rel in enumerate(recipe.rocm):
-        try:
-            releases[rel] = rocm_data.get_release(rel)
-        except BuildkitError as exc:
-            raise recipe.error(f"rocm[{i}]: {exc}", ("rocm", i)) from None
-    return releases
+    problems = feasibility.release_problems(recipe, recipe.rocm)
+    if problems:  # with what the image cannot build: every problem at once
+        raise RecipeError.combine([*problems, *feasibility.image_problems(recipe)])
+    return {rel: rocm_data.get_release(rel) for rel in recipe.rocm}
 
 
 def _profile_toolchain(recipe: Recipe, rocm: str) -> str | None:

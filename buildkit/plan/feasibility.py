@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from buildkit import policy as mlpolicy
 from buildkit import profiles
-from buildkit.errors import RecipeError, UsageError
+from buildkit.errors import BuildkitError, RecipeError, UsageError
 from buildkit.plan.models import Job
-from buildkit.recipe import Recipe
+from buildkit.recipe import ImageSpec, Manylinux, PartialRecipe, Recipe
+from buildkit.recipe.yamlspan import Path as JsonPath
 from buildkit.rocm import data as rocm_data
 from buildkit.rocm import install as rocm_install
 
@@ -46,21 +47,62 @@ def _glibc_tuple(version: str | None) -> tuple[int, ...] | None:
     return mlpolicy.version_tuple(version) if version else None
 
 
+class Locator(Protocol):
+    """What positions a problem in the recipe: a :class:`Recipe`, or the ``PartialRecipe`` of one that
+    failed to load."""
+
+    def error(
+        self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False
+    ) -> RecipeError: ...
+
+
 def image_problems(recipe: Recipe) -> list[RecipeError]:
     """Each ROCm release, Python and policy of ``recipe`` its image profile does not provide, as a
     :class:`RecipeError` at the recipe's value (none when the image is not a profile)."""
-    name = recipe.image.profile
+    return problems_of_image(recipe, recipe.image, recipe.rocm, recipe.python, recipe.manylinux)
+
+
+def release_problems(recipe: Locator, rocm: Sequence[str]) -> list[RecipeError]:
+    """Each ROCm release buildkit has no data for, at its position."""
+    problems = []
+    for i, rel in enumerate(rocm):
+        try:
+            rocm_data.get_release(rel)
+        except BuildkitError as exc:
+            problems.append(recipe.error(f"rocm[{i}]: {exc}", ("rocm", i)))
+    return problems
+
+
+def partial_problems(partial: PartialRecipe) -> list[RecipeError]:
+    """The checks after loading, on what of a recipe that failed to load did load: its unknown ROCm
+    releases, and what its image does not provide (when the image, releases, Pythons and policy loaded)."""
+    problems = release_problems(partial, partial.rocm) if partial.rocm is not None else []
+    p = partial
+    if p.image is not None and p.rocm is not None and p.python is not None and p.manylinux is not None:
+        problems += problems_of_image(p, p.image, p.rocm, p.python, p.manylinux)
+    return problems
+
+
+def problems_of_image(
+    recipe: Locator,
+    image: ImageSpec,
+    rocm_releases: Sequence[str],
+    python_versions: Sequence[str],
+    manylinux: Manylinux,
+) -> list[RecipeError]:
+    """:func:`image_problems` of the parts given (``recipe`` positions them)."""
+    name = image.profile
     if name is None:
         return []
     try:
         profile = profiles.get_profile(name)
     except (UsageError, OSError):  # the recipe loader reports an unknown profile itself
         return []
-    where = recipe.image.label
+    where = image.label
     problems: list[RecipeError] = []
     releases = _provided_releases(profile)
     if releases is not None:
-        for i, rocm in enumerate(recipe.rocm):
+        for i, rocm in enumerate(rocm_releases):
             if _release_of(rocm) not in {_release_of(r) for r in releases}:
                 problems.append(
                     recipe.error(
@@ -72,7 +114,7 @@ def image_problems(recipe: Recipe) -> list[RecipeError]:
                 )
     pythons: tuple[str, ...] | None = _declared(profile, "pythons")
     if pythons is not None:
-        for i, python in enumerate(recipe.python):
+        for i, python in enumerate(python_versions):
             if python not in pythons:
                 problems.append(
                     recipe.error(
@@ -82,7 +124,7 @@ def image_problems(recipe: Recipe) -> list[RecipeError]:
                         or f"build for {', '.join(pythons)}, or give an image that provides {python}",
                     )
                 )
-    policy_problem = _policy_problem(recipe, profile)
+    policy_problem = _policy_problem(recipe, image, manylinux, profile)
     if policy_problem is not None:
         problems.append(policy_problem)
     return problems
@@ -109,21 +151,20 @@ def _profiles_providing(field: str, value: str, besides: str) -> str | None:
     return f"image {' or '.join(found)} provides it"
 
 
-def _policy_problem(recipe: Recipe, profile: profiles.Profile) -> RecipeError | None:
+def _policy_problem(
+    recipe: Locator, image: ImageSpec, manylinux: Manylinux, profile: profiles.Profile
+) -> RecipeError | None:
     """A policy older than the glibc the build links against: the image's, or the compatibility
     sysroot's the recipe selects (``manylinux.sysroot``). auditwheel repair cannot make a wheel older;
     the hint names a sysroot of the image that fits, when there is one."""
     glibc: str | None = _declared(profile, "glibc")
     carried: dict[str, Any] = dict(_declared(profile, "sysroots", {}))
-    chosen = recipe.manylinux.sysroot
-    what = f"image {recipe.image.label}"
+    chosen = manylinux.sysroot
+    what = f"image {image.label}"
     if chosen is not None and chosen in carried:
-        glibc, what = (
-            _declared(carried[chosen], "glibc"),
-            f"the sysroot {chosen} of image {recipe.image.label}",
-        )
+        glibc, what = (_declared(carried[chosen], "glibc"), f"the sysroot {chosen} of image {image.label}")
     built_with = _glibc_tuple(glibc)
-    policy = recipe.manylinux.policy
+    policy = manylinux.policy
     try:
         policy_glibc = mlpolicy.get_policy(policy).ceilings().get("GLIBC")
     except UsageError:
@@ -132,16 +173,22 @@ def _policy_problem(recipe: Recipe, profile: profiles.Profile) -> RecipeError | 
     if built_with is None or wanted is None or wanted >= built_with:
         return None
     fitting = [n for n, s in carried.items() if (_glibc_tuple(_declared(s, "glibc")) or (99,)) <= wanted]
+    known = {p.name for p in mlpolicy.policies()}
+    own = f"manylinux_{str(glibc).replace('.', '_')}"
+    newer = f"choose the policy {own}" if own in known else ""  # never one auditwheel does not know
     if chosen is None and fitting:
-        hint = (
-            f"set manylinux.sysroot: {fitting[0]} (host code compiled against its older glibc), or choose a "
-            f"policy of glibc {glibc} or newer"
-        )
+        hint = f"set manylinux.sysroot: {fitting[0]} (host code compiled against its older glibc)"
+        hint += f", or {newer}" if newer else ""
     else:
-        hint = (
-            f"choose a policy of glibc {glibc} or newer (manylinux_{str(glibc).replace('.', '_')}), or an "
-            "image whose glibc is that old"
+        # the image's oldest sysroot whose glibc a policy auditwheel knows covers: its policy then
+        usable = sorted(
+            (s for n, s in carried.items() if n != chosen and _declared(s, "policy") in known),
+            key=lambda s: _glibc_tuple(_declared(s, "glibc")) or (99,),
         )
+        options = [f"set manylinux.sysroot: {s.name} and manylinux.policy: {s.policy}" for s in usable[:1]]
+        options += [newer] if newer else []
+        options.append(f"build on an image whose glibc is {policy_glibc} or older")
+        hint = ", or ".join(options)
         if chosen is not None:  # what a sysroot cannot give
             hint += (
                 f" (the sysroot gives at most its glibc {glibc}: {policy} needs glibc {policy_glibc}'s own "

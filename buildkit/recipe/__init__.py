@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from buildkit.recipe.environment import RESERVED_ENV, ReservedEnv
 from buildkit.recipe.load import MAX_RECIPE_BYTES, load_recipe, parse_recipe
-from buildkit.recipe.model import Recipe
+from buildkit.recipe.model import PartialRecipe, Recipe
 from buildkit.recipe.sections.archs import ArchSpec
 from buildkit.recipe.sections.gate import GateRules
 from buildkit.recipe.sections.hooks import Hooks
@@ -51,6 +51,7 @@ __all__ = [
     "ImageSpec",
     "Manylinux",
     "Matrix",
+    "PartialRecipe",
     "Publish",
     "Recipe",
     "ReservedEnv",

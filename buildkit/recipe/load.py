@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from buildkit.errors import RecipeError
-from buildkit.recipe.model import Recipe
+from buildkit.recipe.model import PartialRecipe, Recipe
 from buildkit.recipe.schema import problems as schema_problems
 from buildkit.recipe.section import Context
 from buildkit.recipe.sections import SECTIONS
@@ -105,7 +105,14 @@ def parse_recipe(text: str, *, path: Path, sha256: str | None = None) -> Recipe:
     if ctx.problems or ctx.unusable:
         if not ctx.problems:  # pragma: no cover - the schema reports what makes a key unusable
             raise AssertionError(f"unusable recipe keys without a problem: {sorted(ctx.unusable)}")
-        raise RecipeError.combine(ctx.problems)
+        error = RecipeError.combine(ctx.problems)
+        loaded: dict[str, Any] = {}
+        for section in SECTIONS:
+            if section.part in ctx.results and section.part not in ctx.failed:
+                loaded.update(section.values(ctx.results[section.part]))
+        kept = {k: loaded[k] for k in ("rocm", "python", "image", "manylinux") if loaded.get(k) is not None}
+        error.partial = PartialRecipe(path=path, spans=spans, **kept)
+        raise error
     fields: dict[str, Any] = {}
     for section in SECTIONS:
         fields.update(section.values(ctx.results[section.part]))

@@ -101,3 +101,28 @@ class Recipe:
         if axis == "torch":
             return tuple(t.series for t in self.torch)
         return dict(self.matrix.axes)[axis]
+
+
+@dataclass(frozen=True)
+class PartialRecipe:
+    """What the sections of a recipe that failed to load gave (the :class:`RecipeError`'s ``partial``): the
+    checks that come after loading (the ROCm data, what the image provides) run on the parts that loaded, so
+    that ``plan`` reports every mistake in one run (:func:`buildkit.service.plan.load_plan`). A field is None
+    where its section failed."""
+
+    path: Path
+    spans: Spans = field(repr=False)
+    rocm: tuple[str, ...] | None = None
+    python: tuple[str, ...] | None = None
+    image: ImageSpec | None = None
+    manylinux: Manylinux | None = None
+
+    @property
+    def display_path(self) -> str:
+        return str(self.path)
+
+    def error(self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False) -> RecipeError:
+        """A :class:`RecipeError` positioned as :meth:`Recipe.error` positions it."""
+        pos = self.spans.key(at) if key else self.spans.value(at)
+        line, column = pos if pos else (None, None)
+        return RecipeError(message, file=self.display_path, line=line, column=column, hint=hint)

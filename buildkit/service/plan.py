@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
+from buildkit.plan.feasibility import partial_problems
 from buildkit.plan.from_image import CeilingsReader
 from buildkit.plan.models import Job, Plan
 from buildkit.plan.source_version import with_source_version
-from buildkit.recipe import Recipe, load_recipe
+from buildkit.recipe import PartialRecipe, Recipe, load_recipe
 
 
 def image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
@@ -67,8 +69,17 @@ def load_plan(
     ceilings_reader: Reader = "images",
 ) -> LoadedPlan:
     """The recipe at ``recipe_path`` (a :class:`~buildkit.errors.RecipeError` at ``file:line:col``)
-    and its plan (:func:`plan_of`)."""
-    recipe = load_recipe(recipe_path)
+    and its plan (:func:`plan_of`). A recipe that fails to load gets the plan's own checks on what of it
+    did load too (its ROCm releases, what its image provides): every mistake in one run."""
+    try:
+        recipe = load_recipe(recipe_path)
+    except RecipeError as exc:
+        if not isinstance(exc.partial, PartialRecipe):
+            raise
+        more = partial_problems(exc.partial)
+        if not more:
+            raise
+        raise RecipeError.combine([exc, *more]) from None
     return LoadedPlan(recipe, plan_of(recipe, cli_archs=cli_archs, env=env, ceilings_reader=ceilings_reader))
 
 

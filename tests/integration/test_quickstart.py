@@ -7,9 +7,7 @@ of the README plans as it is."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -18,61 +16,24 @@ import yaml
 
 from buildkit.recipe import load_recipe
 from buildkit.source.tree import fetch_archive
+from tests.helpers.quickstart import ROOT, installed_venv, readme, readme_section, venv_env
 
-ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = readme()
 
 pytestmark = pytest.mark.slow
 
 
 def _section(title: str, fence: str) -> str:
-    start = README.index(f"## {title}")
-    body = README.index(f"```{fence}\n", start) + len(fence) + 4
-    return README[body : README.index("```\n", body)]
+    return readme_section(title, fence)
 
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with rocm-buildkit installed from the wheel this tree builds."""
-    where = tmp_path_factory.mktemp("quickstart")
-    # a copy of what the wheel is made of: the build leaves build/ and *.egg-info beside its input
-    tree = where / "tree"
-    for name in ("buildkit", "docker"):
-        shutil.copytree(ROOT / name, tree / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, tree / name)
-    wheels = where / "wheels"
-    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # nothing of this checkout
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", str(tree), "-w", str(wheels)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=clean,
-        cwd=where,
-        timeout=600,
-    )
-    assert built.returncode == 0, built.stderr
-    (wheel,) = wheels.glob("rocm_buildkit-*.whl")
-    env_dir = where / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(env_dir)], check=True, timeout=300, env=clean)
-    installed = subprocess.run(
-        [str(env_dir / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=clean,
-        cwd=where,
-        timeout=900,
-    )
-    assert installed.returncode == 0, installed.stderr
-    assert (env_dir / "bin" / "buildkit").is_file(), installed.stdout
-    return env_dir
+    return installed_venv(tmp_path_factory.mktemp("quickstart"))
 
 
 def _buildkit(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTORCH_ROCM_ARCH", "GPU_ARCHS")}
-    env["PATH"] = f"{venv / 'bin'}:{env['PATH']}"
+    env = venv_env(venv)
     return subprocess.run(
         ["buildkit", *args],
         capture_output=True,

@@ -158,7 +158,7 @@ def test_a_policy_older_than_the_images_glibc(tmp_path: Path, declared: None) ->
             7,
             "manylinux.policy: image manylinux_2_28-rocm builds against glibc 2.28; a manylinux_2_17 wheel "
             "needs glibc 2.17 at most, and auditwheel repair cannot lower it",
-            "choose a policy of glibc 2.28 or newer (manylinux_2_28), or an image whose glibc is that old",
+            "choose the policy manylinux_2_28, or build on an image whose glibc is 2.17 or older",
         )
     ]
     assert _plan(tmp_path, manylinux="{policy: manylinux_2_28}", image="manylinux_2_28-rocm").jobs
@@ -193,6 +193,67 @@ def test_a_sysroot_old_enough_allows_the_policy(tmp_path: Path, declared: None) 
         "manylinux_2_28 wheel needs glibc 2.28 at most, and auditwheel repair cannot lower it"
     ]
     assert "the sysroot gives at most its glibc 2.31" in got[0][2]
+
+
+def test_the_policy_hint_names_the_sysroot_that_fits_never_an_unknown_policy(tmp_path: Path) -> None:
+    """Issue 36: debian-sid-rocm (glibc 2.43) for manylinux_2_28 hinted `choose a policy of glibc 2.43 or
+    newer (manylinux_2_43)`, a policy auditwheel does not know, and never `manylinux.sysroot: glibc2.31`,
+    which fixes it. The real profile, as this tree ships it."""
+    sid = profiles.get_profile("debian-sid-rocm")
+    assert sid.glibc == "2.43" and sid.sysroots["glibc2.31"].policy == "manylinux_2_31"
+    ((_, detail, hint),) = _problems(tmp_path, python='["3.13"]', rocm='["7.2"]', image="debian-sid-rocm")
+    assert "builds against glibc 2.43; a manylinux_2_28 wheel needs glibc 2.28 at most" in detail
+    assert hint == (
+        "set manylinux.sysroot: glibc2.31 and manylinux.policy: manylinux_2_31, or build on an image whose "
+        "glibc is 2.28 or older"
+    )
+    assert "manylinux_2_43" not in hint  # auditwheel has no such policy
+    # the fix the hint gives plans
+    fixed = _plan(
+        tmp_path,
+        python='["3.13"]',
+        rocm='["7.2"]',
+        image="debian-sid-rocm",
+        manylinux="{policy: manylinux_2_31, sysroot: glibc2.31}",
+    )
+    assert [j.policy for j in fixed.jobs] == ["manylinux_2_31"]
+
+
+def test_every_recipe_mistake_in_one_plan_run(tmp_path: Path) -> None:
+    """Issue 36: `locl:`, `gfx9420`, ROCm "6.9" and Python "3.10" on debian-sid-rocm took three plan runs
+    (schema errors first, then the ROCm release, then the image's Pythons and policy); one run lists all."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "r.yaml").write_text(
+        _text(
+            version='{base: "1.0", locl: "rocm{rocm}"}',
+            python='["3.10"]',
+            rocm='["6.9"]',
+            archs="{list: [gfx9420]}",
+            image="debian-sid-rocm",
+        )
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "buildkit", "plan", "r.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 3
+    lines = proc.stderr.splitlines()
+    assert lines[-1] == "r.yaml: 6 problems"
+    errors = [line.split(": error: ")[1] for line in lines if ": error: " in line]
+    assert errors == [
+        "unknown key 'locl' in version",
+        "python[0]: image debian-sid-rocm provides CPython 3.11, 3.13, 3.14, 3.15, not 3.10",
+        "rocm[0]: no data for ROCm 6.9 (known releases: 5.2, 5.7, 6.0, 6.1, 6.2, 6.3, 6.4, 7.0, 7.1, 7.2)",
+        "rocm[0]: image debian-sid-rocm provides ROCm 6.4, 7.2, not 6.9",
+        "archs.list[0]: gfx9420 is not an AMDGPU processor",
+        "manylinux.policy: image debian-sid-rocm builds against glibc 2.43; a manylinux_2_28 wheel needs "
+        "glibc 2.28 at most, and auditwheel repair cannot lower it",
+    ]
 
 
 def test_all_image_problems_at_once(tmp_path: Path, declared: None) -> None:
