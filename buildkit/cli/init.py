@@ -1,21 +1,99 @@
 """``buildkit init [PATH]``: a commented recipe for an existing project (logic in
-:mod:`buildkit.source.project`)."""
+:mod:`buildkit.source.project`).
+
+Every choice is checked before anything is written, naming the flag or the prompt it came from: a ROCm
+release buildkit has data for and the image provides, GPU archs that are AMDGPU processors. On a terminal
+a bad answer is asked again; an existing recipe file is refused before any question. A project that fixes
+its version gets one ROCm release (wheels of several would share one file name), with a comment why. The
+recipe is planned before it is written: init never writes a recipe ``plan`` refuses."""
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from buildkit.source.project import DEFAULT_IMAGE, default_choices, read_project, write_recipe
-from buildkit.targets import split_arch_list
+from buildkit import profiles
+from buildkit import rocm as rocm_data
+from buildkit.errors import ArchError, RecipeError, UsageError
+from buildkit.plan.expansion import expand
+from buildkit.plan.feasibility import provided_releases
+from buildkit.recipe import Recipe
+from buildkit.source.project import (
+    DEFAULT_IMAGE,
+    default_choices,
+    network_hooks,
+    read_project,
+    write_recipe,
+)
+from buildkit.targets import parse_target_id, split_arch_list
 
 
 def _interactive() -> bool:
     """Whether to ask: only when a person is at stdin."""
     return sys.stdin.isatty()
+
+
+def _releases(image: str) -> Callable[[str, str], tuple[str, ...]]:
+    def check(text: str, where: str) -> tuple[str, ...]:
+        values = tuple(r.strip() for r in text.split(",") if r.strip())
+        if not values:
+            raise UsageError(f"{where}: give at least one ROCm release")
+        provided = provided_releases(profiles.get_profile(image))
+        for value in values:
+            try:
+                rocm_data.get_release(value)
+            except rocm_data.UnknownRelease as exc:
+                raise UsageError(f"{where} {value}: {exc}") from None
+            if provided is not None and value not in provided:
+                raise UsageError(f"{where} {value}: image {image} provides ROCm {', '.join(provided)}")
+        return values
+
+    return check
+
+
+def _archs(text: str, where: str) -> tuple[str, ...]:
+    values = split_arch_list(text)
+    if not values:
+        raise UsageError(f"{where}: give at least one GPU arch, e.g. gfx942")
+    try:
+        return tuple(str(parse_target_id(v)) for v in values)
+    except ArchError as exc:
+        raise UsageError(f"{where}: {exc.message}") from None
+
+
+def _choose(
+    given: str | None,
+    flag: str,
+    prompt: str,
+    default: tuple[str, ...],
+    check: Callable[[str, str], tuple[str, ...]],
+) -> tuple[str, ...]:
+    """The flag's value, else on a terminal the answer (asked again until it passes ``check``), else
+    ``default``."""
+    if given is not None:
+        return check(given, flag)
+    if not _interactive():
+        return default
+
+    def answer(text: str) -> tuple[str, ...]:
+        try:
+            return check(text, prompt)
+        except UsageError as exc:  # click.prompt prints a click.UsageError's message and asks again
+            raise click.UsageError(exc.message) from None
+
+    chosen: tuple[str, ...] = click.prompt(prompt, default=",".join(default), err=True, value_proc=answer)
+    return chosen
+
+
+def _plan_accepts(recipe: Recipe) -> None:
+    try:
+        expand(recipe, env={})
+    except RecipeError as exc:  # a bug of init's: its choices were checked
+        raise UsageError(f"init would write a recipe that plan refuses:\n{exc.message}") from None
 
 
 @click.command("init")
@@ -43,20 +121,34 @@ def init(
     build-frontend, build become recipe keys; the others are named in the recipe). Asks for the
     ROCm releases and archs on a terminal; asks nothing when stdin is not a terminal.
     """
-    project = read_project(path)
-    choices = default_choices(project, image)
-    if rocm is None and _interactive():
-        rocm = click.prompt("ROCm releases", default=",".join(choices.rocm), err=True)
-    if archs is None and _interactive():
-        archs = click.prompt("GPU archs", default=",".join(choices.archs), err=True)
-    if rocm:
-        choices = dataclasses.replace(choices, rocm=tuple(r.strip() for r in rocm.split(",") if r.strip()))
-    if archs:
-        choices = dataclasses.replace(choices, archs=tuple(split_arch_list(archs)))
     target = output if output is not None else path / "rocm-buildkit.yaml"
-    untranslated = write_recipe(project, choices, target, force=force)
+    if target.exists() and not force:  # before any question
+        raise UsageError(f"{target} exists: give another --output, or --force to replace it")
+    project = read_project(path)
+    choices = default_choices(project, profiles.get_profile(image).name)
+    releases = _choose(rocm, "--rocm", "ROCm releases", choices.rocm, _releases(image))
+    note = None
+    if project.version.kind == "fixed" and len(releases) > 1:
+        note = (
+            f"ROCm {releases[-1]} only: the project fixes its version ({project.version.where}), so "
+            f"wheels of {', '.join(releases)} would share one file name; make the build read "
+            "BUILDKIT_VERSION for several"
+        )
+        click.echo(f"buildkit init: {note}", err=True)
+        releases = releases[-1:]
+    choices = dataclasses.replace(choices, rocm=releases, rocm_note=note)
+    choices = dataclasses.replace(
+        choices, archs=_choose(archs, "--archs", "GPU archs", choices.archs, _archs)
+    )
+    untranslated = write_recipe(project, choices, target, force=force, check=_plan_accepts)
     click.echo(f"wrote {target} for {project.name or path.resolve().name} ({project.version.how})", err=True)
     for option in untranslated:
         click.echo(f"buildkit init: not translated from [tool.cibuildwheel]: {option}", err=True)
+    for command in network_hooks(project):
+        click.echo(
+            f"buildkit init: warning: {command!r} downloads, and the build container has no network: "
+            "set network: true, or install system packages with image.packages",
+            err=True,
+        )
     click.echo(f"next: buildkit plan {target}", err=True)
     click.echo(str(target))

@@ -28,7 +28,7 @@ from buildkit.rocm import data as rocm_data
 from buildkit.rocm import install as rocm_install
 
 
-def _provided_releases(profile: profiles.Profile) -> tuple[str, ...] | None:
+def provided_releases(profile: profiles.Profile) -> tuple[str, ...] | None:
     """The ROCm releases ``profile`` provides; None when it does not say (any release)."""
     if profile.rocm_releases is not None:
         return profile.rocm_releases
@@ -100,7 +100,7 @@ def problems_of_image(
         return []
     where = image.label
     problems: list[RecipeError] = []
-    releases = _provided_releases(profile)
+    releases = provided_releases(profile)
     if releases is not None:
         for i, rocm in enumerate(rocm_releases):
             if _release_of(rocm) not in {_release_of(r) for r in releases}:
@@ -143,7 +143,7 @@ def _profiles_providing(field: str, value: str, besides: str) -> str | None:
     for other in profiles.PROFILES.values():
         if other.name == besides or _declared(other, "role", "builder") != "builder":
             continue
-        declared = _provided_releases(other) if field == "rocm_releases" else _declared(other, "pythons")
+        declared = provided_releases(other) if field == "rocm_releases" else _declared(other, "pythons")
         if declared is not None and value in declared:
             found.append(other.name)
     if not found:

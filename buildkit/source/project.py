@@ -16,10 +16,10 @@ import ast
 import configparser
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -28,6 +28,9 @@ from packaging.utils import canonicalize_name
 from buildkit.errors import UsageError
 from buildkit.policy import policies
 from buildkit.source.version import VersionDecision, decide_version
+
+if TYPE_CHECKING:
+    from buildkit.recipe import Recipe
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -65,6 +68,10 @@ CIBW_TRANSLATION: Mapping[str, tuple[str | None, str]] = {
     "overrides": (None, "write the jobs' differences as matrix axes or exclude rules"),
 }
 _INSTALLERS = re.compile(r"\b(yum|dnf|apt-get|apt)\s+(-\S+\s+)*install\b")
+#: a hook command that downloads: the build container of a hermetic build (``network: false``) has no network
+_DOWNLOADS = re.compile(
+    r"\b(curl|wget|git\s+clone|(pip|pip3|uv\s+pip)\s+install|conda\s+install)\b|" + _INSTALLERS.pattern
+)
 _CP = re.compile(r"\bcp3(\d+)")
 
 
@@ -225,6 +232,8 @@ class InitChoices:
     sysroot: str | None = None
     #: the runtime image profile of the smoke entry (``rocm-buildkit/NAME``); None: no runtime profile fits
     runtime: str | None = None
+    #: why ``rocm`` is not what was asked for (a comment in the recipe)
+    rocm_note: str | None = None
 
 
 def default_pythons(
@@ -320,6 +329,8 @@ def render_recipe(project: Project, choices: InitChoices, source_path: str) -> t
             add('  local: "rocm{rocm}"')
     add(f"python: {_yaml_list(choices.pythons)}")
     add(f"rocm: {_yaml_list(choices.rocm)}  # `buildkit rocm ls`: releases, their archs and torch indexes")
+    if choices.rocm_note:
+        add(f"# {choices.rocm_note}")
     if project.needs_torch:
         add("# torch is a build requirement: pin it per job (index_url for a ROCm torch), e.g.")
         add('# torch: [{version: "2.9", index_url: "https://download.pytorch.org/whl/rocm6.4"}]')
@@ -346,6 +357,8 @@ def render_recipe(project: Project, choices: InitChoices, source_path: str) -> t
                 add(f"{key}: {_yaml_list(commands)}  # {option}")
                 if key == "before_all" and any(_INSTALLERS.search(c) for c in commands):
                     add("# system packages: once into the image with image: {profile: P, packages: [...]}")
+                if any(_DOWNLOADS.search(c) for c in commands):
+                    add(f"# {key} downloads: the build container has no network unless network: true")
         elif key == "test_requires":
             add(
                 "test_requires: "
@@ -480,9 +493,26 @@ def runtime_profile(image: str, rocm: str) -> str | None:
     return (named + unnamed + [None])[0]
 
 
-def write_recipe(project: Project, choices: InitChoices, output: Path, *, force: bool = False) -> list[str]:
+def network_hooks(project: Project) -> list[str]:
+    """The hook commands of the project's cibuildwheel table that download (curl, pip install, apt-get...):
+    they fail in the build container of a hermetic build, which has no network."""
+    found = []
+    for option in ("before-all", "before-build", "test-command"):
+        found += [c for c in _commands(project.cibuildwheel.get(option)) if _DOWNLOADS.search(c)]
+    return found
+
+
+def write_recipe(
+    project: Project,
+    choices: InitChoices,
+    output: Path,
+    *,
+    force: bool = False,
+    check: Callable[[Recipe], object] | None = None,
+) -> list[str]:
     """Write :func:`render_recipe`'s text to ``output`` (refused when it exists, unless ``force``),
-    after checking it loads as a recipe; returns the untranslated cibuildwheel options."""
+    after checking it loads as a recipe and passes ``check`` (``plan``'s, given by the command: init
+    never writes a recipe plan refuses); returns the untranslated cibuildwheel options."""
     import os
 
     from buildkit.fsutil import atomic_write
@@ -492,6 +522,8 @@ def write_recipe(project: Project, choices: InitChoices, output: Path, *, force:
         raise UsageError(f"{output} exists: give another --output, or --force to replace it")
     source = os.path.relpath(project.tree.resolve(), output.resolve().parent)
     text, untranslated = render_recipe(project, choices, Path(source).as_posix())
-    parse_recipe(text, path=output)  # what init writes is a valid recipe, or a bug of ours
+    recipe = parse_recipe(text, path=output)  # what init writes is a valid recipe, or a bug of ours
+    if check is not None:
+        check(recipe)
     atomic_write(output, text)
     return untranslated

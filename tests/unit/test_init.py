@@ -266,3 +266,80 @@ def test_publish_dry_run_works_on_inits_recipe(tmp_path: Path) -> None:
     real = _cli("publish", "dist", "--recipe", "rocm-buildkit.yaml", cwd=project)
     assert real.returncode == 0, real.stderr
     assert (project / "site" / "index" / "simple" / "scm-ext" / wheel.name).is_file()
+
+
+# ----------------------------------------------------------------- init checks its choices (issue 36)
+def test_init_checks_the_rocm_releases_and_archs_naming_the_flag(tmp_path: Path) -> None:
+    """`init --rocm 7.9` wrote a recipe plan refused; `init --archs gfx9420` named rocm-buildkit.yaml:10:10,
+    a file it never wrote."""
+    project = _project(tmp_path)
+    rocm = _cli("init", "proj", "--rocm", "7.9", cwd=tmp_path)
+    assert rocm.returncode == 2
+    assert rocm.stderr.startswith("--rocm 7.9: no data for ROCm 7.9 (known releases: ")
+    archs = _cli("init", "proj", "--archs", "gfx90a,gfx9420", cwd=tmp_path)
+    assert archs.returncode == 2
+    assert archs.stderr.startswith("--archs: invalid GPU arch 'gfx9420': gfx9420 is not an AMDGPU processor")
+    assert "rocm-buildkit.yaml" not in archs.stderr
+    provided = _cli("init", "proj", "--image", "debian-sid-rocm", "--rocm", "5.7", cwd=tmp_path)
+    assert (
+        provided.returncode == 2
+        and "--rocm 5.7: image debian-sid-rocm provides ROCm 6.4, 7.2" in provided.stderr
+    )
+    assert not (project / "rocm-buildkit.yaml").exists()
+
+
+def test_a_fixed_version_gets_one_release_and_a_comment_why(tmp_path: Path) -> None:
+    """Two releases of a project that fixes its version made two wheels of one file name: plan refused the
+    recipe, and its two hints sent the user in a circle."""
+    project = _project(tmp_path)  # version = "0.3.1" in pyproject.toml
+    proc = _cli("init", "proj", "--rocm", "6.4,7.2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "ROCm 7.2 only: the project fixes its version (pyproject.toml:" in proc.stderr
+    text = (project / "rocm-buildkit.yaml").read_text()
+    assert yaml.safe_load(text)["rocm"] == ["7.2"] and "# ROCm 7.2 only:" in text
+    assert _cli("plan", str(project / "rocm-buildkit.yaml"), cwd=tmp_path).returncode == 0
+
+
+def test_init_refuses_an_existing_file_before_asking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = _project(tmp_path)
+    (project / "rocm-buildkit.yaml").write_text("mine\n")
+    monkeypatch.setattr(init_cli, "_interactive", lambda: True)
+    monkeypatch.setattr("sys.stdin", io.StringIO("6.4\ngfx942\n"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["init", str(project)])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "exists: give another --output, or --force" in err and "ROCm releases" not in err
+    assert (project / "rocm-buildkit.yaml").read_text() == "mine\n"
+
+
+def test_a_bad_answer_is_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path)
+    monkeypatch.setattr(init_cli, "_interactive", lambda: True)
+    monkeypatch.setattr("sys.stdin", io.StringIO("7.9\n6.4\ngfx9420\ngfx942\n"))
+    main(["init", str(tmp_path / "proj")])
+    err = capsys.readouterr().err
+    assert "Error: ROCm releases 7.9: no data for ROCm 7.9" in err
+    assert "Error: GPU archs: invalid GPU arch 'gfx9420'" in err
+    data = yaml.safe_load((tmp_path / "proj" / "rocm-buildkit.yaml").read_text())
+    assert data["rocm"] == ["6.4"] and data["archs"]["list"] == ["gfx942"]
+
+
+def test_init_warns_when_a_translated_hook_downloads(tmp_path: Path) -> None:
+    """A before-all that downloads with curl became a hook of a build without network, silently."""
+    fetching = PYPROJECT.replace(
+        'before-all = "yum install -y rocblas-devel"',
+        'before-all = "curl -L https://x.invalid/a.tgz | tar xz"',
+    )
+    project = _project(tmp_path, fetching)
+    proc = _cli("init", "proj", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "buildkit init: warning: 'curl -L https://x.invalid/a.tgz | tar xz' downloads" in proc.stderr
+    assert (
+        "# before_all downloads: the build container has no network"
+        in (project / "rocm-buildkit.yaml").read_text()
+    )
