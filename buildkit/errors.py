@@ -35,6 +35,8 @@ code  class                        meaning
 16    SplitRefused                 ``split``: the wheel cannot be split per GPU target (a code object
                                    whose path names another target than its ELF header, nothing to
                                    split, an extra the host declares already)
+17    RegistryUnavailable          an image build could not reach a registry (DNS, connection, pull
+                                   refused for a missing base): the hint names what builds offline
 130   Interrupted                  Ctrl-C; partial outputs were removed
 ====  ===========================  ===============================================
 """
@@ -235,6 +237,14 @@ class SplitRefused(BuildkitError):
     (:mod:`buildkit.split`). The message names every file at fault."""
 
     exit_code = 16
+
+
+class RegistryUnavailable(BuildkitError):
+    """An image build could not reach a container registry (its base image is not in the engine and the
+    registry's host does not resolve or answer, or refuses the pull): a network failure, not a failed build
+    step. The hint names what builds without a registry (:mod:`buildkit.image.engine`)."""
+
+    exit_code = 17
 
 
 class Interrupted(BuildkitError):

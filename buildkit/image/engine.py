@@ -3,16 +3,46 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 import docker.errors
 
-from buildkit.errors import BuildFailed
+from buildkit.errors import BuildFailed, BuildkitError, RegistryUnavailable
 from buildkit.fsutil import cache_home
 
 Progress = Callable[[str], None]
+
+#: the engine's words for a registry it cannot reach or that refuses a pull (Go's net/http and the
+#: distribution client: ``Get "https://quay.io/v2/": dial tcp: lookup quay.io ... no such host``)
+_REGISTRY = re.compile(
+    r'Get "https?://[^"/]+/v2/|dial tcp|no such host|i/o timeout|TLS handshake timeout|'
+    r"connection refused|pull access denied|failed to resolve source metadata|network is unreachable",
+    re.I,
+)
+#: what builds when no registry is reachable
+OFFLINE_HINT = (
+    "no registry is reachable from this engine: `buildkit image seed debian:sid-slim` makes a Debian base "
+    "with debootstrap from Debian's mirror, and the debian-sid-rocm profile builds from it alone (`buildkit "
+    "init --image debian-sid-rocm`, or image: debian-sid-rocm with manylinux.sysroot: glibc2.31 and "
+    "manylinux.policy: manylinux_2_31)"
+)
+
+
+def refused(tag: str, dockerfile: str, detail: str, tail: list[str], log_name: str) -> BuildkitError:
+    """The error of a refused image build: :class:`RegistryUnavailable` (exit 17) when the engine could not
+    reach a registry, else :class:`BuildFailed` (exit 9); both name the log."""
+    lines = "".join(f"  | {line}\n" for line in tail[-10:])
+    if _REGISTRY.search(detail):
+        return RegistryUnavailable(
+            f"building image {tag} ({dockerfile}) cannot reach a registry: {detail.strip()}\n{lines}"
+            f"  full log: {log_name}\n  hint: {OFFLINE_HINT}"
+        )
+    return BuildFailed(
+        f"building image {tag} ({dockerfile}) failed: {detail.strip()}\n{lines}  full log: {log_name}"
+    )
 
 
 def default_log_path(name: str, tag: str) -> Path:
@@ -49,11 +79,7 @@ def stream_build(
             detail = str(chunk.get("errorDetail", {}).get("message") or chunk["error"])
             log.write(detail + "\n")
             log.flush()
-            raise BuildFailed(
-                f"building image {tag} ({dockerfile}) failed: {detail.strip()}\n"
-                + "".join(f"  | {line}\n" for line in tail[-10:])
-                + f"  full log: {log.name}"
-            )
+            raise refused(tag, dockerfile, detail, tail, log.name)
         text = chunk.get("stream") or chunk.get("status") or ""
         if text:
             log.write(text if text.endswith("\n") else text + "\n")
@@ -85,5 +111,5 @@ def build_logged(
         try:
             image_id = stream_build(client, context, dockerfile, tag, args, labels, log, progress)
         except docker.errors.APIError as exc:
-            raise BuildFailed(f"building image {tag} failed: {exc}\n  full log: {log_file}") from None
+            raise refused(tag, dockerfile, str(exc), [], str(log_file)) from None
     return client.images.get(image_id or tag)
