@@ -266,6 +266,10 @@ def render_environment(env: Mapping[str, str]) -> str:
     return " ".join(f"{key}={_render_value(key, value)}" for key, value in env.items())
 
 
+#: where the repair command keeps auditwheel's last stderr, in the build container
+REPAIR_LOG = "/tmp/buildkit-auditwheel.err"
+
+
 def repair_command(job: Job) -> str:
     """``auditwheel repair --plat <policy>`` with the exclude globs.
 
@@ -273,7 +277,10 @@ def repair_command(job: Job) -> str:
     best policy its symbols allow instead, so that the gate, not auditwheel, has the last word: it
     fails the job naming the offending file, library and symbol, and nothing reaches ``dist/``.
     When no policy fits at all (a build against glibc 2.43 without a sysroot), the unrepaired wheel
-    is passed on as it is, for the gate to refuse and the build to keep in quarantine.
+    is passed on as it is, for the gate to refuse and the build to keep in quarantine. When auditwheel
+    refuses because a library the wheel needs is not in the image (its "could not be located", kept in
+    :data:`REPAIR_LOG` and passed on), the note says so, not that symbols are too new, and the wheel goes
+    to the gate as it is (no policy would change that).
     """
 
     def attempt(plat: str) -> str:
@@ -292,10 +299,24 @@ def repair_command(job: Job) -> str:
         "rocm-buildkit: auditwheel refused every policy (symbols newer than any it knows); the "
         "unrepaired wheel goes to the gate, which names them, and is kept with its reports"
     )
+    missing = shlex.quote(
+        "rocm-buildkit: auditwheel cannot repair: a library the wheel needs is not in the builder image "
+        "(auditwheel's 'could not be located' above): install it in the image (image.packages) or, when the "
+        "runtime provides it, exclude it (repair.exclude); the unrepaired wheel goes to the gate, which "
+        "names it, and is kept with its reports"
+    )
+
+    def logged(plat: str) -> str:  # auditwheel's stderr, kept for the cause and passed on
+        return f"{{ {attempt(plat)} 2>{REPAIR_LOG}; s=$?; cat {REPAIR_LOG} >&2; [ $s -eq 0 ]; }}"
+
+    lacking = f"grep -q 'could not be located' {REPAIR_LOG}"
     # when no policy fits either, the unrepaired wheel goes on as is: the gate refuses it (its tag,
     # the symbols, members and libraries named) and the build keeps it in quarantine, never in dist/
-    fallback = f"{{ echo {kept} >&2; cp {{wheel}} {{dest_dir}}/; }}"
-    repair = f"{attempt(job.platform_tag)} || {{ echo {note} >&2; {attempt('auto')} || {fallback}; }}"
+    unrepaired = (
+        f"if {lacking}; then echo {missing} >&2; else echo {kept} >&2; fi; cp {{wheel}} {{dest_dir}}/"
+    )
+    retry = f"echo {note} >&2; {logged('auto')} || {{ {unrepaired}; }}"
+    repair = f"{logged(job.platform_tag)} || {{ if {lacking}; then {unrepaired}; else {retry}; fi; }}"
     if job.rocm_pip_requirement is None:
         return repair
     return f"{{ {repair}; }} && {sdk_link_command(job)}"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ from buildkit.errors import UsageError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import load_recipe
+from tests.helpers.shared_library import build_shared_library, have_gcc
+from tests.helpers.wheels_for_publish import write_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,7 +71,7 @@ def test_reference_job_options() -> None:
 def test_repair_excludes_versioned_sonames() -> None:
     job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
     first, _, fallback = cibw.repair_command(job).partition(" || ")
-    cmd = shlex.split(first)
+    cmd = shlex.split(first.removeprefix("{ ").partition(" 2>")[0])
     assert cmd[:4] == ["auditwheel", "repair", "--plat", "manylinux_2_28_x86_64"]
     assert "--plat auto" in fallback  # the gate, not auditwheel, names offending symbols
     globs = [cmd[i + 1] for i, tok in enumerate(cmd) if tok == "--exclude"]
@@ -375,3 +380,41 @@ def test_the_isolated_build_environment_is_at_a_fixed_path_where_the_frontend_ca
     # --no-isolation builds in the job's Python (pypa/build refuses --env-dir with it)
     value = cibw.cibuildwheel_options(job, _settings(build_isolation=False))["CIBW_BUILD_FRONTEND"]
     assert "--env-dir" not in value
+
+
+def _run_repair(
+    tmp_path: Path, wheel: Path, plat: str = "manylinux_2_28_x86_64"
+) -> subprocess.CompletedProcess[str]:
+    """The repair command as cibuildwheel runs it (``sh -c``, {wheel} and {dest_dir} filled) with the real
+    auditwheel of this environment (the builder's is the same program), its log in ``tmp_path``."""
+    job = dataclasses.replace(_job("reference-trixie.yaml"), platform_tag=plat)
+    command = cibw.repair_command(job).replace(cibw.REPAIR_LOG, str(tmp_path / "repair.err"))
+    command = command.replace("{wheel}", shlex.quote(str(wheel))).replace("{dest_dir}", str(tmp_path / "out"))
+    (tmp_path / "out").mkdir()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_repair_refused_for_a_missing_library_says_so(tmp_path: Path) -> None:
+    """Issue 36: when auditwheel refused a wheel for a library the image does not have, the fallback blamed
+    symbol versions ('symbols newer than any it knows')."""
+    if not have_gcc():
+        pytest.skip("gcc builds the wheel's library")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    build_shared_library(gone / "libgone.so", "int gone(void) { return 1; }\n", soname="libgone.so.3")
+    ext = tmp_path / "ext.so"
+    source = tmp_path / "ext.c"
+    source.write_text("int gone(void);\nint f(void) { return gone(); }\n")
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(ext), str(source), f"-L{gone}", "-lgone"], check=True
+    )
+    wheel = write_wheel(
+        tmp_path / "demo-1.0-cp311-cp311-linux_x86_64.whl", {"demo/_ext.so": ext.read_bytes()}
+    )
+    proc = _run_repair(tmp_path, wheel)
+    assert proc.returncode == 0, proc.stderr  # the unrepaired wheel goes on, for the gate
+    assert "libgone.so.3" in proc.stderr and "could not be located" in proc.stderr  # auditwheel's own words
+    assert "a library the wheel needs is not in the builder image" in proc.stderr
+    assert "symbols newer" not in proc.stderr and "repairing to the best policy" not in proc.stderr
+    assert (tmp_path / "out" / wheel.name).is_file()

@@ -143,8 +143,8 @@ def test_repair_keeps_a_wheel_no_policy_fits_for_the_gate(tmp_path: Path) -> Non
     job = _plan(SID, tmp_path).jobs[0]
     command = cibw.repair_command(job)
     first, rest = command.split(" || ", 1)
-    assert first.startswith("auditwheel repair --plat manylinux_2_31_x86_64")
-    assert "auditwheel repair --plat auto" in rest and rest.rstrip("; }").endswith("cp {wheel} {dest_dir}/")
+    assert first.startswith("{ auditwheel repair --plat manylinux_2_31_x86_64")
+    assert "auditwheel repair --plat auto" in rest and "cp {wheel} {dest_dir}/" in rest
     assert "the unrepaired wheel goes to the gate" in rest
 
 
