@@ -63,6 +63,16 @@ SUMMARIES: dict[str, str] = {
 
 
 class LazyGroup(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        """A closed stdout is the reader's choice, handled here: click 8.2+ turns it into exit 1 with no
+        trace of the cause (it catches the EPIPE and exits outside the handler)."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:
+                _reader_gone()
+            raise
+
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 

@@ -71,3 +71,27 @@ def test_a_large_plan_into_head_exits_0(tmp_path: Path) -> None:
     assert proc.returncode == 0, (tmp_path / "stderr.txt").read_text()
     assert proc.stdout == full.stdout.splitlines(keepends=True)[0]
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
+
+
+@pytest.mark.parametrize("args", [["rocm", "ls"], ["rocm", "show", "7.2", "--json"], ["schema", "--list"]])
+def test_a_pipe_closed_before_the_first_write_exits_0_every_time(tmp_path: Path, args: list[str]) -> None:
+    """Issue 36: `buildkit rocm ls | true` exited 1 in 10 of 10 runs (click 8.2+ turns the EPIPE into exit 1
+    and leaves no trace of it). Here the reader is gone before buildkit starts: no race, every run."""
+    for _ in range(8):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "buildkit", *args],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                text=True,
+                check=False,
+                cwd=tmp_path,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                timeout=120,
+            )
+        finally:
+            os.close(write)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr == ""
