@@ -87,7 +87,10 @@ def plan(
         before = output.read_text(encoding="utf-8") if output.exists() else ""
         atomic_write(output, before + ("" if before.endswith("\n") or not before else "\n") + lines)
         click.echo(f"buildkit plan: wrote matrix, job_count, shard_count, shard0.. to {output}", err=True)
-    for note in () if quiet() else the_plan.notes:  # -q: the notes stay in the table and the JSON
+    # the notes once: a table on the terminal shows them; else (JSON, a table into a file or pipe) stderr
+    # does too (-q: they stay in the table and the JSON only)
+    shown = fmt == "table" and sys.stdout.isatty()
+    for note in () if quiet() or shown else the_plan.notes:
         click.echo(f"buildkit plan: note: {printable(note)}", err=True)
     if strict:
         check_strict(the_plan)

@@ -64,7 +64,7 @@ CIBW_TRANSLATION: Mapping[str, tuple[str | None, str]] = {
     "container-engine": (None, "rocm-buildkit drives Docker"),
     "manylinux-x86_64-image-tag": (None, "image:"),
     "free-threaded-support": (None, "not built"),
-    "enable": (None, "not used"),
+    "enable": (None, "the recipe's python: list says which CPythons are built"),
     "overrides": (None, "write the jobs' differences as matrix axes or exclude rules"),
 }
 _INSTALLERS = re.compile(r"\b(yum|dnf|apt-get|apt)\s+(-\S+\s+)*install\b")

@@ -337,3 +337,50 @@ def test_shipped_aiter_recipe_plan_notes() -> None:
     assert _run("plan", "recipes/aiter.yaml", "--strict").returncode == 5
     github = json.loads(_run("plan", "recipes/aiter.yaml", "--format", "github").stdout)
     assert github["job_count"] == 8
+
+
+def _on_a_terminal(args: list[str], cwd: Path) -> str:
+    """What a person sees: stdout and stderr on one terminal (a pseudo-terminal)."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "buildkit", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=follower,
+        stderr=follower,
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "NO_COLOR": "1"},
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the follower side closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    proc.wait(timeout=120)
+    os.close(leader)
+    return seen.decode()
+
+
+def test_a_note_is_shown_once_on_a_terminal(tmp_path: Path) -> None:
+    """Issue 36: `plan` printed every note twice on a terminal, in the table and on stderr."""
+    (tmp_path / "setup.py").write_text("")
+    recipe = _recipe(rocm='"7.2"', extra=EXCLUDE_ROCM).replace("../csrc", ".")
+    (tmp_path / "r.yaml").write_text(recipe)  # ROCm 7.2's data is marked unverified: a note
+    shown = _on_a_terminal(["plan", "r.yaml"], tmp_path)
+    assert shown.count("marked unverified") == 1, shown
+    # into a pipe the table keeps it and stderr says it too: a person sees it once (on stderr)
+    piped = subprocess.run(
+        [sys.executable, "-m", "buildkit", "plan", "r.yaml", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        check=False,
+    )
+    assert piped.stderr.count("marked unverified") == 1 and "marked unverified" in piped.stdout
