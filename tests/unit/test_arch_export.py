@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from cibuildwheel.environment import parse_environment
 
 from buildkit.build import cibw
+from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Plan
 from buildkit.plan.render import render_json, render_table
@@ -94,3 +96,22 @@ def test_the_build_container_gets_the_exported_variables(tmp_path: Path) -> None
     env = parse_environment(options["CIBW_ENVIRONMENT_LINUX"]).as_dictionary(prev_environment={})
     assert env["HCC_AMDGPU_TARGET"] == "gfx90a,gfx942"
     assert env["OFFLOAD_ARCHS"] == "gfx90a gfx942"
+
+
+@pytest.mark.parametrize(
+    ("name", "separator"), [("-DMY_GPU_TARGETS", ";"), ("cmake.define.KERNEL_ARCHS", ";"), ("MY_ARCHS", ",")]
+)
+def test_an_unknown_cmake_definition_is_hinted_a_cmake_list_separator(
+    tmp_path: Path, name: str, separator: str
+) -> None:
+    """Issue 36: the hint proposed `{-DNAME: ","}`, which a CMake list does not split on; it is ';' (an
+    environment variable's separator is the build's own code's: ',' as the usual ones)."""
+    text = RECIPE.replace('    HCC_AMDGPU_TARGET: ","\n    OFFLOAD_ARCHS: " "\n', "").replace(
+        "  export:\n", f"  export: [{name}]\n"
+    )
+    with pytest.raises(RecipeError) as info:
+        _plan(tmp_path, text)
+    assert f'{{{name}: "{separator}"}}' in (info.value.hint or "")
+    # the value the hint proposes plans
+    job = _plan(tmp_path, text.replace(f"export: [{name}]", f'export: {{{name}: "{separator}"}}')).jobs[0]
+    assert f"gfx90a{separator}gfx942" in json.dumps(job.to_json())

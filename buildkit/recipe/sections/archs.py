@@ -75,11 +75,14 @@ def arch_export(raw: Any, err: ErrorAt) -> tuple[tuple[str, str], ...]:
         usual = ARCH_VARIABLES.get(usual_name)
         if sep is None:
             if usual is None:
+                # a CMake list is ';'-separated: a definition gets the one that works, a variable ',' as
+                # the usual environment variables (the build's own code decides)
+                proposed = ";" if variable is not None else ","
                 raise err(
                     f"archs.export: {name} has no known separator",
                     at,
-                    hint=f'write it as a mapping with the separator the build expects: {{{name}: ","}} '
-                    f"(known: {', '.join(ARCH_VARIABLES)})",
+                    hint="write it as a mapping with the separator the build expects: "
+                    f'{{{name}: "{proposed}"}} (known: {", ".join(ARCH_VARIABLES)})',
                 )
             sep = usual
         if name in ALWAYS_EXPORTED and sep != usual:
