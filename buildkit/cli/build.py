@@ -49,9 +49,8 @@ def live_board_wanted(*, as_json: bool, verbose: bool, env: Mapping[str, str]) -
 @click.option(
     "--log-dir",
     type=click.Path(file_okay=False),
-    default="build/logs",
-    show_default=True,
-    help="One log file per job.",
+    default=None,
+    help="One log file per job (default: OUT/logs, beside the wheels they explain).",
 )
 @click.option(
     "--keep-refused",
@@ -100,7 +99,7 @@ def build(
     recipe: str,
     job_ids: tuple[str, ...],
     out_dir: str,
-    log_dir: str,
+    log_dir: str | None,
     keep_refused: str | None,
     cli_archs: str | None,
     no_cache: bool,

@@ -61,12 +61,18 @@ class BuildRun:
         )
 
 
+def logs_of(out_dir: str | Path, log_dir: str | Path | None) -> Path:
+    """Where the job logs go: ``--log-dir``, else ``OUT/logs``, beside the wheels they explain (not in the
+    folder the command happened to run in)."""
+    return (Path(out_dir) / "logs" if log_dir is None else Path(log_dir)).absolute()
+
+
 def run_build(
     recipe_path: str | Path,
     job_ids: Sequence[str],
     *,
     out_dir: str,
-    log_dir: str,
+    log_dir: str | None,
     keep_refused: str | None = None,
     cli_archs: str | None = None,
     use_cache: bool = True,
@@ -93,7 +99,7 @@ def run_build(
         check_strict(loaded.plan, job_ids)
     options = BuildOptions(
         out_dir=Path(out_dir).absolute(),
-        log_dir=Path(log_dir).absolute(),
+        log_dir=logs_of(out_dir, log_dir),
         use_cache=use_cache,
         ccache_remote=ccache_remote,
         build_isolation=build_isolation,

@@ -114,3 +114,6 @@ def test_the_quick_start_as_printed(tmp_path: Path, docker_client: Any) -> None:
     assert published == built
     assert "would publish" in proc.stdout + proc.stderr  # the dry run said where, then the real run did it
     assert all("manylinux_2_31_x86_64" in name for name in built)
+    # the job logs beside the wheels (issue 36: they landed in ./build/logs of the working folder)
+    assert {p.name for p in (project / "dist" / "logs").glob("*.log")} >= {"cp313-rocm7.2.log"}
+    assert not (project / "build" / "logs").exists()

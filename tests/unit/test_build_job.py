@@ -704,3 +704,18 @@ def test_a_split_output_the_gate_refuses_fails_the_job_and_is_kept_apart(h: Harn
     assert not (h.out / JOB).exists()
     assert result.refused is not None and result.refused.name.startswith("demo_kernels_device_gfx942-")
     assert result.examine is not None and result.examine.endswith("--device-target gfx942")
+
+
+def test_job_logs_go_beside_the_outputs_whatever_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: the logs landed in ./build/logs of whatever folder the command ran in."""
+    from buildkit.cli.build import build as build_command
+    from buildkit.service.build import logs_of
+
+    monkeypatch.chdir(tmp_path)
+    assert logs_of(tmp_path / "out", None) == tmp_path / "out" / "logs"
+    assert logs_of("dist", None) == tmp_path / "dist" / "logs"
+    assert logs_of("dist", "elsewhere") == tmp_path / "elsewhere"
+    (option,) = [p for p in build_command.params if p.name == "log_dir"]
+    assert option.default is None and "OUT/logs" in (option.help or "")  # type: ignore[attr-defined]
