@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import click
 
-from buildkit.cli.options import json_flag, pick_format
+from buildkit.cli.options import JsonOutput, enveloped, json_errors, json_flag, pick_format
 from buildkit.errors import ArchesDropped
 from buildkit.plan.archs import ArchSet
 from buildkit.recipe.sections.archs import is_environment_name
@@ -22,7 +22,9 @@ def _render(archs: ArchSet, fmt: str, export: Sequence[tuple[str, str]] = ()) ->
     formats after PYTORCH_ROCM_ARCH and GPU_ARCHS, as the build exports them."""
     values = archs.exported(export)
     if fmt == "json":
-        return json.dumps({**archs.to_json(), "exported": values}, indent=2, sort_keys=True)
+        return json.dumps(
+            enveloped("archs", {**archs.to_json(), "exported": values}), indent=2, sort_keys=True
+        )
     if fmt == "flags":
         return " ".join(archs.offload_arch_flags())
     if fmt == "cmake":
@@ -82,6 +84,21 @@ def archs(
     environment variable (PYTORCH_ROCM_ARCH, GPU_ARCHS) that is set to another list but ignored.
     """
     fmt = pick_format(fmt, as_json, "env")
+    with json_errors("archs", fmt == "json") as out:
+        _archs(fmt, out, rocm_version, cli_archs, recipe_path, toolchain, allow, explain, strict)
+
+
+def _archs(
+    fmt: str,
+    out: JsonOutput,
+    rocm_version: str | None,
+    cli_archs: str | None,
+    recipe_path: str | None,
+    toolchain: str | None,
+    allow: str | None,
+    explain: bool,
+    strict: bool,
+) -> None:
     result, export = resolve_archs(
         rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow
     )
@@ -93,7 +110,7 @@ def archs(
             click.echo(f"buildkit archs: {decision}", err=True)
     for warning in result.warnings:
         click.echo(f"buildkit archs: warning: {warning}", err=True)
-    click.echo(_render(result, fmt, export))
+    out.echo(_render(result, fmt, export))
     if strict and result.dropped:
         raise ArchesDropped(
             f"--strict: {len(result.dropped)} requested arch(s) dropped: "

@@ -67,6 +67,12 @@ class JsonOutput:
         self.printed = True
 
 
+def enveloped(name: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` as command ``name``'s JSON document: ``{"schema": "rocm-buildkit/NAME", "schema_version": 1,
+    ...}``, described by ``buildkit/schema/NAME.schema.json`` (``buildkit schema --list``)."""
+    return {"schema": f"rocm-buildkit/{name}", "schema_version": 1, **data}
+
+
 @contextlib.contextmanager
 def json_errors(command: str, enabled: bool, **context: Any) -> Iterator[JsonOutput]:
     """With ``--json``, a refusal is a JSON document on stdout too (``buildkit/schema/error.schema.json``:

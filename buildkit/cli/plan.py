@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from buildkit.cli.options import colour_wanted, json_flag, pick_format, quiet
+from buildkit.cli.options import JsonOutput, colour_wanted, json_errors, json_flag, pick_format, quiet
 from buildkit.errors import UsageError
 from buildkit.fsutil import atomic_write
 from buildkit.plan.models import check_strict, printable
@@ -67,6 +67,19 @@ def plan(
     job_count, shard_count and shard0, shard1, ... to $GITHUB_OUTPUT.
     """
     fmt = pick_format(fmt, as_json, "table")
+    with json_errors("plan", fmt == "json") as out:
+        _plan(recipe, fmt, out, cli_archs, shard_size, shard_slots, strict)
+
+
+def _plan(
+    recipe: str,
+    fmt: str,
+    out: JsonOutput,
+    cli_archs: str | None,
+    shard_size: int,
+    shard_slots: int | None,
+    strict: bool,
+) -> None:
     the_plan = command_plan(recipe, cli_archs=cli_archs, echo=lambda line: click.echo(line, err=True))
     outputs: list[tuple[str, str]] = []
     if fmt == "github":
@@ -80,7 +93,7 @@ def plan(
         text = render_github(the_plan, shard_size)
     else:
         text = RENDERERS[fmt](the_plan)
-    click.echo(text, nl=False)
+    out.echo(text.removesuffix("\n"))
     if outputs and os.environ.get("GITHUB_ACTIONS") == "true" and os.environ.get("GITHUB_OUTPUT"):
         output = Path(os.environ["GITHUB_OUTPUT"])
         lines = "".join(f"{name}={value}\n" for name, value in outputs)

@@ -8,7 +8,7 @@ import sys
 import click
 
 from buildkit import rocm as rocmdata
-from buildkit.cli.options import colour_wanted
+from buildkit.cli.options import colour_wanted, enveloped, json_errors
 from buildkit.records import to_data
 from buildkit.tables import table_lines
 
@@ -22,6 +22,11 @@ def rocm() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def ls(as_json: bool) -> None:
     """List known releases and toolchains."""
+    with json_errors("rocm ls", as_json):
+        _ls(as_json)
+
+
+def _ls(as_json: bool) -> None:
     releases = rocmdata.releases()
     toolchains = rocmdata.toolchains()
     if as_json:
@@ -31,7 +36,7 @@ def ls(as_json: bool) -> None:
             ],
             "toolchains": to_data(toolchains),
         }
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        click.echo(json.dumps(enveloped("rocm-ls", data), indent=2, sort_keys=True))
         return
     # columns as wide as their widest cell: nothing is cut (an LLVM string runs to 40 characters)
     styled = colour_wanted(sys.stdout)
@@ -52,6 +57,11 @@ def ls(as_json: bool) -> None:
 def show(version: str, as_json: bool) -> None:
     """Show one release: targets, runtime libraries with their SONAMEs, torch indexes, how the
     production image installs it (AMD's repositories, packages), sources."""
+    with json_errors("rocm show", as_json):
+        _show(version, as_json)
+
+
+def _show(version: str, as_json: bool) -> None:
     from buildkit.rocm import install as installs  # its YAML is read only by this command (start-up time)
 
     release = rocmdata.get_release(version)
@@ -62,7 +72,7 @@ def show(version: str, as_json: bool) -> None:
         el8 = None
     data["el8_install"] = el8.to_json() if el8 else None
     if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        click.echo(json.dumps(enveloped("rocm-show", data), indent=2, sort_keys=True))
         return
     echo = click.echo
     echo(f"ROCm {release.version}  (patch releases: {', '.join(release.patches) or '-'})")

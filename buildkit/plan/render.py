@@ -37,7 +37,7 @@ def render_json(plan: Plan) -> str:
 
     One compact line per job keeps large plans fast to write (the C encoder) and diffs readable.
     """
-    data = plan.to_json()
+    data = {"schema": "rocm-buildkit/plan", "schema_version": 1, **plan.to_json()}  # plan.schema.json
     parts = []
     for key in sorted(data):
         value = data[key]

@@ -160,3 +160,57 @@ def test_build_json_summary_follows_its_schema(
         2,
         None,
     )
+
+
+ENVELOPED = {
+    "plan": ("plan", "r.yaml", "--json"),
+    "archs": ("archs", "--rocm", "7.2", "--archs", "gfx942", "--json"),
+    "rocm-ls": ("rocm", "ls", "--json"),
+    "rocm-show": ("rocm", "show", "7.2", "--json"),
+}
+RECIPE = """\
+name: demo
+source: {path: .}
+version: {base: "1.0", local: "rocm{rocm}"}
+python: ["3.12"]
+rocm: ["6.4", "7.2"]
+archs: {list: [gfx90a, gfx942]}
+manylinux: {policy: manylinux_2_28}
+repair: {exclude: {sets: [rocm]}}
+image: manylinux_2_28-rocm
+"""
+
+
+@pytest.mark.parametrize("name", sorted(ENVELOPED))
+def test_every_json_document_has_the_envelope_and_a_listed_schema(tmp_path: Path, name: str) -> None:
+    """Issue 36: plan, archs, rocm ls and rocm show --json carried no schema/schema_version and had no entry
+    in `buildkit schema --list`."""
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "r.yaml").write_text(RECIPE)
+    proc = _cli(*ENVELOPED[name], cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    document = json.loads(proc.stdout)
+    assert (document["schema"], document["schema_version"]) == (f"rocm-buildkit/{name}", 1)
+    _validate(document, name)
+    assert name in _cli("schema", "--list").stdout.split()
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("plan", "bad.yaml", "--json"), 3),
+        (("archs", "--rocm", "9.9", "--archs", "gfx942", "--json"), 2),
+        (("rocm", "show", "9.9", "--json"), 2),
+    ],
+)
+def test_a_failure_with_json_is_an_error_document_on_stdout(
+    tmp_path: Path, args: tuple[str, ...], code: int
+) -> None:
+    """Issue 36: on failure these printed nothing on stdout."""
+    (tmp_path / "bad.yaml").write_text("name: demo\n")
+    proc = _cli(*args, cwd=tmp_path)
+    assert proc.returncode == code, proc.stderr
+    document = json.loads(proc.stdout)
+    _validate(document, "error")
+    assert document["command"] == (" ".join(args[:2]) if args[0] == "rocm" else args[0])
+    assert document["error"]["exit_code"] == code and document["error"]["message"] in proc.stderr
