@@ -688,7 +688,9 @@ def check_wheel(wheel: Path) -> None:
     _members(wheel)
 
 
-def render_human(results: list[SmokeResult]) -> str:
+def render_human(results: list[SmokeResult], *, verbose: bool = False) -> str:
+    """The results, each step with its outcome; a failed step with the last lines of its output, every step
+    with all of it when ``verbose``."""
     lines = []
     for r in results:
         lines.append(f"{r.status.upper():<7} {r.name} in {r.image}")
@@ -698,9 +700,9 @@ def render_human(results: list[SmokeResult]) -> str:
         for s in r.steps:
             mark = "ok" if s.passed else f"FAILED (exit {s.exit_code}): {s.error()}"
             lines.append(f"        {s.kind:<8} {s.what}: {mark}")
-            if not s.passed:
-                tail = [x for x in s.output.splitlines() if x.strip()][-6:]
-                lines += [f"          | {x}" for x in tail]
+            if verbose or not s.passed:
+                said = [x for x in s.output.splitlines() if x.strip()]
+                lines += [f"          | {x}" for x in (said if verbose else said[-6:])]
     passed = sum(r.status == "passed" for r in results)
     failed = sum(r.status == "failed" for r in results)
     skipped = sum(r.status == "skipped" for r in results)

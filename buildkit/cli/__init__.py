@@ -88,7 +88,36 @@ class LazyGroup(click.Group):
         module_name, attr = target.split(":")
         module = importlib.import_module(f"buildkit.cli.{module_name}")
         command: click.Command = getattr(module, attr)
+        return with_verbosity(command)
+
+
+def with_verbosity(command: click.Command) -> click.Command:
+    """``-q``/``-v`` after the command as before it (``buildkit plan -v`` = ``buildkit -v plan``): added to
+    every command (and every command of a group) that has no option of that name itself; a command's own
+    ``-v`` also sets the level every part of it reads (:func:`buildkit.cli.options.verbose`)."""
+    from buildkit.cli.options import raise_verbosity
+
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            with_verbosity(sub)
         return command
+    taken = {opt for param in command.params for opt in param.opts}
+    for flag, name, help_text in (
+        ("-q", "quiet", "No notes or progress lines (warnings and errors stay); as buildkit -q."),
+        ("-v", "verbose", "More of what this command shows (logs, every finding); as buildkit -v."),
+    ):
+        if flag in taken:
+            continue
+        command.params.append(
+            click.Option(
+                [flag, f"--{name}"],
+                is_flag=True,
+                expose_value=False,
+                help=help_text,
+                callback=lambda _ctx, _param, value, name=name: raise_verbosity(name) if value else None,
+            )
+        )
+    return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -118,6 +118,11 @@ def set_verbosity(*, quiet: bool, verbose: bool) -> None:
     _LEVEL.update(quiet=quiet, verbose=verbose)
 
 
+def raise_verbosity(level: str) -> None:
+    """A command's own ``-q`` or ``-v`` (``quiet``/``verbose``), over the group's (``buildkit -q``)."""
+    set_verbosity(quiet=level == "quiet" or _LEVEL["quiet"], verbose=level == "verbose" or _LEVEL["verbose"])
+
+
 def quiet() -> bool:
     """``buildkit -q``: notes and progress lines are not printed (warnings and errors are)."""
     return _LEVEL["quiet"]

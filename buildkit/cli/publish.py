@@ -15,7 +15,7 @@ import json
 
 import click
 
-from buildkit.cli.options import json_errors
+from buildkit.cli.options import json_errors, quiet
 from buildkit.errors import PublishRefused, UsageError
 from buildkit.publish.resolution import PYPI_SIMPLE
 from buildkit.publish.run import outcomes_json, refusals_json
@@ -125,7 +125,7 @@ def publish_cmd(
             public_key=public_key,
             check_install=check_install,
             pypi_url=pypi_url,
-            echo=(lambda line: None) if as_json else (lambda line: click.echo(line, err=True)),
+            echo=(lambda line: None) if as_json or quiet() else (lambda line: click.echo(line, err=True)),
             on_refused=refused,
         )
         if as_json:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import click
 
+from buildkit.cli.options import quiet, verbose
+
 
 @click.command("smoke")
 @click.argument("wheel", type=click.Path(exists=True, dir_okay=False))
@@ -63,10 +65,12 @@ def smoke(
     """Install WHEEL in a container of each runtime image, then run the imports and commands."""
     # deferred (heavy: the Docker SDK): `buildkit smoke --help` and click's usage errors stay fast
     from buildkit import smoke as smoking
+    from buildkit.image.engine import EngineLine
     from buildkit.service.smoke import run_smoke_tests
 
     def progress(line: str) -> None:
-        if not as_json:
+        # an image build is progress: its own log on -v (or in the error when it fails, with the log's path)
+        if not as_json and not quiet() and (verbose() or not isinstance(line, EngineLine)):
             click.echo(line, err=True)
 
     results = run_smoke_tests(
@@ -83,5 +87,5 @@ def smoke(
         timeout=timeout,
         progress=progress,
     )
-    click.echo(smoking.render_json(results) if as_json else smoking.render_human(results))
+    click.echo(smoking.render_json(results) if as_json else smoking.render_human(results, verbose=verbose()))
     smoking.raise_on_failure(results)

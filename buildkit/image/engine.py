@@ -15,6 +15,12 @@ from buildkit.fsutil import cache_home
 
 Progress = Callable[[str], None]
 
+
+class EngineLine(str):
+    """A line of the engine's own build output (``Step 3/9 : RUN ...`` and what the step prints), as passed
+    to ``progress``: a command showing image builds as progress prints these only when asked (``-v``)."""
+
+
 #: the engine's words for a registry it cannot reach or that refuses a pull (Go's net/http and the
 #: distribution client: ``Get "https://quay.io/v2/": dial tcp: lookup quay.io ... no such host``)
 _REGISTRY = re.compile(
@@ -87,7 +93,7 @@ def stream_build(
             for line in text.splitlines():
                 if line.strip():
                     tail.append(line)
-                    progress(line)
+                    progress(EngineLine(line))
         aux = chunk.get("aux")
         if isinstance(aux, dict) and "ID" in aux:
             image_id = str(aux["ID"])
