@@ -1,5 +1,6 @@
-"""One -q/-v for every command (issue 36: `plan -v`, `smoke -v` and `build -q` were `No such option`, `-q` did
-not quiet `publish`, and `smoke` printed a 377-line `docker build` log without `-v`)."""
+"""The group's -q/-v and colour (issue 27): ``buildkit -q`` drops notes and progress lines (not
+warnings), ``buildkit -v`` is each command's -v, both at once is a usage error; PASS/FAIL/ERROR are
+coloured only on a terminal, never with NO_COLOR set or TERM=dumb."""
 
 from __future__ import annotations
 
@@ -9,98 +10,68 @@ import sys
 from pathlib import Path
 
 import click
+import pytest
 
-from buildkit.cli import COMMANDS, cli
-from buildkit.image.engine import EngineLine
-from buildkit.smoke import SmokeResult, Step, render_human
-from tests.helpers.wheels_for_publish import DEMO_RECIPE, job_wheel
+from buildkit.cli import options
+from buildkit.cli.build import _progress_echo
+from buildkit.cli.options import colour_verdicts
+from tests.helpers.wheel_zip import write_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
+AITER = str(ROOT / "recipes" / "aiter.yaml")  # plans with notes (gfx950 dropped for ROCm 6.4)
 
 
-def _commands() -> list[tuple[str, click.Command]]:
-    ctx = click.Context(cli)
-    found = []
-    for name in sorted(COMMANDS):
-        command = cli.get_command(ctx, name)
-        assert command is not None
-        if isinstance(command, click.Group):
-            found += [(f"{name} {sub}", c) for sub, c in sorted(command.commands.items())]
-        else:
-            found.append((name, command))
-    return found
-
-
-def test_every_command_takes_q_and_v() -> None:
-    missing = []
-    for name, command in _commands():
-        opts = {opt for param in command.params for opt in param.opts}
-        missing += [f"{name} {flag}" for flag in ("-q", "-v") if flag not in opts]
-    assert not missing, missing
-    assert len(_commands()) > len(COMMANDS)  # the groups' commands too (image build, rocm ls, ...)
-
-
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "buildkit", *args],
         capture_output=True,
         text=True,
         check=False,
-        cwd=cwd,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "PYTORCH_ROCM_ARCH": ""},
         timeout=120,
     )
 
 
-def test_q_after_the_command_drops_plans_notes_and_publishs_progress(tmp_path: Path) -> None:
-    (tmp_path / "setup.py").write_text("")
-    recipe = tmp_path / "demo.yaml"
-    recipe.write_text(DEMO_RECIPE)
-    noisy = _cli("plan", "demo.yaml", "--json", cwd=tmp_path)
-    assert noisy.returncode == 0 and "note:" in noisy.stderr  # the case -q quiets
-    quiet = _cli("plan", "demo.yaml", "--json", "-q", cwd=tmp_path)
-    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == noisy.stdout
-    assert _cli("plan", "demo.yaml", "-v", cwd=tmp_path).returncode == 0
-    job_wheel(tmp_path / "dist", recipe, "cp312-rocm6.4")
-    told = _cli("publish", "dist", "--recipe", "demo.yaml", "--dry-run", cwd=tmp_path)
-    assert told.returncode == 0 and "would publish" in told.stderr + told.stdout
-    said = _cli("publish", "dist", "--recipe", "demo.yaml", "--dry-run", "-q", cwd=tmp_path)
-    assert said.returncode == 0 and said.stderr == "", said.stderr
-    assert _cli("-q", "plan", "demo.yaml", "-v", cwd=tmp_path).returncode == 2  # one or the other
+def test_quiet_plan_keeps_the_notes_in_its_output_only() -> None:
+    loud, quiet = _run("plan", AITER), _run("-q", "plan", AITER)
+    assert loud.returncode == quiet.returncode == 0
+    assert "buildkit plan: note: ROCm 6.4: gfx950: dropped" in loud.stderr
+    assert quiet.stderr == ""
+    assert quiet.stdout == loud.stdout and "note: ROCm 6.4: gfx950: dropped" in quiet.stdout
 
 
-def test_smoke_shows_a_commands_output_on_v_and_always_on_failure() -> None:
-    steps = (
-        Step("install", "pip install demo.whl", 0, "Successfully installed demo-1.0\n"),
-        Step("command", "python -c 'print(42)'", 0, "42\n"),
-    )
-    passed = [SmokeResult("import", "rocm-buildkit/debian-runtime", "passed", steps=steps)]
-    assert "| 42" not in render_human(passed)
-    assert "| 42" in render_human(passed, verbose=True)
-    failing = (Step("command", "python -c 'boom'", 1, "Traceback\nNameError: name 'boom' is not defined\n"),)
-    failed = [SmokeResult("import", "x", "failed", reason="boom", steps=failing)]
-    assert "| NameError: name 'boom' is not defined" in render_human(failed)
+def test_quiet_and_verbose_contradict() -> None:
+    proc = _run("-q", "-v", "plan", AITER)
+    assert proc.returncode == 2 and "-q and -v contradict each other" in proc.stderr
 
 
-def test_an_image_builds_own_lines_are_marked_as_the_engines() -> None:
-    """smoke prints the engine's lines only on -v: they are told apart by their type."""
-    from buildkit.image.engine import stream_build
+def test_quiet_build_progress_keeps_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        options.set_verbosity(quiet=True, verbose=False)
+        _progress_echo("[cp312-rocm7.2] compile (1m10s)")
+        _progress_echo("[cp312-rocm7.2] warning: cannot remove the superseded refusal x")
+    finally:
+        options.set_verbosity(quiet=False, verbose=False)
+    err = capsys.readouterr().err
+    assert err == "[cp312-rocm7.2] warning: cannot remove the superseded refusal x\n"
 
-    class _Api:
-        def build(self, **_: object) -> object:
-            return iter([{"stream": "Step 1/2 : FROM debian:sid-slim\n"}, {"aux": {"ID": "sha256:1"}}])
 
-    class _Client:
-        api = _Api()
+def test_verdict_colours_only_on_a_terminal_without_no_color() -> None:
+    text = "  verdict: PASS (0 error(s))\ncp313  gate-failed  FAIL (2 errors)\nPASSING stays"
+    coloured = colour_verdicts(text, tty=True, env={})
+    assert click.style("PASS", fg="green", bold=True) in coloured
+    assert click.style("FAIL", fg="red", bold=True) in coloured
+    assert "PASSING stays" in coloured  # whole words only
+    assert click.unstyle(coloured) == text
+    assert colour_verdicts(text, tty=False, env={}) == text
+    assert colour_verdicts(text, tty=True, env={"NO_COLOR": "1"}) == text
+    assert colour_verdicts(text, tty=True, env={"TERM": "dumb"}) == text
+    assert colour_verdicts(text, tty=True, env={"NO_COLOR": ""}) == coloured  # empty: not set
 
-    seen: list[str] = []
 
-    class _Log:
-        name = "log"
-
-        def write(self, _: str) -> None: ...
-
-        def flush(self) -> None: ...
-
-    stream_build(_Client(), Path("."), "x", "t:1", {}, {}, _Log(), seen.append)  # type: ignore[arg-type]
-    assert seen == ["Step 1/2 : FROM debian:sid-slim"] and isinstance(seen[0], EngineLine)
+def test_group_verbose_is_the_commands_own(tmp_path: Path) -> None:
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    write_wheel(wheel, {"demo/__init__.py": b""})
+    own, group = _run("check", "-v", str(wheel)), _run("-v", "check", str(wheel))
+    assert own.returncode == group.returncode == 0
+    assert own.stdout == group.stdout and "\x1b[" not in group.stdout  # not a terminal: no colour
