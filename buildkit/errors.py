@@ -3,7 +3,7 @@
 The CLI catches :class:`BuildkitError` and prints ``str(err)`` without a traceback, exiting
 with ``err.exit_code``. Anything else is a bug in rocm-buildkit and keeps its traceback.
 
-Exit codes (stable, documented in the README):
+Exit codes (stable, documented in docs/REFERENCE.md and listed in the README):
 
 ====  ===========================  ===============================================
 code  class                        meaning

@@ -261,8 +261,8 @@ def test_the_container_sees_no_host_mount_no_socket_and_no_host_environment(
 
 
 def test_the_build_runs_as_root_in_the_container(hermetic: Built) -> None:
-    """What is true today (README "What a build guarantees"): uid 0 in a throwaway container with no
-    network, no mount of the host and no socket; cibuildwheel cannot run the build as another user."""
+    """What is true today (docs/REFERENCE.md "What a build guarantees"): uid 0 in a throwaway container
+    with no network, no mount of the host and no socket; cibuildwheel cannot run the build as another user."""
     assert hermetic.view["uid"] == 0
 
 
@@ -376,7 +376,7 @@ def test_cibuildwheel_cannot_build_as_a_non_root_user(
     """Why the build stays root: cibuildwheel creates /project and writes its CA bundle at / of the
     container before anything runs, and the image's Pythons under /opt/python are root's. Run as
     another user (``create_args: --user``), it fails at its first step. When this test fails,
-    cibuildwheel has learnt to: the README's list of promises should then say non-root."""
+    cibuildwheel has learnt to: the list of promises in docs/REFERENCE.md should then say non-root."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text(

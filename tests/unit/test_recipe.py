@@ -383,16 +383,16 @@ def test_reference_recipe_publishes_outside_the_build_output() -> None:
 
 
 def test_the_readme_documents_every_recipe_key_with_its_cibuildwheel_name() -> None:
-    """Every top-level key of the recipe schema has a row in the README's key table, and every
+    """Every top-level key of the recipe schema has a row in the reference's key table, and every
     cibuildwheel option the recipe renders is named in it."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "REFERENCE.md").read_text(encoding="utf-8")
     table = readme.split("### Every recipe key", 1)[1].split("\n\n", 2)[1]
     rows = [line for line in table.splitlines() if line.startswith("| `")]
     documented = {key for row in rows for key in re.findall(r"`([a-z_.]+)`", row.split(" | ")[0])}
     schema = json.loads((ROOT / "buildkit" / "schema" / "recipe.schema.json").read_text())
     keys = set(schema["properties"])
     documented = {k.split(".")[0] for k in documented}
-    assert keys - documented == set(), "README lacks rows for these recipe keys"
+    assert keys - documented == set(), "docs/REFERENCE.md lacks rows for these recipe keys"
     for option in (
         "before-all",
         "before-build",
