@@ -19,9 +19,9 @@ import click
 from buildkit import profiles
 from buildkit import rocm as rocm_data
 from buildkit.errors import ArchError, RecipeError, UsageError
-from buildkit.plan.expansion import expand
 from buildkit.plan.feasibility import provided_releases
 from buildkit.recipe import Recipe
+from buildkit.service.plan import plan_of
 from buildkit.source.project import (
     DEFAULT_IMAGE,
     default_choices,
@@ -91,7 +91,7 @@ def _choose(
 
 def _plan_accepts(recipe: Recipe) -> None:
     try:
-        expand(recipe, env={})
+        plan_of(recipe, env={})
     except RecipeError as exc:  # a bug of init's: its choices were checked
         raise UsageError(f"init would write a recipe that plan refuses:\n{exc.message}") from None
 

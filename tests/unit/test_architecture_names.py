@@ -42,13 +42,10 @@ DOC = REPO / "docs" / "ARCHITECTURE.md"
 #: variable, a test's constant), and the file that defines each (checked)
 DATA_WORDS = {
     "abi3": "buildkit/schema/recipe.schema.json",  # a kind of wheel, the recipe's `wheel:` key
-    "image.build_args": "buildkit/schema/recipe.schema.json",  # the recipe's `image: {build_args: ...}`
     "TORCH_LIBRARY": "csrc/refops/src/ops.cpp",  # torch's C++ macro
     "ROCM_PATH": "buildkit/build/cibw.py",  # an environment variable of the build
     "properties": "buildkit/schema/recipe.schema.json",  # the JSON Schema keyword
     "PREFIXES": "tests/unit/test_recipe_sections.py",  # a constant of a test
-    "runtime": "docker/profiles.toml",  # a profile's role
-    "image.packages": "buildkit/schema/recipe.schema.json",  # a recipe key
 }
 
 #: a Python name, dotted, or an entry point of buildkit (`buildkit.cli:main`)

@@ -48,7 +48,7 @@ def test_gated_as_a_recipe_job() -> None:
         identity=ident,
     )
     assert gated_as(verdict(config, policy="manylinux_2_28")) == (
-        f"job cp312-rocm7.2 of r.yaml (sha256 {'ab' * 6}); policy manylinux_2_28, GLIBC<=2.28 "
+        f"job cp312-rocm7.2 of r.yaml (build sha256 {'ab' * 6}); policy manylinux_2_28, GLIBC<=2.28 "
         "GLIBCXX<=3.4.22 CXXABI<=1.3.11 GCC<=7.0.0, archs gfx942 gfx950, ROCm 7.2, 1 exclude glob(s), "
         "size warn 100.0 MiB limit 20.0 MiB"
     )
