@@ -73,6 +73,23 @@ def build(
     click.echo(ref.tag)
 
 
+@image.command("prepare")
+@click.argument("recipe", type=click.Path(exists=True, dir_okay=False))
+@click.option("--quiet", "-q", is_flag=True, help="Do not stream the build output.")
+def prepare(recipe: str, quiet: bool) -> None:
+    """Build or reuse every image RECIPE's jobs build in and its smoke entries run in (pulling a
+    missing base); prints their refs and their bases', one a line (what `docker save` hands to
+    other machines: their `build` and `smoke` then reuse the images by their content tags)."""
+    from buildkit.service.images import prepare_images  # the Docker SDK: only this command needs it
+
+    prepared = prepare_images(recipe, progress=(lambda _line: None) if quiet else _echo_progress)
+    for item in prepared:
+        rocm = f" (ROCm {item.rocm})" if item.rocm else ""
+        click.echo(f"{item.role} {item.ref}{rocm}", err=True)
+    for item in prepared:
+        click.echo(item.ref)
+
+
 @image.command("bump-base")
 @click.argument("profile", type=click.Choice(sorted(images.PROFILES)))
 @click.option("--tag", default="latest", show_default=True, help="The tag of the base repository to pin.")

@@ -1,0 +1,109 @@
+"""``buildkit image prepare RECIPE`` as a library call (:func:`prepare_images`): every image a recipe's
+jobs build in (one per ROCm release of its plan, as ``buildkit build`` makes it:
+:func:`buildkit.image.builder.ensure_builder`) and every runtime image its smoke entries name as a
+profile (``rocm-buildkit/<profile>``, for each job: :func:`buildkit.smoke.resolve_image`), built or
+reused, with the base images their content tags are computed from. A missing base image is pulled
+first (a registry); offline, ``buildkit image seed`` makes a Debian one.
+
+A CI workflow prepares the images once and hands the engine's copies (``docker save`` of the refs
+returned) to every build and smoke job, whose ``buildkit build``/``smoke`` then reuse them by their
+content tags instead of building them again (``.github/workflows/buildkit.yml``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from buildkit import image as images
+from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
+from buildkit.errors import DockerUnavailable
+from buildkit.image.builder import ensure_builder
+from buildkit.service.plan import load_plan
+from buildkit.smoke import fill_image, resolve_image
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PreparedImage:
+    """One image the recipe's jobs use: its role (builder, runtime, base) and its ref in the engine."""
+
+    role: str
+    ref: str
+    rocm: str | None = None
+
+
+def _pull_base(client: Any, profile: str, args: dict[str, str], progress: Progress) -> str | None:
+    """The base image of ``profile``'s Dockerfile with ``args``, pulled when the engine lacks it."""
+    spec = images.PROFILES[profile]
+    text = (images.docker_dir() / spec.dockerfile).read_text(encoding="utf-8")
+    base = images.base_image_ref(text, images.effective_build_args(spec, args))
+    if base is None:
+        return None
+    try:
+        client.images.get(base)
+    except ENGINE_ERRORS:
+        progress(f"pulling the base image {base} of {profile}")
+        try:
+            client.images.pull(base)
+        except ENGINE_ERRORS as exc:
+            hint = f"buildkit image seed {base}" if base.startswith("debian:") else f"docker pull {base}"
+            raise DockerUnavailable(
+                f"base image {base} of profile {profile} is not in the engine and cannot be pulled: {exc}\n"
+                f"  hint: `{hint}` on a machine without a registry"
+            ) from None
+    return base
+
+
+def _runtime(
+    client: Any, image: str, entry: Any, rocm: str, found: dict[str, PreparedImage], progress: Progress
+) -> None:
+    """The runtime image of one smoke entry: a profile's (``rocm-buildkit/<profile>``) built or reused
+    with the entry's packages; an image of a registry is left to ``docker run``, which pulls it."""
+    profile = image.removeprefix(images.REPOSITORY_PREFIX)
+    if image == profile or ":" in profile or profile not in images.PROFILES:
+        return
+    own = images.PROFILES[profile].releases
+    args = images.profile_rocm_args(profile, rocm if rocm in own else None, {})
+    base = _pull_base(client, profile, args, progress)
+    if base:
+        found.setdefault(base, PreparedImage("base", base))
+    ref = resolve_image(client, image, progress, tuple(entry.packages), rocm=rocm)
+    found.setdefault(ref, PreparedImage("runtime", ref, rocm))
+
+
+def prepare_images(recipe_path: str | Path, *, progress: Progress) -> list[PreparedImage]:
+    """Every image ``recipe_path``'s jobs and smoke entries use, built or reused, and their bases."""
+    loaded = load_plan(recipe_path)
+    recipe, plan = loaded.recipe, loaded.plan
+    client = connect()
+    found: dict[str, PreparedImage] = {}
+    try:
+        for rocm in sorted({job.rocm for job in plan.jobs}):
+            served = [job for job in plan.jobs if job.rocm == rocm]
+            if recipe.image.profile:
+                args = {**images.rocm_build_args(recipe.image.profile, rocm), **recipe.image.build_args}
+                base = _pull_base(client, recipe.image.profile, args, progress)
+                if base:
+                    found.setdefault(base, PreparedImage("base", base))
+            builder = ensure_builder(
+                recipe.image,
+                rocm,
+                recipe_dir=recipe.path.parent,
+                recipe_name=recipe.name,
+                client=client,
+                progress=progress,
+                archs=[str(a) for job in served for a in job.archs.kept],
+            )
+            found.setdefault(builder.tag, PreparedImage("builder", builder.tag, rocm))
+            for job in served:
+                values = {"rocm": rocm, "python": job.python, **({"torch": job.torch} if job.torch else {})}
+                for entry in recipe.smoke:
+                    _runtime(
+                        client, fill_image(entry.image, values, entry.name), entry, rocm, found, progress
+                    )
+    except ENGINE_ERRORS as exc:
+        raise engine_failed(exc, during=f"preparing the images of {recipe_path}") from None
+    return list(found.values())
