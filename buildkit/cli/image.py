@@ -1,5 +1,5 @@
-"""``buildkit image build|ls|prune|seed|bump-base``: builder images (logic in buildkit.image,
-buildkit.image.seed, buildkit.image.base);
+"""``buildkit image build|prepare|ls|prune|seed|bump-base``: builder images (logic in buildkit.image,
+buildkit.image.seed, buildkit.image.base; ``prepare``: buildkit.service.image);
 ``prune --containers``: buildkit's leftover containers (logic in buildkit.docker_engine)."""
 
 from __future__ import annotations
@@ -80,9 +80,14 @@ def prepare(recipe: str, quiet: bool) -> None:
     """Build or reuse every image RECIPE's jobs build in and its smoke entries run in (pulling a
     missing base); prints their refs and their bases', one a line (what `docker save` hands to
     other machines: their `build` and `smoke` then reuse the images by their content tags)."""
-    from buildkit.service.images import prepare_images  # the Docker SDK: only this command needs it
+    from buildkit.service.image import prepare_images  # the Docker SDK: only this command needs it
 
-    prepared = prepare_images(recipe, progress=(lambda _line: None) if quiet else _echo_progress)
+    try:
+        prepared = prepare_images(
+            recipe, client=connect(), progress=(lambda _line: None) if quiet else _echo_progress
+        )
+    except ENGINE_ERRORS as exc:
+        raise engine_failed(exc, during=f"preparing the images of {recipe}") from None
     for item in prepared:
         rocm = f" (ROCm {item.rocm})" if item.rocm else ""
         click.echo(f"{item.role} {item.ref}{rocm}", err=True)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from buildkit import image as images
-from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
+from buildkit.docker_engine import ENGINE_ERRORS
 from buildkit.errors import DockerUnavailable
 from buildkit.image.builder import ensure_builder
 from buildkit.service.plan import load_plan
@@ -65,45 +65,38 @@ def _runtime(
     profile = image.removeprefix(images.REPOSITORY_PREFIX)
     if image == profile or ":" in profile or profile not in images.PROFILES:
         return
-    own = images.PROFILES[profile].releases
-    args = images.profile_rocm_args(profile, rocm if rocm in own else None, {})
-    base = _pull_base(client, profile, args, progress)
+    base = _pull_base(client, profile, {}, progress)  # a release's build arguments keep the base
     if base:
         found.setdefault(base, PreparedImage("base", base))
     ref = resolve_image(client, image, progress, tuple(entry.packages), rocm=rocm)
     found.setdefault(ref, PreparedImage("runtime", ref, rocm))
 
 
-def prepare_images(recipe_path: str | Path, *, progress: Progress) -> list[PreparedImage]:
-    """Every image ``recipe_path``'s jobs and smoke entries use, built or reused, and their bases."""
+def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) -> list[PreparedImage]:
+    """Every image ``recipe_path``'s jobs and smoke entries use, built or reused in the engine of
+    ``client``, and their bases (the engine's errors propagate: ENGINE_ERRORS)."""
     loaded = load_plan(recipe_path)
     recipe, plan = loaded.recipe, loaded.plan
-    client = connect()
     found: dict[str, PreparedImage] = {}
-    try:
-        for rocm in sorted({job.rocm for job in plan.jobs}):
-            served = [job for job in plan.jobs if job.rocm == rocm]
-            if recipe.image.profile:
-                args = {**images.rocm_build_args(recipe.image.profile, rocm), **recipe.image.build_args}
-                base = _pull_base(client, recipe.image.profile, args, progress)
-                if base:
-                    found.setdefault(base, PreparedImage("base", base))
-            builder = ensure_builder(
-                recipe.image,
-                rocm,
-                recipe_dir=recipe.path.parent,
-                recipe_name=recipe.name,
-                client=client,
-                progress=progress,
-                archs=[str(a) for job in served for a in job.archs.kept],
-            )
-            found.setdefault(builder.tag, PreparedImage("builder", builder.tag, rocm))
-            for job in served:
-                values = {"rocm": rocm, "python": job.python, **({"torch": job.torch} if job.torch else {})}
-                for entry in recipe.smoke:
-                    _runtime(
-                        client, fill_image(entry.image, values, entry.name), entry, rocm, found, progress
-                    )
-    except ENGINE_ERRORS as exc:
-        raise engine_failed(exc, during=f"preparing the images of {recipe_path}") from None
+    for rocm in sorted({job.rocm for job in plan.jobs}):
+        served = [job for job in plan.jobs if job.rocm == rocm]
+        if recipe.image.profile:
+            args = {**images.rocm_build_args(recipe.image.profile, rocm), **recipe.image.build_args}
+            base = _pull_base(client, recipe.image.profile, args, progress)
+            if base:
+                found.setdefault(base, PreparedImage("base", base))
+        builder = ensure_builder(
+            recipe.image,
+            rocm,
+            recipe_dir=recipe.path.parent,
+            recipe_name=recipe.name,
+            client=client,
+            progress=progress,
+            archs=[str(a) for job in served for a in job.archs.kept],
+        )
+        found.setdefault(builder.tag, PreparedImage("builder", builder.tag, rocm))
+        for job in served:
+            values = {"rocm": rocm, "python": job.python, **({"torch": job.torch} if job.torch else {})}
+            for entry in recipe.smoke:
+                _runtime(client, fill_image(entry.image, values, entry.name), entry, rocm, found, progress)
     return list(found.values())
