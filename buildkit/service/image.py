@@ -2,8 +2,8 @@
 jobs build in (one per ROCm release of its plan, as ``buildkit build`` makes it:
 :func:`buildkit.image.builder.ensure_builder`) and every runtime image its smoke entries name as a
 profile (``rocm-buildkit/<profile>``, for each job: :func:`buildkit.smoke.resolve_image`), built or
-reused, with the base images their content tags are computed from. A missing base image is pulled
-first (a registry); offline, ``buildkit image seed`` makes a Debian one.
+reused, with the base images their content tags are computed from (pulled when missing; offline,
+``buildkit image seed`` makes a Debian one).
 
 A CI workflow prepares the images once and hands the engine's copies (``docker save`` of the refs
 returned) to every build and smoke job, whose ``buildkit build``/``smoke`` then reuse them by their
@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from buildkit import image as images
-from buildkit.docker_engine import ENGINE_ERRORS
-from buildkit.errors import DockerUnavailable
 from buildkit.image.builder import ensure_builder
 from buildkit.service.plan import load_plan
 from buildkit.smoke import fill_image, resolve_image
@@ -35,26 +33,12 @@ class PreparedImage:
     rocm: str | None = None
 
 
-def _pull_base(client: Any, profile: str, args: dict[str, str], progress: Progress) -> str | None:
-    """The base image of ``profile``'s Dockerfile with ``args``, pulled when the engine lacks it."""
+def _base(profile: str, args: dict[str, str]) -> str | None:
+    """The base image of ``profile``'s Dockerfile with ``args`` (the engine has it once the profile's
+    image is made: :func:`buildkit.image.content.resolve_tag` pulls a missing one)."""
     spec = images.PROFILES[profile]
     text = (images.docker_dir() / spec.dockerfile).read_text(encoding="utf-8")
-    base = images.base_image_ref(text, images.effective_build_args(spec, args))
-    if base is None:
-        return None
-    try:
-        client.images.get(base)
-    except ENGINE_ERRORS:
-        progress(f"pulling the base image {base} of {profile}")
-        try:
-            client.images.pull(base)
-        except ENGINE_ERRORS as exc:
-            hint = f"buildkit image seed {base}" if base.startswith("debian:") else f"docker pull {base}"
-            raise DockerUnavailable(
-                f"base image {base} of profile {profile} is not in the engine and cannot be pulled: {exc}\n"
-                f"  hint: `{hint}` on a machine without a registry"
-            ) from None
-    return base
+    return images.base_image_ref(text, images.effective_build_args(spec, args))
 
 
 def _runtime(
@@ -65,10 +49,9 @@ def _runtime(
     profile = image.removeprefix(images.REPOSITORY_PREFIX)
     if image == profile or ":" in profile or profile not in images.PROFILES:
         return
-    base = _pull_base(client, profile, {}, progress)  # a release's build arguments keep the base
-    if base:
-        found.setdefault(base, PreparedImage("base", base))
     ref = resolve_image(client, image, progress, tuple(entry.packages), rocm=rocm)
+    if base := _base(profile, {}):  # a release's build arguments keep the Dockerfile's base
+        found.setdefault(base, PreparedImage("base", base))
     found.setdefault(ref, PreparedImage("runtime", ref, rocm))
 
 
@@ -80,11 +63,6 @@ def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) 
     found: dict[str, PreparedImage] = {}
     for rocm in sorted({job.rocm for job in plan.jobs}):
         served = [job for job in plan.jobs if job.rocm == rocm]
-        if recipe.image.profile:
-            args = {**images.rocm_build_args(recipe.image.profile, rocm), **recipe.image.build_args}
-            base = _pull_base(client, recipe.image.profile, args, progress)
-            if base:
-                found.setdefault(base, PreparedImage("base", base))
         builder = ensure_builder(
             recipe.image,
             rocm,
@@ -94,6 +72,10 @@ def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) 
             progress=progress,
             archs=[str(a) for job in served for a in job.archs.kept],
         )
+        if recipe.image.profile:
+            args = {**images.rocm_build_args(recipe.image.profile, rocm), **recipe.image.build_args}
+            if base := _base(recipe.image.profile, args):
+                found.setdefault(base, PreparedImage("base", base))
         found.setdefault(builder.tag, PreparedImage("builder", builder.tag, rocm))
         for job in served:
             values = {"rocm": rocm, "python": job.python, **({"torch": job.torch} if job.torch else {})}
