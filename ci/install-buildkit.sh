@@ -11,7 +11,9 @@ venv="${RUNNER_TEMP:?}/rocm-buildkit"
 stamp="$venv/.installed-from"
 if [ ! -x "$venv/bin/buildkit" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$source_dir" ]; then
   python3 -m venv --clear "$venv"
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$source_dir"
+  # --no-compile: byte-compiling every dependency up front is most of the install's time (29 s -> 11 s
+  # measured here); Python compiles the modules a command imports when it first imports them
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile "$source_dir"
   printf '%s\n' "$source_dir" > "$stamp"
 fi
 echo "$venv/bin" >> "${GITHUB_PATH:?}"
