@@ -1,5 +1,5 @@
-"""``buildkit image build|ls|prune|seed|bump-base``: builder images (logic in buildkit.image,
-buildkit.image.seed, buildkit.image.base);
+"""``buildkit image build|prepare|ls|prune|seed|bump-base``: builder images (logic in buildkit.image,
+buildkit.image.seed, buildkit.image.base; ``prepare``: buildkit.service.image);
 ``prune --containers``: buildkit's leftover containers (logic in buildkit.docker_engine)."""
 
 from __future__ import annotations
@@ -71,6 +71,28 @@ def build(
     state = "built" if ref.built else "reused"
     click.echo(f"{state} {ref.tag} {ref.id[7:19]} {_size(ref.size)}", err=True)
     click.echo(ref.tag)
+
+
+@image.command("prepare")
+@click.argument("recipe", type=click.Path(exists=True, dir_okay=False))
+@click.option("--quiet", "-q", is_flag=True, help="Do not stream the build output.")
+def prepare(recipe: str, quiet: bool) -> None:
+    """Build or reuse every image RECIPE's jobs build in and its smoke entries run in (pulling a
+    missing base); prints their refs and their bases', one a line (what `docker save` hands to
+    other machines: their `build` and `smoke` then reuse the images by their content tags)."""
+    from buildkit.service.image import prepare_images  # the Docker SDK: only this command needs it
+
+    try:
+        prepared = prepare_images(
+            recipe, client=connect(), progress=(lambda _line: None) if quiet else _echo_progress
+        )
+    except ENGINE_ERRORS as exc:
+        raise engine_failed(exc, during=f"preparing the images of {recipe}") from None
+    for item in prepared:
+        rocm = f" (ROCm {item.rocm})" if item.rocm else ""
+        click.echo(f"{item.role} {item.ref}{rocm}", err=True)
+    for item in prepared:
+        click.echo(item.ref)
 
 
 @image.command("bump-base")

@@ -97,16 +97,21 @@ def _local_image_id(client: Any, ref: str) -> str | None:
 def resolve_tag(
     client: Any, profile: Profile, build_args: Mapping[str, str] | None = None
 ) -> tuple[str, str | None]:
-    """(content tag, base image reference) for the engine ``client`` talks to."""
+    """(content tag, base image reference) for the engine ``client`` talks to; a base the engine
+    lacks is pulled first (offline, the error names ``buildkit image seed``)."""
     directory = docker_dir()
     args = effective_build_args(profile, build_args)
     base = base_image_ref((directory / profile.dockerfile).read_text(), args)
     base_id = _local_image_id(client, base) if base else None
-    if base and base_id is None:
-        hint = f"`buildkit image seed {base}`" if base.startswith("debian:") else f"`docker pull {base}`"
-        raise DockerUnavailable(
-            f"base image {base} of profile {profile.name} is not in the engine\n  hint: run {hint}"
-        )
+    if base and base_id is None:  # a fresh CI runner: its registry has the base
+        try:
+            base_id = str(client.images.pull(base).id)
+        except docker.errors.APIError as exc:
+            hint = f"`buildkit image seed {base}`" if base.startswith("debian:") else f"`docker pull {base}`"
+            raise DockerUnavailable(
+                f"base image {base} of profile {profile.name} is not in the engine and cannot be pulled "
+                f"({exc})\n  hint: run {hint}"
+            ) from None
     return content_tag(profile, directory, args, base_id), base
 
 

@@ -34,7 +34,8 @@ def run_smoke_tests(
     """Every smoke test of ``wheel`` run, in order: ``recipe``'s entries (those with one of ``labels``)
     or one test of ``image`` with ``imports`` and ``commands``; dependencies from ``wheelhouse`` or
     ``index_url`` (not both: UsageError). ``gpu``: pass the GPU through (True: UsageError without
-    one), never (False), or when this machine has one (None)."""
+    one), never (False), or when this machine has one (None). A recipe without smoke entries gives
+    one skipped result, before any engine is asked."""
     if image is not None and not image.strip():
         raise UsageError("--image: empty image name")
     check_wheel(wheel)
@@ -43,6 +44,9 @@ def run_smoke_tests(
     specs = choose_specs(
         wheel, recipe=recipe, labels=labels, image=image, imports=imports, commands=commands, python=python
     )
+    if recipe is not None and not specs:  # smoke what the recipe has: nothing, said as a skipped test
+        reason = f"{recipe} has no smoke: entries (`buildkit schema` shows the smoke keys)"
+        return [SmokeResult("recipe smoke tests", "-", "skipped", reason, "no container started")]
     if gpu is False:
         access = None
     else:

@@ -109,7 +109,7 @@ def _uses(data: dict[str, Any]) -> list[str]:
 def test_actions_pinned_by_commit_and_least_privilege(path: Path) -> None:
     data = _load(path)
     for ref in _uses(data):
-        if ref.split(" ")[0] in ("./", "$/"):  # this repository's own action (action.yml)
+        if ref.split(" ")[0] in ("./.rocm-buildkit", "$/"):  # this repository's own action (action.yml)
             continue
         assert SHA_PIN.match(ref), f"{path.name}: {ref} is not pinned by a full commit sha"
     assert data["permissions"] == {}, f"{path.name}: the workflow-wide permissions must be empty"
@@ -132,7 +132,13 @@ def test_release_calls_the_reusable_pipeline_and_publishes_on_tags_only() -> Non
     assert (
         called["inputs"]["recipe"]["required"] == "true" and called["inputs"]["publish"]["default"] == "false"
     )
-    assert set(called["secrets"]) == set(job["secrets"])
+    assert set(job["secrets"]) < set(called["secrets"])  # no image registry: the runner cache
+    assert set(called["secrets"]) == {
+        "index-username",
+        "index-password",
+        "registry-username",
+        "registry-password",
+    }
 
 
 def test_release_flow_order_and_publish_only_when_asked() -> None:
@@ -144,13 +150,17 @@ def test_release_flow_order_and_publish_only_when_asked() -> None:
         assert jobs[build]["strategy"]["matrix"] == f"${{{{ fromJSON(needs.plan.outputs.shard{i}) }}}}"
         assert jobs[smoke]["strategy"]["matrix"] == jobs[build]["strategy"]["matrix"]
         (action,) = [s for s in jobs[build]["steps"] if s.get("uses", "").startswith("./")]
-        assert action["with"] == {"recipe": "${{ inputs.recipe }}", "job": "${{ matrix.id }}", "out": "dist"}
+        assert action["with"] == {
+            "recipe": "repo/${{ inputs.recipe }}",
+            "job": "${{ matrix.id }}",
+            "out": "dist",
+        }
         assert "buildkit smoke" in " ".join(s.get("run", "") for s in jobs[smoke]["steps"])
-    assert sorted(jobs["gate"]["needs"]) == builds
+    assert sorted(jobs["gate"]["needs"]) == sorted(["plan", *builds])
     gate_runs = " ".join(s.get("run", "") for s in jobs["gate"]["steps"])
     assert "buildkit check" in gate_runs and "GITHUB_STEP_SUMMARY" in gate_runs
     publish = jobs["publish"]
-    assert sorted(publish["needs"]) == sorted(["gate", *smokes])
+    assert sorted(publish["needs"]) == sorted(["plan", "gate", *smokes])
     condition = publish["if"]
     assert "inputs.publish" in condition
     assert "needs.gate.result == 'success'" in condition
@@ -295,42 +305,174 @@ def _step_index(steps: list[dict[str, Any]], needle: str) -> int:
     return next(i for i, s in enumerate(steps) if needle in s.get("run", ""))
 
 
-def _dockerfile_base_images() -> set[str]:
-    found = set()
-    for dockerfile in (ROOT / "docker").glob("*.Dockerfile"):
-        found |= set(re.findall(r"^ARG BASE_IMAGE=(\S+)$", dockerfile.read_text(), re.M))
-    return found
-
-
 @pytest.mark.parametrize("job", ["build-0", "build-1", "smoke-0", "smoke-1"])
-def test_build_and_smoke_jobs_pull_the_base_images_first(tmp_path: Path, job: str) -> None:
-    """A fresh runner has no debian:trixie-slim: image.resolve_tag would refuse the builder and the
-    runtime profile. The pull step (run here with a fake docker) pulls every BASE_IMAGE default."""
-    steps = _load(PIPELINE)["jobs"][job]["steps"]
-    pull = _step_index(steps, "docker pull")
-    if job.startswith("build"):  # the build runs in this repository's action
-        main = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("./"))
-    else:
-        main = _step_index(steps, "buildkit smoke")
-    assert pull < main
+def test_build_and_smoke_jobs_load_the_images_the_images_job_prepared(job: str) -> None:
+    """Each image is built once per run (the images job: `buildkit image prepare`, then `docker save`
+    into the runner cache keyed by the images' ids, or a push to image-registry); the build and smoke
+    jobs restore that exact key and load it before they build or smoke, so they reuse the images by
+    their content tags (no Dockerfile of this repository is read in the caller's checkout)."""
+    jobs = _load(PIPELINE)["jobs"]
+    images = jobs["images"]
+    prepare = next(s for s in images["steps"] if s.get("id") == "prepare")
+    assert 'buildkit image prepare "$RECIPE"' in prepare["run"] and "images.sh key" in prepare["run"]
+    assert images["outputs"]["key"] == "${{ steps.prepare.outputs.key }}"
+    assert images["outputs"]["refs"] == "${{ steps.prepare.outputs.refs }}"
+    runs = " ".join(s.get("run", "") for s in images["steps"])
+    assert "images.sh save" in runs and "images.sh push" in runs
+    saved = [s for s in images["steps"] if s.get("uses", "").startswith("actions/cache/save@")]
+    assert len(saved) == 1 and saved[0]["with"]["key"] == "${{ steps.prepare.outputs.key }}"
+    steps = jobs[job]["steps"]
+    assert "images" in jobs[job]["needs"]
+    restore = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("actions/cache/restore@"))
+    assert steps[restore]["with"]["key"] == "${{ needs.images.outputs.key }}"
+    assert steps[restore]["with"]["fail-on-cache-miss"] == "true"
+    load = _step_index(steps, "images.sh load")
+    main = next((i for i, s in enumerate(steps) if s.get("uses", "").startswith("./")), None) or _step_index(
+        steps, "buildkit smoke"
+    )
+    assert restore < load < main
+    assert "docker pull" not in " ".join(s.get("run", "") for s in steps)
+    assert "docker/" not in " ".join(s.get("run", "") for s in steps)
+
+
+def _fake_docker(tmp_path: Path, present: bool) -> dict[str, str]:
     calls = tmp_path / "calls"
     fake = tmp_path / "bin" / "docker"
-    fake.parent.mkdir()
-    fake.write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
-    fake.chmod(0o755)
-    proc = subprocess.run(
-        ["bash", "-eo", "pipefail", "-c", steps[pull]["run"]],
-        cwd=ROOT,
-        env={**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    fake.parent.mkdir(exist_ok=True)
+    inspect = "exit 0" if present else "exit 1"
+    fake.write_text(
+        f'#!/bin/sh\necho "$*" >> {calls}\n'
+        f'case "$1 $2" in "image inspect") case "$*" in *--format*) for r in "$@"; do echo "id-$r"; done;; '
+        f"*) {inspect};; esac;; esac\n"
     )
-    assert proc.returncode == 0, proc.stderr
-    pulled = calls.read_text().splitlines()
-    images = _dockerfile_base_images()
-    assert "debian:trixie-slim" in images
-    assert sorted(pulled) == sorted(f"pull {image}" for image in images)
+    fake.chmod(0o755)
+    return {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
+
+
+@pytest.mark.parametrize("present", [False, True])
+def test_images_script_saves_loads_and_keys_by_content(tmp_path: Path, present: bool) -> None:
+    """ci/images.sh with a stand-in docker: the key changes with the images' ids (content-addressed),
+    save writes DIR/images.tar and the refs, load skips an engine that has every image already, and
+    push/pull go through REGISTRY/<ref> and tag back."""
+    env = _fake_docker(tmp_path, present)
+    refs = tmp_path / "refs.txt"
+    refs.write_text("debian:trixie-slim\nrocm-buildkit/debian-rocm:4f03c746c839\n")
+    script = ROOT / "ci" / "images.sh"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", str(script), *args], env=env, capture_output=True, text=True, timeout=60
+        )
+
+    key = run("key", str(refs))
+    assert key.returncode == 0, key.stderr
+    assert re.fullmatch(r"buildkit-images-[0-9a-f]{32}\n", key.stdout)
+    refs.write_text("debian:trixie-slim\n")
+    assert run("key", str(refs)).stdout != key.stdout
+    refs.write_text("debian:trixie-slim\nrocm-buildkit/debian-rocm:4f03c746c839\n")
+    (tmp_path / "calls").unlink()
+    assert run("save", str(refs), str(tmp_path / "dir")).returncode == 0
+    assert run("load", str(refs), str(tmp_path / "dir")).returncode == 0
+    assert run("push", str(refs), "ghcr.io/me").returncode == 0
+    assert run("pull", str(refs), "ghcr.io/me").returncode == 0
+    calls = (tmp_path / "calls").read_text().splitlines()
+    ref = "rocm-buildkit/debian-rocm:4f03c746c839"
+    expected = [
+        f"save -o {tmp_path}/dir/images.tar debian:trixie-slim {ref}",
+        f"image inspect debian:trixie-slim {ref}",
+        *([] if present else [f"load -i {tmp_path}/dir/images.tar"]),
+        "tag debian:trixie-slim ghcr.io/me/debian:trixie-slim",
+        "push ghcr.io/me/debian:trixie-slim",
+        f"tag {ref} ghcr.io/me/{ref}",
+        f"push ghcr.io/me/{ref}",
+        "pull ghcr.io/me/debian:trixie-slim",
+        "tag ghcr.io/me/debian:trixie-slim debian:trixie-slim",
+        f"pull ghcr.io/me/{ref}",
+        f"tag ghcr.io/me/{ref} {ref}",
+    ]
+    assert calls == expected
+    assert (tmp_path / "dir" / "refs.txt").read_text() == refs.read_text()
+    refs.write_text("\n")
+    empty = run("load", str(refs), str(tmp_path / "dir"))
+    assert empty.returncode == 2 and "lists no image" in empty.stderr
+
+
+# ------------------------------------------------------------------- from another repository (issue 36)
+def test_every_job_installs_rocm_buildkit_from_the_workflows_own_commit() -> None:
+    """No job installs the caller's checkout or uses its tree: each checks out this repository at the
+    workflow's own repository and commit (the plan job's `own` step: the inputs, else
+    job.workflow_repository/job.workflow_sha) into .rocm-buildkit and installs from there (the build
+    jobs through the action of that checkout, which installs itself from its own path), and the
+    caller's repository into repo/, where $RECIPE points."""
+    data = _load(PIPELINE)
+    assert data["env"]["RECIPE"] == "repo/${{ inputs.recipe }}"
+    own = next(s for s in data["jobs"]["plan"]["steps"] if s.get("id") == "own")
+    assert own["env"] == {
+        "REPOSITORY": "${{ inputs.buildkit-repository || job.workflow_repository }}",
+        "REF": "${{ inputs.buildkit-ref || job.workflow_sha }}",
+    }
+    for name, job in data["jobs"].items():
+        steps = job["steps"]
+        source = "steps.own.outputs" if name == "plan" else "needs.plan.outputs"
+        if name != "plan":
+            assert "plan" in job["needs"], name
+        checkouts = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+        ours = [s for s in checkouts if s["with"].get("path") == ".rocm-buildkit"]
+        theirs = [s for s in checkouts if s["with"].get("path") == "repo"]
+        assert len(ours) == 1 and len(theirs) == 1 and len(checkouts) == 2, name
+        key = "" if name == "plan" else "buildkit_"
+        assert ours[0]["with"]["repository"] == f"${{{{ {source}.{key}repository }}}}", name
+        assert ours[0]["with"]["ref"] == f"${{{{ {source}.{key}ref }}}}", name
+        assert "repository" not in theirs[0]["with"] and "ref" not in theirs[0]["with"]
+        runs = [s.get("run", "") for s in steps]
+        assert not any(re.search(r"pip install \.(\s|$)", r) for r in runs), name
+        first_buildkit = next(i for i, r in enumerate(runs) if re.search(r"(^|\s)buildkit ", r))
+        install = next(
+            i
+            for i, s in enumerate(steps)
+            if "ci/install-buildkit.sh .rocm-buildkit" in s.get("run", "")
+            or s.get("uses") == "./.rocm-buildkit"
+        )
+        assert steps.index(ours[0]) < install < first_buildkit, name
+    install = next(s for s in _action_steps() if "install-buildkit.sh" in s.get("run", ""))
+    assert install["env"] == {"ACTION_PATH": "${{ github.action_path }}"}
+    assert install["run"] == 'bash "$ACTION_PATH/ci/install-buildkit.sh" "$ACTION_PATH"'
+
+
+@pytest.mark.parametrize(
+    ("repository", "ref", "ok"),
+    [("", "", False), ("me/rocm-buildkit", "", False), ("me/rocm-buildkit", "0123abcd", True)],
+)
+def test_the_own_step_refuses_a_runner_that_does_not_name_the_workflows_commit(
+    tmp_path: Path, repository: str, ref: str, ok: bool
+) -> None:
+    """act (and a runner without job.workflow_*) gives empty values: the plan job stops, naming the
+    inputs that fix it, instead of checking out the caller's repository in rocm-buildkit's place."""
+    own = next(s for s in _load(PIPELINE)["jobs"]["plan"]["steps"] if s.get("id") == "own")
+    output = tmp_path / "out"
+    output.write_text("")
+    env = {**os.environ, "GITHUB_OUTPUT": str(output), "REPOSITORY": repository, "REF": ref}
+    proc = subprocess.run(
+        ["bash", "-eo", "pipefail", "-c", own["run"]], env=env, capture_output=True, text=True
+    )
+    if ok:
+        assert proc.returncode == 0 and output.read_text() == f"repository={repository}\nref={ref}\n"
+    else:
+        assert proc.returncode == 1 and output.read_text() == ""
+        assert "pass the inputs buildkit-repository and buildkit-ref" in proc.stdout
+
+
+@pytest.mark.parametrize("job", ["smoke-0", "smoke-1"])
+def test_smoke_runs_what_the_recipe_has_on_the_smoke_runner(job: str) -> None:
+    """No label filter (a recipe from `init` has none: `--label cpu` refused it) and no --no-gpu: a GPU
+    entry runs on a smoke-runner with a GPU and is reported skipped elsewhere."""
+    data = _load(PIPELINE)
+    smoke = data["jobs"][job]
+    assert smoke["runs-on"] == "${{ inputs.smoke-runner }}"
+    assert data["on"]["workflow_call"]["inputs"]["smoke-runner"]["default"] == "ubuntu-24.04"
+    run = smoke["steps"][_step_index(smoke["steps"], "buildkit smoke")]["run"]
+    assert 'buildkit smoke "$wheel" --recipe "$RECIPE"' in run
+    assert "--label" not in run and "--no-gpu" not in run
 
 
 def test_ci_pulls_the_debian_base_images_before_the_tests() -> None:
@@ -448,11 +590,11 @@ def test_action_restores_imports_builds_exports_and_saves_the_cache_in_that_orde
 @pytest.mark.parametrize("job", ["build-0", "build-1"])
 def test_the_pipelines_build_jobs_cache_through_the_action(job: str) -> None:
     """The reusable workflow builds in the action, which restores and saves the cache around the build,
-    and pulls the base images first (the import's carrier container needs a local image)."""
+    and loads the prepared images first (the import's carrier container needs a local image)."""
     steps = _load(PIPELINE)["jobs"][job]["steps"]
     action = next(i for i, s in enumerate(steps) if s.get("uses", "").startswith("./"))
-    assert steps[action]["uses"].split(" ")[0] == "./"  # action.yml, whose cache steps are checked above
-    assert _step_index(steps, "docker pull") < action
+    assert steps[action]["uses"] == "./.rocm-buildkit"  # action.yml, whose cache steps are checked above
+    assert _step_index(steps, "images.sh load") < action
 
 
 def _run_key_step(tmp_path: Path, recipe: Path, job_id: str) -> tuple[subprocess.CompletedProcess[str], str]:
