@@ -1,0 +1,201 @@
+"""The ``core-metadata`` rule: ``.dist-info/METADATA`` as pip, uv and PyPI read it.
+
+The header section the inspection kept (:class:`~buildkit.inspect.models.CoreMetadata`) is parsed with
+``packaging.metadata`` (what PyPI's upload validation and ``twine check`` run) and read line by line
+the way pip's email parser splits it: a lone CR, or a CR LF among LF line ends, is a line end to pip,
+so ``Summary: hi\\r\\nRequires-Dist: evil`` is two fields there and one to a reader splitting on LF.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from buildkit.gate.facts import Facts
+from buildkit.gate.findings import Finding
+from buildkit.gate.rule import Rule
+
+CORE_METADATA = Rule(
+    "core-metadata",
+    ("error", "warning"),
+    checks=(
+        "`.dist-info/METADATA` exists and, parsed with `packaging.metadata` as PyPI's upload "
+        "validation and `twine check` do: `Name` and `Version` are present, once, and equal the "
+        "file name's after normalisation (so, with a job, the recipe's name and the plan's version); "
+        "every single-use field appears once; `Metadata-Version` is one packaging supports; "
+        "`Requires-Python`, `Requires-Dist` and `Provides-Extra` parse; every line of the header "
+        "section ends like the first (no lone CR, no CR LF among LF: pip treats each as a line end, "
+        "so a field holding one hides a second field). Warning: a field newer than the declared "
+        "`Metadata-Version` (setuptools' `License-File` in 2.1; PyPI accepts it)."
+    ),
+    prevents=(
+        "pip refusing the wheel after it was published (`has inconsistent version: expected '1.0', "
+        "but metadata has '9.9'`, a wheel named for another project), PyPI refusing the upload "
+        "(an invalid `Requires-Python`), or a dependency hidden in another field "
+        "(`Summary: hi\\r\\nRequires-Dist: injected-evil`) that pip installs and a reviewer "
+        "reading the summary does not see."
+    ),
+    never_waived=(
+        "pip, uv or PyPI read this metadata otherwise than the gate does, or refuse it: fix the "
+        "build's metadata"
+    ),
+)
+
+RULES = (CORE_METADATA,)
+
+# the core metadata specification's fields that may appear at most once (lower-cased)
+SINGLE_USE = frozenset(
+    {
+        "metadata-version",
+        "name",
+        "version",
+        "summary",
+        "description",
+        "description-content-type",
+        "keywords",
+        "home-page",
+        "download-url",
+        "author",
+        "author-email",
+        "maintainer",
+        "maintainer-email",
+        "license",
+        "license-expression",
+        "requires-python",
+    }
+)
+_LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
+_NEWER_FIELD = "introduced in metadata version"
+_END_NAMES = {"\r\n": "CR LF", "\n": "LF", "\r": "a lone CR"}
+
+
+def check(facts: Facts) -> Iterator[Finding]:
+    """Each problem of the wheel's METADATA, an error naming the field and what reads it otherwise."""
+    report = facts.report
+    core = report.core_metadata
+    expected = f"{report.dist_info_dir or '.dist-info'}/METADATA"
+    if expected not in report.members:
+        yield CORE_METADATA.error(f"{expected} is missing: pip refuses the wheel")
+    if core is None:
+        return
+    member = core.member
+    yield from _line_ends(core.headers, member)
+    counts = Counter(_field_names(core.headers))
+    for field, n in sorted(counts.items()):
+        if n > 1 and field in SINGLE_USE:
+            yield CORE_METADATA.error(
+                f"{member}: {_title(field)} appears {n} times; it is a single-use field "
+                "(pip reads the first; packaging and PyPI's upload validation refuse it)",
+                file=member,
+                symbol=_title(field),
+            )
+    yield from _validated(core.data, member, counts)
+    yield from _identity(facts, core.headers, member)
+
+
+def _line_ends(headers: str, member: str) -> Iterator[Finding]:
+    """A header line ended otherwise than the first: the field before it holds a line break that pip
+    reads as the end of the field."""
+    first: str | None = None
+    previous = ""
+    for number, match in enumerate(_LINE.finditer(headers), start=1):
+        text, end = match.group(1), match.group(2)
+        if not end:
+            break
+        field = text if text[:1] in " \t" or ":" not in text else text.partition(":")[0]
+        if first is None:
+            first = end
+        if end == "\r" or end != first:
+            shown, usual = _END_NAMES[end], _END_NAMES[first]
+            following = headers[match.end() :].splitlines()[:1]
+            after = f" ({following[0][:60]!r} becomes a field of its own to pip)" if following else ""
+            yield CORE_METADATA.error(
+                f"{member}: line {number} ({field or previous!s} field) ends with {shown}, the first "
+                f"line with {usual}: "
+                f"a line break inside a field{after}",
+                file=member,
+                symbol=field or previous,
+            )
+        previous = field or previous
+
+
+def _field_names(headers: str) -> Iterator[str]:
+    for line in re.split(r"\r\n|\r|\n", headers):
+        if line and line[0] not in " \t" and ":" in line:
+            yield line.partition(":")[0].strip().lower()
+
+
+def _validated(data: bytes, member: str, counts: Counter[str]) -> Iterator[Finding]:
+    """``packaging.metadata``'s validation, each field's problem one finding (a required field that
+    is only missing because it appears twice is said once, above)."""
+    from packaging.metadata import (  # email's parser: ~25 ms at its first import
+        ExceptionGroup,
+        InvalidMetadata,
+        Metadata,
+        parse_email,
+    )
+
+    raw, unparsed = parse_email(data)
+    if raw.get("metadata_version") == "2.0":  # old bdist_wheel wrote it; pip and PyPI accept it
+        raw["metadata_version"] = "2.1"
+    for field, values in sorted(unparsed.items()):
+        if counts.get(field.lower(), 0) == 1 and field.lower() in SINGLE_USE | {"requires-dist"}:
+            yield CORE_METADATA.error(
+                f"{member}: {_title(field)} is not valid UTF-8: {values[0]!r}", file=member
+            )
+    try:
+        Metadata.from_raw(raw, validate=True)
+    except ExceptionGroup as group:
+        for err in group.exceptions:
+            if not isinstance(err, InvalidMetadata):
+                raise
+            field = err.field.replace("_", "-")
+            if counts.get(field, 0) > 1:
+                continue
+            message = f"{member}: {err}"
+            if _NEWER_FIELD in str(err):
+                yield CORE_METADATA.warning(message, file=member, symbol=_title(field))
+            else:
+                yield CORE_METADATA.error(message, file=member, symbol=_title(field))
+
+
+def _identity(facts: Facts, headers: str, member: str) -> Iterator[Finding]:
+    """``Name`` and ``Version`` equal the file name's, as pip compares them."""
+    try:
+        name, version, _build, _tags = parse_wheel_filename(facts.report.filename)
+    except InvalidWheelFilename:
+        return  # the wheel-name rule says so
+    fields: dict[str, str] = {}
+    for line in re.split(r"\r\n|\r|\n", headers):
+        key, sep, value = line.partition(":")
+        if sep and line[:1] not in " \t":
+            fields.setdefault(key.strip().lower(), value.strip())
+    meta_name, meta_version = fields.get("name"), fields.get("version")
+    if meta_name is not None and canonicalize_name(meta_name) != name:
+        yield CORE_METADATA.error(
+            f"{member}: Name is {meta_name!r}, the file name's {name!r}: pip refuses the wheel "
+            "(or installs it under another project); build it from the right project or rename it",
+            file=member,
+            symbol="Name",
+        )
+    if meta_version is not None:
+        try:
+            same = Version(meta_version) == version
+        except InvalidVersion:
+            return  # packaging's validation says so
+        if not same:
+            yield CORE_METADATA.error(
+                f"{member}: Version is {meta_version!r}, the file name's {str(version)!r}: pip refuses "
+                f"it (has inconsistent version: expected '{version}', but metadata has "
+                f"'{meta_version}'); make the build and the file name agree",
+                file=member,
+                symbol="Version",
+            )
+
+
+def _title(field: str) -> str:
+    return "-".join(part.capitalize() for part in field.replace("_", "-").split("-"))
