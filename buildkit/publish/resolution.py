@@ -170,22 +170,19 @@ def _requires_python(wheel: Path) -> SpecifierSet | None:
 
 
 def public_index_problem(pypi: str, project: str, timeout: float = 15.0) -> str | None:
-    """Why the public index cannot be asked (None: it answers; any HTTP status is an answer)."""
-    import urllib.error
-    import urllib.request
+    """Why the public index cannot be asked (None: it answers; a 404 or a refusal is an answer)."""
+    from buildkit.errors import IndexUnavailable
+    from buildkit.pyindex import IndexClient, IndexRefused, NotFound, file_path, simple_page_url
 
-    url = pypi.rstrip("/") + "/" + canonicalize_name(project) + "/"
-    if url.startswith("file:"):
-        folder = Path(urllib.request.url2pathname(urllib.parse.urlsplit(pypi).path))
-        return None if folder.is_dir() else f"{pypi}: no such folder"
+    if pypi.startswith("file:"):
+        return None if file_path(pypi).is_dir() else f"{pypi}: no such folder"
     try:
-        with urllib.request.urlopen(url, timeout=timeout):
-            return None
-    except urllib.error.HTTPError:
+        IndexClient(timeout=timeout, netrc=True).get(simple_page_url(pypi, project), timeout=timeout).close()
+    except (NotFound, IndexRefused):
         return None
-    except (urllib.error.URLError, OSError, ValueError) as err:
-        reason = getattr(err, "reason", err)
-        return f"{pypi} cannot be reached ({reason})"
+    except IndexUnavailable as err:
+        return f"{pypi} cannot be reached ({err.message.splitlines()[0]})"
+    return None
 
 
 def _indexes(mode: str, index: str, pypi: str) -> list[str]:

@@ -26,6 +26,7 @@ from buildkit.recipe.sections import (
     repair,
     rocm,
     rocm_pip,
+    secrets,
     size_budget,
     smoke,
     source,
@@ -61,4 +62,5 @@ SECTIONS: tuple[Section, ...] = (
     switches.NETWORK,
     switches.OFFLOAD_COMPRESS,
     arch_settings.SECTION,
+    secrets.SECTION,
 )
