@@ -64,6 +64,13 @@ from buildkit.service.publish import CHECK_INSTALL_DRY_RUN, run_publish
     "signs. Without --recipe this is required. [env: BUILDKIT_PUBLISH_KEY]",
 )
 @click.option(
+    "--require-signature",
+    is_flag=True,
+    help="Publish only wheels whose attestation is signed with --public-key's key and names their "
+    "sha256, also with --recipe (the recipe's publish.require_signature says the same); without a "
+    "key, refuse to start.",
+)
+@click.option(
     "--check-install",
     is_flag=True,
     help="After publishing, ask real pip and uv which file they resolve from the index for each job's "
@@ -94,6 +101,7 @@ def publish_cmd(
     log_file: str | None,
     dry_run: bool,
     public_key: str | None,
+    require_signature: bool,
     check_install: bool,
     local_only: bool,
     pypi_url: str,
@@ -134,6 +142,7 @@ def publish_cmd(
             log_file=log_file,
             dry_run=dry_run,
             public_key=public_key,
+            require_signature=require_signature,
             check_install=check_install,
             pypi_url=pypi_url,
             local_only=local_only,

@@ -78,6 +78,7 @@ def run_publish(
     check_install: bool = False,
     pypi_url: str = resolution.PYPI_SIMPLE,
     local_only: bool = False,
+    require_signature: bool = False,
     echo: Echo = lambda _line: None,
     on_refused: OnRefused | None = None,
 ) -> PublishRun:
@@ -118,6 +119,7 @@ def run_publish(
                 dry_run=dry_run,
                 public_key=Path(public_key) if public_key else None,
                 expand=_plan_of,
+                require_signature=require_signature,
             )
         except Exception as exc:
             if handle is not None:  # the command prints the error itself; the log file keeps it too
