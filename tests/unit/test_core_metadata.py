@@ -200,3 +200,14 @@ def test_symlink_members_are_refused_naming_the_target(tmp_path: Path, recipe: P
     with pytest.raises(PublishRefused, match="demo/passwd is a symbolic link to '/etc/passwd'"):
         publish(dist, parse_target(str(tmp_path / "idx")), recipe=load_recipe(recipe))
     assert not (tmp_path / "idx").exists()
+
+
+def test_a_field_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
+    """PyPI and packaging read METADATA as UTF-8; a Latin-1 byte leaves the field unparsed there."""
+    wheel = write_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/a.py": b""})
+    text = GOOD.format(version="1.0") + "Summary: caf\xe9\n"
+    edit_wheel(wheel, put={"demo-1.0.dist-info/METADATA": text.encode("latin-1")}, rerecord=True)
+    verdict = evaluate(inspect_wheel(wheel), GateConfig.from_flags())
+    messages = [f.message for f in verdict.findings if f.rule == "core-metadata"]
+    assert any("Summary is malformed or not UTF-8" in m for m in messages), messages
+    assert not verdict.passed

@@ -136,17 +136,24 @@ def _validated(data: bytes, member: str, counts: Counter[str]) -> Iterator[Findi
         ExceptionGroup,
         InvalidMetadata,
         Metadata,
+        RawMetadata,
         parse_email,
     )
+
+    known = frozenset(RawMetadata.__annotations__)  # every field packaging knows
 
     raw, unparsed = parse_email(data)
     if raw.get("metadata_version") == "2.0":  # old bdist_wheel wrote it; pip and PyPI accept it
         raw["metadata_version"] = "2.1"
     for field, values in sorted(unparsed.items()):
-        if counts.get(field.lower(), 0) == 1 and field.lower() in SINGLE_USE | {"requires-dist"}:
-            yield CORE_METADATA.error(
-                f"{member}: {_title(field)} is not valid UTF-8: {values[0]!r}", file=member
-            )
+        key = field.lower()
+        if counts.get(key, 0) != 1 or (key not in SINGLE_USE and key.replace("-", "_") not in known):
+            continue  # a field given twice is said above; one packaging does not know is left alone
+        yield CORE_METADATA.error(
+            f"{member}: {_title(field)} is malformed or not UTF-8: {values[0][:60]!r}",
+            file=member,
+            symbol=_title(field),
+        )
     try:
         Metadata.from_raw(raw, validate=True)
     except ExceptionGroup as group:
