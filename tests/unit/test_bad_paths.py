@@ -159,3 +159,16 @@ def test_cache_export_to_a_place_that_cannot_be_written_is_a_usage_error(tmp_pat
         target.symlink_to(tmp_path / "missing")
     with pytest.raises(UsageError, match="cannot write there"):
         export_cache(NoEngine(), target, [VOLUME])
+
+
+@pytest.mark.parametrize("case", ["proc", "dangling-symlink", "symlink-loop", "under-a-file"])
+def test_build_out_and_log_dir_that_cannot_be_written_are_refused_first(tmp_path: Path, case: str) -> None:
+    """``build --log-dir /proc/x`` passed the check (root passes every access test) and the build
+    died with a traceback once it opened the job's log, after its image was prepared."""
+    from buildkit.build.output import check_writable
+
+    folder = _out_cases(tmp_path)[case]
+    with pytest.raises(UsageError, match=f"--log-dir {folder}: "):
+        check_writable(folder, "--log-dir")
+    check_writable(tmp_path / "new" / "logs", "--log-dir")  # a folder that can be made: fine
+    assert not (tmp_path / "new").exists() and not list(tmp_path.glob(".buildkit-probe-*"))
