@@ -30,7 +30,7 @@ CORE_METADATA = Rule(
         "`Requires-Python`, `Requires-Dist` and `Provides-Extra` parse; every line of the header "
         "section ends like the first (no lone CR, no CR LF among LF: pip treats each as a line end, "
         "so a field holding one hides a second field). Warning: a field newer than the declared "
-        "`Metadata-Version` (setuptools' `License-File` in 2.1; PyPI accepts it)."
+        "`Metadata-Version` (but `License-File`, which setuptools wrote in 2.1 and every tool takes)."
     ),
     prevents=(
         "pip refusing the wheel after it was published (`has inconsistent version: expected '1.0', "
@@ -164,6 +164,8 @@ def _validated(data: bytes, member: str, counts: Counter[str]) -> Iterator[Findi
             if counts.get(field, 0) > 1:
                 continue
             message = f"{member}: {err}"
+            if _NEWER_FIELD in str(err) and field in ("license-file", "license-files"):
+                continue  # setuptools < 77 wrote License-File in 2.1/2.2: every installer and PyPI take it
             if _NEWER_FIELD in str(err):
                 yield CORE_METADATA.warning(message, file=member, symbol=_title(field))
             else:

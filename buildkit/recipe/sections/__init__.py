@@ -17,6 +17,7 @@ from buildkit.recipe.sections import (
     env,
     gate,
     hooks,
+    host_isa,
     image,
     manylinux,
     matrix,
@@ -61,6 +62,7 @@ SECTIONS: tuple[Section, ...] = (
     hooks.SECTION,
     switches.NETWORK,
     switches.OFFLOAD_COMPRESS,
+    host_isa.SECTION,
     arch_settings.SECTION,
     secrets.SECTION,
 )
