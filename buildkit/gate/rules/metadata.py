@@ -1,7 +1,7 @@
 """The ``core-metadata`` rule: ``.dist-info/METADATA`` as pip, uv and PyPI read it.
 
-The header section the inspection kept (:class:`~buildkit.inspect.models.CoreMetadata`) is parsed with
-``packaging.metadata`` (what PyPI's upload validation and ``twine check`` run) and read line by line
+The header section the inspection kept (:class:`~buildkit.inspect.models.CoreMetadata`) is validated
+with ``packaging``'s rules, as PyPI's upload validation and ``twine check`` run them, and read line by line
 the way pip's email parser splits it: a lone CR, or a CR LF among LF line ends, is a line end to pip,
 so ``Summary: hi\\r\\nRequires-Dist: evil`` is two fields there and one to a reader splitting on LF.
 """
@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
@@ -21,16 +22,16 @@ from buildkit.gate.rule import Rule
 
 CORE_METADATA = Rule(
     "core-metadata",
-    ("error", "warning"),
+    ("error",),
     checks=(
-        "`.dist-info/METADATA` exists and, parsed with `packaging.metadata` as PyPI's upload "
-        "validation and `twine check` do: `Name` and `Version` are present, once, and equal the "
-        "file name's after normalisation (so, with a job, the recipe's name and the plan's version); "
-        "every single-use field appears once; `Metadata-Version` is one packaging supports; "
-        "`Requires-Python`, `Requires-Dist` and `Provides-Extra` parse; every line of the header "
-        "section ends like the first (no lone CR, no CR LF among LF: pip treats each as a line end, "
-        "so a field holding one hides a second field). Warning: a field newer than the declared "
-        "`Metadata-Version` (but `License-File`, which setuptools wrote in 2.1 and every tool takes)."
+        "`.dist-info/METADATA` exists and, parsed with `packaging` as PyPI's upload validation "
+        "and `twine check` do: `Metadata-Version`, `Name` and `Version` are present, once, and "
+        "`Name` and `Version` equal the file name's after normalisation (so, with a job, the "
+        "recipe's name and the plan's version); every single-use field appears once and is UTF-8; "
+        "`Metadata-Version` is one of the specification's; `Requires-Python`, `Requires-Dist` and "
+        "`Provides-Extra` parse; every line of the header section ends like the first (no lone CR, "
+        "no CR LF among LF: pip treats each as a line end, so a field holding one hides a second "
+        "field)."
     ),
     prevents=(
         "pip refusing the wheel after it was published (`has inconsistent version: expected '1.0', "
@@ -69,7 +70,11 @@ SINGLE_USE = frozenset(
     }
 )
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
-_NEWER_FIELD = "introduced in metadata version"
+#: the core metadata specification's versions (2.0 never was one, but old bdist_wheel wrote it and
+#: pip and PyPI take it)
+METADATA_VERSIONS = frozenset({"1.0", "1.1", "1.2", "2.0", "2.1", "2.2", "2.3", "2.4", "2.5"})
+#: a valid distribution or extra name (PEP 508, the core metadata specification)
+_NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
 _END_NAMES = {"\r\n": "CR LF", "\n": "LF", "\r": "a lone CR"}
 
 
@@ -93,7 +98,7 @@ def check(facts: Facts) -> Iterator[Finding]:
                 file=member,
                 symbol=_title(field),
             )
-    yield from _validated(core.data, member, counts)
+    yield from _validated(_fields(core.headers), member, counts)
     yield from _identity(facts, core.headers, member)
 
 
@@ -129,47 +134,70 @@ def _field_names(headers: str) -> Iterator[str]:
             yield line.partition(":")[0].strip().lower()
 
 
-def _validated(data: bytes, member: str, counts: Counter[str]) -> Iterator[Finding]:
-    """``packaging.metadata``'s validation, each field's problem one finding (a required field that
-    is only missing because it appears twice is said once, above)."""
-    from packaging.metadata import (  # email's parser: ~25 ms at its first import
-        ExceptionGroup,
-        InvalidMetadata,
-        Metadata,
-        RawMetadata,
-        parse_email,
-    )
+def _validated(fields: list[tuple[str, str]], member: str, counts: Counter[str]) -> Iterator[Finding]:
+    """The fields as PyPI's upload validation reads them, each problem one finding (a required field
+    that is only missing because it appears twice is said once, above). Parsed with ``packaging``'s
+    version, specifier, requirement and name rules (not ``packaging.metadata``, whose email parser
+    and dataclasses would cost every ``check`` ~40 ms of start-up: tests/unit/test_check_startup.py);
+    ``packaging.requirements`` loads only for a wheel that declares a Requires-Dist."""
+    first: dict[str, str] = {}
+    for key, value in fields:
+        first.setdefault(key, value)
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            yield _invalid(member, key, f"{_title(key)} is not valid UTF-8: {value[:60]!r}")
+    for key in ("metadata-version", "name", "version"):
+        if key not in first and counts.get(key, 0) == 0:
+            yield _invalid(member, key, f"{key!r} is a required field")
+    checks: dict[str, Callable[[str], bool]] = {
+        "metadata-version": METADATA_VERSIONS.__contains__,
+        "name": lambda v: _NAME.match(v) is not None,
+        "version": _parses(Version, InvalidVersion),
+        "requires-python": _parses(SpecifierSet, InvalidSpecifier),
+        "provides-extra": lambda v: _NAME.match(v) is not None,
+    }
+    for key, value in fields:
+        if key == "requires-dist":
+            from packaging.requirements import InvalidRequirement, Requirement  # only when declared
 
-    known = frozenset(RawMetadata.__annotations__)  # every field packaging knows
+            ok = _parses(Requirement, InvalidRequirement)(value)
+        elif key in checks:
+            ok = checks[key](value)
+        else:
+            continue
+        if not ok:
+            what = (
+                "is not a valid metadata version" if key == "metadata-version" else f"is invalid for {key!r}"
+            )
+            yield _invalid(member, key, f"{value!r} {what}")
 
-    raw, unparsed = parse_email(data)
-    if raw.get("metadata_version") == "2.0":  # old bdist_wheel wrote it; pip and PyPI accept it
-        raw["metadata_version"] = "2.1"
-    for field, values in sorted(unparsed.items()):
-        key = field.lower()
-        if counts.get(key, 0) != 1 or (key not in SINGLE_USE and key.replace("-", "_") not in known):
-            continue  # a field given twice is said above; one packaging does not know is left alone
-        yield CORE_METADATA.error(
-            f"{member}: {_title(field)} is malformed or not UTF-8: {values[0][:60]!r}",
-            file=member,
-            symbol=_title(field),
-        )
-    try:
-        Metadata.from_raw(raw, validate=True)
-    except ExceptionGroup as group:
-        for err in group.exceptions:
-            if not isinstance(err, InvalidMetadata):
-                raise
-            field = err.field.replace("_", "-")
-            if counts.get(field, 0) > 1:
-                continue
-            message = f"{member}: {err}"
-            if _NEWER_FIELD in str(err) and field in ("license-file", "license-files"):
-                continue  # setuptools < 77 wrote License-File in 2.1/2.2: every installer and PyPI take it
-            if _NEWER_FIELD in str(err):
-                yield CORE_METADATA.warning(message, file=member, symbol=_title(field))
-            else:
-                yield CORE_METADATA.error(message, file=member, symbol=_title(field))
+
+def _parses(kind: Callable[[str], object], error: type[Exception]) -> Callable[[str], bool]:
+    def ok(value: str) -> bool:
+        try:
+            kind(value)
+        except error:
+            return False
+        return True
+
+    return ok
+
+
+def _invalid(member: str, key: str, message: str) -> Finding:
+    return CORE_METADATA.error(f"{member}: {message}", file=member, symbol=_title(key))
+
+
+def _fields(headers: str) -> list[tuple[str, str]]:
+    """The header fields (lower-cased name, value), a folded line joined to its field's value."""
+    out: list[tuple[str, str]] = []
+    for line in re.split(r"\r\n|\r|\n", headers):
+        if line[:1] in (" ", "\t") and out:
+            out[-1] = (out[-1][0], f"{out[-1][1]} {line.strip()}")
+        elif ":" in line:
+            key, _, value = line.partition(":")
+            out.append((key.strip().lower(), value.strip()))
+    return out
 
 
 def _identity(facts: Facts, headers: str, member: str) -> Iterator[Finding]:
