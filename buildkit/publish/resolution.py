@@ -13,7 +13,9 @@ job published nothing is checked too), each tool is asked in two configurations:
 pip: ``pip install --isolated --dry-run --no-deps --ignore-installed --report`` with the job's
 ``--python-version``/``--implementation cp``/``--abi``/``--platform`` (the report names the file's
 URL). uv: ``uv pip compile --no-config --python-version --python-platform --emit-index-annotation``
-(the version and the index it came from; uv takes an ``--extra-index-url`` before the
+of the project with every extra its published wheel provides (``demo[device-gfx942]``), resolving
+each Requires-Dist of the release too, so a dependency or an extra's package that no index serves
+fails (the version and the index it came from; uv takes an ``--extra-index-url`` before the
 ``--index-url``, and by default only the first index that has the project). A configuration fails when
 the resolver would install a file from another index than INDEX, or another version than the
 published one, or nothing at all (no file serves that Python, or pip or uv refuses the published one:
@@ -33,6 +35,7 @@ inconclusive unless the user asked for that local check (``--local-only``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -66,6 +69,7 @@ class Target:
     python: str  # "3.12"
     platform: str  # "manylinux_2_28_x86_64"
     version: str | None  # the version published for it (None: nothing published for this Python)
+    extras: tuple[str, ...] = ()  # the published wheel's Provides-Extra: uv resolves them all
 
 
 @json_shape(
@@ -109,9 +113,10 @@ def targets_of(
         (canonicalize_name(p), py, plat): None for p, py, plat in planned
     }
     known = tuple(pythons if pythons is not None else _known_pythons())
+    extras: dict[tuple[str, str, str], tuple[str, ...]] = {}
     for wheel in wheels:
         name, version, _, tags = parse_wheel_filename(wheel.name)
-        allowed = _requires_python(wheel)
+        allowed, provided = _metadata(wheel)
         for tag in tags:
             platform = ANY_PLATFORM if tag.platform == "any" else tag.platform
             for python in _served(tag.interpreter, tag.abi, known):
@@ -121,7 +126,11 @@ def targets_of(
                 best = found.get(key)
                 if best is None or parse_wheel_filename(f"x-{best}-py3-none-any.whl")[1] < version:
                     found[key] = str(version)
-    return [Target(p, py, plat, v) for (p, py, plat), v in sorted(found.items(), key=_target_order)]
+                    extras[key] = provided
+    return [
+        Target(p, py, plat, v, extras.get((p, py, plat), ()))
+        for (p, py, plat), v in sorted(found.items(), key=_target_order)
+    ]
 
 
 def _target_order(item: tuple[tuple[str, str, str], str | None]) -> tuple[str, tuple[int, ...], str]:
@@ -147,8 +156,9 @@ def _known_pythons() -> tuple[str, ...]:
     return cibuildwheel_pythons()
 
 
-def _requires_python(wheel: Path) -> SpecifierSet | None:
-    """The wheel's ``Requires-Python`` (None: none, or the file cannot be read here)."""
+def _metadata(wheel: Path) -> tuple[SpecifierSet | None, tuple[str, ...]]:
+    """The wheel's ``Requires-Python`` and ``Provides-Extra`` (None and (): none, or the file cannot
+    be read here)."""
     import zipfile
 
     try:
@@ -156,17 +166,20 @@ def _requires_python(wheel: Path) -> SpecifierSet | None:
             name = next(n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
             text = zf.read(name).decode("utf-8", "replace")
     except (OSError, zipfile.BadZipFile, StopIteration):
-        return None
+        return None, ()
+    allowed: SpecifierSet | None = None
+    extras: list[str] = []
     for line in text.splitlines():
         if not line:
             break
         key, _, value = line.partition(":")
-        if key.strip().lower() == "requires-python":
-            try:
-                return SpecifierSet(value.strip())
-            except InvalidSpecifier:
-                return None
-    return None
+        key, value = key.strip().lower(), value.strip()
+        if key == "requires-python" and allowed is None:
+            with contextlib.suppress(InvalidSpecifier):  # the gate's core-metadata rule says so
+                allowed = SpecifierSet(value)
+        elif key == "provides-extra" and value:
+            extras.append(value)
+    return allowed, tuple(dict.fromkeys(extras))
 
 
 def public_index_problem(pypi: str, project: str, timeout: float = 15.0) -> str | None:
@@ -241,14 +254,13 @@ def _uv(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[s
         *_indexes(mode, index, pypi),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
+    wanted = target.project + (f"[{','.join(target.extras)}]" if target.extras else "")
     done = subprocess.run(
-        cmd, input=target.project + "\n", capture_output=True, text=True, check=False, env=env, timeout=300
+        cmd, input=wanted + "\n", capture_output=True, text=True, check=False, env=env, timeout=300
     )
-    if done.returncode != 0:
-        first = next(
-            (line for line in done.stderr.splitlines() if line.strip()), f"uv exit {done.returncode}"
-        )
-        return None, None, first.strip()
+    if done.returncode != 0:  # "No solution found ...", then uv's cause (a dependency or extra missing)
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()][:2]
+        return None, None, " ".join(lines) or f"uv exit {done.returncode}"
     pinned = re.search(rf"^{re.escape(target.project)}==(\S+)\s*\n\s*# from (\S+)", done.stdout, re.M | re.I)
     if pinned is None:
         return None, None, f"uv resolved no version of {target.project}: {done.stdout.strip()[:200]}"

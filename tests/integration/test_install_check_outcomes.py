@@ -101,3 +101,34 @@ def test_a_wheel_pip_refuses_fails_the_check(tmp_path: Path) -> None:
     assert "nothing resolves" in pip_row.detail and "inconsistent version" in pip_row.detail, pip_row.detail
     failure = PublishRun([], None, rows).failure()  # type: ignore[arg-type]
     assert isinstance(failure, InstallResolutionFailed) and failure.exit_code == 15
+
+
+def test_every_extra_and_requirement_of_the_release_resolves(tmp_path: Path) -> None:
+    """Issue 38, case 9: ROCm's pip packages shipped a Requires-Dist on a never-built package behind
+    an extra (``pip install 'pkg[device-gfx942]'`` only warned and installed no device code). uv is
+    asked for the project with every extra its wheel provides, on the published index: the missing
+    device package fails the row, naming it; once it is published, the row passes."""
+    from tests.helpers.wheel_zip import write_wheel
+
+    root = tmp_path / "idx"
+    (tmp_path / "w").mkdir()
+    host = write_wheel(
+        tmp_path / "w" / "demo-1.0-py3-none-any.whl",
+        {"demo/__init__.py": b""},
+        requires=('demo-device-gfx942==1.0; extra == "device-gfx942"',),
+        extras=("device-gfx942",),
+        requires_python=">=3.14",
+    )
+    index.add_wheels(root, [(host, sha256_file(host))])
+    targets = resolution.targets_of([host])
+    assert {t.extras for t in targets} == {("device-gfx942",)}
+    url = (root / "simple").as_uri() + "/"
+    rows = resolution.check_install(targets, url, tools=["uv"], modes=[resolution.LOCAL])
+    assert rows and all(r.failed for r in rows), [r.describe() for r in rows]
+    assert all("demo-device-gfx942 was not found" in r.detail for r in rows), [r.detail for r in rows]
+    device = write_wheel(
+        tmp_path / "w" / "demo_device_gfx942-1.0-py3-none-any.whl", {"demo_device/a.co": b"x"}
+    )
+    index.add_wheels(root, [(device, sha256_file(device))])
+    rows = resolution.check_install(targets, url, tools=["uv"], modes=[resolution.LOCAL])
+    assert rows and all(not r.failed and r.version == "1.0" for r in rows), [r.describe() for r in rows]
