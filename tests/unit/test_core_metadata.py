@@ -211,3 +211,24 @@ def test_a_field_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     messages = [f.message for f in verdict.findings if f.rule == "core-metadata"]
     assert any("Summary is not valid UTF-8" in m for m in messages), messages
     assert not verdict.passed
+
+
+def test_an_extra_no_provides_extra_declares_is_refused(tmp_path: Path) -> None:
+    """Issue 38, case 9: a Requires-Dist behind ``extra == "device-gfx942"`` without the Provides-Extra:
+    ``pip install 'demo[device-gfx942]'`` warned and installed no device code."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    needs = ('demo-device-gfx942==1.0; extra == "device-gfx942"',)
+    lacking = write_wheel(tmp_path / "a" / "demo-1.0-py3-none-any.whl", {"demo/a.py": b""}, requires=needs)
+    verdict = evaluate(inspect_wheel(lacking), GateConfig.from_flags())
+    messages = [f.message for f in verdict.findings if f.rule == "core-metadata"]
+    assert not verdict.passed and any(
+        "names the extra 'device-gfx942', which no Provides-Extra declares" in m for m in messages
+    ), messages
+    declared = write_wheel(
+        tmp_path / "b" / "demo-1.0-py3-none-any.whl",
+        {"demo/a.py": b""},
+        requires=needs,
+        extras=("device-gfx942",),
+    )
+    assert evaluate(inspect_wheel(declared), GateConfig.from_flags()).passed

@@ -29,7 +29,8 @@ CORE_METADATA = Rule(
         "`Name` and `Version` equal the file name's after normalisation (so, with a job, the "
         "recipe's name and the plan's version); every single-use field appears once and is UTF-8; "
         "`Metadata-Version` is one of the specification's; `Requires-Python`, `Requires-Dist` and "
-        "`Provides-Extra` parse; every line of the header section ends like the first (no lone CR, "
+        "`Provides-Extra` parse, and every extra a Requires-Dist marker names is a Provides-Extra; "
+        "every line of the header section ends like the first (no lone CR, "
         "no CR LF among LF: pip treats each as a line end, so a field holding one hides a second "
         "field)."
     ),
@@ -38,7 +39,8 @@ CORE_METADATA = Rule(
         "but metadata has '9.9'`, a wheel named for another project), PyPI refusing the upload "
         "(an invalid `Requires-Python`), or a dependency hidden in another field "
         "(`Summary: hi\\r\\nRequires-Dist: injected-evil`) that pip installs and a reviewer "
-        "reading the summary does not see."
+        "reading the summary does not see; or `pip install 'pkg[gfx942]'` only warning that the "
+        "extra is not provided and installing none of its requirements."
     ),
     never_waived=(
         "pip, uv or PyPI read this metadata otherwise than the gate does, or refuse it: fix the "
@@ -74,6 +76,7 @@ _LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|$)")
 #: pip and PyPI take it)
 METADATA_VERSIONS = frozenset({"1.0", "1.1", "1.2", "2.0", "2.1", "2.2", "2.3", "2.4", "2.5"})
 #: a valid distribution or extra name (PEP 508, the core metadata specification)
+_EXTRA_MARKER = re.compile(r"""\bextra\s*==\s*['"]([^'"]+)['"]""")
 _NAME = re.compile(r"^([A-Z0-9]|[A-Z0-9][A-Z0-9._-]*[A-Z0-9])$", re.IGNORECASE)
 _END_NAMES = {"\r\n": "CR LF", "\n": "LF", "\r": "a lone CR"}
 
@@ -171,6 +174,25 @@ def _validated(fields: list[tuple[str, str]], member: str, counts: Counter[str])
                 "is not a valid metadata version" if key == "metadata-version" else f"is invalid for {key!r}"
             )
             yield _invalid(member, key, f"{value!r} {what}")
+    yield from _undeclared_extras(fields, member)
+
+
+def _undeclared_extras(fields: list[tuple[str, str]], member: str) -> Iterator[Finding]:
+    """Each extra a Requires-Dist marker names (``extra == "gfx942"``) is declared by a
+    Provides-Extra: otherwise ``pip install 'pkg[gfx942]'`` only warns that the package does not
+    provide it and installs none of its requirements (ROCm's device packages were shipped so)."""
+    declared = {canonicalize_name(v) for k, v in fields if k == "provides-extra"}
+    for key, value in fields:
+        if key != "requires-dist" or "extra" not in value:
+            continue
+        for extra in dict.fromkeys(_EXTRA_MARKER.findall(value.partition(";")[2])):
+            if canonicalize_name(extra) not in declared:
+                yield _invalid(
+                    member,
+                    key,
+                    f"Requires-Dist {value!r} names the extra {extra!r}, which no Provides-Extra declares: "
+                    f"pip install 'name[{extra}]' only warns and installs none of it; declare it",
+                )
 
 
 def _parses(kind: Callable[[str], object], error: type[Exception]) -> Callable[[str], bool]:
