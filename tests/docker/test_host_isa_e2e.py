@@ -42,3 +42,40 @@ def test_with_the_recipes_permission_it_is_rewritten_to_the_level(
     assert proc.returncode == 0, proc.stdout + proc.stderr + log[-4000:]
     assert "buildkit: host ISA: rewrote -march=native to -march=x86-64-v2 in the compile of" in log
     assert len(list((tmp_path / "dist").glob("*/*.whl"))) == 1
+
+
+C_PROJECT = {
+    "pyproject.toml": '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
+    "setup.py": (
+        "import os\nfrom setuptools import Extension, setup\n"
+        "setup(name='buildkit-refkernels', version=os.environ.get('BUILDKIT_VERSION', '0.1.0'),\n"
+        "      ext_modules=[Extension('cdemo._c', ['src/cdemo.c'])], packages=['cdemo'])\n"
+    ),
+    "cdemo/__init__.py": "",
+    "src/cdemo.c": (
+        '#include <Python.h>\nstatic struct PyModuleDef m = {PyModuleDef_HEAD_INIT, "_c", 0, -1, 0};\n'
+        "PyMODINIT_FUNC PyInit__c(void) { return PyModule_Create(&m); }\n"
+    ),
+}
+
+
+def test_with_host_isa_every_host_compile_is_held(tmp_path: Path, debian_rocm_image: Any) -> None:
+    """A plain setuptools C extension: its compile runs the build's gcc (no HIP, no CMake), which the
+    host compilers' wrappers of a host_isa build route through the launcher, so CFLAGS=-march=native
+    is refused there too, naming src/cdemo.c."""
+    source = tmp_path / "cdemo"
+    for name, text in C_PROJECT.items():
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        (source / name).write_text(text)
+    recipe = _recipe(
+        tmp_path,
+        source,
+        env={"HIP_PLATFORM": "amd", "CFLAGS": "-march=native"},
+        host_isa={"level": "x86-64-v2"},
+        checks={},  # the reference's tuned CSVs are not in this project
+    )
+    proc = _build(recipe, tmp_path)
+    log_path = tmp_path / "logs" / f"{JOB}.log"
+    log = log_path.read_text(errors="replace") if log_path.exists() else ""
+    assert proc.returncode == 9, proc.stdout + proc.stderr + log[-3000:]
+    assert "buildkit: host ISA: refused -march=native in the compile of src/cdemo.c" in log, log[-3000:]

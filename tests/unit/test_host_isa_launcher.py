@@ -6,6 +6,7 @@ names; and the recipe's ``host_isa`` reaches the job's environment."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 from pathlib import Path
 
@@ -97,3 +98,55 @@ def test_the_recipes_host_isa_reaches_the_jobs_environment(tmp_path: Path) -> No
     plain = tmp_path / "plain.yaml"
     plain.write_text(text)
     assert "BUILDKIT_HOST_ISA" not in expand(load_recipe(plain)).jobs[0].env
+
+
+def test_the_host_compilers_wrappers_exec_the_launcher_on_the_real_compiler(tmp_path: Path) -> None:
+    """The before_build command of a host_isa build (ccache.HOST_CC_SETUP), run here with its folder
+    and the launcher's path moved under tmp_path: each compiler found on PATH gets a wrapper that
+    execs the launcher on it, never on itself or (with the launcher running ccache) on the masquerade."""
+    from buildkit.build import ccache
+
+    wrappers, launcher = tmp_path / "wrappers", tmp_path / "hip-launcher"
+    launcher.write_text(launcher_script())
+    launcher.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gcc = bin_dir / "gcc"
+    gcc.write_text('#!/bin/sh\necho "gcc $*"\n')
+    gcc.chmod(0o755)
+    setup = ccache.HOST_CC_SETUP.replace(ccache.HOST_CC_WRAPPERS, str(wrappers)).replace(
+        ccache.HIP_LAUNCHER, str(launcher)
+    )
+    path = f"{wrappers}:{bin_dir}:/usr/bin:/bin"
+    subprocess.run(["sh", "-c", setup], check=True, env={"PATH": path})
+    assert f"exec {launcher} {gcc} " in (wrappers / "gcc").read_text()
+    ran = subprocess.run(["gcc", "-c", "-O2", "a.c"], capture_output=True, text=True, env={"PATH": path})
+    assert ran.returncode == 0 and ran.stdout.strip() == "gcc -c -O2 a.c"
+    refused = subprocess.run(
+        ["gcc", "-c", "-march=native", "src/module.c"], capture_output=True, text=True, env={"PATH": path}
+    )
+    assert (
+        refused.returncode == 1 and "refused -march=native in the compile of src/module.c" in refused.stderr
+    )
+
+
+def test_a_host_isa_build_puts_the_wrappers_first_on_path(tmp_path: Path) -> None:
+    from buildkit.build import ccache, cibw
+
+    text = (
+        (ROOT / "recipes" / "reference-trixie.yaml")
+        .read_text()
+        .replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
+    )
+    path = tmp_path / "r.yaml"
+    path.write_text(text + "host_isa:\n  level: x86-64-v2\n")
+    job = expand(load_recipe(path)).jobs[0]
+    assert ccache.holds_host_isa(job)
+    assert ccache.HOST_CC_SETUP in ccache.setup_commands(job, cached=False)
+    settings = cibw.CibwSettings(image="img", source_date_epoch=0, ccache_volume=None, with_ca_bundle=False)
+    path = cibw.container_environment(job, settings)["PATH"]
+    assert path == f"{ccache.HOST_CC_WRAPPERS}:$PATH"
+    cached = cibw.container_environment(job, dataclasses.replace(settings, ccache_volume="v"))
+    assert cached["PATH"].startswith(f"{ccache.HOST_CC_WRAPPERS}:/usr/lib/ccache:") and cached[
+        "PATH"
+    ].endswith(":$PATH")
