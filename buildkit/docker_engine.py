@@ -15,12 +15,20 @@ ends, also on an exception or Ctrl-C, even one that came while the engine was st
 is then found by its unique name). What a hard kill leaves behind, :func:`prune_containers` (``buildkit
 image prune --containers``) removes. ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` keeps them for debugging
 (their names are printed on stderr), as cibuildwheel's ``CIBW_DEBUG_KEEP_CONTAINER`` does.
+
+Builds that share an engine (a CI runner, a workstation running two builds, the docker test tier
+beside a user's build): every container also records its owner (:class:`Owner`: host name, boot id,
+process id and the process's start time, labels ``io.rocm-buildkit.owner.*``), and a prune removes
+only the containers whose owner is gone (that process no longer runs, or the machine rebooted); it
+says which live ones it left. A container of another host, or one that records no owner and still
+runs, is left too: whether its owner lives cannot be told from here.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import sys
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -132,11 +140,87 @@ def keep_containers(env: Mapping[str, str] | None = None) -> bool:
 
 
 def container_labels(purpose: str, run_id: str | None = None) -> dict[str, str]:
-    """The labels of a container made for ``purpose`` (in the build ``run_id``, if any)."""
-    labels = {CONTAINER_LABEL: purpose}
+    """The labels of a container made for ``purpose`` (in the build ``run_id``, if any), with its
+    owner: this process (:class:`Owner`)."""
+    labels = {CONTAINER_LABEL: purpose, **Owner.this_process().labels()}
     if run_id is not None:
         labels[RUN_LABEL] = run_id
     return labels
+
+
+#: the owner's labels: ``<prefix>host``, ``boot``, ``pid``, ``start``
+OWNER_PREFIX = "io.rocm-buildkit.owner."
+
+
+def _boot_id() -> str:
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as fh:
+            return fh.read().strip()
+    except OSError:
+        return ""
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks after boot, /proc/PID/stat's 22nd field; None: no
+    such process). A pid reused by a later process has another start time."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()  # after the command name, which may hold spaces
+    return fields[19] if len(fields) > 19 else None
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process a container belongs to: it lives while a process of that pid and start time runs
+    on that host since that boot."""
+
+    host: str
+    boot: str
+    pid: int
+    start: str
+
+    @classmethod
+    def this_process(cls) -> Owner:
+        pid = os.getpid()
+        return cls(socket.gethostname(), _boot_id(), pid, _start_time(pid) or "")
+
+    def labels(self) -> dict[str, str]:
+        return {
+            OWNER_PREFIX + "host": self.host,
+            OWNER_PREFIX + "boot": self.boot,
+            OWNER_PREFIX + "pid": str(self.pid),
+            OWNER_PREFIX + "start": self.start,
+        }
+
+    @classmethod
+    def of(cls, labels: Mapping[str, str]) -> Owner | None:
+        """The owner a container's labels record (None: none, an older buildkit's container)."""
+        try:
+            return cls(
+                labels[OWNER_PREFIX + "host"],
+                labels[OWNER_PREFIX + "boot"],
+                int(labels[OWNER_PREFIX + "pid"]),
+                labels[OWNER_PREFIX + "start"],
+            )
+        except (KeyError, ValueError):
+            return None
+
+    def alive(self) -> tuple[bool | None, str]:
+        """Whether the owner still runs (None: it cannot be told from this host), and why."""
+        who = f"pid {self.pid} on {self.host}"
+        if self.host != socket.gethostname():
+            return None, f"owner {who}, another host: cannot tell whether it runs"
+        if self.boot != _boot_id():
+            return False, f"owner {who} is gone (the machine rebooted since)"
+        started = _start_time(self.pid)
+        if started is None:
+            return False, f"owner {who} is gone"
+        if started != self.start:
+            return False, f"owner {who} is gone (the pid is another process's now)"
+        return True, f"owner {who} is running"
 
 
 def run_filter(run_id: str) -> str:
@@ -306,39 +390,52 @@ def remove_run_containers(client: Any, run_id: str) -> bool:
 
 @dataclass(frozen=True)
 class Pruned:
-    """One container removed by :func:`prune_containers`."""
+    """A labelled container, as :func:`labelled_containers` found it and :func:`prune_containers`
+    removed or left it."""
 
     name: str
     purpose: str
     run_id: str | None
-    status: str  # the engine's state when it was removed: "running", "exited", "created"
+    status: str  # the engine's state: "running", "exited", "created"
+    owner: str = ""  # whose it is, and whether that process runs
+    live: bool = False  # left by a prune: its owner runs, or cannot be told to be gone
+
+
+def _judged(container: Any) -> Pruned:
+    labels = dict(container.labels or {})
+    purpose, run_id, status = labels.get(CONTAINER_LABEL, ""), labels.get(RUN_LABEL), str(container.status)
+    owner = Owner.of(labels)
+    if owner is None:
+        running = status in ("running", "restarting", "paused")
+        why = "no owner recorded (an older buildkit)" + (
+            ": it still runs, `docker rm -f` removes it" if running else ""
+        )
+        return Pruned(str(container.name), purpose, run_id, status, why, running)
+    alive, why = owner.alive()
+    return Pruned(str(container.name), purpose, run_id, status, why, alive is not False)
 
 
 def labelled_containers(client: Any) -> list[Pruned]:
-    """The containers carrying :data:`CONTAINER_LABEL` (what :func:`prune_containers` would remove),
-    removing nothing."""
-    found: list[Pruned] = []
-    for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
-        labels = dict(container.labels or {})
-        purpose, run_id = labels.get(CONTAINER_LABEL, ""), labels.get(RUN_LABEL)
-        found.append(Pruned(str(container.name), purpose, run_id, str(container.status)))
-    return found
+    """The containers carrying :data:`CONTAINER_LABEL`, each with its owner and whether a prune
+    would leave it (``live``), removing nothing."""
+    return [_judged(c) for c in client.containers.list(all=True, filters={"label": CONTAINER_LABEL})]
 
 
 def prune_containers(client: Any, *, only: Collection[str] | None = None) -> list[Pruned]:
-    """Remove every container carrying :data:`CONTAINER_LABEL` (what killed runs left behind,
-    running ones too: run it when no buildkit command runs on this engine); ``only``: just those of
-    these names (the ones a listing showed). Engine errors (:data:`ENGINE_ERRORS`) are raised; a
-    container already gone is skipped."""
+    """Remove the containers carrying :data:`CONTAINER_LABEL` whose owner is gone (what killed runs
+    left behind; a live owner's, or one that cannot be told gone, is left: the module docstring);
+    ``only``: just those of these names (the ones a listing showed). Engine errors
+    (:data:`ENGINE_ERRORS`) are raised; a container already gone is skipped."""
     removed: list[Pruned] = []
     for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
         if only is not None and str(container.name) not in only:
             continue
-        labels = dict(container.labels or {})
+        judged = _judged(container)
+        if judged.live:
+            continue
         try:
             container.remove(force=True)
         except docker.errors.NotFound:
             continue
-        purpose, run_id = labels.get(CONTAINER_LABEL, ""), labels.get(RUN_LABEL)
-        removed.append(Pruned(str(container.name), purpose, run_id, str(container.status)))
+        removed.append(judged)
     return removed

@@ -31,12 +31,15 @@ code  class                        meaning
       IndexUnavailable)            (the message names the wheels uploaded before: retry)
 14    BuilderContractError         a builder image lacks what builds need (the list of gaps)
 15    InstallResolutionFailed      ``publish --check-install``: pip or uv would install, for a
-                                   supported Python, a file from another index than the published one
+                                   supported Python, a file from another index than the published one,
+                                   or nothing (no file, or the file refused), or nothing was checked
 16    SplitRefused                 ``split``: the wheel cannot be split per GPU target (a code object
                                    whose path names another target than its ELF header, nothing to
                                    split, an extra the host declares already)
 17    RegistryUnavailable          an image build could not reach a registry (DNS, connection, pull
                                    refused for a missing base): the hint names what builds offline
+18    InstallCheckInconclusive     ``publish --check-install``: the public index could not be reached,
+                                   so only the published index was asked (``--local-only`` asks that)
 130   Interrupted                  Ctrl-C; partial outputs were removed
 ====  ===========================  ===============================================
 """
@@ -227,6 +230,14 @@ class InstallResolutionFailed(BuildkitError):
     with pip or uv in one of the ways an index is configured (:mod:`buildkit.publish.resolution`)."""
 
     exit_code = 15
+
+
+class InstallCheckInconclusive(BuildkitError):
+    """``publish --check-install``: the wheels were published and resolve from the published index
+    alone, but the public index beside it could not be reached, so whether it shadows them is not
+    known (``--local-only`` asks for the local check alone)."""
+
+    exit_code = 18
 
 
 class SplitRefused(BuildkitError):

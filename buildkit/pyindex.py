@@ -47,7 +47,7 @@ from urllib.request import url2pathname
 
 from packaging.utils import canonicalize_name
 
-from buildkit import __version__
+from buildkit import __version__, credentials
 from buildkit.errors import IndexUnavailable
 from buildkit.fsutil import atomic_stream
 
@@ -197,13 +197,9 @@ def is_loopback(host: str) -> bool:
 
 
 def redact(url: str) -> str:
-    """``url`` without the password or token of its user part (``https://user:***@host/``)."""
-    parts = urlsplit(url)
-    if parts.password is None and "@" not in parts.netloc:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}" if user else f"***@{host}"))
+    """``url`` without the password or token of its user part (``https://user:***@host/``) nor the
+    value of a credential query parameter (:func:`buildkit.credentials.redact`)."""
+    return credentials.redact(url)
 
 
 @dataclass(frozen=True)

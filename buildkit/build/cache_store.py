@@ -113,10 +113,15 @@ def export_cache(client: Any, dest: Path, volumes: Sequence[str] | None = None) 
         raise UsageError(f"not compiler-cache volumes of rocm-buildkit: {', '.join(unknown)}")
     as_tar = dest.suffix == ".tar"
     folder = dest.parent if as_tar else dest
-    folder.mkdir(parents=True, exist_ok=True)
     files = size = 0
     with contextlib.ExitStack() as stack:
-        work = Path(stack.enter_context(tempfile.TemporaryDirectory(dir=folder, prefix=".buildkit-cache-")))
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            work = Path(
+                stack.enter_context(tempfile.TemporaryDirectory(dir=folder, prefix=".buildkit-cache-"))
+            )
+        except OSError as err:
+            raise UsageError(f"{dest}: cannot write there: {err.strerror or err}") from None
         out = stack.enter_context(tarfile.open(work / "cache.tar", "w")) if as_tar else None
         box = stack.enter_context(
             throwaway(client, carrier_image(client), ["true"], purpose="cache-export", volumes=_mounts(names))
@@ -163,27 +168,23 @@ def _tar_of_folder(source: Path, into: IO[bytes]) -> None:
 def import_cache(client: Any, source: Path) -> Carried:
     """The cache volumes of ``source`` (a ``.tar`` file or a folder of an export) into the engine's
     volumes of the same names (made when missing); entries already there are replaced, others kept
-    (ccache's files are named by their content's hash)."""
+    (ccache's files are named by their content's hash). The whole archive is read first: a file that
+    is not a tar, or one cut short, is a UsageError before the engine is asked anything."""
     if not source.exists():
-        raise UsageError(f"{source}: no such file or folder")
+        hint = f" (a symbolic link to {os.readlink(source)})" if source.is_symlink() else ""
+        raise UsageError(f"{source}: no such file or folder{hint}")
     with contextlib.ExitStack() as stack:
-        if source.is_dir():
-            spooled = stack.enter_context(tempfile.TemporaryFile())
-            _tar_of_folder(source, spooled)
-            archive: IO[bytes] = spooled
-        else:
-            archive = stack.enter_context(source.open("rb"))
+        try:
+            if source.is_dir():
+                spooled = stack.enter_context(tempfile.TemporaryFile())
+                _tar_of_folder(source, spooled)
+                archive: IO[bytes] = spooled
+            else:
+                archive = stack.enter_context(source.open("rb"))
+            names, files, size = _scan(archive, source)
+        except OSError as err:
+            raise UsageError(f"{source}: cannot read it: {err.strerror or err}") from None
         archive.seek(0)
-        volumes: dict[str, None] = {}
-        files = size = 0
-        with tarfile.open(fileobj=archive, mode="r:") as tar:
-            for member in tar:
-                volumes[_check_member(member, source)] = None
-                if member.isfile():
-                    files += 1
-                    size += member.size
-        archive.seek(0)
-        names = sorted(volumes)
         if names:
             box = stack.enter_context(
                 throwaway(
@@ -193,3 +194,37 @@ def import_cache(client: Any, source: Path) -> Carried:
             if not box.put_archive(MOUNT_ROOT, archive):
                 raise UsageError(f"{source}: the engine refused the archive")
     return Carried(tuple(names), files, size)
+
+
+def _scan(archive: IO[bytes], source: Path) -> tuple[list[str], int, int]:
+    """The volumes, file count and bytes of an archive to import, every member checked
+    (:func:`_check_member`) and every member's data inside the file (tarfile stops quietly at a cut
+    between members and only finds a cut inside one when it reads the data)."""
+    end = archive.seek(0, os.SEEK_END)
+    archive.seek(0)
+    volumes: dict[str, None] = {}
+    files = size = 0
+    try:
+        with tarfile.open(fileobj=archive, mode="r:") as tar:
+            for member in tar:
+                volumes[_check_member(member, source)] = None
+                if member.offset_data + member.size > end:
+                    raise UsageError(
+                        f"{source}: truncated: {member.name!r} needs {member.size} bytes from offset "
+                        f"{member.offset_data}, the file ends at {end}; export it again"
+                    )
+                if member.isfile():
+                    files += 1
+                    size += member.size
+            archive.seek(tar.offset)  # after the last member: the end-of-archive blocks, unless cut there
+            if tar.offset and archive.read(2 * tarfile.BLOCKSIZE) != bytes(2 * tarfile.BLOCKSIZE):
+                raise UsageError(
+                    f"{source}: truncated after {tar.offset} bytes (no end-of-archive blocks after the "
+                    "last member: members may be missing); export it again"
+                )
+    except (tarfile.TarError, EOFError) as err:
+        raise UsageError(
+            f"{source}: not a tar of `buildkit cache export` ({err}); give the .tar file or the folder "
+            "an export wrote"
+        ) from None
+    return sorted(volumes), files, size

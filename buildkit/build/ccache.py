@@ -149,6 +149,33 @@ SID_SETUP = (
     f"""printf '#!/bin/sh\nexec {HIP_LAUNCHER} %s/%s "$@"\n' "$real" "$c" > "$d/$c" && chmod +x "$d/$c"; """
     "done; fi )"
 )
+#: the wrappers of the host compilers a build makes when its recipe sets ``host_isa`` (the job's env
+#: has ``BUILDKIT_HOST_ISA``): first on PATH, each execs the launcher on the compiler PATH had there
+#: (the ccache masquerade left out when the launcher runs ccache itself), so that every host compile
+#: of the build (setuptools' ``gcc``, a Makefile's ``cc``), not only HIP's and CMake's, is held to it
+HOST_CC_WRAPPERS = "/tmp/buildkit-host-cc"
+HOST_COMPILERS = (
+    "cc",
+    "gcc",
+    "c++",
+    "g++",
+    "x86_64-linux-gnu-gcc",
+    "x86_64-linux-gnu-g++",
+    "clang",
+    "clang++",
+)
+#: a POSIX shell command of the before_build hook that makes them (no brace: cibuildwheel formats it)
+HOST_CC_SETUP = (
+    f'( d={HOST_CC_WRAPPERS}; mkdir -p "$d" && '
+    'if [ -n "$BUILDKIT_HIP_CCACHE" ]; then '
+    'p=$(printf %s "$PATH" | tr : \'\\n\' | grep -v -x -e "$d" -e /usr/lib/ccache -e /usr/lib64/ccache '
+    "| paste -sd: -); "
+    'else p=$(printf %s "$PATH" | tr : \'\\n\' | grep -v -x -e "$d" | paste -sd: -); fi; '
+    f'for c in {" ".join(HOST_COMPILERS)}; do real=$(PATH=$p; command -v "$c"); '
+    'if [ -n "$real" ]; then '
+    f"""printf '#!/bin/sh\\nexec {HIP_LAUNCHER} %s "$@"\\n' "$real" > "$d/$c" && chmod +x "$d/$c"; """
+    "fi; done )"
+)
 #: CMake (>= 3.17) takes these from the environment as the default of <LANG>_COMPILER_LAUNCHER
 CMAKE_LAUNCHERS = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER", "CMAKE_HIP_COMPILER_LAUNCHER")
 #: the routing variables a recipe may set itself: its own routing wins, ours is left out
@@ -243,12 +270,20 @@ def layout(job: Job) -> Layout:
 
 def setup_commands(job: Job, *, cached: bool = True) -> tuple[str, ...]:
     """What the build's ``before_build`` hook runs first: :data:`ZERO_STATS` with the cache, then the
-    layout's ``setup`` in every build (unless the job's env routes hipcc itself)."""
+    layout's ``setup`` in every build (unless the job's env routes hipcc itself), then the host
+    compilers' wrappers when the recipe sets ``host_isa`` (:func:`holds_host_isa`)."""
     chosen = layout(job)
     zero = (ZERO_STATS,) if cached else ()
+    host = (HOST_CC_SETUP,) if holds_host_isa(job) else ()
     if chosen.setup is None or set(chosen.hip) & set(job.env):
-        return zero
-    return (*zero, chosen.setup)
+        return (*zero, *host)
+    return (*zero, chosen.setup, *host)
+
+
+def holds_host_isa(job: Job) -> bool:
+    """The recipe sets ``host_isa`` and the job's layout stages the launcher: every host compile is
+    routed through it (:data:`HOST_CC_WRAPPERS`)."""
+    return "BUILDKIT_HOST_ISA" in job.env and uses_launcher(job)
 
 
 def uses_launcher(job: Job) -> bool:

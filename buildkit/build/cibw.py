@@ -211,6 +211,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
             env["CCACHE_REMOTE_STORAGE"] = settings.ccache_remote
     else:  # no cache: HIP compiles still go through the launcher (the same -cuid as a cached build's)
         env.update(ccache.environment(job, cached=False))
+    if ccache.holds_host_isa(job):  # the recipe's host_isa: every host compile through the launcher
+        env["PATH"] = ccache.HOST_CC_WRAPPERS + ":" + env.get("PATH", ccache.PATH_TAIL[1:])
     if settings.with_ca_bundle:
         env["PIP_CERT"] = CONTAINER_CA_PATH
         env["SSL_CERT_FILE"] = CONTAINER_CA_PATH

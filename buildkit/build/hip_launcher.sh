@@ -25,12 +25,121 @@
 # CCACHE_DISABLE=1, which the compiler cache's masquerade (a sysroot wrapper's gcc) honours too. Its
 # path makes it a miss every time, so caching it only fills the cache and counts a miss per probe
 # in every rebuild; ccache itself leaves autoconf's conftest.c out for the same reason.
+#
+# The host CPU baseline (issue 38): host code built for the build machine's CPU dies with SIGILL on
+# a user's. `-march=native` and `-mcpu=native` are refused in every compile that comes here (they
+# depend on the machine the build ran on); with BUILDKIT_HOST_ISA set (the recipe's host_isa.level:
+# x86-64, x86-64-v2, x86-64-v3 or x86-64-v4), so is any -march=CPU or -mFEATURE that asks for more
+# (-march=x86-64-v4, -march=skylake-avx512, -mavx512f, -mavx2 ...), except in the compile of a
+# source matching a glob of BUILDKIT_HOST_ISA_ALLOW (runtime-dispatched kernels; never native). The
+# refusal names the flag, the file and the command, and the compile fails. With
+# BUILDKIT_HOST_ISA_REWRITE=1 the flag is rewritten to the level (-march=x86-64-v2) or dropped
+# instead, and the launcher says so.
 if [ "$#" -eq 0 ]; then
   echo "hip-launcher: usage: hip-launcher COMPILER ARG..." >&2
   exit 2
 fi
 compiler=$1
 shift
+
+isa_rank() { # a -march value -> the x86-64 level it needs (0: not an x86 CPU this table knows)
+  case $1 in
+    x86-64 | k8* | opteron* | athlon64* | nocona | core2 | bonnell | atom | generic) echo 1 ;;
+    x86-64-v2 | nehalem | corei7 | westmere | silvermont | slm | goldmont | goldmont-plus | tremont | \
+      btver1 | btver2) echo 2 ;;
+    x86-64-v3 | sandybridge | corei7-avx | ivybridge | core-avx-i | haswell | core-avx2 | broadwell | \
+      skylake | alderlake | raptorlake | meteorlake | arrowlake* | lunarlake | gracemont | \
+      sierraforest | grandridge | clearwaterforest | znver1 | znver2 | znver3 | bdver*) echo 3 ;;
+    x86-64-v4 | skylake-avx512 | cascadelake | cooperlake | cannonlake | icelake-* | tigerlake | \
+      rocketlake | sapphirerapids | emeraldrapids | graniterapids* | diamondrapids | knl | knm | \
+      znver4 | znver5) echo 4 ;;
+    *) echo 0 ;;
+  esac
+}
+
+flag_rank() { # a -m flag -> the x86-64 level the feature it turns on belongs to (0: none)
+  case $1 in
+    -mavx512* | -mavx10* | -mamx*) echo 4 ;;
+    -mavx | -mavx2 | -mfma | -mbmi | -mbmi2 | -mf16c | -mlzcnt | -mmovbe | -mavxvnni*) echo 3 ;;
+    -msse3 | -mssse3 | -msse4 | -msse4.1 | -msse4.2 | -mpopcnt | -mcx16 | -msahf) echo 2 ;;
+    *) echo 0 ;;
+  esac
+}
+
+level=${BUILDKIT_HOST_ISA:-}
+max=0
+case $level in
+  '') ;;
+  *) max=$(isa_rank "$level") ;;
+esac
+sources=
+skip=0
+for arg do
+  if [ "$skip" = 1 ]; then
+    skip=0
+    continue
+  fi
+  case $arg in
+    -o | -MF | -MT | -MQ | -I | -isystem | -iquote | -idirafter | -include | -imacros | -D | -U | \
+      -Xclang | -mllvm | -Xlinker | -Xarch_* | -target | -L | -l | -isysroot | -arch | -aux-triple | -x)
+      skip=1 ;;
+    -*) ;;
+    *) sources="$sources $arg" ;;
+  esac
+done
+allowed=0
+for pattern in ${BUILDKIT_HOST_ISA_ALLOW:-}; do
+  for source in $sources; do
+    # shellcheck disable=SC2254 # the recipe's host_isa.allow are globs: matched as such
+    case $source in $pattern | */$pattern) allowed=1 ;; esac
+  done
+done
+count=$#
+refused=
+for arg do
+  asked=0
+  native=0
+  case $arg in
+    -march=native | -mcpu=native | -mtune=native) native=1 ;;
+    -march=*)
+      asked=$(isa_rank "${arg#-march=}")
+      [ "$asked" = 0 ] && [ "$max" != 0 ] && asked=5 # an x86 CPU this table does not know
+      ;;
+    -m*) asked=$(flag_rank "$arg") ;;
+  esac
+  case $arg in -mtune=native) native=0 ;; esac # tuning: no instruction it does not have
+  over=0
+  if [ "$native" = 1 ]; then
+    over=1
+  elif [ "$max" != 0 ] && [ "$asked" -gt "$max" ] && [ "$allowed" = 0 ]; then
+    over=1
+  fi
+  if [ "$over" = 1 ] && [ "${BUILDKIT_HOST_ISA_REWRITE:-}" = 1 ]; then
+    case $arg in
+      -march=*)
+        to="-march=${level:-x86-64}"
+        echo "buildkit: host ISA: rewrote $arg to $to in the compile of${sources:- (no file)}" >&2
+        set -- "$@" "$to"
+        ;;
+      *) echo "buildkit: host ISA: dropped $arg from the compile of${sources:- (no file)}" >&2 ;;
+    esac
+    continue
+  fi
+  if [ "$over" = 1 ]; then
+    refused="$refused $arg"
+  fi
+  set -- "$@" "$arg"
+done
+shift "$count"
+if [ -n "$refused" ]; then
+  if [ -n "$level" ]; then
+    why="more than the recipe's host ISA $level (host_isa.level)"
+  else
+    why="the build machine's own CPU"
+  fi
+  echo "buildkit: host ISA: refused$refused in the compile of${sources:- (no file)}: it asks for $why, so the wheel's host code would die with SIGILL on an older CPU; native tuning is never allowed (recipe: host_isa.allow names the sources of runtime-dispatched kernels, host_isa.rewrite: true rewrites the flag to the level). Command: $compiler $*" >&2
+  exit 1
+fi
 
 compile=0
 hip=0

@@ -29,7 +29,14 @@ from buildkit.plan.models import Job
 
 def check_writable(folder: Path, what: str) -> None:
     """``folder`` is, or can become, a writable folder (its nearest existing ancestor is a writable
-    folder): checked before any image or compiler starts, creating nothing."""
+    folder): checked before any image or compiler starts, leaving nothing behind. A folder is made
+    and removed there: root passes every access check, and /proc or a read-only mount refuses only
+    the write itself."""
+    if folder.is_symlink() and not os.path.exists(folder):
+        raise UsageError(
+            f"{what} {folder}: a symbolic link to {os.readlink(folder)}, which does not resolve (missing, "
+            "or a loop)"
+        )
     probe = folder
     while not probe.exists():
         if probe.parent == probe:
@@ -39,6 +46,10 @@ def check_writable(folder: Path, what: str) -> None:
         raise UsageError(f"{what} {folder}: {probe} is not a folder")
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{what} {folder}: {probe} is not writable")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".buildkit-probe-", dir=probe))
+    except OSError as err:
+        raise UsageError(f"{what} {folder}: cannot write in {probe}: {err.strerror or err}") from None
 
 
 def discard_output(dest: Path) -> list[str]:

@@ -167,49 +167,67 @@ def _go_ahead(what: str, yes: bool, dry_run: bool) -> bool:
     return False
 
 
+def _prune_containers(names: set[str], dry_run: bool, yes: bool) -> None:
+    """``prune --containers``: list, then remove those whose owner is gone; name the live ones left."""
+    client = connect()
+    try:
+        found = [box for box in labelled_containers(client) if not names or box.name in names]
+    except ENGINE_ERRORS as exc:
+        raise engine_failed(exc, during="listing the labelled containers") from None
+    gone = [box for box in found if not box.live]
+    for box in found:
+        run = f", build {box.run_id}" if box.run_id else ""
+        verb = "leave" if box.live else "would remove"
+        click.echo(f"{verb} container {box.name} ({box.purpose}{run}; {box.status}; {box.owner})")
+    if not gone:
+        left = f" ({len(found)} live one(s) left)" if found else ""
+        click.echo(f"no labelled container whose owner is gone{left}", err=True)
+        return
+    if not _go_ahead(f"{len(gone)} container(s)", yes, dry_run):
+        return
+    try:
+        pruned = prune_containers(client, only={box.name for box in gone})
+    except ENGINE_ERRORS as exc:
+        raise engine_failed(exc, during="removing the labelled containers") from None
+    for box in pruned:
+        run = f", build {box.run_id}" if box.run_id else ""
+        click.echo(f"removed container {box.name} ({box.purpose}{run}; was {box.status})")
+    live = len(found) - len(gone)
+    click.echo(f"{len(pruned)} container(s) removed, {live} live one(s) left", err=True)
+
+
 @image.command("prune")
 @click.option("--all", "remove_all", is_flag=True, help="Remove all our images, current ones too.")
 @click.option(
     "--containers",
     is_flag=True,
-    help=f"Remove the containers labelled {CONTAINER_LABEL} instead (left by killed runs; "
-    "running ones too: use it when no buildkit command runs on this engine).",
+    help=f"Remove the containers labelled {CONTAINER_LABEL} whose owner is gone instead (left by "
+    "killed runs); a container whose owning process still runs (on this host, since this boot), or "
+    "whose owner cannot be told gone, is left and named.",
+)
+@click.option(
+    "--name",
+    "names",
+    multiple=True,
+    help="With --containers: only the container of this name (repeatable).",
 )
 @click.option("--dry-run", is_flag=True, help="List what would be removed; remove nothing.")
 @click.option(
     "--yes", "-y", is_flag=True, help="Remove without asking (needed when stdin is not a terminal)."
 )
-def prune(remove_all: bool, containers: bool, dry_run: bool, yes: bool) -> None:
+def prune(remove_all: bool, containers: bool, names: tuple[str, ...], dry_run: bool, yes: bool) -> None:
     """Remove our images whose Dockerfile or context changed since they were built; with
-    --containers, every container buildkit or its cibuildwheel runs made that is still there.
+    --containers, the containers buildkit or its cibuildwheel runs made whose owner is gone.
 
     Lists what it would remove first, then asks (on a terminal) or needs --yes; --dry-run only lists.
     """
     if containers:
         if remove_all:
-            raise click.UsageError("--all is for images; --containers removes every labelled container")
-        client = connect()
-        try:
-            found = labelled_containers(client)
-        except ENGINE_ERRORS as exc:
-            raise engine_failed(exc, during="listing the labelled containers") from None
-        for box in found:
-            run = f", build {box.run_id}" if box.run_id else ""
-            click.echo(f"would remove container {box.name} ({box.purpose}{run}; {box.status})")
-        if not found:
-            click.echo("no labelled container to remove", err=True)
-            return
-        if not _go_ahead(f"{len(found)} container(s)", yes, dry_run):
-            return
-        try:
-            pruned = prune_containers(client, only={box.name for box in found})
-        except ENGINE_ERRORS as exc:
-            raise engine_failed(exc, during="removing the labelled containers") from None
-        for box in pruned:
-            run = f", build {box.run_id}" if box.run_id else ""
-            click.echo(f"removed container {box.name} ({box.purpose}{run}; was {box.status})")
-        click.echo(f"{len(pruned)} container(s) removed", err=True)
+            raise click.UsageError("--all is for images; --containers removes labelled containers")
+        _prune_containers(set(names), dry_run, yes)
         return
+    if names:
+        raise click.UsageError("--name is for --containers")
     client = connect()
     candidates = images.prunable_images(client, remove_all=remove_all)
     for info in candidates:

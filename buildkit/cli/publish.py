@@ -65,11 +65,27 @@ from buildkit.service.publish import CHECK_INSTALL_DRY_RUN, run_publish
     "signs. Without --recipe this is required. [env: BUILDKIT_PUBLISH_KEY]",
 )
 @click.option(
+    "--require-signature",
+    is_flag=True,
+    help="Publish only wheels whose attestation is signed with --public-key's key and names their "
+    "sha256, also with --recipe (the recipe's publish.require_signature says the same); without a "
+    "key, refuse to start.",
+)
+@click.option(
     "--check-install",
     is_flag=True,
     help="After publishing, ask real pip and uv which file they resolve from the index for each job's "
     "Python and platform (with --recipe, every planned job), with --index-url INDEX --extra-index-url "
-    "PYPI and with --extra-index-url INDEX; exit 15 when one would install a file from another index.",
+    "PYPI and with --extra-index-url INDEX (py3-none and abi3 wheels under every Python they serve); "
+    "exit 15 when one would install a file from another index, another version or nothing (pip or uv "
+    "refuses the file), or nothing was checked; exit 18 (inconclusive) when the public index cannot "
+    "be reached.",
+)
+@click.option(
+    "--local-only",
+    is_flag=True,
+    help="With --check-install: ask only the published index (--index-url INDEX alone): the wheels "
+    "resolve and pip and uv accept them; for an index users never put beside the public one.",
 )
 @click.option(
     "--pypi-url",
@@ -86,7 +102,9 @@ def publish_cmd(
     log_file: str | None,
     dry_run: bool,
     public_key: str | None,
+    require_signature: bool,
     check_install: bool,
+    local_only: bool,
     pypi_url: str,
     as_json: bool,
 ) -> None:
@@ -97,6 +115,8 @@ def publish_cmd(
     With --json, a refusal is printed as JSON on stdout too (`buildkit schema publish`)."""
     if check_install and dry_run:  # before any output: no JSON document for contradicting flags
         raise UsageError(CHECK_INSTALL_DRY_RUN)
+    if local_only and not check_install:
+        raise UsageError("--local-only is an option of --check-install")
     with json_errors("publish", as_json, dry_run=dry_run) as out:
 
         def refused(exc: PublishRefused, target: Target) -> None:
@@ -123,8 +143,10 @@ def publish_cmd(
             log_file=log_file,
             dry_run=dry_run,
             public_key=public_key,
+            require_signature=require_signature,
             check_install=check_install,
             pypi_url=pypi_url,
+            local_only=local_only,
             echo=(lambda line: None) if as_json or quiet() else (lambda line: click.echo(line, err=True)),
             on_refused=refused,
         )
@@ -132,6 +154,7 @@ def publish_cmd(
             data = json.loads(outcomes_json(run.outcomes, run.target, dry_run=dry_run))
             if run.resolved is not None:
                 data["install_check"] = to_data(run.resolved)
+                data["install_check_inconclusive"] = run.inconclusive
             out.echo(json.dumps(data, indent=2, sort_keys=True))
     if not as_json:
         for o in run.outcomes:

@@ -187,6 +187,32 @@ class Oddity(NamedTuple):
     message: str
 
 
+@json_shape()
+class CoreMetadata(NamedTuple):
+    """The ``.dist-info/METADATA`` header section as read (up to its first empty line, line ends
+    kept; bytes that are not UTF-8 surrogate-escaped): the gate's ``core-metadata`` rule parses it as
+    pip and PyPI do. The body (the long description) is left out."""
+
+    member: str  # "demo-1.0.dist-info/METADATA"
+    headers: str
+
+    @property
+    def data(self) -> bytes:
+        """The header section's bytes, as the wheel holds them."""
+        return self.headers.encode("utf-8", "surrogateescape")
+
+
+@json_shape()
+class LinkMember(NamedTuple):
+    """A member whose zip external attributes give it a file type other than a regular file or a
+    folder (``unzip`` recreates it as such): ``kind`` ``"symlink"`` (``target``: its bytes, the link
+    text), ``"fifo"``, ``"device"``, ``"socket"``."""
+
+    member: str
+    kind: str
+    target: str = ""
+
+
 @json_shape(
     *("path", "filename", "size", "sha256", "name", "version", "build_tag", "tags", "wheel_tags"),
     *("root_is_purelib", "metadata_requires", "record", "uncompressed_size", "members", "elves"),
@@ -197,6 +223,8 @@ class Oddity(NamedTuple):
         Key("dist_info", "dist_info_dir"),
         "files",
         "record_verified",
+        "core_metadata",
+        "special_members",
     ),
 )
 class WheelReport(NamedTuple):
@@ -225,6 +253,8 @@ class WheelReport(NamedTuple):
     dist_info: str | None = None  # "pkg-1.0.dist-info" (None: derived from the members)
     files: tuple[MemberFile, ...] = ()  # every file member, archive order
     record_verified: bool = False  # every member except RECORD (and its signatures) was hashed
+    core_metadata: CoreMetadata | None = None  # None: the wheel has no .dist-info/METADATA
+    special_members: tuple[LinkMember, ...] = ()  # symlinks and other non-regular members
 
     @property
     def dist_info_dir(self) -> str | None:

@@ -50,6 +50,7 @@ import hashlib
 import io
 import os
 import re
+import stat
 import threading
 import zipfile
 import zlib
@@ -66,7 +67,9 @@ from buildkit.inspect.elf import ELF_MAGIC, read_elf_bytes, read_elf_member
 from buildkit.inspect.limits import Limits, MiB
 from buildkit.inspect.models import (
     CodeObject,
+    CoreMetadata,
     ElfInfo,
+    LinkMember,
     MemberFile,
     MemberStat,
     Oddity,
@@ -368,6 +371,47 @@ def _headers(data: bytes, member: str) -> list[tuple[str, str]]:
     return [(_sanitized(key), _sanitized(value.rstrip("\r\n"))) for key, value in out]
 
 
+def _header_section(data: bytes) -> str:
+    """METADATA up to its first empty line (line ends as ``_headers`` reads them, kept), as UTF-8
+    with surrogate escapes for what is not."""
+    text = data.decode("utf-8", "surrogateescape")
+    parts = _LINE_END.split(text)
+    for at in range(0, len(parts), 2):
+        if not parts[at]:
+            return "".join(parts[:at])
+    return text
+
+
+_FILE_TYPES = {
+    stat.S_IFLNK: "symlink",
+    stat.S_IFIFO: "fifo",
+    stat.S_IFCHR: "device",
+    stat.S_IFBLK: "device",
+    stat.S_IFSOCK: "socket",
+}
+_MAX_LINK = 4096  # PATH_MAX: a longer link text is no link any system makes
+
+
+def _special_members(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> tuple[LinkMember, ...]:
+    """Members whose external attributes (the Unix mode in the high 16 bits, which ``unzip`` and
+    ``ZipFile.extractall``'s callers honour) give a file type other than a regular file or a folder.
+    A symlink's target is its data (a few bytes, read here besides the streaming pass)."""
+    found = []
+    for info in infos:
+        kind = _FILE_TYPES.get(stat.S_IFMT(info.external_attr >> 16))
+        if kind is None:
+            continue
+        target = ""
+        if kind == "symlink":
+            try:
+                with zf.open(info) as handle:
+                    target = handle.read(_MAX_LINK).decode("utf-8", "backslashreplace")
+            except _READ_ERRORS as err:
+                raise WheelReadError(f"{info.filename}: cannot read member: {err}") from None
+        found.append(LinkMember(info.filename, kind, target))
+    return tuple(found)
+
+
 def _sanitized(text: str) -> str:
     """A non-ASCII byte becomes U+FFFD, as compat32 shows it."""
     if text.isascii():
@@ -501,9 +545,13 @@ def inspect_wheel(
         wheel_headers = _headers(_read_small(zf, by_name[f"{dist_info}/WHEEL"]), f"{dist_info}/WHEEL")
         metadata_info = by_name.get(f"{dist_info}/METADATA")
         requires: tuple[str, ...] = ()
+        core: CoreMetadata | None = None
         if metadata_info is not None:
-            meta = _headers(_read_small(zf, metadata_info), metadata_info.filename)
+            metadata = _read_small(zf, metadata_info)
+            meta = _headers(metadata, metadata_info.filename)
             requires = tuple(v for k, v in meta if k.lower() == "requires-dist")
+            core = CoreMetadata(metadata_info.filename, _header_section(metadata))
+        special = _special_members(zf, infos)
         record_info = by_name.get(f"{dist_info}/RECORD")
         record = _record(_read_small(zf, record_info), record_info.filename) if record_info else ()
         algorithms = _record_algorithms(record, infos, dist_info) if verify_record else {}
@@ -561,6 +609,8 @@ def inspect_wheel(
         dist_info=dist_info,
         files=member_files,
         record_verified=verify_record,
+        core_metadata=core,
+        special_members=special,
     )
 
 

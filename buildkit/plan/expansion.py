@@ -401,6 +401,8 @@ class _Expansion:
         if recipe.offload_compress:
             job_env.update(offload_compress_env(job_env))
             self.note_offload_compress(rocm)
+        if recipe.host_isa is not None:  # the compiler launcher holds it (build/hip_launcher.sh)
+            job_env.update(recipe.host_isa.environment())
         return Job(
             id=jid,
             python=python,

@@ -13,14 +13,29 @@ job published nothing is checked too), each tool is asked in two configurations:
 pip: ``pip install --isolated --dry-run --no-deps --ignore-installed --report`` with the job's
 ``--python-version``/``--implementation cp``/``--abi``/``--platform`` (the report names the file's
 URL). uv: ``uv pip compile --no-config --python-version --python-platform --emit-index-annotation``
-(the version and the index it came from; uv takes an ``--extra-index-url`` before the
+of the project with every extra its published wheel provides (``demo[device-gfx942]``), resolving
+each Requires-Dist of the release too, so a dependency or an extra's package that no index serves
+fails (the version and the index it came from; uv takes an ``--extra-index-url`` before the
 ``--index-url``, and by default only the first index that has the project). A configuration fails when
 the resolver would install a file from another index than INDEX, or another version than the
-published one; one that resolves nothing (an error the user sees) is reported, not failed.
+published one, or nothing at all (no file serves that Python, or pip or uv refuses the published one:
+a METADATA that contradicts the file name); a tool that is not installed is skipped, and a check where
+nothing was asked fails (``service.publish``).
+
+A Python-independent wheel is asked about under every CPython it serves: ``cp39-abi3`` under each
+CPython from 3.9 on, ``py3-none`` under each (the recipe's planned ones with ``--recipe``, else those
+the installed cibuildwheel builds), within its ``Requires-Python``; a ``-any`` wheel on
+:data:`ANY_PLATFORM`.
+
+The public index must answer (:func:`public_index_problem`) for the two modes to mean anything: pip
+skips an unreachable extra index with a warning. When it does not, only ``local`` is asked
+(``--index-url INDEX`` alone: the wheels resolve and pip and uv accept them) and the check is
+inconclusive unless the user asked for that local check (``--local-only``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -33,13 +48,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
 from buildkit.records import Key, json_shape
 
 MODES = ("index-url", "extra-index-url")
+LOCAL = "local"  # --index-url INDEX alone
 TOOLS = ("pip", "uv")
 PYPI_SIMPLE = "https://pypi.org/simple/"
+#: the platform a ``-any`` wheel is asked about on (it installs on every one; the resolvers need one)
+ANY_PLATFORM = "manylinux_2_28_x86_64"
 
 
 @dataclass(frozen=True)
@@ -50,6 +69,7 @@ class Target:
     python: str  # "3.12"
     platform: str  # "manylinux_2_28_x86_64"
     version: str | None  # the version published for it (None: nothing published for this Python)
+    extras: tuple[str, ...] = ()  # the published wheel's Provides-Extra: uv resolves them all
 
 
 @json_shape(
@@ -57,7 +77,7 @@ class Target:
     Key("python", "target.python"),
     Key("platform", "target.platform"),
     Key("published_version", "target.version"),
-    *("tool", "mode", "version", "source", "ours", "failed", "detail"),
+    *("tool", "mode", "version", "source", "ours", "failed", "detail", "checked"),
 )
 @dataclass(frozen=True)
 class Resolution:
@@ -69,36 +89,118 @@ class Resolution:
     ours: bool  # from the published index
     failed: bool
     detail: str
+    checked: bool = True  # False: the tool is not installed, nothing was asked
 
     def describe(self) -> str:
         t = self.target
-        state = "FAIL" if self.failed else ("ok" if self.ours else "note")
+        state = "FAIL" if self.failed else ("ok" if self.ours else "note" if self.checked else "skip")
         return (
             f"{state:<4} {self.tool} ({self.mode}) CPython {t.python} {t.platform}: {t.project} "
             f"-> {self.detail}"
         )
 
 
-def targets_of(wheels: Sequence[Path], planned: Sequence[tuple[str, str, str]] = ()) -> list[Target]:
-    """The targets of the published ``wheels`` (their cpXY tags and platforms) and of the ``planned``
-    (project, Python, platform) jobs; each with the highest version published for it."""
+def targets_of(
+    wheels: Sequence[Path],
+    planned: Sequence[tuple[str, str, str]] = (),
+    pythons: Sequence[str] | None = None,
+) -> list[Target]:
+    """The targets of the published ``wheels`` and of the ``planned`` (project, Python, platform)
+    jobs; each with the highest version published for it. A wheel's tag stands for each of
+    ``pythons`` (default: the CPythons the installed cibuildwheel builds) it serves (module
+    docstring), within the wheel's ``Requires-Python``."""
     found: dict[tuple[str, str, str], str | None] = {
         (canonicalize_name(p), py, plat): None for p, py, plat in planned
     }
+    known = tuple(pythons if pythons is not None else _known_pythons())
+    extras: dict[tuple[str, str, str], tuple[str, ...]] = {}
     for wheel in wheels:
         name, version, _, tags = parse_wheel_filename(wheel.name)
+        allowed, provided = _metadata(wheel)
         for tag in tags:
-            match = re.fullmatch(r"cp(\d)(\d+)", tag.interpreter)
-            if match is None or tag.platform == "any":
-                continue
-            key = (canonicalize_name(name), f"{match[1]}.{match[2]}", tag.platform)
-            best = found.get(key)
-            if best is None or parse_wheel_filename(f"x-{best}-py3-none-any.whl")[1] < version:
-                found[key] = str(version)
-    return [Target(p, py, plat, v) for (p, py, plat), v in sorted(found.items())]
+            platform = ANY_PLATFORM if tag.platform == "any" else tag.platform
+            for python in _served(tag.interpreter, tag.abi, known):
+                if allowed is not None and not allowed.contains(python, prereleases=True):
+                    continue
+                key = (canonicalize_name(name), python, platform)
+                best = found.get(key)
+                if best is None or parse_wheel_filename(f"x-{best}-py3-none-any.whl")[1] < version:
+                    found[key] = str(version)
+                    extras[key] = provided
+    return [
+        Target(p, py, plat, v, extras.get((p, py, plat), ()))
+        for (p, py, plat), v in sorted(found.items(), key=_target_order)
+    ]
+
+
+def _target_order(item: tuple[tuple[str, str, str], str | None]) -> tuple[str, tuple[int, ...], str]:
+    (project, python, platform), _ = item
+    return project, tuple(int(part) for part in python.split(".")), platform
+
+
+def _served(interpreter: str, abi: str, known: Sequence[str]) -> list[str]:
+    """The CPythons (``"3.12"``) among ``known`` a tag's interpreter and ABI serve."""
+    match = re.fullmatch(r"(cp|py)(\d)(\d*)", interpreter)
+    if match is None:
+        return []
+    kind, major, minor = match[1], match[2], match[3]
+    if kind == "cp" and abi != "abi3":
+        return [f"{major}.{minor}"] if minor else []
+    floor = (int(major), int(minor or 0))
+    return [p for p in known if p.startswith(f"{major}.") and (int(major), int(p.split(".")[1])) >= floor]
+
+
+def _known_pythons() -> tuple[str, ...]:
+    from buildkit.recipe.sections.python import cibuildwheel_pythons
+
+    return cibuildwheel_pythons()
+
+
+def _metadata(wheel: Path) -> tuple[SpecifierSet | None, tuple[str, ...]]:
+    """The wheel's ``Requires-Python`` and ``Provides-Extra`` (None and (): none, or the file cannot
+    be read here)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            name = next(n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
+            text = zf.read(name).decode("utf-8", "replace")
+    except (OSError, zipfile.BadZipFile, StopIteration):
+        return None, ()
+    allowed: SpecifierSet | None = None
+    extras: list[str] = []
+    for line in text.splitlines():
+        if not line:
+            break
+        key, _, value = line.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if key == "requires-python" and allowed is None:
+            with contextlib.suppress(InvalidSpecifier):  # the gate's core-metadata rule says so
+                allowed = SpecifierSet(value)
+        elif key == "provides-extra" and value:
+            extras.append(value)
+    return allowed, tuple(dict.fromkeys(extras))
+
+
+def public_index_problem(pypi: str, project: str, timeout: float = 15.0) -> str | None:
+    """Why the public index cannot be asked (None: it answers; a 404 or a refusal is an answer)."""
+    from buildkit.errors import IndexUnavailable
+    from buildkit.pyindex import IndexClient, IndexRefused, NotFound, file_path, simple_page_url
+
+    if pypi.startswith("file:"):
+        return None if file_path(pypi).is_dir() else f"{pypi}: no such folder"
+    try:
+        IndexClient(timeout=timeout, netrc=True).get(simple_page_url(pypi, project), timeout=timeout).close()
+    except (NotFound, IndexRefused):
+        return None
+    except IndexUnavailable as err:
+        return f"{pypi} cannot be reached ({err.message.splitlines()[0]})"
+    return None
 
 
 def _indexes(mode: str, index: str, pypi: str) -> list[str]:
+    if mode == LOCAL:
+        return ["--index-url", index]
     if mode == "index-url":
         return ["--index-url", index, "--extra-index-url", pypi]
     return ["--index-url", pypi, "--extra-index-url", index]
@@ -110,7 +212,7 @@ def _pip(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[
     abi = "cp" + target.python.replace(".", "")
     cmd = [
         sys.executable, "-m", "pip", "install", "--isolated", "--dry-run", "--no-deps", "--ignore-installed",
-        "--disable-pip-version-check", "--quiet", "--report", str(report), "--target", str(work / "t"),
+        "--disable-pip-version-check", "--report", str(report), "--target", str(work / "t"),
         "--python-version", target.python, "--implementation", "cp", "--abi", abi,
         "--platform", target.platform, *_indexes(mode, index, pypi), target.project,
     ]  # fmt: skip
@@ -118,10 +220,17 @@ def _pip(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, timeout=300)
     if done.returncode != 0 or not report.is_file():
         lines = [line for line in done.stderr.splitlines() if line.startswith("ERROR")]
+        # why pip passed over a file it found ("Discarding URL (from ...): Requested demo from URL has
+        # inconsistent version: expected '1.0', but metadata has '9.9'", printed unless --quiet)
+        lines += [
+            "pip discarded it: " + line.split("): ", 1)[-1]
+            for line in (done.stdout + done.stderr).splitlines()
+            if line.startswith("Discarding ") and "): " in line
+        ][:2]
         return (
             None,
             None,
-            (lines[0] if lines else done.stderr.strip()[-300:]) or f"pip exit {done.returncode}",
+            ("; ".join(lines) if lines else done.stderr.strip()[-300:]) or f"pip exit {done.returncode}",
         )
     installs = json.loads(report.read_text(encoding="utf-8")).get("install", [])
     if not installs:
@@ -131,10 +240,13 @@ def _pip(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[
     return str(item.get("metadata", {}).get("version")), url, url.rsplit("/", 1)[-1]
 
 
+UV_MISSING = "uv is not installed"
+
+
 def _uv(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[str | None, str | None, str]:
     uv = shutil.which("uv")
     if uv is None:
-        return None, None, "uv is not installed"
+        return None, None, UV_MISSING
     platform = "x86_64-" + target.platform.removesuffix("_x86_64")  # uv's "x86_64-manylinux_2_28"
     cmd = [
         uv, "pip", "compile", "-", "--no-config", "--no-cache", "--quiet", "--no-header",
@@ -142,14 +254,13 @@ def _uv(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[s
         *_indexes(mode, index, pypi),
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("UV_")}
+    wanted = target.project + (f"[{','.join(target.extras)}]" if target.extras else "")
     done = subprocess.run(
-        cmd, input=target.project + "\n", capture_output=True, text=True, check=False, env=env, timeout=300
+        cmd, input=wanted + "\n", capture_output=True, text=True, check=False, env=env, timeout=300
     )
-    if done.returncode != 0:
-        first = next(
-            (line for line in done.stderr.splitlines() if line.strip()), f"uv exit {done.returncode}"
-        )
-        return None, None, first.strip()
+    if done.returncode != 0:  # "No solution found ...", then uv's cause (a dependency or extra missing)
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()][:2]
+        return None, None, " ".join(lines) or f"uv exit {done.returncode}"
     pinned = re.search(rf"^{re.escape(target.project)}==(\S+)\s*\n\s*# from (\S+)", done.stdout, re.M | re.I)
     if pinned is None:
         return None, None, f"uv resolved no version of {target.project}: {done.stdout.strip()[:200]}"
@@ -172,6 +283,7 @@ def check_install(
     index: str,
     pypi: str = PYPI_SIMPLE,
     tools: Sequence[str] = TOOLS,
+    modes: Sequence[str] = MODES,
 ) -> list[Resolution]:
     """Ask each tool, in each mode, what it resolves for each target (module docstring)."""
     index = index.rstrip("/") + "/"
@@ -180,25 +292,30 @@ def check_install(
         work = Path(tmp)
         for target in targets:
             for tool in tools:
-                for mode in MODES:
+                for mode in modes:
                     probe = _pip if tool == "pip" else _uv
                     version, source, detail = probe(target, mode, index, pypi.rstrip("/") + "/", work)
-                    ours = source is not None and _same_index(source, index)
-                    if version is None:
-                        failed, detail = False, f"nothing resolves ({detail})"
-                    elif not ours:
-                        failed = True
-                        where = "published" if target.version else "published for this Python"
-                        detail = (
-                            f"{detail}: a file from another index, not the {where} "
-                            f"{target.project} {target.version or ''}".rstrip()
-                        )
-                    elif target.version is not None and version != target.version:
-                        failed, detail = (
-                            True,
-                            f"{detail}: version {version}, not the published {target.version}",
-                        )
-                    else:
-                        failed = False
-                    out.append(Resolution(target, tool, mode, version, source, ours, failed, detail))
+                    out.append(_judged(target, tool, mode, index, version, source, detail))
     return out
+
+
+def _judged(
+    target: Target, tool: str, mode: str, index: str, version: str | None, source: str | None, detail: str
+) -> Resolution:
+    ours = source is not None and _same_index(source, index)
+    checked, failed = True, True
+    if version is None and detail == UV_MISSING:
+        checked, failed = False, False
+    elif version is None:
+        where = "published" if target.version else "a file for this Python"
+        detail = f"nothing resolves, where {where} should ({detail})"
+    elif not ours:
+        where = "published" if target.version else "published for this Python"
+        detail = (
+            f"{detail}: a file from another index, not the {where} {target.project} {target.version or ''}"
+        ).rstrip()
+    elif target.version is not None and version != target.version:
+        detail = f"{detail}: version {version}, not the published {target.version}"
+    else:
+        failed = False
+    return Resolution(target, tool, mode, version, source, ours, failed, detail, checked)

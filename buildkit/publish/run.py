@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from buildkit.errors import PublishRefused, PublishUnavailable
+from buildkit.errors import PublishRefused, PublishUnavailable, UsageError
 from buildkit.publish import index as static_index
 from buildkit.publish.refusal import Candidate, check_all, collect, project_of
 from buildkit.publish.remote import (
@@ -71,7 +71,7 @@ from buildkit.publish.remote import (
 )
 from buildkit.publish.scrub import strip_userinfo
 from buildkit.publish.target import Target
-from buildkit.publish.trust import Trust, key_from_env, verify
+from buildkit.publish.trust import PUBLIC_KEY_ENV, Trust, key_from_env, verify
 from buildkit.pyindex import Credentials
 from buildkit.recipe import Recipe
 
@@ -96,6 +96,7 @@ def publish(
     dry_run: bool = False,
     public_key: Path | None = None,
     expand: Callable[[Recipe], Plan] | None = None,
+    require_signature: bool = False,
 ) -> list[Outcome]:
     """Check every wheel under ``dist`` and the target's state, then publish; returns what happened.
 
@@ -105,12 +106,26 @@ def publish(
     runs again with the configuration they sign. Neither: every wheel is refused
     (:mod:`buildkit.publish.trust`). ``expand``: how the recipe's plan is made (the CLI reads runtime
     images' ceilings as ``build`` does). ``dry_run``: all the checks and the target's state, nothing
-    written or uploaded ("would publish").
+    written or uploaded ("would publish"). ``require_signature`` (or the recipe's
+    ``publish.require_signature``): a key is required, so that every wheel's bytes are the ones a
+    signed attestation names, with ``recipe`` too (UsageError without one, before anything is read).
     """
     environ = dict(os.environ if env is None else env)
+    key = public_key or key_from_env(environ)
+    signed_by_recipe = recipe is not None and recipe.publish is not None and recipe.publish.require_signature
+    if (require_signature or signed_by_recipe) and key is None:
+        why = (
+            f"{recipe.display_path} sets publish.require_signature"
+            if signed_by_recipe and recipe is not None
+            else "--require-signature"
+        )
+        raise UsageError(
+            f"{why}: give --public-key K (or {PUBLIC_KEY_ENV}), the ed25519 key the builds sign their "
+            "attestations with (BUILDKIT_SIGNING_KEY): each wheel must be one a signed attestation names"
+        )
     if target.kind == "directory":  # an unwritable target is refused before anything is written
         static_index.check_root(Path(target.location))
-    trust = Trust.of(recipe, public_key or key_from_env(environ), expand=expand)
+    trust = Trust.of(recipe, key, expand=expand)
     candidates = check_all(
         collect(dist, target), target, recipe, dist=dist, verify=lambda found: verify(found, trust)
     )

@@ -1,5 +1,6 @@
 """What ``publish`` never shows: the values of credential variables (twine's, and any
-``*TOKEN*``/``*PASSWORD*``/``*SECRET*``/``*API_KEY*`` one) and the userinfo of a URL."""
+``*TOKEN*``/``*PASSWORD*``/``*SECRET*``/``*API_KEY*`` one), the userinfo of a URL and the value of a
+query parameter named as a credential (``?token=``, ``X-Amz-Signature=``: :func:`buildkit.pyindex.redact`)."""
 
 from __future__ import annotations
 
@@ -7,15 +8,25 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 
+from buildkit.credentials import SECRET_QUERY, redact_text
+
 SECRET_ENV = ("TWINE_PASSWORD", "TWINE_USERNAME")
 SECRET_NAME = re.compile(r"(TOKEN|PASSWORD|SECRET|API_KEY)", re.IGNORECASE)
 REDACTED = "***"
 
 
 def strip_userinfo(url: str) -> str:
+    """``url`` without its user part, and with each credential query value replaced by ``***``."""
     parts = urllib.parse.urlsplit(url)
+    if parts.query:
+        pairs = [pair.partition("=") for pair in parts.query.split("&")]
+        query = "&".join(
+            f"{k}={REDACTED if v and SECRET_QUERY.match(urllib.parse.unquote(k)) else v}" if eq else k
+            for k, eq, v in pairs
+        )
+        parts = parts._replace(query=query)
     if parts.username is None and parts.password is None:
-        return url
+        return urllib.parse.urlunsplit(parts)
     host = parts.hostname or ""
     if parts.port:
         host += f":{parts.port}"
@@ -31,6 +42,8 @@ def secrets_from(env: Mapping[str, str]) -> list[str]:
 
 
 def scrub(text: str, secrets: list[str]) -> str:
+    """``text`` without the ``secrets`` (plain or URL-quoted) nor any URL's credentials."""
+    text = redact_text(text)
     for secret in secrets:
         text = text.replace(secret, REDACTED)
         quoted = urllib.parse.quote(secret, safe="")

@@ -10,6 +10,7 @@ from buildkit.errors import RecipeError
 from buildkit.recipe.sections.archs import ArchSpec
 from buildkit.recipe.sections.gate import GateRules
 from buildkit.recipe.sections.hooks import Hooks
+from buildkit.recipe.sections.host_isa import HostIsa
 from buildkit.recipe.sections.image import ImageSpec
 from buildkit.recipe.sections.manylinux import Manylinux
 from buildkit.recipe.sections.matrix import BUILTIN_AXES, Matrix
@@ -58,6 +59,9 @@ class Recipe:
     #: ``offload_compress: true``: clang's ``--offload-compress`` in hipcc's and CMake's HIP flags
     #: (:func:`buildkit.plan.expansion.offload_compress_env`)
     offload_compress: bool = False
+    #: ``host_isa:``: the host code's x86-64 level, held by the build's compiler launcher (None: only
+    #: -march=native is refused)
+    host_isa: HostIsa | None = None
     #: ``rocm_pip:``: ROCm from pip (the ``rocm`` selector's SDK wheels), None: the system's ROCm
     rocm_pip: RocmPip | None = None
 

@@ -137,7 +137,8 @@ _TYPE_NAMES = {
 }
 
 
-def _where(path: Path) -> str:
+def where_of(path: Path) -> str:
+    """A JSON path as the recipe writes it: ``torch[0].index_url`` (``the recipe`` for the root)."""
     if not path:
         return "the recipe"
     out = ""
@@ -179,7 +180,7 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> Pr
     """``(sort key, message, hint)`` for one jsonschema error (``key``: the unknown/missing key)."""
     path: Path = tuple(err.absolute_path)
     schema = err.schema if isinstance(err.schema, Mapping) else {}
-    where = _where(path)
+    where = where_of(path)
     hint: str | None = None
     pos = spans.value(path)
     validator = str(err.validator)

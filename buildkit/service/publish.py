@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from buildkit.errors import InstallResolutionFailed, PublishRefused, UsageError
+from buildkit.errors import InstallCheckInconclusive, InstallResolutionFailed, PublishRefused, UsageError
 from buildkit.plan.models import Plan
 from buildkit.publish import resolution
 from buildkit.publish import run as publishing
@@ -36,16 +36,34 @@ class PublishRun:
     outcomes: list[publishing.Outcome]
     target: Target
     resolved: list[resolution.Resolution] | None = None
+    #: why the install check could only ask the published index (the public one did not answer)
+    inconclusive: str | None = None
 
-    def failure(self) -> InstallResolutionFailed | None:
-        """InstallResolutionFailed when pip or uv would install a file from another index; else None."""
-        failed = [r for r in self.resolved or () if r.failed]
-        if not failed:
+    def failure(self) -> InstallResolutionFailed | InstallCheckInconclusive | None:
+        """InstallResolutionFailed when pip or uv would install a file from another index, another
+        version or nothing, or when nothing was checked; InstallCheckInconclusive when the public
+        index could not be asked; else None."""
+        if self.resolved is None:
             return None
-        return InstallResolutionFailed(
-            f"published, but {len(failed)} install resolution(s) would get another file:\n"
-            + "\n".join(f"  {r.describe()}" for r in failed)
-        )
+        failed = [r for r in self.resolved if r.failed]
+        if failed:
+            return InstallResolutionFailed(
+                f"published, but {len(failed)} install resolution(s) would not get the published file:\n"
+                + "\n".join(f"  {r.describe()}" for r in failed)
+            )
+        if not any(r.checked for r in self.resolved):
+            asked = len({r.target for r in self.resolved})
+            return InstallResolutionFailed(
+                f"published, but the install check checked nothing ({asked} target(s), no resolver "
+                "answered): install uv or pip, or look at the wheels' tags"
+            )
+        if self.inconclusive is not None:
+            return InstallCheckInconclusive(
+                f"published; the wheels resolve from the published index alone, but {self.inconclusive}: "
+                "whether it shadows them is not known; retry, or give --local-only when users install "
+                "from the published index alone"
+            )
+        return None
 
 
 def run_publish(
@@ -59,6 +77,8 @@ def run_publish(
     public_key: str | Path | None = None,
     check_install: bool = False,
     pypi_url: str = resolution.PYPI_SIMPLE,
+    local_only: bool = False,
+    require_signature: bool = False,
     echo: Echo = lambda _line: None,
     on_refused: OnRefused | None = None,
 ) -> PublishRun:
@@ -100,6 +120,7 @@ def run_publish(
                 dry_run=dry_run,
                 public_key=Path(public_key) if public_key else None,
                 expand=_plan_of,
+                require_signature=require_signature,
             )
         except Exception as exc:
             if handle is not None:  # the command prints the error itself; the log file keeps it too
@@ -107,8 +128,10 @@ def run_publish(
             if on_refused is not None and isinstance(exc, PublishRefused):
                 on_refused(exc, target)
             raise
-    resolved = _check_install(outcomes, target, loaded, pypi_url) if check_install else None
-    return PublishRun(outcomes, target, resolved)
+    if not check_install:
+        return PublishRun(outcomes, target)
+    resolved, inconclusive = _check_install(outcomes, target, loaded, pypi_url, local_only)
+    return PublishRun(outcomes, target, resolved, inconclusive)
 
 
 #: ``--check-install`` asks about what was published: a dry run publishes nothing
@@ -116,8 +139,14 @@ CHECK_INSTALL_DRY_RUN = "--check-install asks pip and uv about the published ind
 
 
 def _check_install(
-    outcomes: list[publishing.Outcome], target: Target, recipe: Recipe | None, pypi_url: str
-) -> list[resolution.Resolution]:
+    outcomes: list[publishing.Outcome],
+    target: Target,
+    recipe: Recipe | None,
+    pypi_url: str,
+    local_only: bool,
+) -> tuple[list[resolution.Resolution], str | None]:
+    """What pip and uv resolve, and why the check is inconclusive (None: it is not): with the public
+    index unreachable (or ``local_only``), only the published index is asked."""
     if target.kind == "directory":
         index = (Path(target.location).resolve() / "simple").as_uri() + "/"
     else:
@@ -125,9 +154,15 @@ def _check_install(
         index = target.simple_url
     planned = []
     if recipe is not None:
-        planned = [(recipe.name, j.python, j.platform_tag) for j in _plan_of(recipe).jobs]
-    wheels = [o.wheel for o in outcomes]
-    return resolution.check_install(resolution.targets_of(wheels, planned), index, pypi_url)
+        planned = [
+            (recipe.name, p, j.platform_tag) for j in _plan_of(recipe).jobs for p in j.serves or (j.python,)
+        ]
+    targets = resolution.targets_of([o.wheel for o in outcomes], planned)
+    problem = None
+    if not local_only and targets:
+        problem = resolution.public_index_problem(pypi_url, targets[0].project)
+    modes = (resolution.LOCAL,) if local_only or problem else resolution.MODES
+    return resolution.check_install(targets, index, pypi_url, modes=modes), problem
 
 
 def _plan_of(recipe: Recipe) -> Plan:

@@ -266,6 +266,11 @@ def split_wheel(
     with ``refused`` set (the caller raises ``GateFailed``)."""
     say = echo or (lambda _line: None)
     base = config or GateConfig.from_flags()
+    if out.is_symlink() and not os.path.exists(out):
+        raise UsageError(
+            f"--out {out} is a symbolic link to {os.readlink(out)}, which does not resolve (missing, or "
+            "a loop); give a folder"
+        )
     if out.resolve() == wheel.resolve().parent:
         raise UsageError(
             f"--out {out} is the folder of {wheel.name}: the host wheel has the input's file name and "
@@ -279,8 +284,7 @@ def split_wheel(
     if not verdict.passed:
         raise GateFailed(f"{wheel.name} fails the gate, so it is not split\n{render_human(verdict)}")
     layout = classify(report)
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".split-{wheel.stem}-", dir=out))
+    staging = _staging(out, wheel)
     try:
         t0 = time.monotonic()
         with zipfile.ZipFile(wheel) as zf:
@@ -329,6 +333,16 @@ def split_wheel(
     )
     by_header = sum(1 for placed in layout.devices.values() for c in placed if not c.by_path)
     return SplitResult(wheel, report.size, outputs, layout.bundles, by_header, refused, timings)
+
+
+def _staging(out: Path, wheel: Path) -> Path:
+    """A new hidden folder in ``out`` (made when missing) to write the outputs in; UsageError naming
+    ``out`` when it cannot be (a dangling symbolic link, a file, ``/proc/x``, no permission)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".split-{wheel.stem}-", dir=out))
+    except OSError as err:
+        raise UsageError(f"--out {out}: cannot write a folder there: {err.strerror or err}") from None
 
 
 def _keep_refused(staging: Path, dest: Path, gated: Sequence[tuple[_Planned, Verdict]]) -> Path:

@@ -1,6 +1,11 @@
 """What a hard kill leaves behind: a throwaway container whose process got SIGKILL (no ``finally``
 ran) is found by its label and removed by ``buildkit image prune --containers``; an interrupted one
-(Ctrl-C) is removed by the block itself, and the keep switch leaves it for ``prune``."""
+(Ctrl-C) is removed by the block itself, and the keep switch leaves it for ``prune``.
+
+Issue 38, case 10: the engine is shared (this tier ran ``prune --containers --yes``, which removed a
+user's cibuildwheel container 25 minutes into its compile). A prune now leaves a container whose
+owning process still runs, and names it; and these tests prune only the containers they made
+(``--name``), never another run's on the same engine."""
 
 from __future__ import annotations
 
@@ -46,7 +51,12 @@ def _buildkit(*args: str, env: dict[str, str] | None = None) -> subprocess.Compl
     )
 
 
-def test_killed_throwaway_is_removed_by_prune(docker_client: Any) -> None:
+def _prune(*names: str) -> subprocess.CompletedProcess[str]:
+    """``prune --containers --yes`` from another process, for these containers only."""
+    return _buildkit("image", "prune", "--containers", "--yes", *(f"--name={n}" for n in names))
+
+
+def test_a_live_owners_container_is_left_and_a_killed_ones_removed(docker_client: Any) -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD],
         stdout=subprocess.PIPE,
@@ -59,16 +69,27 @@ def test_killed_throwaway_is_removed_by_prune(docker_client: Any) -> None:
         assert child.stdout is not None
         name = child.stdout.readline().strip()
         assert name.startswith("buildkit-prune-test-"), name
+        box = docker_client.containers.get(name)
+        assert box.labels["io.rocm-buildkit.owner.pid"] == str(child.pid)
+
+        # its owner runs: a prune from another process leaves it, and says whose it is
+        proc = _prune(name)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"leave container {name} (prune-test; running; owner pid {child.pid} on " in proc.stdout
+        assert "is running)" in proc.stdout and "removed container" not in proc.stdout
+        assert "no labelled container whose owner is gone (1 live one(s) left)" in proc.stderr
+        assert docker_client.containers.get(name).status == "running"
+
         os.killpg(child.pid, signal.SIGKILL)  # no finally runs: the container stays
         child.wait(timeout=30)
         left = docker_client.containers.get(name)
         assert left.status == "running"
         assert left.labels[CONTAINER_LABEL] == "prune-test"
 
-        proc = _buildkit("image", "prune", "--containers", "--yes")
+        proc = _prune(name)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert f"removed container {name} (prune-test; was running)" in proc.stdout
-        assert "container(s) removed" in proc.stderr
+        assert "1 container(s) removed, 0 live one(s) left" in proc.stderr
         assert name not in _labelled(docker_client)
     finally:
         if child.poll() is None:
@@ -91,22 +112,35 @@ def test_interrupted_throwaway_removes_itself(docker_client: Any) -> None:
     assert names and names[0] not in _labelled(docker_client)
 
 
-def test_kept_container_is_named_and_pruned(
-    docker_client: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setenv(KEEP_ENV, "1")
-    with throwaway(docker_client, IMAGE, ["true"], purpose="prune-test") as box:
-        done = box.run(timeout=120)
-    assert done.exit_code == 0
-    assert box.name in capsys.readouterr().err
+KEPT_CHILD = f"""
+from buildkit.docker_engine import connect, throwaway
+with throwaway(connect(), {IMAGE!r}, ["true"], purpose="prune-test") as box:
+    assert box.run(timeout=120).exit_code == 0
+    print(box.name, flush=True)
+"""
+
+
+def test_kept_container_is_named_and_pruned_once_its_owner_exited(docker_client: Any) -> None:
+    """The keep switch leaves the container of a command that ended: its owner is gone, so a prune
+    removes it (one kept by a process that still runs would be left, as any live owner's)."""
+    done = subprocess.run(
+        [sys.executable, "-c", KEPT_CHILD],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), KEEP_ENV: "1"},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    name = done.stdout.strip()
+    assert name and name in done.stderr  # the keep switch names it
     try:
-        assert box.name in _labelled(docker_client)
+        assert name in _labelled(docker_client)
         started = time.monotonic()
-        proc = _buildkit("image", "prune", "--containers", "--yes")
+        proc = _prune(name)
         assert proc.returncode == 0, proc.stderr
-        assert f"removed container {box.name} (prune-test; was exited)" in proc.stdout
-        assert box.name not in _labelled(docker_client)
+        assert f"removed container {name} (prune-test; was exited)" in proc.stdout
+        assert name not in _labelled(docker_client)
         assert time.monotonic() - started < 120
     finally:
-        for left in docker_client.containers.list(all=True, filters={"name": box.name}):
+        for left in docker_client.containers.list(all=True, filters={"name": name}):
             left.remove(force=True)

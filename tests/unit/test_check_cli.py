@@ -287,8 +287,12 @@ def test_record_hashes_are_verified_by_default_and_no_verify_record_skips_them(
 
     clean = built["glibcxx_new"]
     meta = read_members(clean)["cxxnew-1.0.dist-info/METADATA"]
+    # a same-size edit the core-metadata rule accepts (a Version edit it refuses: test_core_metadata.py)
+    assert b"Metadata-Version: 2.1" in meta
     edited = edit_wheel(
-        clean, put={"cxxnew-1.0.dist-info/METADATA": meta.replace(b"1.0", b"9.9")}, out=tmp_path / clean.name
+        clean,
+        put={"cxxnew-1.0.dist-info/METADATA": meta.replace(b"Version: 2.1", b"Version: 2.2")},
+        out=tmp_path / clean.name,
     )
     for flag in ((), ("--verify-record",)):  # a same-size edit: only the hash shows it
         code, doc = run_json(capsys, str(edited), "--policy", "manylinux_2_35", *flag)

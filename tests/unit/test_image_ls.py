@@ -247,8 +247,11 @@ class _Containers:
         from buildkit import docker_engine
 
         self.gone: list[str] = []
+        from tests.unit.test_throwaway import dead_owner
+
         self.boxes = [
-            _Box("left", docker_engine.container_labels("smoke", "r1"), "exited", self.gone),
+            _Box("left", dead_owner("smoke", "r1"), "exited", self.gone),
+            # this process made it: its owner runs (issue 38: a prune left nothing running alone)
             _Box("running", docker_engine.container_labels("cibuildwheel"), "running", self.gone),
         ]
 
@@ -264,12 +267,13 @@ def test_prune_containers_lists_then_needs_yes(
     monkeypatch.setattr(image_cli, "_interactive", lambda: False)
     result = _main(capsys, "image", "prune", "--containers")
     assert result.exit_code == 2 and client.containers.gone == []
-    assert "would remove container left (smoke, build r1; exited)" in result.stdout
-    assert "would remove container running (cibuildwheel; running)" in result.stdout
-    assert "refusing to remove 2 container(s) without --yes" in result.stderr
+    assert "would remove container left (smoke, build r1; exited; owner pid " in result.stdout
+    assert "leave container running (cibuildwheel; running; owner pid " in result.stdout
+    assert "refusing to remove 1 container(s) without --yes" in result.stderr
     result = _main(capsys, "image", "prune", "--containers", "--dry-run")
     assert result.exit_code == 0 and client.containers.gone == []
     result = _main(capsys, "image", "prune", "--containers", "--yes")
     assert result.exit_code == 0, result.output
-    assert client.containers.gone == ["left", "running"]
+    assert client.containers.gone == ["left"]
+    assert "1 container(s) removed, 1 live one(s) left" in result.stderr
     assert "removed container left (smoke, build r1; was exited)" in result.stdout

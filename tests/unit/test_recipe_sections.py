@@ -55,6 +55,8 @@ PREFIXES: dict[str, str] = {
     "network_": "switches",
     "offload_compress_": "switches",
     "publish_": "publish",
+    "secrets_": "secrets",
+    "host_isa_": "host_isa",
     "python_": "python",
     "repair_": "repair",
     "rocm_pip_": "rocm_pip",

@@ -9,6 +9,10 @@ engine is exercised in tests/docker/test_prune_containers.py.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import os
+import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +105,9 @@ def test_runs_and_removes(engine: FakeEngine) -> None:
     assert (done.exit_code, done.stdout, done.stderr) == (0, b"out\n", b"err\n")
     assert engine.waited == [120]
     assert engine.boxes == {}
-    assert created.labels == {CONTAINER_LABEL: "build-probe", RUN_LABEL: "r1"}
+    owner = docker_engine.Owner.this_process().labels()
+    assert created.labels == {CONTAINER_LABEL: "build-probe", RUN_LABEL: "r1", **owner}
+    assert owner[docker_engine.OWNER_PREFIX + "pid"] == str(os.getpid())
     assert created.kwargs["network_mode"] == "none"
     assert box.name.startswith("buildkit-build-probe-")
 
@@ -122,7 +128,8 @@ def test_network_environment_and_devices_are_passed(engine: FakeEngine) -> None:
     assert kwargs["network_mode"] == "bridge"
     assert kwargs["entrypoint"] == ["sleep"] and kwargs["environment"] == {"A": "1"}
     assert kwargs["devices"] == ["/dev/kfd:/dev/kfd:rwm"] and kwargs["group_add"] == ["44"]
-    assert kwargs["labels"] == {CONTAINER_LABEL: "smoke"}  # no build: no run label
+    assert RUN_LABEL not in kwargs["labels"]  # no build: no run label
+    assert kwargs["labels"][CONTAINER_LABEL] == "smoke"
 
 
 def test_named_volumes_are_mounted_and_host_paths_refused(engine: FakeEngine) -> None:
@@ -239,18 +246,66 @@ def test_remove_run_containers_removes_only_that_run(engine: FakeEngine) -> None
     assert list(engine.boxes) == ["provenance-b"]
 
 
-def test_prune_removes_every_labelled_container(engine: FakeEngine) -> None:
-    engine.containers.create("img", ["x"], name="ours", labels=docker_engine.container_labels("smoke"))
-    engine.containers.create(
-        "img", ["x"], name="cibw", labels=docker_engine.container_labels("cibuildwheel", "staging-x")
+def dead_owner(purpose: str, run_id: str | None = None) -> dict[str, str]:
+    """The labels a container of ``purpose`` got from a process that has exited since (a real child
+    process, its start time read while it ran)."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        labels = {
+            **docker_engine.container_labels(purpose, run_id),
+            **docker_engine.Owner(
+                socket.gethostname(),
+                docker_engine._boot_id(),
+                child.pid,
+                docker_engine._start_time(child.pid) or "",
+            ).labels(),
+        }
+    finally:
+        child.kill()
+        child.wait()
+    return labels
+
+
+def test_an_owner_lives_while_its_process_runs() -> None:
+    """Issue 38, case 10: the owner recorded is this process: alive; a process that exited, a pid
+    now another process's, another boot: gone; another host: cannot be told (a prune leaves it)."""
+    me = docker_engine.Owner.this_process()
+    assert me.alive() == (True, f"owner pid {os.getpid()} on {socket.gethostname()} is running")
+    gone = docker_engine.Owner.of(dead_owner("smoke"))
+    assert gone is not None and gone.alive()[0] is False and "is gone" in gone.alive()[1]
+    reused = dataclasses.replace(me, start=str(int(me.start) + 1))
+    assert reused.alive() == (
+        False,
+        f"owner pid {me.pid} on {me.host} is gone (the pid is another process's now)",
     )
+    rebooted = dataclasses.replace(me, boot="00000000-0000-0000-0000-000000000000")
+    assert rebooted.alive()[0] is False and "rebooted" in rebooted.alive()[1]
+    elsewhere = dataclasses.replace(me, host="build-runner-7")
+    assert elsewhere.alive() == (
+        None,
+        f"owner pid {me.pid} on build-runner-7, another host: cannot tell whether it runs",
+    )
+    assert docker_engine.Owner.of({CONTAINER_LABEL: "smoke"}) is None  # an older buildkit's container
+
+
+def test_prune_removes_only_containers_whose_owner_is_gone(engine: FakeEngine) -> None:
+    engine.containers.create("img", ["x"], name="live", labels=docker_engine.container_labels("smoke"))
+    engine.containers.create("img", ["x"], name="cibw", labels=dead_owner("cibuildwheel", "staging-x"))
+    engine.containers.create("img", ["x"], name="old-exited", labels={CONTAINER_LABEL: "smoke"})
+    engine.containers.create("img", ["x"], name="old-running", labels={CONTAINER_LABEL: "smoke"})
+    engine.boxes["old-exited"].status = "exited"
+    engine.boxes["old-running"].status = "running"
     engine.containers.create("img", ["x"], name="theirs", labels={"com.example": "x"})
+    found = {box.name: box for box in docker_engine.labelled_containers(engine)}
+    assert {name for name, box in found.items() if box.live} == {"live", "old-running"}
+    assert "is running" in found["live"].owner and "is gone" in found["cibw"].owner
+    assert "no owner recorded" in found["old-running"].owner
     pruned = docker_engine.prune_containers(engine)
     assert sorted((p.name, p.purpose, p.run_id) for p in pruned) == [
         ("cibw", "cibuildwheel", "staging-x"),
-        ("ours", "smoke", None),
+        ("old-exited", "smoke", None),
     ]
-    assert list(engine.boxes) == ["theirs"]
+    assert sorted(engine.boxes) == ["live", "old-running", "theirs"]
 
 
 # --------------------------------------------------------------------------- one owner

@@ -25,6 +25,8 @@ from buildkit.gate.rules import (
     inspect,
     integrity,
     libraries,
+    links,
+    metadata,
     outputs,
     regression,
     rocm,
@@ -52,6 +54,8 @@ class Family(NamedTuple):
 
 FAMILIES: tuple[Family, ...] = (
     Family("identity", identity.RULES, identity.check),
+    Family("core-metadata", metadata.RULES, metadata.check),
+    Family("links", links.RULES, links.check),
     Family("tags", tags.RULES, tags.check),
     Family("ceilings", ceilings.RULES, ceilings.check),
     Family("abi", abi.RULES, abi.check),

@@ -17,6 +17,7 @@ from buildkit.recipe.sections import (
     env,
     gate,
     hooks,
+    host_isa,
     image,
     manylinux,
     matrix,
@@ -26,6 +27,7 @@ from buildkit.recipe.sections import (
     repair,
     rocm,
     rocm_pip,
+    secrets,
     size_budget,
     smoke,
     source,
@@ -60,5 +62,7 @@ SECTIONS: tuple[Section, ...] = (
     hooks.SECTION,
     switches.NETWORK,
     switches.OFFLOAD_COMPRESS,
+    host_isa.SECTION,
     arch_settings.SECTION,
+    secrets.SECTION,
 )

@@ -1,6 +1,7 @@
 """The recipe's ``publish:``: where ``buildkit publish`` sends the gated wheels: PyPI (``pypi``), an
 index server (``index``: its upload URL) or a static PEP 503 tree (``directory``, relative to the
-recipe). The schema allows exactly one."""
+recipe), exactly one of them; and whether each wheel's attestation must be signed
+(``require_signature``)."""
 
 from __future__ import annotations
 
@@ -9,23 +10,30 @@ from dataclasses import dataclass
 from buildkit.recipe.section import Context, Section
 
 PYPI_UPLOAD = "https://upload.pypi.org/legacy/"
+TARGETS = ("pypi", "index", "directory")
 
 
 @dataclass(frozen=True)
 class Publish:
     kind: str  # "pypi" | "index" | "directory"
     target: str  # "https://upload.pypi.org/legacy/", an index URL, or a directory relative to the recipe
+    require_signature: bool = False  # publish only wheels whose attestation a given key signs
 
 
 def parse_publish(ctx: Context) -> Publish | None:
     p = ctx.data.get("publish")
     if p is None:
         return None
+    targets = [key for key in TARGETS if key in p]
+    if len(targets) != 1:
+        got = f"; got {' and '.join(targets)}" if targets else ""
+        raise ctx.err(f"publish: give only one of {', '.join(TARGETS)}{got}", ("publish",))
+    signed = bool(p.get("require_signature", False))
     if "pypi" in p:
-        return Publish("pypi", PYPI_UPLOAD)
+        return Publish("pypi", PYPI_UPLOAD, signed)
     if "index" in p:
-        return Publish("index", p["index"])
-    return Publish("directory", p["directory"])
+        return Publish("index", p["index"], signed)
+    return Publish("directory", p["directory"], signed)
 
 
 SECTION = Section("publish", ("publish",), parse_publish, "publish")

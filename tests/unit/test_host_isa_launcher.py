@@ -1,0 +1,152 @@
+"""Issue 38, case 8: the build's compiler launcher (buildkit/build/hip_launcher.sh) holds the host CPU
+baseline. Run here as the build runs it, ``hip-launcher COMPILER ARG...``, with ``echo`` as the
+compiler (it prints the arguments the real compiler would get): -march=native refused in every build,
+flags above the recipe's level refused, rewritten with ``rewrite``, allowed for the sources ``allow``
+names; and the recipe's ``host_isa`` reaches the job's environment."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from buildkit.build.ccache import launcher_script
+from buildkit.plan.expansion import expand
+from buildkit.recipe import load_recipe
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    script = launcher_script()
+    full = {"PATH": "/usr/bin:/bin", **env}
+    return subprocess.run(
+        ["sh", "-c", script, "hip-launcher", "echo", *args], capture_output=True, text=True, env=full
+    )
+
+
+def test_march_native_is_refused_in_every_build() -> None:
+    done = _run("-c", "-O2", "-march=native", "src/gemm.hip", "-o", "gemm.o")
+    assert done.returncode == 1 and done.stdout == ""
+    assert "buildkit: host ISA: refused -march=native in the compile of src/gemm.hip:" in done.stderr
+    assert "Command: echo -c -O2 -march=native src/gemm.hip -o gemm.o" in done.stderr
+    assert _run("-c", "-mcpu=native", "a.c").returncode == 1
+    assert _run("-c", "-mtune=native", "a.c").returncode == 0  # tuning adds no instruction
+
+
+@pytest.mark.parametrize(
+    ("flag", "level", "refused"),
+    [
+        ("-march=x86-64-v4", "x86-64-v2", True),
+        ("-march=skylake-avx512", "x86-64-v3", True),
+        ("-march=haswell", "x86-64-v2", True),
+        ("-mavx512f", "x86-64-v3", True),
+        ("-mavx2", "x86-64-v2", True),
+        ("-mavx2", "x86-64-v3", False),
+        ("-msse4.2", "x86-64-v2", False),
+        ("-march=x86-64-v2", "x86-64-v2", False),
+        ("-march=my-future-cpu", "x86-64-v4", True),  # unknown: cannot be held to the level
+        ("-mavx512f", "", False),  # no level: only native is refused
+        ("-mno-avx512f", "x86-64", False),
+    ],
+)
+def test_flags_above_the_level_are_refused(flag: str, level: str, refused: bool) -> None:
+    env = {"BUILDKIT_HOST_ISA": level} if level else {}
+    done = _run("-c", flag, "src/k.c", **env)
+    assert (done.returncode == 1) is refused, done.stderr
+    if refused:
+        assert (
+            f"refused {flag} in the compile of src/k.c: it asks for more than the recipe's host ISA {level}"
+            in (done.stderr)
+        )
+
+
+def test_rewrite_and_allow() -> None:
+    done = _run(
+        "-c",
+        "-march=native",
+        "-mavx512f",
+        "-O2",
+        "src/a.c",
+        BUILDKIT_HOST_ISA="x86-64-v2",
+        BUILDKIT_HOST_ISA_REWRITE="1",
+    )
+    assert done.returncode == 0 and done.stdout.split() == ["-c", "-march=x86-64-v2", "-O2", "src/a.c"]
+    assert "rewrote -march=native to -march=x86-64-v2 in the compile of src/a.c" in done.stderr
+    assert "dropped -mavx512f from the compile of src/a.c" in done.stderr
+    allowed = {"BUILDKIT_HOST_ISA": "x86-64-v2", "BUILDKIT_HOST_ISA_ALLOW": "kernels/avx512_*.c"}
+    assert _run("-c", "-mavx512f", "/project/kernels/avx512_gemm.c", **allowed).returncode == 0
+    assert _run("-c", "-mavx512f", "/project/src/other.c", **allowed).returncode == 1
+    assert _run("-c", "-march=native", "/project/kernels/avx512_gemm.c", **allowed).returncode == 1
+
+
+def test_the_recipes_host_isa_reaches_the_jobs_environment(tmp_path: Path) -> None:
+    text = (
+        (ROOT / "recipes" / "reference-trixie.yaml")
+        .read_text()
+        .replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
+    )
+    path = tmp_path / "r.yaml"
+    path.write_text(text + "host_isa:\n  level: x86-64-v2\n  rewrite: true\n  allow: [src/avx512_*.c]\n")
+    job = expand(load_recipe(path)).jobs[0]
+    assert job.env["BUILDKIT_HOST_ISA"] == "x86-64-v2"
+    assert (
+        job.env["BUILDKIT_HOST_ISA_REWRITE"] == "1" and job.env["BUILDKIT_HOST_ISA_ALLOW"] == "src/avx512_*.c"
+    )
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(text)
+    assert "BUILDKIT_HOST_ISA" not in expand(load_recipe(plain)).jobs[0].env
+
+
+def test_the_host_compilers_wrappers_exec_the_launcher_on_the_real_compiler(tmp_path: Path) -> None:
+    """The before_build command of a host_isa build (ccache.HOST_CC_SETUP), run here with its folder
+    and the launcher's path moved under tmp_path: each compiler found on PATH gets a wrapper that
+    execs the launcher on it, never on itself or (with the launcher running ccache) on the masquerade."""
+    from buildkit.build import ccache
+
+    wrappers, launcher = tmp_path / "wrappers", tmp_path / "hip-launcher"
+    launcher.write_text(launcher_script())
+    launcher.chmod(0o755)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gcc = bin_dir / "gcc"
+    gcc.write_text('#!/bin/sh\necho "gcc $*"\n')
+    gcc.chmod(0o755)
+    setup = ccache.HOST_CC_SETUP.replace(ccache.HOST_CC_WRAPPERS, str(wrappers)).replace(
+        ccache.HIP_LAUNCHER, str(launcher)
+    )
+    path = f"{wrappers}:{bin_dir}:/usr/bin:/bin"
+    subprocess.run(["sh", "-c", setup], check=True, env={"PATH": path})
+    assert f"exec {launcher} {gcc} " in (wrappers / "gcc").read_text()
+    ran = subprocess.run(["gcc", "-c", "-O2", "a.c"], capture_output=True, text=True, env={"PATH": path})
+    assert ran.returncode == 0 and ran.stdout.strip() == "gcc -c -O2 a.c"
+    refused = subprocess.run(
+        ["gcc", "-c", "-march=native", "src/module.c"], capture_output=True, text=True, env={"PATH": path}
+    )
+    assert (
+        refused.returncode == 1 and "refused -march=native in the compile of src/module.c" in refused.stderr
+    )
+
+
+def test_a_host_isa_build_puts_the_wrappers_first_on_path(tmp_path: Path) -> None:
+    from buildkit.build import ccache, cibw
+
+    text = (
+        (ROOT / "recipes" / "reference-trixie.yaml")
+        .read_text()
+        .replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
+    )
+    path = tmp_path / "r.yaml"
+    path.write_text(text + "host_isa:\n  level: x86-64-v2\n")
+    job = expand(load_recipe(path)).jobs[0]
+    assert ccache.holds_host_isa(job)
+    assert ccache.HOST_CC_SETUP in ccache.setup_commands(job, cached=False)
+    settings = cibw.CibwSettings(image="img", source_date_epoch=0, ccache_volume=None, with_ca_bundle=False)
+    path = cibw.container_environment(job, settings)["PATH"]
+    assert path == f"{ccache.HOST_CC_WRAPPERS}:$PATH"
+    cached = cibw.container_environment(job, dataclasses.replace(settings, ccache_volume="v"))
+    assert cached["PATH"].startswith(f"{ccache.HOST_CC_WRAPPERS}:/usr/lib/ccache:") and cached[
+        "PATH"
+    ].endswith(":$PATH")
