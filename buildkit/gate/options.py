@@ -266,6 +266,24 @@ OPTIONS: tuple[GateOption, ...] = (
         recipe="torch[].version",
     ),
     GateOption(
+        "--torch-stable",
+        "torch_stable",
+        "torch_stable",
+        "replace",
+        "The wheel is on the libtorch stable ABI and serves every torch from this MAJOR.MINOR on (2.10 "
+        "at least): it may need only torch's stable C shim, each function in that torch "
+        "(torch-stable-abi), and METADATA must require torch>= it (torch-pin).",
+        recipe="torch.from",
+    ),
+    GateOption(
+        "--torch-below",
+        "torch_below",
+        "torch_below",
+        "replace",
+        "With --torch-stable: the upper bound METADATA may give torch (torch<VERSION); without, none.",
+        recipe="torch.below",
+    ),
+    GateOption(
         "--torch-abi",
         "torch_abi",
         "torch_abi",

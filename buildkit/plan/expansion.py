@@ -37,7 +37,7 @@ from buildkit.plan.archs import ArchSet
 from buildkit.plan.from_image import CeilingsReader, image_ceilings
 from buildkit.plan.models import Job, Plan, Skipped
 from buildkit.plan.torch_index import index_note, missing_index_hint
-from buildkit.recipe import Recipe, TorchPin
+from buildkit.recipe import Recipe, TorchPin, TorchStable
 from buildkit.recipe.sections.archs import CMAKE_DEFINE, is_environment_name
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
@@ -60,6 +60,20 @@ def offload_compress_env(env: Mapping[str, str]) -> dict[str, str]:
     for var in OFFLOAD_COMPRESS_VARS:
         flags = env.get(var, "").split()
         out[var] = " ".join([*flags, OFFLOAD_COMPRESS_FLAG] if OFFLOAD_COMPRESS_FLAG not in flags else flags)
+    return out
+
+
+#: the variables a stable-ABI job's torch flags go in (each after what the job has there): the
+#: preprocessor flags of setuptools' compiles, CMake's C++ and HIP flags, and every hipcc compile
+STABLE_FLAG_VARS = ("CPPFLAGS", "CXXFLAGS", "HIPFLAGS", "HIPCC_COMPILE_FLAGS_APPEND")
+
+
+def torch_stable_env(env: Mapping[str, str], stable: TorchStable) -> dict[str, str]:
+    """The variables of a stable-ABI job: torch's stable-only flags (:attr:`TorchStable.flags`) after
+    what ``env`` has in :data:`STABLE_FLAG_VARS`, and ``BUILDKIT_TORCH_REQUIREMENT``, what the wheel's
+    METADATA must require (``torch>=2.10``)."""
+    out = {var: " ".join(filter(None, (env.get(var, ""), stable.flags))) for var in STABLE_FLAG_VARS}
+    out["BUILDKIT_TORCH_REQUIREMENT"] = stable.requirement
     return out
 
 
@@ -392,6 +406,12 @@ class _Expansion:
         version = self.version(values)
         index_url = self.index_url(rocm, pin_index, pin) if pin is not None else None
         recipe = self.recipe
+        stable = recipe.torch_stable
+        requirement = pin.requirement if pin is not None else None
+        if stable is not None:  # built against its lowest torch, the one pin it has
+            stable_pin = TorchPin(stable.lowest, stable.index_url, None, stable.pip_config)
+            index_url = self.index_url(rocm, 0, stable_pin)
+            requirement = stable.build_requirement
         job_env = {**recipe.env, **dict(extra), **self.arch_env[rocm]}
         hooks = recipe.hooks
         cmake = self.arch_cmake[rocm]
@@ -404,13 +424,15 @@ class _Expansion:
         if recipe.offload_compress:
             job_env.update(offload_compress_env(job_env))
             self.note_offload_compress(rocm)
+        if stable is not None:
+            job_env.update(torch_stable_env(job_env, stable))
         return Job(
             id=jid,
             python=python,
             cp_tag=values["cp"],
             rocm=rocm,
             torch=torch,
-            torch_requirement=pin.requirement if pin is not None else None,
+            torch_requirement=requirement,
             torch_index_url=index_url,
             archs=archs,
             version=version,
@@ -430,6 +452,7 @@ class _Expansion:
             wheel_tag=recipe.wheel.tag,
             serves=serves or (python,),
             rocm_pip=recipe.rocm_pip,
+            torch_stable=stable,
         )
 
     def check_rules_used(self) -> None:
