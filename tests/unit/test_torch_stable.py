@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
 
+from buildkit.build import cibw
 from buildkit.build.wheel_gate import check_wheels
 from buildkit.cli.plan import plan
 from buildkit.compare.torch_shim import declared
@@ -207,7 +208,18 @@ def test_the_stable_reference_plans_one_job_without_torch_with_the_stable_only_f
     flags = "-DTORCH_STABLE_ONLY -DTORCH_TARGET_VERSION=0x020d000000000000"
     for var in ("CPPFLAGS", "CXXFLAGS", "HIPFLAGS", "HIPCC_COMPILE_FLAGS_APPEND"):
         assert job.env[var] == flags, var
-    assert job.env["BUILDKIT_TORCH_REQUIREMENT"] == "torch>=2.13"
+    settings = cibw.CibwSettings(
+        image="rocm-buildkit/debian-sid-rocm:0123456789ab",
+        source_date_epoch=1700000000,
+        ccache_volume=None,
+        with_ca_bundle=False,
+        network=False,
+    )
+    env = cibw.container_environment(job, settings)  # what the build container gets
+    assert env["BUILDKIT_TORCH_REQUIREMENT"] == "torch>=2.13"
+    assert env["CXXFLAGS"] == env["CPPFLAGS"] == flags
+    assert env["HIPCC_COMPILE_FLAGS_APPEND"].startswith("--sysroot=")  # the sysroot's, then torch's
+    assert env["HIPCC_COMPILE_FLAGS_APPEND"].endswith(flags)
     config = GateConfig.from_recipe_job(recipe, job)
     assert (config.torch, config.torch_stable, config.torch_below) == (None, "2.13", None)
     assert job.to_json()["torch_stable"] == {"from": "2.13", "requirement": "torch>=2.13"}
@@ -273,3 +285,15 @@ def test_the_reference_builds_the_stable_source_and_its_range(
     monkeypatch.setenv("REFOPS_TORCH_ABI", "stable")
     monkeypatch.setenv("BUILDKIT_TORCH_REQUIREMENT", "torch>=2.13")
     assert torchbuild.torch_requirement() == "torch>=2.13"
+
+
+def test_check_options_replace_the_jobs_torch_mode() -> None:
+    """``check --recipe --job --torch-stable F`` over a pinned job judges its wheel as stable-ABI (the
+    pinned reference refused by the stable gate), and ``--torch X.Y`` over a stable-ABI job the other way."""
+    from buildkit.gate.options import apply_options
+
+    pinned = GateConfig(torch="2.13")
+    stable = apply_options(pinned, {"torch_stable": "2.13"})
+    assert (stable.torch, stable.torch_stable) == (None, "2.13")
+    back = apply_options(stable._replace(torch_below="3.0"), {"torch": "2.13"})
+    assert (back.torch, back.torch_stable, back.torch_below) == ("2.13", None, None)
