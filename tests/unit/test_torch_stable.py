@@ -245,13 +245,16 @@ def test_plan_prints_the_job_counts_of_three_torch_minors_pinned_and_stable(
     (tmp_path / "pinned.yaml").write_text(_MATRIX.format(local="rocm{rocm}.torch{torch}", torch=PINNED))
     stable = '{abi: stable, from: "2.10", pip_config: true}'
     (tmp_path / "stable.yaml").write_text(_MATRIX.format(local="rocm{rocm}", torch=stable))
+    abi3 = _MATRIX.format(local="rocm{rocm}", torch=stable) + 'wheel: {abi: abi3, from: "3.13"}\n'
+    (tmp_path / "abi3.yaml").write_text(abi3)
     heads = {}
-    for name in ("pinned", "stable"):
+    for name in ("pinned", "stable", "abi3"):
         out = CliRunner().invoke(plan, [str(tmp_path / f"{name}.yaml")])
         assert out.exit_code == 0, out.output
         heads[name] = out.output.splitlines()[0]
     assert ": 6 jobs, 0 skipped" in heads["pinned"]  # 2 Pythons x 3 torch minors
     assert ": 2 jobs, 0 skipped" in heads["stable"]  # 2 Pythons, every torch from 2.10
+    assert ": 1 job, 0 skipped" in heads["abi3"]  # one cp313-abi3 wheel for both Pythons and every torch
 
 
 @pytest.mark.parametrize(
