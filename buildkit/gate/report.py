@@ -173,7 +173,7 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
 
         lines.append(f"  torch stable ABI: {summary_line(v.torch_stable)}")
         if verbose:
-            lines += [f"    shim {v}  {n.name}  ({n.member})" for n, v in v.torch_stable.shim]
+            lines += [f"    shim {since}  {n.name}  ({n.member})" for n, since in v.torch_stable.shim]
     if v.gfx:
         lines.append("  gfx targets:")
         if verbose or len(v.gfx) <= GFX_LIST_MAX:

@@ -71,7 +71,7 @@ STABLE_FLAG_VARS = ("CPPFLAGS", "CXXFLAGS", "HIPFLAGS", "HIPCC_COMPILE_FLAGS_APP
 def torch_stable_env(env: Mapping[str, str], stable: TorchStable) -> dict[str, str]:
     """The flags of a stable-ABI job: torch's stable-only flags (:attr:`TorchStable.flags`) after what
     ``env`` has in :data:`STABLE_FLAG_VARS` (the build adds ``BUILDKIT_TORCH_REQUIREMENT``,
-    :func:`buildkit.build.cibw.environment`)."""
+    :func:`buildkit.build.cibw.container_environment`)."""
     return {var: " ".join(filter(None, (env.get(var, ""), stable.flags))) for var in STABLE_FLAG_VARS}
 
 

@@ -19,7 +19,7 @@ setup(
             "refops._C",
             # ops.cpp or ops_stable.cpp by REFOPS_TORCH_ABI (torchbuild.torch_sources)
             sources=["src/ops.cpp", "src/ops_stable.cpp", "src/rms_norm.hip"],
-            depends=["src/refops_hip.h"],
+            depends=["src/refops_hip.h", "src/rms_norm_cpu.h"],
         )
     ],
     cmdclass={"build_ext": TorchHipBuildExt},

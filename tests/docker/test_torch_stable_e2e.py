@@ -12,10 +12,7 @@ configuration, the runtime images. Each build's wall time is written to the log
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -25,6 +22,7 @@ import pytest
 
 from buildkit.inspect import inspect_wheel
 from buildkit.manifest import read as read_manifest
+from tests.helpers.build_run import build_job, run_buildkit
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -34,28 +32,12 @@ PINNED = ROOT / "recipes" / "reference-torch.yaml"
 FLAGS = "-DTORCH_STABLE_ONLY -DTORCH_TARGET_VERSION=0x020d000000000000"
 
 
-def _buildkit(*args: str, cwd: Path, timeout: int = 3600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "buildkit", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-
-
 def _build(tmp: Path, recipe: Path, job: str) -> dict[str, Any]:
     start = time.monotonic()
-    proc = _buildkit(
-        "build", str(recipe), "--out", str(tmp / "dist"), "--log-dir", str(tmp / "logs"), cwd=tmp
-    )
+    built = build_job(tmp, recipe, job, timeout=3600)
     seconds = time.monotonic() - start
-    log = tmp / "logs" / f"{job}.log"
-    text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:] + text[-6000:]
     print(f"BUILD SECONDS {recipe.name} {job}: {seconds:.1f}")
-    return {"tmp": tmp, "wheel": next((tmp / "dist" / job).glob("*.whl")), "log": text, "seconds": seconds}
+    return {"tmp": tmp, "wheel": next((tmp / "dist" / job).glob("*.whl")), "log": built.log}
 
 
 @pytest.fixture(scope="module")
@@ -98,12 +80,12 @@ def test_the_stable_wheel_is_built_once_for_every_torch_from_2_13_and_gated_for_
 
 def test_check_says_which_torch_range_the_stable_wheel_serves(stable: dict[str, Any]) -> None:
     job = ("--recipe", str(STABLE), "--job", "cp311-rocm7.2")
-    out = _buildkit("check", str(stable["wheel"]), *job, "-v", cwd=stable["tmp"])
+    out = run_buildkit("check", str(stable["wheel"]), *job, "-v", cwd=stable["tmp"])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "serves torch>=2.13 (no upper bound)" in out.stdout
     # declared from 2.10, the same wheel is refused: built targeting 2.13, the stable headers' error
     # handling calls torch_exception_get_what, which appeared in torch 2.13
-    older = _buildkit("check", str(stable["wheel"]), *job, "--torch-stable", "2.10", cwd=stable["tmp"])
+    older = run_buildkit("check", str(stable["wheel"]), *job, "--torch-stable", "2.10", cwd=stable["tmp"])
     assert older.returncode != 0
     assert "torch_exception_get_what from torch" in older.stdout and "appeared in torch 2.13" in older.stdout
 
@@ -113,7 +95,7 @@ def test_the_stable_wheel_runs_under_torch_2_13_and_2_14(
     stable: dict[str, Any], label: str, version: str
 ) -> None:
     wheel, tmp = str(stable["wheel"]), stable["tmp"]
-    out = _buildkit(
+    out = run_buildkit(
         "smoke", wheel, "--recipe", str(STABLE), "--label", label, "--json", cwd=tmp, timeout=3600
     )
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-4000:]
@@ -125,7 +107,7 @@ def test_the_pinned_build_of_the_same_source_passes_the_pinned_gate_and_not_the_
 ) -> None:
     assert read_manifest(pinned["wheel"])["verdict"]["passed"] is True  # torch-pin, torch-abi
     job = ("--recipe", str(PINNED), "--job", "cp311-rocm7.2-torch2.13")
-    out = _buildkit("check", str(pinned["wheel"]), *job, "--torch-stable", "2.13", cwd=pinned["tmp"])
+    out = run_buildkit("check", str(pinned["wheel"]), *job, "--torch-stable", "2.13", cwd=pinned["tmp"])
     assert out.returncode != 0
     refused = re.findall(r"torch-stable-abi.*?needs (c10::\S+|at::\S+|torch::\S+)", out.stdout)
     assert refused, out.stdout[-4000:]

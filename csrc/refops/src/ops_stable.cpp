@@ -20,6 +20,7 @@
 #include <string>
 
 #include "refops_hip.h"
+#include "rms_norm_cpu.h"
 
 namespace refops {
 namespace {
@@ -40,23 +41,10 @@ void check_inputs(const Tensor &x, const Tensor &weight, double eps) {
     STD_TORCH_CHECK(eps >= 0.0 && std::isfinite(eps), "refops.rms_norm: eps must be finite and >= 0, got ", eps);
 }
 
-template <typename T>
-void rms_norm_rows(const T *x, const T *weight, T *out, int64_t rows, int64_t cols, double eps) {
-    torch::stable::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-            const T *row = x + r * cols;
-            T *dst = out + r * cols;
-            double acc = 0.0;
-            for (int64_t c = 0; c < cols; ++c) {
-                acc += static_cast<double>(row[c]) * static_cast<double>(row[c]);
-            }
-            const double scale = 1.0 / std::sqrt(acc / static_cast<double>(cols) + eps);
-            for (int64_t c = 0; c < cols; ++c) {
-                dst[c] = static_cast<T>(static_cast<double>(row[c]) * scale) * weight[c];
-            }
-        }
-    });
-}
+// this torch's parallel_for, as rms_norm_rows (rms_norm_cpu.h) takes it
+const auto parallel_for = [](int64_t begin, int64_t end, int64_t grain, const auto &f) {
+    torch::stable::parallel_for(begin, end, grain, f);
+};
 
 int64_t rows_of(const Tensor &x, int64_t cols) { return cols == 0 ? 0 : x.numel() / cols; }
 
@@ -72,12 +60,12 @@ Tensor rms_norm_cpu(Tensor x, Tensor weight, double eps) {
         case ScalarType::Float:
             rms_norm_rows<float>(static_cast<const float *>(xc.const_data_ptr()),
                                  static_cast<const float *>(wc.const_data_ptr()),
-                                 static_cast<float *>(out.mutable_data_ptr()), rows, cols, eps);
+                                 static_cast<float *>(out.mutable_data_ptr()), rows, cols, eps, parallel_for);
             break;
         case ScalarType::Double:
             rms_norm_rows<double>(static_cast<const double *>(xc.const_data_ptr()),
                                   static_cast<const double *>(wc.const_data_ptr()),
-                                  static_cast<double *>(out.mutable_data_ptr()), rows, cols, eps);
+                                  static_cast<double *>(out.mutable_data_ptr()), rows, cols, eps, parallel_for);
             break;
         default:
             STD_TORCH_CHECK(false, "\"refops_rms_norm_cpu\" not implemented for '",
