@@ -300,3 +300,13 @@ def test_check_options_replace_the_jobs_torch_mode() -> None:
     assert (stable.torch, stable.torch_stable) == (None, "2.13")
     back = apply_options(stable._replace(torch_below="3.0"), {"torch": "2.13"})
     assert (back.torch, back.torch_stable, back.torch_below) == ("2.13", None, None)
+
+
+def test_the_stable_range_and_flags_as_torch_spells_them() -> None:
+    """TORCH_TARGET_VERSION as torch/csrc/stable/version.h and torchaudio write it (0x020a... for 2.10)."""
+    from buildkit.recipe import TorchStable
+
+    assert TorchStable("2.10").target_version == "0x020a000000000000"
+    assert TorchStable("2.13").flags == "-DTORCH_STABLE_ONLY -DTORCH_TARGET_VERSION=0x020d000000000000"
+    assert TorchStable("2.10", below="3.0").requirement == "torch>=2.10,<3.0"
+    assert TorchStable("2.10", below="3.0").build_requirement == "torch==2.10.*"
