@@ -391,6 +391,17 @@ class _Expansion:
                 self.notes[note] = None
         return index_url
 
+    def torch_build(self, rocm: str, pin_index: int, pin: TorchPin | None) -> tuple[str | None, str | None]:
+        """The torch a job builds against and its index: its pin's, or a stable-ABI recipe's lowest
+        torch (``torch==2.10.*``); (None, None) without torch."""
+        stable = self.recipe.torch_stable
+        if stable is not None:
+            lowest = TorchPin(stable.lowest, stable.index_url, None, stable.pip_config)
+            return stable.build_requirement, self.index_url(rocm, 0, lowest)
+        if pin is None:
+            return None, None
+        return pin.requirement, self.index_url(rocm, pin_index, pin)
+
     def job(
         self, jid: str, combo: Combo, extra: Sequence[tuple[str, str]], serves: tuple[str, ...] = ()
     ) -> Job:
@@ -402,14 +413,9 @@ class _Expansion:
         globs = self.globs(rocm)
         values = self.values(rocm, python, torch, extra)
         version = self.version(values)
-        index_url = self.index_url(rocm, pin_index, pin) if pin is not None else None
+        requirement, index_url = self.torch_build(rocm, pin_index, pin)
         recipe = self.recipe
         stable = recipe.torch_stable
-        requirement = pin.requirement if pin is not None else None
-        if stable is not None:  # built against its lowest torch, the one pin it has
-            stable_pin = TorchPin(stable.lowest, stable.index_url, None, stable.pip_config)
-            index_url = self.index_url(rocm, 0, stable_pin)
-            requirement = stable.build_requirement
         job_env = {**recipe.env, **dict(extra), **self.arch_env[rocm]}
         hooks = recipe.hooks
         cmake = self.arch_cmake[rocm]
