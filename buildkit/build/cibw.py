@@ -188,6 +188,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         "BUILDKIT_VERSION": job.version,
         "SETUPTOOLS_SCM_PRETEND_VERSION": job.version,
         "BUILDKIT_JOB": job.id,
+        # a stable-ABI job: what the wheel's METADATA must require (torch>=FROM), for the project
+        **({"BUILDKIT_TORCH_REQUIREMENT": job.torch_stable.requirement} if job.torch_stable else {}),
         "MAX_JOBS": job.env.get("MAX_JOBS", str(settings.parallel_jobs)),
         # CMake's and ninja's share of the cores too (``build --parallel N``: cores // N per job)
         "CMAKE_BUILD_PARALLEL_LEVEL": job.env.get(

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from buildkit.build.wheel_gate import python_abi_of, torch_abi_for
+from buildkit.build.wheel_gate import python_abi_of, torch_abi_for, torch_stable_of
 from buildkit.compare.torch_exports import load_torch_exports
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
@@ -85,10 +85,17 @@ def waived_lines(findings: Iterable[Finding]) -> tuple[str, ...]:
 
 def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
     report = inspect_wheel(wheel)
-    torch_abi = None
+    torch_abi = torch = None
     if config.torch_abi:  # a torch wheel or folder: build injects no image reader
-        torch_abi = torch_abi_for(wheel, report, load_torch_exports(config.torch_abi))
-    verdict = evaluate(report, config, torch_abi=torch_abi, python_abi=python_abi_of(wheel, report, config))
+        torch = load_torch_exports(config.torch_abi)
+        torch_abi = torch_abi_for(wheel, report, torch)
+    verdict = evaluate(
+        report,
+        config,
+        torch_abi=torch_abi,
+        python_abi=python_abi_of(wheel, report, config),
+        torch_stable=torch_stable_of(wheel, report, config, torch),
+    )
     return gated_of(verdict)
 
 

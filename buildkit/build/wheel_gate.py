@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from buildkit.compare.torch_exports import ImageReader
     from buildkit.gate.pyabi import PythonAbiResult
     from buildkit.gate.torchabi import TorchAbiResult, TorchExports
+    from buildkit.gate.torchshim import StableAbiResult
 
 
 def torch_abi_for(wheel: Path, report: WheelReport, torch: TorchExports) -> TorchAbiResult:
@@ -34,6 +35,21 @@ def torch_abi_for(wheel: Path, report: WheelReport, torch: TorchExports) -> Torc
     from buildkit.gate.torchabi import judge, wheel_torch_needs
 
     return judge(wheel_torch_needs(wheel, report, extra_torch=torch.names()), torch)
+
+
+def torch_stable_of(
+    wheel: Path, report: WheelReport, config: GateConfig, torch: TorchExports | None = None
+) -> StableAbiResult | None:
+    """A stable-ABI wheel's needs from torch (streamed) judged against its declared lowest torch by
+    the table of shim functions (:func:`~buildkit.gate.torchshim.judge_stable`; ``torch``: the torch
+    checked against, its exports telling torch's names from other libraries'); None for any other."""
+    if config.torch_stable is None:
+        return None
+    from buildkit.gate.torchabi import wheel_torch_needs
+    from buildkit.gate.torchshim import judge_stable, shim_table
+
+    needs = wheel_torch_needs(wheel, report, extra_torch=torch.names() if torch is not None else ())
+    return judge_stable(needs, config.torch_stable, shim_table(), torch)
 
 
 def python_abi_of(wheel: Path, report: WheelReport, config: GateConfig) -> PythonAbiResult | None:
@@ -71,9 +87,12 @@ def check_wheels(
             report = inspect_wheel(wheel, verify_record=verify_record)
             result = None if torch is None else torch_abi_for(wheel, report, torch)
             python_abi = python_abi_of(wheel, report, config)
+            stable = torch_stable_of(wheel, report, config, torch)
         except WheelReadError as exc:
             # the message names the wheel (inspect_wheel's rule); the report names it on its own
             failures.append(ReadFailure(wheel.name, str(exc).removeprefix(f"{wheel.name}: ")))
             continue
-        verdicts.append(evaluate(report, config, torch_abi=result, python_abi=python_abi))
+        verdicts.append(
+            evaluate(report, config, torch_abi=result, python_abi=python_abi, torch_stable=stable)
+        )
     return verdicts, failures

@@ -119,6 +119,8 @@ _READERS: dict[str, Callable[[Any], Any]] = {
         ),
         "required": Key("required", convert=_globs),
         "rocm_pip": Key("rocm_pip", omit="none"),
+        "torch_stable": Key("torch_stable", omit="none"),
+        "torch_below": Key("torch_below", omit="none"),
     }
 )
 class GateConfig(NamedTuple):
@@ -171,6 +173,13 @@ class GateConfig(NamedTuple):
     #: ROCm from pip (the recipe's ``rocm: {from: pip}``): the pinned SDK release's wheels and the
     #: other releases known, gathered outside the gate (``rocm-pip-*`` rules); None: ROCm is the system's
     rocm_pip: RocmFromPip | None = None
+    #: a wheel on the libtorch stable ABI (the recipe's ``torch: {abi: stable, from: "2.10"}``): the
+    #: lowest torch it declares; it may need from torch only the stable C shim, each function in that
+    #: torch (``torch-stable-abi``), and METADATA requires torch>= it (``torch-pin``). None: not one
+    torch_stable: str | None = None
+    #: with ``torch_stable``, the upper bound the recipe asks for (``below: "3.0"``: ``torch<3.0``);
+    #: None: METADATA bounds torch from below only
+    torch_below: str | None = None
 
     def validated(self) -> GateConfig:
         """This configuration, once its values are known to be sound; else a UsageError naming the
@@ -185,10 +194,25 @@ class GateConfig(NamedTuple):
                 raise UsageError(f"unknown ceiling {prefix!r}; known: {', '.join(CEILING_PREFIXES)}")
             if version_tuple(value) is None:
                 raise UsageError(f"ceiling {prefix}={value!r} is not a dotted version such as 2.28")
-        if self.torch is not None:
-            parts = self.torch.split(".")
+        for what, given in (("torch pin", self.torch), ("stable-ABI torch", self.torch_stable)):
+            parts = (given or "0.0").split(".")
             if len(parts) != 2 or not all(p.isdigit() for p in parts):
-                raise UsageError(f"torch pin {self.torch!r} must be MAJOR.MINOR, e.g. 2.10")
+                raise UsageError(f"{what} {given!r} must be MAJOR.MINOR, e.g. 2.10")
+        if self.torch_stable is not None:
+            # the recipe section's floor, only for a stable-ABI wheel (the recipe package is heavy)
+            from buildkit.recipe.sections.torch import STABLE_FLOOR
+
+            if (version_tuple(self.torch_stable) or ()) < (version_tuple(STABLE_FLOOR) or ()):
+                raise UsageError(
+                    f"stable-ABI torch {self.torch_stable}: torch versions its stable C shim from "
+                    f"{STABLE_FLOOR} on, so the lowest torch a stable-ABI wheel may declare is {STABLE_FLOOR}"
+                )
+            if self.torch is not None:
+                raise UsageError("a wheel is pinned to one torch (torch) or on its stable ABI, not both")
+        if self.torch_below is not None and (
+            self.torch_stable is None or version_tuple(self.torch_below) is None
+        ):
+            raise UsageError(f"torch_below {self.torch_below!r}: a version, with torch_stable only")
         if self.size_limit is not None and self.size_limit <= 0:
             raise UsageError("size limit must be positive")
         if self.size_per_target is not None and self.size_per_target <= 0:
@@ -250,6 +274,8 @@ class GateConfig(NamedTuple):
             "exclude_globs": tuple(job.exclude_globs),
             "archs": tuple(str(t) for t in job.archs.kept),
             "torch": job.torch,
+            "torch_stable": job.torch_stable.lowest if job.torch_stable is not None else None,
+            "torch_below": job.torch_stable.below if job.torch_stable is not None else None,
             "rocm": job.rocm,
             "rocm_sonames": rocmdata.expected_sonames(job.rocm, toolchain=job.toolchain),
             "toolchain": job.toolchain,

@@ -59,6 +59,7 @@ from buildkit.inspect.models import WheelReport
 if TYPE_CHECKING:
     from buildkit.gate.pyabi import PythonAbiResult
     from buildkit.gate.torchabi import TorchAbiResult
+    from buildkit.gate.torchshim import StableAbiResult
 
 
 def evaluate(
@@ -67,6 +68,7 @@ def evaluate(
     *,
     torch_abi: TorchAbiResult | None = None,
     python_abi: PythonAbiResult | None = None,
+    torch_stable: StableAbiResult | None = None,
 ) -> Verdict:
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
     rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
@@ -74,9 +76,12 @@ def evaluate(
     (:func:`buildkit.build.wheel_gate.torch_abi_for` reads both sides; None: the ``torch-abi`` rule has
     nothing to judge). ``python_abi``: a ``py3-none``/``abi3`` job's host code against its tag's claim
     (:func:`buildkit.build.wheel_gate.python_abi_of`; None: ``job-identity`` checks the tag and the
-    members' names only). A configuration with an unsound value is a UsageError
+    members' names only). ``torch_stable``: a stable-ABI wheel's needs from torch judged
+    (:func:`buildkit.build.wheel_gate.torch_stable_of`). A configuration with an unsound value is a UsageError
     (:meth:`GateConfig.validated`)."""
-    facts = gather(report, config.validated(), torch_abi=torch_abi, python_abi=python_abi)
+    facts = gather(
+        report, config.validated(), torch_abi=torch_abi, python_abi=python_abi, torch_stable=torch_stable
+    )
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
     recipe = config.identity.recipe if config.identity is not None else None
     findings = waive(run(facts), judged_here, recipe=recipe)
@@ -109,4 +114,5 @@ def evaluate(
         libc=facts.libc,
         torch_abi=torch_abi,
         device=facts.device,
+        torch_stable=torch_stable,
     )

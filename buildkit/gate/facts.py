@@ -41,6 +41,7 @@ from buildkit.policy import (
 if TYPE_CHECKING:
     from buildkit.gate.pyabi import PythonAbiResult
     from buildkit.gate.torchabi import TorchAbiResult
+    from buildkit.gate.torchshim import StableAbiResult
 
 # (ELF machine as the inspection names it, ELF class) -> (wheel-tag architecture, byte order), as
 # auditwheel's lddtree._get_platform maps them; EM_PPC64 is decided by the byte order (elf_arch)
@@ -104,6 +105,9 @@ class Facts(NamedTuple):
     #: :func:`buildkit.gate.pyabi.python_abi_for`), None: not read (no such claim, or ``diff``)
     python_abi: PythonAbiResult | None = None
     device: DeviceCode = DeviceCode()  # device code per gfx target and per bundle
+    #: a stable-ABI wheel's needs from torch judged against its declared lowest torch
+    #: (``torch-stable-abi``; :func:`buildkit.gate.torchshim.judge_stable`), None: not one
+    torch_stable: StableAbiResult | None = None
 
     @property
     def judged(self) -> bool:
@@ -121,10 +125,16 @@ def gather(
     *,
     torch_abi: TorchAbiResult | None = None,
     python_abi: PythonAbiResult | None = None,
+    torch_stable: StableAbiResult | None = None,
 ) -> Facts:
     """The facts of one inspected wheel under one configuration (``torch_abi``: the wheel judged
-    against a torch, :func:`buildkit.gate.torchabi.judge`; ``python_abi``: against its tag's claim)."""
-    values: dict[str, object] = {"torch_abi": torch_abi, "python_abi": python_abi}
+    against a torch, :func:`buildkit.gate.torchabi.judge`; ``python_abi``: against its tag's claim;
+    ``torch_stable``: against its stable-ABI claim)."""
+    values: dict[str, object] = {
+        "torch_abi": torch_abi,
+        "python_abi": python_abi,
+        "torch_stable": torch_stable,
+    }
     resolution = resolve_libraries(report.elves)
     try:
         _, _, _, tags = parse_wheel_filename(report.filename)

@@ -121,6 +121,14 @@ def _rocm_pin(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
     return rocm_pin(flags.get("rocm") or None, flags.get("toolchain") or None)
 
 
+def _torch_mode(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+    """``--torch-stable`` over a job pinned to one torch, ``--torch`` over a stable-ABI job: the mode
+    given replaces the job's (a wheel is pinned or on the stable ABI, not both)."""
+    if flags.get("torch_stable"):
+        return {"torch": None}
+    return {"torch_stable": None, "torch_below": None} if flags.get("torch") else {}
+
+
 def _platform_tag(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
     """``--policy``: its platform tag is the one the job-identity rule expects."""
     if config.identity is None or config.policy is None:
@@ -264,6 +272,26 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "torch MAJOR.MINOR the wheel was built against, e.g. 2.10 (overrides the job's).",
         recipe="torch[].version",
+        then=_torch_mode,
+    ),
+    GateOption(
+        "--torch-stable",
+        "torch_stable",
+        "torch_stable",
+        "replace",
+        "The wheel is on the libtorch stable ABI and serves every torch from this MAJOR.MINOR on (2.10 "
+        "at least): it may need only torch's stable C shim, each function in that torch "
+        "(torch-stable-abi), and METADATA must require torch>= it (torch-pin); replaces a job's torch pin.",
+        recipe="torch.from",
+        then=_torch_mode,
+    ),
+    GateOption(
+        "--torch-below",
+        "torch_below",
+        "torch_below",
+        "replace",
+        "With --torch-stable: the upper bound METADATA may give torch (torch<VERSION); without, none.",
+        recipe="torch.below",
     ),
     GateOption(
         "--torch-abi",

@@ -92,6 +92,8 @@ def verdict_to_json(v: Verdict) -> dict[str, Any]:
         "findings": to_data(v.findings),
         "integrity": to_data(v.integrity),
         "torch_abi": to_data(v.torch_abi),
+        # only for a stable-ABI wheel: the other reports stay what they were
+        **({"torch_stable": to_data(v.torch_stable)} if v.torch_stable is not None else {}),
     }
 
 
@@ -166,6 +168,12 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
             lines.append(f"{head}, names and sizes: {state}; hashes not verified (--no-verify-record)")
     if v.torch_abi is not None:
         lines += _torch_abi_lines(v.torch_abi, verbose=verbose)
+    if v.torch_stable is not None:
+        from buildkit.gate.torchshim import summary_line
+
+        lines.append(f"  torch stable ABI: {summary_line(v.torch_stable)}")
+        if verbose:
+            lines += [f"    shim {since}  {n.name}  ({n.member})" for n, since in v.torch_stable.shim]
     if v.gfx:
         lines.append("  gfx targets:")
         if verbose or len(v.gfx) <= GFX_LIST_MAX:
@@ -261,6 +269,8 @@ def gated_as(v: Verdict) -> str:
         parts.append(f"torch {c.torch}")
     if c.torch_abi is not None:
         parts.append(f"torch ABI of {c.torch_abi}")
+    if c.torch_stable is not None:
+        parts.append(f"torch stable ABI >={c.torch_stable}" + (f",<{c.torch_below}" if c.torch_below else ""))
     if c.device_target is not None:
         parts.append(f"device wheel of {c.device_target}")
     if c.exclude_globs:

@@ -17,6 +17,7 @@ from buildkit.records import Key, json_shape
 
 if TYPE_CHECKING:
     from buildkit.gate.torchabi import TorchAbiResult
+    from buildkit.gate.torchshim import StableAbiResult
 
 LibraryStatus = Literal["whitelisted", "grafted", "excluded", "external", "dependency"]
 
@@ -86,6 +87,8 @@ class Verdict(NamedTuple):
     libc: Libc = "glibc"  # the host ELFs' libc (musl: judged by the musllinux policies)
     torch_abi: TorchAbiResult | None = None  # the wheel judged against a torch (``torch-abi``)
     device: DeviceCode = DeviceCode()  # device code per gfx target, per member and per bundle
+    #: a stable-ABI wheel judged against its declared lowest torch (``torch-stable-abi``)
+    torch_stable: StableAbiResult | None = None
 
     @property
     def gated_ceilings(self) -> dict[str, str]:

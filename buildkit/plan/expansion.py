@@ -37,7 +37,7 @@ from buildkit.plan.archs import ArchSet
 from buildkit.plan.from_image import CeilingsReader, image_ceilings
 from buildkit.plan.models import Job, Plan, Skipped
 from buildkit.plan.torch_index import index_note, missing_index_hint
-from buildkit.recipe import Recipe, TorchPin
+from buildkit.recipe import Recipe, TorchPin, TorchStable
 from buildkit.recipe.sections.archs import CMAKE_DEFINE, is_environment_name
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
@@ -61,6 +61,18 @@ def offload_compress_env(env: Mapping[str, str]) -> dict[str, str]:
         flags = env.get(var, "").split()
         out[var] = " ".join([*flags, OFFLOAD_COMPRESS_FLAG] if OFFLOAD_COMPRESS_FLAG not in flags else flags)
     return out
+
+
+#: the variables a stable-ABI job's torch flags go in (each after what the job has there): the
+#: preprocessor flags of setuptools' compiles, CMake's C++ and HIP flags, and every hipcc compile
+STABLE_FLAG_VARS = ("CPPFLAGS", "CXXFLAGS", "HIPFLAGS", "HIPCC_COMPILE_FLAGS_APPEND")
+
+
+def torch_stable_env(env: Mapping[str, str], stable: TorchStable) -> dict[str, str]:
+    """The flags of a stable-ABI job: torch's stable-only flags (:attr:`TorchStable.flags`) after what
+    ``env`` has in :data:`STABLE_FLAG_VARS` (the build adds ``BUILDKIT_TORCH_REQUIREMENT``,
+    :func:`buildkit.build.cibw.container_environment`)."""
+    return {var: " ".join(filter(None, (env.get(var, ""), stable.flags))) for var in STABLE_FLAG_VARS}
 
 
 def job_id(
@@ -376,6 +388,17 @@ class _Expansion:
                 self.notes[note] = None
         return index_url
 
+    def torch_build(self, rocm: str, pin_index: int, pin: TorchPin | None) -> tuple[str | None, str | None]:
+        """The torch a job builds against and its index: its pin's, or a stable-ABI recipe's lowest
+        torch (``torch==2.10.*``); (None, None) without torch."""
+        stable = self.recipe.torch_stable
+        if stable is not None:
+            lowest = TorchPin(stable.lowest, stable.index_url, None, stable.pip_config)
+            return stable.build_requirement, self.index_url(rocm, 0, lowest)
+        if pin is None:
+            return None, None
+        return pin.requirement, self.index_url(rocm, pin_index, pin)
+
     def job(
         self, jid: str, combo: Combo, extra: Sequence[tuple[str, str]], serves: tuple[str, ...] = ()
     ) -> Job:
@@ -387,8 +410,9 @@ class _Expansion:
         globs = self.globs(rocm)
         values = self.values(rocm, python, torch, extra)
         version = self.version(values)
-        index_url = self.index_url(rocm, pin_index, pin) if pin is not None else None
+        requirement, index_url = self.torch_build(rocm, pin_index, pin)
         recipe = self.recipe
+        stable = recipe.torch_stable
         job_env = {**recipe.env, **dict(extra), **self.arch_env[rocm]}
         hooks = recipe.hooks
         cmake = self.arch_cmake[rocm]
@@ -403,13 +427,15 @@ class _Expansion:
             self.note_offload_compress(rocm)
         if recipe.host_isa is not None:  # the compiler launcher holds it (build/hip_launcher.sh)
             job_env.update(recipe.host_isa.environment())
+        if stable is not None:
+            job_env.update(torch_stable_env(job_env, stable))
         return Job(
             id=jid,
             python=python,
             cp_tag=values["cp"],
             rocm=rocm,
             torch=torch,
-            torch_requirement=pin.requirement if pin is not None else None,
+            torch_requirement=requirement,
             torch_index_url=index_url,
             archs=archs,
             version=version,
@@ -429,6 +455,7 @@ class _Expansion:
             wheel_tag=recipe.wheel.tag,
             serves=serves or (python,),
             rocm_pip=recipe.rocm_pip,
+            torch_stable=stable,
         )
 
     def check_rules_used(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from buildkit.errors import ArchesDropped, UnknownJob
 from buildkit.plan.archs import ArchSet, Decision
-from buildkit.recipe import Recipe, RocmPip
+from buildkit.recipe import Recipe, RocmPip, TorchStable
 from buildkit.recipe.sections.hooks import Hooks
 from buildkit.recipe.sections.image import ImageSpec
 from buildkit.records import json_shape, to_data
@@ -60,6 +60,9 @@ class Job:
     serves: tuple[str, ...] = ()
     #: the recipe's ``rocm_pip:`` (ROCm from pip, the release this job's ``rocm``); None: the system's
     rocm_pip: RocmPip | None = None
+    #: the recipe's ``torch: {abi: stable, ...}``: ``torch_requirement`` is then the torch the build
+    #: installs (the lowest served), the wheel requiring ``torch_stable.requirement``; None: not one
+    torch_stable: TorchStable | None = None
 
     @property
     def rocm_pip_requirement(self) -> str | None:
@@ -115,6 +118,9 @@ class Job:
                 "requirement": self.rocm_pip_requirement,
                 "build_requirement": self.rocm_pip_build_requirement,
             }
+        if self.torch_stable is not None:  # only then: other jobs' JSON (manifests, inputs keys) unchanged
+            stable = self.torch_stable
+            out["torch_stable"] = {"from": stable.lowest, "requirement": stable.requirement}
         if self.wheel_tag is not None:
             out["wheel_tag"] = self.wheel_tag
             out["serves"] = list(self.pythons)

@@ -131,7 +131,7 @@ def render_table(plan: Plan, *, styled: bool = False) -> str:
                     j.python,
                     *([j.wheel_tag or "", ",".join(j.pythons)] if shared else []),
                     j.rocm,
-                    j.torch or "-",
+                    j.torch or (f"stable>={j.torch_stable.lowest}" if j.torch_stable else "-"),
                     j.archs.pytorch_rocm_arch(),
                     j.image_profile,
                     j.version,
@@ -155,6 +155,12 @@ def render_table(plan: Plan, *, styled: bool = False) -> str:
             + ", ".join(f"{k} {v}" for k, v in sorted(first.ceilings.items()))
             + origin
         )
+        if first.torch_stable is not None:
+            stable = first.torch_stable
+            lines.append(
+                f"torch stable ABI: each job builds once against {first.torch_requirement} with "
+                f"{stable.flags}; its wheel requires {stable.requirement} (the torch-stable-abi rule)"
+            )
         if first.sysroot is not None:
             lines.append(
                 f"sysroot {first.sysroot}: every host compile uses the image's compatibility sysroot "

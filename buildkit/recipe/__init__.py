@@ -36,7 +36,7 @@ from buildkit.recipe.sections.python import cibuildwheel_pythons
 from buildkit.recipe.sections.rocm_pip import RocmPip
 from buildkit.recipe.sections.smoke import SmokeTest
 from buildkit.recipe.sections.source import Source
-from buildkit.recipe.sections.torch import TorchPin
+from buildkit.recipe.sections.torch import TorchPin, TorchStable
 from buildkit.recipe.sections.version import VersionSpec
 from buildkit.recipe.sections.wheel import WheelAbi
 
@@ -59,6 +59,7 @@ __all__ = [
     "SmokeTest",
     "Source",
     "TorchPin",
+    "TorchStable",
     "VersionSpec",
     "WheelAbi",
     "cibuildwheel_pythons",

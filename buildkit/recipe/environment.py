@@ -48,6 +48,10 @@ RESERVED_ENV: Mapping[str, ReservedEnv] = MappingProxyType(
         "BUILDKIT_VERSION": ReservedEnv(_VERSION_VAR),
         "SETUPTOOLS_SCM_PRETEND_VERSION": ReservedEnv(_VERSION_VAR),
         "BUILDKIT_JOB": ReservedEnv("rocm-buildkit sets it to the job id"),
+        "BUILDKIT_TORCH_REQUIREMENT": ReservedEnv(
+            "rocm-buildkit sets it to the torch requirement of a stable-ABI wheel (torch>=FROM); "
+            "change torch: {abi: stable, from: ...} instead"
+        ),
         "CCACHE_DIR": ReservedEnv(_CCACHE_VAR),
         "CCACHE_COMPILERCHECK": ReservedEnv(_CCACHE_VAR),
         "CCACHE_BASEDIR": ReservedEnv(_CCACHE_VAR),

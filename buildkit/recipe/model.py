@@ -18,7 +18,7 @@ from buildkit.recipe.sections.publish import Publish
 from buildkit.recipe.sections.rocm_pip import RocmPip
 from buildkit.recipe.sections.smoke import SmokeTest
 from buildkit.recipe.sections.source import Source
-from buildkit.recipe.sections.torch import TorchPin
+from buildkit.recipe.sections.torch import TorchPin, TorchStable
 from buildkit.recipe.sections.version import VersionSpec
 from buildkit.recipe.sections.wheel import WheelAbi
 from buildkit.recipe.yamlspan import Path as JsonPath
@@ -64,6 +64,9 @@ class Recipe:
     host_isa: HostIsa | None = None
     #: ``rocm_pip:``: ROCm from pip (the ``rocm`` selector's SDK wheels), None: the system's ROCm
     rocm_pip: RocmPip | None = None
+    #: ``torch: {abi: stable, from: ...}``: an extension on the libtorch stable ABI (``torch`` is then
+    #: empty: no torch axis); None: torch pins, or no torch
+    torch_stable: TorchStable | None = None
 
     @property
     def display_path(self) -> str:

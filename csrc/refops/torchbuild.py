@@ -19,6 +19,12 @@ Environment:
     ROCm prefix; ``$ROCM_PATH/lib`` is searched for libamdhip64 when it has it.
 ``MAX_JOBS``
     parallel compile jobs (default: ``build_ext -j`` or the CPU count).
+``REFOPS_TORCH_ABI``
+    ``pinned`` (default): ``src/ops.cpp`` (TORCH_LIBRARY, ATen and c10), linked with libtorch_cpu and
+    libc10, for the torch series built against; ``stable``: ``src/ops_stable.cpp``
+    (STABLE_TORCH_LIBRARY, torch's stable C shim only), linked with libtorch_cpu, for every torch from
+    the one built against (rocm-buildkit's ``torch: {abi: stable}`` passes ``-DTORCH_STABLE_ONLY
+    -DTORCH_TARGET_VERSION=...`` in CXXFLAGS and the requirement in ``BUILDKIT_TORCH_REQUIREMENT``).
 
 ``requested_archs`` and ``hip_compiler`` are those of ``csrc/hipbuild.py`` (refkernels): each
 distribution is built from its own source tree (its sdist), so neither can import the other's.
@@ -49,8 +55,10 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import CompileError, SetupError
 
 ARCH_VARIABLES = ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")
+TORCH_ABIS = ("pinned", "stable")
 _TARGET_ID = re.compile(r"^gfx[0-9a-z]+(?:-[0-9a-z]+)*(?::[a-z_]+[+-])*$")
-TORCH_LIBRARIES = ("torch_cpu", "c10")
+#: what each torch ABI links: the stable C shim is libtorch_cpu's alone
+TORCH_LIBRARIES = {"pinned": ("torch_cpu", "c10"), "stable": ("torch_cpu",)}
 
 
 def _torch():  # type: ignore[no-untyped-def]
@@ -64,13 +72,32 @@ def _torch():  # type: ignore[no-untyped-def]
     return torch
 
 
+def torch_abi(env: Mapping[str, str]) -> str:
+    """``REFOPS_TORCH_ABI``: ``pinned`` (the default) or ``stable``."""
+    value = env.get("REFOPS_TORCH_ABI", "").strip() or "pinned"
+    if value not in TORCH_ABIS:
+        raise SetupError(f"REFOPS_TORCH_ABI={value!r}: expected one of {', '.join(TORCH_ABIS)}")
+    return value
+
+
 def torch_requirement() -> str:
-    """``torch==X.Y.*`` of the torch being built against (its C++ ABI holds within that series)."""
+    """Pinned: ``torch==X.Y.*`` of the torch being built against (its C++ ABI holds within that
+    series). Stable: ``BUILDKIT_TORCH_REQUIREMENT``, else ``torch>=X.Y`` of that torch."""
+    abi = torch_abi(os.environ)
+    if abi == "stable" and os.environ.get("BUILDKIT_TORCH_REQUIREMENT", "").strip():
+        return os.environ["BUILDKIT_TORCH_REQUIREMENT"].strip()
     version = _torch().__version__
     m = re.match(r"^(\d+)\.(\d+)", version)
     if m is None:
         raise SetupError(f"cannot read the torch series from torch.__version__ {version!r}")
-    return f"torch=={m[1]}.{m[2]}.*"
+    return f"torch>={m[1]}.{m[2]}" if abi == "stable" else f"torch=={m[1]}.{m[2]}.*"
+
+
+def torch_sources(sources: list[str], env: Mapping[str, str]) -> list[str]:
+    """The extension's sources for the torch ABI chosen: ``src/ops.cpp`` or ``src/ops_stable.cpp``
+    (the other left out), the HIP kernel either way."""
+    drop = "ops_stable.cpp" if torch_abi(env) == "pinned" else "ops.cpp"
+    return [s for s in sources if os.path.basename(s) != drop]
 
 
 def requested_archs(env: Mapping[str, str]) -> list[str]:
@@ -152,9 +179,10 @@ class TorchHipBuildExt(build_ext):  # type: ignore[misc]
         python_includes = [sysconfig.get_path("include"), sysconfig.get_path("platinclude")]
         common = ["-fPIC", "-O2", f"-ffile-prefix-map={project}=.", "-Werror=date-time", f"-I{project}/src"]
 
+        abi = torch_abi(env)
         commands = []
         objects = []
-        for source in ext.sources:
+        for source in torch_sources(list(ext.sources), env):
             relative = os.path.relpath(os.path.abspath(source), project)
             obj = os.path.join(self.build_temp, relative + ".o")
             objects.append(obj)
@@ -177,7 +205,8 @@ class TorchHipBuildExt(build_ext):  # type: ignore[misc]
                 raise SetupError(f"{source}: refops builds .hip and .cpp sources only")
             commands.append((relative, cmd))
 
-        self.announce(f"refops: compiling {len(commands)} sources for {';'.join(archs)} ({jobs} jobs)", 2)
+        what = f"{len(commands)} sources for {';'.join(archs)} ({jobs} jobs, torch ABI {abi})"
+        self.announce(f"refops: compiling {what}", 2)
         with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(commands)))) as pool:
             list(pool.map(lambda item: self._run(item[0], item[1], env), commands))
 
@@ -185,7 +214,7 @@ class TorchHipBuildExt(build_ext):  # type: ignore[misc]
         os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
         link = [
             *cxx, "-shared", "-o", target, *objects,
-            f"-L{torch_dir}/lib", *(f"-l{lib}" for lib in TORCH_LIBRARIES),
+            f"-L{torch_dir}/lib", *(f"-l{lib}" for lib in TORCH_LIBRARIES[abi]),
             *(f"-L{lib}" for lib in hip_lib_dirs(env)), "-lamdhip64",
         ]  # fmt: skip
         self._run(os.path.basename(target), link, env)

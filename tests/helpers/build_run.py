@@ -44,3 +44,11 @@ def build_job(cwd: Path, recipe: Path, job: str, *flags: str, timeout: float = 1
     assert proc.returncode == 0, proc.stdout + proc.stderr + log[-6000:]
     (manifest,) = (cwd / "dist" / job).glob("*.manifest.json")
     return JobBuilt(proc.stdout, json.loads(manifest.read_text()), log)
+
+
+def run_buildkit(*args: str, cwd: Path, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    """``python -m buildkit ARGS`` in ``cwd`` (this interpreter's buildkit), its output captured; the
+    caller judges the exit status."""
+    return subprocess.run(
+        [sys.executable, "-m", "buildkit", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )

@@ -28,7 +28,9 @@ TORCH_PIN = Rule(
         "With a torch pin X.Y: METADATA has a valid `Requires-Dist` on torch, it admits an X.Y "
         "release and nothing outside the X.Y series (lower bound at least `X.Y.dev0`, upper below"
         " `X.(Y+1).dev0`), and its marker is true for every Python the wheel serves; every "
-        "Requires-Dist line must parse."
+        "Requires-Dist line must parse. With a stable-ABI torch range from F (`--torch-stable F`): it "
+        "admits F.0 and nothing below `F.dev0`, and has no upper bound unless the recipe gives one "
+        "(`below: B`: then none above B)."
     ),
     prevents=(
         "pip installing another torch minor than the one the extension was compiled against: "
@@ -42,7 +44,8 @@ RULES = (TORCH_PIN,)
 def check(facts: Facts) -> Iterator[Finding]:
     """The torch pin against the wheel's ``Requires-Dist``, judged for the Pythons it serves."""
     config, report = facts.config, facts.report
-    if config.torch is None:
+    pin = config.torch or config.torch_stable
+    if pin is None:
         return
     from packaging.requirements import InvalidRequirement, Requirement  # only with a torch pin
 
@@ -56,15 +59,25 @@ def check(facts: Facts) -> Iterator[Finding]:
             continue
         if canonicalize_name(req.name) == "torch":
             torch_reqs.append(req)
+    wanted = (
+        f"torch=={pin}.*"
+        if config.torch
+        else f"torch>={pin}" + (f",<{config.torch_below}" if config.torch_below else "")
+    )
     if not torch_reqs:
         yield TORCH_PIN.error(
-            f"torch {config.torch} is pinned but METADATA has no Requires-Dist on torch "
-            f"(expected e.g. torch=={config.torch}.*)",
+            f"torch {pin} is {'pinned' if config.torch else 'the lowest served'} but METADATA has no "
+            f"Requires-Dist on torch (expected e.g. {wanted})",
             library="torch",
         )
         return
     for req in torch_reqs:
-        problem = torch_pin_problem(req, config.torch, python=python, machine=facts.arch)
+        if config.torch_stable is not None:
+            problem = torch_range_problem(req, pin, config.torch_below, python=python, machine=facts.arch)
+            if problem:
+                yield TORCH_PIN.error(f"{problem}; require {wanted}", library="torch", symbol=str(req))
+            continue
+        problem = torch_pin_problem(req, pin, python=python, machine=facts.arch)
         if problem:
             yield TORCH_PIN.error(
                 f"{problem}; require torch=={config.torch}.* (or >={config.torch},<next minor)",
@@ -204,6 +217,46 @@ def torch_pin_problem(
             f"{requirement} also admits torch {major}.{minor + 1} ({clause_text} is its tightest upper "
             f"bound), built against a different ABI than {pin}"
         )
+    return _marker_problem(requirement, python_set, machine)
+
+
+def torch_range_problem(
+    requirement: Requirement,
+    lowest: str,
+    below: str | None,
+    *,
+    python: SpecifierSet | str = "",
+    machine: str | None = None,
+) -> str | None:
+    """Why ``requirement`` (on torch) is not the range of a stable-ABI wheel serving torch from
+    ``lowest`` (``"2.10"``) on, below ``below`` if given: it must admit ``lowest``.0, nothing below
+    ``lowest.dev0`` (an older torch lacks shim functions the wheel may need), no upper bound without
+    ``below`` (the claim is every later torch) and none above ``below`` with it; ``None`` if it is."""
+    from packaging.specifiers import SpecifierSet  # the torch rules only: imported when they run
+
+    spec: SpecifierSet = requirement.specifier
+    first = Version(f"{lowest}.0")
+    if not spec.contains(first, prereleases=True):
+        return f"{requirement} does not admit torch {first}, the lowest torch the wheel serves"
+    lows = [(low, str(c)) for c in spec for low in [_clause_bounds(c)[0]] if low is not None]
+    highs = [(high, str(c)) for c in spec for high in [_clause_bounds(c)[1]] if high is not None]
+    floor = _floor(first.release[:2])
+    tightest_low = max(lows, default=None)
+    if tightest_low is None or tightest_low[0] < floor:
+        older = "any older torch" if tightest_low is None else f"torch below {lowest} ({tightest_low[1]})"
+        return f"{requirement} also admits {older}, which may lack the shim functions the wheel needs"
+    tightest_high = min(highs, default=None)
+    if below is None and tightest_high is not None:
+        return (
+            f"{requirement} bounds torch from above ({tightest_high[1]}), but the recipe's stable-ABI range "
+            f"has no upper bound (torch>={lowest}; give torch.below to want one)"
+        )
+    if below is not None:
+        limit = Version(below)
+        (top, inclusive) = tightest_high[0] if tightest_high is not None else (None, False)
+        if top is None or top > limit or (top == limit and inclusive):
+            return f"{requirement} admits torch {below} or later, above the recipe's bound torch<{below}"
+    python_set = python if isinstance(python, SpecifierSet) else SpecifierSet(python)
     return _marker_problem(requirement, python_set, machine)
 
 

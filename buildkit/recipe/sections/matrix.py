@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from buildkit.recipe.environment import check_env_name
 from buildkit.recipe.schema import did_you_mean
 from buildkit.recipe.section import Context, Section
-from buildkit.recipe.sections.torch import TorchPin
+from buildkit.recipe.sections.torch import TorchPin, pins
 
 #: Built-in matrix axes; ``matrix.axes`` adds environment-variable axes.
 BUILTIN_AXES: tuple[str, ...] = ("python", "rocm", "torch")
@@ -31,7 +31,7 @@ class Matrix:
 
 def parse_matrix(ctx: Context) -> Matrix:
     d = ctx.data
-    torch: tuple[TorchPin, ...] = ctx.part("torch", ())
+    torch: tuple[TorchPin, ...] = pins(ctx.part("torch"))
     m = d.get("matrix", {})
     axes = tuple((name, tuple(values)) for name, values in m.get("axes", {}).items())
     for name, _ in axes:

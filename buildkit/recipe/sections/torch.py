@@ -1,8 +1,13 @@
-"""The recipe's ``torch:``: the torch releases a torch extension is built against, one job each.
+"""The recipe's ``torch:``: the torch releases a torch extension is built against, one job each, or
+the libtorch stable ABI (one job, serving every torch from one release on).
 
-Each pin names a release (``"2.10"``: the series, or an exact ``"2.10.0"``), where it comes from
-(``index_url``, or ``pip_config: true``: pip's own configuration) and optionally the Pythons it
-serves (``python``: a PEP 440 specifier). A series may be pinned once: job ids name it.
+A list of pins: each names a release (``"2.10"``: the series, or an exact ``"2.10.0"``), where it
+comes from (``index_url``, or ``pip_config: true``: pip's own configuration) and optionally the
+Pythons it serves (``python``: a PEP 440 specifier). A series may be pinned once: job ids name it.
+
+A mapping ``{abi: stable, from: "2.10"}`` (:class:`TorchStable`): no torch axis; every job builds
+against torch ``from`` with torch's stable-only flags (:attr:`TorchStable.flags`), and its wheel
+requires ``torch>=from`` (and ``<below`` only when the recipe gives ``below``).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
 
 from buildkit import version as ver
 from buildkit.recipe.section import Context, Section
@@ -36,7 +42,47 @@ class TorchPin:
         return f"torch=={self.version}.*"
 
 
-def parse_torch(ctx: Context) -> tuple[TorchPin, ...]:
+#: the lowest torch a stable-ABI extension may declare: torch versions its stable C shim from 2.10
+#: on (the TORCH_VERSION_2_10_0 macros of torch/csrc/stable/version.h begin there)
+STABLE_FLOOR = "2.10"
+
+
+@dataclass(frozen=True)
+class TorchStable:
+    """``torch: {abi: stable, from: "2.10"}``: an extension on the libtorch stable ABI."""
+
+    lowest: str  # "2.10": the recipe's ``from``
+    below: str | None = None  # an upper bound, only when the recipe asks
+    index_url: str | None = None
+    pip_config: bool = False
+
+    @property
+    def requirement(self) -> str:
+        """What the wheel requires: ``torch>=2.10`` (``,<3.0`` with ``below``)."""
+        return f"torch>={self.lowest}" + (f",<{self.below}" if self.below else "")
+
+    @property
+    def build_requirement(self) -> str:
+        """What the build installs: the lowest torch served, ``torch==2.10.*``."""
+        return f"torch=={self.lowest}.*"
+
+    @property
+    def target_version(self) -> str:
+        """``TORCH_TARGET_VERSION`` of ``lowest``, as torch's docs spell it: ``0x020a000000000000``."""
+        major, minor = (int(p) for p in self.lowest.split("."))
+        return f"0x{major:02x}{minor:02x}000000000000"
+
+    @property
+    def flags(self) -> str:
+        """The preprocessor flags of a stable-only build (torch/csrc/stable/version.h, the docs'
+        notes/libtorch_stable_abi): any other torch header then stops the compile with its #error, and
+        a shim function newer than ``lowest`` is not declared."""
+        return f"-DTORCH_STABLE_ONLY -DTORCH_TARGET_VERSION={self.target_version}"
+
+
+def parse_torch(ctx: Context) -> tuple[TorchPin, ...] | TorchStable:
+    if isinstance(ctx.data.get("torch"), dict):
+        return _parse_stable(ctx, ctx.data["torch"])
     pins = []
     seen: dict[str, int] = {}
     for i, t in enumerate(ctx.data.get("torch", ())):
@@ -70,4 +116,44 @@ def parse_torch(ctx: Context) -> tuple[TorchPin, ...]:
     return tuple(pins)
 
 
-SECTION = Section("torch", ("torch",), parse_torch, "torch")
+def _parse_stable(ctx: Context, t: dict[str, object]) -> TorchStable:
+    lowest = str(t["from"])
+    if Version(lowest) < Version(STABLE_FLOOR):
+        raise ctx.err(
+            f"torch.from: {lowest!r} is older than {STABLE_FLOOR}, the first torch that versions its stable "
+            "C shim (no build could prove which torch a shim function needs)",
+            ("torch", "from"),
+            hint=f'write from: "{STABLE_FLOOR}" or later',
+        )
+    below = t.get("below")
+    if below is not None and Version(str(below)) <= Version(lowest):
+        raise ctx.err(
+            f"torch.below: {below!r} is not above from: {lowest!r}",
+            ("torch", "below"),
+            hint="below is an exclusive upper bound (torch<below); leave it out for none",
+        )
+    pip_config = bool(t.get("pip_config", False))
+    if pip_config and "index_url" in t:
+        raise ctx.err(
+            "torch sets both index_url and pip_config: true",
+            ("torch", "pip_config"),
+            hint="pip_config: true resolves torch with your pip configuration alone; remove one of them",
+        )
+    index = t.get("index_url")
+    return TorchStable(
+        lowest, None if below is None else str(below), None if index is None else str(index), pip_config
+    )
+
+
+def pins(result: tuple[TorchPin, ...] | TorchStable | None) -> tuple[TorchPin, ...]:
+    """The torch axis' pins of the section's result (none for the stable ABI), for later sections."""
+    return () if result is None or isinstance(result, TorchStable) else result
+
+
+def _fields(result: tuple[TorchPin, ...] | TorchStable) -> dict[str, object]:
+    if isinstance(result, TorchStable):
+        return {"torch": (), "torch_stable": result}
+    return {"torch": result}
+
+
+SECTION = Section("torch", ("torch",), parse_torch, _fields)

@@ -13,7 +13,7 @@ from buildkit.recipe.schema import did_you_mean
 from buildkit.recipe.section import Context, Section
 from buildkit.recipe.sections.matrix import Matrix
 from buildkit.recipe.sections.publish import Publish
-from buildkit.recipe.sections.torch import TorchPin
+from buildkit.recipe.sections.torch import TorchPin, TorchStable, pins
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,8 @@ class VersionSpec:
 
 
 def parse_version(ctx: Context) -> VersionSpec:
-    torch: tuple[TorchPin, ...] = ctx.part("torch", ())
+    torch_part = ctx.part("torch")
+    torch: tuple[TorchPin, ...] = pins(torch_part)
     matrix: Matrix = ctx.part("matrix", Matrix())
     publish: Publish | None = ctx.part("publish")
     v = ctx.data["version"]
@@ -64,6 +65,13 @@ def parse_version(ctx: Context) -> VersionSpec:
                 f"version.local: unknown placeholder {{{f}}}",
                 ("version", "local"),
                 hint=did_you_mean(f, allowed) or f"placeholders: {', '.join(allowed)}",
+            )
+        if f.startswith("torch") and isinstance(torch_part, TorchStable):
+            raise ctx.err(
+                f"version.local uses {{{f}}} but the recipe's torch is the stable ABI: its wheels serve "
+                f"every torch from {torch_part.lowest} on, so their version names none",
+                ("version", "local"),
+                hint="drop the placeholder",
             )
         if f.startswith("torch") and not torch:
             raise ctx.err(

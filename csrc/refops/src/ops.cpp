@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "refops_hip.h"
+#include "rms_norm_cpu.h"
 
 namespace refops {
 namespace {
@@ -35,23 +36,10 @@ void check_inputs(const at::Tensor &x, const at::Tensor &weight, double eps) {
     TORCH_CHECK(eps >= 0.0 && std::isfinite(eps), "refops.rms_norm: eps must be finite and >= 0, got ", eps);
 }
 
-template <typename T>
-void rms_norm_rows(const T *x, const T *weight, T *out, int64_t rows, int64_t cols, double eps) {
-    at::parallel_for(0, rows, 1, [&](int64_t begin, int64_t end) {
-        for (int64_t r = begin; r < end; ++r) {
-            const T *row = x + r * cols;
-            T *dst = out + r * cols;
-            double acc = 0.0;
-            for (int64_t c = 0; c < cols; ++c) {
-                acc += static_cast<double>(row[c]) * static_cast<double>(row[c]);
-            }
-            const double scale = 1.0 / std::sqrt(acc / static_cast<double>(cols) + eps);
-            for (int64_t c = 0; c < cols; ++c) {
-                dst[c] = static_cast<T>(static_cast<double>(row[c]) * scale) * weight[c];
-            }
-        }
-    });
-}
+// this torch's parallel_for, as rms_norm_rows (rms_norm_cpu.h) takes it
+const auto parallel_for = [](int64_t begin, int64_t end, int64_t grain, const auto &f) {
+    at::parallel_for(begin, end, grain, f);
+};
 
 at::Tensor rms_norm_cpu(const at::Tensor &x, const at::Tensor &weight, double eps) {
     check_inputs(x, weight, eps);
@@ -63,7 +51,7 @@ at::Tensor rms_norm_cpu(const at::Tensor &x, const at::Tensor &weight, double ep
     const int64_t rows = cols == 0 ? 0 : xc.numel() / cols;
     AT_DISPATCH_FLOATING_TYPES(xc.scalar_type(), "refops_rms_norm_cpu", [&] {
         rms_norm_rows<scalar_t>(xc.const_data_ptr<scalar_t>(), wc.const_data_ptr<scalar_t>(),
-                                out.mutable_data_ptr<scalar_t>(), rows, cols, eps);
+                                out.mutable_data_ptr<scalar_t>(), rows, cols, eps, parallel_for);
     });
     return out;
 }
