@@ -100,6 +100,7 @@ RUN if [ -n "$BOOKWORM_PYTHONS" ]; then \
       && apt-get -o Acquire::Check-Valid-Until=false update -qq \
       && pys="" && for v in $BOOKWORM_PYTHONS; do pys="$pys python$v-dev"; done \
       && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pys \
+      && apt-get clean \
       && rm -rf /var/lib/apt/lists/* /etc/apt/sources.list.d/bookworm.list /etc/apt/preferences.d/bookworm; \
     fi
 
