@@ -375,3 +375,16 @@ def test_the_isolated_build_environment_is_at_a_fixed_path_where_the_frontend_ca
     # --no-isolation builds in the job's Python (pypa/build refuses --env-dir with it)
     value = cibw.cibuildwheel_options(job, _settings(build_isolation=False))["CIBW_BUILD_FRONTEND"]
     assert "--env-dir" not in value
+
+
+def test_scikit_build_core_builds_in_a_fixed_folder() -> None:
+    """scikit-build-core's build folder is a new random temporary folder unless ``build-dir`` is set:
+    every build sets SKBUILD_BUILD_DIR=build/{wheel_tag} (scikit-build-core expands the tag), rendered
+    literally for cibuildwheel, with or without the cache; a recipe's own value wins."""
+    job = _job("reference-trixie.yaml")
+    for volume in ("rocm-buildkit-ccache-0123", None):
+        env = cibw.container_environment(job, _settings(ccache_volume=volume))
+        assert env["SKBUILD_BUILD_DIR"] == "build/{wheel_tag}"
+        assert 'SKBUILD_BUILD_DIR="build/{wheel_tag}"' in cibw.render_environment(env)
+    own = dataclasses.replace(job, env={**job.env, "SKBUILD_BUILD_DIR": "out/cmake"})
+    assert cibw.container_environment(own, _settings())["SKBUILD_BUILD_DIR"] == "out/cmake"
