@@ -172,3 +172,32 @@ def test_offload_compress_and_the_sysroot_both_reach_hipcc(tmp_path: Path) -> No
     for var in ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND"):
         flags = env[var].split()
         assert flags[0] == "--sysroot=/opt/buildkit/sysroots/glibc2.31" and flags[-1] == "--offload-compress"
+
+
+@pytest.mark.parametrize(
+    ("cmake_args", "expected"),
+    [
+        ("-DGGML_HIP=ON -DCMAKE_BUILD_TYPE=MinSizeRel", "MinSizeRel"),
+        ("-DCMAKE_BUILD_TYPE:STRING=Debug -DX=1 -DCMAKE_BUILD_TYPE=RelWithDebInfo", "RelWithDebInfo"),
+        ("-DGGML_HIP=ON", None),
+    ],
+)
+def test_a_build_type_in_cmake_args_is_translated_for_scikit_build_core(
+    tmp_path: Path, cmake_args: str, expected: str | None
+) -> None:
+    """scikit-build-core ignores -DCMAKE_BUILD_TYPE in CMAKE_ARGS ("Unsupported CMAKE_ARGS ignored",
+    a line of the job log only: a MinSizeRel request became a Release build): the plan sets its
+    SKBUILD_CMAKE_BUILD_TYPE too and says so; CMAKE_ARGS stays for the backends that read it; a
+    recipe's own SKBUILD_CMAKE_BUILD_TYPE is left alone."""
+    text = SID.replace(
+        "image: debian-sid-rocm", f"image: debian-sid-rocm\nenv: {{CMAKE_ARGS: '{cmake_args}'}}"
+    )
+    plan = _plan(text, tmp_path)
+    job = plan.jobs[0]
+    assert job.env.get("SKBUILD_CMAKE_BUILD_TYPE") == expected
+    assert cmake_args in job.env["CMAKE_ARGS"]
+    noted = [n for n in plan.notes if "which scikit-build-core ignores" in n]
+    assert bool(noted) is (expected is not None)
+    if expected:
+        own = text.replace("env: {", "env: {SKBUILD_CMAKE_BUILD_TYPE: Debug, ")
+        assert _plan(own, tmp_path).jobs[0].env["SKBUILD_CMAKE_BUILD_TYPE"] == "Debug"
