@@ -40,6 +40,7 @@ from buildkit.build import (
     buildsystem,
     ccache,
     cibw,
+    cmake_log,
     provenance,
     requirements,
     rocm_pip,
@@ -144,6 +145,7 @@ class JobResult:
     compiler_cache: ccache.CacheStats | None = None
     #: the exit code of the error that failed the job (13: an index could not be reached); None: none
     exit_code: int | None = None
+    not_found: tuple[str, ...] = ()  # what CMake looked for and did not find (cmake_log.not_found)
 
     @property
     def manifest(self) -> Path | None:
@@ -525,6 +527,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
             raise
         raise BuildFailed(f"{exc}\n  hint: {hint}") from None
     run.result.timings["cibuildwheel"] = time.monotonic() - t0
+    run.result.not_found = cmake_log.not_found(_log_since(log, start))
     if volume is not None:
         run.step = "reading the compiler-cache statistics"
         stats = ccache.read_stats(
@@ -674,6 +677,7 @@ def _record(
             "build_requirements": _lock_record(wheel, lock),
             "torch": torch_record(job, lock),
             "compiler_cache": to_data(cache),
+            "cmake_not_found": list(run.result.not_found),
             "regression": to_data(regression),
             "verdict": gated.verdict,
             "gate": out.gate,

@@ -52,6 +52,12 @@ add_executable(probe probe.c)
 if(WITH_TID)
   add_library(tid SHARED tid.cpp)
 endif()
+if(WITH_OPENMP)
+  find_package(OpenMP REQUIRED COMPONENTS CXX)
+  message(STATUS "OpenMP CXX: [${OpenMP_CXX_FLAGS}] [${OpenMP_CXX_LIB_NAMES}]")
+  add_library(threads SHARED threads.cpp)
+  target_link_libraries(threads PRIVATE OpenMP::OpenMP_CXX)
+endif()
 """
 KERNEL = """\
 #include <hip/hip_runtime.h>
@@ -68,6 +74,15 @@ PROBE = "int main(void) { return 0; }\n"
 TID = """\
 #include <unistd.h>
 extern "C" int tid(void) { return (int)gettid(); }
+"""
+THREADS = """\
+#include <omp.h>
+extern "C" int threads(void) {
+  int n = 0;
+#pragma omp parallel reduction(+ : n)
+  n += 1;
+  return n + omp_get_max_threads();
+}
 """
 
 
@@ -127,7 +142,13 @@ def container(
     )
     try:
         box.start()
-        files = {"CMakeLists.txt": CMAKELISTS, "kern.cu": KERNEL, "probe.c": PROBE, "tid.cpp": TID}
+        files = {
+            "CMakeLists.txt": CMAKELISTS,
+            "kern.cu": KERNEL,
+            "probe.c": PROBE,
+            "tid.cpp": TID,
+            "threads.cpp": THREADS,
+        }
         assert box.put_archive("/", _tar(files))
         yield box, sysroot
     finally:
@@ -227,3 +248,23 @@ def test_libstdcxx_keeps_to_what_the_sysroot_glibc_has(container: tuple[Any, str
     symbols = _run(box, "readelf --dyn-syms --wide /tmp/libcv.so")
     clockwait = "pthread_cond_clockwait" in symbols
     assert clockwait == (sysroot == "glibc2.31"), symbols
+
+
+def test_cmake_finds_openmp_under_the_sysroot(container: tuple[Any, str]) -> None:
+    """find_package(OpenMP) under the sysroot: clang's -fopenmp means LLVM's libomp, which no sysroot
+    holds, so CMake found no OpenMP and a project's CPU backend was built without threads, a warning in
+    the job log the only trace (seen with a third-party scikit-build-core project). The wrappers give
+    -fopenmp GCC 10's libgomp of the sysroot: found, linked, and within the sysroot's glibc (libgomp.so.1
+    itself needs GLIBC_2.17 at most: a wheel grafts it at repair)."""
+    box, sysroot = container
+    configured = _run(
+        box, "cmake -S /src -B /build-omp -DWITH_OPENMP=ON -DCMAKE_HIP_ARCHITECTURES=gfx942 2>&1"
+    )
+    assert "Found OpenMP_CXX" in configured and "OpenMP CXX: [-fopenmp] [gomp" in configured, configured[
+        -3000:
+    ]
+    _run(box, "cmake --build /build-omp --target threads 2>&1")
+    assert "[libgomp.so.1]" in _run(box, "readelf -d /build-omp/libthreads.so")
+    assert _max_version(_versions(box, "/build-omp/libthreads.so"), "GLIBC") <= CEILING[sysroot]
+    libgomp = f"/opt/buildkit/sysroots/{sysroot}/usr/lib/x86_64-linux-gnu/libgomp.so.1"
+    assert _max_version(_versions(box, libgomp), "GLIBC") <= (2, 17)
