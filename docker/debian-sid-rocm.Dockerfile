@@ -25,11 +25,12 @@
 # clang through HIP_CLANG_LAUNCHER=ccache. Nothing here turns the cache on.
 ARG BASE_IMAGE=debian:sid-slim
 
-# The wheelhouse downloaded on the host (profiles.toml wheel_requirements); ziglang is set apart: only
-# the glibc-stubs stage uses it, and the image never holds it (100 MB)
+# The wheelhouse downloaded on the host (profiles.toml wheel_requirements); ziglang and cmeel-libomp are
+# set apart: only the glibc-stubs stage uses zig (the image never holds its 100 MB), and libomp goes into
+# the sysroots
 FROM ${BASE_IMAGE} AS wheelhouse
 COPY wheels/ /wheels/
-RUN mkdir /zig && mv /wheels/ziglang-*.whl /zig/
+RUN mkdir /zig /openmp && mv /wheels/ziglang-*.whl /zig/ && mv /wheels/cmeel_libomp-*.whl /openmp/
 
 # glibc 2.28's ABI (no Debian suite reachable here has glibc 2.28): zig's link stubs of its libraries
 # (glibc-stubs.sh make), for the compatibility sysroot glibc2.28 below
@@ -87,6 +88,14 @@ COPY --from=glibc-stubs /stubs/ /opt/buildkit/share/glibc2.28-stubs/
 RUN /opt/buildkit/share/sysroot.sh glibc2.28 /opt/buildkit/share/sysroot-glibc2.31.txt bullseye "${LLVM_MAJOR}" \
  && /opt/buildkit/share/glibc-stubs.sh install glibc2.28 2.28 /opt/buildkit/share/glibc2.28-stubs \
  && rm -rf /var/lib/apt/lists/*
+
+# OpenMP in every sysroot: LLVM's libomp for clang's -fopenmp (sysroot-openmp.txt), needing GLIBC_2.14
+COPY --from=wheelhouse /openmp/ /tmp/openmp/
+RUN for root in /opt/buildkit/sysroots/*; do \
+      unzip -q -o -j /tmp/openmp/cmeel_libomp-*.whl 'cmeel.prefix/lib/libomp.so' -d "$root/usr/lib/x86_64-linux-gnu" \
+      && unzip -q -o -j /tmp/openmp/cmeel_libomp-*.whl 'cmeel.prefix/include/*.h' -d "$root/usr/include" || exit 1; \
+    done \
+ && rm -rf /tmp/openmp
 
 ARG BOOKWORM_PYTHONS="3.11"
 # CPython 3.11 from bookworm (sid has none): the Python of the torch wheels reachable here (torch

@@ -54,20 +54,13 @@ mkdir -p "$root/bin" /opt/buildkit/rocm-lib
 # the default for shared libraries. An executable linking libamdhip64 fails without it, and CMake's
 # HIP compiler identification links one: CMake then knows no HIP compiler and compiles .cu files
 # without -x hip. A compile gets nothing (clang warns about linker arguments it does not use).
-# OpenMP: clang's -fopenmp means LLVM's libomp, which no sysroot holds; the wrapper gives it GCC 10's
-# libgomp (libgomp1 of the package list; its omp.h is in GCC's own include folder, searched last), so
-# CMake's find_package(OpenMP) finds it (its -fopenmp candidate) instead of building without threads.
 wrapper() { # wrapper NAME DRIVER
   cat >"$root/bin/$1" <<WRAPPER
 #!/bin/sh
 for a; do
-  shift
-  case \$a in -fopenmp) set -- "\$@" -fopenmp=libgomp ;; *) set -- "\$@" "\$a" ;; esac
+  case \$a in -c|-S|-E|-M|-MM|-fsyntax-only) exec /usr/lib/llvm-$llvm/bin/$2 $flags -idirafter /usr/include "\$@" ;; esac
 done
-for a; do
-  case \$a in -c|-S|-E|-M|-MM|-fsyntax-only) exec /usr/lib/llvm-$llvm/bin/$2 $flags -idirafter /usr/include -idirafter $gcc_dir/include "\$@" ;; esac
-done
-exec /usr/lib/llvm-$llvm/bin/$2 $flags -idirafter /usr/include -idirafter $gcc_dir/include "\$@" -Wl,--allow-shlib-undefined
+exec /usr/lib/llvm-$llvm/bin/$2 $flags -idirafter /usr/include "\$@" -Wl,--allow-shlib-undefined
 WRAPPER
 }
 for c in cc gcc x86_64-linux-gnu-gcc clang; do wrapper "$c" clang; done

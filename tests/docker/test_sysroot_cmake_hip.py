@@ -77,10 +77,10 @@ extern "C" int tid(void) { return (int)gettid(); }
 """
 THREADS = """\
 #include <omp.h>
-extern "C" int threads(void) {
+extern "C" int threads(int size) {
   int n = 0;
-#pragma omp parallel reduction(+ : n)
-  n += 1;
+#pragma omp parallel for reduction(+ : n) schedule(dynamic)
+  for (int i = 0; i < size; ++i) n += i % 3;
   return n + omp_get_max_threads();
 }
 """
@@ -251,20 +251,25 @@ def test_libstdcxx_keeps_to_what_the_sysroot_glibc_has(container: tuple[Any, str
 
 
 def test_cmake_finds_openmp_under_the_sysroot(container: tuple[Any, str]) -> None:
-    """find_package(OpenMP) under the sysroot: clang's -fopenmp means LLVM's libomp, which no sysroot
-    holds, so CMake found no OpenMP and a project's CPU backend was built without threads, a warning in
-    the job log the only trace (seen with a third-party scikit-build-core project). The wrappers give
-    -fopenmp GCC 10's libgomp of the sysroot: found, linked, and within the sysroot's glibc (libgomp.so.1
-    itself needs GLIBC_2.17 at most: a wheel grafts it at repair)."""
+    """find_package(OpenMP) under the sysroot: clang's -fopenmp needs LLVM's libomp (it generates no
+    code for GCC's libgomp), which no sysroot held, so CMake found no OpenMP and a project's CPU backend
+    was built without threads, a warning in the job log the only trace (seen with a third-party
+    scikit-build-core project). Each sysroot now holds LLVM 21's libomp built for manylinux_2_28
+    (cmeel-libomp, sysroot-openmp.txt): found, linked, within the sysroot's glibc (libomp.so itself needs
+    GLIBC_2.14 at most: auditwheel grafts it), and every OpenMP entry point clang 22 emits is in it."""
     box, sysroot = container
     configured = _run(
         box, "cmake -S /src -B /build-omp -DWITH_OPENMP=ON -DCMAKE_HIP_ARCHITECTURES=gfx942 2>&1"
     )
-    assert "Found OpenMP_CXX" in configured and "OpenMP CXX: [-fopenmp] [gomp" in configured, configured[
-        -3000:
-    ]
+    assert "Found OpenMP_CXX: -fopenmp=libomp" in configured, configured[-3000:]
+    assert "OpenMP CXX: [-fopenmp=libomp] [omp" in configured, configured[-3000:]
     _run(box, "cmake --build /build-omp --target threads 2>&1")
-    assert "[libgomp.so.1]" in _run(box, "readelf -d /build-omp/libthreads.so")
+    assert "[libomp.so]" in _run(box, "readelf -d /build-omp/libthreads.so")
     assert _max_version(_versions(box, "/build-omp/libthreads.so"), "GLIBC") <= CEILING[sysroot]
-    libgomp = f"/opt/buildkit/sysroots/{sysroot}/usr/lib/x86_64-linux-gnu/libgomp.so.1"
-    assert _max_version(_versions(box, libgomp), "GLIBC") <= (2, 17)
+    libomp = f"/opt/buildkit/sysroots/{sysroot}/usr/lib/x86_64-linux-gnu/libomp.so"
+    assert _max_version(_versions(box, libomp), "GLIBC") <= (2, 14)
+    wanted = _run(box, "readelf --dyn-syms --wide /build-omp/libthreads.so | awk '$7 == \"UND\" {print $8}'")
+    listing = _run(box, f"nm -D --defined-only {libomp}")
+    defined = {line.split()[-1].split("@")[0] for line in listing.splitlines() if line.strip()}
+    needed = {w.split("@")[0] for w in wanted.split() if w.startswith(("__kmpc", "omp_"))}
+    assert "__kmpc_dispatch_deinit" in needed and needed <= defined, needed - defined
