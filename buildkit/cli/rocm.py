@@ -152,7 +152,7 @@ def show(version: str, as_json: bool) -> None:
 
 
 @rocm.command("refresh")
-@click.option("--write", is_flag=True, help="Store the readings in buildkit/rocm/observed.yaml.")
+@click.option("--write", is_flag=True, help="Store the readings in the installed ROCm data (observed.yaml).")
 @click.option("--all", "everything", is_flag=True, help="Read every release again, not only new ones.")
 @click.option("--from", "first", metavar="X.Y.Z", help="Only ROCm patch releases from this one on.")
 @click.option(
@@ -164,15 +164,10 @@ def refresh(write: bool, everything: bool, first: str | None, wheels: Path | Non
     """Read AMD's wheels on PyPI (hip-python, rocm-bindings-*, rocm-llvm-python) for the ROCm releases
     they ship: HIP and LLVM versions, TheRock's system libraries. Prints the diff against the stored
     data (Markdown, for the weekly workflow's pull request)."""
-    from buildkit.service import rocm_refresh
+    from buildkit.service.rocm import run_refresh
 
-    fetch_json, fetch_wheel = rocm_refresh.pypi_fetchers(wheels=wheels)
-    observations, lines = rocm_refresh.refresh(fetch_json, fetch_wheel, everything=everything, first=first)
+    lines = run_refresh(write=write, everything=everything, first=first, wheels=wheels)
     click.echo("## ROCm data refresh")
     click.echo("")
     for line in lines or ["- no change"]:
         click.echo(line)
-    if write:
-        path = rocm_refresh.observed_path()
-        path.write_text(rocm_refresh.dump(observations, datetime.date.today()), encoding="utf-8")
-        click.echo(f"written: {path}", err=True)

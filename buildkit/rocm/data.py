@@ -90,6 +90,9 @@ class RocmRelease:
     #: the day AMD published the release (ISO date) and where that is stated; None when not recorded
     released: str | None = None
     released_source: str | None = None
+    #: "legacy" (AMD's rocm-X.Y.Z packages under /opt/rocm-X.Y.Z, installed by the production image) or
+    #: "therock" (the ROCm Core SDK from 7.14: amdrocm-* packages, /opt/rocm/core-X.Y, Python wheels)
+    stream: str = "legacy"
 
     @property
     def torch_index(self) -> str | None:
@@ -156,6 +159,7 @@ class RocmRelease:
             "verified": list(self.verified),
             "released": self.released,
             "released_source": self.released_source,
+            "stream": self.stream,
         }
 
 
@@ -302,6 +306,7 @@ def _release(row: Mapping[str, Any]) -> RocmRelease:
         verified=tuple(" ".join(t.split()) for t in _texts(row.get("verified"))),
         released=released,
         released_source=" ".join(str(row["released_source"]).split()) if released else None,
+        stream=str(row.get("stream", "legacy")),
     )
 
 

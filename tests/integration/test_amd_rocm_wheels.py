@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from buildkit import rocm
-from buildkit.service import rocm_refresh
+from buildkit.service import rocm as rocm_refresh
 from tests.corpus.fetch import CorpusWheel, FetchError, fetch
 
 pytestmark = pytest.mark.slow

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from buildkit import rocm
 from buildkit.cli import cli as cli_main
-from buildkit.service import rocm_refresh
+from buildkit.service import rocm as rocm_refresh
 
 pytestmark = pytest.mark.unit
 
@@ -28,6 +28,7 @@ def test_releases_after_7_2_carry_their_facts_and_sources() -> None:
     fourteen, ten = rocm.get_release("7.14"), rocm.get_release("10.0")
     assert [r.version for r in rocm.releases()][-3:] == ["7.2", "7.14", "10.0"]  # 7.14 after 7.2, numerically
     assert (fourteen.released, ten.released) == ("2026-07-16", "2026-08-26")
+    assert (fourteen.stream, ten.stream, rocm.get_release("7.2").stream) == ("therock", "therock", "legacy")
     assert "legacy-rocm-build" in (fourteen.released_source or "") and "therock-10.0" in (
         ten.released_source or ""
     )

@@ -30,6 +30,7 @@ from pathlib import Path
 from buildkit import rocm as rocmdata
 from buildkit.inspect import inspect_wheel
 from buildkit.pyindex import IndexClient
+from buildkit.rocm.data import releases as release_data
 
 #: PyPI project -> the fact its wheels give (hip: the version module; llvm: the LLVM library)
 WATCHED: Mapping[str, str] = {
@@ -177,7 +178,7 @@ def diff(old: Sequence[rocmdata.Observation], new: Sequence[rocmdata.Observation
             lines.append(f"- new: {o.describe()}")
         elif was != o:
             lines.append(f"- changed: {o.describe()} (was: {was.describe()})")
-    known = {r.version: r for r in rocmdata.releases()}
+    known = {r.version: r for r in release_data()}  # releases.yaml's rows
     for o in new:
         release = known.get(o.release)
         if release is None:
@@ -206,7 +207,7 @@ def dump(observations: Sequence[rocmdata.Observation], checked: datetime.date) -
     ]
     header = (
         "# Written by `buildkit rocm refresh --write` (weekly: .github/workflows/rocm-data.yml): what AMD's\n"
-        "# wheels on PyPI say about each ROCm patch release (buildkit/service/rocm_refresh.py reads them).\n"
+        "# wheels on PyPI say about each ROCm patch release (buildkit/service/rocm.py reads them).\n"
         "# Not edited by hand; releases.yaml cites these readings in its `verified` facts.\n"
     )
     return header + yaml.safe_dump(
@@ -269,3 +270,15 @@ def pypi_fetchers(
 def observed_path() -> Path:
     """observed.yaml beside buildkit/rocm/data.py (the checkout's file in an editable install)."""
     return Path(rocmdata.data.__file__).with_name("observed.yaml")
+
+
+def run_refresh(
+    *, write: bool, everything: bool = False, first: str | None = None, wheels: Path | None = None
+) -> list[str]:
+    """``buildkit rocm refresh``: AMD's wheels on PyPI read (``wheels``: a folder searched first), the
+    diff's lines; with ``write``, the readings stored in observed.yaml (checked today)."""
+    fetch_json, fetch_wheel = pypi_fetchers(wheels=wheels)
+    observations, lines = refresh(fetch_json, fetch_wheel, everything=everything, first=first)
+    if write:
+        observed_path().write_text(dump(observations, datetime.date.today()), encoding="utf-8")
+    return lines
