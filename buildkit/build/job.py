@@ -43,6 +43,7 @@ from buildkit.build import (
     cmake_log,
     provenance,
     requirements,
+    retag,
     rocm_pip,
     runner,
     sbom,
@@ -541,7 +542,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
     if len(wheels) != 1:
         raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
     _check_version(wheels[0], run.job)
-    return wheels[0]
+    return retag.to_claim(wheels[0], run.job, log)  # wheel: {abi: ...} whatever the backend tagged
 
 
 def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gated, RegressionCheck | None]:
