@@ -13,11 +13,9 @@ ARG PYTHONS="3.13 3.14 3.15"
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
+COPY rocm-suite.sh /usr/local/share/rocm-buildkit/
 # hadolint ignore=DL3008,SC2086
-RUN if [ "$ROCM_SUITE" != unstable ] && [ "$ROCM_SUITE" != sid ]; then \
-      echo "deb http://deb.debian.org/debian $ROCM_SUITE main" >/etc/apt/sources.list.d/rocm-suite.list; \
-      printf 'Package: libamdhip64* libamd-comgr* libhsa-runtime* libhiprtc* rocm-* librocblas* libhipblas* libhipblaslt* librocsolver* libroctx64* libroctracer* librocsparse* libhipsparse* librocrand* libhiprand* librocfft* libhipfft* libhipsolver* librccl* libmiopen* libhipsparselt*\nPin: release a=%s\nPin-Priority: 990\n' "$ROCM_SUITE" >/etc/apt/preferences.d/rocm-suite; \
-    fi \
+RUN /usr/local/share/rocm-buildkit/rocm-suite.sh "$ROCM_SUITE" \
  && echo 'Acquire::Check-Valid-Until "false";' >/etc/apt/apt.conf.d/99buildkit-valid-until \
  && apt-get update -qq \
  && pys=""; for v in $PYTHONS; do pys="$pys python$v python$v-venv"; done \

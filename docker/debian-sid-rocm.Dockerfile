@@ -18,11 +18,31 @@
 # (sysroot.sh, packages pinned in sysroot-glibc2.31.txt) holds bullseye's glibc 2.31 and GCC 10's
 # libstdc++; a job with `manylinux.sysroot: glibc2.31` compiles every host object against it
 # (buildkit/build/cibw.py sets the variables), so its wheel needs at most GLIBC_2.31 and
-# GLIBCXX_3.4.28 while its device code still comes from this clang.
+# GLIBCXX_3.4.28 while its device code still comes from this clang. The sysroot glibc2.28 is the same
+# with glibc 2.28's ABI (zig's link stubs, glibc-stubs.sh): at most GLIBC_2.28, for manylinux_2_28.
 #
 # The compiler cache: /usr/lib/ccache holds a link to ccache for every compiler name; hipcc runs its
 # clang through HIP_CLANG_LAUNCHER=ccache. Nothing here turns the cache on.
 ARG BASE_IMAGE=debian:sid-slim
+
+# The wheelhouse downloaded on the host (profiles.toml wheel_requirements); ziglang and cmeel-libomp are
+# set apart: only the glibc-stubs stage uses zig (the image never holds its 100 MB), and libomp goes into
+# the sysroots
+FROM ${BASE_IMAGE} AS wheelhouse
+COPY wheels/ /wheels/
+RUN mkdir /zig /openmp && mv /wheels/ziglang-*.whl /zig/ && mv /wheels/cmeel_libomp-*.whl /openmp/
+
+# glibc 2.28's ABI (no Debian suite reachable here has glibc 2.28): zig's link stubs of its libraries
+# (glibc-stubs.sh make), for the compatibility sysroot glibc2.28 below
+FROM ${BASE_IMAGE} AS glibc-stubs
+# hadolint ignore=DL3008
+RUN apt-get -o Acquire::Check-Valid-Until=false update -qq \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends unzip binutils \
+ && rm -rf /var/lib/apt/lists/*
+COPY glibc-stubs.sh /usr/local/bin/
+COPY --from=wheelhouse /zig/ /zig/
+RUN glibc-stubs.sh make 2.28 /zig/ziglang-*.whl /stubs
+
 FROM ${BASE_IMAGE}
 
 ARG ROCM_SUITE=experimental
@@ -61,6 +81,22 @@ COPY rocm-lib-links.sh sysroot.sh sysroot-glibc2.31.txt /opt/buildkit/share/
 RUN /opt/buildkit/share/sysroot.sh glibc2.31 /opt/buildkit/share/sysroot-glibc2.31.txt bullseye "${LLVM_MAJOR}" \
  && rm -rf /var/lib/apt/lists/*
 
+# The compatibility sysroot glibc2.28: the same bullseye packages, glibc's libraries replaced by zig's
+# glibc 2.28 stubs and the functions glibc 2.28 lacks made link errors (glibc-stubs.sh install)
+COPY glibc-stubs.sh /opt/buildkit/share/
+COPY --from=glibc-stubs /stubs/ /opt/buildkit/share/glibc2.28-stubs/
+RUN /opt/buildkit/share/sysroot.sh glibc2.28 /opt/buildkit/share/sysroot-glibc2.31.txt bullseye "${LLVM_MAJOR}" \
+ && /opt/buildkit/share/glibc-stubs.sh install glibc2.28 2.28 /opt/buildkit/share/glibc2.28-stubs \
+ && rm -rf /var/lib/apt/lists/*
+
+# OpenMP in every sysroot: LLVM's libomp for clang's -fopenmp (sysroot-openmp.txt), needing GLIBC_2.14
+COPY --from=wheelhouse /openmp/ /tmp/openmp/
+RUN for root in /opt/buildkit/sysroots/*; do \
+      unzip -q -o -j /tmp/openmp/cmeel_libomp-*.whl 'cmeel.prefix/lib/libomp.so' -d "$root/usr/lib/x86_64-linux-gnu" \
+      && unzip -q -o -j /tmp/openmp/cmeel_libomp-*.whl 'cmeel.prefix/include/*.h' -d "$root/usr/include" || exit 1; \
+    done \
+ && rm -rf /tmp/openmp
+
 ARG BOOKWORM_PYTHONS="3.11"
 # CPython 3.11 from bookworm (sid has none): the Python of the torch wheels reachable here (torch
 # 2.13.0+cpu, 2.14.1 for cp311), for torch extensions. Only python3.11-dev and what it depends on
@@ -73,11 +109,12 @@ RUN if [ -n "$BOOKWORM_PYTHONS" ]; then \
       && apt-get -o Acquire::Check-Valid-Until=false update -qq \
       && pys="" && for v in $BOOKWORM_PYTHONS; do pys="$pys python$v-dev"; done \
       && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $pys \
+      && apt-get clean \
       && rm -rf /var/lib/apt/lists/* /etc/apt/sources.list.d/bookworm.list /etc/apt/preferences.d/bookworm; \
     fi
 
 COPY debian-rocm.python.txt debian-rocm.tools.txt /tmp/requirements/
-COPY wheels/ /tmp/wheels/
+COPY --from=wheelhouse /wheels/ /tmp/wheels/
 
 RUN first="" \
  && for v in $PYTHONS; do \

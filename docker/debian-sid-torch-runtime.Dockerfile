@@ -12,11 +12,9 @@ ARG RUNTIME_PACKAGES="libamdhip64-7"
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 
+COPY rocm-suite.sh /usr/local/share/rocm-buildkit/
 # hadolint ignore=DL3008,SC2086
-RUN if [ "$ROCM_SUITE" != unstable ] && [ "$ROCM_SUITE" != sid ]; then \
-      echo "deb http://deb.debian.org/debian $ROCM_SUITE main" >/etc/apt/sources.list.d/rocm-suite.list; \
-      printf 'Package: libamdhip64* libamd-comgr* libhsa-runtime* libhiprtc* rocm-* librocblas* libhipblas* libroctx64*\nPin: release a=%s\nPin-Priority: 990\n' "$ROCM_SUITE" >/etc/apt/preferences.d/rocm-suite; \
-    fi \
+RUN /usr/local/share/rocm-buildkit/rocm-suite.sh "$ROCM_SUITE" \
  && echo "deb http://deb.debian.org/debian bookworm main" >/etc/apt/sources.list.d/bookworm.list \
  && printf 'Package: *\nPin: release n=bookworm\nPin-Priority: 100\n' >/etc/apt/preferences.d/bookworm \
  && echo 'Acquire::Check-Valid-Until "false";' >/etc/apt/apt.conf.d/99buildkit-valid-until \

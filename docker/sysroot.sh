@@ -39,6 +39,8 @@ grep -v '^#' "$packages" | while read -r pkg version sha; do
   dpkg-deb -x "$deb" "$root"
 done
 rm -rf "$work" /etc/apt/sources.list.d/buildkit-sysroot.list /etc/apt/preferences.d/buildkit-sysroot
+# apt-get update left its package caches (/var/cache/apt/*.bin, 158 MB) in the layer: not the sysroot's
+apt-get clean
 find "$root" -type l | while read -r link; do
   target=$(readlink "$link")
   case $target in /*) ln -sfn "$root$target" "$link" ;; esac

@@ -77,7 +77,8 @@ _UV_FRONTENDS = frozenset({"build[uv]", "uv"})
 #: variables the recipe may set, overriding buildkit's default (every other one buildkit sets is
 #: in :data:`buildkit.recipe.RESERVED_ENV`); the compiler-cache routing a recipe sets is its own
 RECIPE_OVERRIDABLE = (
-    frozenset({"ROCM_PATH", "MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL"}) | ccache.RECIPE_OVERRIDABLE
+    frozenset({"ROCM_PATH", "MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL", "SKBUILD_BUILD_DIR"})
+    | ccache.RECIPE_OVERRIDABLE
 )
 CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
 #: the name of every compiler-cache volume starts so (``buildkit cache export`` finds them by it)
@@ -104,6 +105,15 @@ def rocm_prefix(job: Job) -> str:
         except UsageError:
             pass
     return DEFAULT_ROCM_PREFIX
+
+
+#: scikit-build-core's build folder (``build-dir``), which is otherwise a new random temporary folder in
+#: every build: its CMake objects' paths, and with them every compile's command line, differ each time,
+#: so no compile of a no-change rebuild can hit the compiler cache (a scikit-build-core HIP project
+#: measured: 13 misses every rebuild; with ``build/{wheel_tag}``, 325 of 325 hits). A fixed folder in
+#: the project (the same /project in every build container) as pypa/build's ``--env-dir`` is for the
+#: isolated environment; a recipe's own ``env: {SKBUILD_BUILD_DIR: ...}`` is left to it.
+SKBUILD_BUILD_DIR = "build/{wheel_tag}"
 
 
 def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
@@ -197,6 +207,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         ),
         "PYTHONHASHSEED": "0",
     }
+    if "SKBUILD_BUILD_DIR" not in job.env:  # scikit-build-core's build folder: SKBUILD_BUILD_DIR
+        env["SKBUILD_BUILD_DIR"] = SKBUILD_BUILD_DIR
     if job.rocm_pip is not None:  # the SDK's root and CMake files, as rocm-sdk path gives them
         env["ROCM_HOME"] = f"{ROCM_SDK_DIR}/root"
         env["CMAKE_PREFIX_PATH"] = f"{ROCM_SDK_DIR}/cmake"

@@ -40,8 +40,10 @@ from buildkit.build import (
     buildsystem,
     ccache,
     cibw,
+    cmake_log,
     provenance,
     requirements,
+    retag,
     rocm_pip,
     runner,
     sbom,
@@ -144,6 +146,7 @@ class JobResult:
     compiler_cache: ccache.CacheStats | None = None
     #: the exit code of the error that failed the job (13: an index could not be reached); None: none
     exit_code: int | None = None
+    not_found: tuple[str, ...] = ()  # what CMake looked for and did not find (cmake_log.not_found)
 
     @property
     def manifest(self) -> Path | None:
@@ -525,6 +528,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
             raise
         raise BuildFailed(f"{exc}\n  hint: {hint}") from None
     run.result.timings["cibuildwheel"] = time.monotonic() - t0
+    run.result.not_found = cmake_log.not_found(_log_since(log, start))
     if volume is not None:
         run.step = "reading the compiler-cache statistics"
         stats = ccache.read_stats(
@@ -538,7 +542,7 @@ def _cibuildwheel(run: _Run, staged: Path, epoch: int, with_ca: bool, log: TextI
     if len(wheels) != 1:
         raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
     _check_version(wheels[0], run.job)
-    return wheels[0]
+    return retag.to_claim(wheels[0], run.job, log)  # wheel: {abi: ...} whatever the backend tagged
 
 
 def _gate(run: _Run, wheel: Path, config: GateConfig, log: TextIO) -> tuple[Gated, RegressionCheck | None]:
@@ -674,6 +678,7 @@ def _record(
             "build_requirements": _lock_record(wheel, lock),
             "torch": torch_record(job, lock),
             "compiler_cache": to_data(cache),
+            "cmake_not_found": list(run.result.not_found),
             "regression": to_data(regression),
             "verdict": gated.verdict,
             "gate": out.gate,

@@ -71,6 +71,8 @@ def render_summary(
             if r.examine is not None:
                 lines.append(f"  examine   {r.examine}")
         lines += [f"  waived    {line}" for line in r.waivers]
+        # an optional package the build went without (cmake_log): never only a line of the job log
+        lines += [f"  not found {line} (CMake; built without it)" for line in r.not_found]
         if r.removed is not None:
             lines.append(f"  removed   {_shown(r.removed, here)} (the previous wheel, now stale)")
         if r.log is not None:

@@ -165,6 +165,9 @@ def main(argv: list[str] | None = None) -> Any:
         context = exc.__context__
         if isinstance(context, OSError) and context.errno == errno.EPIPE:
             _reader_gone()
+        # click >= 8.5 exits after its except clause (no __context__), having wrapped stdout then
+        if exc.code == 1 and type(sys.stdout).__name__ == "_PacifyFlushWrapper":
+            _reader_gone()
         raise
     except click.exceptions.Abort:
         click.echo("interrupted", err=True)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -18,32 +20,71 @@ def rocm() -> None:
     """ROCm releases, runtime-library sets and toolchains known to rocm-buildkit."""
 
 
+def _since(value: str | None) -> datetime.date | None:
+    if value is None:
+        return None
+    try:
+        return datetime.date.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a day (YYYY-MM-DD)", param_hint="--since") from None
+
+
 @rocm.command("ls")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def ls(as_json: bool) -> None:
+@click.option(
+    "--since",
+    metavar="YYYY-MM-DD",
+    help="Only the releases AMD published on or after this day (releases.yaml `released`), and what "
+    "the data refresh read from AMD's wheels since then (observed.yaml).",
+)
+def ls(as_json: bool, since: str | None) -> None:
     """List known releases and toolchains."""
     with json_errors("rocm ls", as_json):
-        _ls(as_json)
+        _ls(as_json, _since(since))
 
 
-def _ls(as_json: bool) -> None:
-    releases = rocmdata.releases()
+def _ls(as_json: bool, day: datetime.date | None) -> None:
+    releases = [r for r in rocmdata.releases() if day is None or (r.released or "") >= day.isoformat()]
+    observed = rocmdata.observed_since(day) if day is not None else []
     toolchains = rocmdata.toolchains()
     if as_json:
-        data = {
+        data: dict[str, object] = {
             "releases": [
-                {"version": r.version, "archs": list(r.archs), "torch_index": r.torch_index} for r in releases
+                {
+                    "version": r.version,
+                    "archs": list(r.archs),
+                    "torch_index": r.torch_index,
+                    "released": r.released,
+                    "llvm": r.llvm,
+                    "hip": r.hip,
+                }
+                for r in releases
             ],
             "toolchains": to_data(toolchains),
         }
+        if day is not None:
+            data["observed"] = [o.to_json() for o in observed]
         click.echo(json.dumps(enveloped("rocm-ls", data), indent=2, sort_keys=True))
         return
     # columns as wide as their widest cell: nothing is cut (an LLVM string runs to 40 characters)
     styled = colour_wanted(sys.stdout)
-    rows = [["ROCm", "LLVM", "torch (download.pytorch.org)", "archs"]]
-    rows += [[r.version, r.llvm, ", ".join(r.torch_versions) or "-", " ".join(r.archs)] for r in releases]
+    rows = [["ROCm", "released", "LLVM", "torch (download.pytorch.org)", "archs"]]
+    rows += [
+        [r.version, r.released or "-", r.llvm, ", ".join(r.torch_versions) or "-", " ".join(r.archs)]
+        for r in releases
+    ]
+    if day is not None:
+        click.echo(f"releases published on or after {day.isoformat()}:")
     for line in table_lines(rows, gap=1, min_widths={0: 6}, styled=styled):
         click.echo(line)
+    if day is not None:  # what changed: the refresh's readings of AMD's wheels, not the toolchains
+        click.echo("")
+        click.echo(f"read from AMD's wheels on PyPI on or after {day.isoformat()} (observed.yaml):")
+        for entry in observed or ():
+            click.echo(f"  {entry.describe()}")
+        if not observed:
+            click.echo("  nothing")
+        return
     click.echo("")
     click.echo("toolchains (not AMD releases):")
     rows = [[t.id, f"ROCm {t.rocm} hipcc {t.hipcc} LLVM {t.llvm}: {' '.join(t.archs)}"] for t in toolchains]
@@ -76,7 +117,11 @@ def _show(version: str, as_json: bool) -> None:
         return
     echo = click.echo
     echo(f"ROCm {release.version}  (patch releases: {', '.join(release.patches) or '-'})")
-    echo(f"LLVM: {release.llvm}")
+    if release.released:
+        echo(f"released: {release.released}  ({release.released_source})")
+    echo(f"LLVM: {release.llvm}" + (f"   HIP: {release.hip}" if release.hip else ""))
+    for fact in release.verified:
+        echo(f"  verified: {fact}")
     echo(f"archs (accepted by buildkit archs): {' '.join(release.archs)}")
     firsts = {a: m for a, m in data["arch_min_release"].items() if m != rocmdata.releases()[0].version}
     if firsts:
@@ -113,3 +158,25 @@ def _show(version: str, as_json: bool) -> None:
         echo(f"note: {note}")
     for text in release.unverified:
         echo(f"unverified: {text}")
+
+
+@rocm.command("refresh")
+@click.option("--write", is_flag=True, help="Store the readings in the installed ROCm data (observed.yaml).")
+@click.option("--all", "everything", is_flag=True, help="Read every release again, not only new ones.")
+@click.option("--from", "first", metavar="X.Y.Z", help="Only ROCm patch releases from this one on.")
+@click.option(
+    "--wheels",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A folder of AMD's wheels already downloaded (read before downloading).",
+)
+def refresh(write: bool, everything: bool, first: str | None, wheels: Path | None) -> None:
+    """Read AMD's wheels on PyPI (hip-python, rocm-bindings-*, rocm-llvm-python) for the ROCm releases
+    they ship: HIP and LLVM versions, TheRock's system libraries. Prints the diff against the stored
+    data (Markdown, for the weekly workflow's pull request)."""
+    from buildkit.service.rocm import run_refresh
+
+    lines = run_refresh(write=write, everything=everything, first=first, wheels=wheels)
+    click.echo("## ROCm data refresh")
+    click.echo("")
+    for line in lines or ["- no change"]:
+        click.echo(line)

@@ -22,6 +22,7 @@ import dataclasses
 import itertools
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -429,6 +430,14 @@ class _Expansion:
             job_env.update(recipe.host_isa.environment())
         if stable is not None:
             job_env.update(torch_stable_env(job_env, stable))
+        translated = cmake_build_type(job_env)
+        if translated is not None:
+            job_env["SKBUILD_CMAKE_BUILD_TYPE"] = translated
+            self.notes[
+                f"CMAKE_ARGS sets -DCMAKE_BUILD_TYPE={translated}, which scikit-build-core ignores "
+                '("Unsupported CMAKE_ARGS ignored"): the build also sets SKBUILD_CMAKE_BUILD_TYPE='
+                f"{translated} (its cmake.build-type); other backends read CMAKE_ARGS"
+            ] = None
         return Job(
             id=jid,
             python=python,
@@ -506,6 +515,20 @@ def _cell_jobs(run: _Expansion, extra_names: Sequence[str]) -> tuple[list[Job], 
         jid = run.new_id(first, extra, prefix=prefix)
         jobs.append(run.job(jid, first, extra, tuple(pythons)))
     return jobs, skipped
+
+
+def cmake_build_type(env: Mapping[str, str]) -> str | None:
+    """The build type a ``-DCMAKE_BUILD_TYPE[:STRING]=X`` in ``CMAKE_ARGS`` asks for (the last one), when
+    ``SKBUILD_CMAKE_BUILD_TYPE`` does not say already: scikit-build-core drops that definition from
+    CMAKE_ARGS with a warning in the job log only and builds Release, so the plan translates it."""
+    if "SKBUILD_CMAKE_BUILD_TYPE" in env:
+        return None
+    found = None
+    for word in shlex.split(env.get("CMAKE_ARGS", "")):
+        name, sep, value = word.removeprefix("-D").partition("=")
+        if word.startswith("-D") and sep and name.split(":", 1)[0] == "CMAKE_BUILD_TYPE" and value:
+            found = value
+    return found
 
 
 def expand(

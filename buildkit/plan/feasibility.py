@@ -172,7 +172,12 @@ def _policy_problem(
     wanted = _glibc_tuple(policy_glibc)
     if built_with is None or wanted is None or wanted >= built_with:
         return None
-    fitting = [n for n, s in carried.items() if (_glibc_tuple(_declared(s, "glibc")) or (99,)) <= wanted]
+    # the sysroots old enough, the newest first (the one closest to the policy)
+    fitting = sorted(
+        (n for n, s in carried.items() if (_glibc_tuple(_declared(s, "glibc")) or (99,)) <= wanted),
+        key=lambda n: _glibc_tuple(_declared(carried[n], "glibc")) or (),
+        reverse=True,
+    )
     known = {p.name for p in mlpolicy.policies()}
     own = f"manylinux_{str(glibc).replace('.', '_')}"
     newer = f"choose the policy {own}" if own in known else ""  # never one auditwheel does not know
@@ -191,8 +196,8 @@ def _policy_problem(
         hint = ", or ".join(options)
         if chosen is not None:  # what a sysroot cannot give
             hint += (
-                f" (the sysroot gives at most its glibc {glibc}: {policy} needs glibc {policy_glibc}'s own "
-                "headers and libraries, as the production image manylinux_2_28-rocm has for manylinux_2_28)"
+                f" (the sysroot gives at most its glibc {glibc}, and no sysroot of the image is as old as "
+                f"glibc {policy_glibc})"
             )
     return recipe.error(
         f"manylinux.policy: {what} builds against glibc {glibc}; a {policy} wheel needs glibc "

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from buildkit.rocm.data import (
         LibrarySet,
+        Observation,
         RocmRelease,
         RuntimeLibrary,
         Toolchain,
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
         get_toolchain,
         library_sets,
         min_release_for,
+        observed,
+        observed_since,
         releases,
         toolchains,
         version_key,
@@ -40,6 +43,7 @@ _SUBMODULES = frozenset({"data", "install"})
 
 __all__ = [
     "LibrarySet",
+    "Observation",
     "RocmRelease",
     "RuntimeLibrary",
     "Toolchain",
@@ -53,6 +57,8 @@ __all__ = [
     "get_toolchain",
     "library_sets",
     "min_release_for",
+    "observed",
+    "observed_since",
     "processor_of",
     "processor_sort_key",
     "releases",

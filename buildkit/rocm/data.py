@@ -10,6 +10,7 @@ checks and indexes them; see the header of ``releases.yaml`` for what "supported
 
 from __future__ import annotations
 
+import datetime
 import fnmatch
 import functools
 from collections.abc import Mapping, Sequence
@@ -82,6 +83,16 @@ class RocmRelease:
     torch_source: str
     notes: tuple[str, ...] = ()
     unverified: tuple[str, ...] = ()
+    #: the HIP version the release ships (from 10.0 on it differs from the release's: HIP 7.15)
+    hip: str | None = None
+    #: facts read from AMD's own artifacts (wheels on PyPI), each saying which and how
+    verified: tuple[str, ...] = ()
+    #: the day AMD published the release (ISO date) and where that is stated; None when not recorded
+    released: str | None = None
+    released_source: str | None = None
+    #: "legacy" (AMD's rocm-X.Y.Z packages under /opt/rocm-X.Y.Z, installed by the production image) or
+    #: "therock" (the ROCm Core SDK from 7.14: amdrocm-* packages, /opt/rocm/core-X.Y, Python wheels)
+    stream: str = "legacy"
 
     @property
     def torch_index(self) -> str | None:
@@ -144,6 +155,11 @@ class RocmRelease:
             },
             "notes": list(self.notes),
             "unverified": list(self.unverified),
+            "hip": self.hip,
+            "verified": list(self.verified),
+            "released": self.released,
+            "released_source": self.released_source,
+            "stream": self.stream,
         }
 
 
@@ -166,6 +182,58 @@ class Toolchain:
     #: library name -> the GPU targets its package carries kernels for (Debian's X-Rocm-Gpu-Architecture)
     library_targets: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     library_targets_source: str | None = None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One ROCm patch release as AMD's wheels on PyPI show it (``observed.yaml``, written by
+    ``buildkit rocm refresh``): which wheel was read, the day it was uploaded, what it holds."""
+
+    rocm: str  # the ROCm patch release, "10.0.0"
+    project: str  # the PyPI project read, "rocm-bindings-core"
+    version: str  # its version, "10.0.0.0.1.2"
+    uploaded: str  # ISO day of the upload
+    hip: str | None = None  # HIP_VERSION_NAME, "7.15.26333-0000000"
+    llvm: str | None = None  # "23.0.0git"
+    llvm_commit: str | None = None
+    sysdeps: tuple[str, ...] = ()  # librocm_sysdeps_*.so.1 an ELF of the wheel needs
+
+    @property
+    def release(self) -> str:
+        """The release this patch belongs to ("10.0")."""
+        return ".".join(self.rocm.split(".")[:2])
+
+    def describe(self) -> str:
+        facts = [f"HIP {self.hip}" if self.hip else "", f"LLVM {self.llvm}" if self.llvm else ""]
+        if self.sysdeps:
+            facts.append("needs " + ", ".join(self.sysdeps))
+        told = "; ".join(f for f in facts if f) or "no facts read"
+        return f"ROCm {self.rocm}: {self.project} {self.version} (uploaded {self.uploaded}): {told}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rocm": self.rocm,
+            "project": self.project,
+            "version": self.version,
+            "uploaded": self.uploaded,
+            "hip": self.hip,
+            "llvm": self.llvm,
+            "llvm_commit": self.llvm_commit,
+            "sysdeps": list(self.sysdeps),
+        }
+
+    @classmethod
+    def from_json(cls, row: Mapping[str, Any]) -> Observation:
+        return cls(
+            rocm=str(row["rocm"]),
+            project=str(row["project"]),
+            version=str(row["version"]),
+            uploaded=str(row["uploaded"]),
+            hip=row.get("hip"),
+            llvm=row.get("llvm"),
+            llvm_commit=row.get("llvm_commit"),
+            sysdeps=tuple(str(s) for s in row.get("sysdeps") or ()),
+        )
 
 
 # --------------------------------------------------------------------------- loading
@@ -214,6 +282,11 @@ def _release(row: Mapping[str, Any]) -> RocmRelease:
             raise ValueError(f"releases.yaml {version}: missing {name}")
     if not torch.get("source"):
         raise ValueError(f"releases.yaml {version}: torch rows need a source")
+    released = str(row["released"]) if row.get("released") else None
+    if released is not None:
+        datetime.date.fromisoformat(released)  # ValueError names a malformed day
+        if not row.get("released_source"):
+            raise ValueError(f"releases.yaml {version}: released needs a released_source")
     return RocmRelease(
         version=version,
         patches=_texts(row.get("patches")),
@@ -229,6 +302,11 @@ def _release(row: Mapping[str, Any]) -> RocmRelease:
         torch_source=str(torch["source"]),
         notes=_texts(row.get("notes")),
         unverified=unverified,
+        hip=str(row["hip"]) if row.get("hip") else None,
+        verified=tuple(" ".join(t.split()) for t in _texts(row.get("verified"))),
+        released=released,
+        released_source=" ".join(str(row["released_source"]).split()) if released else None,
+        stream=str(row.get("stream", "legacy")),
     )
 
 
@@ -293,6 +371,12 @@ def _toolchains() -> tuple[Toolchain, ...]:
 
 
 @functools.cache
+def _observed() -> tuple[Observation, ...]:
+    rows = _load("observed.yaml").get("observed") or ()
+    return tuple(Observation.from_json(r) for r in rows)
+
+
+@functools.cache
 def _features() -> dict[str, frozenset[str]]:
     data = _load("targets.yaml")["features"]
     return {str(k): frozenset(str(p) for p in v["processors"]) for k, v in data.items()}
@@ -319,6 +403,16 @@ def get_release(version: str) -> RocmRelease:
         if release.version == minor:
             return release
     raise UnknownRelease(f"no data for ROCm {version} (known releases: {known})")
+
+
+def observed() -> list[Observation]:
+    """What the data refresh read from AMD's wheels on PyPI (``observed.yaml``), oldest upload first."""
+    return sorted(_observed(), key=lambda o: (o.uploaded, o.rocm, o.project))
+
+
+def observed_since(day: datetime.date) -> list[Observation]:
+    """The observations of wheels uploaded on or after ``day``."""
+    return [o for o in observed() if o.uploaded >= day.isoformat()]
 
 
 def min_release_for(arch: str) -> str | None:

@@ -418,3 +418,16 @@ def test_repair_refused_for_a_missing_library_says_so(tmp_path: Path) -> None:
     assert "a library the wheel needs is not in the builder image" in proc.stderr
     assert "symbols newer" not in proc.stderr and "repairing to the best policy" not in proc.stderr
     assert (tmp_path / "out" / wheel.name).is_file()
+
+
+def test_scikit_build_core_builds_in_a_fixed_folder() -> None:
+    """scikit-build-core's build folder is a new random temporary folder unless ``build-dir`` is set:
+    every build sets SKBUILD_BUILD_DIR=build/{wheel_tag} (scikit-build-core expands the tag), rendered
+    literally for cibuildwheel, with or without the cache; a recipe's own value wins."""
+    job = _job("reference-trixie.yaml")
+    for volume in ("rocm-buildkit-ccache-0123", None):
+        env = cibw.container_environment(job, _settings(ccache_volume=volume))
+        assert env["SKBUILD_BUILD_DIR"] == "build/{wheel_tag}"
+        assert 'SKBUILD_BUILD_DIR="build/{wheel_tag}"' in cibw.render_environment(env)
+    own = dataclasses.replace(job, env={**job.env, "SKBUILD_BUILD_DIR": "out/cmake"})
+    assert cibw.container_environment(own, _settings())["SKBUILD_BUILD_DIR"] == "out/cmake"

@@ -198,12 +198,12 @@ def test_rocm_show_unknown() -> None:
 def test_rocm_ls(capsys: pytest.CaptureFixture[str]) -> None:
     main(["rocm", "ls"])
     text = capsys.readouterr().out
-    for version in ("5.7", "6.0", "6.1", "6.2", "6.3", "6.4", "7.0", "7.1", "7.2"):
+    for version in ("5.7", "6.0", "6.1", "6.2", "6.3", "6.4", "7.0", "7.1", "7.2", "7.14", "10.0"):
         assert f"\n{version} " in text
     assert "debian-trixie" in text
     main(["rocm", "ls", "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert [r["version"] for r in data["releases"]][-1] == "7.2"
+    assert [r["version"] for r in data["releases"]][-3:] == ["7.2", "7.14", "10.0"]
 
 
 REVIEW_ENV = {"PYTORCH_ROCM_ARCH": "gfx942;gfx950", "GPU_ARCHS": "gfx90a"}

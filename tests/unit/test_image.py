@@ -221,3 +221,35 @@ def test_image_build_refuses_an_undeclared_build_arg_before_contacting_docker() 
     assert "debian-rocm.Dockerfile declares no ARG EXTRA_PACKAGES" in proc.stderr
     assert "BASE_IMAGE, HIP_DEB_VERSION, AUDITWHEEL_PLAT" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_runtime_images_pin_every_rocm_package_the_builder_pins() -> None:
+    """Both Debian sid runtime profiles take their ROCm packages from the release's suite through
+    docker/rocm-suite.sh, whose pin list covers every name the builder pins and the runtime packages a
+    7.2 smoke names (hipRAND, rocRAND, hipBLASLt, rocSOLVER: sid's 6.4 ones broke the torch runtime)."""
+    import fnmatch
+    import re
+
+    script = (REPO_DOCKER / "rocm-suite.sh").read_text()
+    globs = re.search(r'"(hipcc libamdhip64\*[^"]*)"', script)
+    assert globs is not None
+    pinned = globs.group(1).split()
+    builder = (REPO_DOCKER / "debian-sid-rocm.Dockerfile").read_text()
+    builder_list = re.search(r"Package: ([^\\]*)\\nPin: release a=", builder)
+    assert builder_list is not None
+    for name in builder_list.group(1).split():
+        assert name in pinned, name
+    for package in (
+        "libhiprand1",
+        "librocrand1",
+        "libhipblaslt1",
+        "librocsolver0",
+        "libhipblas3",
+        "libamdhip64-7",
+    ):
+        assert any(fnmatch.fnmatchcase(package, g) for g in pinned), package
+    for profile in ("debian-sid-rocm-runtime", "debian-sid-torch-runtime"):
+        p = images.get_profile(profile)
+        assert "rocm-suite.sh" in p.context_files
+        text = (REPO_DOCKER / p.dockerfile).read_text()
+        assert 'rocm-suite.sh "$ROCM_SUITE"' in text and "preferences.d/rocm-suite" not in text

@@ -98,6 +98,12 @@ def test_the_current_rocm_profiles_carry_their_facts() -> None:
     glibc231 = sid.sysroots["glibc2.31"]
     assert (glibc231.glibc, glibc231.policy) == ("2.31", "manylinux_2_31")
     assert glibc231.bin_dir == "/opt/buildkit/sysroots/glibc2.31/bin"
+    glibc228 = sid.sysroots["glibc2.28"]
+    assert (glibc228.glibc, glibc228.policy) == ("2.28", "manylinux_2_28")
+    assert glibc228.gcc_install_dir == "/opt/buildkit/sysroots/glibc2.28/usr/lib/gcc/x86_64-linux-gnu/10"
+    # its glibc ABI comes from ziglang, pinned like the bullseye packages, downloaded with the wheels
+    assert "glibc-stubs.txt" in sid.wheel_requirements and "glibc-stubs.sh" in sid.context_files
+    assert "ziglang 0.17.1" in glibc228.source
     assert sid.rocm_lib_links == "/opt/buildkit/rocm-lib"  # the sysroot build's -L
     runtime = images.get_profile("debian-sid-rocm-runtime")
     assert runtime.role == "runtime"

@@ -80,17 +80,26 @@ def test_a_target_a_library_of_the_recipe_lacks_is_noted(tmp_path: Path) -> None
 
 def test_plan_refuses_a_glibc_the_policy_cannot_meet(tmp_path: Path) -> None:
     """Without the sysroot, sid's glibc 2.43 is above manylinux_2_31's: refused at plan with the
-    sysroot that fits named; with it, a policy below the sysroot's glibc (manylinux_2_28) is refused
-    too, saying what the sysroot cannot give."""
+    sysroot that fits named (the newest one old enough: glibc2.31 for 2_31, glibc2.28 for 2_28); with
+    glibc2.31, a policy below its glibc (manylinux_2_28) is refused too, naming glibc2.28; no sysroot
+    is as old as manylinux_2_17's glibc 2.17, which the hint says."""
     with pytest.raises(RecipeError) as plain:
         _plan(SID.replace(", sysroot: glibc2.31", ""), tmp_path)
     assert "image debian-sid-rocm builds against glibc 2.43; a manylinux_2_31 wheel" in str(plain.value)
     assert "set manylinux.sysroot: glibc2.31" in str(plain.value)
+    with pytest.raises(RecipeError) as plain28:
+        _plan(SID.replace(", sysroot: glibc2.31", "").replace("manylinux_2_31", "manylinux_2_28"), tmp_path)
+    assert "set manylinux.sysroot: glibc2.28" in str(plain28.value)
     with pytest.raises(RecipeError) as old:
         _plan(SID.replace("manylinux_2_31", "manylinux_2_28"), tmp_path)
     assert "the sysroot glibc2.31 of image debian-sid-rocm builds against glibc 2.31" in str(old.value)
-    assert "manylinux_2_28 needs glibc 2.28's own" in str(old.value)
+    assert "set manylinux.sysroot: glibc2.28" in str(old.value)
+    with pytest.raises(RecipeError) as older:
+        _plan(SID.replace("manylinux_2_31", "manylinux_2_17"), tmp_path)
+    assert "no sysroot of the image is as old as glibc 2.17" in str(older.value)
     assert _plan(SID, tmp_path).jobs
+    at_2_28 = SID.replace("manylinux_2_31, sysroot: glibc2.31", "manylinux_2_28, sysroot: glibc2.28")
+    assert _plan(at_2_28, tmp_path).jobs
 
 
 def test_a_sysroot_the_profile_lacks_is_a_recipe_error(tmp_path: Path) -> None:
@@ -105,13 +114,19 @@ def test_a_sysroot_the_profile_lacks_is_a_recipe_error(tmp_path: Path) -> None:
         )
 
 
-def test_the_sysroot_reaches_every_compiler(tmp_path: Path) -> None:
-    job = next(j for j in _plan(SID, tmp_path).jobs if j.id == "cp313-rocm7.2")
+@pytest.mark.parametrize("sysroot", ["glibc2.31", "glibc2.28"])
+def test_the_sysroot_reaches_every_compiler(tmp_path: Path, sysroot: str) -> None:
+    policy = {"glibc2.31": "manylinux_2_31", "glibc2.28": "manylinux_2_28"}[sysroot]
+    text = SID.replace("manylinux_2_31, sysroot: glibc2.31", f"{policy}, sysroot: {sysroot}")
+    job = next(j for j in _plan(text, tmp_path).jobs if j.id == "cp313-rocm7.2")
     settings = cibw.CibwSettings(
         image="rocm-buildkit/debian-sid-rocm:x", source_date_epoch=1, ccache_volume="v", with_ca_bundle=False
     )
     env = cibw.container_environment(job, settings)
-    root = "/opt/buildkit/sysroots/glibc2.31"
+    root = f"/opt/buildkit/sysroots/{sysroot}"
+    assert job.platform_tag == f"{policy}_x86_64"
+    # the compiler cache's key holds the sysroot: the two sysroots never share a cached object
+    assert cibw.cache_key(job, "img").endswith("\0" + sysroot)
     assert env["ROCM_PATH"] == "/usr"  # the profile's rocm_prefix: Debian's layout
     # the compiler cache's masquerade first, then the sysroot's wrappers, then the image's compilers
     assert env["PATH"] == f"/usr/lib/ccache:{root}/bin:$PATH"
@@ -157,3 +172,32 @@ def test_offload_compress_and_the_sysroot_both_reach_hipcc(tmp_path: Path) -> No
     for var in ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND"):
         flags = env[var].split()
         assert flags[0] == "--sysroot=/opt/buildkit/sysroots/glibc2.31" and flags[-1] == "--offload-compress"
+
+
+@pytest.mark.parametrize(
+    ("cmake_args", "expected"),
+    [
+        ("-DGGML_HIP=ON -DCMAKE_BUILD_TYPE=MinSizeRel", "MinSizeRel"),
+        ("-DCMAKE_BUILD_TYPE:STRING=Debug -DX=1 -DCMAKE_BUILD_TYPE=RelWithDebInfo", "RelWithDebInfo"),
+        ("-DGGML_HIP=ON", None),
+    ],
+)
+def test_a_build_type_in_cmake_args_is_translated_for_scikit_build_core(
+    tmp_path: Path, cmake_args: str, expected: str | None
+) -> None:
+    """scikit-build-core ignores -DCMAKE_BUILD_TYPE in CMAKE_ARGS ("Unsupported CMAKE_ARGS ignored",
+    a line of the job log only: a MinSizeRel request became a Release build): the plan sets its
+    SKBUILD_CMAKE_BUILD_TYPE too and says so; CMAKE_ARGS stays for the backends that read it; a
+    recipe's own SKBUILD_CMAKE_BUILD_TYPE is left alone."""
+    text = SID.replace(
+        "image: debian-sid-rocm", f"image: debian-sid-rocm\nenv: {{CMAKE_ARGS: '{cmake_args}'}}"
+    )
+    plan = _plan(text, tmp_path)
+    job = plan.jobs[0]
+    assert job.env.get("SKBUILD_CMAKE_BUILD_TYPE") == expected
+    assert cmake_args in job.env["CMAKE_ARGS"]
+    noted = [n for n in plan.notes if "which scikit-build-core ignores" in n]
+    assert bool(noted) is (expected is not None)
+    if expected:
+        own = text.replace("env: {", "env: {SKBUILD_CMAKE_BUILD_TYPE: Debug, ")
+        assert _plan(own, tmp_path).jobs[0].env["SKBUILD_CMAKE_BUILD_TYPE"] == "Debug"

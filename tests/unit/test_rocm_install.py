@@ -80,9 +80,12 @@ EXPECTED_PACKAGES = [
 
 
 def _built_releases() -> list[str]:
-    """The releases the production image is built for: 6.4 and every 7.x in releases.yaml."""
+    """The releases the production image is built for: 6.4 and every legacy 7.x in releases.yaml (TheRock's
+    7.14 and 10.0 are another stream, with other packages)."""
     return [
-        r.version for r in rocm.releases() if r.version == "6.4" or rocm.version_key(r.version).major >= 7
+        r.version
+        for r in rocm.releases()
+        if r.stream == "legacy" and (r.version == "6.4" or rocm.version_key(r.version).major >= 7)
     ]
 
 

@@ -115,7 +115,10 @@ def test_actions_pinned_by_commit_and_least_privilege(path: Path) -> None:
     assert data["permissions"] == {}, f"{path.name}: the workflow-wide permissions must be empty"
     for name, job in data["jobs"].items():
         perms = job.get("permissions", {})
-        assert perms in ({}, {"contents": "read"}), f"{path.name}: job {name} asks for {perms}"
+        # the one writer: the weekly ROCm data refresh pushes a branch and opens its pull request
+        writer = (path.name, name) == ("rocm-data.yml", "refresh")
+        allowed = ({"contents": "write", "pull-requests": "write"},) if writer else ({}, {"contents": "read"})
+        assert perms in allowed, f"{path.name}: job {name} asks for {perms}"
         for step in job.get("steps", []):
             assert "${{" not in step.get("run", ""), f"{path.name}: expression inside a run: script of {name}"
             if step.get("uses", "").startswith("actions/checkout@"):
@@ -548,7 +551,9 @@ def test_builder_images_builds_every_release_of_the_install_data_weekly() -> Non
     releases = [i.rocm for i in el8_installs()]
     assert build["strategy"]["matrix"]["rocm"] == releases
     assert releases == [
-        r.version for r in rocm.releases() if r.version == "6.4" or rocm.version_key(r.version).major >= 7
+        r.version
+        for r in rocm.releases()
+        if r.stream == "legacy" and (r.version == "6.4" or rocm.version_key(r.version).major >= 7)
     ]
     step = next(s for s in build["steps"] if "buildkit image build" in s.get("run", ""))
     assert step["env"] == {"ROCM": "${{ matrix.rocm }}"}
@@ -673,3 +678,18 @@ def test_the_import_step_starts_cold_without_a_usable_cache(
         return
     assert calls.read_text() == f"cache import {cache}\n"
     assert ("::warning" in proc.stdout) == bool(imports)
+
+
+def test_the_rocm_data_refresh_runs_weekly_and_opens_a_pull_request_only_on_a_change() -> None:
+    """rocm-data.yml: a weekly schedule, `buildkit rocm refresh --write`, and a pull request (branch,
+    commit of observed.yaml alone, `gh pr create` with the refresh's diff as its body) only when the
+    stored readings changed."""
+    data = _load(WORKFLOWS / "rocm-data.yml")
+    assert [t["cron"] for t in data["on"]["schedule"]] == ["41 5 * * 2"]
+    steps = data["jobs"]["refresh"]["steps"]
+    scripts = "\n".join(step.get("run", "") for step in steps)
+    assert "buildkit rocm refresh --write" in scripts
+    opening = scripts.split("git diff --quiet -- buildkit/rocm/observed.yaml", 1)[1]
+    assert opening.index("exit 0") < opening.index("git add buildkit/rocm/observed.yaml")
+    assert opening.index("git add buildkit/rocm/observed.yaml") < opening.index("gh pr create")
+    assert "--body-file refresh.md" in opening

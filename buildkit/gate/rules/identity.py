@@ -108,7 +108,8 @@ def _claim(facts: Facts, identity: JobIdentity, tags: Iterable[Any]) -> Iterator
         yield JOB_IDENTITY.error(
             f"python tag: expected {claim} (job {identity.job}'s wheel, the recipe's wheel:), found "
             f"{', '.join(pairs)}; make the build tag it {claim} (scikit-build-core: wheel.py-api = "
-            f'"{py_api}"), or remove wheel: from the recipe to build one wheel per Python',
+            f'"{py_api}"; `buildkit build` retags any backend\'s wheel whose members hold the claim, '
+            "as `wheel tags` does), or remove wheel: from the recipe to build one wheel per Python",
             symbol=", ".join(pairs),
         )
     for member in facts.report.members:
