@@ -259,7 +259,7 @@ def test_publish_dry_run_works_on_inits_recipe(tmp_path: Path) -> None:
     project = _project(tmp_path, SCM)
     assert _cli("init", ".", "--image", "debian-sid-rocm", cwd=project).returncode == 0
     recipe = project / "rocm-buildkit.yaml"
-    assert "sysroot: glibc2.31" in recipe.read_text()
+    assert "sysroot: glibc2.28" in recipe.read_text()  # the image's oldest sysroot: manylinux_2_28
     wheel = job_wheel(project / "dist", recipe, expand(load_recipe(recipe)).jobs[0].id)
     dry = _cli("publish", "dist", "--recipe", "rocm-buildkit.yaml", "--dry-run", cwd=project)
     assert dry.returncode == 0, dry.stderr

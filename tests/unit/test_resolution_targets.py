@@ -70,7 +70,7 @@ def test_the_check_fails_when_nothing_was_checked_and_is_inconclusive_without_th
     unsure = PublishRun(
         [], target, [_row(t)], inconclusive="https://pypi.org/simple/ cannot be reached"
     ).failure()
-    assert isinstance(unsure, InstallCheckInconclusive) and unsure.exit_code == 17
+    assert isinstance(unsure, InstallCheckInconclusive) and unsure.exit_code == 18
     assert "--local-only" in str(unsure)
     assert PublishRun([], target, None).failure() is None  # no --check-install
 
