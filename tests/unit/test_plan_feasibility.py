@@ -246,8 +246,8 @@ def test_every_recipe_mistake_in_one_plan_run(tmp_path: Path) -> None:
     assert errors == [
         "unknown key 'locl' in version",
         "python[0]: image debian-sid-rocm provides CPython 3.11, 3.13, 3.14, 3.15, not 3.10",
-        "rocm[0]: no data for ROCm 6.9 (known releases: 5.2, 5.7, 6.0, 6.1, 6.2, 6.3, 6.4, 7.0, 7.1, 7.2, 7.14, "
-            "10.0)",
+        "rocm[0]: no data for ROCm 6.9 (known releases: 5.2, 5.7, 6.0, 6.1, 6.2, 6.3, 6.4, 7.0, 7.1, 7.2, "
+        "7.14, 10.0)",
         "rocm[0]: image debian-sid-rocm provides ROCm 6.4, 7.2, not 6.9",
         "archs.list[0]: gfx9420 is not an AMDGPU processor",
         "manylinux.policy: image debian-sid-rocm builds against glibc 2.43; a manylinux_2_28 wheel needs "
