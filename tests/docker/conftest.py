@@ -1,5 +1,9 @@
 """Fixtures for tests that need a real Docker engine.
 
+Every docker test is checked for the labelled containers it leaves (``no_leftovers``): the engine is
+shared, so a test removes what it made, and a container that outlives its dead owner is a leak a user
+would meet as `buildkit image prune --containers` work.
+
 ``docker_client``: a client for the engine named by DOCKER_HOST / the current docker context.
 When no engine answers, the test FAILS under CI (``CI=true``: the engine is part of the CI
 contract) and is skipped elsewhere. ``debian_rocm_image``: the debian-rocm builder image, built
@@ -21,7 +25,7 @@ from typing import Any
 import pytest
 
 from buildkit import image as images
-from buildkit.docker_engine import connect
+from buildkit.docker_engine import CONTAINER_LABEL, Owner, connect
 from buildkit.errors import DockerUnavailable
 
 
@@ -49,6 +53,33 @@ def debian_rocm_image(docker_client: Any) -> images.ImageRef:
     except Exception:
         _require_engine("base image debian:trixie-slim missing: run `buildkit image seed debian:trixie-slim`")
     return images.ensure_image("debian-rocm", client=docker_client, progress=print)
+
+
+def _leftovers(client: Any, before: set[str]) -> list[str]:
+    """The labelled containers made since ``before`` that nobody will remove: this process's, or those
+    of an owner that is gone (a subprocess of the test). A live build's beside the tests is not ours."""
+    left = []
+    for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
+        if container.id in before:
+            continue
+        labels = dict(container.labels or {})
+        owner = Owner.of(labels)
+        if owner is not None and (owner.pid == os.getpid() or owner.alive()[0] is False):
+            left.append(f"{container.name} ({labels.get(CONTAINER_LABEL)}, {container.status})")
+    return left
+
+
+@pytest.fixture(autouse=True)
+def no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a docker test that leaves a labelled container of its own behind (every test of this tier:
+    those that drive buildkit in a subprocess too)."""
+    client = request.getfixturevalue("docker_client")
+    labelled = {"label": CONTAINER_LABEL}
+    before = {c.id for c in client.containers.list(all=True, filters=labelled)}
+    yield
+    left = _leftovers(client, before)
+    if left:
+        pytest.fail(f"the test left {len(left)} container(s) on the engine: {', '.join(left)}", pytrace=False)
 
 
 def _free_port(host: str) -> int:

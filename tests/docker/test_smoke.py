@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -55,9 +56,10 @@ def copy_len(text):
 
 
 def _containers_of(client: Any, name: str) -> list[Any]:
-    """The smoke containers on the engine (``name``: the smoke test's, for the reader: one runs at a time)."""
-    label = f"{docker_engine.CONTAINER_LABEL}=smoke"
-    return list(client.containers.list(all=True, filters={"label": label}))
+    """The smoke containers this test process made (``name``: the smoke test's, for the reader: one runs
+    at a time). The engine is shared: another test's or another build's smoke containers are not ours."""
+    labels = [f"{docker_engine.CONTAINER_LABEL}=smoke", f"{docker_engine.OWNER_PREFIX}pid={os.getpid()}"]
+    return list(client.containers.list(all=True, filters={"label": labels}))
 
 
 def runtime_image(client: Any, release: str) -> str:
