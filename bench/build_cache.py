@@ -43,8 +43,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from buildkit.build import cibw  # noqa: E402
-from buildkit.build.staging import HOST_CA_BUNDLE, stage_source  # noqa: E402
+from buildkit.building import cibw  # noqa: E402
+from buildkit.building.staging import HOST_CA_BUNDLE, stage_source  # noqa: E402
 from buildkit.docker_engine import connect  # noqa: E402
 from buildkit.image.builder import ensure_builder  # noqa: E402
 from buildkit.plan.expansion import expand  # noqa: E402

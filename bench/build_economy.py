@@ -64,7 +64,7 @@ sys.path.insert(0, str(ROOT))
 
 from buildkit import image as images  # noqa: E402
 from buildkit import profiles  # noqa: E402
-from buildkit.build import ccache, cibw  # noqa: E402
+from buildkit.building import ccache, cibw  # noqa: E402
 from buildkit.docker_engine import RUN_LABEL, connect  # noqa: E402
 from buildkit.plan.expansion import expand  # noqa: E402
 from buildkit.plan.models import Job  # noqa: E402
@@ -75,7 +75,7 @@ JOBS = ("cp313-rocm7.2", "cp314-rocm7.2", "cp315-rocm7.2")
 DEVICE, HOST = 3, 1  # csrc: gemm.hip, rowsum.hip, hip_runtime_info.hip; module.c (Python.h)
 TORCH_JOB = "cp311-rocm7.2-torch2.13"
 TP_PYTHONS = ("3.13", "3.14", "3.15")  # the ROCm 7.2 builder's CPythons
-MISSED = ccache.MISSED_LOG_LINE  # a build log's line per compile that missed (buildkit.build.job)
+MISSED = ccache.MISSED_LOG_LINE  # a build log's line per compile that missed (buildkit.building.job)
 PASSED = re.compile(r"^\[([\w.-]+)\] (?:passed|up-to-date) in ([0-9.]+)s", re.M)
 SCENARIOS = ("matrix", "peer", "torch", "parallel", "remote")
 #: the label the peer's cibuildwheel container gets, for the CPU meter

@@ -71,7 +71,7 @@ class Profile:
     #: one library folder of the image a build against a sysroot links with (hipcc's ``-L``);
     #: required with ``sysroots``, None without
     rocm_lib_links: str | None = None
-    #: where ccache masquerades as the compilers (buildkit/build/ccache.py): a key of :data:`CACHE_LAYOUTS`
+    #: where ccache masquerades as the compilers (buildkit/building/ccache.py): a key of :data:`CACHE_LAYOUTS`
     cache_layout: str | None = None
     #: how the compiler cache reaches hipcc's clang, one of the layout's routes (:data:`CACHE_LAYOUTS`);
     #: None: the layout's usual one (its first)
@@ -162,8 +162,8 @@ ROLES = ("builder", "runtime")
 #: AMD's layout: where ROCm is in an image whose profile does not say (``rocm_prefix``)
 DEFAULT_ROCM_PREFIX = "/opt/rocm"
 #: the compiler-cache layouts a profile may name (``cache_layout``), each with the routes to hipcc's
-#: clang it supports (``cache_hip``; the first is the usual one): buildkit/build/ccache.py has one
-#: :class:`~buildkit.build.ccache.Layout` per pair (a test keeps the two in step)
+#: clang it supports (``cache_hip``; the first is the usual one): buildkit/building/ccache.py has one
+#: :class:`~buildkit.building.ccache.Layout` per pair (a test keeps the two in step)
 #:
 #: * ``debian``: Debian's ccache links in /usr/lib/ccache; hipcc through ``launcher``
 #:   (HIP_CLANG_LAUNCHER: Debian's perl hipcc), or ``build-wrappers`` (wrappers of its clang made when

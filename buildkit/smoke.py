@@ -12,7 +12,7 @@ is created. Steps, each with its exit code and captured output:
    e.g. its torch, stay visible); without venv, ``pip install --target`` + ``PYTHONPATH``.
 2. ``deps`` (neither ``--wheelhouse`` nor ``--index-url``): the wheel's ``Requires-Dist`` that the
    image does not already satisfy (``pip list`` in the container) are resolved and downloaded on the
-   host, as a hermetic build does its build requirements (:mod:`buildkit.build.requirements`): with
+   host, as a hermetic build does its build requirements (:mod:`buildkit.building.requirements`): with
    the user's pip configuration, wheels only, for the container's CPython and the wheel's platform,
    at the versions the build's lock pins where it names them (the manifest's ``build_requirements``:
    what the build's test step installed), then copied in. The container still has no network.
@@ -587,7 +587,7 @@ def download_command(
     """``pip download`` of ``requirements`` with their dependencies, wheels only, for CPython
     ``python_version`` and the wheel's manylinux platform down to manylinux2014 (the host's platform
     for a wheel without one), with the user's pip configuration."""
-    from buildkit.build.requirements import target_platforms
+    from buildkit.building.requirements import target_platforms
 
     cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "--progress-bar", "off"]
     cmd += ["--only-binary=:all:", "--python-version", python_version, "--implementation", "cp"]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from buildkit.build.summary import render_summary, summary_json
+from buildkit.building.summary import render_summary, summary_json
 from buildkit.cli.options import colour_verdicts, colour_wanted, quiet
 from buildkit.cli.options import verbose as global_verbose
 from buildkit.service.build import run_build

@@ -1,5 +1,5 @@
 """``buildkit cache export|import DIR|FILE.tar``: the compiler-cache volumes carried off the machine
-and back (logic in buildkit.build.cache_store)."""
+and back (logic in buildkit.building.cache_store)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from buildkit.build.cache_store import export_cache, import_cache
+from buildkit.building.cache_store import export_cache, import_cache
 from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
 
 

@@ -96,7 +96,7 @@ def verify(
             raise UsageError("--recipe/--cache/--keep/--wheelhouse apply to a rebuild, not to --attestation")
         if check_attestation:
             # deferred (heavy: cryptography): only the --attestation path needs it
-            from buildkit.build.provenance import load_public_key, verify_attestation
+            from buildkit.building.provenance import load_public_key, verify_attestation
 
             if public_key is None:
                 raise UsageError("--attestation needs --public-key PEM")
@@ -120,7 +120,7 @@ def verify(
             return
 
         # deferred (heavy: the build stage, the Docker SDK): --attestation and usage errors never load it
-        from buildkit.build.verify import render
+        from buildkit.building.verify import render
         from buildkit.service.verify import verify_rebuild
 
         result = verify_rebuild(

@@ -23,7 +23,7 @@ from buildkit.profiles import Profile, docker_dir
 LABEL_PROFILE = "io.rocm-buildkit.profile"
 LABEL_CONTENT = "io.rocm-buildkit.content-hash"
 LABEL_SOURCES = "io.rocm-buildkit.sources-hash"
-LABEL_BUILD_ARGS = "io.rocm-buildkit.build-args"
+LABEL_BUILD_ARGS = "io.rocm-buildkit.building-args"
 HASH_LENGTH = 12
 
 

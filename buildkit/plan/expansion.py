@@ -72,7 +72,7 @@ STABLE_FLAG_VARS = ("CPPFLAGS", "CXXFLAGS", "HIPFLAGS", "HIPCC_COMPILE_FLAGS_APP
 def torch_stable_env(env: Mapping[str, str], stable: TorchStable) -> dict[str, str]:
     """The flags of a stable-ABI job: torch's stable-only flags (:attr:`TorchStable.flags`) after what
     ``env`` has in :data:`STABLE_FLAG_VARS` (the build adds ``BUILDKIT_TORCH_REQUIREMENT``,
-    :func:`buildkit.build.cibw.container_environment`)."""
+    :func:`buildkit.building.cibw.container_environment`)."""
     return {var: " ".join(filter(None, (env.get(var, ""), stable.flags))) for var in STABLE_FLAG_VARS}
 
 
@@ -426,7 +426,7 @@ class _Expansion:
         if recipe.offload_compress:
             job_env.update(offload_compress_env(job_env))
             self.note_offload_compress(rocm)
-        if recipe.host_isa is not None:  # the compiler launcher holds it (build/hip_launcher.sh)
+        if recipe.host_isa is not None:  # the compiler launcher holds it (building/hip_launcher.sh)
             job_env.update(recipe.host_isa.environment())
         if stable is not None:
             job_env.update(torch_stable_env(job_env, stable))

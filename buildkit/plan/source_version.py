@@ -1,7 +1,7 @@
 """The plan's versions against the source's own rule, before anything is compiled.
 
 The build tells the project its planned version (``BUILDKIT_VERSION`` and
-``SETUPTOOLS_SCM_PRETEND_VERSION``, :mod:`buildkit.build.cibw`) and refuses a wheel of any other
+``SETUPTOOLS_SCM_PRETEND_VERSION``, :mod:`buildkit.building.cibw`) and refuses a wheel of any other
 version, after the compile. A project that fixes its version (``[project] version = "13.6.0"``, a
 literal in ``_version.py``) cannot carry a local label such as ``+rocm5.7.manylinux.2.41``: that is
 known from the source alone, so :func:`check_source_version` raises it as a
@@ -11,7 +11,7 @@ file and line that fix the version. A source whose rule rocm-buildkit cannot rea
 :func:`with_source_version` is what ``buildkit plan`` runs: it reads a path source in place and an
 ``sdist``/``url`` source from its cached archive (unpacked once; what was read is cached by the
 archive's sha256: :func:`buildkit.source.tree.archive_facts`); a git source is
-checked by ``buildkit build`` once fetched (:func:`buildkit.build.run.build_plan`).
+checked by ``buildkit build`` once fetched (:func:`buildkit.building.run.build_plan`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from buildkit.source.project import cibuildwheel_notes
 from buildkit.source.tree import SourceFacts, archive_facts, read_facts
 from buildkit.source.version import VersionDecision
 
-#: the other way out: the build sets both variables to the job's planned version (buildkit.build.cibw)
+#: the other way out: the build sets both variables to the job's planned version (buildkit.building.cibw)
 _FROM_BUILD = (
     "make the build decide the version: read BUILDKIT_VERSION (setup.py: "
     'version=os.environ["BUILDKIT_VERSION"]) or use setuptools-scm (it reads '

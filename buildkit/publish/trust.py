@@ -2,13 +2,13 @@
 
 A manifest is a file anyone can write beside a wheel; a ``verdict.passed: true`` in it proves nothing.
 Before anything is written or uploaded, each wheel is inspected and gated again
-(:func:`~buildkit.build.wheel_gate.check_wheels`, the gate ``build`` and ``check`` run) with one of:
+(:func:`~buildkit.building.wheel_gate.check_wheels`, the gate ``build`` and ``check`` run) with one of:
 
 * ``--recipe R``: the configuration of the recipe and the job that built the wheel (the job id the
   manifest records, found in R's plan; the manifest must record R's sha256). A manifest that records
   another gate configuration than R gives that job now is stale and refused.
 * ``--public-key K``: the configuration the manifest records, once the wheel's attestation
-  (``<wheel>.intoto.json``, :mod:`buildkit.build.provenance`) verifies with K, its subject is the
+  (``<wheel>.intoto.json``, :mod:`buildkit.building.provenance`) verifies with K, its subject is the
   wheel's name and sha256, and it signs the same recipe sha256, job and gate configuration as the
   manifest (any difference: forged or stale, refused).
 
@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from buildkit.build.gating import gate_key
-from buildkit.build.provenance import attestation_path, load_public_key, verify_attestation
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building.gating import gate_key
+from buildkit.building.provenance import attestation_path, load_public_key, verify_attestation
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.errors import NotReproducible, UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.inspect import inspect_wheel

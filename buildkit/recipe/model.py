@@ -52,7 +52,8 @@ class Recipe:
     gate: GateRules = field(default_factory=GateRules)
     hooks: Hooks = field(default_factory=Hooks)
     #: ``network: true``: the build container gets the network (pip uses the index there); False (the
-    #: default): a hermetic build from a wheelhouse resolved on the host (:mod:`buildkit.build.requirements`)
+    #: default): a hermetic build from a wheelhouse resolved on the host
+    #: (:mod:`buildkit.building.requirements`)
     network: bool = False
     #: ``wheel:``: one wheel per CPython (the default), or one ``py3-none``/``abi3`` wheel per cell
     wheel: WheelAbi = field(default_factory=WheelAbi)

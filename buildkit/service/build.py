@@ -1,6 +1,6 @@
 """``buildkit build`` as a library call: the recipe's plan (:func:`buildkit.service.plan.load_plan`),
 its notes, ``--strict``, the checks of the output folders, and every selected job built and gated
-(:func:`buildkit.build.run.build_plan`); :meth:`BuildRun.failure` is the command's verdict."""
+(:func:`buildkit.building.run.build_plan`); :meth:`BuildRun.failure` is the command's verdict."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from buildkit.build.job import BuildOptions, JobResult
-from buildkit.build.output import check_writable
-from buildkit.build.progress import LiveBoard
-from buildkit.build.quarantine import shown
-from buildkit.build.run import build_plan
+from buildkit.building.job import BuildOptions, JobResult
+from buildkit.building.output import check_writable
+from buildkit.building.progress import LiveBoard
+from buildkit.building.quarantine import shown
+from buildkit.building.run import build_plan
 from buildkit.errors import BuildFailed, BuildkitError, GateFailed, IndexUnavailable
 from buildkit.plan.models import Plan, check_strict, printable
 from buildkit.recipe import Recipe
@@ -91,7 +91,7 @@ def run_build(
     """Build ``job_ids`` (default: every job) of the recipe at ``recipe_path``, with the command's
     options as given (paths as the user wrote them, for the notes). ``note`` gets the plan's notes (when
     ``notes``) and the notes about the options; ``echo`` the jobs' progress, or with ``live`` the live
-    board on the terminal does (:class:`buildkit.build.progress.LiveBoard`, lines printed above it)."""
+    board on the terminal does (:class:`buildkit.building.progress.LiveBoard`, lines printed above it)."""
     loaded = load_plan(recipe_path, cli_archs=cli_archs)
     for text in loaded.plan.notes if notes else ():  # dropped archs, ...
         note(f"buildkit build: note: {printable(text)}")

@@ -1,7 +1,7 @@
 """What ``buildkit check`` does, as library calls (:func:`run_check`): its gate options and
 ``--recipe``/``--job`` -> a :class:`~buildkit.gate.config.GateConfig` (:func:`gate_config`), with
 ``--rocm-from-pip``/``--rocm-sdk`` the SDK's wheels read into it (:func:`with_rocm_from_pip`); then
-every wheel is inspected (streaming) and gated (:func:`buildkit.build.wheel_gate.check_wheels`, the
+every wheel is inspected (streaming) and gated (:func:`buildkit.building.wheel_gate.check_wheels`, the
 one way ``build``, ``check`` and ``publish`` gate wheel files); :meth:`CheckRun.failure` is the
 command's verdict.
 
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.errors import BuildkitError, GateFailed, UsageError, WheelReadError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.options import GateFlags, apply_options
@@ -112,13 +112,13 @@ def torch_from_image(image: str) -> TorchExports:
 def with_rocm_from_pip(config: GateConfig, requirement: str | None, sdk: Path | None) -> GateConfig:
     """``--rocm-from-pip REQUIREMENT`` with ``--rocm-sdk FOLDER`` (both or neither: UsageError):
     ``config`` with the SDK's wheels in ``FOLDER`` read into its ROCm-from-pip facts
-    (:func:`buildkit.build.rocm_pip.gather`); neither: ``config``."""
+    (:func:`buildkit.building.rocm_pip.gather`); neither: ``config``."""
     if (requirement is None) != (sdk is None):
         raise UsageError("--rocm-from-pip and --rocm-sdk go together")
     if requirement is None or sdk is None:
         return config
     # the SDK's wheels are read only for ROCm from pip (start-up of a plain check)
-    from buildkit.build.rocm_pip import find_wheels, gather
+    from buildkit.building.rocm_pip import find_wheels, gather
 
     facts = gather(requirement, find_wheels(sdk), source=str(sdk))
     return config._replace(rocm_pip=facts).validated()

@@ -1,15 +1,15 @@
 """``buildkit verify``'s rebuild as a library call: the manifest's record read and checked
-(:func:`buildkit.build.verify.read_recorded`), the recorded job expanded again from its recipe
+(:func:`buildkit.building.verify.read_recorded`), the recorded job expanded again from its recipe
 (:func:`recorded_job`, through :func:`buildkit.service.plan.plan_of`), and rebuilt and compared
-(:func:`buildkit.build.verify.rebuild`)."""
+(:func:`buildkit.building.verify.rebuild`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from buildkit.build import Echo
-from buildkit.build.verify import (
+from buildkit.building import Echo
+from buildkit.building.verify import (
     Recorded,
     VerifyResult,
     check_manifest,
@@ -51,7 +51,7 @@ def verify_rebuild(
     client: Any = None,
     verbose: bool = False,
 ) -> VerifyResult:
-    """Rebuild the job recorded beside ``wheel`` and compare (:mod:`buildkit.build.verify`).
+    """Rebuild the job recorded beside ``wheel`` and compare (:mod:`buildkit.building.verify`).
 
     A ``recipe`` given is checked first as every command checks one (a missing or malformed recipe is
     load_recipe's error), in this order: ``keep``, then the manifest, then the recipe; only then is

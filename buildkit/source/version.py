@@ -37,7 +37,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-#: the variable rocm-buildkit sets to the planned version in the build (buildkit.build.cibw)
+#: the variable rocm-buildkit sets to the planned version in the build (buildkit.building.cibw)
 BUILDKIT_VARIABLE = "BUILDKIT_VERSION"
 SCM_VARIABLE = "SETUPTOOLS_SCM_PRETEND_VERSION"
 _SCM = "setuptools-scm (reads SETUPTOOLS_SCM_PRETEND_VERSION)"

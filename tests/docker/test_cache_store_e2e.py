@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from buildkit.build import cache_store
+from buildkit.building import cache_store
 from buildkit.docker_engine import throwaway
 
 pytestmark = pytest.mark.docker

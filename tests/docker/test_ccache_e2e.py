@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 import yaml
 
-from buildkit.build import ccache
-from buildkit.build.cibw import ccache_volume
+from buildkit.building import ccache
+from buildkit.building.cibw import ccache_volume
 from buildkit.docker_engine import throwaway
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
-from buildkit.build import cibw, requirements
+from buildkit.building import cibw, requirements
 from buildkit.manifest import lock_path, sha256_file
 from buildkit.manifest import read as read_manifest
 from buildkit.plan.expansion import expand

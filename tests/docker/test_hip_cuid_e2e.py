@@ -5,7 +5,7 @@ the command line it runs (``-fuse-cuid=hash``), and ccache runs clang with the a
 order, so an object compiled through ccache differed from an uncached compile's, and ``buildkit
 verify`` (an uncached rebuild) from the cached build, for every project that does not pass ``-cuid``
 itself: whisper.cpp's ggml (CMake's HIP language), any hipcc-driven setup.py. The build now sends
-every HIP compile through its launcher (buildkit/build/hip_launcher.sh), which adds a ``-cuid`` of
+every HIP compile through its launcher (buildkit/building/hip_launcher.sh), which adds a ``-cuid`` of
 the arguments as the project gave them, before ccache, in every build.
 
 Real parts only: the debian-sid-rocm 7.2 builder (hipcc 7.2.4 on clang 22, ccache 4.14, cmake) and
@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from buildkit import image as images
-from buildkit.build import ccache
-from buildkit.build.cibw import ccache_volume
+from buildkit.building import ccache
+from buildkit.building.cibw import ccache_volume
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 from tests.helpers.build_run import build_job

@@ -20,7 +20,7 @@ import pytest
 
 from buildkit import image as images
 from buildkit import profiles
-from buildkit.build.cibw import ccache_volume
+from buildkit.building.cibw import ccache_volume
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 from tests.helpers.recipes import reference_three_pythons

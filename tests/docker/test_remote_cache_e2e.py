@@ -20,8 +20,8 @@ import yaml
 
 from buildkit import image as images
 from buildkit import profiles
-from buildkit.build import remote_cache
-from buildkit.build.cibw import ccache_volume
+from buildkit.building import remote_cache
+from buildkit.building.cibw import ccache_volume
 from buildkit.docker_engine import throwaway
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe

@@ -33,7 +33,7 @@ import pytest
 
 from buildkit import image as images
 from buildkit import profiles
-from buildkit.build import cibw
+from buildkit.building import cibw
 from buildkit.plan.expansion import expand
 from buildkit.recipe import parse_recipe
 

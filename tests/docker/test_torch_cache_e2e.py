@@ -33,8 +33,8 @@ import pytest
 
 from buildkit import image as images
 from buildkit import profiles
-from buildkit.build import ccache
-from buildkit.build.cibw import ccache_volume
+from buildkit.building import ccache
+from buildkit.building.cibw import ccache_volume
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 from tests.docker.conftest import redis_command

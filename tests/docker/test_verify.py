@@ -24,7 +24,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from buildkit.build.verify import diff_members
+from buildkit.building.verify import diff_members
 from buildkit.manifest import read as read_manifest
 from buildkit.manifest import sha256_file
 
@@ -222,7 +222,7 @@ def test_build_environment_probe_is_removed_on_ctrl_c(
     docker_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Ctrl-C while the probe container runs: KeyboardInterrupt propagates and the container is gone."""
-    from buildkit.build import provenance
+    from buildkit.building import provenance
 
     digest = hashlib.sha256(SLOW_PROBE_DOCKERFILE.encode()).hexdigest()[:12]
     tag = f"rocm-buildkit-test/slow-probe:{digest}"
@@ -270,7 +270,7 @@ def test_build_environment_probe_is_removed_on_ctrl_c(
 def test_build_environment_lists_the_image_packages(
     docker_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from buildkit.build import provenance
+    from buildkit.building import provenance
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     image = docker_client.images.get("debian:trixie-slim")

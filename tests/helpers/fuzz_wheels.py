@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.gate.config import GateConfig
 from buildkit.gate.report import render_all, to_json
 from tests.helpers.offload_bundle import amdgpu_header, compressed_bundle, plain_bundle

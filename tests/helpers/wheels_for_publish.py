@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from buildkit import manifest
-from buildkit.build.gating import gate_key
-from buildkit.build.provenance import write_attestation
+from buildkit.building.gating import gate_key
+from buildkit.building.provenance import write_attestation
 from buildkit.gate.config import GateConfig
 from tests.helpers import wheel_zip
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from buildkit import pyindex
-from buildkit.build.staging import fetch_source
+from buildkit.building.staging import fetch_source
 from buildkit.recipe import parse_recipe
 from buildkit.source import fetch
 from tests.helpers.sources import isolate_pip

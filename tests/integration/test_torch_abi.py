@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.compare.diff import diff_wheels, render_human
 from buildkit.compare.torch_exports import load_torch_exports, torch_wheel_exports
 from buildkit.gate.report import load_schema, to_json

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.compare.torch_shim import build_table, render
 from buildkit.gate.config import GateConfig
 from buildkit.gate.torchshim import TABLE_PATH

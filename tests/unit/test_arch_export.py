@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from cibuildwheel.environment import parse_environment
 
-from buildkit.build import cibw
+from buildkit.building import cibw
 from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Plan

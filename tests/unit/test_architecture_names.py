@@ -43,7 +43,7 @@ DOC = REPO / "docs" / "ARCHITECTURE.md"
 DATA_WORDS = {
     "abi3": "buildkit/schema/recipe.schema.json",  # a kind of wheel, the recipe's `wheel:` key
     "TORCH_LIBRARY": "csrc/refops/src/ops.cpp",  # torch's C++ macro
-    "ROCM_PATH": "buildkit/build/cibw.py",  # an environment variable of the build
+    "ROCM_PATH": "buildkit/building/cibw.py",  # an environment variable of the build
     "properties": "buildkit/schema/recipe.schema.json",  # the JSON Schema keyword
     "PREFIXES": "tests/unit/test_recipe_sections.py",  # a constant of a test
 }
@@ -311,7 +311,7 @@ def test_the_check_catches_what_names_nothing() -> None:
             "`buildkit/rocm/*.yaml|json`, `probe.sh`, `no-such.sh`, `gate/facts.py`, `rules/waivers`.",
             "`buildkit image prune --containers`, `buildkit frobnicate`, `buildkit cache export|import`.",
             "`buildkit cache export|nothing`, `--flag`, `key:`, `check(facts) -> Iterable[Finding]`.",
-            "| `buildkit/build/` | `check`, `publish` (commands), `socket`, `ceilings_reader` | `run` |",
+            "| `buildkit/building/` | `check`, `publish` (commands), `socket`, `ceilings_reader` | `run` |",
             "A reader (`ceilings_reader`), `socket`, `urllib3`, `no_such_module_anywhere`.",
             "`ctx.err(message, at)` positions a problem: `raise` it, or `ctx.report` it; `ctx.nothing`.",
             "```",
@@ -330,8 +330,8 @@ def test_the_check_catches_what_names_nothing() -> None:
         "docs/ARCHITECTURE.md:5: `rules/waivers` (buildkit)",  # only in the gate's row
         "docs/ARCHITECTURE.md:6: `buildkit frobnicate` (buildkit)",
         "docs/ARCHITECTURE.md:7: `buildkit cache export|nothing` (buildkit)",
-        "docs/ARCHITECTURE.md:8: `socket` (buildkit.build)",  # Python's, not a module of the row's package
-        "docs/ARCHITECTURE.md:8: `ceilings_reader` (buildkit.build)",  # a parameter of plan's `expand`
+        "docs/ARCHITECTURE.md:8: `socket` (buildkit.building)",  # Python's, not a module of the row's package
+        "docs/ARCHITECTURE.md:8: `ceilings_reader` (buildkit.building)",  # a parameter of plan's `expand`
         "docs/ARCHITECTURE.md:9: `no_such_module_anywhere` (buildkit)",
         "docs/ARCHITECTURE.md:10: `ctx.nothing` (buildkit)",  # `ctx: Context` has no such method
     ]

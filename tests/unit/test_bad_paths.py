@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from buildkit.build.cache_store import Carried, export_cache, import_cache
+from buildkit.building.cache_store import Carried, export_cache, import_cache
 from buildkit.cli import main
 from buildkit.errors import UsageError
 from tests.helpers.wheel_zip import write_wheel
@@ -165,7 +165,7 @@ def test_cache_export_to_a_place_that_cannot_be_written_is_a_usage_error(tmp_pat
 def test_build_out_and_log_dir_that_cannot_be_written_are_refused_first(tmp_path: Path, case: str) -> None:
     """``build --log-dir /proc/x`` passed the check (root passes every access test) and the build
     died with a traceback once it opened the job's log, after its image was prepared."""
-    from buildkit.build.output import check_writable
+    from buildkit.building.output import check_writable
 
     folder = _out_cases(tmp_path)[case]
     with pytest.raises(UsageError, match=f"--log-dir {folder}: "):

@@ -27,9 +27,19 @@ import pytest
 import requests
 
 from buildkit import docker_engine, manifest
-from buildkit.build import ccache, cibw, gating, provenance, requirements, runner, staging, summary, toolchain
-from buildkit.build import job as build_job
-from buildkit.build.key import inputs_key, tool_versions
+from buildkit.building import (
+    ccache,
+    cibw,
+    gating,
+    provenance,
+    requirements,
+    runner,
+    staging,
+    summary,
+    toolchain,
+)
+from buildkit.building import job as build_job
+from buildkit.building.key import inputs_key, tool_versions
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
 from buildkit.gate.config import GateConfig
 from buildkit.plan.expansion import expand

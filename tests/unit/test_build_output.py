@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from buildkit import manifest
-from buildkit.build import output, staging
-from buildkit.build.key import up_to_date
+from buildkit.building import output, staging
+from buildkit.building.key import up_to_date
 from buildkit.errors import BuildFailed, UsageError
 
 WHEEL = "pkg-1.0-cp313-cp313-manylinux_2_34_x86_64.whl"

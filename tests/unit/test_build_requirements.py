@@ -1,4 +1,4 @@
-"""Hermetic builds' build requirements (``buildkit.build.requirements``): what is requested, pip's
+"""Hermetic builds' build requirements (``buildkit.building.requirements``): what is requested, pip's
 command lines, the lock format, and real ``pip download`` runs against a local folder of wheels
 (``PIP_NO_INDEX=1``, no pip configuration: nothing here reaches an index)."""
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from buildkit.build import requirements as reqs
+from buildkit.building import requirements as reqs
 from buildkit.errors import BuildFailed, RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from buildkit.build import buildsystem, cibw
-from buildkit.build.requirements import marker_environment
+from buildkit.building import buildsystem, cibw
+from buildkit.building.requirements import marker_environment
 from buildkit.errors import BuildFailed, RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build import cache_store
+from buildkit.building import cache_store
 from buildkit.errors import UsageError
 
 VOLUME = "rocm-buildkit-ccache-0123456789ab"

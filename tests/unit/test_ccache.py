@@ -1,4 +1,4 @@
-"""The compiler cache as the build container gets it (buildkit/build/ccache.py): the environment that
+"""The compiler cache as the build container gets it (buildkit/building/ccache.py): the environment that
 routes every C, C++ and HIP compile through ccache, as cibuildwheel's own parser reads it, per image
 layout; the Dockerfiles that make the masquerade it relies on; the statistics read back."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from buildkit.build import ccache, cibw
+from buildkit.building import ccache, cibw
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import load_recipe

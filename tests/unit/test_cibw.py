@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from buildkit import docker_engine
-from buildkit.build import ccache, cibw
+from buildkit.building import ccache, cibw
 from buildkit.errors import UsageError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build import cmake_log
-from buildkit.build.job import JobResult
-from buildkit.build.summary import render_summary
+from buildkit.building import cmake_log
+from buildkit.building.job import JobResult
+from buildkit.building.summary import render_summary
 
 pytestmark = pytest.mark.unit
 

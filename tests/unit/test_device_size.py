@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from buildkit.build.cibw import CibwSettings, container_environment
+from buildkit.building.cibw import CibwSettings, container_environment
 from buildkit.gate.config import GateConfig
 from buildkit.gate.report import load_schema
 from buildkit.plan.expansion import expand

@@ -6,7 +6,7 @@ buildkit's docstrings (and ``#:`` attribute comments) point at code in two ways:
   ``:meth:`from_flags``` (relative to the module, then to the enclosing class), with a ``~`` or a
   ``title <target>`` form;
 * a backticked dotted name whose first part is ``buildkit`` or a name the module imports
-  (````buildkit.build.cibw````, ````os.replace````, ````cibw.render_environment````); a file name
+  (````buildkit.building.cibw````, ````os.replace````, ````cibw.render_environment````); a file name
   (````releases.yaml````) is not a reference, nor is a dotted recipe key (````gate.waive````) in a
   module that imports no ``gate``.
 

@@ -104,23 +104,23 @@ def test_umask_is_read_without_changing_it() -> None:
 # --------------------------------------------------------------------------- one writer
 #: the os.replace calls outside fsutil, each with why it is not a single-file write
 RENAMES_ALLOWED: dict[tuple[str, str], str] = {
-    ("buildkit/build/output.py", "swap_in"): (
+    ("buildkit/building/output.py", "swap_in"): (
         "swaps a whole job folder into --out or a quarantine folder (and back on failure)"
     ),
-    ("buildkit/build/quarantine.py", "_move"): (
+    ("buildkit/building/quarantine.py", "_move"): (
         "moves a refused wheel (written by cibuildwheel, not by us) into its quarantine folder's "
         "incoming folder, which swap_in then renames into place"
     ),
     (
-        "buildkit/build/quarantine.py",
+        "buildkit/building/quarantine.py",
         "release",
     ): "renames a superseded quarantine folder aside before removing it",
-    ("buildkit/build/cache_store.py", "export_cache"): (
+    ("buildkit/building/cache_store.py", "export_cache"): (
         "renames a whole exported tar (streamed from the engine, too big for atomic_write's bytes) and "
         "each exported volume folder into place"
     ),
-    ("buildkit/build/output.py", "discard_output"): "renames a stale job folder aside before removing it",
-    ("buildkit/build/staging.py", "sweep_debris"): "puts back a job folder a killed swap left aside",
+    ("buildkit/building/output.py", "discard_output"): "renames a stale job folder aside before removing it",
+    ("buildkit/building/staging.py", "sweep_debris"): "puts back a job folder a killed swap left aside",
     ("buildkit/publish/journal.py", "_replay"): (
         "commits a static index batch: moves the staged files (wheels copied by copy_verified, streamed, "
         "hashed and fsynced while copied; .metadata files and pages written and fsynced) into place, in "
@@ -135,11 +135,11 @@ RENAMES_ALLOWED: dict[tuple[str, str], str] = {
     ("buildkit/split/run.py", "_keep_refused"): (
         "moves a refused split's wheels and reports into an incoming folder, renamed over the older refusal"
     ),
-    ("buildkit/build/requirements.py", "_virtualenv"): (
+    ("buildkit/building/requirements.py", "_virtualenv"): (
         "moves the wheels pip downloaded (into a folder of their own, inside the job's staging folder) "
         "into the staged wheelhouse once their resolution succeeded"
     ),
-    ("buildkit/build/sdk_link.py", "link_wheel"): (
+    ("buildkit/building/sdk_link.py", "link_wheel"): (
         "a stdlib-only script run in the build container after repair (it cannot import buildkit): the "
         "patched wheel, written beside the repaired one, renamed over it"
     ),

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from buildkit.build.ccache import CacheStats
-from buildkit.build.job import JobResult
-from buildkit.build.summary import render_summary
+from buildkit.building.ccache import CacheStats
+from buildkit.building.job import JobResult
+from buildkit.building.summary import render_summary
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "golden" / "build-summary.txt"
 REGEN = os.environ.get("BUILDKIT_REGEN_GOLDEN") == "1"

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from buildkit import manifest
-from buildkit.build import ccache, cibw, requirements, runner
+from buildkit.building import ccache, cibw, requirements, runner
 from buildkit.errors import BuildFailed, RecipeError
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe

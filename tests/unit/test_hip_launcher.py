@@ -1,4 +1,4 @@
-"""The HIP compile launcher (buildkit/build/hip_launcher.sh, as the build stages it): which command
+"""The HIP compile launcher (buildkit/building/hip_launcher.sh, as the build stages it): which command
 lines get a ``-cuid=``, what value, and what it runs next.
 
 The script itself runs here, under /bin/sh, in front of a stand-in compiler that prints the arguments
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build import ccache
+from buildkit.building import ccache
 
 
 @pytest.fixture

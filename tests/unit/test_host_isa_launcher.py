@@ -1,4 +1,4 @@
-"""Issue 38, case 8: the build's compiler launcher (buildkit/build/hip_launcher.sh) holds the host CPU
+"""Issue 38, case 8: the build's compiler launcher (buildkit/building/hip_launcher.sh) holds the host CPU
 baseline. Run here as the build runs it, ``hip-launcher COMPILER ARG...``, with ``echo`` as the
 compiler (it prints the arguments the real compiler would get): -march=native refused in every build,
 flags above the recipe's level refused, rewritten with ``rewrite``, allowed for the sources ``allow``
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build.ccache import launcher_script
+from buildkit.building.ccache import launcher_script
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 
@@ -104,7 +104,7 @@ def test_the_host_compilers_wrappers_exec_the_launcher_on_the_real_compiler(tmp_
     """The before_build command of a host_isa build (ccache.HOST_CC_SETUP), run here with its folder
     and the launcher's path moved under tmp_path: each compiler found on PATH gets a wrapper that
     execs the launcher on it, never on itself or (with the launcher running ccache) on the masquerade."""
-    from buildkit.build import ccache
+    from buildkit.building import ccache
 
     wrappers, launcher = tmp_path / "wrappers", tmp_path / "hip-launcher"
     launcher.write_text(launcher_script())
@@ -131,7 +131,7 @@ def test_the_host_compilers_wrappers_exec_the_launcher_on_the_real_compiler(tmp_
 
 
 def test_a_host_isa_build_puts_the_wrappers_first_on_path(tmp_path: Path) -> None:
-    from buildkit.build import ccache, cibw
+    from buildkit.building import ccache, cibw
 
     text = (
         (ROOT / "recipes" / "reference-trixie.yaml")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from buildkit.build import ccache, cibw
+from buildkit.building import ccache, cibw
 from buildkit.image.builder import _base_of, packages_dockerfile
 from buildkit.image.probe import MIN_AUDITWHEEL, Contract, parse_probe, problems
 from buildkit.plan.expansion import expand

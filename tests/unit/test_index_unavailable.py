@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from buildkit.build.job import JobResult
+from buildkit.building.job import JobResult
 from buildkit.cli import main
 from buildkit.compare.baseline import compare_with_last_release
 from buildkit.errors import IndexUnavailable

@@ -130,8 +130,8 @@ def test_build_json_summary_follows_its_schema(
 ) -> None:
     """``buildkit build --json``: the summary's content as JSON (the build itself stood in for: no
     engine in unit tests), the exit code the build's."""
-    from buildkit.build.ccache import CacheStats
-    from buildkit.build.job import JobResult
+    from buildkit.building.ccache import CacheStats
+    from buildkit.building.job import JobResult
     from buildkit.cli import main
     from buildkit.service import build as build_service  # the stage call the command makes
 

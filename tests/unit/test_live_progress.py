@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build.progress import LiveBoard, Phases
+from buildkit.building.progress import LiveBoard, Phases
 from buildkit.cli import options
 from buildkit.cli.build import live_board_wanted
 
@@ -37,8 +37,8 @@ ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 #: the child: buildkit build with the Docker part stood in for (see the module's docstring)
 CHILD = r"""
 import functools, os, sys, time
-from buildkit.build.job import JobResult
-from buildkit.build.progress import Phases
+from buildkit.building.job import JobResult
+from buildkit.building.progress import Phases
 from buildkit.cli import main
 from buildkit.service import build as build_service  # the stage call buildkit build makes
 

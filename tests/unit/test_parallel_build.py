@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from buildkit.build import run, runner
-from buildkit.build.job import JobResult
+from buildkit.building import run, runner
+from buildkit.building.job import JobResult
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import parse_recipe

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from buildkit import profiles
-from buildkit.build import ccache, cibw
+from buildkit.building import ccache, cibw
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 from buildkit.recipe.schema import recipe_schema

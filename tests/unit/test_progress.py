@@ -4,7 +4,7 @@ at most every interval, nothing from pip's look-alike lines; ``build -v`` stream
 
 from __future__ import annotations
 
-from buildkit.build.progress import Phases
+from buildkit.building.progress import Phases
 
 LOG = """\
 Starting container image rocm-buildkit/debian-rocm:0123456789ab...

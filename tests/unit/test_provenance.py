@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from buildkit.build import provenance as prov
+from buildkit.building import provenance as prov
 from buildkit.errors import NotReproducible, UsageError
 from buildkit.manifest import sha256_file
 from tests.helpers.wheel_zip import write_wheel

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.gate.config import GateConfig, JobIdentity
 from buildkit.records import to_data
 from tests.helpers.shared_library import build_shared_library, have_gcc

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from buildkit import manifest
-from buildkit.build import gating, quarantine, staging, summary
-from buildkit.build import job as build_job
-from buildkit.build.job import JobResult
+from buildkit.building import gating, quarantine, staging, summary
+from buildkit.building import job as build_job
+from buildkit.building.job import JobResult
 from buildkit.cli import main
 from buildkit.compare.baseline import RegressionCheck
 from buildkit.compare.diff import Baseline

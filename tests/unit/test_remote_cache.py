@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build import cibw, remote_cache
+from buildkit.building import cibw, remote_cache
 from buildkit.errors import UsageError
 from buildkit.plan.expansion import expand
 from buildkit.recipe import parse_recipe

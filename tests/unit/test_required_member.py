@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build.gating import gate_key
+from buildkit.building.gating import gate_key
 from buildkit.errors import RecipeError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.rules import NEVER_WAIVED

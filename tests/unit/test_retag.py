@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build import retag
+from buildkit.building import retag
 from buildkit.inspect import inspect_wheel
 from buildkit.plan.expansion import expand
 from buildkit.recipe import parse_recipe

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from buildkit import rocm as rocm_data
-from buildkit.build import cibw
+from buildkit.building import cibw
 from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Plan

@@ -2,7 +2,7 @@
 options: the release said once (the job's ``rocm``), the SDK locked with one device extra per target
 (a real ``pip download`` from a folder of SDK-shaped wheels, ``--no-index``: nothing reaches an
 index), ``ROCM_HOME``/``CMAKE_PREFIX_PATH`` from ``rocm-sdk path`` in the container, the SDK's
-SONAMEs excluded from repair and :mod:`buildkit.build.sdk_link` run after it. The wheel side
+SONAMEs excluded from repair and :mod:`buildkit.building.sdk_link` run after it. The wheel side
 (RPATHs, Requires-Dist, RECORD) is tested with the gate in ``test_rocm_pip_gate.py``; the whole
 build in ``tests/docker/test_rocm_pip_e2e.py``."""
 
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from buildkit.build import cibw
-from buildkit.build import requirements as reqs
+from buildkit.building import cibw
+from buildkit.building import requirements as reqs
 from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job

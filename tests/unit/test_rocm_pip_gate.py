@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build.rocm_pip import gather
+from buildkit.building.rocm_pip import gather
 from buildkit.errors import UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
@@ -206,12 +206,12 @@ def test_check_cli_gates_with_the_sdk_folder(tmp_path: Path, sdk: Path) -> None:
 
 
 # ------------------------------------------------------------------ the build's side: sdk_link
-# What the build runs after auditwheel repair in the container (buildkit.build.sdk_link), here on the
+# What the build runs after auditwheel repair in the container (buildkit.building.sdk_link), here on the
 # host with the real patchelf, then judged by the gate against the SDK's wheels.
 
 
 def test_sdk_link_makes_a_wheel_without_rpath_or_requirement_pass(tmp_path: Path, sdk: Path) -> None:
-    from buildkit.build import sdk_link
+    from buildkit.building import sdk_link
 
     wheel = _extension(tmp_path, sdk, runpath="", requires=[], needs_fft=True)
     before = _errors(_gate(wheel, sdk))
@@ -233,7 +233,7 @@ def test_sdk_link_makes_a_wheel_without_rpath_or_requirement_pass(tmp_path: Path
 
 
 def test_sdk_link_leaves_an_elf_that_needs_no_sdk_library_alone(tmp_path: Path, sdk: Path) -> None:
-    from buildkit.build import sdk_link
+    from buildkit.building import sdk_link
 
     wheel = _extension(tmp_path, sdk, runpath="", requires=[])
     assert sdk_link.link_wheel(wheel, PIN, [sdk_link.CORE_LIB], ["libnothing.so*"]) == {}
@@ -251,13 +251,13 @@ def test_sdk_link_leaves_an_elf_that_needs_no_sdk_library_alone(tmp_path: Path, 
     ],
 )
 def test_sdk_link_depth_is_computed_per_elf(member: str, entry: str | None) -> None:
-    from buildkit.build.sdk_link import CORE_LIB, origin_entry
+    from buildkit.building.sdk_link import CORE_LIB, origin_entry
 
     assert origin_entry(member, CORE_LIB) == entry
 
 
 def test_sdk_link_adds_the_requirement_after_the_others() -> None:
-    from buildkit.build.sdk_link import add_requirement
+    from buildkit.building.sdk_link import add_requirement
 
     meta = "Metadata-Version: 2.1\nName: demo\nRequires-Dist: numpy\nSummary: x\n\nbody\n"
     assert add_requirement(meta, PIN) == (

@@ -1,4 +1,4 @@
-"""PEP 770 SBOM (:mod:`buildkit.build.sbom`): ``.dist-info/sboms/rocm-buildkit.cdx.json`` lists the
+"""PEP 770 SBOM (:mod:`buildkit.building.sbom`): ``.dist-info/sboms/rocm-buildkit.cdx.json`` lists the
 runtime libraries the wheel needs and does not carry, validated and read back with the real CycloneDX
 library (cyclonedx-python-lib, a dev dependency).
 
@@ -20,8 +20,8 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 from buildkit import rocm as rocm_data
-from buildkit.build import sbom
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building import sbom
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.gate.config import GateConfig
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel

@@ -9,7 +9,7 @@ import dataclasses
 import subprocess
 from pathlib import Path
 
-from buildkit.build import ccache, cibw
+from buildkit.building import ccache, cibw
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Plan
 from buildkit.recipe import parse_recipe

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build.job import BuildOptions
-from buildkit.build.run import build_plan
+from buildkit.building.job import BuildOptions
+from buildkit.building.run import build_plan
 from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.source_version import with_source_version
@@ -358,7 +358,7 @@ def test_build_refuses_before_connecting_to_an_engine(
     def no_engine() -> None:
         raise AssertionError("the version check comes before the engine")
 
-    monkeypatch.setattr("buildkit.build.run.connect", no_engine)
+    monkeypatch.setattr("buildkit.building.run.connect", no_engine)
     with pytest.raises(
         RecipeError,
         match=r"proj/pyproject.toml:6 fixes the version 2.0; "
@@ -383,7 +383,7 @@ def test_a_git_source_is_checked_once_fetched(tmp_path: Path, monkeypatch: pytes
     recipe = parse_recipe(recipe_path.read_text(), path=recipe_path)
     plan = expand(recipe, env={})
     assert with_source_version(plan) == plan  # plan does not clone
-    monkeypatch.setattr("buildkit.build.run.connect", lambda: pytest.fail("no engine before the check"))
+    monkeypatch.setattr("buildkit.building.run.connect", lambda: pytest.fail("no engine before the check"))
     with pytest.raises(RecipeError) as info:
         build_plan(recipe, plan, [], _options(tmp_path), echo=print)
     assert info.value.detail.startswith(

@@ -17,7 +17,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.errors import GateFailed, SplitRefused, UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.rules.integrity import check_record

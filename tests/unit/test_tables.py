@@ -17,7 +17,7 @@ CELL = st.text(st.characters(min_codepoint=33, max_codepoint=126), max_size=12) 
 
 
 def _hand_written(rows: list[list[str]]) -> list[str]:
-    """What plan/render.py and build/summary.py computed before rich drew their tables."""
+    """What plan/render.py and building/summary.py computed before rich drew their tables."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from buildkit.build.gating import gate_key
+from buildkit.building.gating import gate_key
 from buildkit.compare.torch_exports import load_torch_exports
 from buildkit.errors import UsageError
 from buildkit.gate.config import GateConfig

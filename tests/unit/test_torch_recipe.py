@@ -14,8 +14,8 @@ import pytest
 from setuptools.errors import SetupError
 
 from buildkit import rocm
-from buildkit.build import ccache, cibw
-from buildkit.build import requirements as reqs
+from buildkit.building import ccache, cibw
+from buildkit.building import requirements as reqs
 from buildkit.errors import RecipeError
 from buildkit.gate.config import GateConfig
 from buildkit.plan.expansion import expand
@@ -179,7 +179,7 @@ def test_compilation_unit_ids_are_stable_and_distinct() -> None:
 
 
 def test_the_manifest_names_the_torch_wheel_the_lock_holds() -> None:
-    from buildkit.build.job import torch_record
+    from buildkit.building.job import torch_record
 
     job = _job()
     torch_file = reqs.Locked(

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 from packaging.requirements import Requirement
 
-from buildkit.build import cibw
-from buildkit.build.wheel_gate import check_wheels
+from buildkit.building import cibw
+from buildkit.building.wheel_gate import check_wheels
 from buildkit.cli.plan import plan
 from buildkit.compare.torch_shim import declared
 from buildkit.errors import RecipeError, UsageError

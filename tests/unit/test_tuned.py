@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.build.tuned import MAX_QUOTED, check_tuned_csv, check_tuned_csvs
+from buildkit.building.tuned import MAX_QUOTED, check_tuned_csv, check_tuned_csvs
 from buildkit.errors import RecipeError
 from buildkit.recipe import load_recipe
 
@@ -141,7 +141,7 @@ def test_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
     """A FIFO nobody writes to used to block the open forever: run in a child with a timeout."""
     fifo = tmp_path / "t.csv"
     os.mkfifo(fifo)
-    code = f"from buildkit.build.tuned import check_tuned_csv\ncheck_tuned_csv({str(fifo)!r})\n"
+    code = f"from buildkit.building.tuned import check_tuned_csv\ncheck_tuned_csv({str(fifo)!r})\n"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=False
     )

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from buildkit import manifest as manifests
-from buildkit.build import verify
+from buildkit.building import verify
 from buildkit.errors import UsageError
 from buildkit.records import to_data
 from buildkit.service.verify import verify_rebuild  # the rebuild the command runs
@@ -139,7 +139,7 @@ def test_cli_attestation_options_need_attestation(tmp_path: Path) -> None:
 
 
 def test_the_rebuild_takes_the_lock_the_manifest_records() -> None:
-    from buildkit.build.requirements import Lock, Locked
+    from buildkit.building.requirements import Lock, Locked
     from buildkit.recipe import load_recipe
 
     hermetic = load_recipe(ROOT / "recipes" / "reference-trixie.yaml")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from buildkit.build.gating import gate_key, gate_wheel
+from buildkit.building.gating import gate_key, gate_wheel
 from buildkit.gate.config import GateConfig
 from buildkit.gate.findings import Finding
 from buildkit.gate.rules import NEVER_WAIVED, waive

@@ -1,5 +1,5 @@
 """The recipe's ``checks:``: the pre-checks of a build, today ``tuned_csv`` (globs of tuned-kernel
-CSV files relative to the source, checked by :mod:`buildkit.build.tuned`; the schema keeps each a
+CSV files relative to the source, checked by :mod:`buildkit.building.tuned`; the schema keeps each a
 relative path inside the source)."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ recipe key         cibuildwheel option                     what it does
 
 ``build_requires`` is for what a project forgot to declare (a ``setup.py`` that imports a package
 its ``pyproject.toml`` does not list); cibuildwheel has no such option, so the staged copy of the
-source gets them in its ``[build-system] requires`` (:mod:`buildkit.build.buildsystem`). torch is
+source gets them in its ``[build-system] requires`` (:mod:`buildkit.building.buildsystem`). torch is
 not given here: a job of the recipe's ``torch`` axis builds against its pinned torch.
 
 A list of commands is joined with ``&&``, as cibuildwheel joins its lists. rocm-buildkit renders
@@ -30,7 +30,7 @@ beats pyproject.toml in cibuildwheel's option cascade).
 
 In a hermetic build (the recipe's ``network`` false, the default) these commands run in a container
 without network: ``test_requires`` come from the wheelhouse resolved on the host
-(:mod:`buildkit.build.requirements`), and a ``before_all``/``before_build`` that downloads
+(:mod:`buildkit.building.requirements`), and a ``before_all``/``before_build`` that downloads
 (``apt-get``, ``pip install``) fails; system packages belong in ``image.packages``.
 """
 

@@ -1,5 +1,5 @@
 """The recipe's ``host_isa:``: the x86-64 level of the wheel's host code, held at build time by the
-build's compiler launcher (``buildkit/build/hip_launcher.sh``): a compile asking for more is refused
+build's compiler launcher (``buildkit/building/hip_launcher.sh``): a compile asking for more is refused
 (or, with ``rewrite: true``, rewritten to the level), except for the sources ``allow`` names."""
 
 from __future__ import annotations

@@ -16,9 +16,9 @@ channel between the host and the build container, so it is deliberately small:
 * the container has no network (``--network=none``) unless the recipe says ``network: true``: pip
   installs only from the wheelhouse staged with the source (``PIP_NO_INDEX=1``,
   ``PIP_FIND_LINKS``; the build requirements are resolved and downloaded on the host,
-  :mod:`buildkit.build.requirements`);
+  :mod:`buildkit.building.requirements`);
 * the compiler cache is a named Docker volume (not a host path), one per cache key, and every C,
-  C++ and HIP compile goes through it (:mod:`buildkit.build.ccache`: the image's masquerade directory
+  C++ and HIP compile goes through it (:mod:`buildkit.building.ccache`: the image's masquerade directory
   first on ``PATH``, the one value rendered with an expansion, ``PATH=<dir>:$PATH``);
 * repair is ``auditwheel repair --plat <policy>`` with the job's exclude globs, which match
   versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``);
@@ -27,7 +27,7 @@ channel between the host and the build container, so it is deliberately small:
   Python into :data:`ROCM_SDK_DIR` and links ``rocm-sdk path --root`` and ``--cmake`` there, which
   ``ROCM_HOME`` and ``CMAKE_PREFIX_PATH`` name; the compiler stays the image's hipcc (``ROCM_PATH``:
   an SDK core wheel carries none in the tests' stand-in). After repair (the SDK's SONAMEs excluded),
-  :mod:`buildkit.build.sdk_link` adds the ``$ORIGIN``-relative RPATHs and the ``Requires-Dist``.
+  :mod:`buildkit.building.sdk_link` adds the ``$ORIGIN``-relative RPATHs and the ``Requires-Dist``.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from buildkit import profiles
-from buildkit.build import ccache, remote_cache, sdk_link
-from buildkit.build.toolchain import job_interpreter
+from buildkit.building import ccache, remote_cache, sdk_link
+from buildkit.building.toolchain import job_interpreter
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import RESERVED_ENV
@@ -63,7 +63,7 @@ HOST_PASSTHROUGH = (
     "REQUESTS_CA_BUNDLE",
 )
 
-#: where the staged source carries the CA bundle for pip inside the container (see buildkit.build.staging)
+#: where the staged source carries the CA bundle for pip inside the container (see buildkit.building.staging)
 CONTAINER_CA_PATH = "/project/.buildkit/ca-bundle.crt"
 #: the pip constraints of the build (the torch pin), staged beside it; pip applies PIP_CONSTRAINT to
 #: the isolated build environment too, so the extension compiles against the pinned torch
@@ -86,7 +86,7 @@ CCACHE_VOLUME_PREFIX = "rocm-buildkit-ccache-"
 #: ROCm from pip: where ``before_all`` installs the SDK in the build container (``site``) and links
 #: ``rocm-sdk path --root`` (``root``: ROCM_HOME) and ``--cmake`` (``cmake``: CMAKE_PREFIX_PATH)
 ROCM_SDK_DIR = "/opt/buildkit-rocm-sdk"
-#: the staged copy of :mod:`buildkit.build.sdk_link`, run after repair
+#: the staged copy of :mod:`buildkit.building.sdk_link`, run after repair
 SDK_LINK_NAME = "sdk_link.py"
 CONTAINER_SDK_LINK = "/project/.buildkit/" + SDK_LINK_NAME
 #: AMD's layout: where ROCm is when the image is not a profile's (:attr:`buildkit.profiles.Profile.rocm_path`)
@@ -339,7 +339,7 @@ def repair_command(job: Job) -> str:
 
 
 def sdk_link_command(job: Job) -> str:
-    """ROCm from pip: :mod:`buildkit.build.sdk_link` on the repaired wheel (the ``Requires-Dist`` on
+    """ROCm from pip: :mod:`buildkit.building.sdk_link` on the repaired wheel (the ``Requires-Dist`` on
     the release, RPATH entries to the SDK's library folders for each ELF needing one of its SONAMEs:
     the job's exclude globs)."""
     folders = [sdk_link.CORE_LIB]
@@ -383,7 +383,7 @@ def before_build(job: Job, *, isolation: bool = True, network: bool = True) -> s
 
     With build isolation (the default) the build frontend makes a fresh environment from the
     project's build requirements, which cannot see the target interpreter's packages: the staged
-    source's ``[build-system] requires`` gets both (:mod:`buildkit.build.buildsystem`) and
+    source's ``[build-system] requires`` gets both (:mod:`buildkit.building.buildsystem`) and
     PIP_CONSTRAINT (:func:`constraints`) pins torch there. None with isolation or nothing to add.
     """
     if isolation:
@@ -517,7 +517,7 @@ def cache_key(job: Job, image_tag: str) -> str:
     compilers), the ROCm release, the arch list and the sysroot; never the Python or the job id, so
     the jobs of a matrix that differ in their Python only reuse each other's device code. ccache's
     own key still holds each compile's flags, compiler and input: sharing never serves a wrong
-    object (see :mod:`buildkit.build.ccache`)."""
+    object (see :mod:`buildkit.building.ccache`)."""
     archs = ";".join(str(a) for a in job.archs.kept)
     return "\0".join((image_tag, job.rocm, archs, job.sysroot or ""))
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TextIO
 
-from buildkit.build import Echo
+from buildkit.building import Echo
 from buildkit.errors import BuildFailed
 
 #: the cibuildwheel processes running now (``build --parallel``: one per worker thread), and whether
@@ -62,7 +62,7 @@ def run_cibuildwheel(
     phases: Callable[[str], None] | None = None,
 ) -> None:
     """Run cibuildwheel on ``staged``: every line to ``log``; with ``verbose`` to ``echo`` too, else
-    to ``phases`` (:class:`buildkit.build.progress.Phases`: a line per phase change)."""
+    to ``phases`` (:class:`buildkit.building.progress.Phases`: a line per phase change)."""
     cmd = [sys.executable, "-m", "cibuildwheel", "--platform", "linux", "--output-dir", str(out), "."]
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from buildkit.build.wheel_gate import python_abi_of, torch_abi_for, torch_stable_of
+from buildkit.building.wheel_gate import python_abi_of, torch_abi_for, torch_stable_of
 from buildkit.compare.torch_exports import load_torch_exports
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
@@ -36,7 +36,7 @@ SINCE_KEYED: tuple[str, ...] = GateConfig._fields[GateConfig._fields.index(KEYED
 
 def gate_key(config: GateConfig) -> dict[str, Any]:
     """The gate configuration as plain JSON data (keys sorted) for
-    :func:`~buildkit.build.key.inputs_key`, without the recipe's path as typed: its sha256 stays, so
+    :func:`~buildkit.building.key.inputs_key`, without the recipe's path as typed: its sha256 stays, so
     the same rules give the same key from any folder; a field declared after :data:`KEYED_UP_TO` only
     when it is set."""
     data: dict[str, Any] = json.loads(json.dumps(to_data(config), sort_keys=True, default=str))

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from buildkit.build.job import JobResult
-from buildkit.build.quarantine import shown as _shown
+from buildkit.building.job import JobResult
+from buildkit.building.quarantine import shown as _shown
 from buildkit.records import to_data
 from buildkit.tables import table_lines
 

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from buildkit import manifest as manifests
-from buildkit.build import Echo
-from buildkit.build.job import BuildOptions, build_one
-from buildkit.build.requirements import Lock
-from buildkit.build.staging import fetch_source, run_prebuild_checks
+from buildkit.building import Echo
+from buildkit.building.job import BuildOptions, build_one
+from buildkit.building.requirements import Lock
+from buildkit.building.staging import fetch_source, run_prebuild_checks
 from buildkit.docker_engine import connect
 from buildkit.errors import BuildFailed, GateFailed, UsageError
 from buildkit.image.builder import ensure_builder

@@ -46,9 +46,9 @@ def inputs_key(
     build_requirements: str | None = None,
 ) -> str:
     """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by
-    equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.build.gating.gate_key`,
+    equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.building.gating.gate_key`,
     ``tools`` :func:`tool_versions`, ``build_requirements`` what a hermetic build requests
-    (:func:`buildkit.build.requirements.request_key`; None with ``network: true``)."""
+    (:func:`buildkit.building.requirements.request_key`; None with ``network: true``)."""
     payload = {
         "buildkit": __version__,
         "job": job.to_json(),

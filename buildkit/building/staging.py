@@ -23,8 +23,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from buildkit.build import Echo
-from buildkit.build.tuned import check_tuned_csvs
+from buildkit.building import Echo
+from buildkit.building.tuned import check_tuned_csvs
 from buildkit.errors import BuildFailed, UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
@@ -138,8 +138,8 @@ def tree_digest(root: Path) -> str:
 
 
 #: a job's staging folder inside ``--out``: ``.staging-<job>-<pid>-<random>`` (a dot-folder:
-#: ``publish`` skips it); the swap folders of :func:`~buildkit.build.output.publish_to_out` and
-#: :func:`~buildkit.build.output.discard_output` are
+#: ``publish`` skips it); the swap folders of :func:`~buildkit.building.output.publish_to_out` and
+#: :func:`~buildkit.building.output.discard_output` are
 #: ``.<job>.incoming-<pid>-*``, ``.<job>.previous-<pid>-*`` and ``.<job>.stale-<pid>-*``
 STAGING_PREFIX = ".staging-"
 _STAGING = re.compile(r"\.staging-(?P<job>.+)-(?P<pid>\d+)-[^-]+")
@@ -172,7 +172,7 @@ def sweep_debris(out_dir: Path, echo: Echo) -> list[Path]:
     runs on this host); a ``.previous`` folder whose job folder is missing (a build killed in the
     instant of its swap) is put back instead. Returns the folders removed. Nothing else is touched:
     not the quarantine of refused wheels (``.refused``, whose own swap folders the quarantine sweeps
-    with this function before it swaps: :mod:`buildkit.build.quarantine`), nor any other folder."""
+    with this function before it swaps: :mod:`buildkit.building.quarantine`), nor any other folder."""
     try:
         entries = sorted(out_dir.iterdir())
     except OSError:

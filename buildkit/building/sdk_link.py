@@ -5,7 +5,7 @@ computed per ELF: ``refkernels/_C.so`` gets ``$ORIGIN/../_rocm_sdk_core/lib``), 
 
 This file is also a script: the build stages it into the source (``.buildkit/sdk_link.py``) and
 appends ``python .buildkit/sdk_link.py {dest_dir} --requires REQ --rpath DIR... --needs GLOB...`` to
-cibuildwheel's repair command (:func:`buildkit.build.cibw.repair_command`), so it uses the standard
+cibuildwheel's repair command (:func:`buildkit.building.cibw.repair_command`), so it uses the standard
 library alone and the container's ``patchelf`` (the builder contract has it). The gate then judges
 the result (``rocm-pip-*``): nothing here decides whether the wheel is sound.
 """

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The HIP compile launcher of rocm-buildkit (buildkit/build/ccache.py stages it in the build as
+# The HIP compile launcher of rocm-buildkit (buildkit/building/ccache.py stages it in the build as
 # /project/.buildkit/hip-launcher). Run as `hip-launcher COMPILER ARG...` by every route of a HIP
 # compile: the wrappers of hipcc's clang, HIP_CLANG_LAUNCHER and CMAKE_HIP_COMPILER_LAUNCHER.
 #

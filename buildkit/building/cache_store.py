@@ -1,7 +1,7 @@
 """The compiler cache carried off the machine: ``buildkit cache export|import DIR|FILE.tar``.
 
 The cache is a set of named Docker volumes (``rocm-buildkit-ccache-<12 hex>``, one per
-:func:`buildkit.build.cibw.cache_key`). Their contents leave and enter the engine through a
+:func:`buildkit.building.cibw.cache_key`). Their contents leave and enter the engine through a
 throwaway container (:func:`buildkit.docker_engine.throwaway`) that holds the volumes at
 ``/cache/<volume>`` and is never started: the engine's archive API reads and writes a created
 container's mounts, so no host path is mounted and nothing runs. The container's image does not
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from buildkit.build.cibw import CCACHE_VOLUME_PREFIX
+from buildkit.building.cibw import CCACHE_VOLUME_PREFIX
 from buildkit.docker_engine import throwaway
 from buildkit.errors import UsageError
 

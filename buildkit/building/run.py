@@ -4,7 +4,7 @@
 the source once, checks its version rule against the jobs' versions
 (:func:`buildkit.plan.source_version.check_source_version`) and runs its pre-build checks, refuses a
 job its image cannot serve before building anything, prepares one builder image per (profile, ROCm
-release) and builds the jobs one after the other (:func:`buildkit.build.job.build_one`).
+release) and builds the jobs one after the other (:func:`buildkit.building.job.build_one`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from buildkit.build import Echo, runner
-from buildkit.build.job import BuildOptions, JobResult, build_one
-from buildkit.build.output import check_writable
-from buildkit.build.progress import LiveBoard
-from buildkit.build.remote_cache import channel, parse_remote
-from buildkit.build.staging import fetch_source, run_prebuild_checks, sweep_debris
+from buildkit.building import Echo, runner
+from buildkit.building.job import BuildOptions, JobResult, build_one
+from buildkit.building.output import check_writable
+from buildkit.building.progress import LiveBoard
+from buildkit.building.remote_cache import channel, parse_remote
+from buildkit.building.staging import fetch_source, run_prebuild_checks, sweep_debris
 from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
 from buildkit.errors import Interrupted, RecipeError
 from buildkit.image import rocm_build_args

@@ -15,7 +15,7 @@ import sys
 from importlib import resources
 from typing import Any
 
-from buildkit.build import provenance
+from buildkit.building import provenance
 from buildkit.docker_engine import throwaway
 from buildkit.plan.models import Job
 

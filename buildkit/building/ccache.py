@@ -295,7 +295,7 @@ def uses_launcher(job: Job) -> bool:
 
 def launcher_script() -> str:
     """The launcher as staged: ``hip_launcher.sh``, beside this module."""
-    return resources.files("buildkit.build").joinpath("hip_launcher.sh").read_text(encoding="utf-8")
+    return resources.files("buildkit.building").joinpath("hip_launcher.sh").read_text(encoding="utf-8")
 
 
 def environment(job: Job, *, cached: bool = True) -> dict[str, str]:

@@ -1,16 +1,16 @@
 """One job: stage, build with cibuildwheel, repair, gate, record, and move into ``<out>/<job-id>/``.
 
 :func:`build_one` is the one path of ``buildkit build`` and ``buildkit verify``. The source is
-staged into a private folder inside ``<out>`` (:mod:`buildkit.build.staging`; cibuildwheel copies
+staged into a private folder inside ``<out>`` (:mod:`buildkit.building.staging`; cibuildwheel copies
 it to the fixed path ``/project`` of a container that gets no host mount); the inputs key
-(:mod:`buildkit.build.key`) may find the job up to date; else a hermetic job's build requirements are
-downloaded on the host into the staged source (:mod:`buildkit.build.requirements`; a recipe with
+(:mod:`buildkit.building.key`) may find the job up to date; else a hermetic job's build requirements are
+downloaded on the host into the staged source (:mod:`buildkit.building.requirements`; a recipe with
 ``network: true`` skips that), cibuildwheel builds and repairs, the
-wheel is inspected and gated (:mod:`buildkit.build.gating`) and checked against the last release,
+wheel is inspected and gated (:mod:`buildkit.building.gating`) and checked against the last release,
 its manifest and provenance are written beside it and all of it is moved into the job's folder
-(:mod:`buildkit.build.output`). A wheel the gate or the regression check refuses is moved, with its
+(:mod:`buildkit.building.output`). A wheel the gate or the regression check refuses is moved, with its
 reports and the record of why, into the job's quarantine folder (``<out>/.refused/<job-id>/`` or
-``--keep-refused DIR``: :mod:`buildkit.build.quarantine`), never into ``<out>/<job-id>/``; a job that
+``--keep-refused DIR``: :mod:`buildkit.building.quarantine`), never into ``<out>/<job-id>/``; a job that
 passes removes its superseded quarantine folder.
 
 A failed or gate-refused job removes the previous ``<out>/<job-id>/`` (unless it was built from
@@ -35,7 +35,7 @@ from typing import Any, TextIO
 from packaging.utils import parse_wheel_filename
 
 from buildkit import manifest
-from buildkit.build import (
+from buildkit.building import (
     Echo,
     buildsystem,
     ccache,
@@ -49,11 +49,11 @@ from buildkit.build import (
     sbom,
     sdk_link,
 )
-from buildkit.build.gating import Gated, gate_key, gate_wheel, gated_of, waived_lines
-from buildkit.build.key import inputs_key, tool_versions, up_to_date, up_to_date_wheel
-from buildkit.build.output import drop_stale_output, publish_to_out
-from buildkit.build.progress import Board, Phases
-from buildkit.build.quarantine import (
+from buildkit.building.gating import Gated, gate_key, gate_wheel, gated_of, waived_lines
+from buildkit.building.key import inputs_key, tool_versions, up_to_date, up_to_date_wheel
+from buildkit.building.output import drop_stale_output, publish_to_out
+from buildkit.building.progress import Board, Phases
+from buildkit.building.quarantine import (
     JSON_SUFFIX,
     TEXT_SUFFIX,
     examine_command,
@@ -62,15 +62,15 @@ from buildkit.build.quarantine import (
     release,
     shown,
 )
-from buildkit.build.remote_cache import Channel
-from buildkit.build.staging import (
+from buildkit.building.remote_cache import Channel
+from buildkit.building.staging import (
     HOST_CA_BUNDLE,
     source_date_epoch,
     stage_source,
     staging_folder,
     tree_digest,
 )
-from buildkit.build.toolchain import job_interpreter, toolchain_versions
+from buildkit.building.toolchain import job_interpreter, toolchain_versions
 from buildkit.compare.baseline import RegressionCheck, compare_with_last_release
 from buildkit.docker_engine import (
     ENGINE_ERRORS,
@@ -586,7 +586,7 @@ def _quarantine(
     *,
     device_target: str | None = None,
 ) -> str:
-    """Keep the refused ``wheel`` in the job's quarantine folder (:mod:`buildkit.build.quarantine`);
+    """Keep the refused ``wheel`` in the job's quarantine folder (:mod:`buildkit.building.quarantine`);
     the lines the job's failure message ends with (where it is, how to examine it, or why it could
     not be kept)."""
     recipe, job, result = run.recipe, run.job, run.result

@@ -1,7 +1,7 @@
 """Hermetic builds: a job's build requirements resolved and downloaded on the host, locked by sha256,
 and staged with the source as the only package index the build container has.
 
-A recipe without ``network: true`` builds in a container without network (:mod:`buildkit.build.cibw`:
+A recipe without ``network: true`` builds in a container without network (:mod:`buildkit.building.cibw`:
 ``--network=none``, ``PIP_NO_INDEX=1``, ``PIP_FIND_LINKS=/project/.buildkit/wheelhouse``). Everything
 pip installs there comes from the wheelhouse filled here first, on the host:
 
@@ -15,7 +15,7 @@ pip installs there comes from the wheelhouse filled here first, on the host:
   has it at those pins (debian-rocm) needs nothing, so this one is best effort;
   the recipe's ``build_requires`` and, for a job of the ``torch`` axis, its torch pin
   (``torch==2.10.*``): both are added to the isolated build environment
-  (:mod:`buildkit.build.buildsystem`), or installed by the ``before_build`` of a ``--no-isolation``
+  (:mod:`buildkit.building.buildsystem`), or installed by the ``before_build`` of a ``--no-isolation``
   build. Markers are evaluated for the job's Python and platform, not the host's;
 * **how** (:func:`resolve_command`): ``python -m pip download --only-binary=:all: --python-version
   3.13 --implementation cp --abi cp313 --platform manylinux_2_41_x86_64 ... --platform
@@ -66,7 +66,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from buildkit.build import buildsystem
+from buildkit.building import buildsystem
 from buildkit.errors import BuildFailed, BuildkitError
 from buildkit.fsutil import atomic_write
 from buildkit.manifest import sha256_file

@@ -19,7 +19,7 @@ requirements appended, the rest of the file kept byte for byte, and the result p
 compared, so a file this cannot rewrite faithfully is refused rather than built differently. A
 source without ``pyproject.toml`` gets one with PEP 518's defaults plus the additions (and no
 ``build-backend``: setuptools' legacy backend, as before). In a hermetic build the same list is
-resolved on the host with the rest (:func:`buildkit.build.requirements.requested`).
+resolved on the host with the rest (:func:`buildkit.building.requirements.requested`).
 
 :func:`torch_evidence` finds where a project shows it builds against torch (``setup.py`` importing
 torch, ``build-system.requires`` naming it, a ``CMakeLists.txt`` with ``find_package(Torch``):

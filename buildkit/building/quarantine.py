@@ -17,8 +17,8 @@ publish tree is refused by name (:mod:`buildkit.publish.refusal` reads the recor
 The move is all at once: the files are gathered in a hidden ``.<job-id>.incoming-<pid>-*`` folder
 beside the job's quarantine folder (the wheel renamed into it when it is on the same file system,
 else copied), which is then renamed into place under a lock on the folder
-(:func:`buildkit.build.output.swap_in`); a newer refusal of the job replaces the older one. Debris of
-a killed build there is swept first (:func:`buildkit.build.staging.sweep_debris`). A job that passes
+(:func:`buildkit.building.output.swap_in`); a newer refusal of the job replaces the older one. Debris of
+a killed build there is swept first (:func:`buildkit.building.staging.sweep_debris`). A job that passes
 removes its stale quarantine folder (:func:`release`).
 """
 
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from buildkit import manifest
-from buildkit.build import Echo
-from buildkit.build.output import incoming_folder, locked, swap_in
-from buildkit.build.staging import sweep_debris
+from buildkit.building import Echo
+from buildkit.building.output import incoming_folder, locked, swap_in
+from buildkit.building.staging import sweep_debris
 from buildkit.errors import BuildFailed
 from buildkit.fsutil import atomic_write
 from buildkit.plan.models import Job

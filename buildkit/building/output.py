@@ -3,7 +3,7 @@
 :func:`publish_to_out` puts a gated wheel and its companions (manifest, attestation) into the job's
 folder by one rename (under a lock on ``<out>``; a previous folder is set aside for the instant of the
 swap and put back if the swap fails: :func:`locked` and :func:`swap_in`, which the quarantine of
-refused wheels uses too, :mod:`buildkit.build.quarantine`); :func:`discard_output` and
+refused wheels uses too, :mod:`buildkit.building.quarantine`); :func:`discard_output` and
 :func:`drop_stale_output` remove a previous output that no longer matches the recipe or source;
 :func:`check_writable` refuses an ``--out``, ``--log-dir`` or ``--keep-refused`` that cannot be
 written before anything starts.
@@ -21,8 +21,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from buildkit import manifest
-from buildkit.build import Echo, provenance
-from buildkit.build.key import up_to_date
+from buildkit.building import Echo, provenance
+from buildkit.building.key import up_to_date
 from buildkit.errors import BuildFailed, UsageError
 from buildkit.plan.models import Job
 
@@ -132,7 +132,7 @@ def locked(parent: Path) -> Iterator[None]:
 
 def incoming_folder(dest: Path) -> Path:
     """A new hidden folder beside ``dest`` (``.<name>.incoming-<pid>-*``: the same file system, a
-    name :func:`~buildkit.build.staging.sweep_debris` removes after a killed build) to fill before
+    name :func:`~buildkit.building.staging.sweep_debris` removes after a killed build) to fill before
     :func:`swap_in`."""
     return Path(tempfile.mkdtemp(prefix=f".{dest.name}.incoming-{os.getpid()}-", dir=dest.parent))
 
