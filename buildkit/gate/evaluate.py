@@ -1,7 +1,8 @@
 """The wheel gate: a :class:`WheelReport` and a :class:`GateConfig` in, a :class:`Verdict` out.
 
 One function, :func:`evaluate`, serves ``build``, ``check``, CI and ``publish``. It never reads
-the wheel itself: everything comes from the streaming inspection (:mod:`buildkit.inspect`).
+the wheel itself: everything comes from the streaming inspection (:mod:`buildkit.inspect`), except the
+names of the symbols behind a ``ceiling`` error (:mod:`buildkit.gate.needers`, read only then).
 It gathers the wheel's facts (:func:`buildkit.gate.facts.gather`), runs every rule family of the
 registry in order (:data:`buildkit.gate.rules.FAMILIES`) and folds both into the verdict.
 

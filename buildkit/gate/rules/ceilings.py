@@ -9,7 +9,9 @@ from collections.abc import Callable, Iterator
 
 from buildkit.gate.config import GateConfig
 from buildkit.gate.facts import Facts, needs
+from buildkit.gate.demangle import demangle
 from buildkit.gate.findings import Finding
+from buildkit.gate.needers import SHOWN, symbols_needing
 from buildkit.gate.rule import Rule
 from buildkit.gate.rules.tags import disallowed, offenders, some
 from buildkit.policy import (
@@ -27,7 +29,9 @@ CEILING = Rule(
         "No host ELF requires a numeric symbol version above a ceiling (GLIBC, GLIBCXX, CXXABI, "
         "GCC: the target policy's, each overridden by a `--max-*` flag or the job's ceilings); "
         "with a configured policy, also no version that policy does not allow (other prefixes "
-        "such as `ZLIB_1.2.9`, non-numeric ones such as `GLIBC_ABI_DT_RELR`, `GLIBC_PRIVATE`)."
+        "such as `ZLIB_1.2.9`, non-numeric ones such as `GLIBC_ABI_DT_RELR`, `GLIBC_PRIVATE`). "
+        "A numeric finding names the member and, read from its dynamic symbols, the (demangled) "
+        "symbols that need the version."
     ),
     prevents=(
         "ImportError on an undefined symbol version on the oldest distro the release must "
@@ -56,6 +60,7 @@ def _numeric(facts: Facts) -> Iterator[Finding]:
     ceilings = dict(target.ceilings()) if target else {}
     ceilings.update(config.ceilings)
     source = f"policy {target.name}" if target else "flags"
+    above = []
     for prefix, ceiling in sorted(ceilings.items()):
         top = version_tuple(ceiling)
         assert top is not None
@@ -66,13 +71,24 @@ def _numeric(facts: Facts) -> Iterator[Finding]:
                     p, v = split_symbol_version(sv)
                     key = version_tuple(v)
                     if p == prefix and key is not None and key > top:
-                        yield CEILING.error(
-                            f"{e.member} requires {sv} from {lib}, above the {prefix} ceiling "
-                            f"{ceiling} ({origin})",
-                            file=e.member,
-                            library=lib,
-                            symbol=sv,
-                        )
+                        above.append((e.member, sv, lib, f"above the {prefix} ceiling {ceiling} ({origin})"))
+    named = symbols_needing(facts.report, {(member, sv) for member, sv, _, _ in above})
+    for member, sv, lib, why in above:
+        yield CEILING.error(
+            f"{member} requires {sv} from {lib}{_by(named.get((member, sv), ()))}, {why}",
+            file=member,
+            library=lib,
+            symbol=sv,
+        )
+
+
+def _by(names: tuple[str, ...]) -> str:
+    """`` for std::foo(), bar`` (demangled, the first :data:`SHOWN`), or nothing unread."""
+    if not names:
+        return ""
+    shown = ", ".join(demangle(n) for n in names[:SHOWN])
+    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+    return f" for {shown}{more}"
 
 
 def _left_to_policy(config: GateConfig, target: Policy) -> Callable[[str], bool]:
