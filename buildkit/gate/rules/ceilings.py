@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from buildkit.gate.config import GateConfig
-from buildkit.gate.facts import Facts, needs
 from buildkit.gate.demangle import demangle
+from buildkit.gate.facts import Facts, needs
 from buildkit.gate.findings import Finding
 from buildkit.gate.needers import SHOWN, symbols_needing
 from buildkit.gate.rule import Rule
