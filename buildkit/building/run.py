@@ -28,6 +28,7 @@ from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
 from buildkit.errors import Interrupted, RecipeError
 from buildkit.image import rocm_build_args
 from buildkit.image.builder import ensure_builder
+from buildkit.image.contract import spec_contract
 from buildkit.image.probe import Contract, check_builder
 from buildkit.plan.models import Job, Plan
 from buildkit.plan.source_version import check_source_version
@@ -100,6 +101,7 @@ def build_plan(
                         (j.cp_tag for j in served),
                         (str(a) for j in served for a in j.archs.kept),
                         recipe.hooks.build_frontend,
+                        spec_contract(recipe.image, job.rocm),
                     )
                     check_builder(client, images[key].tag, images[key].id, contract, progress=echo)
                 except ENGINE_ERRORS as exc:

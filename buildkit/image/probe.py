@@ -18,7 +18,11 @@ message that lists everything missing or too old:
   ``g++``: otherwise host code is compiled against other C++ headers than the one the wheel links
   (ROCm's clang finds gcc-toolset-10..12 or EL8's GCC 8 by itself, the manylinux_2_28-rocm image
   names its gcc-toolset in ``clang.cfg``); a clang that selects none is refused too;
-* ``uv`` when the recipe's ``build_frontend`` needs it.
+* ``uv`` when the recipe's ``build_frontend`` needs it;
+* a profile's image: the pieces of its contract (:mod:`buildkit.image.contract`, from the ROCm data
+  the gate judges wheels by): each ROCm library by SONAME in the contract's folders, each gap named
+  with the package that provides it (``libamdhip64.so.7 ...: install hip-runtime-amd``), and the
+  compiler's package beside a missing hipcc.
 
 A passing probe is remembered per (image id, contract) in ``~/.cache/rocm-buildkit/probe/``: an
 image id names immutable content, so it is probed once.
@@ -39,6 +43,7 @@ from packaging.version import InvalidVersion, Version
 from buildkit.docker_engine import ENGINE_ERRORS, engine_failed, throwaway
 from buildkit.errors import BuilderContractError
 from buildkit.fsutil import atomic_write, cache_home
+from buildkit.image.contract import ImageContract, Piece
 
 #: auditwheel 6.2.0 added globs to ``repair --exclude`` (pypa/auditwheel#508)
 MIN_AUDITWHEEL = "6.2.0"
@@ -56,19 +61,41 @@ class Contract:
     pythons: tuple[str, ...]  # the folders of /opt/python: cp313-cp313
     archs: tuple[str, ...]  # target ids: gfx90a, gfx942:xnack-
     needs_uv: bool = False
+    #: a profile's image: its ROCm pieces (:func:`buildkit.image.contract.image_contract`)
+    image: ImageContract | None = None
 
     @classmethod
-    def of(cls, cp_tags: Iterable[str], archs: Iterable[str], frontend: str = "build") -> Contract:
+    def of(
+        cls,
+        cp_tags: Iterable[str],
+        archs: Iterable[str],
+        frontend: str = "build",
+        image: ImageContract | None = None,
+    ) -> Contract:
         """The contract of jobs building for ``cp_tags`` (``cp313``: the interpreter is
-        ``/opt/python/cp313-cp313``, as in the manylinux images), ``archs`` and ``frontend``."""
+        ``/opt/python/cp313-cp313``, as in the manylinux images), ``archs`` and ``frontend``, in an
+        image that must also hold ``image``'s pieces."""
         return cls(
             pythons=tuple(sorted({tag if "-" in tag else f"{tag}-{tag}" for tag in cp_tags})),
             archs=tuple(sorted(set(archs))),
             needs_uv=frontend in _FRONTENDS_NEEDING_UV,
+            image=image,
         )
 
+    def pieces(self, kind: str) -> tuple[Piece, ...]:
+        return tuple(p for p in (self.image.pieces if self.image else ()) if p.kind == kind)
+
     def digest(self) -> str:
-        doc = {"pythons": self.pythons, "archs": self.archs, "uv": self.needs_uv, "aw": MIN_AUDITWHEEL}
+        doc: dict[str, object] = {
+            "pythons": self.pythons,
+            "archs": self.archs,
+            "uv": self.needs_uv,
+            "aw": MIN_AUDITWHEEL,
+        }
+        if self.image is not None:
+            doc["image"] = [[p.kind, p.name, p.package] for p in self.image.pieces] + [
+                list(self.image.libdirs)
+            ]
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -78,6 +105,8 @@ def probe_environment(contract: Contract) -> dict[str, str]:
         "PROBE_PYTHONS": " ".join((*contract.pythons, UTILITY_PYTHON)),
         "PROBE_ARCHS": " ".join(contract.archs),
         "PROBE_UV": "1" if contract.needs_uv else "0",
+        "PROBE_LIBS": " ".join(p.name for p in contract.pieces("library")),
+        "PROBE_LIBDIRS": " ".join(contract.image.libdirs if contract.image else ()),
     }
 
 
@@ -139,7 +168,8 @@ def problems(found: dict[str, tuple[str, str]], contract: Contract) -> list[str]
     if platform not in ("", "amd"):
         out.append(f"HIP_PLATFORM=amd (the image sets HIP_PLATFORM={platform})")
     if status("hipcc")[0] != "ok":
-        out.append("a HIP compiler: hipcc on PATH or in $ROCM_PATH/bin")
+        named = "".join(f" ({p.name}: install {p.package})" for p in contract.pieces("compiler"))
+        out.append(f"a HIP compiler: hipcc on PATH or in $ROCM_PATH/bin{named}")
     else:
         state, detail = status("hip-archs")
         if state != "ok":
@@ -156,6 +186,10 @@ def problems(found: dict[str, tuple[str, str]], contract: Contract) -> list[str]
                 f"hipcc's clang to use the GCC of g++ {gxx[1]} (it selected {gcc}): host code would "
                 "be compiled against other C++ headers than the libstdc++ the wheel links"
             )
+    folders = " or ".join(contract.image.libdirs) if contract.image else ""
+    for piece in contract.pieces("library"):
+        if status(piece.check)[0] != "ok":
+            out.append(f"{piece.name} ({piece.what}) in {folders}: install {piece.package}")
     if contract.needs_uv and status("uv")[0] != "ok":
         out.append("uv on PATH (build_frontend build[uv] / uv)")
     return out

@@ -4,6 +4,8 @@
 #   PROBE_PYTHONS  cibuildwheel tags to look for under /opt/python (cp313-cp313 cp39-cp39)
 #   PROBE_ARCHS    target ids the HIP compiler must compile a kernel for (gfx90a gfx942)
 #   PROBE_UV       1 when the build frontend needs uv
+#   PROBE_LIBS     SONAMEs the image must hold (libamdhip64.so.7), looked for in PROBE_LIBDIRS
+#   PROBE_LIBDIRS  the folders to look in (/opt/rocm/lib /usr/lib64)
 # Output: one "<check><TAB><ok|missing|bad><TAB><detail>" line per check; the exit code is 0.
 say() { printf '%s\t%s\t%s\n' "$1" "$2" "$(printf '%s' "$3" | tr '\t\n' '  ')"; }
 has() { command -v "$1" >/dev/null 2>&1; }
@@ -44,6 +46,13 @@ else
   say hipcc-gcc ok "$gcc"
 fi
 if has g++; then say gxx ok "$(g++ -dumpversion 2>&1)"; else say gxx missing ""; fi
+for soname in ${PROBE_LIBS:-}; do
+  found=""
+  for libdir in ${PROBE_LIBDIRS:-}; do
+    if [ -e "$libdir/$soname" ]; then found="$libdir/$soname"; break; fi
+  done
+  if [ -n "$found" ]; then say "lib:$soname" ok "$found"; else say "lib:$soname" missing ""; fi
+done
 if [ "${PROBE_UV:-}" = 1 ]; then
   if has uv; then say uv ok "$(uv --version 2>&1)"; else say uv missing ""; fi
 fi

@@ -20,11 +20,16 @@ from buildkit.rocm import UnknownRelease, _load, get_release, version_key
 __all__ = [
     "El8Install",
     "PackageSet",
+    "PublishedVersion",
     "el8_install",
     "el8_installs",
     "gpg_key",
     "package_sets",
+    "published_names",
+    "published_runtime",
+    "published_versions",
     "repo_directory",
+    "runtime_package",
 ]
 
 #: the package sets every image installs, in this order (install.yaml ``package_sets``)
@@ -37,6 +42,17 @@ class PackageSet:
     name: str
     packages: tuple[str, ...]
     source: str
+
+
+@dataclass(frozen=True)
+class PublishedVersion:
+    """A package version of a ROCm release as a source saw it (install.yaml ``published.versions``)."""
+
+    package: str
+    release: str  # the patch release the file belongs to: "7.2.3"
+    file: str  # the package file name (or install spec) it was read from
+    source: str
+    version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -181,4 +197,35 @@ def el8_install(rocm: str) -> El8Install:
     raise UnknownRelease(
         f"no EL8 install data for ROCm {release.version} (the manylinux_2_28-rocm image installs {known}); "
         "add its repositories to buildkit/rocm/install.yaml"
+    )
+
+
+def published_names() -> tuple[str, ...]:
+    """The package names AMD's package table writes (Ubuntu's ``-dev`` spelling; ``-devel`` on RPM
+    systems), install.yaml ``published.names``."""
+    return tuple(str(n) for n in _data()["published"]["names"])
+
+
+def published_runtime() -> dict[str, str]:
+    """Library name -> AMD's runtime package that ships it (install.yaml ``published.runtime``)."""
+    return {str(k): str(v) for k, v in _data()["published"]["runtime"].items()}
+
+
+def runtime_package(library: str) -> str | None:
+    """AMD's runtime package that ships ``library`` (``libamdhip64`` -> ``hip-runtime-amd``), or None."""
+    return published_runtime().get(library)
+
+
+def published_versions(rocm: str) -> tuple[PublishedVersion, ...]:
+    """The package versions of release ``rocm`` seen in stored sources (empty: none)."""
+    rows = _data()["published"]["versions"].get(get_release(rocm).version) or ()
+    return tuple(
+        PublishedVersion(
+            package=str(r["package"]),
+            release=str(r["release"]),
+            file=str(r["file"]),
+            source=str(r["source"]),
+            version=None if r.get("version") is None else str(r["version"]),
+        )
+        for r in rows
     )
