@@ -1,5 +1,6 @@
-"""``buildkit image build|prepare|ls|prune|seed|bump-base``: builder images (logic in buildkit.image,
-buildkit.image.seed, buildkit.image.base; ``prepare``: buildkit.service.image);
+"""``buildkit image build|probe|prepare|ls|prune|seed|bump-base``: builder images (logic in
+buildkit.image, buildkit.image.seed, buildkit.image.base; ``probe``: buildkit.image.probe;
+``prepare``: buildkit.service.image);
 ``prune --containers``: buildkit's leftover containers (logic in buildkit.docker_engine)."""
 
 from __future__ import annotations
@@ -71,6 +72,41 @@ def build(
     state = "built" if ref.built else "reused"
     click.echo(f"{state} {ref.tag} {ref.id[7:19]} {_size(ref.size)}", err=True)
     click.echo(ref.tag)
+
+
+@image.command("probe")
+@click.argument(
+    "profile", type=click.Choice(sorted(n for n, p in images.PROFILES.items() if p.role == "builder"))
+)
+@click.option(
+    "--rocm", "rocm", required=True, metavar="RELEASE", help="The ROCm release of the image (e.g. 7.2)."
+)
+@click.option("--python", "pythons", multiple=True, default=("cp312",), show_default=True, help="Repeatable.")
+@click.option("--arch", "archs", multiple=True, default=("gfx942",), show_default=True, help="Repeatable.")
+def probe(profile: str, rocm: str, pythons: tuple[str, ...], archs: tuple[str, ...]) -> None:
+    """Check PROFILE's image for ROCm RELEASE (built or reused as `image build` makes it) against the
+    builder contract `build` holds it to: the Pythons, auditwheel, hipcc compiling for each arch, its
+    GCC, and the profile's ROCm libraries by SONAME. Exit 14 lists every gap with the package that
+    provides it."""
+    from buildkit.image.contract import image_contract  # the Docker SDK: only this command needs it
+    from buildkit.image.probe import Contract, check_builder
+
+    try:
+        client = connect()
+        ref = images.ensure_image(
+            profile,
+            build_args=images.profile_rocm_args(profile, rocm, {}),
+            client=client,
+            progress=_echo_progress,
+        )
+        contract = Contract.of(pythons, archs, image=image_contract(images.get_profile(profile), rocm))
+        check_builder(client, ref.tag, ref.id, contract, progress=_echo_progress)
+    except ENGINE_ERRORS as exc:
+        raise engine_failed(exc, during=f"probing the image of {profile}") from None
+    pieces = ", ".join(p.name for p in contract.image.pieces) if contract.image else ""
+    click.echo(
+        f"{ref.tag} meets the builder contract ({', '.join(contract.pythons)}; {', '.join(archs)}; {pieces})"
+    )
 
 
 @image.command("prepare")
