@@ -83,7 +83,10 @@ def build(
 )
 @click.option("--python", "pythons", multiple=True, default=("cp312",), show_default=True, help="Repeatable.")
 @click.option("--arch", "archs", multiple=True, default=("gfx942",), show_default=True, help="Repeatable.")
-def probe(profile: str, rocm: str, pythons: tuple[str, ...], archs: tuple[str, ...]) -> None:
+@click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="As for `image build`.")
+def probe(
+    profile: str, rocm: str, pythons: tuple[str, ...], archs: tuple[str, ...], build_args: tuple[str, ...]
+) -> None:
     """Check PROFILE's image for ROCm RELEASE (built or reused as `image build` makes it) against the
     builder contract `build` holds it to: the Pythons, auditwheel, hipcc compiling for each arch, its
     GCC, and the profile's ROCm libraries by SONAME. Exit 14 lists every gap with the package that
@@ -95,7 +98,7 @@ def probe(profile: str, rocm: str, pythons: tuple[str, ...], archs: tuple[str, .
         client = connect()
         ref = images.ensure_image(
             profile,
-            build_args=images.profile_rocm_args(profile, rocm, {}),
+            build_args=images.profile_rocm_args(profile, rocm, images.parse_build_args(build_args)),
             client=client,
             progress=_echo_progress,
         )
