@@ -41,6 +41,12 @@ JOB = "cp312-rocm6.4"
 
 pytestmark = pytest.mark.skipif(not have_gcc(), reason="gcc/g++ build the wheels' libraries")
 
+# the ceiling finding names the member's symbol that needs the version (issue 39)
+ABOVE_CEILING = (
+    "requires GLIBCXX_3.4.25 from libstdc++.so.6 for std::random_device::_M_getentropy() const, "
+    "above the GLIBCXX ceiling 3.4.24"
+)
+
 
 @pytest.fixture(autouse=True)
 def no_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,7 +86,7 @@ def test_the_gate_fails_the_wheel_the_forgeries_are_made_of(tmp_path: Path, reci
     wheel = job_wheel(tmp_path / "dist", recipe, JOB, source=GLIBCXX_3_4_25_SOURCE)
     result = run_cli("check", str(wheel), "--recipe", str(recipe), "--job", JOB)
     assert result.returncode == 7, result.stdout + result.stderr
-    assert "requires GLIBCXX_3.4.25 from libstdc++.so.6, above the GLIBCXX ceiling 3.4.24" in result.stdout
+    assert ABOVE_CEILING in result.stdout
 
 
 @pytest.mark.parametrize("trust", ["none", "key", "recipe"])
@@ -138,7 +144,7 @@ def test_a_signed_manifest_claiming_a_pass_is_checked_by_the_gate_again(
             publish(dist, parse_target(str(idx)), dry_run=True, **trust)
         text = str(info.value)
         assert f"{wheel}: the gate, run again, fails it: " in text
-        assert "requires GLIBCXX_3.4.25 from libstdc++.so.6, above the GLIBCXX ceiling 3.4.24" in text
+        assert ABOVE_CEILING in text
         assert info.value.refusals[0][0] == str(wheel)
     assert not idx.exists()
 
