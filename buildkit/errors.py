@@ -219,7 +219,8 @@ class PublishUnavailable(IndexUnavailable):
 class BuilderContractError(BuildkitError):
     """A builder image (a profile's, extended, a project's Dockerfile or a ref) lacks what a build
     needs: planned Pythons, auditwheel with globbing --exclude, patchelf, a HIP compiler for the
-    planned archs (:mod:`buildkit.image.probe`); the message lists every gap at once."""
+    planned archs, a profile's ROCm libraries by SONAME (:mod:`buildkit.image.probe`); the message lists
+    every gap at once, a library's with the package that provides it."""
 
     exit_code = 14
 
