@@ -58,6 +58,7 @@ from buildkit.inspect.models import WheelReport
 
 if TYPE_CHECKING:
     from buildkit.gate.pyabi import PythonAbiResult
+    from buildkit.inspect.isa import ElfIsa
     from buildkit.gate.torchabi import TorchAbiResult
     from buildkit.gate.torchshim import StableAbiResult
 
@@ -69,6 +70,7 @@ def evaluate(
     torch_abi: TorchAbiResult | None = None,
     python_abi: PythonAbiResult | None = None,
     torch_stable: StableAbiResult | None = None,
+    host_isa: tuple[ElfIsa, ...] | None = None,
 ) -> Verdict:
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
     rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
@@ -78,9 +80,15 @@ def evaluate(
     (:func:`buildkit.building.wheel_gate.python_abi_of`; None: ``job-identity`` checks the tag and the
     members' names only). ``torch_stable``: a stable-ABI wheel's needs from torch judged
     (:func:`buildkit.building.wheel_gate.torch_stable_of`). A configuration with an unsound value is a
-    UsageError (:meth:`GateConfig.validated`)."""
+    UsageError (:meth:`GateConfig.validated`). ``host_isa``: the host ELFs disassembled
+    (:func:`buildkit.inspect.isa.host_isa_of`, when ``config.isa_scan``; the ``host-isa`` rule)."""
     facts = gather(
-        report, config.validated(), torch_abi=torch_abi, python_abi=python_abi, torch_stable=torch_stable
+        report,
+        config.validated(),
+        torch_abi=torch_abi,
+        python_abi=python_abi,
+        torch_stable=torch_stable,
+        host_isa=host_isa,
     )
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
     recipe = config.identity.recipe if config.identity is not None else None

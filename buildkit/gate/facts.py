@@ -40,6 +40,7 @@ from buildkit.policy import (
 
 if TYPE_CHECKING:
     from buildkit.gate.pyabi import PythonAbiResult
+    from buildkit.inspect.isa import ElfIsa
     from buildkit.gate.torchabi import TorchAbiResult
     from buildkit.gate.torchshim import StableAbiResult
 
@@ -108,6 +109,9 @@ class Facts(NamedTuple):
     #: a stable-ABI wheel's needs from torch judged against its declared lowest torch
     #: (``torch-stable-abi``; :func:`buildkit.gate.torchshim.judge_stable`), None: not one
     torch_stable: StableAbiResult | None = None
+    #: the disassembly of each x86_64 host ELF (``host-isa``; :func:`buildkit.inspect.isa.host_isa_of`),
+    #: None: not scanned
+    host_isa: tuple[ElfIsa, ...] | None = None
 
     @property
     def judged(self) -> bool:
@@ -126,6 +130,7 @@ def gather(
     torch_abi: TorchAbiResult | None = None,
     python_abi: PythonAbiResult | None = None,
     torch_stable: StableAbiResult | None = None,
+    host_isa: tuple[ElfIsa, ...] | None = None,
 ) -> Facts:
     """The facts of one inspected wheel under one configuration (``torch_abi``: the wheel judged
     against a torch, :func:`buildkit.gate.torchabi.judge`; ``python_abi``: against its tag's claim;
@@ -134,6 +139,7 @@ def gather(
         "torch_abi": torch_abi,
         "python_abi": python_abi,
         "torch_stable": torch_stable,
+        "host_isa": host_isa,
     }
     resolution = resolve_libraries(report.elves)
     try:
