@@ -63,24 +63,80 @@ _VEX2_OPCODES = {
     *range(0x10, 0x18), *range(0x28, 0x30), *range(0x50, 0x80), 0xAE, 0xC2, *range(0xC4, 0xC7),
     *range(0xD0, 0x100),
 }  # fmt: skip
+_REX = frozenset(range(0x40, 0x50))
+#: where an instruction above v1 may be: each branch begins with 62, C4, C5 or 0F, so that the regular
+#: expression engine skips the bytes no branch begins with in C; the legacy prefixes the 0F forms need
+#: (F3 0F B8 is POPCNT, 0F B8 alone is not) are checked after (:func:`_candidate`)
 _PREFILTER = re.compile(
     b"|".join(
         [
-            b"\x62" + _cls(lambda b: (b & 0x0C) == 0 and (b & 0x03) != 0) + _cls(lambda b: b & 0x04),
-            b"\xc4" + _cls(lambda b: (b & 0x1F) in (1, 2, 3)),
-            b"\xc5." + _cls(lambda b: b in _VEX2_OPCODES),
+            b"\x62" + _cls(lambda b: (b & 0x0C) == 0 and (b & 0x03) != 0) + _cls(lambda b: b & 0x04),  # EVEX
+            b"\xc4" + _cls(lambda b: (b & 0x1F) in (1, 2, 3)),  # VEX, 3 bytes
+            b"\xc5." + _cls(lambda b: b in _VEX2_OPCODES),  # VEX, 2 bytes
             b"\x0f[\x38\x3a]",  # SSSE3, SSE4.1, SSE4.2, MOVBE, CRC32
-            b"\xf3[\x40-\x4f]?\x0f[\xb8\xbc\xbd]",  # POPCNT, TZCNT, LZCNT
-            b"[\x66\xf2][\x40-\x4f]?\x0f[\x7c\x7d\xd0]",  # HADD, HSUB, ADDSUB
-            b"\xf2[\x40-\x4f]?\x0f[\x12\xf0]",  # MOVDDUP, LDDQU
-            b"\xf3[\x40-\x4f]?\x0f[\x12\x16]",  # MOVSLDUP, MOVSHDUP
             b"\x0f\x01[\xc8\xc9]",  # MONITOR, MWAIT
-            b"[\xdb\xdd\xdf]" + _cls(lambda b: (b >> 3) & 7 == 1),  # FISTTP
-            b"[\x48-\x4f]\x0f\xc7" + _cls(lambda b: (b >> 3) & 7 == 1 and b < 0xC0),  # CMPXCHG16B
+            b"\x0f[\xb8\xbd\x7c\x7d\xd0\x12\x16\xf0]",  # POPCNT, LZCNT, SSE3: prefix checked
+            b"\x0f\xc7" + _cls(lambda b: (b >> 3) & 7 == 1 and b < 0xC0),  # CMPXCHG16B: REX.W checked
         ]
     ),
     re.DOTALL,
 )
+#: the second byte of a 0F form -> the legacy prefixes (before an optional REX) that make it v2/v3
+_NEEDS_PREFIX: dict[int, bytes] = {
+    0xB8: b"\xf3", 0xBD: b"\xf3", 0x7C: b"\x66\xf2", 0x7D: b"\x66\xf2", 0xD0: b"\x66\xf2",
+    0x12: b"\xf2\xf3", 0x16: b"\xf3", 0xF0: b"\xf2",
+}  # fmt: skip
+#: bytes decoded before a candidate block, so that the decoding has found the instruction
+#: boundaries by then (unless its function starts nearer: a true boundary)
+LEAD_IN = 64
+#: the code is looked at in blocks: a block holding a candidate is decoded whole, runs of such blocks
+#: in one window (dense vector code is decoded whole, scalar code only around its few candidates)
+BLOCK = 256
+
+
+def _candidate(code: bytes, at: int) -> bool:
+    """A prefilter match at ``at`` is a candidate: a 0F form has the legacy prefix it needs."""
+    if code[at] != 0x0F:
+        return True
+    second = code[at + 1]
+    before = code[at - 1] if at else 0
+    rex = before in _REX
+    if rex:
+        before = code[at - 2] if at > 1 else 0
+    if second == 0xC7:
+        return rex and bool(code[at - 1] & 8)
+    return second not in _NEEDS_PREFIX or before in _NEEDS_PREFIX[second]
+
+
+def _windows(code: bytes, starts: list[int]) -> Iterator[tuple[int, int]]:
+    """(start, end) of the byte ranges of ``code`` to decode: each run of blocks holding a candidate,
+    from ``LEAD_IN`` bytes before it (not before the start of the function holding the first
+    candidate, ``starts`` sorted) to 16 bytes past it (an instruction begun there ends by then). One
+    search per block, not per candidate."""
+    size = len(code)
+    lo = hi = -1
+    pos = 0
+    search = _PREFILTER.search
+    while pos < size:
+        m = search(code, pos)
+        if m is None:
+            break
+        at = m.start()
+        if not _candidate(code, at):
+            pos = at + 1
+            continue
+        block = at - at % BLOCK
+        if block > hi:  # a new run
+            if hi > lo:
+                yield lo, hi
+            i = bisect.bisect_right(starts, at) - 1
+            lo = max(starts[i] if i >= 0 else 0, block - LEAD_IN, 0)
+        hi = min(size, block + BLOCK + 16)
+        pos = block + BLOCK
+    if hi > lo:
+        yield lo, hi
+
+
 _LEGACY, _VEX, _EVEX = 0, 1, 2
 _LEGACY_PREFIXES = frozenset(b"\x66\x67\xf2\xf3\x2e\x36\x3e\x26\x64\x65\xf0") | frozenset(range(0x40, 0x50))
 
@@ -98,19 +154,19 @@ class IsaExample(NamedTuple):
         return f"{self.text} at {self.address:#x} ({self.symbol})"
 
 
-@json_shape("member", "level", "counts", "extensions", "examples", "functions", "scanned_bytes")
+@json_shape("member", "level", "counts", "extensions", "examples", "windows", "scanned_bytes", "code_bytes")
 class ElfIsa(NamedTuple):
     """The ISA report of one x86_64 host ELF: ``level`` the highest present (1..4); ``counts`` the
     instructions of v2, v3, v4; ``extensions`` ((capstone group, count)...) outside the levels;
-    ``examples`` a few per level, highest first; ``functions`` disassembled of those the section
-    holds; ``scanned_bytes`` the bytes disassembled (of ``code_bytes``)."""
+    ``examples`` a few per level, highest first; ``windows`` the byte ranges disassembled,
+    ``scanned_bytes`` their bytes (of ``code_bytes`` in executable sections)."""
 
     member: str
     level: int
     counts: tuple[int, int, int]
     extensions: tuple[tuple[str, int], ...]
     examples: tuple[IsaExample, ...]
-    functions: tuple[int, int]
+    windows: int
     scanned_bytes: int
     code_bytes: int
 
@@ -144,7 +200,7 @@ class _Section(NamedTuple):
 
 class _Layout(NamedTuple):
     code: tuple[_Section, ...]  # executable PROGBITS sections
-    functions: tuple[tuple[int, int, str], ...]  # (start, end, name), sorted, within code
+    functions: tuple[tuple[int, int, int], ...]  # (start, end, where its name is in the file), sorted
 
 
 _SHF_EXECINSTR, _SHT_PROGBITS, _SHT_SYMTAB, _SHT_DYNSYM, _STT_FUNC = 4, 1, 2, 11, 2
@@ -175,36 +231,15 @@ def _layout(data: bytes) -> _Layout | None:
         if h[1] == _SHT_PROGBITS and h[2] & _SHF_EXECINSTR
     )
     tables = [h for h in headers if h[1] == _SHT_SYMTAB] or [h for h in headers if h[1] == _SHT_DYNSYM]
-    found: dict[int, tuple[int, str]] = {}
+    found: dict[int, tuple[int, int]] = {}
     for h in tables:
         strtab = headers[h[6]][4] if h[6] < shnum else 0
         table = data[h[4] : h[4] + h[5] - h[5] % 24]
         for st_name, st_info, _, _, value, size in struct.iter_unpack("<IBBHQQ", table):
             if st_info & 0xF == _STT_FUNC and value and size and value not in found:
-                found[value] = (value + size, name_of(st_name, strtab))
+                found[value] = (value + size, strtab + st_name)  # the name read when shown
     functions = sorted((start, end, name) for start, (end, name) in found.items())
     return _Layout(code, tuple(functions))
-
-
-def _ranges(section: _Section, functions: tuple[tuple[int, int, str], ...]) -> list[tuple[int, int, str]]:
-    """The section cut into functions, the code no symbol covers as ranges of their own (named after
-    the section and offset), sorted, not overlapping."""
-    lo, hi = section.addr, section.addr + section.size
-    out: list[tuple[int, int, str]] = []
-    at = lo
-    first = bisect.bisect_left(functions, (lo,))
-    for start, end, name in functions[first:]:
-        if start >= hi:
-            break
-        if start < at:  # an alias or a nested symbol: the range is covered already
-            continue
-        if start > at:
-            out.append((at, start, f"{section.name}+{at - lo:#x}"))
-        out.append((start, min(end, hi), name))
-        at = min(end, hi)
-    if at < hi:
-        out.append((at, hi, f"{section.name}+{at - lo:#x}"))
-    return out
 
 
 # --------------------------------------------------------------------------- classification
@@ -308,6 +343,12 @@ class _Disassembler:
         return level, extension.upper(), kind
 
 
+def _joined(batches: list[_Decoded]) -> _Decoded:
+    if len(batches) == 1:
+        return batches[0]
+    return _Decoded(b"".join(b.blob for b in batches), sum(b.count for b in batches))
+
+
 def _cstr(blob: bytes, at: int) -> str:
     end = blob.find(b"\0", at)
     return blob[at:end].decode("ascii", "replace")
@@ -334,7 +375,8 @@ def _disassembler() -> _Disassembler:
 class _Tally:
     """Counts, extensions and examples of one ELF, batch by batch."""
 
-    def __init__(self, functions: tuple[tuple[int, int, str], ...], examples: int) -> None:
+    def __init__(self, data: bytes, functions: tuple[tuple[int, int, int], ...], examples: int) -> None:
+        self.data = data
         self.counts = [0, 0, 0, 0, 0]  # by level, index = level
         self.extensions: dict[str, int] = {}
         self.kept: dict[int, list[IsaExample]] = {2: [], 3: [], 4: []}
@@ -342,7 +384,7 @@ class _Tally:
         self.starts = [f[0] for f in functions]
         self.examples = examples
 
-    def add(self, dis: _Disassembler, d: _Decoded, where: str) -> None:
+    def add(self, dis: _Disassembler, d: _Decoded, where: _Section) -> None:
         """One batch: VEX and EVEX instructions counted by their first byte (C4/C5: v3, 62: v4), the
         others by their id's level; opmask instructions (VEX-encoded AVX-512) moved to v4."""
         ids = dis.ids(d).tolist()
@@ -385,12 +427,13 @@ class _Tally:
                 address, _, text = dis.record(d, i)
                 self.kept[level].append(IsaExample(level, address, self.symbol(address, where), text))
 
-    def symbol(self, address: int, where: str) -> str:
+    def symbol(self, address: int, where: _Section) -> str:
+        """``function+0x1c``, else ``.text+0x1234`` (no function symbol holds the address)."""
         i = bisect.bisect_right(self.starts, address) - 1
         if i >= 0 and address < self.functions[i][1]:
             start, _, name = self.functions[i]
-            return f"{name}+{address - start:#x}"
-        return where
+            return f"{_cstr(self.data, name)}+{address - start:#x}"
+        return f"{where.name}+{address - where.addr:#x}"
 
 
 
@@ -417,25 +460,30 @@ def _first_matching(first: bytes, pattern: bytes, count: int, skipped: set[int])
 
 def scan_elf(member: str, data: bytes, *, examples: int = EXAMPLES) -> ElfIsa | None:
     """The ISA report of one ELF image (``member``: its name in the wheel); None when it is not an
-    x86_64 ELF with section headers."""
+    x86_64 ELF with section headers. Only the windows around candidates are decoded
+    (:func:`_windows`)."""
     layout = _layout(data)
     if layout is None:
         return None
     dis = _disassembler()
-    tally = _Tally(layout.functions, examples)
-    scanned = total = chosen = 0
+    tally = _Tally(data, layout.functions, examples)
+    scanned = windows = 0
     for section in layout.code:
         code = data[section.offset : section.offset + section.size]
-        ranges = _ranges(section, layout.functions)
-        total += len(ranges)
-        lo = section.addr
-        candidates = (r for r in ranges if _PREFILTER.search(code, r[0] - lo, r[1] - lo))
-        for start, end, name in _runs(candidates):
-            chosen += 1
-            scanned += end - start
-            base = start - section.addr
-            for batch in dis.decode(code[base : base + end - start], start):
-                tally.add(dis, batch, name)
+        starts = [f[0] - section.addr for f in layout.functions]
+        pending: list[_Decoded] = []  # small windows' records, tallied together (cs_insn records
+        held = 0  # of one stride: the concatenation is an array of them too)
+        for lo, hi in _windows(code, starts):
+            windows += 1
+            scanned += hi - lo
+            for batch in dis.decode(code[lo:hi], section.addr + lo):
+                pending.append(batch)
+                held += batch.count
+                if held >= dis.BATCH:
+                    tally.add(dis, _joined(pending), section)
+                    pending, held = [], 0
+        if pending:
+            tally.add(dis, _joined(pending), section)
     counts = tally.counts
     level = max((lv for lv in (4, 3, 2) if counts[lv]), default=1)
     return ElfIsa(
@@ -444,24 +492,10 @@ def scan_elf(member: str, data: bytes, *, examples: int = EXAMPLES) -> ElfIsa | 
         counts=(counts[2], counts[3], counts[4]),
         extensions=tuple(sorted(tally.extensions.items())),
         examples=tuple(e for lv in (4, 3, 2) for e in tally.kept[lv]),
-        functions=(chosen, total),
+        windows=windows,
         scanned_bytes=scanned,
         code_bytes=sum(s.size for s in layout.code),
     )
-
-
-def _runs(ranges: Iterable[tuple[int, int, str]]) -> Iterator[tuple[int, int, str]]:
-    """Adjacent ranges joined (one decode call for a run of candidate functions), named by the first."""
-    run: tuple[int, int, str] | None = None
-    for start, end, name in ranges:
-        if run is not None and run[1] == start:
-            run = (run[0], end, run[2])
-            continue
-        if run is not None:
-            yield run
-        run = (start, end, name)
-    if run is not None:
-        yield run
 
 
 def scan_wheel(path: str | os.PathLike[str], members: Iterable[str]) -> tuple[ElfIsa, ...]:
