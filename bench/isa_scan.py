@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -81,26 +82,41 @@ def largest_cheap_wheel(cache: Path) -> Path:
     return fetch_all([biggest], cache)[0]
 
 
-def measure(wheel: Path) -> dict[str, object]:
+class Row(NamedTuple):
+    wheel: str
+    size: int
+    gate_s: float
+    gate_cpu_s: float
+    scan_s: float
+    scan_process_cpu_s: float
+    auditwheel_s: float
+    auditwheel_cpu_s: float
+    elves: list[list[Any]]  # [member, level, [v2, v3, v4], decoded bytes, code bytes]
+
+    @property
+    def ratios(self) -> tuple[float, float, float]:
+        """scan/gate, auditwheel/gate, auditwheel/(gate + scan)."""
+        g, sc, aw = self.gate_s, self.scan_s, self.auditwheel_s
+        return sc / g, aw / g, aw / (g + sc)
+
+
+def measure(wheel: Path) -> Row:
     check = [sys.executable, "-m", "buildkit", "check", "--json", "--size-warn", "1000GiB", str(wheel)]
     gate_wall, gate_cpu, _ = timed(check)
-    scan_wall, scan_cpu, out = timed([sys.executable, "-c", SCAN, str(wheel)])
+    _, scan_cpu, out = timed([sys.executable, "-c", SCAN, str(wheel)])
     scan = json.loads(out)
     audit_wall, audit_cpu, _ = timed([auditwheel_command(), "show", "--json", "--ldpaths", "", str(wheel)])
-    return {
-        "wheel": wheel.name,
-        "size": wheel.stat().st_size,
-        "gate_s": gate_wall,
-        "gate_cpu_s": gate_cpu,
-        "scan_s": scan["scan"],
-        "scan_process_cpu_s": scan_cpu,
-        "auditwheel_s": audit_wall,
-        "auditwheel_cpu_s": audit_cpu,
-        "scan_per_gate": scan["scan"] / gate_wall,
-        "auditwheel_per_gate": audit_wall / gate_wall,
-        "auditwheel_per_gate_and_scan": audit_wall / (gate_wall + scan["scan"]),
-        "elves": scan["elves"],
-    }
+    return Row(
+        wheel.name,
+        wheel.stat().st_size,
+        gate_wall,
+        gate_cpu,
+        scan["scan"],
+        scan_cpu,
+        audit_wall,
+        audit_cpu,
+        scan["elves"],
+    )
 
 
 def main() -> int:
@@ -111,19 +127,18 @@ def main() -> int:
     args = ap.parse_args()
     wheels = args.wheels or [numpy_wheel(args.cache), largest_cheap_wheel(args.cache)]
     rows = [measure(w) for w in wheels]
-    print(f"{'wheel':60} {'MB':>6} {'gate s':>7} {'scan s':>7} {'audit s':>8} {'scan/gate':>9} {'aw/gate':>8} {'aw/(g+s)':>8}")
+    head = ("wheel", "MB", "gate s", "scan s", "audit s", "scan/gate", "aw/gate", "aw/(g+s)")
+    print(f"{head[0]:60} " + " ".join(f"{h:>9}" for h in head[1:]))
     for r in rows:
-        print(
-            f"{str(r['wheel'])[:60]:60} {int(r['size']) / 1e6:6.0f} {r['gate_s']:7.2f} {r['scan_s']:7.2f} "  # type: ignore[call-overload]
-            f"{r['auditwheel_s']:8.2f} {r['scan_per_gate']:9.2f} {r['auditwheel_per_gate']:8.2f} "
-            f"{r['auditwheel_per_gate_and_scan']:8.2f}"
-        )
-        above = [e for e in r["elves"] if e[1] != "x86-64"]  # type: ignore[attr-defined]
-        for member, level, counts, scanned, code in above[:6]:
-            print(f"    {level:10} {member} (v2/v3/v4 {counts}; decoded {scanned / 1e6:.1f} of {code / 1e6:.1f} MB)")
+        cells = (r.size / 1e6, r.gate_s, r.scan_s, r.auditwheel_s, *r.ratios)
+        print(f"{r.wheel[:60]:60} " + " ".join(f"{c:9.2f}" for c in cells))
+        for member, level, counts, scanned, code in [e for e in r.elves if e[1] != "x86-64"][:6]:
+            decoded = f"decoded {scanned / 1e6:.1f} of {code / 1e6:.1f} MB"
+            print(f"    {level:10} {member} (v2/v3/v4 {counts}; {decoded})")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} (the ratios are measured back to back)")
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=2) + "\n", encoding="utf-8")
+        data = [{**r._asdict(), "ratios": dict(zip(head[5:], r.ratios, strict=True))} for r in rows]
+        args.json.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return 0
 
 

@@ -230,7 +230,9 @@ class GateConfig(NamedTuple):
         if self.size_per_target is not None and self.size_per_target <= 0:
             raise UsageError("the size limit per gfx target must be positive")
         if self.isa_baseline not in (None, "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"):
-            raise UsageError(f"x86-64 level {self.isa_baseline!r}: give x86-64, x86-64-v2, x86-64-v3 or x86-64-v4")
+            raise UsageError(
+                f"x86-64 level {self.isa_baseline!r}: give x86-64, x86-64-v2, x86-64-v3 or x86-64-v4"
+            )
         if self.device_target is not None:
             target = parse_target_id(self.device_target)  # ArchError naming an unknown processor
             if target.features or str(target) != self.device_target:

@@ -58,9 +58,9 @@ from buildkit.inspect.models import WheelReport
 
 if TYPE_CHECKING:
     from buildkit.gate.pyabi import PythonAbiResult
-    from buildkit.inspect.isa import ElfIsa
     from buildkit.gate.torchabi import TorchAbiResult
     from buildkit.gate.torchshim import StableAbiResult
+    from buildkit.inspect.isa import ElfIsa
 
 
 def evaluate(

@@ -40,9 +40,9 @@ from buildkit.policy import (
 
 if TYPE_CHECKING:
     from buildkit.gate.pyabi import PythonAbiResult
-    from buildkit.inspect.isa import ElfIsa
     from buildkit.gate.torchabi import TorchAbiResult
     from buildkit.gate.torchshim import StableAbiResult
+    from buildkit.inspect.isa import ElfIsa
 
 # (ELF machine as the inspection names it, ELF class) -> (wheel-tag architecture, byte order), as
 # auditwheel's lddtree._get_platform maps them; EM_PPC64 is decided by the byte order (elf_arch)

@@ -8,19 +8,30 @@ executable sections, the count of instructions of each level above v1, and a few
 symbol, text). Presence is not need: runtime-dispatched code (numpy, OpenBLAS) holds AVX-512 behind
 cpuid checks; the rule informs and refuses only when told (``strict``).
 
-How, and what it costs (bench/isa_scan.py): a linear sweep of numpy 2.2.6's host code with capstone
-took 14.5 s. Here a byte prefilter (one compiled regular expression over each executable section)
-finds where an instruction above v1 may start: a VEX (``C4``/``C5``) or EVEX (``62``) prefix
-with the bit patterns those prefixes must have in 64-bit mode, the ``0F 38``/``0F 3A`` opcode maps
-(SSSE3, SSE4.1/4.2, MOVBE), ``F3 0F B8/BC/BD`` (POPCNT, TZCNT, LZCNT), the SSE3 opcodes, ``FISTTP``
-and ``CMPXCHG16B``. Only the functions holding a candidate (from ``.symtab``, else ``.dynsym``; code
-no symbol covers is swept as one range between symbols) are disassembled, from their first byte
-(so instructions are decoded at their true boundaries), and only the instructions a candidate falls
-in are classified: each distinct (encoding, mnemonic) once, with capstone's instruction groups
-(``AVX512``: v4; ``AVX``/``AVX2``/``FMA``/``F16C``/``BMI``/``BMI2``, ``LZCNT``, ``MOVBE``: v3;
-``SSE3``/``SSSE3``/``SSE41``/``SSE42``, ``POPCNT``, ``CMPXCHG16B``: v2). Not counted: ``LAHF``/
-``SAHF`` (v2; a one-byte opcode no prefilter can single out) and ``XSAVE``/``XGETBV`` (what cpuid
-dispatch itself runs). Groups outside the levels (AES, PCLMUL, SHA, ...) are counted as extensions.
+How, and what it costs (bench/isa_scan.py): a linear sweep of numpy 2.2.6's host code with capstone,
+one Python object per instruction, took 14.5 s. Here:
+
+* a byte prefilter, one regular expression whose every branch begins with ``62``, ``C4``, ``C5`` or
+  ``0F`` (so the engine skips other bytes in C), finds where an instruction above v1 may be: an EVEX
+  or VEX prefix with the bits those must have in 64-bit mode, the ``0F 38``/``0F 3A`` maps (SSSE3,
+  SSE4.1/4.2, MOVBE, CRC32), ``F3 0F B8/BD`` (POPCNT, LZCNT), the SSE3 opcodes, MONITOR/MWAIT and
+  ``REX.W 0F C7 /1`` (CMPXCHG16B), the legacy prefixes a ``0F`` form needs checked after
+  (:func:`_candidate`); one search per 256-byte block (:data:`BLOCK`), not per match;
+* each run of blocks holding a candidate is decoded, from :data:`LEAD_IN` bytes before it (or its
+  function's first byte, from ``.symtab``, else ``.dynsym``, when nearer: a true boundary), so that
+  decoding has found the instruction boundaries by the candidate; scalar code is decoded only around
+  its few candidates, dense vector code whole;
+* capstone decodes without detail into its array of ``cs_insn`` records, copied out whole and read by
+  column: the VEX (``C4``/``C5``: v3) and EVEX (``62``: v4) instructions are counted by their first
+  byte, the others by their instruction id, each id classified once by capstone's groups (a
+  second handle with detail, one instruction): ``AVX512``: v4 (the VEX-encoded opmask instructions
+  too); ``AVX``/``AVX2``/``FMA``/``F16C``/``BMI``/``BMI2``, LZCNT, MOVBE: v3;
+  ``SSE3``/``SSSE3``/``SSE41``/``SSE42``, POPCNT, CMPXCHG16B: v2.
+
+Not counted: LAHF/SAHF and FISTTP (v2, by one-byte opcodes no prefilter can single out), TZCNT (gcc's
+``rep bsf``, which runs as BSF below BMI1) and XSAVE/XGETBV (what cpuid dispatch itself runs). Groups
+outside the levels (AES, PCLMUL, FMA4, ...) are counted as extensions. The report is opt-in
+(``--isa-report``): on wheels with much vector code it costs several times the rest of the gate.
 """
 
 from __future__ import annotations
@@ -247,7 +258,7 @@ class _Decoded(NamedTuple):
     """Instructions capstone decoded, as its ``cs_insn`` records side by side in one bytes object."""
 
     blob: bytes
-    count: int
+    records: int
 
 
 class _Disassembler:
@@ -284,7 +295,9 @@ class _Disassembler:
         while done < len(code):
             records = ctypes.POINTER(cs._cs_insn)()
             part = code[done:]
-            n = cs._cs.cs_disasm(self.handle.csh, part, len(part), address + done, self.BATCH, ctypes.byref(records))
+            n = cs._cs.cs_disasm(
+                self.handle.csh, part, len(part), address + done, self.BATCH, ctypes.byref(records)
+            )
             if n <= 0:
                 return
             try:
@@ -346,7 +359,7 @@ class _Disassembler:
 def _joined(batches: list[_Decoded]) -> _Decoded:
     if len(batches) == 1:
         return batches[0]
-    return _Decoded(b"".join(b.blob for b in batches), sum(b.count for b in batches))
+    return _Decoded(b"".join(b.blob for b in batches), sum(b.records for b in batches))
 
 
 def _cstr(blob: bytes, at: int) -> str:
@@ -389,7 +402,7 @@ class _Tally:
         others by their id's level; opmask instructions (VEX-encoded AVX-512) moved to v4."""
         ids = dis.ids(d).tolist()
         first = dis.first_bytes(d)
-        first_at = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1)))
+        first_at = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))
         # data skipped over (id 0): a byte 62/C4/C5 there is no instruction
         skipped = set(_positions(ids, 0)) if 0 in first_at else set()
         wrong = [first[i] for i in skipped]
@@ -436,8 +449,6 @@ class _Tally:
         return f"{where.name}+{address - where.addr:#x}"
 
 
-
-
 def _positions(values: list[int], value: int) -> Iterator[int]:
     i = -1
     while True:
@@ -478,7 +489,7 @@ def scan_elf(member: str, data: bytes, *, examples: int = EXAMPLES) -> ElfIsa | 
             scanned += hi - lo
             for batch in dis.decode(code[lo:hi], section.addr + lo):
                 pending.append(batch)
-                held += batch.count
+                held += batch.records
                 if held >= dis.BATCH:
                     tally.add(dis, _joined(pending), section)
                     pending, held = [], 0

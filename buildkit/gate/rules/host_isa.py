@@ -58,7 +58,8 @@ def check(facts: Facts) -> Iterator[Finding]:
         counts = ", ".join(f"{LEVELS[i + 1]}: {n}" for i, n in enumerate(elf.counts) if n)
         above = elf.above(allowed)
         example = f"; e.g. {above[0].describe()}" if above else ""
-        lead = f"{elf.member} holds {elf.level_name} instructions ({counts}){example}, above the baseline {baseline}"
+        lead = f"{elf.member} holds {elf.level_name} instructions ({counts}){example}"
+        lead += f", above the baseline {baseline}"
         if config.isa_strict:
             yield HOST_ISA.error(
                 f"{lead}: it dies with SIGILL on a CPU below {elf.level_name}; build it for {baseline} "
