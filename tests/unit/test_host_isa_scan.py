@@ -131,13 +131,27 @@ def test_asked_for_but_not_scanned_is_an_error_not_a_pass(tmp_path: Path) -> Non
     assert not verdict.passed
 
 
-def test_a_recipe_host_isa_sets_the_gate(tmp_path: Path) -> None:
-    from buildkit.recipe.sections.host_isa import HostIsa
+def test_a_recipes_host_isa_sets_the_jobs_gate(tmp_path: Path) -> None:
+    from buildkit.errors import UsageError
+    from buildkit.plan.expansion import expand
+    from buildkit.recipe import load_recipe
 
-    isa = HostIsa("x86-64-v2", strict=True)
-    config = GateConfig(isa_strict=isa.strict, isa_baseline=isa.level).validated()
-    assert config.isa_scan and config.isa_baseline == "x86-64-v2"
-    with pytest.raises(Exception, match="x86-64 level"):
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "recipes" / "reference-trixie.yaml").read_text()
+    text = text.replace("path: ../csrc", f"path: {root / 'csrc'}")
+    path = tmp_path / "r.yaml"
+    path.write_text(text + "host_isa:\n  level: x86-64-v2\n  strict: true\n")
+    recipe = load_recipe(path)
+    config = GateConfig.from_recipe_job(recipe, expand(recipe).jobs[0])
+    assert config.isa_strict and config.isa_scan and config.isa_baseline == "x86-64-v2"
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(text)
+    recipe = load_recipe(plain)
+    config = GateConfig.from_recipe_job(recipe, expand(recipe).jobs[0])
+    assert not config.isa_scan and config.isa_baseline is None  # the policy's baseline, x86-64
+    # the command line tightens the job's: --isa-strict over a silent recipe
+    assert apply_options(config, GateFlags(isa_strict=True)).isa_strict
+    with pytest.raises(UsageError, match="x86-64 level"):
         GateConfig(isa_baseline="x86-64-v5").validated()
 
 
