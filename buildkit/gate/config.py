@@ -121,6 +121,11 @@ _READERS: dict[str, Callable[[Any], Any]] = {
         "rocm_pip": Key("rocm_pip", omit="none"),
         "torch_stable": Key("torch_stable", omit="none"),
         "torch_below": Key("torch_below", omit="none"),
+        # off by default: absent, so the JSON (and build's gate key) of a configuration without them
+        # is what it was before they existed
+        "isa_report": Key("isa_report", omit="default"),
+        "isa_strict": Key("isa_strict", omit="default"),
+        "isa_baseline": Key("isa_baseline", omit="none"),
     }
 )
 class GateConfig(NamedTuple):
