@@ -525,7 +525,7 @@ def scan_wheel(path: str | os.PathLike[str], members: Iterable[str]) -> tuple[El
 
 def host_isa_of(path: str | os.PathLike[str], report: WheelReport, wanted: bool) -> tuple[ElfIsa, ...] | None:
     """What a judgement passes the gate (``evaluate(host_isa=...)``) when its configuration
-    ``wanted`` the report (:attr:`GateConfig.isa_scan`): the scan of the wheel's x86_64 host ELFs;
+    ``wanted`` the report (:attr:`buildkit.gate.config.GateConfig.isa_scan`): the scan of the wheel's x86_64 host ELFs;
     None when not wanted."""
     if not wanted:
         return None
