@@ -525,8 +525,8 @@ def scan_wheel(path: str | os.PathLike[str], members: Iterable[str]) -> tuple[El
 
 def host_isa_of(path: str | os.PathLike[str], report: WheelReport, wanted: bool) -> tuple[ElfIsa, ...] | None:
     """What a judgement passes the gate (``evaluate(host_isa=...)``) when its configuration
-    ``wanted`` the report (:attr:`buildkit.gate.config.GateConfig.isa_scan`): the scan of the wheel's x86_64 host ELFs;
-    None when not wanted."""
+    ``wanted`` the report (:attr:`buildkit.gate.config.GateConfig.isa_scan`): the scan of the
+    wheel's x86_64 host ELFs; None when not wanted."""
     if not wanted:
         return None
     return scan_wheel(path, [e.member for e in report.elves if e.machine == "x86_64"])
