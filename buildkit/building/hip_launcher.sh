@@ -29,7 +29,8 @@
 # The host CPU baseline (issue 38): host code built for the build machine's CPU dies with SIGILL on
 # a user's. `-march=native` and `-mcpu=native` are refused in every compile that comes here (they
 # depend on the machine the build ran on); with BUILDKIT_HOST_ISA set (the recipe's host_isa.level:
-# x86-64, x86-64-v2, x86-64-v3 or x86-64-v4), so is any -march=CPU or -mFEATURE that asks for more
+# x86-64, x86-64-v2, x86-64-v3 or x86-64-v4; unset on an x86_64 machine: the policy's baseline,
+# x86-64, v1, for every manylinux and musllinux policy), so is any -march=CPU or -mFEATURE that asks for more
 # (-march=x86-64-v4, -march=skylake-avx512, -mavx512f, -mavx2 ...), except in the compile of a
 # source matching a glob of BUILDKIT_HOST_ISA_ALLOW (runtime-dispatched kernels; never native). The
 # refusal names the flag, the file and the command, and the compile fails. With
@@ -67,6 +68,11 @@ flag_rank() { # a -m flag -> the x86-64 level the feature it turns on belongs to
 }
 
 level=${BUILDKIT_HOST_ISA:-}
+given=$level
+if [ -z "$level" ] && [ "$(uname -m)" = x86_64 ]; then
+  # the recipe is silent: the policy's baseline, x86-64 (v1) for every manylinux and musllinux policy
+  level=x86-64
+fi
 max=0
 case $level in
   '') ;;
@@ -132,8 +138,10 @@ for arg do
 done
 shift "$count"
 if [ -n "$refused" ]; then
-  if [ -n "$level" ]; then
+  if [ -n "$given" ]; then
     why="more than the recipe's host ISA $level (host_isa.level)"
+  elif [ -n "$level" ]; then
+    why="more than the policy's baseline $level, which the build holds when the recipe sets no host_isa.level"
   else
     why="the build machine's own CPU"
   fi

@@ -121,6 +121,11 @@ _READERS: dict[str, Callable[[Any], Any]] = {
         "rocm_pip": Key("rocm_pip", omit="none"),
         "torch_stable": Key("torch_stable", omit="none"),
         "torch_below": Key("torch_below", omit="none"),
+        # off by default: absent, so the JSON (and build's gate key) of a configuration without them
+        # is what it was before they existed
+        "isa_report": Key("isa_report", omit="default"),
+        "isa_strict": Key("isa_strict", omit="default"),
+        "isa_baseline": Key("isa_baseline", omit="none"),
     }
 )
 class GateConfig(NamedTuple):
@@ -180,6 +185,18 @@ class GateConfig(NamedTuple):
     #: with ``torch_stable``, the upper bound the recipe asks for (``below: "3.0"``: ``torch<3.0``);
     #: None: METADATA bounds torch from below only
     torch_below: str | None = None
+    #: the ``host-isa`` rule: report the x86-64 levels of each host ELF's instructions (a warning per
+    #: ELF above ``isa_baseline``); ``isa_strict`` refuses them (and implies the report)
+    isa_report: bool = False
+    isa_strict: bool = False
+    #: the x86-64 level the host code may use (the recipe's ``host_isa.level``); None: the policy's
+    #: baseline, x86-64 (v1) for every manylinux and musllinux policy
+    isa_baseline: str | None = None
+
+    @property
+    def isa_scan(self) -> bool:
+        """The wheel's host code must be disassembled for the ``host-isa`` rule."""
+        return self.isa_report or self.isa_strict
 
     def validated(self) -> GateConfig:
         """This configuration, once its values are known to be sound; else a UsageError naming the
@@ -217,6 +234,10 @@ class GateConfig(NamedTuple):
             raise UsageError("size limit must be positive")
         if self.size_per_target is not None and self.size_per_target <= 0:
             raise UsageError("the size limit per gfx target must be positive")
+        if self.isa_baseline not in (None, "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"):
+            raise UsageError(
+                f"x86-64 level {self.isa_baseline!r}: give x86-64, x86-64-v2, x86-64-v3 or x86-64-v4"
+            )
         if self.device_target is not None:
             target = parse_target_id(self.device_target)  # ArchError naming an unknown processor
             if target.features or str(target) != self.device_target:
@@ -303,6 +324,9 @@ class GateConfig(NamedTuple):
             budget["size_limit"] = recipe.size_budget["limit"]
         if "per_target" in recipe.size_budget:
             budget["size_per_target"] = recipe.size_budget["per_target"]
+        if recipe.host_isa is not None:
+            isa = recipe.host_isa
+            budget.update(isa_report=isa.report, isa_strict=isa.strict, isa_baseline=isa.level)
         return cls.from_job(job, **{**budget, **overrides})
 
     @classmethod

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from buildkit.gate.pyabi import PythonAbiResult
     from buildkit.gate.torchabi import TorchAbiResult
     from buildkit.gate.torchshim import StableAbiResult
+    from buildkit.inspect.isa import ElfIsa
 
 
 def evaluate(
@@ -70,6 +71,7 @@ def evaluate(
     torch_abi: TorchAbiResult | None = None,
     python_abi: PythonAbiResult | None = None,
     torch_stable: StableAbiResult | None = None,
+    host_isa: tuple[ElfIsa, ...] | None = None,
 ) -> Verdict:
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
     rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
@@ -79,9 +81,15 @@ def evaluate(
     (:func:`buildkit.building.wheel_gate.python_abi_of`; None: ``job-identity`` checks the tag and the
     members' names only). ``torch_stable``: a stable-ABI wheel's needs from torch judged
     (:func:`buildkit.building.wheel_gate.torch_stable_of`). A configuration with an unsound value is a
-    UsageError (:meth:`GateConfig.validated`)."""
+    UsageError (:meth:`GateConfig.validated`). ``host_isa``: the host ELFs disassembled
+    (:func:`buildkit.inspect.isa.host_isa_of`, when ``config.isa_scan``; the ``host-isa`` rule)."""
     facts = gather(
-        report, config.validated(), torch_abi=torch_abi, python_abi=python_abi, torch_stable=torch_stable
+        report,
+        config.validated(),
+        torch_abi=torch_abi,
+        python_abi=python_abi,
+        torch_stable=torch_stable,
+        host_isa=host_isa,
     )
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
     recipe = config.identity.recipe if config.identity is not None else None

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from buildkit.gate.pyabi import PythonAbiResult
     from buildkit.gate.torchabi import TorchAbiResult
     from buildkit.gate.torchshim import StableAbiResult
+    from buildkit.inspect.isa import ElfIsa
 
 # (ELF machine as the inspection names it, ELF class) -> (wheel-tag architecture, byte order), as
 # auditwheel's lddtree._get_platform maps them; EM_PPC64 is decided by the byte order (elf_arch)
@@ -108,6 +109,9 @@ class Facts(NamedTuple):
     #: a stable-ABI wheel's needs from torch judged against its declared lowest torch
     #: (``torch-stable-abi``; :func:`buildkit.gate.torchshim.judge_stable`), None: not one
     torch_stable: StableAbiResult | None = None
+    #: the disassembly of each x86_64 host ELF (``host-isa``; :func:`buildkit.inspect.isa.host_isa_of`),
+    #: None: not scanned
+    host_isa: tuple[ElfIsa, ...] | None = None
 
     @property
     def judged(self) -> bool:
@@ -126,6 +130,7 @@ def gather(
     torch_abi: TorchAbiResult | None = None,
     python_abi: PythonAbiResult | None = None,
     torch_stable: StableAbiResult | None = None,
+    host_isa: tuple[ElfIsa, ...] | None = None,
 ) -> Facts:
     """The facts of one inspected wheel under one configuration (``torch_abi``: the wheel judged
     against a torch, :func:`buildkit.gate.torchabi.judge`; ``python_abi``: against its tag's claim;
@@ -134,6 +139,7 @@ def gather(
         "torch_abi": torch_abi,
         "python_abi": python_abi,
         "torch_stable": torch_stable,
+        "host_isa": host_isa,
     }
     resolution = resolve_libraries(report.elves)
     try:

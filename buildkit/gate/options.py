@@ -354,6 +354,38 @@ OPTIONS: tuple[GateOption, ...] = (
         metavar="GFX",
         parse=device_processor,
     ),
+    GateOption(
+        "--isa-report",
+        "isa_report",
+        "isa_report",
+        "tighten",
+        "Disassemble each x86_64 host ELF (capstone) and report the x86-64 levels its instructions use "
+        "(host-isa: a warning per ELF above the baseline, naming an instruction and its symbol; it does "
+        "not fail: runtime-dispatched code holds AVX-512 behind cpuid checks). Off by default: seconds "
+        "on wheels with much vector code.",
+        recipe="host_isa.report",
+        kind="flag",
+    ),
+    GateOption(
+        "--isa-strict",
+        "isa_strict",
+        "isa_strict",
+        "tighten",
+        "Refuse a host ELF holding an instruction above the baseline (host-isa error naming the ELF, "
+        "the instruction and its symbol), for projects without runtime dispatch; implies --isa-report.",
+        recipe="host_isa.strict",
+        kind="flag",
+    ),
+    GateOption(
+        "--isa-baseline",
+        "isa_baseline",
+        "isa_baseline",
+        "replace",
+        "The x86-64 level host code may use: x86-64 (default: the manylinux baseline), x86-64-v2, "
+        "x86-64-v3 or x86-64-v4 (replaces the job's).",
+        recipe="host_isa.level",
+        choices=("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"),
+    ),
 )
 
 

@@ -48,7 +48,8 @@ def test_march_native_is_refused_in_every_build() -> None:
         ("-msse4.2", "x86-64-v2", False),
         ("-march=x86-64-v2", "x86-64-v2", False),
         ("-march=my-future-cpu", "x86-64-v4", True),  # unknown: cannot be held to the level
-        ("-mavx512f", "", False),  # no level: only native is refused
+        ("-mavx512f", "", True),  # no level: the policy's baseline, x86-64 (this machine is x86_64)
+        ("-march=x86-64", "", False),
         ("-mno-avx512f", "x86-64", False),
     ],
 )
@@ -56,11 +57,27 @@ def test_flags_above_the_level_are_refused(flag: str, level: str, refused: bool)
     env = {"BUILDKIT_HOST_ISA": level} if level else {}
     done = _run("-c", flag, "src/k.c", **env)
     assert (done.returncode == 1) is refused, done.stderr
-    if refused:
+    if refused and level:
         assert (
             f"refused {flag} in the compile of src/k.c: it asks for more than the recipe's host ISA {level}"
             in (done.stderr)
         )
+    elif refused:
+        assert (
+            f"refused {flag} in the compile of src/k.c: it asks for more than the policy's baseline x86-64, "
+            "which the build holds when the recipe sets no host_isa.level" in done.stderr
+        )
+
+
+def test_the_default_baseline_holds_only_on_x86_64(tmp_path: Path) -> None:
+    """On another machine (aarch64's -march=armv8.2-a) a silent recipe holds nothing but native."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "uname").write_text("#!/bin/sh\necho aarch64\n")
+    (fake / "uname").chmod(0o755)
+    path = f"{fake}:/usr/bin:/bin"
+    assert _run("-c", "-march=armv8.2-a+sve", "src/k.c", PATH=path).returncode == 0
+    assert _run("-c", "-march=native", "src/k.c", PATH=path).returncode == 1
 
 
 def test_rewrite_and_allow() -> None:
