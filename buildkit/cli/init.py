@@ -21,9 +21,10 @@ from buildkit import rocm as rocm_data
 from buildkit.errors import ArchError, RecipeError, UsageError
 from buildkit.plan.feasibility import provided_releases
 from buildkit.recipe import Recipe
+from buildkit.service import builders
 from buildkit.service.plan import plan_of
 from buildkit.source.project import (
-    DEFAULT_IMAGE,
+    Project,
     default_choices,
     network_hooks,
     read_project,
@@ -96,6 +97,27 @@ def _plan_accepts(recipe: Recipe) -> None:
         raise UsageError(f"init would write a recipe that plan refuses:\n{exc.message}") from None
 
 
+def _builder(project: Project) -> tuple[str, tuple[str, ...]]:
+    """The builder image when ``--image`` is not given (:mod:`buildkit.service.builders`: one this machine
+    can build; on a terminal, asked when none can), printed with why, and the recipe's comment on the
+    others."""
+    choice = builders.choose_builder()
+    click.echo(f"buildkit init: builder {choice.why}", err=True)
+    image = choice.image
+    if not choice.buildable and _interactive():
+        names = [choice.image, *(name for name, _ in choice.others)]
+        image = click.prompt("Builder image", default=image, type=click.Choice(names), err=True)
+    note = [f"chosen by init: {choice.why.split('; ')[0]}" if image == choice.image else "chosen at init's prompt"]
+    for name, lacks in [(choice.image, ()), *choice.others]:
+        if name == image:
+            continue
+        sysroot = default_choices(project, name).sysroot
+        how = f" with manylinux.sysroot: {sysroot}" if sysroot else " without manylinux.sysroot"
+        why = f" (when init ran: {', '.join(lacks)})" if lacks else ""
+        note.append(f"or image: {name}{how}{why}")
+    return image, tuple(note)
+
+
 @click.command("init")
 @click.argument("path", default=".", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
@@ -105,14 +127,19 @@ def _plan_accepts(recipe: Recipe) -> None:
     default=None,
     help="The recipe file to write (default: PATH/rocm-buildkit.yaml).",
 )
-@click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="The builder image profile.")
+@click.option(
+    "--image",
+    default=None,
+    help="The builder image profile (default: the first of manylinux_2_28-rocm, debian-sid-rocm this "
+    "machine can build: its Docker engine, base images and download hosts are probed).",
+)
 @click.option(
     "--rocm", "rocm", default=None, help="ROCm releases, comma-separated (default: the image's newest)."
 )
 @click.option("--archs", default=None, help="GPU archs, comma-separated (default: gfx90a,gfx942).")
 @click.option("--force", is_flag=True, help="Replace an existing recipe file.")
 def init(
-    path: Path, output: Path | None, image: str, rocm: str | None, archs: str | None, force: bool
+    path: Path, output: Path | None, image: str | None, rocm: str | None, archs: str | None, force: bool
 ) -> None:
     """Write a commented recipe for the project in PATH (pyproject.toml or setup.py).
 
@@ -125,7 +152,11 @@ def init(
     if target.exists() and not force:  # before any question
         raise UsageError(f"{target} exists: give another --output, or --force to replace it")
     project = read_project(path)
+    image_note: tuple[str, ...] = ()
+    if image is None:
+        image, image_note = _builder(project)
     choices = default_choices(project, profiles.get_profile(image).name)
+    choices = dataclasses.replace(choices, image_note=image_note)
     releases = _choose(rocm, "--rocm", "ROCm releases", choices.rocm, _releases(image))
     note = None
     if project.version.kind == "fixed" and len(releases) > 1:
