@@ -107,7 +107,9 @@ def _builder(project: Project) -> tuple[str, tuple[str, ...]]:
     if not choice.buildable and _interactive():
         names = [choice.image, *(name for name, _ in choice.others)]
         image = click.prompt("Builder image", default=image, type=click.Choice(names), err=True)
-    note = [f"chosen by init: {choice.why.split('; ')[0]}" if image == choice.image else "chosen at init's prompt"]
+    note = [
+        f"chosen by init: {choice.why.split('; ')[0]}" if image == choice.image else "chosen at init's prompt"
+    ]
     for name, lacks in [(choice.image, ()), *choice.others]:
         if name == image:
             continue

@@ -109,7 +109,9 @@ def needs_of(name: str) -> Needs:
 def _present(reference: str, images: frozenset[str]) -> bool:
     if reference in images:
         return True
-    return ":" not in reference.rpartition("/")[2] and "@" not in reference and f"{reference}:latest" in images
+    return (
+        ":" not in reference.rpartition("/")[2] and "@" not in reference and f"{reference}:latest" in images
+    )
 
 
 def lacking(needs: Needs, machine: Machine) -> list[str]:
