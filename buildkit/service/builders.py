@@ -3,7 +3,8 @@
 A builder profile needs a Docker engine, the images its Dockerfile builds ``FROM`` (present in the engine,
 or pulled from their registry) and the hosts its build downloads from (every ``http(s)://`` URL of the
 Dockerfile: AMD's package repository, Debian's mirror). An image of the profile built earlier does not
-count: its content tag changes with the Dockerfile and the release, and a rebuild needs them. :func:`probe` asks the engine which images it holds and tries
+count: its content tag changes with the Dockerfile and the release, and a rebuild needs them.
+:func:`probe` asks the engine which images it holds and tries
 each host with a short DNS + TCP connection (:data:`PROBE_TIMEOUT` in all, in parallel);
 :func:`choose` is the decision on what the probe found (pure: tests give it a machine they describe).
 
@@ -194,6 +195,9 @@ def reachable_hosts(
 
 
 def _engine_images(timeout: float) -> tuple[str | None, frozenset[str]]:
+    import docker.errors
+    import requests.exceptions
+
     from buildkit.docker_engine import connect
     from buildkit.errors import BuildkitError
 
@@ -208,7 +212,7 @@ def _engine_images(timeout: float) -> tuple[str | None, frozenset[str]]:
             images.update(attrs.get("RepoTags") or ())
             images.update(attrs.get("RepoDigests") or ())
         return None, frozenset(images)
-    except Exception as exc:  # noqa: BLE001 - an engine that answers a ping but not a list: as none
+    except (docker.errors.DockerException, requests.exceptions.RequestException, OSError) as exc:
         return f"listing its images failed: {exc}", frozenset()
     finally:
         client.close()

@@ -9,6 +9,7 @@ loaded), so that a job's ceilings are the same whichever command expands it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +84,15 @@ def load_plan(
     return LoadedPlan(recipe, plan_of(recipe, cli_archs=cli_archs, env=env, ceilings_reader=ceilings_reader))
 
 
-def command_plan(recipe_path: str | Path, *, cli_archs: str | None, echo: Callable[[str], None]) -> Plan:
+def command_plan(
+    recipe_path: str | Path, *, cli_archs: str | None, echo: Callable[[str], None], out: Path | None = None
+) -> Plan:
     """``buildkit plan``'s plan: :func:`load_plan`, then the source's version rule against the plan's
-    versions (an sdist/url source fetched and cached; ``echo`` shows what is fetched)."""
-    return with_source_version(load_plan(recipe_path, cli_archs=cli_archs).plan, echo=echo)
+    versions (an sdist/url source fetched and cached; ``echo`` shows what is fetched); with ``out`` (the
+    build's output folder), a note on each set of wheels there an edit of the recipe made stale
+    (:func:`buildkit.service.stale.stale_notes`)."""
+    from buildkit.service.stale import stale_notes
+
+    the_plan = with_source_version(load_plan(recipe_path, cli_archs=cli_archs).plan, echo=echo)
+    stale = stale_notes(the_plan.recipe, out) if out is not None else ()
+    return dataclasses.replace(the_plan, notes=(*the_plan.notes, *stale)) if stale else the_plan

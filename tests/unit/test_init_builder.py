@@ -46,7 +46,8 @@ def test_the_needs_come_from_the_profiles_dockerfiles() -> None:
 def test_stages_and_scratch_are_not_bases() -> None:
     text = (
         "ARG BASE=example.org:5000/team/base:1\nFROM --platform=linux/amd64 ${BASE} AS build\n"
-        "RUN curl -fsSL https://downloads.example.com/x.tgz\nFROM build\nFROM scratch\nCOPY --from=build / /\n"
+        "RUN curl -fsSL https://downloads.example.com/x.tgz\nFROM build\n"
+        "FROM scratch\nCOPY --from=build / /\n"
     )
     needs = needs_of_dockerfile("x", text)
     assert needs.bases == ("example.org:5000/team/base:1",)
