@@ -18,6 +18,7 @@ import click
 
 from buildkit import profiles
 from buildkit import rocm as rocm_data
+from buildkit.cli.options import quiet
 from buildkit.errors import ArchError, RecipeError, UsageError
 from buildkit.plan.feasibility import provided_releases
 from buildkit.recipe import Recipe
@@ -97,12 +98,18 @@ def _plan_accepts(recipe: Recipe) -> None:
         raise UsageError(f"init would write a recipe that plan refuses:\n{exc.message}") from None
 
 
+def _note(line: str) -> None:
+    """What init says on stderr that is not a warning: nothing with -q."""
+    if not quiet():
+        click.echo(line, err=True)
+
+
 def _builder(project: Project) -> tuple[str, tuple[str, ...]]:
     """The builder image when ``--image`` is not given (:mod:`buildkit.service.builders`: one this machine
     can build; on a terminal, asked when none can), printed with why, and the recipe's comment on the
     others."""
     choice = builders.choose_builder()
-    click.echo(f"buildkit init: builder {choice.why}", err=True)
+    _note(f"buildkit init: builder {choice.why}")
     image = choice.image
     if not choice.buildable and _interactive():
         names = [choice.image, *(name for name, _ in choice.others)]
@@ -167,21 +174,21 @@ def init(
             f"wheels of {', '.join(releases)} would share one file name; make the build read "
             "BUILDKIT_VERSION for several"
         )
-        click.echo(f"buildkit init: {note}", err=True)
+        _note(f"buildkit init: {note}")
         releases = releases[-1:]
     choices = dataclasses.replace(choices, rocm=releases, rocm_note=note)
     choices = dataclasses.replace(
         choices, archs=_choose(archs, "--archs", "GPU archs", choices.archs, _archs)
     )
     untranslated = write_recipe(project, choices, target, force=force, check=_plan_accepts)
-    click.echo(f"wrote {target} for {project.name or path.resolve().name} ({project.version.how})", err=True)
+    _note(f"wrote {target} for {project.name or path.resolve().name} ({project.version.how})")
     for option in untranslated:
-        click.echo(f"buildkit init: not translated from [tool.cibuildwheel]: {option}", err=True)
+        _note(f"buildkit init: not translated from [tool.cibuildwheel]: {option}")
     for command in network_hooks(project):
         click.echo(
             f"buildkit init: warning: {command!r} downloads, and the build container has no network: "
             "set network: true, or install system packages with image.packages",
             err=True,
         )
-    click.echo(f"next: buildkit plan {target}", err=True)
+    _note(f"next: buildkit plan {target}")
     click.echo(str(target))

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from buildkit.cli import cli
 from buildkit.cli import init as init_cli
 from buildkit.service import builders
 from buildkit.service.builders import Machine, Needs, choose, needs_of, needs_of_dockerfile, registry_host
@@ -189,3 +190,17 @@ def test_init_asks_on_a_terminal_when_nothing_can_be_built(
     recipe = yaml.safe_load((project / "rocm-buildkit.yaml").read_text())
     assert recipe["image"] == "debian-sid-rocm" and recipe["manylinux"]["sysroot"] == "glibc2.28"
     assert "# chosen at init's prompt" in (project / "rocm-buildkit.yaml").read_text()
+
+
+def test_quiet_init_prints_only_the_recipe_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 36: -q drops notes in every command; init's why, wrote and next lines are notes."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "setup.py").write_text(SETUP)
+    monkeypatch.setattr(builders, "probe", lambda candidates, timeout=0: _machine("deb.debian.org"))
+    monkeypatch.setattr(init_cli, "_interactive", lambda: False)
+    result = CliRunner().invoke(cli, ["-q", "init", str(project)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == f"{project / 'rocm-buildkit.yaml'}\n" and result.stderr == ""
+    loud = CliRunner().invoke(cli, ["init", str(project), "-o", str(tmp_path / "again.yaml")])
+    assert "buildkit init: builder " in loud.stderr and "next: buildkit plan" in loud.stderr
