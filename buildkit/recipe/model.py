@@ -89,6 +89,16 @@ class Recipe:
             "build_keys": dict(self.build_keys),
         }
 
+    def changed_build_keys(self, recorded: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The top-level keys whose digests differ between a manifest's recipe record (:meth:`record`) and
+        this recipe's :attr:`build_keys` (a key added or removed counts); None: the record has no
+        ``build_keys`` (a manifest of an older build)."""
+        keys = recorded.get("build_keys")
+        if not isinstance(keys, dict):
+            return None
+        now = dict(self.build_keys)
+        return tuple(sorted(k for k in set(keys) | set(now) if keys.get(k) != now.get(k)))
+
     def error(self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False) -> RecipeError:
         """A :class:`RecipeError` positioned at the value (or key) at JSON path ``at``."""
         pos = self.spans.key(at) if key else self.spans.value(at)

@@ -28,16 +28,6 @@ def _recorded_recipe(wheel: Path) -> Mapping[str, Any] | None:
     return recipe if isinstance(recipe, dict) else None
 
 
-def changed_keys(recorded: Mapping[str, Any], recipe: Recipe) -> tuple[str, ...] | None:
-    """The top-level keys whose digests differ between a manifest's ``build_keys`` and ``recipe``'s (a key
-    added or removed counts); None: the manifest records no digests."""
-    keys = recorded.get("build_keys")
-    if not isinstance(keys, dict):
-        return None
-    now = dict(recipe.build_keys)
-    return tuple(sorted(k for k in set(keys) | set(now) if keys.get(k) != now.get(k)))
-
-
 def stale_notes(recipe: Recipe, out: Path) -> tuple[str, ...]:
     """One note per set of changed keys, naming the wheels under ``out`` built from an earlier version of
     ``recipe`` (its project's wheels whose manifest's ``build_sha256`` is not the recipe's)."""
@@ -53,7 +43,7 @@ def stale_notes(recipe: Recipe, out: Path) -> tuple[str, ...]:
         built = recorded.get("build_sha256")
         if not isinstance(built, str) or built == recipe.build_sha256:
             continue  # an older manifest without the digest: publish --recipe compares the file's sha256
-        groups.setdefault(changed_keys(recorded, recipe), []).append(str(out / wheel.relative_to(out)))
+        groups.setdefault(recipe.changed_build_keys(recorded), []).append(str(out / wheel.relative_to(out)))
     notes = []
     for keys, wheels in groups.items():
         if keys is None:
