@@ -16,13 +16,12 @@ from pathlib import Path
 
 import click
 
-from buildkit import profiles
+from buildkit import builders, profiles
 from buildkit import rocm as rocm_data
 from buildkit.cli.options import quiet
 from buildkit.errors import ArchError, RecipeError, UsageError
 from buildkit.plan.feasibility import provided_releases
 from buildkit.recipe import Recipe
-from buildkit.service import builders
 from buildkit.service.plan import plan_of
 from buildkit.source.project import (
     Project,
@@ -105,7 +104,7 @@ def _note(line: str) -> None:
 
 
 def _builder(project: Project) -> tuple[str, tuple[str, ...]]:
-    """The builder image when ``--image`` is not given (:mod:`buildkit.service.builders`: one this machine
+    """The builder image when ``--image`` is not given (:mod:`buildkit.builders`: one this machine
     can build; on a terminal, asked when none can), printed with why, and the recipe's comment on the
     others."""
     choice = builders.choose_builder()

@@ -17,13 +17,13 @@ import click
 import pytest
 import yaml
 
+from buildkit import builders
 from buildkit.cli import COMMANDS, cli, main
 from buildkit.cli import init as init_cli
 from buildkit.plan.expansion import expand
 from buildkit.plan.source_version import check_source_version
 from buildkit.profiles import PROFILES, builder_names
 from buildkit.recipe import load_recipe
-from buildkit.service import builders
 from tests.helpers.wheels_for_publish import job_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ dynamic = ["version"]
 
 @pytest.fixture(autouse=True)
 def _every_builder_buildable(monkeypatch: pytest.MonkeyPatch) -> None:
-    """init without --image probes the Docker engine and the registries (buildkit/service/builders.py):
+    """init without --image probes the Docker engine and the registries (buildkit/builders.py):
     the unit tier has neither, so in-process runs see a machine that builds every candidate (the default
     stays manylinux_2_28-rocm); tests/unit/test_init_builder.py tests the choice itself."""
     everything = builders.Machine(

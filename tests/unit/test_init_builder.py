@@ -1,7 +1,7 @@
 """``buildkit init`` without ``--image`` chooses a builder this machine can build and says why (issue 36).
 
 The probe's inputs (which images the Docker engine holds, which hosts answer) are given to the decision
-(:func:`buildkit.service.builders.choose`) as a described machine: the unit tier has no engine, and the
+(:func:`buildkit.builders.choose`) as a described machine: the unit tier has no engine, and the
 network of this machine cannot be varied (quay.io and AMD's repository never answer here, Debian's mirror
 does). The Dockerfiles the needs are read from are this tree's own. tests/docker/test_init_builder_probe.py
 runs the real probe on this machine."""
@@ -16,10 +16,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from buildkit import builders
+from buildkit.builders import Machine, Needs, choose, needs_of, needs_of_dockerfile, registry_host
 from buildkit.cli import cli
 from buildkit.cli import init as init_cli
-from buildkit.service import builders
-from buildkit.service.builders import Machine, Needs, choose, needs_of, needs_of_dockerfile, registry_host
 
 MANYLINUX_BASE = (
     "quay.io/pypa/manylinux_2_28_x86_64@sha256:"

@@ -16,7 +16,7 @@ import pytest
 
 from buildkit import manifest
 from buildkit.recipe import load_recipe
-from buildkit.service.stale import stale_notes
+from buildkit.service.plan import stale_notes
 
 ROOT = Path(__file__).resolve().parents[2]
 
