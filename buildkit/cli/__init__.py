@@ -8,6 +8,7 @@ exit with their own code; Ctrl-C exits 130.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import importlib
 import os
@@ -152,6 +153,27 @@ def _reader_gone() -> None:
     sys.exit(0)
 
 
+def _command_of(argv: list[str]) -> str:
+    """The command a command line names (``rocm show`` for a group's), as an error document names it."""
+    words = [a for a in argv if not a.startswith("-")]
+    if not words or words[0] not in COMMANDS:
+        return "buildkit"
+    group = COMMANDS[words[0]].split(":")[0] in {"rocm", "image", "cache"}
+    return " ".join(words[:2]) if group and len(words) > 1 else words[0]
+
+
+def _usage_json(argv: list[str], exc: click.ClickException) -> None:
+    """A usage error click found (a missing argument, a path that does not exist, an unknown option) on a
+    command line asking for JSON: the error document on stdout too, as a refusal of the command's own."""
+    from buildkit.cli.options import error_document, wants_json
+
+    if not wants_json(argv):
+        return
+    error = {"kind": "UsageError", "exit_code": exc.exit_code, "message": exc.format_message()}
+    with contextlib.suppress(OSError):  # a closed stdout: the message on stderr stays
+        click.echo(error_document(_command_of(argv), error))
+
+
 def main(argv: list[str] | None = None) -> Any:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _terminate)
@@ -173,6 +195,7 @@ def main(argv: list[str] | None = None) -> Any:
         click.echo("interrupted", err=True)
         sys.exit(Interrupted.exit_code)
     except click.ClickException as exc:
+        _usage_json(argv if argv is not None else sys.argv[1:], exc)
         exc.show()
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:

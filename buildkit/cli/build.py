@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
@@ -11,7 +10,7 @@ from pathlib import Path
 import click
 
 from buildkit.building.summary import render_summary, summary_json
-from buildkit.cli.options import colour_verdicts, colour_wanted, quiet
+from buildkit.cli.options import JsonOutput, colour_verdicts, colour_wanted, json_errors, quiet
 from buildkit.cli.options import verbose as global_verbose
 from buildkit.service.build import run_build
 
@@ -114,6 +113,45 @@ def build(
 ) -> None:
     """Build every job of RECIPE (or the --job ones) and gate each wheel."""
     verbose = verbose or global_verbose()
+    with json_errors("build", as_json) as out:  # a refusal before the summary: an error document
+        _build(
+            recipe,
+            job_ids,
+            out,
+            out_dir,
+            log_dir,
+            keep_refused,
+            cli_archs,
+            no_cache,
+            ccache_remote,
+            no_isolation,
+            force,
+            wheelhouse,
+            parallel,
+            verbose,
+            as_json,
+            strict,
+        )
+
+
+def _build(
+    recipe: str,
+    job_ids: tuple[str, ...],
+    out: JsonOutput,
+    out_dir: str,
+    log_dir: str | None,
+    keep_refused: str | None,
+    cli_archs: str | None,
+    no_cache: bool,
+    ccache_remote: str | None,
+    no_isolation: bool,
+    force: bool,
+    wheelhouse: str | None,
+    parallel: int,
+    verbose: bool,
+    as_json: bool,
+    strict: bool,
+) -> None:
     run = run_build(
         recipe,
         job_ids,
@@ -135,7 +173,7 @@ def build(
         live=live_board_wanted(as_json=as_json, verbose=verbose, env=os.environ),
     )
     if as_json:
-        click.echo(json.dumps(summary_json(run.results), indent=2, sort_keys=True))
+        out.echo(summary_json(run.results))
     else:
         styled = colour_wanted(sys.stdout)
         summary = render_summary(

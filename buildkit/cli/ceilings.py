@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
+
+from buildkit.cli.options import JsonOutput, enveloped, json_errors
 
 
 @click.command("ceilings")
@@ -19,6 +19,11 @@ def ceilings(images: tuple[str, ...], as_json: bool, no_cache: bool) -> None:
     A missing image (or no engine) exits 8; an invalid reference, an image without glibc or with a
     library that cannot be read exits 2.
     """
+    with json_errors("ceilings", as_json) as out:
+        _ceilings(images, out, no_cache)
+
+
+def _ceilings(images: tuple[str, ...], out: JsonOutput, no_cache: bool) -> None:
     # deferred (heavy: the Docker SDK, pyelftools): `buildkit ceilings --help` stays fast
     from buildkit.docker_engine import connect
     from buildkit.image.ceilings import check_image_reference, read_image_ceilings, render_human, report_json
@@ -30,7 +35,7 @@ def ceilings(images: tuple[str, ...], as_json: bool, no_cache: bool) -> None:
         readings = [read_image_ceilings(image, client=client, use_cache=not no_cache) for image in images]
     finally:
         client.close()
-    if as_json:
-        click.echo(json.dumps(report_json(readings), indent=2))
+    if out.enabled:
+        out.echo(enveloped("ceilings", report_json(readings)))
     else:
         click.echo(render_human(readings))

@@ -14,13 +14,12 @@ ID``) are the ones ``buildkit check`` with the same options takes
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
-from buildkit.cli.options import gate_options
+from buildkit.cli.options import JsonOutput, enveloped, gate_options, json_errors
 from buildkit.errors import GateFailed
 from buildkit.gate.options import GateFlags
 from buildkit.records import to_data
@@ -73,10 +72,25 @@ def diff(
     platform dropped, or a new external library. For ROCm wheels name the libraries provided at run
     time (--exclude-set rocm, or --recipe R --job ID) as for `buildkit check`: otherwise each one is
     external and the manylinux tag is linux_x86_64."""
+    with json_errors("diff", as_json) as out:
+        _diff(wheels, index_url, out, fail_on_regression, gate, recipe, job, require_baseline)
+
+
+def _diff(
+    wheels: tuple[Path, ...],
+    index_url: str | None,
+    out: JsonOutput,
+    fail_on_regression: bool,
+    gate: GateFlags,
+    recipe: Path | None,
+    job: str | None,
+    require_baseline: bool,
+) -> None:
     # deferred (heavy: the wheel inspection and the gate): `buildkit diff --help` stays fast
     from buildkit.compare.diff import render_human
     from buildkit.service.diff import run_diff
 
+    as_json = out.enabled
     run = run_diff(
         wheels,
         gate,
@@ -90,7 +104,7 @@ def diff(
     if result is None:
         assert baseline is not None
         if as_json:
-            click.echo(json.dumps({"schema_version": 1, "baseline": to_data(baseline)}, indent=2))
+            out.echo(enveloped("diff", {"baseline": to_data(baseline)}))
         else:
             click.echo(f"{run.nothing_to_compare(wheels[0])}: nothing to compare")
             for note in baseline.notes:
@@ -99,7 +113,7 @@ def diff(
     baseline_json: dict[str, Any] | None = None if baseline is None else to_data(baseline)
     label = None if baseline is None else f"from {baseline.page}"
     if as_json:
-        click.echo(json.dumps(result.to_json(baseline=baseline_json), indent=2))
+        out.echo(enveloped("diff", result.to_json(baseline=baseline_json)))
     else:
         click.echo(render_human(result, baseline=label))
     if fail_on_regression and result.regression:

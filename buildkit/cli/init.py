@@ -16,14 +16,15 @@ from pathlib import Path
 
 import click
 
-from buildkit import profiles
+from buildkit import builders, profiles
 from buildkit import rocm as rocm_data
+from buildkit.cli.options import quiet
 from buildkit.errors import ArchError, RecipeError, UsageError
 from buildkit.plan.feasibility import provided_releases
 from buildkit.recipe import Recipe
 from buildkit.service.plan import plan_of
 from buildkit.source.project import (
-    DEFAULT_IMAGE,
+    Project,
     default_choices,
     network_hooks,
     read_project,
@@ -96,6 +97,35 @@ def _plan_accepts(recipe: Recipe) -> None:
         raise UsageError(f"init would write a recipe that plan refuses:\n{exc.message}") from None
 
 
+def _note(line: str) -> None:
+    """What init says on stderr that is not a warning: nothing with -q."""
+    if not quiet():
+        click.echo(line, err=True)
+
+
+def _builder(project: Project) -> tuple[str, tuple[str, ...]]:
+    """The builder image when ``--image`` is not given (:mod:`buildkit.builders`: one this machine
+    can build; on a terminal, asked when none can), printed with why, and the recipe's comment on the
+    others."""
+    choice = builders.choose_builder()
+    _note(f"buildkit init: builder {choice.why}")
+    image = choice.image
+    if not choice.buildable and _interactive():
+        names = [choice.image, *(name for name, _ in choice.others)]
+        image = click.prompt("Builder image", default=image, type=click.Choice(names), err=True)
+    note = [
+        f"chosen by init: {choice.why.split('; ')[0]}" if image == choice.image else "chosen at init's prompt"
+    ]
+    for name, lacks in [(choice.image, ()), *choice.others]:
+        if name == image:
+            continue
+        sysroot = default_choices(project, name).sysroot
+        how = f" with manylinux.sysroot: {sysroot}" if sysroot else " without manylinux.sysroot"
+        why = f" (when init ran: {', '.join(lacks)})" if lacks else ""
+        note.append(f"or image: {name}{how}{why}")
+    return image, tuple(note)
+
+
 @click.command("init")
 @click.argument("path", default=".", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
@@ -105,14 +135,19 @@ def _plan_accepts(recipe: Recipe) -> None:
     default=None,
     help="The recipe file to write (default: PATH/rocm-buildkit.yaml).",
 )
-@click.option("--image", default=DEFAULT_IMAGE, show_default=True, help="The builder image profile.")
+@click.option(
+    "--image",
+    default=None,
+    help="The builder image profile (default: the first of manylinux_2_28-rocm, debian-sid-rocm this "
+    "machine can build: its Docker engine, base images and download hosts are probed).",
+)
 @click.option(
     "--rocm", "rocm", default=None, help="ROCm releases, comma-separated (default: the image's newest)."
 )
 @click.option("--archs", default=None, help="GPU archs, comma-separated (default: gfx90a,gfx942).")
 @click.option("--force", is_flag=True, help="Replace an existing recipe file.")
 def init(
-    path: Path, output: Path | None, image: str, rocm: str | None, archs: str | None, force: bool
+    path: Path, output: Path | None, image: str | None, rocm: str | None, archs: str | None, force: bool
 ) -> None:
     """Write a commented recipe for the project in PATH (pyproject.toml or setup.py).
 
@@ -125,7 +160,11 @@ def init(
     if target.exists() and not force:  # before any question
         raise UsageError(f"{target} exists: give another --output, or --force to replace it")
     project = read_project(path)
+    image_note: tuple[str, ...] = ()
+    if image is None:
+        image, image_note = _builder(project)
     choices = default_choices(project, profiles.get_profile(image).name)
+    choices = dataclasses.replace(choices, image_note=image_note)
     releases = _choose(rocm, "--rocm", "ROCm releases", choices.rocm, _releases(image))
     note = None
     if project.version.kind == "fixed" and len(releases) > 1:
@@ -134,21 +173,21 @@ def init(
             f"wheels of {', '.join(releases)} would share one file name; make the build read "
             "BUILDKIT_VERSION for several"
         )
-        click.echo(f"buildkit init: {note}", err=True)
+        _note(f"buildkit init: {note}")
         releases = releases[-1:]
     choices = dataclasses.replace(choices, rocm=releases, rocm_note=note)
     choices = dataclasses.replace(
         choices, archs=_choose(archs, "--archs", "GPU archs", choices.archs, _archs)
     )
     untranslated = write_recipe(project, choices, target, force=force, check=_plan_accepts)
-    click.echo(f"wrote {target} for {project.name or path.resolve().name} ({project.version.how})", err=True)
+    _note(f"wrote {target} for {project.name or path.resolve().name} ({project.version.how})")
     for option in untranslated:
-        click.echo(f"buildkit init: not translated from [tool.cibuildwheel]: {option}", err=True)
+        _note(f"buildkit init: not translated from [tool.cibuildwheel]: {option}")
     for command in network_hooks(project):
         click.echo(
             f"buildkit init: warning: {command!r} downloads, and the build container has no network: "
             "set network: true, or install system packages with image.packages",
             err=True,
         )
-    click.echo(f"next: buildkit plan {target}", err=True)
+    _note(f"next: buildkit plan {target}")
     click.echo(str(target))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import json
 import os
 import re
@@ -73,6 +74,30 @@ def enveloped(name: str, data: dict[str, Any]) -> dict[str, Any]:
     return {"schema": f"rocm-buildkit/{name}", "schema_version": 1, **data}
 
 
+def error_document(command: str, error: Mapping[str, Any], **context: Any) -> str:
+    """The JSON error document of a refusal (``buildkit/schema/error.schema.json``)."""
+    document = {
+        "schema": "rocm-buildkit/error",
+        "schema_version": 1,
+        "command": command,
+        "ok": False,
+        "error": dict(error),
+        **context,
+    }
+    return json.dumps(document, indent=2, sort_keys=True)
+
+
+def wants_json(argv: list[str]) -> bool:
+    """Whether a command line asks for JSON (``--json``, ``--format json``, ``--format=json``), read before
+    click parsed it: a usage error found while parsing is then a JSON error document too."""
+    args = argv[: argv.index("--")] if "--" in argv else argv
+    return (
+        "--json" in args
+        or "--format=json" in args
+        or any(a == "--format" and b == "json" for a, b in itertools.pairwise(args))
+    )
+
+
 @contextlib.contextmanager
 def json_errors(command: str, enabled: bool, **context: Any) -> Iterator[JsonOutput]:
     """With ``--json``, a refusal is a JSON document on stdout too (``buildkit/schema/error.schema.json``:
@@ -84,15 +109,7 @@ def json_errors(command: str, enabled: bool, **context: Any) -> Iterator[JsonOut
         yield out
     except BuildkitError as exc:
         if enabled and not out.printed:
-            document = {
-                "schema": "rocm-buildkit/error",
-                "schema_version": 1,
-                "command": command,
-                "ok": False,
-                "error": exc.to_json(),
-                **context,
-            }
-            click.echo(json.dumps(document, indent=2, sort_keys=True))
+            click.echo(error_document(command, exc.to_json(), **context))
         raise
 
 

@@ -45,6 +45,15 @@ from buildkit.service.plan import command_plan
     "the plan's shards), and a plan needing more is a usage error (exit 2).",
 )
 @click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default="dist",
+    show_default=True,
+    help="The build's output folder (build --out): a wheel there built from an earlier version of the "
+    "recipe, changed in a key that can change it, gets a note naming it and the keys.",
+)
+@click.option(
     "--strict", is_flag=True, help="Exit 5 (after printing the plan) when any requested arch was dropped."
 )
 def plan(
@@ -54,12 +63,14 @@ def plan(
     cli_archs: str | None,
     shard_size: int,
     shard_slots: int | None,
+    out_dir: Path,
     strict: bool,
 ) -> None:
     """Expand RECIPE into build jobs with stable ids, resolved archs and versions.
 
     The plan's notes (dropped archs, ignored arch variables, torch indexes buildkit's data does not
-    list for the pinned ROCm, unverified release data, a source whose version rule is unknown) are
+    list for the pinned ROCm, unverified release data, a source whose version rule is unknown, wheels in
+    --out built from an earlier version of the recipe, naming the keys that changed) are
     also printed on stderr, whatever the format. A source that fixes a version other than the plan's
     is a recipe error (exit 3) at version.local or version.base.
 
@@ -68,7 +79,7 @@ def plan(
     """
     fmt = pick_format(fmt, as_json, "table")
     with json_errors("plan", fmt == "json") as out:
-        _plan(recipe, fmt, out, cli_archs, shard_size, shard_slots, strict)
+        _plan(recipe, fmt, out, cli_archs, shard_size, shard_slots, strict, out_dir)
 
 
 def _plan(
@@ -79,8 +90,11 @@ def _plan(
     shard_size: int,
     shard_slots: int | None,
     strict: bool,
+    out_dir: Path,
 ) -> None:
-    the_plan = command_plan(recipe, cli_archs=cli_archs, echo=lambda line: click.echo(line, err=True))
+    the_plan = command_plan(
+        recipe, cli_archs=cli_archs, echo=lambda line: click.echo(line, err=True), out=out_dir
+    )
     outputs: list[tuple[str, str]] = []
     if fmt == "github":
         try:

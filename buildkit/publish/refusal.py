@@ -198,10 +198,12 @@ def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
         f"recipe {recorded.get('file', '?')} ({recorded.get('name', '?')}, "
         f"sha256 {str(recorded['sha256'])[:12]})"
     )
+    keys = recipe.changed_build_keys(recorded)
+    changed = f" ({', '.join(keys)} changed)" if keys else ""
     return Refusal(
         candidate.wheel,
-        f"project {project} was built from {built}, not from {given}: publish it with the recipe it "
-        "was built from (or rebuild it, if this recipe was edited since outside publish: and smoke:)",
+        f"project {project} was built from {built}, not from {given}{changed}: publish it with the recipe "
+        "it was built from (or rebuild it, if this recipe was edited since outside publish: and smoke:)",
     )
 
 

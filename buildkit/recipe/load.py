@@ -116,7 +116,25 @@ def parse_recipe(text: str, *, path: Path, sha256: str | None = None) -> Recipe:
     fields: dict[str, Any] = {}
     for section in SECTIONS:
         fields.update(section.values(ctx.results[section.part]))
-    return Recipe(path=path, sha256=digest, build_sha256=build_digest(data), spans=spans, **fields)
+    return Recipe(
+        path=path,
+        sha256=digest,
+        build_sha256=build_digest(data),
+        build_keys=build_keys(data),
+        spans=spans,
+        **fields,
+    )
+
+
+def build_keys(data: dict[str, Any]) -> dict[str, str]:
+    """Per top-level key of what can change a recipe's wheels (the :data:`NOT_BUILD_KEYS` left out): the
+    sha256 of its value as sorted JSON (16 hex). A wheel's manifest records them, so that ``plan`` names
+    the keys an edit changed since the wheel was built (:func:`buildkit.service.plan.stale_notes`)."""
+    return {
+        k: hashlib.sha256(json.dumps(v, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        for k, v in sorted(data.items())
+        if k not in NOT_BUILD_KEYS
+    }
 
 
 def build_digest(data: dict[str, Any]) -> str:

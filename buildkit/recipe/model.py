@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from buildkit.errors import RecipeError
 from buildkit.recipe.sections.archs import ArchSpec
@@ -68,21 +69,35 @@ class Recipe:
     #: ``torch: {abi: stable, from: ...}``: an extension on the libtorch stable ABI (``torch`` is then
     #: empty: no torch axis); None: torch pins, or no torch
     torch_stable: TorchStable | None = None
+    #: :func:`buildkit.recipe.load.build_keys`: the digest of each top-level key :attr:`build_sha256` covers
+    build_keys: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def display_path(self) -> str:
         """The recipe path as given to :func:`~buildkit.recipe.load.load_recipe` (used in messages)."""
         return str(self.path)
 
-    def record(self) -> dict[str, str]:
+    def record(self) -> dict[str, Any]:
         """The recipe as a wheel's manifest records it (``recipe``): its file, name, the file's sha256 and the
-        :attr:`build_sha256` that ``publish --recipe`` compares (:mod:`buildkit.manifest`)."""
+        :attr:`build_sha256` that ``publish --recipe`` compares (:mod:`buildkit.manifest`), and the digest
+        of each key it covers (:attr:`build_keys`: ``plan`` names the keys changed since a build)."""
         return {
             "name": self.name,
             "file": self.path.name,
             "sha256": self.sha256,
             "build_sha256": self.build_sha256,
+            "build_keys": dict(self.build_keys),
         }
+
+    def changed_build_keys(self, recorded: Mapping[str, Any]) -> tuple[str, ...] | None:
+        """The top-level keys whose digests differ between a manifest's recipe record (:meth:`record`) and
+        this recipe's :attr:`build_keys` (a key added or removed counts); None: the record has no
+        ``build_keys`` (a manifest of an older build)."""
+        keys = recorded.get("build_keys")
+        if not isinstance(keys, dict):
+            return None
+        now = dict(self.build_keys)
+        return tuple(sorted(k for k in set(keys) | set(now) if keys.get(k) != now.get(k)))
 
     def error(self, message: str, at: JsonPath, *, hint: str | None = None, key: bool = False) -> RecipeError:
         """A :class:`RecipeError` positioned at the value (or key) at JSON path ``at``."""

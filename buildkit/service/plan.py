@@ -9,11 +9,13 @@ loaded), so that a job's ceilings are the same whichever command expands it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from buildkit import manifest
 from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.feasibility import partial_problems
@@ -83,7 +85,61 @@ def load_plan(
     return LoadedPlan(recipe, plan_of(recipe, cli_archs=cli_archs, env=env, ceilings_reader=ceilings_reader))
 
 
-def command_plan(recipe_path: str | Path, *, cli_archs: str | None, echo: Callable[[str], None]) -> Plan:
+def command_plan(
+    recipe_path: str | Path, *, cli_archs: str | None, echo: Callable[[str], None], out: Path | None = None
+) -> Plan:
     """``buildkit plan``'s plan: :func:`load_plan`, then the source's version rule against the plan's
-    versions (an sdist/url source fetched and cached; ``echo`` shows what is fetched)."""
-    return with_source_version(load_plan(recipe_path, cli_archs=cli_archs).plan, echo=echo)
+    versions (an sdist/url source fetched and cached; ``echo`` shows what is fetched); with ``out`` (the
+    build's output folder), a note on each set of wheels there an edit of the recipe made stale
+    (:func:`stale_notes`)."""
+    the_plan = with_source_version(load_plan(recipe_path, cli_archs=cli_archs).plan, echo=echo)
+    stale = stale_notes(the_plan.recipe, out) if out is not None else ()
+    return dataclasses.replace(the_plan, notes=(*the_plan.notes, *stale)) if stale else the_plan
+
+
+# --------------------------------------------------------------------------- stale wheels
+def _recorded_recipe(wheel: Path) -> Mapping[str, Any] | None:
+    try:
+        data = manifest.read(wheel)
+    except (OSError, ValueError):
+        return None
+    recipe = data.get("recipe") if isinstance(data, dict) else None
+    return recipe if isinstance(recipe, dict) else None
+
+
+def stale_notes(recipe: Recipe, out: Path) -> tuple[str, ...]:
+    """One note per set of changed keys, naming the wheels under ``out`` (the build's output folder) that an
+    edit of ``recipe`` made stale: ``buildkit plan``'s note.
+
+    A wheel's manifest records the recipe it was built from (:meth:`buildkit.recipe.Recipe.record`): its
+    ``build_sha256`` (the recipe less ``publish:`` and ``smoke:``) and the digest of each top-level key
+    (``build_keys``). A wheel of the recipe's project whose ``build_sha256`` is not the recipe's now was built
+    from an earlier version of it, and ``publish --recipe`` refuses it until ``build`` makes it again; the
+    note names the keys that changed (a manifest of an older build records none: the note says so). An edit
+    of ``publish:`` or ``smoke:`` alone is no note. Wheels in dot-folders (the quarantine ``.refused/``) and
+    wheels without a readable manifest are not read."""
+    if not out.is_dir():
+        return ()
+    groups: dict[tuple[str, ...] | None, list[str]] = {}
+    for wheel in sorted(out.rglob("*.whl")):
+        if any(part.startswith(".") for part in wheel.relative_to(out).parts[:-1]):
+            continue
+        recorded = _recorded_recipe(wheel)
+        if recorded is None or recorded.get("name") != recipe.name:
+            continue
+        built = recorded.get("build_sha256")
+        if not isinstance(built, str) or built == recipe.build_sha256:
+            continue  # an older manifest without the digest: publish --recipe compares the file's sha256
+        groups.setdefault(recipe.changed_build_keys(recorded), []).append(str(out / wheel.relative_to(out)))
+    notes = []
+    for keys, wheels in groups.items():
+        if keys is None:
+            what = "what can change a wheel changed (the manifest of this older build names no keys)"
+        else:
+            what = f"{', '.join(keys) or 'what can change a wheel'} changed"
+        notes.append(
+            f"{', '.join(wheels)} {'was' if len(wheels) == 1 else 'were'} built "
+            f"from an earlier version of {recipe.path.name}: {what}; `buildkit build` makes "
+            f"{'it' if len(wheels) == 1 else 'them'} again (publish --recipe refuses a stale wheel)"
+        )
+    return tuple(notes)

@@ -234,6 +234,8 @@ class InitChoices:
     runtime: str | None = None
     #: why ``rocm`` is not what was asked for (a comment in the recipe)
     rocm_note: str | None = None
+    #: comment lines under ``image:``: why this builder, and the other one (``buildkit init`` probes)
+    image_note: tuple[str, ...] = ()
 
 
 def default_pythons(
@@ -346,6 +348,7 @@ def render_recipe(project: Project, choices: InitChoices, source_path: str) -> t
     sets = ["rocm", "torch"] if project.needs_torch else ["rocm"]
     add(f"  exclude: {{sets: [{', '.join(sets)}]}}  # provided at run time, never grafted into the wheel")
     add(f"image: {choices.image}  # `buildkit image build {choices.image}` makes it")
+    lines += [f"# {line}" for line in choices.image_note]
     cibw = project.cibuildwheel
     if cibw:
         add("# from the project's [tool.cibuildwheel]:")

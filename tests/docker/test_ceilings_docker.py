@@ -17,10 +17,12 @@ import io
 import json
 import tarfile
 import time
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import docker.errors
+import jsonschema
 import pytest
 
 from buildkit.cli import main
@@ -143,6 +145,10 @@ def test_seeded_debian_images(
             assert not exc.code
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema_version"] == 1 and doc["images"][0]["ceilings"] == reading.ceilings
+    # issue 36: the envelope, and the schema `buildkit schema --list` names
+    schema = json.loads(resources.files("buildkit").joinpath("schema/ceilings.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert doc["schema"] == "rocm-buildkit/ceilings"
     assert (Path(monkey_cache) / "rocm-buildkit" / "ceilings" / f"{image_id}.json").is_file()
 
 

@@ -11,9 +11,11 @@ import json
 import shutil
 import threading
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from packaging.utils import parse_wheel_filename
 
@@ -50,6 +52,13 @@ def wheel(directory: Path, filename: str, members: dict[str, bytes]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     tag = filename.removesuffix(".whl").split("-", 2)[2]
     return write_wheel(directory / filename, members, tag=tag)
+
+
+def _valid_diff(doc: dict[str, Any]) -> None:
+    """Issue 36: diff --json carries the envelope and follows its schema in `buildkit schema --list`."""
+    schema = json.loads(resources.files("buildkit").joinpath("schema/diff.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    assert (doc["schema"], doc["schema_version"]) == ("rocm-buildkit/diff", 1)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -108,6 +117,7 @@ def test_symbol_raise_and_removed_arch_are_regressions(
     code, out, _ = run(capsys, str(old), str(new), "--json")
     doc = json.loads(out)
     assert code == 0 and doc["schema_version"] == 1 and doc["regression"] is True
+    _valid_diff(doc)
     assert doc["gfx"]["objects"][0]["removed"] == ["gfx908"]
     assert doc["size"]["old"] == old.stat().st_size and doc["size"]["new"] == new.stat().st_size
     assert doc["size"]["percent"] == round(100 * (doc["size"]["delta"]) / doc["size"]["old"], 2)
@@ -254,6 +264,7 @@ def test_against_file_index_picks_newest_older_compatible(
 
     code, out, _ = run(capsys, "--against-index", url, str(index["new"]), "--json")
     doc = json.loads(out)
+    _valid_diff(doc)
     assert code == 0 and doc["old"]["filename"] == index["baseline"].name
     assert doc["old"]["sha256"] == sha256(index["baseline"]) and doc["baseline"]["verified"] == ["sha256"]
     assert doc["regression"] is True

@@ -17,6 +17,7 @@ import click
 import pytest
 import yaml
 
+from buildkit import builders
 from buildkit.cli import COMMANDS, cli, main
 from buildkit.cli import init as init_cli
 from buildkit.plan.expansion import expand
@@ -64,7 +65,20 @@ dynamic = ["version"]
 """
 
 
+@pytest.fixture(autouse=True)
+def _every_builder_buildable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """init without --image probes the Docker engine and the registries (buildkit/builders.py):
+    the unit tier has neither, so in-process runs see a machine that builds every candidate (the default
+    stays manylinux_2_28-rocm); tests/unit/test_init_builder.py tests the choice itself."""
+    everything = builders.Machine(
+        None, frozenset(), frozenset({"quay.io", "repo.radeon.com", "deb.debian.org"})
+    )
+    monkeypatch.setattr(builders, "probe", lambda candidates, timeout=0: everything)
+
+
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    if args[0] == "init" and "--image" not in args:  # no probe of an engine and registries in the unit tier
+        args = (*args, "--image", "manylinux_2_28-rocm")
     return subprocess.run(
         [sys.executable, "-m", "buildkit", *args],
         capture_output=True,
