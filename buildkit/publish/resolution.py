@@ -55,7 +55,7 @@ from buildkit.records import Key, json_shape
 
 MODES = ("index-url", "extra-index-url")
 LOCAL = "local"  # --index-url INDEX alone
-TOOLS = ("pip", "uv")
+_TOOLS = ("pip", "uv")
 PYPI_SIMPLE = "https://pypi.org/simple/"
 #: the platform a ``-any`` wheel is asked about on (it installs on every one; the resolvers need one)
 ANY_PLATFORM = "manylinux_2_28_x86_64"
@@ -240,13 +240,13 @@ def _pip(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[
     return str(item.get("metadata", {}).get("version")), url, url.rsplit("/", 1)[-1]
 
 
-UV_MISSING = "uv is not installed"
+_UV_MISSING = "uv is not installed"
 
 
 def _uv(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[str | None, str | None, str]:
     uv = shutil.which("uv")
     if uv is None:
-        return None, None, UV_MISSING
+        return None, None, _UV_MISSING
     platform = "x86_64-" + target.platform.removesuffix("_x86_64")  # uv's "x86_64-manylinux_2_28"
     cmd = [
         uv, "pip", "compile", "-", "--no-config", "--no-cache", "--quiet", "--no-header",
@@ -282,7 +282,7 @@ def check_install(
     targets: Sequence[Target],
     index: str,
     pypi: str = PYPI_SIMPLE,
-    tools: Sequence[str] = TOOLS,
+    tools: Sequence[str] = _TOOLS,
     modes: Sequence[str] = MODES,
 ) -> list[Resolution]:
     """Ask each tool, in each mode, what it resolves for each target (module docstring)."""
@@ -304,7 +304,7 @@ def _judged(
 ) -> Resolution:
     ours = source is not None and _same_index(source, index)
     checked, failed = True, True
-    if version is None and detail == UV_MISSING:
+    if version is None and detail == _UV_MISSING:
         checked, failed = False, False
     elif version is None:
         where = "published" if target.version else "a file for this Python"

@@ -74,7 +74,7 @@ class ImageSpec:
         return recipe_dir / self.context if self.context else (recipe_dir / self.dockerfile).parent
 
 
-def parse_image(raw: Any, recipe_dir: Path, err: ErrorAt) -> ImageSpec:
+def _parse_image(raw: Any, recipe_dir: Path, err: ErrorAt) -> ImageSpec:
     """The recipe's ``image`` value (schema-valid) as an :class:`ImageSpec`, with the checks a
     schema cannot make: build arguments the Dockerfile declares, packages a profile can install."""
     if isinstance(raw, str):
@@ -196,7 +196,7 @@ def _check_dockerfile(spec: ImageSpec, recipe_dir: Path, err: ErrorAt) -> None:
 
 
 def _parse(ctx: Context) -> ImageSpec:
-    return parse_image(ctx.data["image"], ctx.path.parent, ctx.err)
+    return _parse_image(ctx.data["image"], ctx.path.parent, ctx.err)
 
 
 SECTION = Section("image", ("image",), _parse, "image")
