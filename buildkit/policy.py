@@ -29,6 +29,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+import auditwheel
+
 from buildkit.errors import UsageError
 
 #: the symbol-version prefixes the gate puts ceilings on
@@ -195,8 +197,6 @@ def is_dynamic_loader(soname: str) -> bool:
 def _auditwheel_policy_folder() -> Path:
     """The installed auditwheel's ``policy/`` folder (a plain package on disk: read as files, without
     importlib.resources' import cost)."""
-    import auditwheel
-
     return Path(auditwheel.__file__).parent / "policy"
 
 

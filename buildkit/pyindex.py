@@ -52,7 +52,7 @@ from buildkit.errors import IndexUnavailable
 from buildkit.fsutil import atomic_stream
 
 if TYPE_CHECKING:
-    import requests
+    import requests  # about 60 ms: only when an index is asked (start-up time)
 
 #: what a project page is asked for in: PEP 691 JSON first, PEP 503 HTML after
 _ACCEPT_PAGE = (
@@ -396,7 +396,7 @@ class IndexClient:
         the class says, HTTP 401 answered once with the origin's credentials. :class:`NotFound`,
         :class:`IndexRefused` or :class:`~buildkit.errors.IndexUnavailable` otherwise. ``identity``:
         ask for the bytes as stored (a file is hashed as the index lists it, never recompressed)."""
-        import requests
+        import requests  # about 60 ms: only when an index is asked (start-up time)
 
         url = self.strip(url)  # credentials in the URL: kept for its origin, never sent elsewhere
         headers = {"Accept": accept} if accept else {}
@@ -524,7 +524,7 @@ def _read_limited(data: bytes, url: str) -> bytes:
 def _network_errors(action: str, url: str) -> Iterator[None]:
     """A failure while the answer's body is read (reset, timeout, truncated) as :func:`failure`
     words it."""
-    import requests
+    import requests  # about 60 ms: only when an index is asked (start-up time)
     import urllib3
 
     try:
@@ -549,7 +549,7 @@ def _raw_chunks(response: requests.Response, action: str, url: str) -> Iterator[
 def _session(client: IndexClient) -> requests.Session:
     """A requests session whose redirects keep a request's credentials only on their origin, and
     that never reads ``~/.netrc`` on its own (:meth:`IndexClient.credentials_for` does, when asked)."""
-    import requests
+    import requests  # about 60 ms: only when an index is asked (start-up time)
 
     class Session(requests.Session):
         def rebuild_auth(

@@ -188,7 +188,7 @@ class LiveBoard:
 
     def echo(self, line: str) -> None:
         """A line above the board (a note, a warning, a job's result)."""
-        from rich.text import Text
+        from rich.text import Text  # rich only for the board on a terminal (start-up time)
 
         self.console.print(Text(line))
 
@@ -216,6 +216,7 @@ class LiveBoard:
             self._done.add(job_id)
 
     def render(self) -> RenderableType:
+        # rich only for the board on a terminal (start-up time)
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text

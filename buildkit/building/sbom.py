@@ -25,6 +25,7 @@ import base64
 import datetime
 import fnmatch
 import hashlib
+import io
 import json
 import uuid
 import zipfile
@@ -153,8 +154,6 @@ def _record_line(member: str, data: bytes) -> str:
 def _add_member(wheel: Path, member: str, data: bytes) -> None:
     """Rewrite ``wheel`` with ``member`` (replacing one of that name) and its RECORD line, atomically;
     every other member keeps its name, bytes, date and attributes."""
-    import io
-
     with zipfile.ZipFile(wheel) as zf:
         infos = zf.infolist()
         record = next(

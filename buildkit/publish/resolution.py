@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.parse
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +52,8 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from buildkit.errors import IndexUnavailable
+from buildkit.pyindex import IndexClient, IndexRefused, NotFound, file_path, simple_page_url
 from buildkit.records import Key, json_shape
 
 MODES = ("index-url", "extra-index-url")
@@ -151,6 +154,7 @@ def _served(interpreter: str, abi: str, known: Sequence[str]) -> list[str]:
 
 
 def _known_pythons() -> tuple[str, ...]:
+    # deferred (start-up time: the recipe layer, cibuildwheel): `publish` without --check-install
     from buildkit.recipe.sections.python import cibuildwheel_pythons
 
     return cibuildwheel_pythons()
@@ -159,8 +163,6 @@ def _known_pythons() -> tuple[str, ...]:
 def _metadata(wheel: Path) -> tuple[SpecifierSet | None, tuple[str, ...]]:
     """The wheel's ``Requires-Python`` and ``Provides-Extra`` (None and (): none, or the file cannot
     be read here)."""
-    import zipfile
-
     try:
         with zipfile.ZipFile(wheel) as zf:
             name = next(n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
@@ -184,9 +186,6 @@ def _metadata(wheel: Path) -> tuple[SpecifierSet | None, tuple[str, ...]]:
 
 def public_index_problem(pypi: str, project: str, timeout: float = 15.0) -> str | None:
     """Why the public index cannot be asked (None: it answers; a 404 or a refusal is an answer)."""
-    from buildkit.errors import IndexUnavailable
-    from buildkit.pyindex import IndexClient, IndexRefused, NotFound, file_path, simple_page_url
-
     if pypi.startswith("file:"):
         return None if file_path(pypi).is_dir() else f"{pypi}: no such folder"
     try:

@@ -200,7 +200,7 @@ def diff(old: Sequence[rocmdata.Observation], new: Sequence[rocmdata.Observation
 
 def dump(observations: Sequence[rocmdata.Observation], checked: datetime.date) -> str:
     """``observed.yaml``'s text: a header, the day of the check, the observations in order."""
-    import yaml
+    import yaml  # PyYAML only when the readings are written (start-up time)
 
     rows = [
         o.to_json() for o in sorted(observations, key=lambda o: (rocmdata.version_key(o.rocm), o.project))

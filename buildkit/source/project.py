@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import ast
 import configparser
+import json
+import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,8 +28,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
+from buildkit import profiles
+from buildkit import rocm as rocm_data
 from buildkit.errors import UsageError
+from buildkit.fsutil import atomic_write
 from buildkit.policy import policies
+from buildkit.recipe import cibuildwheel_pythons, parse_recipe
+from buildkit.rocm import install as rocm_install
 from buildkit.source.version import VersionDecision, decide_version
 
 if TYPE_CHECKING:
@@ -263,8 +271,6 @@ def _default_pythons(
 
 def _yaml_str(value: str) -> str:
     """A YAML double-quoted scalar (JSON's escaping is YAML's)."""
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -281,8 +287,6 @@ def _commands(value: Any) -> list[str]:
 def _environment(value: Any) -> tuple[dict[str, str], list[str]]:
     """cibuildwheel's ``environment`` (a table, or ``A=1 B="x y"``) as literal env values; the
     assignments that expand something (``$VAR``, backquotes) cannot be literal and are returned apart."""
-    import shlex
-
     pairs: list[tuple[str, str]] = []
     if isinstance(value, dict):
         pairs = [(str(k), str(v)) for k, v in value.items()]
@@ -438,10 +442,6 @@ def default_choices(project: Project, image: str = DEFAULT_IMAGE) -> _InitChoice
     """The recipe's choices when nobody answers: the image's newest ROCm release, the archs of
     :data:`_DEFAULT_ARCHS` that release supports, the policy of the image's glibc, the CPythons of
     :func:`_default_pythons`."""
-    from buildkit import profiles
-    from buildkit import rocm as rocm_data
-    from buildkit.recipe import cibuildwheel_pythons
-    from buildkit.rocm import install as rocm_install
 
     profile = profiles.get_profile(image)
     releases: Sequence[str] = profile.rocm_releases or [i.rocm for i in rocm_install.el8_installs()]
@@ -483,7 +483,6 @@ def _runtime_profile(image: str, rocm: str) -> str | None:
     """The runtime profile a smoke test of ``image``'s wheels runs in: ``IMAGE-runtime``, else the first
     runtime profile without torch that names ROCm ``rocm`` among its releases, else one that names none (a
     distribution's own); None when none fits."""
-    from buildkit import profiles
 
     runtimes = {n: p for n, p in profiles.PROFILES.items() if p.role == "runtime" and "torch" not in n}
     if f"{image}-runtime" in runtimes:
@@ -513,10 +512,6 @@ def write_recipe(
     """Write :func:`_render_recipe`'s text to ``output`` (refused when it exists, unless ``force``),
     after checking it loads as a recipe and passes ``check`` (``plan``'s, given by the command: init
     never writes a recipe plan refuses); returns the untranslated cibuildwheel options."""
-    import os
-
-    from buildkit.fsutil import atomic_write
-    from buildkit.recipe import parse_recipe
 
     if output.exists() and not force:
         raise UsageError(f"{output} exists: give another --output, or --force to replace it")

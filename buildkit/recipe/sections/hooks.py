@@ -39,6 +39,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from buildkit.recipe.section import Context, Section
 from buildkit.records import Key, json_shape
 
@@ -99,8 +102,6 @@ def _parse_build_hooks(ctx: Context) -> Hooks:
     """The hooks, with ``build_requires`` checked: each a PEP 508 requirement, named once, and
     never torch (a job builds against the torch its ``torch`` axis pins)."""
     hooks = _parse_hooks(ctx.data)
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
 
     seen: dict[str, int] = {}
     for i, text in enumerate(hooks.build_requires):

@@ -44,7 +44,7 @@ def _parse_python(ctx: Context) -> tuple[str, ...]:
     known = cibuildwheel_pythons()
     for i, python in enumerate(ctx.data["python"]):
         if python not in known:
-            import cibuildwheel
+            import cibuildwheel  # its version for the message only (start-up time: check never loads it)
 
             ctx.report(
                 ctx.err(
