@@ -112,7 +112,6 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from buildkit import profiles
 from buildkit.docker_engine import throwaway
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
@@ -258,9 +257,8 @@ NAMED: Mapping[tuple[str, str], Layout] = MappingProxyType(
 def layout(job: Job) -> Layout:
     """The compiler-cache layout of the job's builder image: its profile's ``cache_layout`` and
     ``cache_hip``; :data:`ANY` for an image that is not a profile's, or a profile that declares none."""
-    name = job.image.profile or ""
     try:
-        profile = profiles.get_profile(name) if name else None
+        profile = job.image.profile_data
     except UsageError:
         profile = None
     if profile is None or profile.cache_layout is None:

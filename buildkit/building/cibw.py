@@ -101,7 +101,8 @@ def rocm_prefix(job: Job) -> str:
     """Where the job's builder image has ROCm (``ROCM_PATH``): its profile's ``rocm_path``."""
     if job.image.profile:
         try:
-            return profiles.get_profile(job.image.profile).rocm_path
+            profile = job.image.profile_data
+            return profile.rocm_path if profile is not None else DEFAULT_ROCM_PREFIX
         except UsageError:
             pass
     return DEFAULT_ROCM_PREFIX
@@ -135,11 +136,11 @@ def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
     """
     if not job.sysroot:
         return {}
-    if not job.image.profile:
+    profile = job.image.profile_data
+    if profile is None:
         raise UsageError(
             f"manylinux.sysroot {job.sysroot}: the job's image is not a profile of rocm-buildkit"
         )
-    profile = profiles.get_profile(job.image.profile)
     sysroot = profile.sysroots.get(job.sysroot)
     if sysroot is None:
         raise UsageError(f"image profile {job.image.profile} has no sysroot {job.sysroot!r}")

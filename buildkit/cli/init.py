@@ -37,19 +37,19 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-def _releases(image: str) -> Callable[[str, str], tuple[str, ...]]:
+def _releases(builder: profiles.Profile) -> Callable[[str, str], tuple[str, ...]]:
     def check(text: str, where: str) -> tuple[str, ...]:
         values = tuple(r.strip() for r in text.split(",") if r.strip())
         if not values:
             raise UsageError(f"{where}: give at least one ROCm release")
-        provided = provided_releases(profiles.get_profile(image))
+        provided = provided_releases(builder)
         for value in values:
             try:
                 rocm_data.get_release(value)
             except rocm_data.UnknownRelease as exc:
                 raise UsageError(f"{where} {value}: {exc}") from None
             if provided is not None and value not in provided:
-                raise UsageError(f"{where} {value}: image {image} provides ROCm {', '.join(provided)}")
+                raise UsageError(f"{where} {value}: image {builder.name} provides ROCm {', '.join(provided)}")
         return values
 
     return check
@@ -125,8 +125,9 @@ def init(
     if target.exists() and not force:  # before any question
         raise UsageError(f"{target} exists: give another --output, or --force to replace it")
     project = read_project(path)
-    choices = default_choices(project, profiles.get_profile(image).name)
-    releases = _choose(rocm, "--rocm", "ROCm releases", choices.rocm, _releases(image))
+    builder = profiles.get_profile(image)
+    choices = default_choices(project, builder)
+    releases = _choose(rocm, "--rocm", "ROCm releases", choices.rocm, _releases(builder))
     note = None
     if project.version.kind == "fixed" and len(releases) > 1:
         note = (

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from buildkit import profiles
 from buildkit import rocm as rocm_data
 from buildkit import version as ver
 from buildkit.errors import BuildkitError, RecipeError
@@ -152,7 +151,8 @@ def _profile_toolchain(recipe: Recipe, rocm: str) -> str | None:
     if recipe.image.profile is None:
         return None
     try:
-        return profiles.get_profile(recipe.image.profile).toolchain_of(rocm)
+        profile = recipe.image.profile_data
+        return profile.toolchain_of(rocm) if profile is not None else None
     except BuildkitError:
         return None
 
@@ -191,8 +191,10 @@ def _library_notes(recipe: Recipe, rocm: str, toolchain: str | None, archs: Arch
         return []
     try:
         data = rocm_data.get_toolchain(toolchain)
-        profile = profiles.get_profile(recipe.image.profile)
+        profile = recipe.image.profile_data
     except BuildkitError:
+        return []
+    if profile is None:
         return []
     packages = profile.release_build_args(rocm).get("ROCM_PACKAGES", "").split()
     if not packages:

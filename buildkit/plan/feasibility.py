@@ -91,13 +91,13 @@ def _problems_of_image(
     manylinux: Manylinux,
 ) -> list[RecipeError]:
     """:func:`image_problems` of the parts given (``recipe`` positions them)."""
-    name = image.profile
-    if name is None:
-        return []
     try:
-        profile = profiles.get_profile(name)
+        profile = image.profile_data
     except (UsageError, OSError):  # the recipe loader reports an unknown profile itself
         return []
+    if profile is None:
+        return []
+    name = profile.name
     where = image.label
     problems: list[RecipeError] = []
     releases = provided_releases(profile)

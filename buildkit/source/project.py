@@ -438,12 +438,10 @@ DEFAULT_IMAGE = "manylinux_2_28-rocm"
 _DEFAULT_ARCHS = ("gfx90a", "gfx942")
 
 
-def default_choices(project: Project, image: str = DEFAULT_IMAGE) -> _InitChoices:
-    """The recipe's choices when nobody answers: the image's newest ROCm release, the archs of
-    :data:`_DEFAULT_ARCHS` that release supports, the policy of the image's glibc, the CPythons of
-    :func:`_default_pythons`."""
-
-    profile = profiles.get_profile(image)
+def default_choices(project: Project, profile: profiles.Profile) -> _InitChoices:
+    """The recipe's choices for the builder image ``profile`` when nobody answers: its newest ROCm
+    release, the archs of :data:`_DEFAULT_ARCHS` that release supports, the policy of the image's
+    glibc, the CPythons of :func:`_default_pythons`."""
     releases: Sequence[str] = profile.rocm_releases or [i.rocm for i in rocm_install.el8_installs()]
     rocm = releases[-1]
     try:
@@ -452,7 +450,7 @@ def default_choices(project: Project, image: str = DEFAULT_IMAGE) -> _InitChoice
         supported = set(_DEFAULT_ARCHS)
     archs = tuple(a for a in _DEFAULT_ARCHS if a in supported) or _DEFAULT_ARCHS
     glibc = getattr(profile, "glibc", None)
-    m = re.match(r"^manylinux_(\d+)_(\d+)", image)
+    m = re.match(r"^manylinux_(\d+)_(\d+)", profile.name)
     policy = f"manylinux_{glibc.replace('.', '_')}" if glibc else (m.group(0) if m else "manylinux_2_28")
     known = {p.name for p in policies()}
     sysroot = None
@@ -460,9 +458,9 @@ def default_choices(project: Project, image: str = DEFAULT_IMAGE) -> _InitChoice
         fitting = sorted((s for s in profile.sysroots.values() if s.policy in known), key=lambda s: s.glibc)
         if fitting:
             sysroot, policy = fitting[0].name, fitting[0].policy
-    runtime = _runtime_profile(image, rocm)
+    runtime = _runtime_profile(profile.name, rocm)
     provided = getattr(profile, "pythons", None)
-    ran = profiles.get_profile(runtime).pythons if runtime is not None else None
+    ran = runtime.pythons if runtime is not None else None
     if (
         ran
     ):  # the smoke test installs each wheel in the runtime image: its CPythons, where the builder has them
@@ -471,24 +469,24 @@ def default_choices(project: Project, image: str = DEFAULT_IMAGE) -> _InitChoice
     return _InitChoices(
         rocm=(rocm,),
         archs=archs,
-        image=image,
+        image=profile.name,
         policy=policy,
         pythons=pythons,
         sysroot=sysroot,
-        runtime=runtime,
+        runtime=runtime.name if runtime is not None else None,
     )
 
 
-def _runtime_profile(image: str, rocm: str) -> str | None:
+def _runtime_profile(image: str, rocm: str) -> profiles.Profile | None:
     """The runtime profile a smoke test of ``image``'s wheels runs in: ``IMAGE-runtime``, else the first
     runtime profile without torch that names ROCm ``rocm`` among its releases, else one that names none (a
     distribution's own); None when none fits."""
 
     runtimes = {n: p for n, p in profiles.PROFILES.items() if p.role == "runtime" and "torch" not in n}
     if f"{image}-runtime" in runtimes:
-        return f"{image}-runtime"
-    named = [n for n, p in sorted(runtimes.items()) if rocm in (p.rocm_releases or ())]
-    unnamed = [n for n, p in sorted(runtimes.items()) if p.rocm_releases is None]
+        return runtimes[f"{image}-runtime"]
+    named = [p for _, p in sorted(runtimes.items()) if rocm in (p.rocm_releases or ())]
+    unnamed = [p for _, p in sorted(runtimes.items()) if p.rocm_releases is None]
     return (named + unnamed + [None])[0]
 
 

@@ -65,6 +65,13 @@ class ImageSpec:
             return self.profile
         return f"dockerfile:{self.dockerfile}" if self.dockerfile else f"ref:{self.ref}"
 
+    @property
+    def profile_data(self) -> profiles.Profile | None:
+        """The profile's data, which the layers below the recipe read instead of looking the name up
+        again (None for a Dockerfile or a ref); an unknown profile is a UsageError, reported by the
+        recipe's loader at its position first."""
+        return profiles.get_profile(self.profile) if self.profile else None
+
     def dockerfile_path(self, recipe_dir: Path) -> Path | None:
         return recipe_dir / self.dockerfile if self.dockerfile else None
 
