@@ -13,7 +13,7 @@ SECRET_QUERY = re.compile(
     r"|x-(amz|goog)-(signature|credential|security-token)|credential|access[-_]?key(-id)?)$"
 )
 #: a user name that is a token of a well-known forge or index (GitHub, GitLab, PyPI, Hugging Face)
-TOKEN_USER = re.compile(r"^(gh[oprsu]_|github_pat_|glpat-|pypi-|hf_)[A-Za-z0-9_-]{8,}")
+_TOKEN_USER = re.compile(r"^(gh[oprsu]_|github_pat_|glpat-|pypi-|hf_)[A-Za-z0-9_-]{8,}")
 REDACTED = "***"
 #: a value that only names a variable (``${TOKEN}``, ``$TOKEN``): no secret in itself
 _REFERENCE = re.compile(r"^\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)$")
@@ -36,7 +36,7 @@ def url_secrets(url: str) -> list[str]:
         user, _, password = netloc.rpartition("@")[0].partition(":")
         if password and not _REFERENCE.match(_unquote(password)):
             found.append("a password in its user part")
-        if TOKEN_USER.match(_unquote(user)):
+        if _TOKEN_USER.match(_unquote(user)):
             found.append("a token as its user name")
     for pair in query.split("&") if query else ():
         name, eq, value = pair.partition("=")
@@ -55,7 +55,7 @@ def redact(url: str) -> str:
     if "@" in netloc:
         userinfo, _, host = netloc.rpartition("@")
         user = userinfo.partition(":")[0]
-        shown = user if user and not TOKEN_USER.match(_unquote(user)) else ""
+        shown = user if user and not _TOKEN_USER.match(_unquote(user)) else ""
         netloc = f"{shown}:{REDACTED}@{host}" if shown else f"{REDACTED}@{host}"
     if query:
         pairs = [pair.partition("=") for pair in query[1:].split("&")]

@@ -229,7 +229,7 @@ def run_filter(run_id: str) -> str:
 
 
 @dataclass(frozen=True)
-class Exited:
+class _Exited:
     """How a started throwaway container ended: its exit code and its two output streams."""
 
     exit_code: int
@@ -252,16 +252,16 @@ class Throwaway:
     def start(self) -> None:
         self.container.start()
 
-    def wait(self, timeout: int | None = None) -> Exited:
+    def wait(self, timeout: int | None = None) -> _Exited:
         """Wait for the command to end (``timeout`` seconds at most: the engine client raises
         ``ReadTimeout`` after that); its exit code and output."""
         status = self.container.wait() if timeout is None else self.container.wait(timeout=timeout)
         code = int(status.get("StatusCode", 1)) if isinstance(status, dict) else 1
         out: bytes = self.container.logs(stdout=True, stderr=False)
         err: bytes = self.container.logs(stdout=False, stderr=True)
-        return Exited(code, out, err)
+        return _Exited(code, out, err)
 
-    def run(self, timeout: int | None = None) -> Exited:
+    def run(self, timeout: int | None = None) -> _Exited:
         """Start the command and wait for it (:meth:`wait`)."""
         self.start()
         return self.wait(timeout)
@@ -389,7 +389,7 @@ def remove_run_containers(client: Any, run_id: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Pruned:
+class _Pruned:
     """A labelled container, as :func:`labelled_containers` found it and :func:`prune_containers`
     removed or left it."""
 
@@ -401,7 +401,7 @@ class Pruned:
     live: bool = False  # left by a prune: its owner runs, or cannot be told to be gone
 
 
-def _judged(container: Any) -> Pruned:
+def _judged(container: Any) -> _Pruned:
     labels = dict(container.labels or {})
     purpose, run_id, status = labels.get(CONTAINER_LABEL, ""), labels.get(RUN_LABEL), str(container.status)
     owner = Owner.of(labels)
@@ -410,23 +410,23 @@ def _judged(container: Any) -> Pruned:
         why = "no owner recorded (an older buildkit)" + (
             ": it still runs, `docker rm -f` removes it" if running else ""
         )
-        return Pruned(str(container.name), purpose, run_id, status, why, running)
+        return _Pruned(str(container.name), purpose, run_id, status, why, running)
     alive, why = owner.alive()
-    return Pruned(str(container.name), purpose, run_id, status, why, alive is not False)
+    return _Pruned(str(container.name), purpose, run_id, status, why, alive is not False)
 
 
-def labelled_containers(client: Any) -> list[Pruned]:
+def labelled_containers(client: Any) -> list[_Pruned]:
     """The containers carrying :data:`CONTAINER_LABEL`, each with its owner and whether a prune
     would leave it (``live``), removing nothing."""
     return [_judged(c) for c in client.containers.list(all=True, filters={"label": CONTAINER_LABEL})]
 
 
-def prune_containers(client: Any, *, only: Collection[str] | None = None) -> list[Pruned]:
+def prune_containers(client: Any, *, only: Collection[str] | None = None) -> list[_Pruned]:
     """Remove the containers carrying :data:`CONTAINER_LABEL` whose owner is gone (what killed runs
     left behind; a live owner's, or one that cannot be told gone, is left: the module docstring);
     ``only``: just those of these names (the ones a listing showed). Engine errors
     (:data:`ENGINE_ERRORS`) are raised; a container already gone is skipped."""
-    removed: list[Pruned] = []
+    removed: list[_Pruned] = []
     for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):
         if only is not None and str(container.name) not in only:
             continue

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 #: a new file's permission bits before the umask, as ``open()`` would create it
-DEFAULT_MODE = 0o666
+_DEFAULT_MODE = 0o666
 
 
 def _umask() -> int:
@@ -68,7 +68,7 @@ def atomic_stream(path: Path, *, mode: int | None = None, suffix: str = ".tmp") 
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
-            os.fchmod(fh.fileno(), (DEFAULT_MODE & ~_umask()) if mode is None else mode)
+            os.fchmod(fh.fileno(), (_DEFAULT_MODE & ~_umask()) if mode is None else mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:

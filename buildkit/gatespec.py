@@ -16,7 +16,7 @@ from typing import NamedTuple, Protocol
 from buildkit.records import json_shape
 
 
-class Judged(Protocol):
+class _Judged(Protocol):
     """What a waiver matches: a gate finding's rule, library and wheel member."""
 
     @property
@@ -61,7 +61,7 @@ class Waiver(NamedTuple):
         globs = [f"library {self.library}" if self.library else "", f"file {self.file}" if self.file else ""]
         return ", ".join([self.rule, *(g for g in globs if g)])
 
-    def matches(self, finding: Judged) -> bool:
+    def matches(self, finding: _Judged) -> bool:
         """Same rule, and each glob given matches the finding's field (a finding without that field
         does not match it)."""
         if finding.rule != self.rule:

@@ -50,7 +50,7 @@ SUFFIX = ".manifest.json"
 #: the quarantine of refused wheels inside ``--out`` (a dot-folder: ``publish`` never reads it)
 REFUSED_DIR = ".refused"
 REFUSED_SCHEMA = "rocm-buildkit/refused"
-REFUSED_SUFFIX = ".refused.json"
+_REFUSED_SUFFIX = ".refused.json"
 LOCK_SUFFIX = ".requirements.lock"
 
 
@@ -77,7 +77,7 @@ def lock_path(wheel: Path) -> Path:
 
 def refused_path(wheel: Path) -> Path:
     """The record of why the gate refused ``wheel`` (beside it in its quarantine folder)."""
-    return wheel.with_name(wheel.name + REFUSED_SUFFIX)
+    return wheel.with_name(wheel.name + _REFUSED_SUFFIX)
 
 
 def render(data: Mapping[str, Any]) -> str:

@@ -29,6 +29,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+import auditwheel
+
 from buildkit.errors import UsageError
 
 #: the symbol-version prefixes the gate puts ceilings on
@@ -45,7 +47,7 @@ Libc = Literal["glibc", "musl"]
 LIBCS: tuple[Libc, ...] = ("glibc", "musl")
 _POLICY_FILES: dict[Libc, str] = {"glibc": "manylinux-policy.json", "musl": "musllinux-policy.json"}
 #: auditwheel's ``_fixup_musl_libc_soname``: the SONAME of musl's libc per wheel architecture
-MUSL_LIBC_SONAMES = {
+_MUSL_LIBC_SONAMES = {
     "x86_64": "libc.musl-x86_64.so.1",
     "i686": "libc.musl-x86.so.1",
     "aarch64": "libc.musl-aarch64.so.1",
@@ -106,7 +108,7 @@ def libc_of(base: str) -> Libc:
     return "musl" if base.startswith("musllinux") else "glibc"
 
 
-def numbered(base: str) -> tuple[int, int] | None:
+def _numbered(base: str) -> tuple[int, int] | None:
     """``manylinux_2_28`` -> ``(2, 28)`` (the glibc version), ``musllinux_1_2`` -> ``(1, 2)``;
     legacy aliases too (``manylinux2014`` -> ``(2, 17)``); None for ``linux``."""
     m = _NUMBERED_RE.match(_LEGACY_ALIASES.get(base, base))
@@ -135,7 +137,7 @@ class Policy(NamedTuple):
     @property
     def strictness(self) -> tuple[int, tuple[int, ...]]:
         """Sort key, larger = more compatible (stricter to meet): the priority, then the older name."""
-        return self.priority, tuple(-n for n in numbered(self.name) or ())
+        return self.priority, tuple(-n for n in _numbered(self.name) or ())
 
     def ceiling(self, prefix: str) -> str | None:
         """Highest numeric version the policy allows for ``prefix`` (``None`` if unconstrained)."""
@@ -170,7 +172,7 @@ class Policy(NamedTuple):
     def allows_library(self, soname: str) -> bool:
         if self.name == "linux":
             return True
-        if self.libc == "musl" and is_musl_builtin(soname):
+        if self.libc == "musl" and _is_musl_builtin(soname):
             return True
         return soname in self.whitelist or is_dynamic_loader(soname)
 
@@ -182,7 +184,7 @@ class Policy(NamedTuple):
 _MUSL_BUILTINS = re.compile(r"^lib(?:c|pthread|rt|m|dl|util|xnet)\.so(?:\.[0-9.]+)?$")
 
 
-def is_musl_builtin(soname: str) -> bool:
+def _is_musl_builtin(soname: str) -> bool:
     """``libc.so``, ``libm.so``, ``libpthread.so.0`` ...: served by musl's loader itself."""
     return _MUSL_BUILTINS.match(soname) is not None
 
@@ -192,15 +194,13 @@ def is_dynamic_loader(soname: str) -> bool:
     return "ld-linux" in soname or soname in ("ld64.so.1", "ld64.so.2")
 
 
-def auditwheel_policy_folder() -> Path:
+def _auditwheel_policy_folder() -> Path:
     """The installed auditwheel's ``policy/`` folder (a plain package on disk: read as files, without
     importlib.resources' import cost)."""
-    import auditwheel
-
     return Path(auditwheel.__file__).parent / "policy"
 
 
-def auditwheel_version() -> str:
+def _auditwheel_version() -> str:
     from importlib import metadata  # only for reports that name auditwheel's version (start-up time)
 
     try:
@@ -214,7 +214,7 @@ def policy_json(libc: Libc = "glibc") -> list[dict[str, object]]:
     """auditwheel's policy file for ``libc``, parsed once per process (the policies here and the
     symbols of interest of :mod:`buildkit.inspect.symbols` both read it)."""
     data: list[dict[str, object]] = json.loads(
-        (auditwheel_policy_folder() / _POLICY_FILES[libc]).read_text("utf-8")
+        (_auditwheel_policy_folder() / _POLICY_FILES[libc]).read_text("utf-8")
     )
     return data
 
@@ -234,7 +234,7 @@ def _whitelist(raw: object, libc: Libc, arch: str) -> frozenset[str]:
     assert isinstance(raw, list)
     names = [str(w) for w in raw]
     if libc == "musl":
-        names = [MUSL_LIBC_SONAMES.get(arch, n) if n == "libc.so" else n for n in names]
+        names = [_MUSL_LIBC_SONAMES.get(arch, n) if n == "libc.so" else n for n in names]
     return frozenset(names)
 
 
@@ -305,7 +305,7 @@ def split_policy_name(name: str) -> tuple[str, str | None]:
         raise UsageError(
             f"{what}; give a manylinux policy (PEP 600 manylinux_X_Y, or manylinux1/2010/2014) or "
             f"musllinux_X_Y, optionally with an architecture suffix ({', '.join(sorted(archs))}); "
-            f"auditwheel {auditwheel_version()} knows: {known}"
+            f"auditwheel {_auditwheel_version()} knows: {known}"
         )
     base = m.group("base")
     return _LEGACY_ALIASES.get(base, base), m.group("arch")
@@ -340,23 +340,23 @@ def policy_for(base: str, arch: str, libc: Libc | None = None) -> tuple[Policy, 
     for p in known:
         if base == p.name or base in p.aliases:
             return p, None
-    want = numbered(base)
+    want = _numbered(base)
     assert want is not None, base
-    lower = [p for p in known if (numbered(p.name) or ()) <= want]
+    lower = [p for p in known if (_numbered(p.name) or ()) <= want]
     basis = (
-        max(lower, key=lambda p: numbered(p.name) or ())
+        max(lower, key=lambda p: _numbered(p.name) or ())
         if lower
-        else min(known, key=lambda p: numbered(p.name) or ())
+        else min(known, key=lambda p: _numbered(p.name) or ())
     )
     note = None
     if not lower:
         note = (
-            f"auditwheel {auditwheel_version()} has no {arch} policy as old as {base}: judged by "
+            f"auditwheel {_auditwheel_version()} has no {arch} policy as old as {base}: judged by "
             f"{basis.name}'s rules" + (f" with GLIBC up to {want[0]}.{want[1]}" if libc == "glibc" else "")
         )
-    elif not any((numbered(p.name) or ()) > want for p in known):
+    elif not any((_numbered(p.name) or ()) > want for p in known):
         note = (
-            f"auditwheel {auditwheel_version()} knows no policy as new as {base}: judged as {basis.name}, "
+            f"auditwheel {_auditwheel_version()} knows no policy as new as {base}: judged as {basis.name}, "
             f"the newest it has for {arch}"
         )
     symbols = dict(basis.symbol_versions)

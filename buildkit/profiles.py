@@ -64,9 +64,9 @@ class Profile:
     #: the glibc of the image's distribution ("2.43"): what a build without a sysroot links against
     glibc: str | None = None
     #: per ROCm release of ``rocm_releases``: its build arguments and distribution toolchain
-    releases: Mapping[str, ProfileRelease] = field(default_factory=dict)
+    releases: Mapping[str, _ProfileRelease] = field(default_factory=dict)
     #: the compatibility sysroots the image carries, by name (``manylinux.sysroot`` of a recipe)
-    sysroots: Mapping[str, Sysroot] = field(default_factory=dict)
+    sysroots: Mapping[str, _Sysroot] = field(default_factory=dict)
     #: the folder of links to the image's ROCm libraries alone (docker/rocm-lib-links.sh makes it): the
     #: one library folder of the image a build against a sysroot links with (hipcc's ``-L``);
     #: required with ``sysroots``, None without
@@ -106,7 +106,7 @@ class Profile:
 
 
 @dataclass(frozen=True)
-class ProfileRelease:
+class _ProfileRelease:
     """One ROCm release of a profile that provides several (``[profiles.NAME.releases."7.2"]``)."""
 
     rocm: str
@@ -115,7 +115,7 @@ class ProfileRelease:
 
 
 @dataclass(frozen=True)
-class Sysroot:
+class _Sysroot:
     """A compatibility sysroot an image carries (``[profiles.NAME.sysroots."glibc2.31"]``): host code
     compiled against an older glibc and libstdc++ than the image's own."""
 
@@ -157,8 +157,8 @@ _FIELDS: dict[str, str] = {
     "cache_hip": "str",
     "rocm_lib_links": "str",
 }
-PACKAGE_MANAGERS = ("apt", "dnf")
-ROLES = ("builder", "runtime")
+_PACKAGE_MANAGERS = ("apt", "dnf")
+_ROLES = ("builder", "runtime")
 #: AMD's layout: where ROCm is in an image whose profile does not say (``rocm_prefix``)
 DEFAULT_ROCM_PREFIX = "/opt/rocm"
 #: the compiler-cache layouts a profile may name (``cache_layout``), each with the routes to hipcc's
@@ -257,18 +257,18 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
         raise _fail(path, where.table(name), f"profile {name}: dockerfile is required")
     releases = raw.get("rocm_releases")
     manager = raw.get("package_manager")
-    if manager is not None and manager not in PACKAGE_MANAGERS:
+    if manager is not None and manager not in _PACKAGE_MANAGERS:
         raise _fail(
             path,
             where.key(name, "package_manager"),
-            f"profile {name}: package_manager must be one of {', '.join(PACKAGE_MANAGERS)}, not {manager!r}",
+            f"profile {name}: package_manager must be one of {', '.join(_PACKAGE_MANAGERS)}, not {manager!r}",
         )
     role = raw.get("role", "builder")
-    if role not in ROLES:
+    if role not in _ROLES:
         raise _fail(
             path,
             where.key(name, "role"),
-            f"profile {name}: role must be one of {', '.join(ROLES)}, not {role!r}",
+            f"profile {name}: role must be one of {', '.join(_ROLES)}, not {role!r}",
         )
     layout, route = raw.get("cache_layout"), raw.get("cache_hip")
     if layout is not None and layout not in CACHE_LAYOUTS:
@@ -344,12 +344,12 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
         pythons=tuple(raw["pythons"]) if "pythons" in raw else None,
         glibc=raw.get("glibc"),
         releases={
-            rel: ProfileRelease(
+            rel: _ProfileRelease(
                 rocm=rel, build_args=dict(v.get("build_args", {})), toolchain=v.get("toolchain")
             )
             for rel, v in entries["releases"].items()
         },
-        sysroots={sname: Sysroot(name=sname, **v) for sname, v in entries["sysroots"].items()},
+        sysroots={sname: _Sysroot(name=sname, **v) for sname, v in entries["sysroots"].items()},
         rocm_lib_links=raw.get("rocm_lib_links"),
     )
 
@@ -417,7 +417,7 @@ PROFILES: Mapping[str, Profile] = _Profiles()
 def builder_names() -> tuple[str, ...]:
     """The names a recipe's ``image`` may give: the builder profiles, grouped by distribution (their
     package manager: Debian's apt, then EL's dnf, then none), each group in the file's order."""
-    rank = {manager: i for i, manager in enumerate(PACKAGE_MANAGERS)}
+    rank = {manager: i for i, manager in enumerate(_PACKAGE_MANAGERS)}
     builders = [p for p in PROFILES.values() if p.role == "builder"]
     ordered = sorted(builders, key=lambda p: rank.get(p.package_manager or "", len(rank)))
     return tuple(p.name for p in ordered)

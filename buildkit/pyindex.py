@@ -52,21 +52,21 @@ from buildkit.errors import IndexUnavailable
 from buildkit.fsutil import atomic_stream
 
 if TYPE_CHECKING:
-    import requests
+    import requests  # about 60 ms: only when an index is asked (start-up time)
 
 #: what a project page is asked for in: PEP 691 JSON first, PEP 503 HTML after
-ACCEPT_PAGE = (
+_ACCEPT_PAGE = (
     "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1"
 )
 PEP691_JSON = "application/vnd.pypi.simple.v1+json"
 DEFAULT_TIMEOUT = 60.0
 #: a project page (an index's list of files) larger than this is refused
-MAX_PAGE_BYTES = 64 * 2**20
+_MAX_PAGE_BYTES = 64 * 2**20
 #: HTTP answers that say "not now" rather than "no": 5xx, request timeout, too many requests
-TRANSIENT_STATUS = frozenset({408, 429})
-NOT_FOUND_STATUS = frozenset({404, 410})
+_TRANSIENT_STATUS = frozenset({408, 429})
+_NOT_FOUND_STATUS = frozenset({404, 410})
 #: the hashes a download is verified with, the first the index lists
-HASH_ORDER = ("sha256", "sha384", "sha512")
+_HASH_ORDER = ("sha256", "sha384", "sha512")
 _CHUNK = 1 << 20
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _LOOPBACK_NAMES = {"localhost"}
@@ -84,7 +84,7 @@ class NotFound(Exception):
 
 class IndexRefused(Exception):
     """The index answered, and the answer is no: an HTTP status that is neither success, not found nor
-    transient (401, 403, 400, ...), a TLS certificate not trusted, or a page over :data:`MAX_PAGE_BYTES`.
+    transient (401, 403, 400, ...), a TLS certificate not trusted, or a page over :data:`_MAX_PAGE_BYTES`.
     ``url``: the URL that answered (after redirects), ``status`` the HTTP status (None: no answer),
     ``reason`` what went wrong (``HTTP 403 Forbidden``)."""
 
@@ -148,9 +148,9 @@ def _status(exc: BaseException) -> tuple[int, str] | None:
     return None
 
 
-def is_transient_status(code: int) -> bool:
+def _is_transient_status(code: int) -> bool:
     """An HTTP status that says "not now" (5xx, 408, 429): retrying may succeed."""
-    return code >= 500 or code in TRANSIENT_STATUS
+    return code >= 500 or code in _TRANSIENT_STATUS
 
 
 def failure(action: str, url: str, exc: BaseException) -> IndexUnavailable | IndexRefused:
@@ -160,7 +160,7 @@ def failure(action: str, url: str, exc: BaseException) -> IndexUnavailable | Ind
     status = _status(exc)
     if status is not None:
         reason = f"HTTP {status[0]} {status[1]}".rstrip()
-        if is_transient_status(status[0]):
+        if _is_transient_status(status[0]):
             return unavailable(action, url, reason)
         return IndexRefused(action, url, reason, status[0])
     chain = _chain(exc)
@@ -254,7 +254,7 @@ class Link:
 
 
 @dataclass(frozen=True)
-class Page:
+class _Page:
     """A project page: the URL it was read from (after redirects) and its files."""
 
     url: str
@@ -396,7 +396,7 @@ class IndexClient:
         the class says, HTTP 401 answered once with the origin's credentials. :class:`NotFound`,
         :class:`IndexRefused` or :class:`~buildkit.errors.IndexUnavailable` otherwise. ``identity``:
         ask for the bytes as stored (a file is hashed as the index lists it, never recompressed)."""
-        import requests
+        import requests  # about 60 ms: only when an index is asked (start-up time)
 
         url = self.strip(url)  # credentials in the URL: kept for its origin, never sent elsewhere
         headers = {"Accept": accept} if accept else {}
@@ -415,7 +415,7 @@ class IndexClient:
                     response = self._get(answered, {**headers, "Authorization": retry.header}, wait)
         except requests.RequestException as exc:
             raise failure(action, url, exc) from None
-        if response.status_code in NOT_FOUND_STATUS:
+        if response.status_code in _NOT_FOUND_STATUS:
             response.close()
             raise NotFound(url, f"HTTP {response.status_code} {response.reason}".rstrip())
         if response.status_code >= 400:
@@ -424,8 +424,8 @@ class IndexClient:
         return response
 
     # ---- pages
-    def read(self, url: str, *, accept: str = ACCEPT_PAGE) -> tuple[bytes, str, str]:
-        """``(bytes, content type, final URL)`` of a page (at most :data:`MAX_PAGE_BYTES`); a
+    def read(self, url: str, *, accept: str = _ACCEPT_PAGE) -> tuple[bytes, str, str]:
+        """``(bytes, content type, final URL)`` of a page (at most :data:`_MAX_PAGE_BYTES`); a
         ``file://`` folder gives its ``index.html``, else its files listed as a page would."""
         if urlsplit(url).scheme.lower() == "file":
             path = file_path(url)
@@ -439,17 +439,17 @@ class IndexClient:
                 raise NotFound(url)
             try:
                 with path.open("rb") as fh:
-                    return _read_limited(fh.read(MAX_PAGE_BYTES + 1), url), "text/html", url
+                    return _read_limited(fh.read(_MAX_PAGE_BYTES + 1), url), "text/html", url
             except OSError as exc:
                 raise IndexRefused("read", url, str(exc)) from None
         with self.get(url, accept=accept) as response, _network_errors("read", url):
-            data = _read_limited(response.raw.read(MAX_PAGE_BYTES + 1, decode_content=True), url)
+            data = _read_limited(response.raw.read(_MAX_PAGE_BYTES + 1, decode_content=True), url)
             return data, response.headers.get("Content-Type", "") or "", response.url or url
 
-    def page(self, url: str) -> Page:
+    def page(self, url: str) -> _Page:
         """The project page at ``url`` (:class:`NotFound` when there is none)."""
         data, ctype, final = self.read(url)
-        return Page(final, tuple(parse_page(data, ctype, final)))
+        return _Page(final, tuple(parse_page(data, ctype, final)))
 
     # ---- files
     @contextlib.contextmanager
@@ -484,11 +484,11 @@ class IndexClient:
         timeout: float | None = None,
     ) -> str:
         """Download ``url`` to ``dest`` (its folder must exist) through a temporary file beside it,
-        renamed into place only when the hash is the expected one (the first of :data:`HASH_ORDER` in
+        renamed into place only when the hash is the expected one (the first of :data:`_HASH_ORDER` in
         ``hashes``; :class:`DigestMismatch`) and at most ``max_bytes`` came (:class:`TooLarge`).
         Returns the hex digest (sha256 when ``hashes`` names none)."""
         wanted = {a.lower(): d.lower() for a, d in (hashes or {}).items()}
-        algorithm = next((a for a in HASH_ORDER if a in wanted), "sha256")
+        algorithm = next((a for a in _HASH_ORDER if a in wanted), "sha256")
         digest = hashlib.new(algorithm)
         with self.open_file(url, timeout=timeout) as (announced, chunks):
             if max_bytes is not None and announced is not None and announced > max_bytes:
@@ -515,8 +515,8 @@ class IndexClient:
 
 
 def _read_limited(data: bytes, url: str) -> bytes:
-    if len(data) > MAX_PAGE_BYTES:
-        raise IndexRefused("read", url, f"the page is larger than {MAX_PAGE_BYTES} bytes")
+    if len(data) > _MAX_PAGE_BYTES:
+        raise IndexRefused("read", url, f"the page is larger than {_MAX_PAGE_BYTES} bytes")
     return data
 
 
@@ -524,7 +524,7 @@ def _read_limited(data: bytes, url: str) -> bytes:
 def _network_errors(action: str, url: str) -> Iterator[None]:
     """A failure while the answer's body is read (reset, timeout, truncated) as :func:`failure`
     words it."""
-    import requests
+    import requests  # about 60 ms: only when an index is asked (start-up time)
     import urllib3
 
     try:
@@ -549,7 +549,7 @@ def _raw_chunks(response: requests.Response, action: str, url: str) -> Iterator[
 def _session(client: IndexClient) -> requests.Session:
     """A requests session whose redirects keep a request's credentials only on their origin, and
     that never reads ``~/.netrc`` on its own (:meth:`IndexClient.credentials_for` does, when asked)."""
-    import requests
+    import requests  # about 60 ms: only when an index is asked (start-up time)
 
     class Session(requests.Session):
         def rebuild_auth(

@@ -37,7 +37,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 #: when a key is left out: never (None), when its value is None ("none"), None or "" ("empty"), or
 #: the field's default ("default": the JSON of records that never set it stays what it was)
-Omit = Literal["none", "empty", "default"] | None
+_Omit = Literal["none", "empty", "default"] | None
 _EMPTY: dict[str, tuple[object, ...]] = {"none": (None,), "empty": (None, "")}
 
 
@@ -49,7 +49,7 @@ class Key(NamedTuple):
 
     name: str
     attr: str = ""
-    omit: Omit = None
+    omit: _Omit = None
     convert: Callable[[Any], Any] | None = None
 
     def read(self, record: object) -> Any:
@@ -74,7 +74,7 @@ def record_fields(cls: type) -> tuple[str, ...]:
     raise TypeError(f"{cls.__name__} is neither a NamedTuple nor a dataclass")
 
 
-def field_default(cls: type, name: str) -> Any:
+def _field_default(cls: type, name: str) -> Any:
     """The default of field ``name`` of a NamedTuple or dataclass type (a KeyError without one)."""
     named = getattr(cls, "_field_defaults", None)
     if isinstance(named, dict):
@@ -102,7 +102,7 @@ class JsonShape:
 
     __slots__ = ("_fields", "_given", "_keys", "_omit")
 
-    def __init__(self, *keys: str | Key, omit: Omit = None, fields: Written | None = None) -> None:
+    def __init__(self, *keys: str | Key, omit: _Omit = None, fields: Written | None = None) -> None:
         if keys and fields:
             raise TypeError("give the keys, or how some fields are written, not both")
         self._given = keys
@@ -139,7 +139,7 @@ class JsonShape:
         for key in self.keys(type(record)):
             value = key.read(record)
             if key.omit == "default":
-                if value == field_default(type(record), key.attr or key.name):
+                if value == _field_default(type(record), key.attr or key.name):
                     continue
             elif key.omit is not None and value in _EMPTY[key.omit]:
                 continue
@@ -155,7 +155,7 @@ class JsonShape:
 T = TypeVar("T", bound=type)
 
 
-def json_shape(*keys: str | Key, omit: Omit = None, fields: Written | None = None) -> Callable[[T], T]:
+def json_shape(*keys: str | Key, omit: _Omit = None, fields: Written | None = None) -> Callable[[T], T]:
     """The class decorator declaring a record's :class:`JsonShape` (the same for a NamedTuple,
     whose body may hold only fields and methods, and a dataclass)."""
 

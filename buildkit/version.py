@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import string
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -139,10 +139,6 @@ def render_version(base: str, template: str | None, values: Mapping[str, str]) -
         raise VersionProblem(f"{base_norm}+{label} is not a PEP 440 version") from None
 
 
-def has_local(version: str) -> bool:
-    return Version(version).local is not None
-
-
 def base_from_tag(tag: str, pattern: str = DEFAULT_TAG_PATTERN, distance: int = 0) -> str:
     """The base version named by a git ``tag`` (``v0.1.12`` -> ``0.1.12``).
 
@@ -186,8 +182,3 @@ def describe_tag(path: Path) -> tuple[str, int]:
     if not m:
         raise VersionProblem(f"unexpected `git describe` output {out!r}")
     return m.group("tag"), int(m.group("n"))
-
-
-def unknown_placeholders(fields: Iterable[str], allowed: Iterable[str]) -> list[str]:
-    allowed_set = set(allowed)
-    return [f for f in fields if f not in allowed_set]

@@ -66,7 +66,7 @@ class Extra:
 
 
 @dataclass(frozen=True)
-class TorchEvidence:
+class _TorchEvidence:
     """Where a source shows it builds against torch."""
 
     file: str  # relative to the source
@@ -199,7 +199,7 @@ def add_build_requires(source: Path, extras: Sequence[Extra]) -> bool:
     return True
 
 
-def _setup_py_torch(source: Path) -> TorchEvidence | None:
+def _setup_py_torch(source: Path) -> _TorchEvidence | None:
     path = source / "setup.py"
     if not path.is_file():
         return None
@@ -223,10 +223,10 @@ def _setup_py_torch(source: Path) -> TorchEvidence | None:
     if not found:
         return None
     line = min(found)
-    return TorchEvidence("setup.py", line, lines[line - 1].strip())
+    return _TorchEvidence("setup.py", line, lines[line - 1].strip())
 
 
-def torch_evidence(source: Path) -> TorchEvidence | None:
+def torch_evidence(source: Path) -> _TorchEvidence | None:
     """The first place where ``source`` shows it builds against torch, None when it does not."""
     text, data = read_pyproject(source)
     if text is not None:
@@ -237,7 +237,7 @@ def torch_evidence(source: Path) -> TorchEvidence | None:
                 continue
             if name == "torch":
                 line = next((i for i, x in enumerate(text.splitlines(), 1) if req in x), 1)
-                return TorchEvidence("pyproject.toml", line, f"[build-system] requires {req!r}")
+                return _TorchEvidence("pyproject.toml", line, f"[build-system] requires {req!r}")
     found = _setup_py_torch(source)
     if found is not None:
         return found
@@ -250,7 +250,7 @@ def torch_evidence(source: Path) -> TorchEvidence | None:
         m = _FIND_TORCH.search(body)
         if m is not None:
             line = body.count("\n", 0, m.start()) + 1
-            return TorchEvidence("CMakeLists.txt", line, body.splitlines()[line - 1].strip())
+            return _TorchEvidence("CMakeLists.txt", line, body.splitlines()[line - 1].strip())
     return None
 
 

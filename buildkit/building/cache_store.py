@@ -32,10 +32,10 @@ from buildkit.docker_engine import throwaway
 from buildkit.errors import UsageError
 
 #: every compiler-cache volume's name starts so (``cibw.ccache_volume``)
-VOLUME_PREFIX = CCACHE_VOLUME_PREFIX
-VOLUME_NAME = re.compile(rf"^{re.escape(VOLUME_PREFIX)}[0-9a-f]{{12}}$")
+_VOLUME_PREFIX = CCACHE_VOLUME_PREFIX
+_VOLUME_NAME = re.compile(rf"^{re.escape(_VOLUME_PREFIX)}[0-9a-f]{{12}}$")
 #: where the throwaway container holds each volume
-MOUNT_ROOT = "/cache"
+_MOUNT_ROOT = "/cache"
 #: local images a throwaway may be created from, in this order of preference (never started)
 _CARRIERS = ("rocm-buildkit/", "debian:")
 
@@ -55,8 +55,8 @@ class Carried:
 
 def cache_volumes(client: Any) -> list[str]:
     """The names of the engine's compiler-cache volumes, sorted."""
-    found = client.volumes.list(filters={"name": VOLUME_PREFIX})
-    return sorted(v.name for v in found if VOLUME_NAME.match(v.name))
+    found = client.volumes.list(filters={"name": _VOLUME_PREFIX})
+    return sorted(v.name for v in found if _VOLUME_NAME.match(v.name))
 
 
 def carrier_image(client: Any) -> str:
@@ -95,7 +95,7 @@ class _Chunks(io.RawIOBase):
 
 
 def _mounts(volumes: Sequence[str]) -> dict[str, str]:
-    return {name: f"{MOUNT_ROOT}/{name}" for name in volumes}
+    return {name: f"{_MOUNT_ROOT}/{name}" for name in volumes}
 
 
 def _members(stream: IO[bytes]) -> Iterator[tuple[tarfile.TarFile, tarfile.TarInfo]]:
@@ -108,7 +108,7 @@ def export_cache(client: Any, dest: Path, volumes: Sequence[str] | None = None) 
     """Every cache volume (or ``volumes``) into ``dest``: a ``.tar`` file (written whole, then
     renamed into place) or a folder (each volume's sub-folder replaced whole)."""
     names = list(volumes) if volumes is not None else cache_volumes(client)
-    unknown = [n for n in names if not VOLUME_NAME.match(n)]
+    unknown = [n for n in names if not _VOLUME_NAME.match(n)]
     if unknown:
         raise UsageError(f"not compiler-cache volumes of rocm-buildkit: {', '.join(unknown)}")
     as_tar = dest.suffix == ".tar"
@@ -127,7 +127,7 @@ def export_cache(client: Any, dest: Path, volumes: Sequence[str] | None = None) 
             throwaway(client, carrier_image(client), ["true"], purpose="cache-export", volumes=_mounts(names))
         )
         for name in names:
-            stream, _stat = box.get_archive(f"{MOUNT_ROOT}/{name}")
+            stream, _stat = box.get_archive(f"{_MOUNT_ROOT}/{name}")
             for tar, member in _members(io.BufferedReader(_Chunks(stream), 1 << 20)):
                 if member.isfile():
                     files += 1
@@ -152,7 +152,7 @@ def export_cache(client: Any, dest: Path, volumes: Sequence[str] | None = None) 
 def _check_member(member: tarfile.TarInfo, source: Path) -> str:
     """The volume a member of an imported tar belongs to; UsageError for anything but ccache's files."""
     parts = member.name.split("/")
-    if member.name.startswith("/") or ".." in parts or not VOLUME_NAME.match(parts[0]):
+    if member.name.startswith("/") or ".." in parts or not _VOLUME_NAME.match(parts[0]):
         raise UsageError(f"{source}: {member.name!r} is not a file of a rocm-buildkit cache volume")
     if not (member.isfile() or member.isdir()):
         raise UsageError(f"{source}: {member.name!r} is not a regular file or folder")
@@ -161,7 +161,7 @@ def _check_member(member: tarfile.TarInfo, source: Path) -> str:
 
 def _tar_of_folder(source: Path, into: IO[bytes]) -> None:
     with tarfile.open(fileobj=into, mode="w") as tar:
-        for volume in sorted(p for p in source.iterdir() if p.is_dir() and VOLUME_NAME.match(p.name)):
+        for volume in sorted(p for p in source.iterdir() if p.is_dir() and _VOLUME_NAME.match(p.name)):
             tar.add(volume, arcname=volume.name)
 
 
@@ -191,7 +191,7 @@ def import_cache(client: Any, source: Path) -> Carried:
                     client, carrier_image(client), ["true"], purpose="cache-import", volumes=_mounts(names)
                 )
             )
-            if not box.put_archive(MOUNT_ROOT, archive):
+            if not box.put_archive(_MOUNT_ROOT, archive):
                 raise UsageError(f"{source}: the engine refused the archive")
     return Carried(tuple(names), files, size)
 

@@ -112,7 +112,6 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Any
 
-from buildkit import profiles
 from buildkit.docker_engine import throwaway
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
@@ -154,7 +153,7 @@ SID_SETUP = (
 #: (the ccache masquerade left out when the launcher runs ccache itself), so that every host compile
 #: of the build (setuptools' ``gcc``, a Makefile's ``cc``), not only HIP's and CMake's, is held to it
 HOST_CC_WRAPPERS = "/tmp/buildkit-host-cc"
-HOST_COMPILERS = (
+_HOST_COMPILERS = (
     "cc",
     "gcc",
     "c++",
@@ -171,7 +170,7 @@ HOST_CC_SETUP = (
     'p=$(printf %s "$PATH" | tr : \'\\n\' | grep -v -x -e "$d" -e /usr/lib/ccache -e /usr/lib64/ccache '
     "| paste -sd: -); "
     'else p=$(printf %s "$PATH" | tr : \'\\n\' | grep -v -x -e "$d" | paste -sd: -); fi; '
-    f'for c in {" ".join(HOST_COMPILERS)}; do real=$(PATH=$p; command -v "$c"); '
+    f'for c in {" ".join(_HOST_COMPILERS)}; do real=$(PATH=$p; command -v "$c"); '
     'if [ -n "$real" ]; then '
     f"""printf '#!/bin/sh\\nexec {HIP_LAUNCHER} %s "$@"\\n' "$real" > "$d/$c" && chmod +x "$d/$c"; """
     "fi; done )"
@@ -189,7 +188,7 @@ BUILD_ENV_DIR = "/tmp/buildkit-build-env"
 IGNORED_OPTIONS = ("-I/tmp/build-env-*", "-I/tmp/pip-build-env-*", "-I/root/.cache/uv/builds-v0/*")
 #: the first command of the build's ``before_build`` hook: this build's statistics start at zero
 ZERO_STATS = "if command -v ccache >/dev/null 2>&1; then ccache --zero-stats >/dev/null; fi"
-STATS_TIMEOUT = 120
+_STATS_TIMEOUT = 120
 
 
 @dataclass(frozen=True)
@@ -258,9 +257,8 @@ NAMED: Mapping[tuple[str, str], Layout] = MappingProxyType(
 def layout(job: Job) -> Layout:
     """The compiler-cache layout of the job's builder image: its profile's ``cache_layout`` and
     ``cache_hip``; :data:`ANY` for an image that is not a profile's, or a profile that declares none."""
-    name = job.image.profile or ""
     try:
-        profile = profiles.get_profile(name) if name else None
+        profile = job.image.profile_data
     except UsageError:
         profile = None
     if profile is None or profile.cache_layout is None:
@@ -431,7 +429,7 @@ def read_stats(
         environment=environment,
         volumes={volume: CONTAINER_DIR},
     ) as box:
-        done = box.run(timeout=STATS_TIMEOUT)
+        done = box.run(timeout=_STATS_TIMEOUT)
     if done.exit_code != 0:
         return None
     return parse_stats(done.stdout.decode("utf-8", "replace"))

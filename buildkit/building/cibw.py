@@ -80,7 +80,7 @@ RECIPE_OVERRIDABLE = (
     frozenset({"ROCM_PATH", "MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL", "SKBUILD_BUILD_DIR"})
     | ccache.RECIPE_OVERRIDABLE
 )
-CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
+_CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
 #: the name of every compiler-cache volume starts so (``buildkit cache export`` finds them by it)
 CCACHE_VOLUME_PREFIX = "rocm-buildkit-ccache-"
 #: ROCm from pip: where ``before_all`` installs the SDK in the build container (``site``) and links
@@ -94,14 +94,15 @@ DEFAULT_ROCM_PREFIX = profiles.DEFAULT_ROCM_PREFIX
 
 
 #: flag variables both buildkit (the sysroot) and the job (``offload_compress``) add to: joined
-APPENDED_FLAGS = frozenset({"HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND"})
+_APPENDED_FLAGS = frozenset({"HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND"})
 
 
 def rocm_prefix(job: Job) -> str:
     """Where the job's builder image has ROCm (``ROCM_PATH``): its profile's ``rocm_path``."""
     if job.image.profile:
         try:
-            return profiles.get_profile(job.image.profile).rocm_path
+            profile = job.image.profile_data
+            return profile.rocm_path if profile is not None else DEFAULT_ROCM_PREFIX
         except UsageError:
             pass
     return DEFAULT_ROCM_PREFIX
@@ -135,11 +136,11 @@ def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
     """
     if not job.sysroot:
         return {}
-    if not job.image.profile:
+    profile = job.image.profile_data
+    if profile is None:
         raise UsageError(
             f"manylinux.sysroot {job.sysroot}: the job's image is not a profile of rocm-buildkit"
         )
-    profile = profiles.get_profile(job.image.profile)
     sysroot = profile.sysroots.get(job.sysroot)
     if sysroot is None:
         raise UsageError(f"image profile {job.image.profile} has no sysroot {job.sysroot!r}")
@@ -249,7 +250,7 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
                 f"the job's env sets {key}={value!r}, but rocm-buildkit {ours} itself for this job "
                 f"({RESERVED_ENV[key].reason}); remove it from the recipe's env"
             )
-        if key in APPENDED_FLAGS and key in env and value not in env[key]:
+        if key in _APPENDED_FLAGS and key in env and value not in env[key]:
             env[key] = f"{env[key]} {value}"  # the sysroot's flags, then the job's (offload_compress)
         else:
             env.setdefault(key, value)
@@ -353,7 +354,7 @@ def sdk_link_command(job: Job) -> str:
     return " ".join(p if p == "{dest_dir}" else shlex.quote(p) for p in parts)
 
 
-def sdk_install_command(job: Job, *, network: bool) -> str | None:
+def _sdk_install_command(job: Job, *, network: bool) -> str | None:
     """ROCm from pip: the SDK installed with the job's Python into :data:`ROCM_SDK_DIR` (from the
     staged wheelhouse when hermetic), and its ``rocm-sdk path --root``/``--cmake`` linked there;
     None without ``rocm_pip``."""
@@ -430,13 +431,13 @@ def build_frontend(name: str, isolation: bool, *, fixed_env: bool = False) -> st
     return name
 
 
-def container_engine(settings: CibwSettings) -> str:
+def _container_engine(settings: CibwSettings) -> str:
     parts = ["docker", "disable_host_mount: true"]
     args = [f"--label={key}={value}" for key, value in sorted(settings.labels.items())]
     if not settings.network:
         args.append("--network=none")
     if settings.ccache_volume:
-        args.append(f"--volume={settings.ccache_volume}:{CONTAINER_CCACHE_DIR}")
+        args.append(f"--volume={settings.ccache_volume}:{_CONTAINER_CCACHE_DIR}")
     if settings.cache_socket_volume:  # the relay's socket: the one way out to the remote store
         args.append(f"--volume={settings.cache_socket_volume}:{remote_cache.SOCKET_DIR}")
     if args:
@@ -451,7 +452,7 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
         "CIBW_ARCHS_LINUX": "x86_64",
         "CIBW_BUILD": f"{job.cp_tag}-manylinux_x86_64",
         "CIBW_MANYLINUX_X86_64_IMAGE": settings.image,
-        "CIBW_CONTAINER_ENGINE": container_engine(settings),
+        "CIBW_CONTAINER_ENGINE": _container_engine(settings),
         "CIBW_ENVIRONMENT_LINUX": render_environment(container_environment(job, settings)),
         # empty beats the project's [tool.cibuildwheel] environment-pass: no host variable gets in
         "CIBW_ENVIRONMENT_PASS_LINUX": "",
@@ -469,7 +470,7 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
     # every hook is set, empty when the recipe has none: an environment variable beats the project's
     # [tool.cibuildwheel] table, so the recipe is the only source of what runs in the container
     torch_hook = before_build(job, isolation=settings.build_isolation, network=settings.network)
-    sdk = sdk_install_command(job, network=settings.network)
+    sdk = _sdk_install_command(job, network=settings.network)
     options["CIBW_BEFORE_ALL_LINUX"] = " && ".join((*((sdk,) if sdk else ()), *hooks.before_all))
     # this build's hit rate starts at zero (with the cache); the layout's wrappers of hipcc's clang
     # are made (in every build: they run the HIP launcher)

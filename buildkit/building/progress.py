@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
 #: cibuildwheel's step names -> the phase a person reads
-STEPS: tuple[tuple[str, str], ...] = (
+_STEPS: tuple[tuple[str, str], ...] = (
     ("Starting container image", "container"),
     ("Copying project into container", "copy in"),
     ("Running before_all", "before_all"),
@@ -60,7 +60,7 @@ class Board(Protocol):
     def phase(self, job_id: str, phase: str, count: str | None = None) -> None: ...
 
 
-def compile_count(line: str) -> str | None:
+def _compile_count(line: str) -> str | None:
     """The build tool's count in a line of its output: ninja's ``[12/240]`` as ``12 of 240``, CMake's
     ``[ 45%]`` as ``45%``."""
     m = _NINJA.match(line)
@@ -97,7 +97,7 @@ class Phases:
 
     def feed(self, line: str) -> None:
         text = _FOLD.sub("", _ANSI.sub("", line)).strip()
-        for marker, phase in STEPS:
+        for marker, phase in _STEPS:
             # cibuildwheel's own step line ("Building wheel..."), not pip's "Building wheel for x"
             if text.startswith(marker) and text.endswith("..."):
                 if phase != self.phase:
@@ -115,7 +115,7 @@ class Phases:
             return
         if not self.interactive:
             return
-        count = compile_count(line)
+        count = _compile_count(line)
         now = self.clock()
         if count is not None and now - self.last_count >= self.interval:
             self.last_count = now
@@ -123,7 +123,7 @@ class Phases:
 
     def _tell_board(self, line: str, text: str) -> None:
         assert self.board is not None
-        count = compile_count(line)
+        count = _compile_count(line)
         if count is not None:
             self.counted = True
             self.board.phase(self.job_id, "compile", count)
@@ -188,7 +188,7 @@ class LiveBoard:
 
     def echo(self, line: str) -> None:
         """A line above the board (a note, a warning, a job's result)."""
-        from rich.text import Text
+        from rich.text import Text  # rich only for the board on a terminal (start-up time)
 
         self.console.print(Text(line))
 
@@ -216,6 +216,7 @@ class LiveBoard:
             self._done.add(job_id)
 
     def render(self) -> RenderableType:
+        # rich only for the board on a terminal (start-up time)
         from rich.progress_bar import ProgressBar
         from rich.table import Table
         from rich.text import Text

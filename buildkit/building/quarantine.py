@@ -41,7 +41,7 @@ from buildkit.errors import BuildFailed
 from buildkit.fsutil import atomic_write
 from buildkit.plan.models import Job
 
-REFUSED_SCHEMA_VERSION = 1
+_REFUSED_SCHEMA_VERSION = 1
 TEXT_SUFFIX = ".check.txt"
 JSON_SUFFIX = ".check.json"
 
@@ -105,7 +105,7 @@ def quarantine(
                 )
                 document = {
                     "schema": manifest.REFUSED_SCHEMA,
-                    "schema_version": REFUSED_SCHEMA_VERSION,
+                    "schema_version": _REFUSED_SCHEMA_VERSION,
                     **record,
                 }
                 atomic_write(

@@ -31,9 +31,9 @@ from buildkit.errors import BuildFailed, UsageError
 #: where the relay's socket volume is mounted (in the relay and in the build container), the socket
 SOCKET_DIR = "/buildkit-ccache-remote"
 SOCKET = f"{SOCKET_DIR}/redis.sock"
-SCHEMES = ("redis",)
+_SCHEMES = ("redis",)
 _READY = "relay ready"
-READY_TIMEOUT = 60.0
+_READY_TIMEOUT = 60.0
 
 #: run by the builder image's python3: forward each connection on SOCKET to argv[1]:argv[2]
 RELAY = f"""
@@ -66,7 +66,7 @@ asyncio.run(main())
 
 
 @dataclass(frozen=True)
-class Remote:
+class _Remote:
     """A checked ``--ccache-remote`` URL."""
 
     url: str
@@ -80,18 +80,18 @@ class Remote:
         return f"redis+unix:{SOCKET}" + (f"?db={database}" if database else "")
 
 
-def parse_remote(url: str) -> Remote:
+def parse_remote(url: str) -> _Remote:
     """``redis://HOST:PORT[/DB]``; UsageError for anything else."""
     parts = urlsplit(url)
-    if parts.scheme not in SCHEMES:
-        raise UsageError(f"--ccache-remote {url}: the scheme must be one of {', '.join(SCHEMES)}")
+    if parts.scheme not in _SCHEMES:
+        raise UsageError(f"--ccache-remote {url}: the scheme must be one of {', '.join(_SCHEMES)}")
     if parts.username or parts.password:
         raise UsageError("--ccache-remote: credentials in the URL are refused (the build log shows the URL)")
     if not parts.hostname:
         raise UsageError(f"--ccache-remote {url}: no host")
     host = parts.hostname
     port = parts.port or 6379
-    return Remote(url=url, scheme=parts.scheme, host=host, port=port)
+    return _Remote(url=url, scheme=parts.scheme, host=host, port=port)
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class Channel:
     url: str
 
 
-def _wait_ready(box: Any, timeout: float = READY_TIMEOUT) -> None:
+def _wait_ready(box: Any, timeout: float = _READY_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         box.container.reload()
@@ -117,7 +117,7 @@ def _wait_ready(box: Any, timeout: float = READY_TIMEOUT) -> None:
 
 
 @contextlib.contextmanager
-def channel(client: Any, image: str, remote: Remote, *, run_id: str | None = None) -> Iterator[Channel]:
+def channel(client: Any, image: str, remote: _Remote, *, run_id: str | None = None) -> Iterator[Channel]:
     """The relay to ``remote`` and its socket volume; both removed when the block ends."""
     volume = f"rocm-buildkit-relay-{uuid.uuid4().hex[:12]}"
     client.volumes.create(volume, labels={CONTAINER_LABEL: "ccache-relay"})

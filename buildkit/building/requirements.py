@@ -83,12 +83,12 @@ else:  # pragma: no cover - Python 3.10
 #: PEP 518: what a source without a ``[build-system]`` table is built with
 DEFAULT_BUILD_REQUIRES = buildsystem.DEFAULT_BUILD_REQUIRES
 #: the first setuptools whose ``get_requires_for_build_wheel`` no longer asks for ``wheel``
-SETUPTOOLS_WITHOUT_WHEEL = Version("70.1")
+_SETUPTOOLS_WITHOUT_WHEEL = Version("70.1")
 #: the platform tag of TheRock's ROCm SDK wheels (``rocm-sdk-core-7.2.4-py3-none-linux_x86_64.whl``)
 ROCM_PIP_PLATFORM = "linux_x86_64"
 ROCM_PIP_ORIGIN = "the recipe's rocm_pip (the SDK the build compiles and links against)"
 #: a ROCm torch wheel is gigabytes
-PIP_TIMEOUT = 3600
+_PIP_TIMEOUT = 3600
 PROBE_TIMEOUT = 120
 _LEGACY_MANYLINUX = {"manylinux2014": 17, "manylinux2010": 12, "manylinux1": 5}
 _MANYLINUX = re.compile(r"manylinux_2_(?P<minor>\d+)_(?P<arch>\w+)")
@@ -97,7 +97,7 @@ _OFFLINE = re.compile(
     r"Temporary failure (?:in name resolution|resolving)|Could not resolve host|Network is unreachable"
     r"|Name or service not known|Failed to establish a new connection|No address associated with hostname"
 )
-FIX = (
+_FIX = (
     "set `network: true` in the recipe (the build container then installs from the index, and builds "
     "sdists there, as cibuildwheel does), or make a wheel of it findable on the host: `pip wheel "
     "--no-deps 'REQ' -w DIR` with PIP_FIND_LINKS=DIR (or `buildkit build --wheelhouse DIR`, DIR "
@@ -370,7 +370,7 @@ def requested(recipe: Recipe, job: Job, source: Path, *, isolation: bool = True)
         if (
             setuptools
             and not has_wheel
-            and not any(_at_least(r, SETUPTOOLS_WITHOUT_WHEEL) for r in setuptools)
+            and not any(_at_least(r, _SETUPTOOLS_WITHOUT_WHEEL) for r in setuptools)
         ):
             items.append(Requested("wheel", "the setuptools backend (before 70.1 it asks for wheel)"))
     if job.hooks.test_command:
@@ -437,7 +437,7 @@ def lock_folder(job: Job, wanted: Sequence[Requested], folder: Path) -> Lock:
     )
 
 
-def _run_pip(cmd: list[str], log: TextIO, timeout: int = PIP_TIMEOUT) -> tuple[int, str]:
+def _run_pip(cmd: list[str], log: TextIO, timeout: int = _PIP_TIMEOUT) -> tuple[int, str]:
     """Run pip with the host's environment (the user's pip configuration); its output goes to the log."""
     log.write("$ " + " ".join(cmd) + "\n")
     log.flush()
@@ -480,11 +480,11 @@ def resolve(
         if code != 0:
             raise refusal(recipe, job, wanted, output, wheelhouse=wheelhouse, extra_index=extra)
     if needs_virtualenv(job) and _virtualenv(job, dest, log, wheelhouse):
-        wanted.append(Requested("virtualenv", VIRTUALENV_ORIGIN))
+        wanted.append(Requested("virtualenv", _VIRTUALENV_ORIGIN))
     return lock_folder(job, wanted, dest)
 
 
-VIRTUALENV_ORIGIN = "cibuildwheel's test step (pip install virtualenv, with its constraints)"
+_VIRTUALENV_ORIGIN = "cibuildwheel's test step (pip install virtualenv, with its constraints)"
 
 
 def _virtualenv(job: Job, dest: Path, log: TextIO, wheelhouse: Path | None) -> bool:
@@ -541,7 +541,7 @@ def _errors(output: str) -> list[str]:
     return lines[-8:] or output.splitlines()[-8:]
 
 
-def index_versions(name: str, *, extra_index: str | None = None) -> list[str]:
+def _index_versions(name: str, *, extra_index: str | None = None) -> list[str]:
     """The versions of ``name`` on the index pip is configured with, sdists included
     (``pip index versions``); empty when there are none or pip cannot tell."""
     cmd = _pip("index", "versions", name, *_index_args(None, extra_index))
@@ -594,14 +594,14 @@ def refusal(
         + where
     )
     if wheelhouse is None:
-        found = [v for v in index_versions(name, extra_index=extra_index) if _satisfies(v, spec)]
+        found = [v for v in _index_versions(name, extra_index=extra_index) if _satisfies(v, spec)]
         if found:
             message += (
                 f": {name} {', '.join(found[:3])} is there only as an sdist, or as wheels for other "
                 "Pythons or platforms"
             )
     message += f"; it is in {origin}, and a hermetic build installs only wheels resolved on the host"
-    hint = FIX.replace("REQ", missing)
+    hint = _FIX.replace("REQ", missing)
     if direct is not None and direct.at is not None:
         return recipe.error(message, direct.at, hint=hint)
     return BuildFailed(f"{message}\n{said}\n  hint: {hint}")

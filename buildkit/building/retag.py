@@ -27,7 +27,7 @@ from buildkit.inspect import inspect_wheel
 from buildkit.plan.models import Job
 
 
-def claim_problems(wheel: Path, claim: str) -> list[str]:
+def _claim_problems(wheel: Path, claim: str) -> list[str]:
     """What in ``wheel`` contradicts ``claim`` (``py3-none``, ``cp39-abi3``): empty when it holds."""
     report = inspect_wheel(wheel)
     problems = [f"{m}: {p}" for m in report.members if (p := module_name_problem(m, claim)) is not None]
@@ -84,7 +84,7 @@ def to_claim(wheel: Path, job: Job, log: TextIO) -> Path:
     pairs = {f"{t.interpreter}-{t.abi}" for t in parse_wheel_filename(wheel.name)[3]}
     if pairs == {claim}:
         return wheel
-    problems = claim_problems(wheel, claim)
+    problems = _claim_problems(wheel, claim)
     if problems:
         log.write(f"not retagged {claim}: " + "; ".join(problems) + "\n")
         return wheel

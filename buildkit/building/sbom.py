@@ -25,6 +25,7 @@ import base64
 import datetime
 import fnmatch
 import hashlib
+import io
 import json
 import uuid
 import zipfile
@@ -38,12 +39,12 @@ from buildkit import rocm as rocm_data
 from buildkit.fsutil import atomic_write
 from buildkit.inspect import inspect_wheel
 
-SBOM_NAME = "rocm-buildkit.cdx.json"
-SPEC_VERSION = "1.6"
+_SBOM_NAME = "rocm-buildkit.cdx.json"
+_SPEC_VERSION = "1.6"
 
 
 @dataclass(frozen=True)
-class Excluded:
+class _Excluded:
     """One library the wheel needs and does not carry."""
 
     soname: str
@@ -52,13 +53,13 @@ class Excluded:
     needed_by: tuple[str, ...]
 
 
-def excluded_libraries(
+def _excluded_libraries(
     needs: Mapping[str, Sequence[str]],
     exclude_globs: Sequence[str],
     *,
     rocm: str | None,
     torch_version: str | None,
-) -> list[Excluded]:
+) -> list[_Excluded]:
     """From member -> DT_NEEDED, the libraries an exclude glob keeps out of the wheel, classified by
     the named set whose glob matches them (``rocm``, else ``torch``, else a recipe pattern)."""
     rocm_globs = rocm_data.exclude_globs(["rocm", "rocm-system"], rocm) if rocm else []
@@ -76,11 +77,11 @@ def excluded_libraries(
             kind, version = "torch", torch_version
         else:
             kind, version = "exclude-pattern", None
-        out.append(Excluded(soname, kind, version, tuple(users[soname])))
+        out.append(_Excluded(soname, kind, version, tuple(users[soname])))
     return out
 
 
-def _purl(lib: Excluded) -> str | None:
+def _purl(lib: _Excluded) -> str | None:
     if lib.version is None:
         return None
     if lib.provided_by == "torch":
@@ -90,7 +91,7 @@ def _purl(lib: Excluded) -> str | None:
     return None
 
 
-def document(name: str, version: str, libraries: Sequence[Excluded], *, epoch: int) -> dict[str, Any]:
+def document(name: str, version: str, libraries: Sequence[_Excluded], *, epoch: int) -> dict[str, Any]:
     """The CycloneDX 1.6 document (plain JSON data) of wheel ``name`` ``version`` needing ``libraries``."""
     wheel_ref = f"pkg:pypi/{name}@{version}"
     seed = json.dumps([name, version, [lib.soname for lib in libraries]])
@@ -121,7 +122,7 @@ def document(name: str, version: str, libraries: Sequence[Excluded], *, epoch: i
     stamp = datetime.datetime.fromtimestamp(epoch, tz=datetime.timezone.utc)
     return {
         "bomFormat": "CycloneDX",
-        "specVersion": SPEC_VERSION,
+        "specVersion": _SPEC_VERSION,
         "serialNumber": f"urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, wheel_ref + seed)}",
         "version": 1,
         "metadata": {
@@ -150,11 +151,9 @@ def _record_line(member: str, data: bytes) -> str:
     return f"{member},sha256={digest},{len(data)}"
 
 
-def add_member(wheel: Path, member: str, data: bytes) -> None:
+def _add_member(wheel: Path, member: str, data: bytes) -> None:
     """Rewrite ``wheel`` with ``member`` (replacing one of that name) and its RECORD line, atomically;
     every other member keeps its name, bytes, date and attributes."""
-    import io
-
     with zipfile.ZipFile(wheel) as zf:
         infos = zf.infolist()
         record = next(
@@ -193,13 +192,13 @@ def attach(
     rocm: str | None,
     torch_version: str | None,
     epoch: int,
-) -> list[Excluded]:
+) -> list[_Excluded]:
     """Write the SBOM of ``wheel`` into it (see the module docstring); the libraries it lists."""
     report = inspect_wheel(wheel, verify_record=False)
     needs = {e.member: e.needed for e in report.elves}
-    libraries = excluded_libraries(needs, exclude_globs, rocm=rocm, torch_version=torch_version)
+    libraries = _excluded_libraries(needs, exclude_globs, rocm=rocm, torch_version=torch_version)
     data = document(report.name, report.version, libraries, epoch=epoch)
     dist_info = report.dist_info_dir or f"{report.name}-{report.version}.dist-info"
     body = (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
-    add_member(wheel, f"{dist_info}/sboms/{SBOM_NAME}", body)
+    _add_member(wheel, f"{dist_info}/sboms/{_SBOM_NAME}", body)
     return libraries

@@ -36,7 +36,7 @@ _ELF_MAGIC = b"\x7fELF"
 Runner = Callable[[Sequence[str]], str]
 
 
-def install_dir(member: str) -> str | None:
+def _install_dir(member: str) -> str | None:
     """The folder ``member`` is installed in, relative to site-packages (``""`` for the root); None
     for a member not installed there (``.data/scripts``, ``.data/headers``...)."""
     match = _DATA_LIB.match(member)
@@ -50,7 +50,7 @@ def install_dir(member: str) -> str | None:
 def origin_entry(member: str, folder: str) -> str | None:
     """The ``$ORIGIN``-relative entry from ``member``'s folder to ``folder`` (both under
     site-packages): ``refkernels/_C.so`` and ``_rocm_sdk_core/lib`` give ``$ORIGIN/../_rocm_sdk_core/lib``."""
-    where = install_dir(member)
+    where = _install_dir(member)
     if where is None:
         return None
     depth = len([p for p in where.split("/") if p]) if where else 0
@@ -80,7 +80,9 @@ def _patchelf(args: Sequence[str]) -> str:
     return subprocess.run(["patchelf", *args], check=True, capture_output=True, text=True).stdout
 
 
-def link_elf(path: Path, member: str, folders: Sequence[str], needs: Sequence[str], run: Runner) -> list[str]:
+def _link_elf(
+    path: Path, member: str, folders: Sequence[str], needs: Sequence[str], run: Runner
+) -> list[str]:
     """Add the entries to ``folders`` to the ELF at ``path`` (the wheel's ``member``) when it needs a
     library matching ``needs``; the entries added."""
     needed = run(["--print-needed", str(path)]).split()
@@ -110,7 +112,7 @@ def link_wheel(
             if data[:4] == _ELF_MAGIC and not info.is_dir():
                 path = Path(tmp) / "elf"
                 path.write_bytes(data)
-                entries = link_elf(path, info.filename, folders, needs, run)
+                entries = _link_elf(path, info.filename, folders, needs, run)
                 if entries:
                     added[info.filename] = entries
                     data = path.read_bytes()

@@ -31,7 +31,7 @@ from buildkit.recipe import Recipe
 from buildkit.source.tree import unpacked_source
 
 #: SOURCE_DATE_EPOCH when the source has no git history: 1980-01-01, the zip format's epoch
-DEFAULT_EPOCH = 315532800
+_DEFAULT_EPOCH = 315532800
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 _SOURCE_IGNORE = shutil.ignore_patterns(
     ".git", "build", "dist", "wheelhouse", "*.egg-info", "__pycache__", "*.pyc", ".pytest_cache", "*.so"
@@ -40,7 +40,7 @@ _SOURCE_IGNORE = shutil.ignore_patterns(
 
 def source_date_epoch(source: Path, override: int | None = None) -> int:
     """``override``, ``$SOURCE_DATE_EPOCH``, else the time of the last commit touching the source
-    folder, else :data:`DEFAULT_EPOCH` (never "now")."""
+    folder, else :data:`_DEFAULT_EPOCH` (never "now")."""
     if override is not None:
         return override
     if "SOURCE_DATE_EPOCH" in os.environ:
@@ -56,9 +56,9 @@ def source_date_epoch(source: Path, override: int | None = None) -> int:
             check=True,
             timeout=30,
         ).stdout.strip()
-        return int(out) if out else DEFAULT_EPOCH
+        return int(out) if out else _DEFAULT_EPOCH
     except (OSError, subprocess.SubprocessError, ValueError):
-        return DEFAULT_EPOCH
+        return _DEFAULT_EPOCH
 
 
 def fetch_source(recipe: Recipe, into: Path, echo: Echo | None = None) -> Path:
@@ -141,7 +141,7 @@ def tree_digest(root: Path) -> str:
 #: ``publish`` skips it); the swap folders of :func:`~buildkit.building.output.publish_to_out` and
 #: :func:`~buildkit.building.output.discard_output` are
 #: ``.<job>.incoming-<pid>-*``, ``.<job>.previous-<pid>-*`` and ``.<job>.stale-<pid>-*``
-STAGING_PREFIX = ".staging-"
+_STAGING_PREFIX = ".staging-"
 _STAGING = re.compile(r"\.staging-(?P<job>.+)-(?P<pid>\d+)-[^-]+")
 _SWAP = re.compile(r"\.(?P<job>.+)\.(?P<kind>incoming|previous|stale)-(?P<pid>\d+)-[^-]+")
 
@@ -150,7 +150,7 @@ def staging_folder(out_dir: Path, job: Job) -> Path:
     """A private folder for one job inside ``out_dir`` (same file system as the final rename)."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{job.id}-{os.getpid()}-", dir=out_dir))
+        return Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{job.id}-{os.getpid()}-", dir=out_dir))
     except OSError as exc:
         raise UsageError(f"--out {out_dir}: cannot create a staging folder for {job.id}: {exc}") from None
 

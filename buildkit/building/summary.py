@@ -16,7 +16,7 @@ from buildkit.records import to_data
 from buildkit.tables import table_lines
 
 #: a job's status on a terminal
-STATUS_COLOURS = {
+_STATUS_COLOURS = {
     "passed": "green",
     "up-to-date": "green",
     "gate-failed": "red",
@@ -52,7 +52,7 @@ def render_summary(
     here = cwd or Path.cwd()
     rows = [("job", "status", "time", "gate")]
     rows += [(r.job, r.status, f"{r.seconds:.1f}s", _verdict_cell(r)) for r in results]
-    table = table_lines(rows, styled=styled, colours=STATUS_COLOURS)
+    table = table_lines(rows, styled=styled, colours=_STATUS_COLOURS)
     lines = [table[0]]
     smoke: list[str] = []
     for r, row in zip(results, table[1:], strict=True):

@@ -25,7 +25,7 @@ from buildkit.errors import RecipeError
 if TYPE_CHECKING:
     from buildkit.recipe import Recipe
 
-KEY_COLUMNS: tuple[str, ...] = ("gfx", "cu_num", "M", "N", "K")
+_KEY_COLUMNS: tuple[str, ...] = ("gfx", "cu_num", "M", "N", "K")
 #: At most this many characters of a CSV's content are quoted in an error message.
 MAX_QUOTED = 80
 
@@ -76,7 +76,7 @@ def _check_rows(handle: TextIO, name: str) -> None:
     except (csv.Error, UnicodeDecodeError) as exc:
         raise RecipeError(f"tuned CSV is unreadable: {exc}", file=name, line=1) from None
     columns = [c.strip() for c in header]
-    missing = [k for k in KEY_COLUMNS if k not in columns]
+    missing = [k for k in _KEY_COLUMNS if k not in columns]
     if missing:
         raise RecipeError(
             f"tuned CSV has no {', '.join(repr(m) for m in missing)} column"
@@ -85,7 +85,7 @@ def _check_rows(handle: TextIO, name: str) -> None:
             line=1,
             hint="every tuned row must name the GPU it was tuned on (gfx) and its key (cu_num, M, N, K)",
         )
-    index = [columns.index(k) for k in KEY_COLUMNS]
+    index = [columns.index(k) for k in _KEY_COLUMNS]
     seen: dict[tuple[str, ...], int] = {}
     row_start = reader.line_num + 1
     try:
@@ -103,7 +103,7 @@ def _check_rows(handle: TextIO, name: str) -> None:
             key = tuple(row[i].strip() for i in index)
             first = seen.get(key)
             if first is not None:
-                shown = ", ".join(f"{k}={v}" for k, v in zip(KEY_COLUMNS, key, strict=True))
+                shown = ", ".join(f"{k}={v}" for k, v in zip(_KEY_COLUMNS, key, strict=True))
                 raise RecipeError(
                     f"duplicate tuned key ({_quote(shown)}), first at line {first}",
                     file=name,

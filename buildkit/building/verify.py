@@ -43,14 +43,14 @@ from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
 from buildkit.records import Key, json_shape
 
-DIFFOSCOPE_TIMEOUT = 600
-DIFFOSCOPE_MAX_LINES = 200
+_DIFFOSCOPE_TIMEOUT = 600
+_DIFFOSCOPE_MAX_LINES = 200
 
 
 # --------------------------------------------------------------------------- member comparison
 @json_shape(omit="empty")
 @dataclass(frozen=True)
-class MemberDiff:
+class _MemberDiff:
     name: str
     status: str  # "changed" | "only-in-original" | "only-in-rebuild" | "zip-metadata"
     original_sha256: str | None = None
@@ -98,30 +98,30 @@ def _metadata_difference(a: zipfile.ZipInfo, b: zipfile.ZipInfo) -> str:
     return ", ".join(parts)
 
 
-def diff_members(original: Path, rebuilt: Path) -> list[MemberDiff]:
+def diff_members(original: Path, rebuilt: Path) -> list[_MemberDiff]:
     """The members of two wheels that differ (content, presence, then zip metadata and order)."""
     try:
         a, b = _member_digests(original), _member_digests(rebuilt)
     except (OSError, zipfile.BadZipFile) as exc:
-        return [MemberDiff("<archive>", "changed", detail=f"cannot read as zip: {exc}")]
-    diffs: list[MemberDiff] = []
+        return [_MemberDiff("<archive>", "changed", detail=f"cannot read as zip: {exc}")]
+    diffs: list[_MemberDiff] = []
     for name in sorted(set(a) | set(b)):
         if name not in b:
-            diffs.append(MemberDiff(name, "only-in-original", a[name][0], None, a[name][1]))
+            diffs.append(_MemberDiff(name, "only-in-original", a[name][0], None, a[name][1]))
         elif name not in a:
-            diffs.append(MemberDiff(name, "only-in-rebuild", None, b[name][0], None, b[name][1]))
+            diffs.append(_MemberDiff(name, "only-in-rebuild", None, b[name][0], None, b[name][1]))
         elif a[name][0] != b[name][0]:
-            diffs.append(MemberDiff(name, "changed", a[name][0], b[name][0], a[name][1], b[name][1]))
+            diffs.append(_MemberDiff(name, "changed", a[name][0], b[name][0], a[name][1], b[name][1]))
         else:
             meta = _metadata_difference(a[name][2], b[name][2])
             if meta:
-                diffs.append(MemberDiff(name, "zip-metadata", a[name][0], b[name][0], detail=meta))
+                diffs.append(_MemberDiff(name, "zip-metadata", a[name][0], b[name][0], detail=meta))
     if not diffs and list(a) != list(b):
-        diffs.append(MemberDiff("<archive>", "zip-metadata", detail="members are stored in another order"))
+        diffs.append(_MemberDiff("<archive>", "zip-metadata", detail="members are stored in another order"))
     return diffs
 
 
-def run_diffoscope(original: Path, rebuilt: Path, *, timeout: int = DIFFOSCOPE_TIMEOUT) -> str | None:
+def _run_diffoscope(original: Path, rebuilt: Path, *, timeout: int = _DIFFOSCOPE_TIMEOUT) -> str | None:
     """diffoscope's text report (first lines), or None when diffoscope is not installed."""
     exe = shutil.which("diffoscope")
     if exe is None:
@@ -136,8 +136,8 @@ def run_diffoscope(original: Path, rebuilt: Path, *, timeout: int = DIFFOSCOPE_T
     except subprocess.TimeoutExpired:
         return f"diffoscope did not finish within {timeout}s"
     lines = (proc.stdout or proc.stderr).splitlines()
-    if len(lines) > DIFFOSCOPE_MAX_LINES:
-        lines = [*lines[:DIFFOSCOPE_MAX_LINES], f"... ({len(lines) - DIFFOSCOPE_MAX_LINES} more lines)"]
+    if len(lines) > _DIFFOSCOPE_MAX_LINES:
+        lines = [*lines[:_DIFFOSCOPE_MAX_LINES], f"... ({len(lines) - _DIFFOSCOPE_MAX_LINES} more lines)"]
     return "\n".join(lines)
 
 
@@ -156,7 +156,7 @@ class VerifyResult:
     rebuilt_sha256: str | None = None
     rebuilt: Path | None = None
     notes: list[str] = field(default_factory=list)
-    members: list[MemberDiff] = field(default_factory=list)
+    members: list[_MemberDiff] = field(default_factory=list)
     diffoscope: str | None = None
 
     @property
@@ -218,7 +218,7 @@ def prepare_keep(keep: Path) -> None:
         raise UsageError(f"--keep {keep}: cannot write there ({exc.strerror or exc})") from None
 
 
-def find_recipe(data: dict[str, Any], recipe: Path | None, cwd: Path) -> Path:
+def _find_recipe(data: dict[str, Any], recipe: Path | None, cwd: Path) -> Path:
     """The recipe the manifest names, refusing one whose bytes are not the recorded ones."""
     recorded = data.get("recipe", {})
     if recipe is None:
@@ -320,13 +320,13 @@ class Recorded:
 
 def read_recorded(wheel: Path, *, recipe: Path | None, cwd: Path, keep: Path | None) -> Recorded:
     """``--keep`` made (:func:`prepare_keep`), the manifest beside ``wheel`` checked
-    (:func:`check_manifest`) and its recipe found (:func:`find_recipe`); a wheel whose bytes are not
+    (:func:`check_manifest`) and its recipe found (:func:`_find_recipe`); a wheel whose bytes are not
     the recorded ones is noted."""
     if keep is not None:
         prepare_keep(keep)
     wheel = wheel.absolute()
     data = check_manifest(read_manifest(wheel), manifests.manifest_path(wheel))
-    recipe_path = find_recipe(data, recipe, cwd)
+    recipe_path = _find_recipe(data, recipe, cwd)
     recorded_job: dict[str, Any] = data["job"]
     result = VerifyResult(wheel, recipe_path, str(recorded_job["id"]), manifests.sha256_file(wheel))
     if data["wheel"]["sha256"] != result.original_sha256:
@@ -406,7 +406,7 @@ def rebuild(
             result.notes.append(f"the rebuild is named {rebuilt.name}")
         if not result.identical:
             result.members = diff_members(wheel, rebuilt)
-            result.diffoscope = run_diffoscope(wheel, rebuilt)
+            result.diffoscope = _run_diffoscope(wheel, rebuilt)
         if keep is not None:
             for path in rebuilt.parent.iterdir():
                 shutil.copy2(path, keep / path.name)

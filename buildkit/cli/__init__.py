@@ -96,7 +96,7 @@ def with_verbosity(command: click.Command) -> click.Command:
     """``-q``/``-v`` after the command as before it (``buildkit plan -v`` = ``buildkit -v plan``): added to
     every command (and every command of a group) that has no option of that name itself; a command's own
     ``-v`` also sets the level every part of it reads (:func:`buildkit.cli.options.verbose`)."""
-    from buildkit.cli.options import raise_verbosity
+    from buildkit.cli.options import raise_verbosity  # `buildkit --help` loads no module but this one
 
     if isinstance(command, click.Group):
         for sub in command.commands.values():
@@ -129,7 +129,7 @@ def cli(quiet: bool, verbose: bool) -> None:
     """rocm-buildkit: gated manylinux wheels of HIP extensions from a YAML recipe.
 
     PASS/FAIL are coloured on a terminal unless NO_COLOR is set."""
-    from buildkit.cli.options import set_verbosity
+    from buildkit.cli.options import set_verbosity  # `buildkit --help` loads no module but this one
 
     set_verbosity(quiet=quiet, verbose=verbose)
 

@@ -38,19 +38,19 @@ def _interactive() -> bool:
     return sys.stdin.isatty()
 
 
-def _releases(image: str) -> Callable[[str, str], tuple[str, ...]]:
+def _releases(builder: profiles.Profile) -> Callable[[str, str], tuple[str, ...]]:
     def check(text: str, where: str) -> tuple[str, ...]:
         values = tuple(r.strip() for r in text.split(",") if r.strip())
         if not values:
             raise UsageError(f"{where}: give at least one ROCm release")
-        provided = provided_releases(profiles.get_profile(image))
+        provided = provided_releases(builder)
         for value in values:
             try:
                 rocm_data.get_release(value)
             except rocm_data.UnknownRelease as exc:
                 raise UsageError(f"{where} {value}: {exc}") from None
             if provided is not None and value not in provided:
-                raise UsageError(f"{where} {value}: image {image} provides ROCm {', '.join(provided)}")
+                raise UsageError(f"{where} {value}: image {builder.name} provides ROCm {', '.join(provided)}")
         return values
 
     return check
@@ -119,7 +119,7 @@ def _builder(project: Project) -> tuple[str, tuple[str, ...]]:
     for name, lacks in [(choice.image, ()), *choice.others]:
         if name == image:
             continue
-        sysroot = default_choices(project, name).sysroot
+        sysroot = default_choices(project, profiles.get_profile(name)).sysroot
         how = f" with manylinux.sysroot: {sysroot}" if sysroot else " without manylinux.sysroot"
         why = f" (when init ran: {', '.join(lacks)})" if lacks else ""
         note.append(f"or image: {name}{how}{why}")
@@ -163,9 +163,9 @@ def init(
     image_note: tuple[str, ...] = ()
     if image is None:
         image, image_note = _builder(project)
-    choices = default_choices(project, profiles.get_profile(image).name)
-    choices = dataclasses.replace(choices, image_note=image_note)
-    releases = _choose(rocm, "--rocm", "ROCm releases", choices.rocm, _releases(image))
+    builder = profiles.get_profile(image)
+    choices = dataclasses.replace(default_choices(project, builder), image_note=image_note)
+    releases = _choose(rocm, "--rocm", "ROCm releases", choices.rocm, _releases(builder))
     note = None
     if project.version.kind == "fixed" and len(releases) > 1:
         note = (

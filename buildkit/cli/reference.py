@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import difflib
 from importlib import resources
 
 import click
@@ -53,8 +54,6 @@ def rules(rule: str | None) -> None:
     by_id = {r.id: r for r in RULES}
     found = by_id.get(rule)
     if found is None:
-        import difflib
-
         close = difflib.get_close_matches(rule, list(by_id), n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else f"; known: {', '.join(by_id)}"
         raise UsageError(f"no gate rule {rule!r}{hint}")

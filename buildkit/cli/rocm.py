@@ -173,6 +173,7 @@ def refresh(write: bool, everything: bool, first: str | None, wheels: Path | Non
     """Read AMD's wheels on PyPI (hip-python, rocm-bindings-*, rocm-llvm-python) for the ROCm releases
     they ship: HIP and LLVM versions, TheRock's system libraries. Prints the diff against the stored
     data (Markdown, for the weekly workflow's pull request)."""
+    # deferred (start-up time: the index client, PyYAML): `buildkit rocm ls` never loads it
     from buildkit.service.rocm import run_refresh
 
     lines = run_refresh(write=write, everything=everything, first=first, wheels=wheels)

@@ -86,7 +86,7 @@ _COMMON_MACHINES = {
 @functools.cache
 def _machine_names() -> dict[int, str]:
     """pyelftools' ``EM_*`` names by value (its enums module takes ~15 ms to import: only when asked)."""
-    from elftools.elf.enums import ENUM_E_MACHINE
+    from elftools.elf.enums import ENUM_E_MACHINE  # about 15 ms: only when a name is asked for
 
     return {value: name for name, value in ENUM_E_MACHINE.items() if name != "_default_"}
 

@@ -2,7 +2,7 @@
 needs), JSON-ready through their shapes (:func:`buildkit.records.to_data`).
 
 Everything here is plain data built by :func:`buildkit.inspect.inspect_wheel`; the gate reads it
-and never re-opens the wheel. Field names are the contract in ``docs/CONTRACTS.md``.
+and never re-opens the wheel. Their JSON is declared on each class (``@json_shape``).
 """
 
 from __future__ import annotations

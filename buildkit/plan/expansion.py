@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from buildkit import profiles
 from buildkit import rocm as rocm_data
 from buildkit import version as ver
 from buildkit.errors import BuildkitError, RecipeError
@@ -43,37 +42,39 @@ from buildkit.recipe.sections.archs import CMAKE_DEFINE, is_environment_name
 
 _ID_UNSAFE = re.compile(r"[^A-Za-z0-9._]+")
 
-Combo = dict[str, str | None]
+_Combo = dict[str, str | None]
 
 
 #: what the recipe's ``offload_compress: true`` adds to the build's flags
-OFFLOAD_COMPRESS_FLAG = "--offload-compress"
+_OFFLOAD_COMPRESS_FLAG = "--offload-compress"
 #: where: hipcc appends these to every compile and link (AMD's hipcc and Debian's); CMake's HIP
 #: language starts CMAKE_HIP_FLAGS from HIPFLAGS
-OFFLOAD_COMPRESS_VARS = ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND", "HIPFLAGS")
+_OFFLOAD_COMPRESS_VARS = ("HIPCC_COMPILE_FLAGS_APPEND", "HIPCC_LINK_FLAGS_APPEND", "HIPFLAGS")
 #: the first LLVM whose clang has --offload-compress (Debian trixie's clang 17 refuses it: measured)
-OFFLOAD_COMPRESS_LLVM = 18
+_OFFLOAD_COMPRESS_LLVM = 18
 
 
 def offload_compress_env(env: Mapping[str, str]) -> dict[str, str]:
     """The variables that turn clang's ``--offload-compress`` on, each after what ``env`` has there."""
     out = {}
-    for var in OFFLOAD_COMPRESS_VARS:
+    for var in _OFFLOAD_COMPRESS_VARS:
         flags = env.get(var, "").split()
-        out[var] = " ".join([*flags, OFFLOAD_COMPRESS_FLAG] if OFFLOAD_COMPRESS_FLAG not in flags else flags)
+        out[var] = " ".join(
+            [*flags, _OFFLOAD_COMPRESS_FLAG] if _OFFLOAD_COMPRESS_FLAG not in flags else flags
+        )
     return out
 
 
 #: the variables a stable-ABI job's torch flags go in (each after what the job has there): the
 #: preprocessor flags of setuptools' compiles, CMake's C++ and HIP flags, and every hipcc compile
-STABLE_FLAG_VARS = ("CPPFLAGS", "CXXFLAGS", "HIPFLAGS", "HIPCC_COMPILE_FLAGS_APPEND")
+_STABLE_FLAG_VARS = ("CPPFLAGS", "CXXFLAGS", "HIPFLAGS", "HIPCC_COMPILE_FLAGS_APPEND")
 
 
-def torch_stable_env(env: Mapping[str, str], stable: TorchStable) -> dict[str, str]:
+def _torch_stable_env(env: Mapping[str, str], stable: TorchStable) -> dict[str, str]:
     """The flags of a stable-ABI job: torch's stable-only flags (:attr:`TorchStable.flags`) after what
-    ``env`` has in :data:`STABLE_FLAG_VARS` (the build adds ``BUILDKIT_TORCH_REQUIREMENT``,
+    ``env`` has in :data:`_STABLE_FLAG_VARS` (the build adds ``BUILDKIT_TORCH_REQUIREMENT``,
     :func:`buildkit.building.cibw.container_environment`)."""
-    return {var: " ".join(filter(None, (env.get(var, ""), stable.flags))) for var in STABLE_FLAG_VARS}
+    return {var: " ".join(filter(None, (env.get(var, ""), stable.flags))) for var in _STABLE_FLAG_VARS}
 
 
 def job_id(
@@ -94,7 +95,7 @@ def job_id(
     return out
 
 
-def _combinations(recipe: Recipe) -> Iterator[Combo]:
+def _combinations(recipe: Recipe) -> Iterator[_Combo]:
     """Every combination of axis values: zipped axes move together, the rest form a product."""
     axes: list[tuple[str, tuple[str | None, ...]]] = [
         ("python", recipe.python),
@@ -103,8 +104,8 @@ def _combinations(recipe: Recipe) -> Iterator[Combo]:
         *recipe.matrix.axes,
     ]
     zipped = set(recipe.matrix.zip)
-    groups: list[list[Combo]] = []
-    zip_group: list[Combo] | None = None
+    groups: list[list[_Combo]] = []
+    zip_group: list[_Combo] | None = None
     for name, values in axes:
         if name in zipped:
             if zip_group is None:
@@ -115,7 +116,7 @@ def _combinations(recipe: Recipe) -> Iterator[Combo]:
             continue
         groups.append([{name: v} for v in values])
     for parts in itertools.product(*groups):
-        combo: Combo = {}
+        combo: _Combo = {}
         for part in parts:
             combo.update(part)
         yield combo
@@ -150,7 +151,8 @@ def _profile_toolchain(recipe: Recipe, rocm: str) -> str | None:
     if recipe.image.profile is None:
         return None
     try:
-        return profiles.get_profile(recipe.image.profile).toolchain_of(rocm)
+        profile = recipe.image.profile_data
+        return profile.toolchain_of(rocm) if profile is not None else None
     except BuildkitError:
         return None
 
@@ -189,8 +191,10 @@ def _library_notes(recipe: Recipe, rocm: str, toolchain: str | None, archs: Arch
         return []
     try:
         data = rocm_data.get_toolchain(toolchain)
-        profile = profiles.get_profile(recipe.image.profile)
+        profile = recipe.image.profile_data
     except BuildkitError:
+        return []
+    if profile is None:
         return []
     packages = profile.release_build_args(rocm).get("ROCM_PACKAGES", "").split()
     if not packages:
@@ -246,7 +250,7 @@ class _Expansion:
         self.used_fields = set(ver.template_fields(self.recipe.version.local))
         self.rule_hits = [0] * len(self.recipe.matrix.exclude)
 
-    def new_id(self, combo: Combo, extra: Sequence[tuple[str, str]], *, prefix: str | None = None) -> str:
+    def new_id(self, combo: _Combo, extra: Sequence[tuple[str, str]], *, prefix: str | None = None) -> str:
         python, rocm = combo["python"], combo["rocm"]
         assert python is not None and rocm is not None
         jid = job_id(python, rocm, combo["torch"], extra, prefix=prefix)
@@ -259,7 +263,7 @@ class _Expansion:
         self.seen_ids.add(jid)
         return jid
 
-    def skip_reason(self, combo: Combo) -> str | None:
+    def skip_reason(self, combo: _Combo) -> str | None:
         """Why ``combo`` is left out (the first matching exclude rule, a torch without wheels for
         the Python), or None; counts every rule that matches."""
         reason = None
@@ -324,10 +328,10 @@ class _Expansion:
         llvm = rocm_data.get_toolchain(toolchain).llvm if toolchain else self.releases[rocm].llvm
         where = f"toolchain {toolchain}" if toolchain else f"ROCm {rocm}"
         major = llvm.split(".")[0]
-        if major.isdigit() and int(major) < OFFLOAD_COMPRESS_LLVM and ("compress", rocm) not in self.noted:
+        if major.isdigit() and int(major) < _OFFLOAD_COMPRESS_LLVM and ("compress", rocm) not in self.noted:
             self.noted.add(("compress", rocm))
             self.notes[
-                f"offload_compress: true: clang's --offload-compress needs LLVM {OFFLOAD_COMPRESS_LLVM} or "
+                f"offload_compress: true: clang's --offload-compress needs LLVM {_OFFLOAD_COMPRESS_LLVM} or "
                 f"later; {where} has LLVM {llvm}, whose clang refuses it (unsupported option "
                 "'--offload-compress'): the build fails at its first HIP compile"
             ] = None
@@ -401,7 +405,7 @@ class _Expansion:
         return pin.requirement, self.index_url(rocm, pin_index, pin)
 
     def job(
-        self, jid: str, combo: Combo, extra: Sequence[tuple[str, str]], serves: tuple[str, ...] = ()
+        self, jid: str, combo: _Combo, extra: Sequence[tuple[str, str]], serves: tuple[str, ...] = ()
     ) -> Job:
         python, rocm, torch = combo["python"], combo["rocm"], combo["torch"]
         assert python is not None and rocm is not None
@@ -429,8 +433,8 @@ class _Expansion:
         if recipe.host_isa is not None:  # the compiler launcher holds it (building/hip_launcher.sh)
             job_env.update(recipe.host_isa.environment())
         if stable is not None:
-            job_env.update(torch_stable_env(job_env, stable))
-        translated = cmake_build_type(job_env)
+            job_env.update(_torch_stable_env(job_env, stable))
+        translated = _cmake_build_type(job_env)
         if translated is not None:
             job_env["SKBUILD_CMAKE_BUILD_TYPE"] = translated
             self.notes[
@@ -487,7 +491,7 @@ def _cell_jobs(run: _Expansion, extra_names: Sequence[str]) -> tuple[list[Job], 
     skipped under its per-Python id (``cp310-rocm7.2``), with the reason."""
     recipe = run.recipe
     prefix = recipe.wheel.id_prefix
-    cells: dict[tuple[str | None, ...], list[Combo]] = {}
+    cells: dict[tuple[str | None, ...], list[_Combo]] = {}
     skipped: list[Skipped] = []
     for combo in _combinations(recipe):
         key = (combo["rocm"], combo["torch"], *(combo[n] for n in extra_names))
@@ -517,7 +521,7 @@ def _cell_jobs(run: _Expansion, extra_names: Sequence[str]) -> tuple[list[Job], 
     return jobs, skipped
 
 
-def cmake_build_type(env: Mapping[str, str]) -> str | None:
+def _cmake_build_type(env: Mapping[str, str]) -> str | None:
     """The build type a ``-DCMAKE_BUILD_TYPE[:STRING]=X`` in ``CMAKE_ARGS`` asks for (the last one), when
     ``SKBUILD_CMAKE_BUILD_TYPE`` does not say already: scikit-build-core drops that definition from
     CMAKE_ARGS with a warning in the job log only and builds Release, so the plan translates it."""

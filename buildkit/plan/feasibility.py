@@ -47,7 +47,7 @@ def _glibc_tuple(version: str | None) -> tuple[int, ...] | None:
     return mlpolicy.version_tuple(version) if version else None
 
 
-class Locator(Protocol):
+class _Locator(Protocol):
     """What positions a problem in the recipe: a :class:`Recipe`, or the ``PartialRecipe`` of one that
     failed to load."""
 
@@ -59,10 +59,10 @@ class Locator(Protocol):
 def image_problems(recipe: Recipe) -> list[RecipeError]:
     """Each ROCm release, Python and policy of ``recipe`` its image profile does not provide, as a
     :class:`RecipeError` at the recipe's value (none when the image is not a profile)."""
-    return problems_of_image(recipe, recipe.image, recipe.rocm, recipe.python, recipe.manylinux)
+    return _problems_of_image(recipe, recipe.image, recipe.rocm, recipe.python, recipe.manylinux)
 
 
-def release_problems(recipe: Locator, rocm: Sequence[str]) -> list[RecipeError]:
+def release_problems(recipe: _Locator, rocm: Sequence[str]) -> list[RecipeError]:
     """Each ROCm release buildkit has no data for, at its position."""
     problems = []
     for i, rel in enumerate(rocm):
@@ -79,25 +79,25 @@ def partial_problems(partial: PartialRecipe) -> list[RecipeError]:
     problems = release_problems(partial, partial.rocm) if partial.rocm is not None else []
     p = partial
     if p.image is not None and p.rocm is not None and p.python is not None and p.manylinux is not None:
-        problems += problems_of_image(p, p.image, p.rocm, p.python, p.manylinux)
+        problems += _problems_of_image(p, p.image, p.rocm, p.python, p.manylinux)
     return problems
 
 
-def problems_of_image(
-    recipe: Locator,
+def _problems_of_image(
+    recipe: _Locator,
     image: ImageSpec,
     rocm_releases: Sequence[str],
     python_versions: Sequence[str],
     manylinux: Manylinux,
 ) -> list[RecipeError]:
     """:func:`image_problems` of the parts given (``recipe`` positions them)."""
-    name = image.profile
-    if name is None:
-        return []
     try:
-        profile = profiles.get_profile(name)
+        profile = image.profile_data
     except (UsageError, OSError):  # the recipe loader reports an unknown profile itself
         return []
+    if profile is None:
+        return []
+    name = profile.name
     where = image.label
     problems: list[RecipeError] = []
     releases = provided_releases(profile)
@@ -152,7 +152,7 @@ def _profiles_providing(field: str, value: str, besides: str) -> str | None:
 
 
 def _policy_problem(
-    recipe: Locator, image: ImageSpec, manylinux: Manylinux, profile: profiles.Profile
+    recipe: _Locator, image: ImageSpec, manylinux: Manylinux, profile: profiles.Profile
 ) -> RecipeError | None:
     """A policy older than the glibc the build links against: the image's, or the compatibility
     sysroot's the recipe selects (``manylinux.sysroot``). auditwheel repair cannot make a wheel older;

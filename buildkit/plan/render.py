@@ -49,7 +49,7 @@ def render_json(plan: Plan) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def github_entry(job: Job) -> dict[str, Any]:
+def _github_entry(job: Job) -> dict[str, Any]:
     """One ``strategy.matrix.include`` entry: flat strings a workflow step can use directly."""
     return {
         "id": job.id,
@@ -72,7 +72,7 @@ def github_matrix(plan: Plan, shard_size: int = GITHUB_MAX_JOBS) -> dict[str, An
     valid ``strategy.matrix`` of at most ``shard_size`` (<= 256) jobs."""
     if not 1 <= shard_size <= GITHUB_MAX_JOBS:
         raise ValueError(f"shard size must be within 1..{GITHUB_MAX_JOBS}")
-    entries = [github_entry(j) for j in plan.jobs]
+    entries = [_github_entry(j) for j in plan.jobs]
     shards = [{"include": entries[i : i + shard_size]} for i in range(0, len(entries), shard_size)]
     return {"job_count": len(entries), "shard_count": len(shards), "shards": shards}
 

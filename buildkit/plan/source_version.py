@@ -45,7 +45,7 @@ def _same(a: str, b: str) -> bool:
         return a == b
 
 
-def source_label(recipe: Recipe) -> str | None:
+def _source_label(recipe: Recipe) -> str | None:
     """How messages name the source tree a decision's file lies in (None: a path source, whose
     files are named relative to the recipe)."""
     src = recipe.source
@@ -59,7 +59,7 @@ def source_label(recipe: Recipe) -> str | None:
 
 
 def _where(recipe: Recipe, decision: VersionDecision) -> str:
-    label = source_label(recipe)
+    label = _source_label(recipe)
     if label is None and recipe.source.path is not None:
         parts = [recipe.source.path, recipe.source.subdirectory or "", decision.where]
         return posixpath.join(*(p for p in parts if p))
@@ -85,10 +85,10 @@ def check_source_version(plan: Plan, tree: Path, jobs: Sequence[Job] | None = No
     """``plan`` when the source in ``tree`` takes its version from the build or fixes the version of
     every job (``jobs``: those to be built; default all); with a note when its rule is unknown; a
     RecipeError when it fixes another version."""
-    return check_facts(plan, read_facts(tree), jobs)
+    return _check_facts(plan, read_facts(tree), jobs)
 
 
-def check_facts(plan: Plan, facts: SourceFacts, jobs: Sequence[Job] | None = None) -> Plan:
+def _check_facts(plan: Plan, facts: SourceFacts, jobs: Sequence[Job] | None = None) -> Plan:
     """:func:`check_source_version` on what was read from the source tree (perhaps from the cache)."""
     recipe = plan.recipe
     decision = facts.version
@@ -153,4 +153,4 @@ def with_source_version(plan: Plan, echo: Callable[[str], None] | None = None) -
     if not recipe.source.downloaded:
         return plan  # git: checked by buildkit build once fetched, before compiling
     # read once per archive: the facts are cached by its sha256 (buildkit.source.tree.archive_facts)
-    return check_facts(plan, archive_facts(recipe, echo))
+    return _check_facts(plan, archive_facts(recipe, echo))

@@ -46,12 +46,12 @@ from buildkit.manifest import sha256_file
 from buildkit.publish import journal
 
 LOCK_NAME = ".buildkit-index.lock"
-API_VERSION = "1.1"
+_API_VERSION = "1.1"
 _CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
-class IndexedFile:
+class _IndexedFile:
     """One file of a project page (what the HTML and JSON pages are rendered from)."""
 
     filename: str
@@ -77,7 +77,7 @@ class IndexedFile:
 
 
 @dataclass(frozen=True)
-class AddResult:
+class _AddResult:
     status: str  # "published" | "already"
     project: str  # normalized name
     path: Path  # where the wheel is in the index
@@ -108,7 +108,7 @@ def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:
         raise
 
 
-def wheel_metadata(wheel: Path, filename: str | None = None) -> bytes:
+def _wheel_metadata(wheel: Path, filename: str | None = None) -> bytes:
     """The bytes of ``<name>-<version>.dist-info/METADATA`` of ``wheel`` (PEP 658 serves them as is).
 
     ``filename``: the wheel's file name when ``wheel`` is a copy under another name.
@@ -187,7 +187,7 @@ def _recorded(project_dir: Path) -> dict[str, dict[str, Any]]:
         return {}
 
 
-def _scan(project_dir: Path) -> list[IndexedFile]:
+def _scan(project_dir: Path) -> list[_IndexedFile]:
     """Every wheel of a project folder; hashes recomputed unless index.json records the same size."""
     recorded = _recorded(project_dir)
     files = []
@@ -205,11 +205,11 @@ def _scan(project_dir: Path) -> list[IndexedFile]:
             requires = _requires_python(meta)
         else:
             meta_sha, requires = None, None
-        files.append(IndexedFile(wheel.name, sha, size, requires, meta_sha))
+        files.append(_IndexedFile(wheel.name, sha, size, requires, meta_sha))
     return files
 
 
-def render_project_html(name: str, files: list[IndexedFile]) -> str:
+def _render_project_html(name: str, files: list[_IndexedFile]) -> str:
     lines = [
         "<!DOCTYPE html>",
         "<html>",
@@ -232,10 +232,10 @@ def render_project_html(name: str, files: list[IndexedFile]) -> str:
     return "\n".join(lines)
 
 
-def render_project_json(name: str, files: list[IndexedFile]) -> str:
+def _render_project_json(name: str, files: list[_IndexedFile]) -> str:
     versions = sorted({str(parse_wheel_filename(f.filename)[1]) for f in files})
     data = {
-        "meta": {"api-version": API_VERSION},
+        "meta": {"api-version": _API_VERSION},
         "name": name,
         "versions": versions,
         "files": [f.to_json() for f in files],
@@ -243,7 +243,7 @@ def render_project_json(name: str, files: list[IndexedFile]) -> str:
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def render_root_html(projects: list[str]) -> str:
+def _render_root_html(projects: list[str]) -> str:
     lines = [
         "<!DOCTYPE html>",
         "<html>",
@@ -258,23 +258,23 @@ def render_root_html(projects: list[str]) -> str:
     return "\n".join(lines)
 
 
-def render_root_json(projects: list[str]) -> str:
-    data = {"meta": {"api-version": API_VERSION}, "projects": [{"name": p} for p in projects]}
+def _render_root_json(projects: list[str]) -> str:
+    data = {"meta": {"api-version": _API_VERSION}, "projects": [{"name": p} for p in projects]}
     return json.dumps(data, indent=2, sort_keys=True) + "\n"
 
 
-def simple_dir(root: Path) -> Path:
+def _simple_dir(root: Path) -> Path:
     return root / "simple"
 
 
 def lookup(root: Path, filename: str) -> str | None:
     """sha256 of ``filename`` in the index at ``root`` (recomputed from the file), None when absent."""
     project = canonicalize_name(parse_wheel_filename(filename)[0])
-    present = simple_dir(root) / project / filename
+    present = _simple_dir(root) / project / filename
     return sha256_file(present) if present.is_file() else None
 
 
-def add_wheel(root: Path, wheel: Path, sha256: str) -> AddResult:
+def add_wheel(root: Path, wheel: Path, sha256: str) -> _AddResult:
     """Add one wheel: :func:`add_wheels` with a single item."""
     return add_wheels(root, [(wheel, sha256)])[0]
 
@@ -289,7 +289,7 @@ class _Staged:
     metadata: bytes = b""
 
 
-def check_additions(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
+def check_additions(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResult]:
     """What :func:`add_wheels` would do, writing nothing (no lock either: for ``publish --dry-run``).
 
     ``status`` is "published" for a wheel that would be added, "already" for the same file already
@@ -299,16 +299,16 @@ def check_additions(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddR
     return _plan(root, wheels)[0]
 
 
-def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[AddResult], list[_Staged]]:
+def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[_AddResult], list[_Staged]]:
     """Each wheel's status against the index at ``root`` and the new ones to add; conflicts refused."""
-    results: list[AddResult] = []
+    results: list[_AddResult] = []
     pending: list[_Staged] = []
     conflicts: list[str] = []
     seen: dict[str, str] = {}
     for wheel, sha256 in wheels:
         project = canonicalize_name(parse_wheel_filename(wheel.name)[0])
-        target = simple_dir(root) / project / wheel.name
-        results.append(AddResult("already", project, target))
+        target = _simple_dir(root) / project / wheel.name
+        results.append(_AddResult("already", project, target))
         if wheel.name in seen:
             if seen[wheel.name] != sha256:
                 conflicts.append(
@@ -326,7 +326,7 @@ def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[AddResul
                     "replaced: bump the version or a build tag"
                 )
             continue
-        results[-1] = AddResult("published", project, target)
+        results[-1] = _AddResult("published", project, target)
         pending.append(_Staged(wheel, sha256, project, target))
     if len(conflicts) == 1 and len(wheels) == 1:
         raise PublishRefused(conflicts[0])
@@ -336,7 +336,7 @@ def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[AddResul
     return results, pending
 
 
-def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult]:
+def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResult]:
     """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
 
     Under the index lock, an interrupted earlier update is finished or undone first
@@ -360,14 +360,14 @@ def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[AddResult
         staged: list[Path] = []
         try:
             for item in pending:
-                for folder in (simple_dir(root), item.target.parent):
+                for folder in (_simple_dir(root), item.target.parent):
                     if not folder.is_dir():
                         folder.mkdir()
                         created.append(folder)
                 item.tmp = journal.temporary(item.target)
                 staged.append(item.tmp)
                 copy_verified(item.wheel, item.tmp, item.sha256)
-                item.metadata = wheel_metadata(item.tmp, item.wheel.name)
+                item.metadata = _wheel_metadata(item.tmp, item.wheel.name)
             moves = _stage(root, pending, staged)
         except BaseException:
             for path in staged:
@@ -385,14 +385,14 @@ def _stage(root: Path, pending: list[_Staged], staged: list[Path]) -> list[tuple
     to ``staged``); the renames that put the batch in place, in commit order."""
     metadata_moves: list[tuple[Path, Path]] = []
     wheel_moves: list[tuple[Path, Path]] = []
-    added: dict[str, list[IndexedFile]] = {}
+    added: dict[str, list[_IndexedFile]] = {}
     for item in pending:
         assert item.tmp is not None
         meta = item.target.with_name(item.target.name + ".metadata")
         metadata_moves.append((_stage_file(meta, item.metadata, staged), meta))
         wheel_moves.append((item.tmp, item.target))
         added.setdefault(item.project, []).append(
-            IndexedFile(
+            _IndexedFile(
                 item.target.name,
                 item.sha256,
                 item.tmp.stat().st_size,
@@ -401,20 +401,20 @@ def _stage(root: Path, pending: list[_Staged], staged: list[Path]) -> list[tuple
             )
         )
     page_moves: list[tuple[Path, Path]] = []
-    simple = simple_dir(root)
+    simple = _simple_dir(root)
     for project in sorted(added):
         project_dir = simple / project
         files = sorted([*_scan(project_dir), *added[project]], key=lambda f: f.filename)
         for name, text in (
-            ("index.json", render_project_json(project, files)),
-            ("index.html", render_project_html(project, files)),
+            ("index.json", _render_project_json(project, files)),
+            ("index.html", _render_project_html(project, files)),
         ):
             page_moves.append((_stage_file(project_dir / name, text.encode(), staged), project_dir / name))
     listed = {p.name for p in simple.iterdir() if p.is_dir() and (p / "index.html").is_file()}
     projects = sorted(listed | set(added))
     for name, text in (
-        ("index.json", render_root_json(projects)),
-        ("index.html", render_root_html(projects)),
+        ("index.json", _render_root_json(projects)),
+        ("index.html", _render_root_html(projects)),
     ):
         page_moves.append((_stage_file(simple / name, text.encode(), staged), simple / name))
     return [*metadata_moves, *wheel_moves, *page_moves]
@@ -432,7 +432,7 @@ def _stage_file(final: Path, data: bytes, staged: list[Path]) -> Path:
 
 
 def _recover(root: Path) -> str | None:
-    simple = simple_dir(root)
+    simple = _simple_dir(root)
     folders = [simple, *(p for p in simple.iterdir() if p.is_dir())] if simple.is_dir() else []
     return journal.recover(root, folders)
 

@@ -26,21 +26,21 @@ from pathlib import Path
 from buildkit.errors import UsageError
 from buildkit.fsutil import atomic_write, sync_folder
 
-JOURNAL_NAME = ".buildkit-index.journal"
+_JOURNAL_NAME = ".buildkit-index.journal"
 #: what the temporary files of a batch are called (:func:`temporary`): ``.<name>.tmp-<pid>``
-TMP_MARK = ".tmp-"
+_TMP_MARK = ".tmp-"
 
 
 def temporary(final: Path) -> Path:
     """Where a batch stages ``final``: a dot-file beside it (hidden from pip, never listed)."""
-    return final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}")
+    return final.with_name(f".{final.name}{_TMP_MARK}{os.getpid()}")
 
 
 def commit(root: Path, moves: Sequence[tuple[Path, Path]]) -> None:
     """Record ``moves`` (temporary file, final path; in the order to perform them) in the journal, then
     rename each, then remove the journal. Paths are stored relative to ``root``."""
     record = {"moves": [[str(tmp.relative_to(root)), str(final.relative_to(root))] for tmp, final in moves]}
-    journal = root / JOURNAL_NAME
+    journal = root / _JOURNAL_NAME
     atomic_write(journal, json.dumps(record, indent=1) + "\n")  # the commit point
     _replay(root, record["moves"])
     journal.unlink()
@@ -63,7 +63,7 @@ def recover(root: Path, scan: Sequence[Path]) -> str | None:
     journal, then remove temporary files left in ``scan`` (folders: a batch's temporary files live
     there) and each of those folders left empty. Returns what was done (None: nothing to do)."""
     done: list[str] = []
-    journal = root / JOURNAL_NAME
+    journal = root / _JOURNAL_NAME
     if journal.is_file():
         try:
             moves = json.loads(journal.read_text(encoding="utf-8"))["moves"]
@@ -76,7 +76,7 @@ def recover(root: Path, scan: Sequence[Path]) -> str | None:
         _replay(root, moves)
         journal.unlink()
         done.append(f"completed an interrupted update ({len(moves)} file(s))")
-    stray = [p for p in root.glob(f".{JOURNAL_NAME}.*.tmp") if p.is_file()]
+    stray = [p for p in root.glob(f".{_JOURNAL_NAME}.*.tmp") if p.is_file()]
     for folder in scan:
         if folder.is_dir():
             stray += [p for p in folder.iterdir() if p.name.startswith(".") and _is_temporary(p.name)]
@@ -93,5 +93,5 @@ def recover(root: Path, scan: Sequence[Path]) -> str | None:
 
 def _is_temporary(name: str) -> bool:
     """A batch's (``.<name>.tmp-<pid>``) or an atomic write's (``.<name>.<random>.tmp``) file."""
-    head, mark, pid = name.rpartition(TMP_MARK)
+    head, mark, pid = name.rpartition(_TMP_MARK)
     return bool(head and mark and pid.isdigit()) or name.endswith(".tmp")

@@ -137,13 +137,13 @@ def _refused_by_build(wheel: Path) -> Refusal | None:
     )
 
 
-def refused_wheels(dist: Path) -> list[Path]:
+def _refused_wheels(dist: Path) -> list[Path]:
     """The wheels ``build`` kept apart in ``dist``'s own quarantine (``dist/.refused/<job-id>/``)."""
     root = dist / manifest.REFUSED_DIR
     return sorted(p for p in root.glob("*/*.whl") if p.is_file()) if root.is_dir() else []
 
 
-def refuse_for_pypi(candidate: Candidate) -> Refusal | None:
+def _refuse_for_pypi(candidate: Candidate) -> Refusal | None:
     version = parse_wheel_filename(candidate.wheel.name)[1]
     if version.local is not None:
         return Refusal(candidate.wheel, f"local version label '+{version.local}': {PYPI_LOCAL_REASON}")
@@ -155,7 +155,7 @@ def project_of(wheel: Path) -> str:
     return canonicalize_name(parse_wheel_filename(wheel.name)[0])
 
 
-def device_wheel_of(project: str, recipe: Recipe) -> bool:
+def _device_wheel_of(project: str, recipe: Recipe) -> bool:
     """``project`` names one of the device wheels a ``wheel.split: per-target`` recipe's builds make
     (``<name>-device-<gfx>``, :func:`buildkit.split.metadata.device_distribution`, of a processor LLVM
     defines); the gate, run again,
@@ -187,7 +187,7 @@ def refuse_for_recipe(candidate: Candidate, recipe: Recipe) -> Refusal | None:
         else recorded["sha256"] == recipe.sha256
     )
     if same:
-        if project != canonicalize_name(recipe.name) and not device_wheel_of(project, recipe):
+        if project != canonicalize_name(recipe.name) and not _device_wheel_of(project, recipe):
             return Refusal(
                 candidate.wheel,
                 f"project {project} is not the distribution {given} names "
@@ -220,7 +220,7 @@ def check_all(
     from, whose refused wheels an empty batch names. ``verify``: the refusals among the wheels that
     passed every other check (``publish`` runs the gate again there: :mod:`buildkit.publish.trust`)."""
     if not wheels:
-        kept = refused_wheels(dist) if dist is not None and dist.is_dir() else []
+        kept = _refused_wheels(dist) if dist is not None and dist.is_dir() else []
         note = (
             f"; {len(kept)} wheel(s) the gate refused are kept in {dist / manifest.REFUSED_DIR}, never "
             f"published (examine one with `buildkit check`, see its .refused.json)"
@@ -235,7 +235,7 @@ def check_all(
         if isinstance(result, Candidate) and recipe is not None:
             result = refuse_for_recipe(result, recipe) or result
         if isinstance(result, Candidate) and target.kind == "pypi":
-            result = refuse_for_pypi(result) or result
+            result = _refuse_for_pypi(result) or result
         if isinstance(result, Candidate):
             candidates.append(result)
         else:

@@ -24,7 +24,7 @@ from buildkit.errors import BuildkitError, IndexUnavailable, PublishRefused, Pub
 from buildkit.publish.scrub import scrub, secrets_from, strip_userinfo
 from buildkit.pyindex import Credentials, is_loopback, origin
 
-RETRY_HINT = (
+_RETRY_HINT = (
     "the index is unreachable or failing (transient, exit 13): retry the same command; "
     'a wheel already uploaded is then reported "already published"'
 )
@@ -57,7 +57,7 @@ def network_failure(action: str, url: str, exc: BaseException) -> BuildkitError:
     shown = strip_userinfo(url)
     if isinstance(judged, pyindex.IndexRefused):
         return PublishRefused(f"cannot {action} {shown}: {judged.reason}")
-    return PublishUnavailable(f"cannot {action} {shown}: {judged.reason}\n  {RETRY_HINT}")
+    return PublishUnavailable(f"cannot {action} {shown}: {judged.reason}\n  {_RETRY_HINT}")
 
 
 def _index_error(
@@ -114,7 +114,7 @@ def fetch_sha256(link: str, credentials: Credentials | None = None) -> str:
 
 #: twine's last words on a transient failure: its HTTPError line for a 5xx/408/429 answer (after its
 #: own retries), or the requests exception of a connection that failed (DNS, refused, reset, timeout)
-TWINE_TRANSIENT = re.compile(
+_TWINE_TRANSIENT = re.compile(
     r"HTTPError:\s+(5\d\d|408|429)\b.*"
     r"|requests\.exceptions\.(ConnectionError|ConnectTimeout|ReadTimeout|Timeout|ChunkedEncodingError)\b.*"
 )
@@ -151,8 +151,8 @@ def twine_upload(
     if result.returncode == 0:
         return
     failed = f"{wheel.name}: twine upload to {strip_userinfo(url)} failed (exit {result.returncode})"
-    transient = [m.group(0).strip() for m in TWINE_TRANSIENT.finditer(output)]
+    transient = [m.group(0).strip() for m in _TWINE_TRANSIENT.finditer(output)]
     if transient:
-        raise PublishUnavailable(f"{failed}: {transient[-1]}\n  {RETRY_HINT}")
+        raise PublishUnavailable(f"{failed}: {transient[-1]}\n  {_RETRY_HINT}")
     tail = "\n".join(output.splitlines()[-8:])
     raise PublishRefused(f"{failed}:\n{tail}")

@@ -44,6 +44,7 @@ import subprocess
 import sys
 import tempfile
 import urllib.parse
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,11 +52,13 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from buildkit.errors import IndexUnavailable
+from buildkit.pyindex import IndexClient, IndexRefused, NotFound, file_path, simple_page_url
 from buildkit.records import Key, json_shape
 
 MODES = ("index-url", "extra-index-url")
 LOCAL = "local"  # --index-url INDEX alone
-TOOLS = ("pip", "uv")
+_TOOLS = ("pip", "uv")
 PYPI_SIMPLE = "https://pypi.org/simple/"
 #: the platform a ``-any`` wheel is asked about on (it installs on every one; the resolvers need one)
 ANY_PLATFORM = "manylinux_2_28_x86_64"
@@ -151,6 +154,7 @@ def _served(interpreter: str, abi: str, known: Sequence[str]) -> list[str]:
 
 
 def _known_pythons() -> tuple[str, ...]:
+    # deferred (start-up time: the recipe layer, cibuildwheel): `publish` without --check-install
     from buildkit.recipe.sections.python import cibuildwheel_pythons
 
     return cibuildwheel_pythons()
@@ -159,8 +163,6 @@ def _known_pythons() -> tuple[str, ...]:
 def _metadata(wheel: Path) -> tuple[SpecifierSet | None, tuple[str, ...]]:
     """The wheel's ``Requires-Python`` and ``Provides-Extra`` (None and (): none, or the file cannot
     be read here)."""
-    import zipfile
-
     try:
         with zipfile.ZipFile(wheel) as zf:
             name = next(n for n in zf.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
@@ -184,9 +186,6 @@ def _metadata(wheel: Path) -> tuple[SpecifierSet | None, tuple[str, ...]]:
 
 def public_index_problem(pypi: str, project: str, timeout: float = 15.0) -> str | None:
     """Why the public index cannot be asked (None: it answers; a 404 or a refusal is an answer)."""
-    from buildkit.errors import IndexUnavailable
-    from buildkit.pyindex import IndexClient, IndexRefused, NotFound, file_path, simple_page_url
-
     if pypi.startswith("file:"):
         return None if file_path(pypi).is_dir() else f"{pypi}: no such folder"
     try:
@@ -240,13 +239,13 @@ def _pip(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[
     return str(item.get("metadata", {}).get("version")), url, url.rsplit("/", 1)[-1]
 
 
-UV_MISSING = "uv is not installed"
+_UV_MISSING = "uv is not installed"
 
 
 def _uv(target: Target, mode: str, index: str, pypi: str, work: Path) -> tuple[str | None, str | None, str]:
     uv = shutil.which("uv")
     if uv is None:
-        return None, None, UV_MISSING
+        return None, None, _UV_MISSING
     platform = "x86_64-" + target.platform.removesuffix("_x86_64")  # uv's "x86_64-manylinux_2_28"
     cmd = [
         uv, "pip", "compile", "-", "--no-config", "--no-cache", "--quiet", "--no-header",
@@ -282,7 +281,7 @@ def check_install(
     targets: Sequence[Target],
     index: str,
     pypi: str = PYPI_SIMPLE,
-    tools: Sequence[str] = TOOLS,
+    tools: Sequence[str] = _TOOLS,
     modes: Sequence[str] = MODES,
 ) -> list[Resolution]:
     """Ask each tool, in each mode, what it resolves for each target (module docstring)."""
@@ -304,7 +303,7 @@ def _judged(
 ) -> Resolution:
     ours = source is not None and _same_index(source, index)
     checked, failed = True, True
-    if version is None and detail == UV_MISSING:
+    if version is None and detail == _UV_MISSING:
         checked, failed = False, False
     elif version is None:
         where = "published" if target.version else "a file for this Python"

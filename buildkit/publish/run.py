@@ -161,7 +161,7 @@ def _publish_directory(
     return outcomes
 
 
-def remote_state(candidates: list[Candidate], target: Target, credentials: Credentials | None) -> list[bool]:
+def _remote_state(candidates: list[Candidate], target: Target, credentials: Credentials | None) -> list[bool]:
     """For each candidate, whether it is already on the index; any conflict raises PublishRefused
     naming every one (same file name with other bytes there, or twice under DIST). An index that
     cannot be reached raises PublishUnavailable."""
@@ -206,7 +206,7 @@ def _remote_state_or_unavailable(
     candidates: list[Candidate], target: Target, credentials: Credentials | None, *, dry_run: bool
 ) -> list[bool]:
     try:
-        return remote_state(candidates, target, credentials)
+        return _remote_state(candidates, target, credentials)
     except PublishUnavailable as exc:
         done = (
             f"dry run: {len(candidates)} wheel(s) passed every check, but whether they are already on "

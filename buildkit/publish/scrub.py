@@ -10,8 +10,8 @@ from collections.abc import Mapping
 
 from buildkit.credentials import SECRET_QUERY, redact_text
 
-SECRET_ENV = ("TWINE_PASSWORD", "TWINE_USERNAME")
-SECRET_NAME = re.compile(r"(TOKEN|PASSWORD|SECRET|API_KEY)", re.IGNORECASE)
+_SECRET_ENV = ("TWINE_PASSWORD", "TWINE_USERNAME")
+_SECRET_NAME = re.compile(r"(TOKEN|PASSWORD|SECRET|API_KEY)", re.IGNORECASE)
 REDACTED = "***"
 
 
@@ -35,8 +35,8 @@ def strip_userinfo(url: str) -> str:
 
 def secrets_from(env: Mapping[str, str]) -> list[str]:
     """Values that must never be echoed: twine credentials and any *TOKEN*/*PASSWORD* variable."""
-    values = {env[k] for k in SECRET_ENV if env.get(k)}
-    values |= {v for k, v in env.items() if SECRET_NAME.search(k) and v}
+    values = {env[k] for k in _SECRET_ENV if env.get(k)}
+    values |= {v for k, v in env.items() if _SECRET_NAME.search(k) and v}
     # a username such as __token__ is not secret; short values would redact ordinary words
     return sorted((v for v in values if len(v) >= 6 and v != "__token__"), key=len, reverse=True)
 

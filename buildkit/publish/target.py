@@ -14,7 +14,10 @@ from buildkit.publish.scrub import strip_userinfo
 from buildkit.recipe import Recipe, load_recipe
 
 PYPI_UPLOAD = "https://upload.pypi.org/legacy/"
-PYPI_HOSTS = {"upload.pypi.org": "https://pypi.org/simple/", "test.pypi.org": "https://test.pypi.org/simple/"}
+_PYPI_HOSTS = {
+    "upload.pypi.org": "https://pypi.org/simple/",
+    "test.pypi.org": "https://test.pypi.org/simple/",
+}
 
 
 @dataclass(frozen=True)
@@ -30,7 +33,7 @@ class Target:
 def parse_target(text: str, *, simple_url: str | None = None) -> Target:
     """``pypi``, an upload URL, ``file://DIR`` or a directory path -> :class:`Target`."""
     if text == "pypi":
-        return Target("pypi", PYPI_UPLOAD, simple_url or PYPI_HOSTS["upload.pypi.org"])
+        return Target("pypi", PYPI_UPLOAD, simple_url or _PYPI_HOSTS["upload.pypi.org"])
     parts = urllib.parse.urlsplit(text)
     if parts.scheme == "file":
         return Target("directory", _directory(text, urllib.request.url2pathname(parts.path)))
@@ -41,8 +44,8 @@ def parse_target(text: str, *, simple_url: str | None = None) -> Target:
                 "history and logs); set TWINE_USERNAME/TWINE_PASSWORD or store them in the keyring"
             )
         host = parts.hostname or ""
-        if host in PYPI_HOSTS:
-            return Target("pypi", text, simple_url or PYPI_HOSTS[host])
+        if host in _PYPI_HOSTS:
+            return Target("pypi", text, simple_url or _PYPI_HOSTS[host])
         return Target("index", text, simple_url or f"{text.rstrip('/')}/simple/")
     if parts.scheme and len(parts.scheme) > 1:
         raise UsageError(

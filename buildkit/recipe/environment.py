@@ -107,7 +107,7 @@ _CIBW_KEYS: Mapping[str, str] = MappingProxyType(
 )
 
 
-def cibw_hint(name: str) -> str:
+def _cibw_hint(name: str) -> str:
     """Where a cibuildwheel option's job is done in a recipe."""
     key = _CIBW_KEYS.get(name.removesuffix("_LINUX") if name not in _CIBW_KEYS else name)
     base = "cibuildwheel reads its options on the host, so in env it would only be an inert variable"
@@ -135,7 +135,7 @@ def check_env_name(
             f"{'.'.join(str(p) for p in at)}: {name} is a cibuildwheel option, not a build variable",
             at,
             key=True,
-            hint=cibw_hint(name),
+            hint=_cibw_hint(name),
         )
     exports = dict(exported)
     if (name in exports or name in ARCH_VARIABLES) and name not in RESERVED_ENV:

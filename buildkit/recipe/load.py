@@ -24,7 +24,7 @@ from buildkit.recipe.yamlspan import load_with_spans
 
 #: The recipe's keys that can change neither a wheel nor its gate: editing them keeps built wheels the
 #: recipe's (:func:`build_digest`; ``publish --recipe`` takes them without a rebuild)
-NOT_BUILD_KEYS = frozenset({"publish", "smoke"})
+_NOT_BUILD_KEYS = frozenset({"publish", "smoke"})
 
 #: A recipe is a short YAML file: anything larger is refused before it is read into memory.
 MAX_RECIPE_BYTES = 2**20
@@ -127,18 +127,18 @@ def parse_recipe(text: str, *, path: Path, sha256: str | None = None) -> Recipe:
 
 
 def build_keys(data: dict[str, Any]) -> dict[str, str]:
-    """Per top-level key of what can change a recipe's wheels (the :data:`NOT_BUILD_KEYS` left out): the
+    """Per top-level key of what can change a recipe's wheels (the :data:`_NOT_BUILD_KEYS` left out): the
     sha256 of its value as sorted JSON (16 hex). A wheel's manifest records them, so that ``plan`` names
     the keys an edit changed since the wheel was built (:func:`buildkit.service.plan.stale_notes`)."""
     return {
         k: hashlib.sha256(json.dumps(v, sort_keys=True, default=str).encode()).hexdigest()[:16]
         for k, v in sorted(data.items())
-        if k not in NOT_BUILD_KEYS
+        if k not in _NOT_BUILD_KEYS
     }
 
 
 def build_digest(data: dict[str, Any]) -> str:
     """The sha256 of what of a recipe can change its wheels or their gate: its data (YAML read, so comments
-    and layout do not count) without the :data:`NOT_BUILD_KEYS`, as sorted JSON."""
-    kept = {k: v for k, v in data.items() if k not in NOT_BUILD_KEYS}
+    and layout do not count) without the :data:`_NOT_BUILD_KEYS`, as sorted JSON."""
+    kept = {k: v for k, v in data.items() if k not in _NOT_BUILD_KEYS}
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()

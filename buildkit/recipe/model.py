@@ -14,7 +14,7 @@ from buildkit.recipe.sections.hooks import Hooks
 from buildkit.recipe.sections.host_isa import HostIsa
 from buildkit.recipe.sections.image import ImageSpec
 from buildkit.recipe.sections.manylinux import Manylinux
-from buildkit.recipe.sections.matrix import BUILTIN_AXES, Matrix
+from buildkit.recipe.sections.matrix import Matrix
 from buildkit.recipe.sections.publish import Publish
 from buildkit.recipe.sections.rocm_pip import RocmPip
 from buildkit.recipe.sections.smoke import SmokeTest
@@ -111,19 +111,6 @@ class Recipe:
             return None
         base = self.path.parent / self.source.path
         return base / self.source.subdirectory if self.source.subdirectory else base
-
-    @property
-    def axis_names(self) -> tuple[str, ...]:
-        return BUILTIN_AXES + tuple(name for name, _ in self.matrix.axes)
-
-    def axis_values(self, axis: str) -> tuple[str, ...]:
-        if axis == "python":
-            return self.python
-        if axis == "rocm":
-            return self.rocm
-        if axis == "torch":
-            return tuple(t.series for t in self.torch)
-        return dict(self.matrix.axes)[axis]
 
 
 @dataclass(frozen=True)

@@ -147,10 +147,10 @@ def where_of(path: Path) -> str:
     return out
 
 
-Problem = tuple[tuple[int, int, int, int], str, str | None]
+_Problem = tuple[tuple[int, int, int, int], str, str | None]
 
 
-def _problems(err: ValidationError, spans: Spans) -> list[tuple[Problem, str | None]]:
+def _problems(err: ValidationError, spans: Spans) -> list[tuple[_Problem, str | None]]:
     """One problem per unknown key / missing key, else one per jsonschema error; each with the
     top-level key whose value it makes unusable (a missing or malformed ``archs``: ``"archs"``)."""
     path: Path = tuple(err.absolute_path)
@@ -164,7 +164,7 @@ def _problems(err: ValidationError, spans: Spans) -> list[tuple[Problem, str | N
         named = [k for k in missing if err.message.startswith(repr(k))]
         allowed = err.schema.get("properties", {}) if isinstance(err.schema, Mapping) else {}
         unknown = [k for k in err.instance if isinstance(k, str) and k not in allowed]
-        out: list[tuple[Problem, str | None]] = []
+        out: list[tuple[_Problem, str | None]] = []
         for k in named or missing[:1]:
             # a misspelt key ('pythn') is reported as unknown, with "did you mean 'python'?": its
             # missing twin would be the same typo counted twice
@@ -176,7 +176,7 @@ def _problems(err: ValidationError, spans: Spans) -> list[tuple[Problem, str | N
     return [(_error_for(err, spans), top)]
 
 
-def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> Problem:
+def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> _Problem:
     """``(sort key, message, hint)`` for one jsonschema error (``key``: the unknown/missing key)."""
     path: Path = tuple(err.absolute_path)
     schema = err.schema if isinstance(err.schema, Mapping) else {}
@@ -286,7 +286,7 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> Pr
 def problems(data: Any, spans: Spans, file: str) -> tuple[list[RecipeError], set[str]]:
     """Every schema violation as a positioned :class:`RecipeError` (at most the most specific ones
     at one place), and the top-level keys those violations leave unusable (missing or malformed)."""
-    found: list[tuple[Problem, str | None]] = [
+    found: list[tuple[_Problem, str | None]] = [
         p for e in _validator().iter_errors(data) for p in _problems(e, spans)
     ]
     unusable = {top for _, top in found if top is not None}

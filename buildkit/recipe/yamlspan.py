@@ -6,8 +6,8 @@ path (a tuple of keys and indices) to the 1-based ``(line, column)`` of its valu
 mapping entries, of its key. Validators report errors at those positions.
 
 Hostile input is bounded, each bound a :class:`RecipeError` at the place it is crossed: nesting
-deeper than :data:`MAX_DEPTH` levels (while composing, before Python's recursion limit could be
-reached: ``[[[[...`` 5000 deep), more than :data:`MAX_NODES` values once aliases and merge keys
+deeper than :data:`_MAX_DEPTH` levels (while composing, before Python's recursion limit could be
+reached: ``[[[[...`` 5000 deep), more than :data:`_MAX_NODES` values once aliases and merge keys
 (``<<``) are expanded (the "billion laughs"), and mapping keys that are not scalars.
 """
 
@@ -21,32 +21,32 @@ import yaml
 from buildkit.errors import RecipeError
 
 Path = tuple[str | int, ...]
-MAX_NODES = 200_000
-MAX_DEPTH = 64
-Pos = tuple[int, int]
+_MAX_NODES = 200_000
+_MAX_DEPTH = 64
+_Pos = tuple[int, int]
 
 
 @dataclass
 class Spans:
     """Positions of values (``values``), mapping keys (``keys``) and scalar source text."""
 
-    values: dict[Path, Pos] = field(default_factory=dict)
-    keys: dict[Path, Pos] = field(default_factory=dict)
+    values: dict[Path, _Pos] = field(default_factory=dict)
+    keys: dict[Path, _Pos] = field(default_factory=dict)
     text: dict[Path, str] = field(default_factory=dict)
 
-    def value(self, path: Path) -> Pos | None:
+    def value(self, path: Path) -> _Pos | None:
         """Position of the value at ``path``, or of its closest ancestor."""
         p = tuple(path)
         while p not in self.values and p:
             p = p[:-1]
         return self.values.get(p)
 
-    def key(self, path: Path) -> Pos | None:
+    def key(self, path: Path) -> _Pos | None:
         """Position of the key naming ``path`` (falls back to the value's position)."""
         return self.keys.get(tuple(path)) or self.value(path)
 
 
-def _pos(node: yaml.Node) -> Pos:
+def _pos(node: yaml.Node) -> _Pos:
     return (node.start_mark.line + 1, node.start_mark.column + 1)
 
 
@@ -57,12 +57,12 @@ def _kind(node: yaml.Node) -> str:
 
 _MERGE = "tag:yaml.org,2002:merge"
 _VALUE = "tag:yaml.org,2002:value"
-Pairs = list[tuple[yaml.Node, yaml.Node]]
+_Pairs = list[tuple[yaml.Node, yaml.Node]]
 
 
 class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader with the composer's recursion bounded: a sequence or mapping whose
-    values would lie more than :data:`MAX_DEPTH` levels below the document's root is a
+    values would lie more than :data:`_MAX_DEPTH` levels below the document's root is a
     :class:`RecipeError` where it starts."""
 
     def __init__(self, text: str, file: str) -> None:
@@ -73,13 +73,13 @@ class _Loader(yaml.SafeLoader):
     def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         self.depth += 1
         try:
-            # the root is at depth 1 and its values 1 level down: a collection at depth MAX_DEPTH + 1
-            # would hold values MAX_DEPTH + 1 levels down
+            # the root is at depth 1 and its values 1 level down: a collection at depth _MAX_DEPTH + 1
+            # would hold values _MAX_DEPTH + 1 levels down
             nests = self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent)
-            if self.depth > MAX_DEPTH and nests:
+            if self.depth > _MAX_DEPTH and nests:
                 mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise RecipeError(
-                    f"the recipe nests deeper than {MAX_DEPTH} levels",
+                    f"the recipe nests deeper than {_MAX_DEPTH} levels",
                     file=self.file,
                     line=mark.line + 1 if mark else None,
                     column=mark.column + 1 if mark else None,
@@ -100,22 +100,22 @@ class _Builder:
     def _bound(self, node: yaml.Node, depth: int, added: int = 1) -> None:
         """Count ``added`` values at ``node`` (``depth`` levels down); past a bound, a RecipeError there."""
         self.count += added
-        if self.count > MAX_NODES or depth > MAX_DEPTH:
+        if self.count > _MAX_NODES or depth > _MAX_DEPTH:
             line, column = _pos(node)
             raise RecipeError(
-                f"the recipe expands to more than {MAX_NODES} values or {MAX_DEPTH} levels "
+                f"the recipe expands to more than {_MAX_NODES} values or {_MAX_DEPTH} levels "
                 "(aliases expanding without bound?)",
                 file=self.file,
                 line=line,
                 column=column,
             )
 
-    def pairs(self, node: yaml.MappingNode, depth: int) -> Pairs:
+    def pairs(self, node: yaml.MappingNode, depth: int) -> _Pairs:
         """``node``'s entries with merge keys (``<<: *base``, ``<<: [*a, *b]``) expanded as PyYAML's
         ``flatten_mapping`` does (merged entries first, a list's later mappings first), without
-        changing the shared nodes and within :data:`MAX_NODES` / :data:`MAX_DEPTH`."""
-        merged: Pairs = []
-        own: Pairs = []
+        changing the shared nodes and within :data:`_MAX_NODES` / :data:`_MAX_DEPTH`."""
+        merged: _Pairs = []
+        own: _Pairs = []
         for key_node, value_node in node.value:
             if key_node.tag != _MERGE:
                 if key_node.tag == _VALUE:  # PyYAML reads the `=` key as a string
@@ -142,7 +142,7 @@ class _Builder:
         self.spans.values[path] = _pos(node)
         if isinstance(node, yaml.MappingNode):
             out: dict[str, Any] = {}
-            first_seen: dict[str, Pos] = {}
+            first_seen: dict[str, _Pos] = {}
             for key_node, value_node in self.pairs(node, len(path)):
                 if not isinstance(key_node, yaml.ScalarNode):
                     line, column = _pos(key_node)

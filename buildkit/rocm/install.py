@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 #: the package sets every image installs, in this order (install.yaml ``package_sets``)
-DEFAULT_SETS = ("compiler", "torch", "libraries")
+_DEFAULT_SETS = ("compiler", "torch", "libraries")
 _VERSION = re.compile(r"^\d+\.\d+(\.\d+)*$")
 
 
@@ -70,11 +70,7 @@ class El8Install:
     directory_source: str
     unverified: str | None = None
 
-    @property
-    def rocm_dir(self) -> str:
-        return repo_directory(self.version)
-
-    def packages(self, sets: Sequence[str] = DEFAULT_SETS, extra: Iterable[str] = ()) -> tuple[str, ...]:
+    def packages(self, sets: Sequence[str] = _DEFAULT_SETS, extra: Iterable[str] = ()) -> tuple[str, ...]:
         """The RPMs to install: the named sets in order, then ``extra``; each name once."""
         known = package_sets()
         names: dict[str, None] = {}

@@ -1,6 +1,6 @@
 """``buildkit build`` as a library call: the recipe's plan (:func:`buildkit.service.plan.load_plan`),
 its notes, ``--strict``, the checks of the output folders, and every selected job built and gated
-(:func:`buildkit.building.run.build_plan`); :meth:`BuildRun.failure` is the command's verdict."""
+(:func:`buildkit.building.run.build_plan`); :meth:`_BuildRun.failure` is the command's verdict."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ Echo = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class BuildRun:
+class _BuildRun:
     recipe: Recipe
     plan: Plan
     options: BuildOptions
@@ -87,7 +87,7 @@ def run_build(
     note: Echo,
     verbose: bool = False,
     live: bool = False,
-) -> BuildRun:
+) -> _BuildRun:
     """Build ``job_ids`` (default: every job) of the recipe at ``recipe_path``, with the command's
     options as given (paths as the user wrote them, for the notes). ``note`` gets the plan's notes (when
     ``notes``) and the notes about the options; ``echo`` the jobs' progress, or with ``live`` the live
@@ -133,4 +133,4 @@ def run_build(
             parallel=parallel,
             board=board,
         )
-    return BuildRun(loaded.recipe, loaded.plan, options, results)
+    return _BuildRun(loaded.recipe, loaded.plan, options, results)

@@ -17,7 +17,7 @@ from buildkit.gate.options import GateFlags
 from buildkit.service.check import run_time_globs
 
 
-class DiffRun(NamedTuple):
+class _DiffRun(NamedTuple):
     """What ``diff`` found: the diff (None: the index has no earlier release to compare with), and
     with an index the release chosen from it."""
 
@@ -39,7 +39,7 @@ def run_diff(
     job: str | None = None,
     require_baseline: bool = False,
     note: Callable[[str], None] = lambda _line: None,
-) -> DiffRun:
+) -> _DiffRun:
     """OLD and NEW of ``wheels`` compared, or with ``index_url`` NEW alone against the index's newest
     earlier compatible release (none: ``result`` None, or with ``require_baseline`` a UsageError).
     ``flags``: the gate options ``exclude``, ``exclude_sets`` and ``rocm``, with ``recipe`` and ``job``
@@ -57,10 +57,10 @@ def run_diff(
             "--exclude-set it excludes nothing (add --exclude-set rocm)"
         )
     if index_url is None:
-        return DiffRun(diff_wheels(wheels[0], wheels[1], exclude_globs=globs))
+        return _DiffRun(diff_wheels(wheels[0], wheels[1], exclude_globs=globs))
     with tempfile.TemporaryDirectory(prefix="buildkit-diff-") as tmp:
         baseline, result = diff_against_index(index_url, wheels[0], exclude_globs=globs, workdir=Path(tmp))
-    run = DiffRun(result, baseline)
+    run = _DiffRun(result, baseline)
     if result is None and require_baseline:
         raise UsageError(run.nothing_to_compare(wheels[0]))
     return run

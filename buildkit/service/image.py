@@ -25,7 +25,7 @@ Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
-class PreparedImage:
+class _PreparedImage:
     """One image the recipe's jobs use: its role (builder, runtime, base) and its ref in the engine."""
 
     role: str
@@ -42,7 +42,7 @@ def _base(profile: str, args: dict[str, str]) -> str | None:
 
 
 def _runtime(
-    client: Any, image: str, entry: Any, rocm: str, found: dict[str, PreparedImage], progress: Progress
+    client: Any, image: str, entry: Any, rocm: str, found: dict[str, _PreparedImage], progress: Progress
 ) -> None:
     """The runtime image of one smoke entry: a profile's (``rocm-buildkit/<profile>``) built or reused
     with the entry's packages; an image of a registry is left to ``docker run``, which pulls it."""
@@ -51,16 +51,16 @@ def _runtime(
         return
     ref = resolve_image(client, image, progress, tuple(entry.packages), rocm=rocm)
     if base := _base(profile, {}):  # a release's build arguments keep the Dockerfile's base
-        found.setdefault(base, PreparedImage("base", base))
-    found.setdefault(ref, PreparedImage("runtime", ref, rocm))
+        found.setdefault(base, _PreparedImage("base", base))
+    found.setdefault(ref, _PreparedImage("runtime", ref, rocm))
 
 
-def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) -> list[PreparedImage]:
+def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) -> list[_PreparedImage]:
     """Every image ``recipe_path``'s jobs and smoke entries use, built or reused in the engine of
     ``client``, and their bases (the engine's errors propagate: ENGINE_ERRORS)."""
     loaded = load_plan(recipe_path)
     recipe, plan = loaded.recipe, loaded.plan
-    found: dict[str, PreparedImage] = {}
+    found: dict[str, _PreparedImage] = {}
     for rocm in sorted({job.rocm for job in plan.jobs}):
         served = [job for job in plan.jobs if job.rocm == rocm]
         builder = ensure_builder(
@@ -75,8 +75,8 @@ def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) 
         if recipe.image.profile:
             args = {**images.rocm_build_args(recipe.image.profile, rocm), **recipe.image.build_args}
             if base := _base(recipe.image.profile, args):
-                found.setdefault(base, PreparedImage("base", base))
-        found.setdefault(builder.tag, PreparedImage("builder", builder.tag, rocm))
+                found.setdefault(base, _PreparedImage("base", base))
+        found.setdefault(builder.tag, _PreparedImage("builder", builder.tag, rocm))
         for job in served:
             values = {"rocm": rocm, "python": job.python, **({"torch": job.torch} if job.torch else {})}
             for entry in recipe.smoke:

@@ -37,11 +37,11 @@ def image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
 
 #: what a plan is given to read runtime images' ceilings: a reader, None (the caller knows no image is
 #: read), or ``"images"``: :func:`image_ceilings`, looked up when the plan is made
-Reader = CeilingsReader | None | Literal["images"]
+_Reader = CeilingsReader | None | Literal["images"]
 
 
 @dataclass(frozen=True)
-class LoadedPlan:
+class _LoadedPlan:
     recipe: Recipe
     plan: Plan
 
@@ -55,10 +55,10 @@ def plan_of(
     *,
     cli_archs: str | None = None,
     env: Mapping[str, str] | None = None,
-    ceilings_reader: Reader = "images",
+    ceilings_reader: _Reader = "images",
 ) -> Plan:
     """The plan of a loaded ``recipe`` (``env``: the environment ``archs: {from: env}`` reads, default
-    ``os.environ``; ``ceilings_reader``: :data:`Reader`)."""
+    ``os.environ``; ``ceilings_reader``: :data:`_Reader`)."""
     reader = image_ceilings if ceilings_reader == "images" else ceilings_reader
     return expand(recipe, env, cli_archs=cli_archs, ceilings_reader=reader)
 
@@ -68,8 +68,8 @@ def load_plan(
     *,
     cli_archs: str | None = None,
     env: Mapping[str, str] | None = None,
-    ceilings_reader: Reader = "images",
-) -> LoadedPlan:
+    ceilings_reader: _Reader = "images",
+) -> _LoadedPlan:
     """The recipe at ``recipe_path`` (a :class:`~buildkit.errors.RecipeError` at ``file:line:col``)
     and its plan (:func:`plan_of`). A recipe that fails to load gets the plan's own checks on what of it
     did load too (its ROCm releases, what its image provides): every mistake in one run."""
@@ -82,7 +82,7 @@ def load_plan(
         if not more:
             raise
         raise RecipeError.combine([exc, *more]) from None
-    return LoadedPlan(recipe, plan_of(recipe, cli_archs=cli_archs, env=env, ceilings_reader=ceilings_reader))
+    return _LoadedPlan(recipe, plan_of(recipe, cli_archs=cli_archs, env=env, ceilings_reader=ceilings_reader))
 
 
 def command_plan(

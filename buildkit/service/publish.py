@@ -25,7 +25,7 @@ from buildkit.recipe import Recipe, load_recipe
 Echo = Callable[[str], None]
 #: called with a refusal and the target before the refusal is raised (``publish --json`` prints the
 #: refused wheels and the target in its error document)
-OnRefused = Callable[[PublishRefused, Target], None]
+_OnRefused = Callable[[PublishRefused, Target], None]
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def run_publish(
     local_only: bool = False,
     require_signature: bool = False,
     echo: Echo = lambda _line: None,
-    on_refused: OnRefused | None = None,
+    on_refused: _OnRefused | None = None,
 ) -> PublishRun:
     """Publish every wheel under ``dist`` to ``to``, else to ``recipe``'s publish target (neither:
     UsageError); with ``recipe``, only wheels built from it (``refuse_for_recipe``), as

@@ -33,13 +33,13 @@ from buildkit.pyindex import IndexClient
 from buildkit.rocm.data import releases as release_data
 
 #: PyPI project -> the fact its wheels give (hip: the version module; llvm: the LLVM library)
-WATCHED: Mapping[str, str] = {
+_WATCHED: Mapping[str, str] = {
     "hip-python": "hip",
     "rocm-bindings-core": "hip",
     "rocm-llvm-python": "llvm",
     "rocm-bindings-compiler": "llvm",
 }
-PYPI_JSON = "https://pypi.org/pypi/{project}/json"
+_PYPI_JSON = "https://pypi.org/pypi/{project}/json"
 _VERSION_NAME = re.compile(r"^(ROCM_VERSION_NAME|HIP_VERSION_NAME)\b[^\n]*?=\s*\"([^\"]+)\"", re.MULTILINE)
 _LLVM_VERSION = re.compile(rb"LLVM version (\d+\.\d+\.\d+[A-Za-z]*)[^A-Za-z0-9.]")
 _LLVM_COMMIT = re.compile(rb"(\d+\.\d+\.\d+[A-Za-z]*) ([0-9a-f]{40})\x00")
@@ -200,7 +200,7 @@ def diff(old: Sequence[rocmdata.Observation], new: Sequence[rocmdata.Observation
 
 def dump(observations: Sequence[rocmdata.Observation], checked: datetime.date) -> str:
     """``observed.yaml``'s text: a header, the day of the check, the observations in order."""
-    import yaml
+    import yaml  # PyYAML only when the readings are written (start-up time)
 
     rows = [
         o.to_json() for o in sorted(observations, key=lambda o: (rocmdata.version_key(o.rocm), o.project))
@@ -221,7 +221,7 @@ def refresh(
     *,
     everything: bool = False,
     first: str | None = None,
-    projects: Mapping[str, str] = WATCHED,
+    projects: Mapping[str, str] = _WATCHED,
 ) -> tuple[list[rocmdata.Observation], list[str]]:
     """Every observation (the stored ones, and the new ones read now: of ROCm ``first`` and later
     when given) and the diff's lines."""
@@ -246,7 +246,7 @@ def refresh(
     return ordered, diff(old, ordered)
 
 
-def pypi_fetchers(
+def _pypi_fetchers(
     client: IndexClient | None = None, wheels: Path | None = None
 ) -> tuple[Callable[[str], bytes], Callable[[WheelFile, Path], Path]]:
     """The JSON API and the file downloads of pypi.org (sha256-checked); a wheel already in the folder
@@ -254,7 +254,7 @@ def pypi_fetchers(
     index = client or IndexClient()
 
     def fetch_json(project: str) -> bytes:
-        data, _type, _url = index.read(PYPI_JSON.format(project=project), accept="application/json")
+        data, _type, _url = index.read(_PYPI_JSON.format(project=project), accept="application/json")
         return data
 
     def fetch_wheel(wheel: WheelFile, folder: Path) -> Path:
@@ -267,7 +267,7 @@ def pypi_fetchers(
     return fetch_json, fetch_wheel
 
 
-def observed_path() -> Path:
+def _observed_path() -> Path:
     """observed.yaml beside buildkit/rocm/data.py (the checkout's file in an editable install)."""
     return Path(rocmdata.data.__file__).with_name("observed.yaml")
 
@@ -277,8 +277,8 @@ def run_refresh(
 ) -> list[str]:
     """``buildkit rocm refresh``: AMD's wheels on PyPI read (``wheels``: a folder searched first), the
     diff's lines; with ``write``, the readings stored in observed.yaml (checked today)."""
-    fetch_json, fetch_wheel = pypi_fetchers(wheels=wheels)
+    fetch_json, fetch_wheel = _pypi_fetchers(wheels=wheels)
     observations, lines = refresh(fetch_json, fetch_wheel, everything=everything, first=first)
     if write:
-        observed_path().write_text(dump(observations, datetime.date.today()), encoding="utf-8")
+        _observed_path().write_text(dump(observations, datetime.date.today()), encoding="utf-8")
     return lines

@@ -54,11 +54,11 @@ from buildkit.pyindex import redact
 #: a download larger than this is refused (by Content-Length before, by counting while reading)
 MAX_DOWNLOAD_BYTES = 2 * 2**30
 #: a download's temporary file untouched for this long belongs to a killed process: removed
-STALE_PART_SECONDS = 24 * 3600
-DEFAULT_INDEX = "https://pypi.org/simple"
+_STALE_PART_SECONDS = 24 * 3600
+_DEFAULT_INDEX = "https://pypi.org/simple"
 DEFAULT_TIMEOUT = pyindex.DEFAULT_TIMEOUT
 #: the suffixes of source archives, longest first
-ARCHIVE_SUFFIXES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".zip", ".tar")
+_ARCHIVE_SUFFIXES = (".tar.gz", ".tar.bz2", ".tar.xz", ".tgz", ".zip", ".tar")
 Echo = Callable[[str], None]
 
 
@@ -99,7 +99,7 @@ def cache_root() -> Path:
 
 def cached(sha256: str, echo: Echo | None = None) -> Path | None:
     """The cached archive of ``sha256``, hashed again now; one whose bytes changed is removed, and so
-    are the temporary files of downloads killed more than :data:`STALE_PART_SECONDS` ago."""
+    are the temporary files of downloads killed more than :data:`_STALE_PART_SECONDS` ago."""
     folder = cache_root() / sha256
     try:
         listing = list(folder.iterdir())
@@ -108,7 +108,7 @@ def cached(sha256: str, echo: Echo | None = None) -> Path | None:
     for part in listing:
         if part.name.startswith(".") and part.name.endswith(".part"):
             with contextlib.suppress(OSError):
-                if time.time() - part.stat().st_mtime > STALE_PART_SECONDS:
+                if time.time() - part.stat().st_mtime > _STALE_PART_SECONDS:
                     part.unlink()
     entries = sorted(p for p in listing if not p.name.startswith(".") and p.is_file())
     for path in entries:
@@ -171,7 +171,7 @@ def download(http: pyindex.IndexClient, url: str, sha256: str, filename: str, or
     return final
 
 
-def safe_filename(name: str, fallback: str = "source") -> str:
+def _safe_filename(name: str, fallback: str = "source") -> str:
     """A file name for the cache: the last path component, not hidden, else ``fallback``."""
     base = posixpath.basename(urllib.parse.unquote(name)).strip()
     if not base or base.startswith(".") or "\0" in base or len(base) > 200:
@@ -186,7 +186,7 @@ def safe_filename(name: str, fallback: str = "source") -> str:
 class PipConfig:
     """What pip would search and how it would connect (``pip config list``)."""
 
-    index_urls: tuple[str, ...] = (DEFAULT_INDEX,)
+    index_urls: tuple[str, ...] = (_DEFAULT_INDEX,)
     find_links: tuple[str, ...] = ()
     cert: str | None = None
     timeout: float = DEFAULT_TIMEOUT
@@ -207,7 +207,7 @@ class PipConfig:
             sections[section][name.replace("_", "-")] = str(value)
         merged = {**sections["global"], **sections["download"], **sections[":env:"]}
         no_index = merged.get("no-index", "").lower() in ("1", "true", "yes", "on")
-        index = merged.get("index-url", DEFAULT_INDEX)
+        index = merged.get("index-url", _DEFAULT_INDEX)
         extra = merged.get("extra-index-url", "").split()
         timeout = merged.get("timeout") or merged.get("default-timeout")
         try:
@@ -246,9 +246,9 @@ class Candidate:
     sha256: str | None  # as the index lists it
 
 
-def sdist_release(filename: str) -> tuple[NormalizedName, Version] | None:
+def _sdist_release(filename: str) -> tuple[NormalizedName, Version] | None:
     """``(name, version)`` of an sdist file name (``six-1.16.0.tar.gz``), else None."""
-    stem = next((filename[: -len(s)] for s in ARCHIVE_SUFFIXES if filename.endswith(s)), None)
+    stem = next((filename[: -len(s)] for s in _ARCHIVE_SUFFIXES if filename.endswith(s)), None)
     if stem is None:
         return None
     name, sep, version = stem.rpartition("-")
@@ -281,7 +281,7 @@ def _location_files(http: pyindex.IndexClient, location: str) -> Iterable[tuple[
     yield from _page_files(http, location)
 
 
-def find_sdist(
+def _find_sdist(
     http: pyindex.IndexClient, config: PipConfig, name: NormalizedName, version: Version
 ) -> tuple[list[Candidate], list[str], int]:
     """The sdists of ``name==version`` every index and find-links location lists, the locations
@@ -312,7 +312,7 @@ def find_sdist(
                 if canonicalize_name(wname) == name and rest.split("-", 1)[0] == str(version):
                     others += 1
                 continue
-            release = sdist_release(filename)
+            release = _sdist_release(filename)
             if release == (name, version):
                 found.append(Candidate(filename, url, redact(place), listed.lower() if listed else None))
     if not found and failures:
@@ -334,13 +334,13 @@ def fetch_sdist(requirement: str, sha256: str, echo: Echo | None = None) -> Path
     name, version = canonicalize_name(raw_name), Version(raw_version)
     config = pip_config()
     http = client(config.cert or os.environ.get("SSL_CERT_FILE") or None, config.timeout)
-    candidates, searched, others = find_sdist(http, config, name, version)
+    candidates, searched, others = _find_sdist(http, config, name, version)
     if not candidates:
         where = ", ".join(searched) or "nowhere (pip is configured with no-index and no find-links)"
         wheels = f"; they list {others} wheel(s) of {version} but no sdist" if others else ""
         raise SourceRefused(
             f"no sdist of {name}=={version} on {where}{wheels}",
-            f"the files of a release are listed at {(config.index_urls or (DEFAULT_INDEX,))[0].rstrip('/')}"
+            f"the files of a release are listed at {(config.index_urls or (_DEFAULT_INDEX,))[0].rstrip('/')}"
             f"/{name}/; pin a version published as an sdist (.tar.gz), or use url: for another archive",
         )
     matching = [c for c in candidates if c.sha256 == sha256]
@@ -354,7 +354,7 @@ def fetch_sdist(requirement: str, sha256: str, echo: Echo | None = None) -> Path
         if echo is not None:
             echo(f"fetching {candidate.filename} from {candidate.origin}")
         try:
-            return download(http, candidate.url, sha256, safe_filename(candidate.filename), candidate.origin)
+            return download(http, candidate.url, sha256, _safe_filename(candidate.filename), candidate.origin)
         except FileNotFoundError:
             raise FetchFailed(
                 f"{candidate.origin} lists {candidate.filename}, but its URL answers 404"
@@ -374,7 +374,7 @@ def fetch_url(url: str, sha256: str, echo: Echo | None = None) -> Path:
     cafile = os.environ.get("SSL_CERT_FILE") or os.environ.get("PIP_CERT") or None
     http = client(cafile)
     plain = http.strip(url)
-    filename = safe_filename(urllib.parse.urlsplit(plain).path, fallback="source-archive")
+    filename = _safe_filename(urllib.parse.urlsplit(plain).path, fallback="source-archive")
     if echo is not None:
         echo(f"fetching {redact(url)}")
     try:

@@ -4,8 +4,8 @@
 gives its name (``[project] name``, ``setup(name=...)``, ``setup.cfg``, ``PKG-INFO``), its build
 backend and build requirements, ``requires-python``, how it decides its version
 (:func:`buildkit.source.version.decide_version`) and its ``[tool.cibuildwheel]`` settings (the
-``linux`` table over the top one). :data:`CIBW_TRANSLATION` says which recipe key does each
-cibuildwheel option's job; :func:`render_recipe` writes the commented recipe of ``buildkit init``, and
+``linux`` table over the top one). :data:`_CIBW_TRANSLATION` says which recipe key does each
+cibuildwheel option's job; :func:`_render_recipe` writes the commented recipe of ``buildkit init``, and
 :func:`cibuildwheel_notes` the plan notes for settings the recipe overrides (rocm-buildkit sets every
 cibuildwheel option itself, so a project's own table never takes effect).
 """
@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import ast
 import configparser
+import json
+import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,8 +28,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
+from buildkit import profiles
+from buildkit import rocm as rocm_data
 from buildkit.errors import UsageError
+from buildkit.fsutil import atomic_write
 from buildkit.policy import policies
+from buildkit.recipe import cibuildwheel_pythons, parse_recipe
+from buildkit.rocm import install as rocm_install
 from buildkit.source.version import VersionDecision, decide_version
 
 if TYPE_CHECKING:
@@ -38,7 +46,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 #: cibuildwheel option -> the recipe key that does its job (None: nothing to translate; the reason)
-CIBW_TRANSLATION: Mapping[str, tuple[str | None, str]] = {
+_CIBW_TRANSLATION: Mapping[str, tuple[str | None, str]] = {
     "build": ("python", "the CPython versions of the python: list"),
     "before-all": ("before_all", "run once in the build container (system packages: image.packages)"),
     "before-build": ("before_build", "run before each wheel's build"),
@@ -205,7 +213,7 @@ def cibuildwheel_notes(tool: Mapping[str, Any], recipe_keys: Mapping[str, bool])
     if isinstance(tool.get("linux"), dict):
         options += [(k, ".linux") for k in tool["linux"]]
     for option, table in options:
-        key, meaning = CIBW_TRANSLATION.get(option, (None, "not one rocm-buildkit translates"))
+        key, meaning = _CIBW_TRANSLATION.get(option, (None, "not one rocm-buildkit translates"))
         where = f"[tool.cibuildwheel{table}] {option}"
         if key is None:
             notes.append(f"the project's {where} is not used: {meaning}")
@@ -220,7 +228,7 @@ def cibuildwheel_notes(tool: Mapping[str, Any], recipe_keys: Mapping[str, bool])
 
 # --------------------------------------------------------------------------- buildkit init
 @dataclass(frozen=True)
-class InitChoices:
+class _InitChoices:
     """What ``buildkit init`` decides for the recipe beyond the project (defaults or answers)."""
 
     rocm: tuple[str, ...]
@@ -238,7 +246,7 @@ class InitChoices:
     image_note: tuple[str, ...] = ()
 
 
-def default_pythons(
+def _default_pythons(
     project: Project, available: Sequence[str], provided: Sequence[str] | None
 ) -> tuple[str, ...]:
     """The CPythons to build: the project's cibuildwheel ``build`` selectors, else those of
@@ -265,8 +273,6 @@ def default_pythons(
 
 def _yaml_str(value: str) -> str:
     """A YAML double-quoted scalar (JSON's escaping is YAML's)."""
-    import json
-
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -283,8 +289,6 @@ def _commands(value: Any) -> list[str]:
 def _environment(value: Any) -> tuple[dict[str, str], list[str]]:
     """cibuildwheel's ``environment`` (a table, or ``A=1 B="x y"``) as literal env values; the
     assignments that expand something (``$VAR``, backquotes) cannot be literal and are returned apart."""
-    import shlex
-
     pairs: list[tuple[str, str]] = []
     if isinstance(value, dict):
         pairs = [(str(k), str(v)) for k, v in value.items()]
@@ -304,7 +308,7 @@ def _environment(value: Any) -> tuple[dict[str, str], list[str]]:
     return env, skipped
 
 
-def render_recipe(project: Project, choices: InitChoices, source_path: str) -> tuple[str, list[str]]:
+def _render_recipe(project: Project, choices: _InitChoices, source_path: str) -> tuple[str, list[str]]:
     """The commented recipe ``buildkit init`` writes for ``project`` (its source at ``source_path``,
     relative to the recipe), and the ``[tool.cibuildwheel]`` options it could not translate."""
     lines: list[str] = []
@@ -353,7 +357,7 @@ def render_recipe(project: Project, choices: InitChoices, source_path: str) -> t
     if cibw:
         add("# from the project's [tool.cibuildwheel]:")
     for option, value in cibw.items():
-        key, meaning = CIBW_TRANSLATION.get(option, (None, "not an option rocm-buildkit translates"))
+        key, meaning = _CIBW_TRANSLATION.get(option, (None, "not an option rocm-buildkit translates"))
         if key in ("before_all", "before_build", "test_command"):
             commands = _commands(value)
             if commands:
@@ -399,7 +403,7 @@ def render_recipe(project: Project, choices: InitChoices, source_path: str) -> t
     return "\n".join(lines) + "\n", untranslated
 
 
-def import_name(project: Project) -> str:
+def _import_name(project: Project) -> str:
     """The module a wheel of ``project`` installs: its package folder (``NAME/`` or ``src/NAME/``) named like
     the distribution, else the only top-level package of the tree, else the distribution's name."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", project.name or project.tree.resolve().name).lower()
@@ -415,7 +419,7 @@ def import_name(project: Project) -> str:
     return packages[0] if len(packages) == 1 else name
 
 
-def _smoke_and_publish(project: Project, choices: InitChoices) -> list[str]:
+def _smoke_and_publish(project: Project, choices: _InitChoices) -> list[str]:
     """A smoke entry (the wheel imported in the runtime image) and a publish section (a static index)."""
     out = []
     if choices.runtime is not None:
@@ -423,7 +427,7 @@ def _smoke_and_publish(project: Project, choices: InitChoices) -> list[str]:
             "smoke:  # `buildkit smoke DIST --recipe THIS-FILE`: each wheel installed in a runtime container",
             "  - name: import",
             f"    image: rocm-buildkit/{choices.runtime}  # made by `buildkit image build {choices.runtime}`",
-            f"    imports: [{import_name(project)}]",
+            f"    imports: [{_import_name(project)}]",
         ]
     out += [
         "publish:  # `buildkit publish DIST --recipe THIS-FILE`: a static PEP 503 index beside this file",
@@ -434,28 +438,22 @@ def _smoke_and_publish(project: Project, choices: InitChoices) -> list[str]:
 
 # --------------------------------------------------------------------------- defaults and writing
 DEFAULT_IMAGE = "manylinux_2_28-rocm"
-DEFAULT_ARCHS = ("gfx90a", "gfx942")
+_DEFAULT_ARCHS = ("gfx90a", "gfx942")
 
 
-def default_choices(project: Project, image: str = DEFAULT_IMAGE) -> InitChoices:
-    """The recipe's choices when nobody answers: the image's newest ROCm release, the archs of
-    :data:`DEFAULT_ARCHS` that release supports, the policy of the image's glibc, the CPythons of
-    :func:`default_pythons`."""
-    from buildkit import profiles
-    from buildkit import rocm as rocm_data
-    from buildkit.recipe import cibuildwheel_pythons
-    from buildkit.rocm import install as rocm_install
-
-    profile = profiles.get_profile(image)
+def default_choices(project: Project, profile: profiles.Profile) -> _InitChoices:
+    """The recipe's choices for the builder image ``profile`` when nobody answers: its newest ROCm
+    release, the archs of :data:`_DEFAULT_ARCHS` that release supports, the policy of the image's
+    glibc, the CPythons of :func:`_default_pythons`."""
     releases: Sequence[str] = profile.rocm_releases or [i.rocm for i in rocm_install.el8_installs()]
     rocm = releases[-1]
     try:
         supported = set(rocm_data.get_release(rocm).archs)
     except rocm_data.UnknownRelease:
-        supported = set(DEFAULT_ARCHS)
-    archs = tuple(a for a in DEFAULT_ARCHS if a in supported) or DEFAULT_ARCHS
+        supported = set(_DEFAULT_ARCHS)
+    archs = tuple(a for a in _DEFAULT_ARCHS if a in supported) or _DEFAULT_ARCHS
     glibc = getattr(profile, "glibc", None)
-    m = re.match(r"^manylinux_(\d+)_(\d+)", image)
+    m = re.match(r"^manylinux_(\d+)_(\d+)", profile.name)
     policy = f"manylinux_{glibc.replace('.', '_')}" if glibc else (m.group(0) if m else "manylinux_2_28")
     known = {p.name for p in policies()}
     sysroot = None
@@ -463,36 +461,35 @@ def default_choices(project: Project, image: str = DEFAULT_IMAGE) -> InitChoices
         fitting = sorted((s for s in profile.sysroots.values() if s.policy in known), key=lambda s: s.glibc)
         if fitting:
             sysroot, policy = fitting[0].name, fitting[0].policy
-    runtime = runtime_profile(image, rocm)
+    runtime = _runtime_profile(profile.name, rocm)
     provided = getattr(profile, "pythons", None)
-    ran = profiles.get_profile(runtime).pythons if runtime is not None else None
+    ran = runtime.pythons if runtime is not None else None
     if (
         ran
     ):  # the smoke test installs each wheel in the runtime image: its CPythons, where the builder has them
         provided = tuple(p for p in provided or ran if p in ran) or provided
-    pythons = default_pythons(project, cibuildwheel_pythons(), provided)
-    return InitChoices(
+    pythons = _default_pythons(project, cibuildwheel_pythons(), provided)
+    return _InitChoices(
         rocm=(rocm,),
         archs=archs,
-        image=image,
+        image=profile.name,
         policy=policy,
         pythons=pythons,
         sysroot=sysroot,
-        runtime=runtime,
+        runtime=runtime.name if runtime is not None else None,
     )
 
 
-def runtime_profile(image: str, rocm: str) -> str | None:
+def _runtime_profile(image: str, rocm: str) -> profiles.Profile | None:
     """The runtime profile a smoke test of ``image``'s wheels runs in: ``IMAGE-runtime``, else the first
     runtime profile without torch that names ROCm ``rocm`` among its releases, else one that names none (a
     distribution's own); None when none fits."""
-    from buildkit import profiles
 
     runtimes = {n: p for n, p in profiles.PROFILES.items() if p.role == "runtime" and "torch" not in n}
     if f"{image}-runtime" in runtimes:
-        return f"{image}-runtime"
-    named = [n for n, p in sorted(runtimes.items()) if rocm in (p.rocm_releases or ())]
-    unnamed = [n for n, p in sorted(runtimes.items()) if p.rocm_releases is None]
+        return runtimes[f"{image}-runtime"]
+    named = [p for _, p in sorted(runtimes.items()) if rocm in (p.rocm_releases or ())]
+    unnamed = [p for _, p in sorted(runtimes.items()) if p.rocm_releases is None]
     return (named + unnamed + [None])[0]
 
 
@@ -507,24 +504,20 @@ def network_hooks(project: Project) -> list[str]:
 
 def write_recipe(
     project: Project,
-    choices: InitChoices,
+    choices: _InitChoices,
     output: Path,
     *,
     force: bool = False,
     check: Callable[[Recipe], object] | None = None,
 ) -> list[str]:
-    """Write :func:`render_recipe`'s text to ``output`` (refused when it exists, unless ``force``),
+    """Write :func:`_render_recipe`'s text to ``output`` (refused when it exists, unless ``force``),
     after checking it loads as a recipe and passes ``check`` (``plan``'s, given by the command: init
     never writes a recipe plan refuses); returns the untranslated cibuildwheel options."""
-    import os
-
-    from buildkit.fsutil import atomic_write
-    from buildkit.recipe import parse_recipe
 
     if output.exists() and not force:
         raise UsageError(f"{output} exists: give another --output, or --force to replace it")
     source = os.path.relpath(project.tree.resolve(), output.resolve().parent)
-    text, untranslated = render_recipe(project, choices, Path(source).as_posix())
+    text, untranslated = _render_recipe(project, choices, Path(source).as_posix())
     recipe = parse_recipe(text, path=output)  # what init writes is a valid recipe, or a bug of ours
     if check is not None:
         check(recipe)

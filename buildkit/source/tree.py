@@ -96,7 +96,7 @@ def _unpack(recipe: Recipe, archive: Path, into: Path) -> Path:
 
 
 #: the format of a cached source-facts file (bumped by hand when its fields change)
-FACTS_FORMAT = 1
+_FACTS_FORMAT = 1
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def read_facts(tree: Path) -> SourceFacts:
 
 def _readers_digest() -> str:
     """A digest of the code that reads the facts: a cached answer of other code is not used."""
-    digest = hashlib.sha256(str(FACTS_FORMAT).encode())
+    digest = hashlib.sha256(str(_FACTS_FORMAT).encode())
     for module in (source_version, source_project):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]

@@ -39,7 +39,7 @@ MAX_MEMBERS = 200_000
 #: more file data than this (the sum of the members' uncompressed sizes) is refused
 MAX_TOTAL_BYTES = 4 * 2**30
 #: a symbolic link target longer than this is refused (zip stores targets as member data)
-MAX_LINK_BYTES = 4096
+_MAX_LINK_BYTES = 4096
 #: links followed while resolving one target before it counts as a loop
 _MAX_HOPS = 40
 _CHUNK = 1 << 20
@@ -80,7 +80,7 @@ class _Member:
     data: IO[bytes] | None = None
 
 
-def archive_format(path: Path) -> str:
+def _archive_format(path: Path) -> str:
     """``tar`` (plain, gzip, bzip2 or xz compressed) or ``zip``, by the file's first bytes."""
     with path.open("rb") as fh:
         head = fh.read(262)
@@ -95,7 +95,7 @@ def unpack(archive: Path, dest: Path) -> Path:
     """Unpack ``archive`` into ``dest`` (which must not exist), its single top folder stripped."""
     if dest.exists() or dest.is_symlink():
         raise FileExistsError(f"{dest} exists")
-    kind = archive_format(archive)
+    kind = _archive_format(archive)
     dest.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{dest.name}.unpack-", dir=dest.parent))
     try:
@@ -157,7 +157,7 @@ def _zip_members(archive: Path) -> Iterator[_Member]:
                 if info.is_dir() or fmt == stat.S_IFDIR:
                     member.kind = "dir"
                 elif fmt == stat.S_IFLNK:
-                    if info.file_size > MAX_LINK_BYTES:
+                    if info.file_size > _MAX_LINK_BYTES:
                         raise UnsafeArchive(archive, info.filename, "is a symbolic link with a huge target")
                     member.kind = "symlink"
                     member.link = zf.read(info).decode("utf-8", "surrogateescape")

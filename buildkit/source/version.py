@@ -38,8 +38,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 #: the variable rocm-buildkit sets to the planned version in the build (buildkit.building.cibw)
-BUILDKIT_VARIABLE = "BUILDKIT_VERSION"
-SCM_VARIABLE = "SETUPTOOLS_SCM_PRETEND_VERSION"
+_BUILDKIT_VARIABLE = "BUILDKIT_VERSION"
+_SCM_VARIABLE = "SETUPTOOLS_SCM_PRETEND_VERSION"
 _SCM = "setuptools-scm (reads SETUPTOOLS_SCM_PRETEND_VERSION)"
 #: files larger than this are not read (a version module is small)
 _MAX_READ = 4 * 2**20
@@ -280,7 +280,7 @@ def _module_literal(
     if text is None or depth > 4:
         return None
     rel = _rel(tree, path)
-    for variable in (BUILDKIT_VARIABLE, SCM_VARIABLE):
+    for variable in (_BUILDKIT_VARIABLE, _SCM_VARIABLE):
         if variable in text:
             return _tool(f"{rel} reads {variable}", rel, _line_of(text, text.index(variable)))
     try:
@@ -328,7 +328,7 @@ def _from_assignment(tree: Path, relpath: str, how: str) -> VersionDecision:
     text = _read(path)
     if text is None:
         return _unknown(f"{how} names {relpath}, which is not in the source")
-    for variable in (BUILDKIT_VARIABLE, SCM_VARIABLE):
+    for variable in (_BUILDKIT_VARIABLE, _SCM_VARIABLE):
         if variable in text:
             return _tool(f"{relpath} reads {variable}", relpath, _line_of(text, text.index(variable)))
     m = _ASSIGNMENT.search(text)
@@ -363,7 +363,7 @@ def _setup_calls(module: ast.Module) -> Iterator[ast.Call]:
 
 
 def _from_setup_py(tree: Path, text: str, roots: tuple[Path, ...]) -> VersionDecision | None:
-    for variable in (BUILDKIT_VARIABLE, SCM_VARIABLE):
+    for variable in (_BUILDKIT_VARIABLE, _SCM_VARIABLE):
         if variable in text:
             return _tool(f"setup.py reads {variable}", "setup.py", _line_of(text, text.index(variable)))
     try:

@@ -43,7 +43,7 @@ def _fix(variable: str, exported: Sequence[tuple[str, str]], form: str) -> str:
     )
 
 
-def check_cmake_arch_settings(
+def _check_cmake_arch_settings(
     config_settings: Sequence[tuple[str, Sequence[str]]],
     env: Mapping[str, str],
     hooks: Mapping[str, Sequence[str]],
@@ -116,7 +116,7 @@ def check_cmake_arch_settings(
     return problems
 
 
-def parse_arch_settings(ctx: Context) -> None:
+def _parse_arch_settings(ctx: Context) -> None:
     """Every arch variable the hooks and ``env`` set by hand, each a problem of its own."""
     hooks: Hooks = ctx.part("hooks")
     env: Mapping[str, str] = ctx.part("env-keys")
@@ -125,10 +125,10 @@ def parse_arch_settings(ctx: Context) -> None:
     listed = {h: isinstance(d.get(h), list) for h in ("before_all", "before_build")}
     hand_set = {"before_all": hooks.before_all, "before_build": hooks.before_build}
     exported = archs.export if archs is not None else DEFAULT_EXPORT
-    for problem in check_cmake_arch_settings(
+    for problem in _check_cmake_arch_settings(
         hooks.config_settings, env, hand_set, exported, ctx.err, listed=listed
     ):
         ctx.report(problem)
 
 
-SECTION = Section("arch-settings", ("hooks", "env-keys"), parse_arch_settings, None)
+SECTION = Section("arch-settings", ("hooks", "env-keys"), _parse_arch_settings, None)

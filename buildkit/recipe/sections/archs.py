@@ -44,7 +44,7 @@ def is_environment_name(export_name: str) -> bool:
     return cmake_variable(export_name) is None
 
 
-def arch_export(raw: Any, err: ErrorAt) -> tuple[tuple[str, str], ...]:
+def _arch_export(raw: Any, err: ErrorAt) -> tuple[tuple[str, str], ...]:
     """``archs.export``: a list of known arch variables (:data:`buildkit.targets.ARCH_VARIABLES`,
     their usual separator) or a mapping of variable -> separator; after the two always exported.
     ``cmake.define.X`` and ``-DX`` export the list to CMake (a config setting, ``CMAKE_ARGS``)."""
@@ -103,7 +103,7 @@ def parse_archs(ctx: Context) -> ArchSpec:
         from_env=archs_raw.get("from") == "env",
         allow=tuple(archs_raw["allow"]) if "allow" in archs_raw else None,
         toolchain=archs_raw.get("toolchain"),
-        export=arch_export(archs_raw.get("export"), ctx.err),
+        export=_arch_export(archs_raw.get("export"), ctx.err),
     )
 
 

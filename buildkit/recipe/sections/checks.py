@@ -7,8 +7,8 @@ from __future__ import annotations
 from buildkit.recipe.section import Context, Section
 
 
-def parse_checks(ctx: Context) -> tuple[str, ...]:
+def _parse_checks(ctx: Context) -> tuple[str, ...]:
     return tuple(ctx.data.get("checks", {}).get("tuned_csv", ()))
 
 
-SECTION = Section("checks", ("checks",), parse_checks, "tuned_csv")
+SECTION = Section("checks", ("checks",), _parse_checks, "tuned_csv")

@@ -13,7 +13,7 @@ from buildkit.recipe.sections.matrix import Matrix
 from buildkit.recipe.yamlspan import Path as JsonPath
 
 
-def parse_env(ctx: Context) -> dict[str, str]:
+def _parse_env(ctx: Context) -> dict[str, str]:
     """The recipe's ``env``, each name checked (:func:`check_env_name`) on its own, and no name both
     an env value and a matrix axis."""
     matrix: Matrix | None = ctx.part("matrix")
@@ -39,4 +39,4 @@ def parse_env(ctx: Context) -> dict[str, str]:
     return env
 
 
-SECTION = Section("env-keys", ("env", "matrix"), parse_env, "env")
+SECTION = Section("env-keys", ("env", "matrix"), _parse_env, "env")

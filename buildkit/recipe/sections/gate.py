@@ -18,7 +18,7 @@ regress against. ``gate.waive`` lists findings the gate accepts, each with its r
 
 The schema checks each key (``rule`` a gate rule id, with "did you mean"; a rule the gate never
 lets be waived refused with the reason: both generated from the gate's rule registry, which this
-layer does not import); :func:`parse_gate` adds what a schema cannot say. The gate applies the
+layer does not import); :func:`_parse_gate` adds what a schema cannot say. The gate applies the
 waivers (:mod:`buildkit.gate.rules.waivers`), and reports a waiver that matches nothing.
 """
 
@@ -45,7 +45,7 @@ class GateRules:
     require: tuple[Required, ...] = ()
 
 
-def parse_gate(raw: Mapping[str, Any], spans: Spans, err: ErrorAt, recipe_file: str) -> GateRules:
+def _parse_gate(raw: Mapping[str, Any], spans: Spans, err: ErrorAt, recipe_file: str) -> GateRules:
     """The schema-valid ``gate`` value as :class:`GateRules`. A waiver repeating another's rule and
     globs is refused (one of the two could never be used), and so is a ``regression`` waiver
     without ``no_regression_against`` (that rule runs only against an index). ``recipe_file``: the
@@ -91,7 +91,7 @@ def parse_gate(raw: Mapping[str, Any], spans: Spans, err: ErrorAt, recipe_file: 
 
 
 def _parse(ctx: Context) -> GateRules:
-    return parse_gate(ctx.data.get("gate", {}), ctx.spans, ctx.err, str(ctx.path))
+    return _parse_gate(ctx.data.get("gate", {}), ctx.spans, ctx.err, str(ctx.path))
 
 
 SECTION = Section("gate", ("gate",), _parse, "gate")

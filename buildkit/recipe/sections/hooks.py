@@ -39,10 +39,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from buildkit.recipe.section import Context, Section
 from buildkit.records import Key, json_shape
-
-FRONTENDS = ("build", "build[uv]", "pip", "uv")
 
 
 @json_shape(
@@ -81,7 +82,7 @@ def _commands(value: Any) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
-def parse_hooks(data: dict[str, Any]) -> Hooks:
+def _parse_hooks(data: dict[str, Any]) -> Hooks:
     """The hooks of a schema-valid recipe document."""
     settings = data.get("config_settings", {})
     return Hooks(
@@ -97,12 +98,10 @@ def parse_hooks(data: dict[str, Any]) -> Hooks:
     )
 
 
-def parse_build_hooks(ctx: Context) -> Hooks:
+def _parse_build_hooks(ctx: Context) -> Hooks:
     """The hooks, with ``build_requires`` checked: each a PEP 508 requirement, named once, and
     never torch (a job builds against the torch its ``torch`` axis pins)."""
-    hooks = parse_hooks(ctx.data)
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
+    hooks = _parse_hooks(ctx.data)
 
     seen: dict[str, int] = {}
     for i, text in enumerate(hooks.build_requires):
@@ -129,7 +128,7 @@ def parse_build_hooks(ctx: Context) -> Hooks:
 
 
 #: the recipe keys of the table above
-KEYS = (
+_KEYS = (
     "before_all",
     "before_build",
     "config_settings",
@@ -138,4 +137,4 @@ KEYS = (
     "test_requires",
     "build_requires",
 )
-SECTION = Section("hooks", KEYS, parse_build_hooks, "hooks")
+SECTION = Section("hooks", _KEYS, _parse_build_hooks, "hooks")

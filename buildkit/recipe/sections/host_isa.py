@@ -29,7 +29,7 @@ class HostIsa:
         return env
 
 
-def parse_host_isa(ctx: Context) -> HostIsa | None:
+def _parse_host_isa(ctx: Context) -> HostIsa | None:
     data = ctx.data.get("host_isa")
     if data is None:
         return None
@@ -42,4 +42,4 @@ def parse_host_isa(ctx: Context) -> HostIsa | None:
     )
 
 
-SECTION = Section("host_isa", ("host_isa",), parse_host_isa, "host_isa")
+SECTION = Section("host_isa", ("host_isa",), _parse_host_isa, "host_isa")

@@ -65,6 +65,13 @@ class ImageSpec:
             return self.profile
         return f"dockerfile:{self.dockerfile}" if self.dockerfile else f"ref:{self.ref}"
 
+    @property
+    def profile_data(self) -> profiles.Profile | None:
+        """The profile's data, which the layers below the recipe read instead of looking the name up
+        again (None for a Dockerfile or a ref); an unknown profile is a UsageError, reported by the
+        recipe's loader at its position first."""
+        return profiles.get_profile(self.profile) if self.profile else None
+
     def dockerfile_path(self, recipe_dir: Path) -> Path | None:
         return recipe_dir / self.dockerfile if self.dockerfile else None
 
@@ -74,7 +81,7 @@ class ImageSpec:
         return recipe_dir / self.context if self.context else (recipe_dir / self.dockerfile).parent
 
 
-def parse_image(raw: Any, recipe_dir: Path, err: ErrorAt) -> ImageSpec:
+def _parse_image(raw: Any, recipe_dir: Path, err: ErrorAt) -> ImageSpec:
     """The recipe's ``image`` value (schema-valid) as an :class:`ImageSpec`, with the checks a
     schema cannot make: build arguments the Dockerfile declares, packages a profile can install."""
     if isinstance(raw, str):
@@ -196,7 +203,7 @@ def _check_dockerfile(spec: ImageSpec, recipe_dir: Path, err: ErrorAt) -> None:
 
 
 def _parse(ctx: Context) -> ImageSpec:
-    return parse_image(ctx.data["image"], ctx.path.parent, ctx.err)
+    return _parse_image(ctx.data["image"], ctx.path.parent, ctx.err)
 
 
 SECTION = Section("image", ("image",), _parse, "image")

@@ -27,7 +27,7 @@ class Manylinux:
     sysroot: str | None = None
 
 
-def parse_manylinux(d: Mapping[str, Any], err: ErrorAt) -> Manylinux:
+def _parse_manylinux(d: Mapping[str, Any], err: ErrorAt) -> Manylinux:
     """The recipe's ``manylinux:`` (validated by the schema already): the policy, its ceilings with
     the recipe's overrides (which may only tighten it), ``from_image`` and the ``sysroot``."""
     m = d["manylinux"]
@@ -98,7 +98,7 @@ def _check_sysroot(d: Mapping[str, Any], name: str, err: ErrorAt) -> None:
 
 
 def _parse(ctx: Context) -> Manylinux:
-    return parse_manylinux(ctx.data, ctx.err)
+    return _parse_manylinux(ctx.data, ctx.err)
 
 
 SECTION = Section("manylinux", ("manylinux",), _parse, "manylinux")

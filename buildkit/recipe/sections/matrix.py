@@ -29,7 +29,7 @@ class Matrix:
     exclude: tuple[ExcludeRule, ...] = ()
 
 
-def parse_matrix(ctx: Context) -> Matrix:
+def _parse_matrix(ctx: Context) -> Matrix:
     d = ctx.data
     torch: tuple[TorchPin, ...] = pins(ctx.part("torch"))
     m = d.get("matrix", {})
@@ -94,4 +94,4 @@ def parse_matrix(ctx: Context) -> Matrix:
     return Matrix(zip=zipped, axes=axes, exclude=tuple(rules))
 
 
-SECTION = Section("matrix", ("matrix", "python", "rocm", "torch"), parse_matrix, "matrix")
+SECTION = Section("matrix", ("matrix", "python", "rocm", "torch"), _parse_matrix, "matrix")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from buildkit.recipe.section import Context, Section
 
 
-def parse_name(ctx: Context) -> str:
+def _parse_name(ctx: Context) -> str:
     name: str = ctx.data["name"]
     return name
 
 
-SECTION = Section("name", ("name",), parse_name, "name")
+SECTION = Section("name", ("name",), _parse_name, "name")

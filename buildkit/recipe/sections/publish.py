@@ -20,7 +20,7 @@ class Publish:
     require_signature: bool = False  # publish only wheels whose attestation a given key signs
 
 
-def parse_publish(ctx: Context) -> Publish | None:
+def _parse_publish(ctx: Context) -> Publish | None:
     p = ctx.data.get("publish")
     if p is None:
         return None
@@ -36,4 +36,4 @@ def parse_publish(ctx: Context) -> Publish | None:
     return Publish("directory", p["directory"], signed)
 
 
-SECTION = Section("publish", ("publish",), parse_publish, "publish")
+SECTION = Section("publish", ("publish",), _parse_publish, "publish")

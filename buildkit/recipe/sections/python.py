@@ -39,12 +39,12 @@ def cibuildwheel_pythons() -> tuple[str, ...]:
     return tuple(f"{major}.{minor}" for major, minor in sorted(found))
 
 
-def parse_python(ctx: Context) -> tuple[str, ...]:
+def _parse_python(ctx: Context) -> tuple[str, ...]:
     """The recipe's Pythons; each one cibuildwheel cannot build is a problem of its own."""
     known = cibuildwheel_pythons()
     for i, python in enumerate(ctx.data["python"]):
         if python not in known:
-            import cibuildwheel
+            import cibuildwheel  # its version for the message only (start-up time: check never loads it)
 
             ctx.report(
                 ctx.err(
@@ -57,4 +57,4 @@ def parse_python(ctx: Context) -> tuple[str, ...]:
     return tuple(ctx.data["python"])
 
 
-SECTION = Section("python", ("python",), parse_python, "python")
+SECTION = Section("python", ("python",), _parse_python, "python")

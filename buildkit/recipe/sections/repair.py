@@ -10,7 +10,7 @@ from typing import Any
 from buildkit.recipe.section import Context, Section
 
 
-def parse_repair(ctx: Context) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _parse_repair(ctx: Context) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(the excluded sets, the excluded SONAME patterns)."""
     exclude = ctx.data.get("repair", {}).get("exclude", {})
     return tuple(exclude.get("sets", ())), tuple(exclude.get("patterns", ()))
@@ -21,4 +21,4 @@ def _fields(result: tuple[tuple[str, ...], tuple[str, ...]]) -> Mapping[str, Any
     return {"exclude_sets": sets, "exclude_patterns": patterns}
 
 
-SECTION = Section("repair", ("repair",), parse_repair, _fields)
+SECTION = Section("repair", ("repair",), _parse_repair, _fields)

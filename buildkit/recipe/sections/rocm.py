@@ -6,8 +6,8 @@ from __future__ import annotations
 from buildkit.recipe.section import Context, Section
 
 
-def parse_rocm(ctx: Context) -> tuple[str, ...]:
+def _parse_rocm(ctx: Context) -> tuple[str, ...]:
     return tuple(ctx.data["rocm"])
 
 
-SECTION = Section("rocm", ("rocm",), parse_rocm, "rocm")
+SECTION = Section("rocm", ("rocm",), _parse_rocm, "rocm")

@@ -17,17 +17,17 @@ from buildkit.recipe.section import Context, Section
 
 #: the selector distribution (TheRock's ``rocm``; ``import rocm_sdk``)
 SELECTOR = "rocm"
-DEFAULT_EXTRAS = ("libraries",)
+_DEFAULT_EXTRAS = ("libraries",)
 #: the extra that installs headers and CMake files (``rocm-sdk-devel``): a build's, not a run's
-DEVEL = "devel"
-DEVICE_EXTRA = "device-"
+_DEVEL = "devel"
+_DEVICE_EXTRA = "device-"
 
 
 @dataclass(frozen=True)
 class RocmPip:
     """``rocm_pip:``: the run-time extras of the ``rocm`` selector the wheel declares."""
 
-    extras: tuple[str, ...] = DEFAULT_EXTRAS
+    extras: tuple[str, ...] = _DEFAULT_EXTRAS
 
     def requirement(self, rocm: str) -> str:
         """The ``Requires-Dist`` of a job of ROCm ``rocm`` ("7.2"): ``rocm[libraries]==7.2.*``."""
@@ -35,7 +35,7 @@ class RocmPip:
 
     def build_requirement(self, rocm: str, processors: Iterable[str]) -> str:
         """What the build installs: the run-time extras, ``devel`` and ``device-<gfx>`` per processor."""
-        extras = {*self.extras, DEVEL, *(f"{DEVICE_EXTRA}{p}" for p in processors)}
+        extras = {*self.extras, _DEVEL, *(f"{_DEVICE_EXTRA}{p}" for p in processors)}
         return f"{SELECTOR}[{','.join(sorted(extras))}]=={_series(rocm)}"
 
 
@@ -44,7 +44,7 @@ def _series(rocm: str) -> str:
     return rocm if rocm.count(".") >= 2 else f"{rocm}.*"
 
 
-def parse_rocm_pip(ctx: Context) -> RocmPip | None:
+def _parse_rocm_pip(ctx: Context) -> RocmPip | None:
     data = ctx.data.get("rocm_pip")
     if data is None:
         return None
@@ -55,9 +55,9 @@ def parse_rocm_pip(ctx: Context) -> RocmPip | None:
             ("network",),
             hint="remove network: true (the build requirements are then downloaded on the host)",
         )
-    extras = tuple(data.get("extras", DEFAULT_EXTRAS))
+    extras = tuple(data.get("extras", _DEFAULT_EXTRAS))
     for i, extra in enumerate(extras):
-        if extra == DEVEL or extra.startswith(DEVICE_EXTRA):
+        if extra == _DEVEL or extra.startswith(_DEVICE_EXTRA):
             raise ctx.err(
                 f"rocm_pip.extras[{i}]: {extra!r} is added for the build only; the wheel's Requires-Dist "
                 "names its run-time extras",
@@ -67,4 +67,4 @@ def parse_rocm_pip(ctx: Context) -> RocmPip | None:
     return RocmPip(extras)
 
 
-SECTION = Section("rocm_pip", ("rocm_pip",), parse_rocm_pip, "rocm_pip")
+SECTION = Section("rocm_pip", ("rocm_pip",), _parse_rocm_pip, "rocm_pip")

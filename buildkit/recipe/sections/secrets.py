@@ -12,7 +12,7 @@ from buildkit.recipe.schema import where_of
 from buildkit.recipe.section import Context, Section
 from buildkit.recipe.yamlspan import Path as JsonPath
 
-HINT = (
+_HINT = (
     "keep credentials out of the recipe: ~/.netrc (pip, uv, twine and buildkit read it), "
     "TWINE_USERNAME/TWINE_PASSWORD for an upload, or a CI secret in the environment; then revoke "
     "the credential, which the recipe's history keeps"
@@ -30,7 +30,7 @@ def _strings(value: Any, at: JsonPath) -> Iterator[tuple[JsonPath, str]]:
             yield from _strings(item, (*at, i))
 
 
-def check_secrets(ctx: Context) -> None:
+def _check_secrets(ctx: Context) -> None:
     """Every string of the recipe that is a URL with a credential, one problem each."""
     for at, text in _strings(ctx.data, ()):
         if "://" not in text:
@@ -41,9 +41,9 @@ def check_secrets(ctx: Context) -> None:
                 ctx.err(
                     f"{where_of(at)}: the URL {redact(text.strip())} holds {' and '.join(found)}",
                     at,
-                    hint=HINT,
+                    hint=_HINT,
                 )
             )
 
 
-SECTION = Section("secrets", (), check_secrets, None)
+SECTION = Section("secrets", (), _check_secrets, None)

@@ -7,9 +7,9 @@ from buildkit.recipe.section import Context, Section
 from buildkit.units import parse_size
 
 
-def parse_size_budget(ctx: Context) -> dict[str, int]:
+def _parse_size_budget(ctx: Context) -> dict[str, int]:
     """``"limit"``/``"warn"`` -> bytes."""
     return {k: parse_size(v) for k, v in sorted(ctx.data.get("size_budget", {}).items())}
 
 
-SECTION = Section("size_budget", ("size_budget",), parse_size_budget, "size_budget")
+SECTION = Section("size_budget", ("size_budget",), _parse_size_budget, "size_budget")

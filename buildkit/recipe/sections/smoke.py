@@ -22,7 +22,7 @@ class SmokeTest:
     packages: tuple[str, ...] = ()
 
 
-def parse_smoke(ctx: Context) -> tuple[SmokeTest, ...]:
+def _parse_smoke(ctx: Context) -> tuple[SmokeTest, ...]:
     smoke = tuple(
         SmokeTest(
             name=s["name"],
@@ -45,4 +45,4 @@ def parse_smoke(ctx: Context) -> tuple[SmokeTest, ...]:
     return smoke
 
 
-SECTION = Section("smoke", ("smoke",), parse_smoke, "smoke")
+SECTION = Section("smoke", ("smoke",), _parse_smoke, "smoke")

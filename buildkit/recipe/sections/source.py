@@ -2,7 +2,7 @@
 (``name==version``) or an archive ``url``, the last two pinned by ``sha256``.
 
 The schema states the shapes (one of the four keys, ``sha256`` with ``sdist`` and ``url``, its 64 hex
-digits, ``name==version``); :func:`parse_source` adds what a schema cannot: a PEP 440 version in the
+digits, ``name==version``); :func:`_parse_source` adds what a schema cannot: a PEP 440 version in the
 pin, no ``sha256`` on a source that downloads nothing, and no ``version.from: git-tag`` for a source
 without tags. Fetching is :mod:`buildkit.source`'s job; loading a recipe never touches the network.
 """
@@ -55,7 +55,7 @@ class Source:
         return canonicalize_name(name), Version(version)
 
 
-def parse_source(data: Mapping[str, Any], err: ErrorAt) -> Source:
+def _parse_source(data: Mapping[str, Any], err: ErrorAt) -> Source:
     """The validated ``source`` of recipe ``data`` (which the schema has checked)."""
     src = data["source"]
     source = Source(
@@ -97,7 +97,7 @@ def parse_source(data: Mapping[str, Any], err: ErrorAt) -> Source:
 
 
 def _parse(ctx: Context) -> Source:
-    return parse_source(ctx.data, ctx.err)
+    return _parse_source(ctx.data, ctx.err)
 
 
 SECTION = Section("source", ("source", "version"), _parse, "source")

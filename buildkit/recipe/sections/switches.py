@@ -11,15 +11,15 @@ from __future__ import annotations
 from buildkit.recipe.section import Context, Section
 
 
-def parse_network(ctx: Context) -> bool:
+def _parse_network(ctx: Context) -> bool:
     return bool(ctx.data.get("network", False))
 
 
-def parse_offload_compress(ctx: Context) -> bool:
+def _parse_offload_compress(ctx: Context) -> bool:
     return bool(ctx.data.get("offload_compress", False))
 
 
-NETWORK = Section("network", ("network",), parse_network, "network")
+NETWORK = Section("network", ("network",), _parse_network, "network")
 OFFLOAD_COMPRESS = Section(
-    "offload_compress", ("offload_compress",), parse_offload_compress, "offload_compress"
+    "offload_compress", ("offload_compress",), _parse_offload_compress, "offload_compress"
 )

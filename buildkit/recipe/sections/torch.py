@@ -80,7 +80,7 @@ class TorchStable:
         return f"-DTORCH_STABLE_ONLY -DTORCH_TARGET_VERSION={self.target_version}"
 
 
-def parse_torch(ctx: Context) -> tuple[TorchPin, ...] | TorchStable:
+def _parse_torch(ctx: Context) -> tuple[TorchPin, ...] | TorchStable:
     if isinstance(ctx.data.get("torch"), dict):
         return _parse_stable(ctx, ctx.data["torch"])
     pins = []
@@ -156,4 +156,4 @@ def _fields(result: tuple[TorchPin, ...] | TorchStable) -> dict[str, object]:
     return {"torch": result}
 
 
-SECTION = Section("torch", ("torch",), parse_torch, _fields)
+SECTION = Section("torch", ("torch",), _parse_torch, _fields)

@@ -24,7 +24,7 @@ class VersionSpec:
     local: str  # template, "" for none
 
 
-def parse_version(ctx: Context) -> VersionSpec:
+def _parse_version(ctx: Context) -> VersionSpec:
     torch_part = ctx.part("torch")
     torch: tuple[TorchPin, ...] = pins(torch_part)
     matrix: Matrix = ctx.part("matrix", Matrix())
@@ -93,4 +93,4 @@ def parse_version(ctx: Context) -> VersionSpec:
     )
 
 
-SECTION = Section("version", ("version", "torch", "matrix", "publish"), parse_version, "version")
+SECTION = Section("version", ("version", "torch", "matrix", "publish"), _parse_version, "version")

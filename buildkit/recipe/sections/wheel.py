@@ -19,7 +19,7 @@ its own::
 
     wheel: {abi: py3-none, split: per-target}
 
-The schema checks the keys and the syntax of ``from``; :func:`parse_wheel` adds what a schema cannot
+The schema checks the keys and the syntax of ``from``; :func:`_parse_wheel` adds what a schema cannot
 say, each a :class:`~buildkit.errors.RecipeError` at ``file:line:column``: ``from`` only with
 ``abi3`` (and required there), every planned Python at least ``from``, and no ``{python}``/``{cp}``
 placeholder in ``version.local`` (one wheel serves every Python, so its version cannot name one).
@@ -35,10 +35,10 @@ from buildkit import version as ver
 from buildkit.recipe.section import Context, ErrorAt, Section
 from buildkit.records import Key, json_shape
 
-Abi = Literal["cpython", "py3-none", "abi3"]
+_Abi = Literal["cpython", "py3-none", "abi3"]
 Split = Literal["none", "per-target"]
 #: the version placeholders that name one Python (:data:`buildkit.version.PLACEHOLDERS`)
-PER_PYTHON_PLACEHOLDERS: tuple[str, ...] = ("python", "cp")
+_PER_PYTHON_PLACEHOLDERS: tuple[str, ...] = ("python", "cp")
 
 
 def _minor(python: str) -> tuple[int, int]:
@@ -53,7 +53,7 @@ class WheelAbi:
     """What the wheel is tagged for: ``cpython`` (one wheel per Python: ``cp312-cp312``),
     ``py3-none`` or ``abi3`` from CPython ``from_python`` (``"3.12"``: ``cp312-abi3``)."""
 
-    abi: Abi = "cpython"
+    abi: _Abi = "cpython"
     from_python: str | None = None
     #: ``per-target``: each job's wheel is split into a host wheel and one device wheel per gfx target
     split: Split = "none"
@@ -84,14 +84,14 @@ class WheelAbi:
         return None
 
 
-def parse_wheel(
+def _parse_wheel(
     raw: Mapping[str, Any] | None, pythons: Sequence[str], local_template: str, err: ErrorAt
 ) -> WheelAbi:
     """The schema-valid ``wheel`` value (None: not given) as :class:`WheelAbi`, checked against the
     recipe's ``python`` list and ``version.local`` template."""
     if raw is None:
         return WheelAbi()
-    abi: Abi = raw["abi"]
+    abi: _Abi = raw["abi"]
     start = raw.get("from")
     if abi != "abi3" and start is not None:
         raise err(
@@ -124,7 +124,7 @@ def parse_wheel(
         except ver.VersionProblem:
             fields = []  # the version section reports it
         for name in fields:
-            if name in PER_PYTHON_PLACEHOLDERS:
+            if name in _PER_PYTHON_PLACEHOLDERS:
                 raise err(
                     f"version.local uses {{{name}}}, but a {abi} wheel serves every planned Python",
                     ("version", "local"),
@@ -135,7 +135,7 @@ def parse_wheel(
 
 def _parse(ctx: Context) -> WheelAbi:
     version = ctx.part("version")
-    return parse_wheel(ctx.data.get("wheel"), ctx.data["python"], version.local if version else "", ctx.err)
+    return _parse_wheel(ctx.data.get("wheel"), ctx.data["python"], version.local if version else "", ctx.err)
 
 
 SECTION = Section("wheel", ("wheel", "python", "version"), _parse, "wheel")
