@@ -1,18 +1,6 @@
 """One job: its phases in order (:data:`STEPS`, one module each in :mod:`buildkit.building.steps`),
-the error it ends with and the clean-up.
-
-:func:`build_one` is the one path of ``buildkit build`` and ``buildkit verify``. The source is
-staged into a private folder inside ``<out>`` (:mod:`buildkit.building.staging`; cibuildwheel copies
-it to the fixed path ``/project`` of a container that gets no host mount); the inputs key
-(:mod:`buildkit.building.key`) may find the job up to date; else a hermetic job's build requirements are
-downloaded on the host into the staged source (:mod:`buildkit.building.requirements`; a recipe with
-``network: true`` skips that), cibuildwheel builds and repairs, the
-wheel is inspected and gated (:mod:`buildkit.building.gating`) and checked against the last release,
-its manifest and provenance are written beside it and all of it is moved into the job's folder
-(:mod:`buildkit.building.output`). A wheel the gate or the regression check refuses is moved, with its
-reports and the record of why, into the job's quarantine folder (``<out>/.refused/<job-id>/`` or
-``--keep-refused DIR``: :mod:`buildkit.building.quarantine`), never into ``<out>/<job-id>/``; a job that
-passes removes its superseded quarantine folder.
+the error it ends with and the clean-up; :func:`build_one` is the one path of ``buildkit build`` and
+``buildkit verify``.
 
 A failed or gate-refused job removes the previous ``<out>/<job-id>/`` (unless it was built from
 exactly these inputs); an interrupted job (Ctrl-C, SIGTERM) or a lost Docker engine leaves it as it

@@ -38,12 +38,7 @@ the results (:mod:`.report`) and one smoke test from start to end (:mod:`.run`: 
 """
 
 from buildkit.smoke.container import resolve_image
-from buildkit.smoke.dependencies import (
-    download_command,
-    locked_versions,
-    missing_requirements,
-    wheel_requirements,
-)
+from buildkit.smoke.dependencies import download_command, locked_versions, missing_requirements
 from buildkit.smoke.report import (
     SmokeResult,
     Step,
@@ -54,7 +49,6 @@ from buildkit.smoke.report import (
 )
 from buildkit.smoke.run import DEFAULT_TIMEOUT, run_smoke
 from buildkit.smoke.spec import (
-    GpuAccess,
     SmokeSpec,
     check_wheel,
     choose_specs,
@@ -67,7 +61,6 @@ from buildkit.smoke.spec import (
 
 __all__ = [
     "DEFAULT_TIMEOUT",
-    "GpuAccess",
     "SmokeResult",
     "SmokeSpec",
     "Step",
@@ -87,5 +80,4 @@ __all__ = [
     "served_pythons",
     "specs_from_recipe",
     "summarize_error",
-    "wheel_requirements",
 ]
