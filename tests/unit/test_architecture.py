@@ -38,8 +38,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "buildkit/plan/render.py:render_table": "the plan table's columns, each optional",
     "buildkit/recipe/schema.py:_error_for": "one branch per JSON Schema validator, each a message and a hint",
     "buildkit/cli/verify.py:verify": "a command's options and its printing",
-    "buildkit/building/verify.py:rebuild": "the recorded job rebuilt: options, image and comparison",
-    "buildkit/building/cibw.py:container_environment": "one variable of the build container per line",
     "buildkit/recipe/sections/arch_settings.py:check_cmake_arch_settings": "one check per place a recipe"
     " sets arch variables",
     "buildkit/cli/publish.py:publish_cmd": "a command's options and its printing",
