@@ -75,7 +75,7 @@ JOBS = ("cp313-rocm7.2", "cp314-rocm7.2", "cp315-rocm7.2")
 DEVICE, HOST = 3, 1  # csrc: gemm.hip, rowsum.hip, hip_runtime_info.hip; module.c (Python.h)
 TORCH_JOB = "cp311-rocm7.2-torch2.13"
 TP_PYTHONS = ("3.13", "3.14", "3.15")  # the ROCm 7.2 builder's CPythons
-MISSED = ccache.MISSED_LOG_LINE  # a build log's line per compile that missed (buildkit.building.job)
+MISSED = ccache.MISSED_LOG_LINE  # a log line per compile that missed (buildkit.building.steps.compile)
 PASSED = re.compile(r"^\[([\w.-]+)\] (?:passed|up-to-date) in ([0-9.]+)s", re.M)
 SCENARIOS = ("matrix", "peer", "torch", "parallel", "remote")
 #: the label the peer's cibuildwheel container gets, for the CPU meter

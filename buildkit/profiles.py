@@ -237,95 +237,17 @@ def _check_kind(value: Any, kind: str) -> bool:
 
 
 def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
-    if not isinstance(raw, dict):
-        raise _fail(path, where.table(name), f"profiles.{name} must be a table")
-    if not _NAME.match(name):
-        raise _fail(
-            path,
-            where.table(name),
-            f"profile name {name!r} cannot name an image (lowercase letters, digits, '.', '_', '-')",
-        )
-    for key, value in raw.items():
-        kind = _FIELDS.get(key)
-        if kind is None:
-            close = difflib.get_close_matches(key, sorted(_FIELDS), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(_FIELDS))})"
-            raise _fail(path, where.key(name, key), f"profile {name}: unknown field {key!r}{hint}")
-        if not _check_kind(value, kind):
-            raise _fail(path, where.key(name, key), f"profile {name}: {key} must be {_KIND_TEXT[kind]}")
-    if "dockerfile" not in raw:
-        raise _fail(path, where.table(name), f"profile {name}: dockerfile is required")
+    _check_fields(path, where, name, raw)
     releases = raw.get("rocm_releases")
-    manager = raw.get("package_manager")
-    if manager is not None and manager not in _PACKAGE_MANAGERS:
-        raise _fail(
-            path,
-            where.key(name, "package_manager"),
-            f"profile {name}: package_manager must be one of {', '.join(_PACKAGE_MANAGERS)}, not {manager!r}",
-        )
-    role = raw.get("role", "builder")
-    if role not in _ROLES:
-        raise _fail(
-            path,
-            where.key(name, "role"),
-            f"profile {name}: role must be one of {', '.join(_ROLES)}, not {role!r}",
-        )
-    layout, route = raw.get("cache_layout"), raw.get("cache_hip")
-    if layout is not None and layout not in CACHE_LAYOUTS:
-        raise _fail(
-            path,
-            where.key(name, "cache_layout"),
-            f"profile {name}: cache_layout must be one of {', '.join(CACHE_LAYOUTS)}, not {layout!r}",
-        )
+    manager = _one_of(path, where, name, "package_manager", raw.get("package_manager"), _PACKAGE_MANAGERS)
+    role = _one_of(path, where, name, "role", raw.get("role", "builder"), _ROLES)
+    layout = _one_of(path, where, name, "cache_layout", raw.get("cache_layout"), tuple(CACHE_LAYOUTS))
+    route = raw.get("cache_hip")
     if route is not None and layout is None:
         raise _fail(path, where.key(name, "cache_hip"), f"profile {name}: cache_hip needs a cache_layout")
-    if route is not None and layout is not None and route not in CACHE_LAYOUTS[layout]:
-        raise _fail(
-            path,
-            where.key(name, "cache_hip"),
-            f"profile {name}: cache_hip of cache_layout {layout} must be one of "
-            f"{', '.join(CACHE_LAYOUTS[layout])}, not {route!r}",
-        )
-    entries: dict[str, dict[str, dict[str, Any]]] = {}
-    for group, fields in (("releases", _RELEASE_FIELDS), ("sysroots", _SYSROOT_FIELDS)):
-        entries[group] = {}
-        for entry, values in raw.get(group, {}).items():
-            for key, value in values.items():
-                kind = fields.get(key)
-                if kind is None:
-                    raise _fail(
-                        path,
-                        where.table(name),
-                        f"profile {name}: {group}.{entry}: unknown field {key!r} "
-                        f"(known: {', '.join(sorted(fields))})",
-                    )
-                if not _check_kind(value, kind):
-                    raise _fail(
-                        path,
-                        where.table(name),
-                        f"profile {name}: {group}.{entry}.{key} must be {_KIND_TEXT[kind]}",
-                    )
-            entries[group][entry] = values
-    for rel in entries["releases"]:
-        if releases is None or rel not in releases:
-            raise _fail(
-                path,
-                where.table(name),
-                f"profile {name}: releases.{rel} names a ROCm release not in rocm_releases",
-            )
-    for sysroot, values in entries["sysroots"].items():
-        missing = [k for k in _SYSROOT_REQUIRED if k not in values]
-        if missing:
-            raise _fail(
-                path, where.table(name), f"profile {name}: sysroots.{sysroot} needs {', '.join(missing)}"
-            )
-    if entries["sysroots"] and "rocm_lib_links" not in raw:
-        raise _fail(
-            path,
-            where.table(name),
-            f"profile {name}: sysroots need rocm_lib_links (the folder of links to the image's ROCm "
-            "libraries a sysroot build links with)",
-        )
+    if layout is not None:
+        _one_of(path, where, name, "cache_hip", route, CACHE_LAYOUTS[layout], of=f" of cache_layout {layout}")
+    entries = _entries(path, where, name, raw)
     return Profile(
         name=name,
         dockerfile=raw["dockerfile"],
@@ -352,6 +274,91 @@ def _profile(path: Path, where: _Locator, name: str, raw: Any) -> Profile:
         sysroots={sname: _Sysroot(name=sname, **v) for sname, v in entries["sysroots"].items()},
         rocm_lib_links=raw.get("rocm_lib_links"),
     )
+
+
+def _check_fields(path: Path, where: _Locator, name: str, raw: Any) -> None:
+    """``profiles.NAME`` is a table, NAME can name an image, every field is known and of its kind, and
+    ``dockerfile`` is there."""
+    if not isinstance(raw, dict):
+        raise _fail(path, where.table(name), f"profiles.{name} must be a table")
+    if not _NAME.match(name):
+        raise _fail(
+            path,
+            where.table(name),
+            f"profile name {name!r} cannot name an image (lowercase letters, digits, '.', '_', '-')",
+        )
+    for key, value in raw.items():
+        kind = _FIELDS.get(key)
+        if kind is None:
+            close = difflib.get_close_matches(key, sorted(_FIELDS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(sorted(_FIELDS))})"
+            raise _fail(path, where.key(name, key), f"profile {name}: unknown field {key!r}{hint}")
+        if not _check_kind(value, kind):
+            raise _fail(path, where.key(name, key), f"profile {name}: {key} must be {_KIND_TEXT[kind]}")
+    if "dockerfile" not in raw:
+        raise _fail(path, where.table(name), f"profile {name}: dockerfile is required")
+
+
+def _one_of(
+    path: Path, where: _Locator, name: str, key: str, value: Any, choices: tuple[str, ...], of: str = ""
+) -> Any:
+    """``value``, the profile's ``key``, when it is None or one of ``choices``."""
+    if value is not None and value not in choices:
+        raise _fail(
+            path,
+            where.key(name, key),
+            f"profile {name}: {key}{of} must be one of {', '.join(choices)}, not {value!r}",
+        )
+    return value
+
+
+def _entries(
+    path: Path, where: _Locator, name: str, raw: dict[str, Any]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """The profile's ``releases`` and ``sysroots`` entries, each field known and of its kind, each
+    release one of ``rocm_releases``, each sysroot complete (and then ``rocm_lib_links`` given)."""
+    entries: dict[str, dict[str, dict[str, Any]]] = {}
+    for group, fields in (("releases", _RELEASE_FIELDS), ("sysroots", _SYSROOT_FIELDS)):
+        entries[group] = {}
+        for entry, values in raw.get(group, {}).items():
+            for key, value in values.items():
+                kind = fields.get(key)
+                if kind is None:
+                    raise _fail(
+                        path,
+                        where.table(name),
+                        f"profile {name}: {group}.{entry}: unknown field {key!r} "
+                        f"(known: {', '.join(sorted(fields))})",
+                    )
+                if not _check_kind(value, kind):
+                    raise _fail(
+                        path,
+                        where.table(name),
+                        f"profile {name}: {group}.{entry}.{key} must be {_KIND_TEXT[kind]}",
+                    )
+            entries[group][entry] = values
+    releases = raw.get("rocm_releases")
+    for rel in entries["releases"]:
+        if releases is None or rel not in releases:
+            raise _fail(
+                path,
+                where.table(name),
+                f"profile {name}: releases.{rel} names a ROCm release not in rocm_releases",
+            )
+    for sysroot, values in entries["sysroots"].items():
+        missing = [k for k in _SYSROOT_REQUIRED if k not in values]
+        if missing:
+            raise _fail(
+                path, where.table(name), f"profile {name}: sysroots.{sysroot} needs {', '.join(missing)}"
+            )
+    if entries["sysroots"] and "rocm_lib_links" not in raw:
+        raise _fail(
+            path,
+            where.table(name),
+            f"profile {name}: sysroots need rocm_lib_links (the folder of links to the image's ROCm "
+            "libraries a sysroot build links with)",
+        )
+    return entries
 
 
 def parse_profiles(text: str, path: Path) -> dict[str, Profile]:

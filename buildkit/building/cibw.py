@@ -215,17 +215,7 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         env["CMAKE_PREFIX_PATH"] = f"{ROCM_SDK_DIR}/cmake"
     sysroot_env = sysroot_environment(job, rocm_path)
     env.update(sysroot_env)
-    if settings.ccache_volume:  # every compile through the cache: ccache.environment
-        cache_env = ccache.environment(job)
-        if "PATH" in sysroot_env:  # the masquerade first: ccache then calls the sysroot's wrappers
-            cache_env["PATH"] = cache_env["PATH"].removesuffix(ccache.PATH_TAIL) + ":" + sysroot_env["PATH"]
-        env.update(cache_env)
-        if settings.stats_log:
-            env["CCACHE_STATSLOG"] = settings.stats_log
-        if settings.ccache_remote:
-            env["CCACHE_REMOTE_STORAGE"] = settings.ccache_remote
-    else:  # no cache: HIP compiles still go through the launcher (the same -cuid as a cached build's)
-        env.update(ccache.environment(job, cached=False))
+    env.update(_cache_environment(job, settings, sysroot_env))
     if ccache.holds_host_isa(job):  # the recipe's host_isa: every host compile through the launcher
         env["PATH"] = ccache.HOST_CC_WRAPPERS + ":" + env.get("PATH", ccache.PATH_TAIL[1:])
     if settings.with_ca_bundle:
@@ -242,6 +232,28 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
         env["PIP_EXTRA_INDEX_URL"] = job.torch_index_url
     if job.torch_requirement:
         env["PIP_CONSTRAINT"] = CONTAINER_CONSTRAINTS_PATH
+    _add_job_env(env, job)
+    return env
+
+
+def _cache_environment(job: Job, settings: CibwSettings, sysroot_env: dict[str, str]) -> dict[str, str]:
+    """Every compile through the cache (:func:`ccache.environment`), or, with no cache, the HIP
+    compiles still through the launcher (the same ``-cuid`` as a cached build's)."""
+    if not settings.ccache_volume:
+        return ccache.environment(job, cached=False)
+    env = ccache.environment(job)
+    if "PATH" in sysroot_env:  # the masquerade first: ccache then calls the sysroot's wrappers
+        env["PATH"] = env["PATH"].removesuffix(ccache.PATH_TAIL) + ":" + sysroot_env["PATH"]
+    if settings.stats_log:
+        env["CCACHE_STATSLOG"] = settings.stats_log
+    if settings.ccache_remote:
+        env["CCACHE_REMOTE_STORAGE"] = settings.ccache_remote
+    return env
+
+
+def _add_job_env(env: dict[str, str], job: Job) -> None:
+    """``job.env`` added to ``env``: a reserved variable must equal what buildkit sets (else
+    UsageError), a flags variable the sysroot sets gets the job's value appended."""
     for key in sorted(job.env):
         value = job.env[key]
         if key in RESERVED_ENV and env.get(key) != value:
@@ -254,7 +266,6 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
             env[key] = f"{env[key]} {value}"  # the sysroot's flags, then the job's (offload_compress)
         else:
             env.setdefault(key, value)
-    return env
 
 
 def constraints(job: Job) -> str | None:

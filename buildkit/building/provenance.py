@@ -476,7 +476,7 @@ def record(
     run_id: str | None = None,
 ) -> Path:
     """Re-write the manifest beside ``wheel`` with its provenance and the attestation (the hook of
-    :mod:`buildkit.building.job`); ``interpreter`` is the job's build Python, whose packages are
+    :mod:`buildkit.building.steps.record`); ``interpreter`` is the job's build Python, whose packages are
     recorded; ``run_id`` the build the probe container belongs to."""
     data = manifests.read(wheel)
     data.pop("schema", None)

@@ -66,7 +66,7 @@ asyncio.run(main())
 
 
 @dataclass(frozen=True)
-class _Remote:
+class Remote:
     """A checked ``--ccache-remote`` URL."""
 
     url: str
@@ -80,7 +80,7 @@ class _Remote:
         return f"redis+unix:{SOCKET}" + (f"?db={database}" if database else "")
 
 
-def parse_remote(url: str) -> _Remote:
+def parse_remote(url: str) -> Remote:
     """``redis://HOST:PORT[/DB]``; UsageError for anything else."""
     parts = urlsplit(url)
     if parts.scheme not in _SCHEMES:
@@ -91,7 +91,7 @@ def parse_remote(url: str) -> _Remote:
         raise UsageError(f"--ccache-remote {url}: no host")
     host = parts.hostname
     port = parts.port or 6379
-    return _Remote(url=url, scheme=parts.scheme, host=host, port=port)
+    return Remote(url=url, scheme=parts.scheme, host=host, port=port)
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def _wait_ready(box: Any, timeout: float = _READY_TIMEOUT) -> None:
 
 
 @contextlib.contextmanager
-def channel(client: Any, image: str, remote: _Remote, *, run_id: str | None = None) -> Iterator[Channel]:
+def channel(client: Any, image: str, remote: Remote, *, run_id: str | None = None) -> Iterator[Channel]:
     """The relay to ``remote`` and its socket volume; both removed when the block ends."""
     volume = f"rocm-buildkit-relay-{uuid.uuid4().hex[:12]}"
     client.volumes.create(volume, labels={CONTAINER_LABEL: "ccache-relay"})

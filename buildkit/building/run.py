@@ -22,7 +22,7 @@ from buildkit.building import Echo, runner
 from buildkit.building.job import BuildOptions, JobResult, build_one
 from buildkit.building.output import check_writable
 from buildkit.building.progress import LiveBoard
-from buildkit.building.remote_cache import channel, parse_remote
+from buildkit.building.remote_cache import Remote, channel, parse_remote
 from buildkit.building.staging import fetch_source, run_prebuild_checks, sweep_debris
 from buildkit.docker_engine import ENGINE_ERRORS, connect, engine_failed
 from buildkit.errors import Interrupted, RecipeError
@@ -59,99 +59,116 @@ def build_plan(
     check_writable(options.out_dir, "--out")
     check_writable(options.log_dir, "--log-dir")
     sweep_debris(options.out_dir, echo)
-    results: list[JobResult] = []
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="buildkit-src-"))
-        source = fetch_source(recipe, Path(tmp), echo)
-        # before any image or compiler: a version the source fixes and the plan's label cannot carry
-        checked_plan = check_source_version(plan, source, jobs)
-        for note in checked_plan.notes[len(plan.notes) :]:
-            echo(f"note: {note}")
-        checked = run_prebuild_checks(recipe, source)
-        for path in checked:
-            echo(f"pre-build check: {path.relative_to(source)} ok (gfx column, unique keys)")
-        if client is None:
-            client = connect()
-        images: dict[str, Any] = {}
+        source = _checked_source(recipe, plan, jobs, Path(tmp), echo)
+        client = client if client is not None else connect()
         for job in jobs:  # refuse a job its image cannot serve before building anything
             if recipe.image.profile:
                 rocm_build_args(recipe.image.profile, job.rocm)
-
-        def prepare(job: Job) -> Any:
-            """The builder image of ``job`` (one per ROCm release: a 7.2 job never builds on 6.4), and
-            the channel to the remote compiler cache once."""
-            nonlocal options
-            key = job.rocm
-            if board is not None:
-                board.phase(job.id, "image")
-            if key not in images:
-                served = [j for j in jobs if j.rocm == job.rocm]
-                try:
-                    images[key] = ensure_builder(
-                        recipe.image,
-                        job.rocm,
-                        recipe_dir=recipe.path.parent,
-                        recipe_name=recipe.name,
-                        client=client,
-                        progress=echo,
-                        # the image keeps the GPU kernel libraries of these archs only
-                        archs=[str(a) for j in served for a in j.archs.kept],
-                    )
-                    contract = Contract.of(
-                        (j.cp_tag for j in served),
-                        (str(a) for j in served for a in j.archs.kept),
-                        recipe.hooks.build_frontend,
-                        spec_contract(recipe.image, job.rocm),
-                    )
-                    check_builder(client, images[key].tag, images[key].id, contract, progress=echo)
-                except ENGINE_ERRORS as exc:
-                    raise engine_failed(exc, during=f"preparing the builder image of {job.id}") from None
-            image = images[key]
-            if remote is not None and options.cache_channel is None and not recipe.network:
-                try:  # the relay runs the builder image's python3; removed when the build ends
-                    opened = stack.enter_context(channel(client, image.tag, remote))
-                except ENGINE_ERRORS as exc:
-                    during = "opening the channel to the compiler-cache store"
-                    raise engine_failed(exc, during=during) from None
-                options = dataclasses.replace(options, cache_channel=opened)
-                echo(f"compiler cache: {remote.url} through {opened.url} (volume {opened.volume})")
-            return image
-
-        def build(job: Job, image: Any, say: Echo) -> JobResult:
-            say(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
-            try:
-                result = build_one(
-                    recipe,
-                    job,
-                    options,
-                    client=client,
-                    image=image,
-                    source=source,
-                    echo=say,
-                    verbose=verbose,
-                    board=board,
-                )
-            finally:
-                if board is not None:
-                    board.done(job.id)
-            first = result.message.splitlines()[0] if result.message else ""
-            say(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")
-            if result.status not in ("passed", "up-to-date"):
-                say(result.message)
-                say(f"    log: {result.log}")
-            return result
-
+        builds = _Builds(recipe, jobs, options, remote, client, source, stack, echo, verbose, board)
         if parallel <= 1 or len(jobs) == 1:
-            for job in jobs:
-                results.append(build(job, prepare(job), echo))
-        else:
-            prepared = []
-            for job in jobs:  # every image before any job
-                prepared.append((job, prepare(job)))
-                if board is not None:
-                    board.wait(job.id)
-            results = _side_by_side(prepared, build, parallel, echo)
-    return results
+            return [builds.build(job, builds.prepare(job), echo) for job in jobs]
+        prepared = []
+        for job in jobs:  # every image before any job
+            prepared.append((job, builds.prepare(job)))
+            if board is not None:
+                board.wait(job.id)
+        return _side_by_side(prepared, builds.build, parallel, echo)
+
+
+def _checked_source(recipe: Recipe, plan: Plan, jobs: list[Job], folder: Path, echo: Echo) -> Path:
+    """The recipe's source fetched into ``folder``, checked before any image or compiler: a version the
+    source fixes and the plan's label cannot carry, and the recipe's pre-build checks."""
+    source = fetch_source(recipe, folder, echo)
+    checked_plan = check_source_version(plan, source, jobs)
+    for note in checked_plan.notes[len(plan.notes) :]:
+        echo(f"note: {note}")
+    for path in run_prebuild_checks(recipe, source):
+        echo(f"pre-build check: {path.relative_to(source)} ok (gfx column, unique keys)")
+    return source
+
+
+@dataclasses.dataclass
+class _Builds:
+    """The jobs of one ``build_plan``: their builder images, prepared once per ROCm release, the
+    channel to the remote compiler cache, opened once (closed with ``stack``), and each job built."""
+
+    recipe: Recipe
+    jobs: list[Job]
+    options: BuildOptions
+    remote: Remote | None
+    client: Any
+    source: Path
+    stack: contextlib.ExitStack
+    echo: Echo
+    verbose: bool
+    board: LiveBoard | None
+    images: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def prepare(self, job: Job) -> Any:
+        """The builder image of ``job`` (one per ROCm release: a 7.2 job never builds on 6.4), and
+        the channel to the remote compiler cache once."""
+        if self.board is not None:
+            self.board.phase(job.id, "image")
+        if job.rocm not in self.images:
+            try:
+                self.images[job.rocm] = self._builder(job.rocm)
+            except ENGINE_ERRORS as exc:
+                raise engine_failed(exc, during=f"preparing the builder image of {job.id}") from None
+        image = self.images[job.rocm]
+        options, remote = self.options, self.remote
+        if remote is not None and options.cache_channel is None and not self.recipe.network:
+            try:  # the relay runs the builder image's python3; removed when the build ends
+                opened = self.stack.enter_context(channel(self.client, image.tag, remote))
+            except ENGINE_ERRORS as exc:
+                raise engine_failed(exc, during="opening the channel to the compiler-cache store") from None
+            self.options = dataclasses.replace(options, cache_channel=opened)
+            self.echo(f"compiler cache: {remote.url} through {opened.url} (volume {opened.volume})")
+        return image
+
+    def _builder(self, rocm: str) -> Any:
+        """The builder image of the jobs of ROCm ``rocm``, built or reused, its contract checked."""
+        recipe, served = self.recipe, [j for j in self.jobs if j.rocm == rocm]
+        archs = [str(a) for j in served for a in j.archs.kept]  # the image keeps these GPU kernel libraries
+        image = ensure_builder(
+            recipe.image,
+            rocm,
+            recipe_dir=recipe.path.parent,
+            recipe_name=recipe.name,
+            client=self.client,
+            progress=self.echo,
+            archs=archs,
+        )
+        contract = Contract.of(
+            (j.cp_tag for j in served), archs, recipe.hooks.build_frontend, spec_contract(recipe.image, rocm)
+        )
+        check_builder(self.client, image.tag, image.id, contract, progress=self.echo)
+        return image
+
+    def build(self, job: Job, image: Any, say: Echo) -> JobResult:
+        say(f"[{job.id}] building in {image.tag} for {job.archs.pytorch_rocm_arch()}")
+        try:
+            result = build_one(
+                self.recipe,
+                job,
+                self.options,
+                client=self.client,
+                image=image,
+                source=self.source,
+                echo=say,
+                verbose=self.verbose,
+                board=self.board,
+            )
+        finally:
+            if self.board is not None:
+                self.board.done(job.id)
+        first = result.message.splitlines()[0] if result.message else ""
+        say(f"[{job.id}] {result.status} in {result.seconds:.1f}s {first}")
+        if result.status not in ("passed", "up-to-date"):
+            say(result.message)
+            say(f"    log: {result.log}")
+        return result
 
 
 def _prefixed(job: Job, echo: Echo, lock: threading.Lock) -> Echo:

@@ -33,7 +33,7 @@ from typing import Any
 
 from buildkit import manifest as manifests
 from buildkit.building import Echo
-from buildkit.building.job import BuildOptions, build_one
+from buildkit.building.job import BuildOptions, JobResult, build_one
 from buildkit.building.requirements import Lock
 from buildkit.building.staging import fetch_source, run_prebuild_checks
 from buildkit.docker_engine import connect
@@ -356,8 +356,7 @@ def rebuild(
     if changed:
         result.notes.append("the job expands differently now: " + ", ".join(changed) + " differ")
 
-    if client is None:
-        client = connect()
+    client = client if client is not None else connect()
     image = _image_for(client, data, the_recipe, job, echo, result.notes)
     isolation = bool(data.get("provenance", {}).get("build_isolation", True))
     epoch = data.get("source_date_epoch")
@@ -391,27 +390,39 @@ def rebuild(
                 verbose=verbose,
                 interrupted=f"interrupted while rebuilding {job.id}",
             )
-        if built.status == "gate-failed":
-            raise GateFailed(f"the rebuild of {job.id} failed the gate:\n{built.message}")
-        if built.status != "passed" or built.wheel is None:
-            log = work / "logs" / f"{job.id}.log"
-            tail = log.read_text(errors="replace").splitlines()[-20:] if log.is_file() else []
-            raise BuildFailed(f"the rebuild of {job.id} failed: {built.message}\n" + "\n".join(tail))
-        rebuilt = built.wheel
-        if (rebuilt.parent / wheel.name).is_file():  # one of a split's outputs (wheel.split)
-            rebuilt = rebuilt.parent / wheel.name
-        result.rebuilt_sha256 = manifests.sha256_file(rebuilt)
-        _compare_inputs(data, manifests.read(rebuilt), result.notes)
-        if rebuilt.name != wheel.name:
-            result.notes.append(f"the rebuild is named {rebuilt.name}")
-        if not result.identical:
-            result.members = diff_members(wheel, rebuilt)
-            result.diffoscope = _run_diffoscope(wheel, rebuilt)
+        rebuilt = _rebuilt(built, job, work, wheel.name)
+        _compare(result, data, wheel, rebuilt)
         if keep is not None:
             for path in rebuilt.parent.iterdir():
                 shutil.copy2(path, keep / path.name)
             result.rebuilt = keep / rebuilt.name
     return result
+
+
+def _rebuilt(built: JobResult, job: Job, work: Path, name: str) -> Path:
+    """The rebuilt wheel (of a split's outputs, the one named ``name``); GateFailed or BuildFailed,
+    with the end of its log, when the rebuild did not pass."""
+    if built.status == "gate-failed":
+        raise GateFailed(f"the rebuild of {job.id} failed the gate:\n{built.message}")
+    if built.status != "passed" or built.wheel is None:
+        log = work / "logs" / f"{job.id}.log"
+        tail = log.read_text(errors="replace").splitlines()[-20:] if log.is_file() else []
+        raise BuildFailed(f"the rebuild of {job.id} failed: {built.message}\n" + "\n".join(tail))
+    if (built.wheel.parent / name).is_file():  # one of a split's outputs (wheel.split)
+        return built.wheel.parent / name
+    return built.wheel
+
+
+def _compare(result: VerifyResult, data: dict[str, Any], wheel: Path, rebuilt: Path) -> None:
+    """The rebuild against the recorded wheel: its sha256, its recorded inputs, its name and, when it
+    differs, its members and diffoscope's view."""
+    result.rebuilt_sha256 = manifests.sha256_file(rebuilt)
+    _compare_inputs(data, manifests.read(rebuilt), result.notes)
+    if rebuilt.name != wheel.name:
+        result.notes.append(f"the rebuild is named {rebuilt.name}")
+    if not result.identical:
+        result.members = diff_members(wheel, rebuilt)
+        result.diffoscope = _run_diffoscope(wheel, rebuilt)
 
 
 def _recorded_lock(data: dict[str, Any], recipe: Recipe, job_id: str, notes: list[str]) -> Lock | None:

@@ -203,15 +203,8 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> _P
     elif validator == "type":
         wanted = value if isinstance(value, list) else [value]
         names = " or ".join(_TYPE_NAMES.get(str(w), str(w)) for w in wanted)
-        text = spans.text.get(path)
-        got = _kind(instance)
-        message = f"{where}: expected {names}, got {got}"
-        if "string" in wanted and isinstance(instance, (int, float, bool)) and text is not None:
-            hint = f'quote it: "{text}"'
-            if isinstance(instance, float) and str(instance) != text:
-                hint = f'YAML reads {text} as the number {instance!r}; quote it: "{text}"'
-            elif isinstance(instance, bool):
-                hint = f'YAML reads {text} as a boolean; quote it: "{text}"'
+        message = f"{where}: expected {names}, got {_kind(instance)}"
+        hint = _quote_hint(instance, spans.text.get(path)) if "string" in wanted else None
     elif validator in ("enum", "const"):
         options = value if validator == "enum" else [value]
         shown = ", ".join(json.dumps(o) for o in options)
@@ -232,25 +225,15 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> _P
         message = f"{where}: {detail}"
         hint = f"did you mean {suggestion}" if suggestion else None
     elif validator == "required":
-        missing = [key] if key else [k for k in value if isinstance(instance, dict) and k not in instance]
-        message = f"{where}: missing required key {missing[0]!r}" if missing else err.message
-        props = list(schema.get("properties", {}))
-        if missing and isinstance(instance, dict):
-            for k in instance:
-                if k not in props and did_you_mean(k, missing):
-                    hint = f"is {k!r} a misspelling of {missing[0]!r}?"
+        message, hint = _missing(err, schema, where, key)
     elif validator == "oneOf":
         keys = [sub.get("required", [None])[0] for sub in value if isinstance(sub, Mapping)]
         present = [k for k in keys if isinstance(instance, dict) and k in instance]
-        if all(keys):
-            if present:
-                message = (
-                    f"{where}: give only one of {', '.join(map(repr, keys))}, not {' and '.join(present)}"
-                )
-            else:
-                message = f"{where}: expected one of the keys {', '.join(map(repr, keys))}"
-        else:
-            message = f"{where}: {err.message}"
+        message = f"{where}: {err.message}"
+        if all(keys) and present:
+            message = f"{where}: give only one of {', '.join(map(repr, keys))}, not {' and '.join(present)}"
+        elif all(keys):
+            message = f"{where}: expected one of the keys {', '.join(map(repr, keys))}"
     elif validator == "dependentRequired":
         present_key = next((k for k in value if isinstance(instance, dict) and k in instance), "")
         needs = value.get(present_key, []) if present_key else []
@@ -267,20 +250,43 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> _P
         else:
             message = f"{where}: expected at most {value} keys, got {len(instance)}"
     elif validator == "uniqueItems" and isinstance(instance, list):
-        seen: set[str] = set()
-        dup_index = 0
-        for i, item in enumerate(instance):
-            k = json.dumps(item, sort_keys=True)
-            if k in seen:
-                dup_index = i
-                break
-            seen.add(k)
+        seen = [json.dumps(item, sort_keys=True) for item in instance]
+        dup_index = next((i for i, k in enumerate(seen) if k in seen[:i]), 0)
         pos = spans.value((*path, dup_index))
         message = f"{where}: duplicate item {instance[dup_index]!r}"
     else:
         message = f"{where}: {err.message}"
     line, column = pos if pos else (0, 0)
     return (int(validator in _CONTAINER), line, column, _PRIORITY.get(validator, 5)), message, hint
+
+
+def _quote_hint(instance: Any, text: str | None) -> str | None:
+    """A string expected, a number or a boolean found: YAML read the text so; quote it."""
+    if not isinstance(instance, (int, float, bool)) or text is None:
+        return None
+    if isinstance(instance, float) and str(instance) != text:
+        return f'YAML reads {text} as the number {instance!r}; quote it: "{text}"'
+    if isinstance(instance, bool):
+        return f'YAML reads {text} as a boolean; quote it: "{text}"'
+    return f'quote it: "{text}"'
+
+
+def _missing(
+    err: ValidationError, schema: Mapping[str, Any], where: str, key: str | None
+) -> tuple[str, str | None]:
+    """A required key missing (``key``, or the first the instance lacks), and a key of the instance
+    that may be its misspelling."""
+    instance = err.instance
+    value: Any = err.validator_value
+    missing = [key] if key else [k for k in value if isinstance(instance, dict) and k not in instance]
+    message = f"{where}: missing required key {missing[0]!r}" if missing else err.message
+    hint = None
+    props = list(schema.get("properties", {}))
+    if missing and isinstance(instance, dict):
+        for k in instance:
+            if k not in props and did_you_mean(k, missing):
+                hint = f"is {k!r} a misspelling of {missing[0]!r}?"
+    return message, hint
 
 
 def problems(data: Any, spans: Spans, file: str) -> tuple[list[RecipeError], set[str]]:

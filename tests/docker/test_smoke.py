@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from buildkit import docker_engine, manifest, smoke
+from buildkit.errors import UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.inspect import inspect_wheel
@@ -382,7 +383,7 @@ def test_usage_errors_for_timeout_and_empty_image(tmp_path: Path) -> None:
     empty = _smoke_cli(str(wheel), "--image", "")
     assert empty.returncode == 2, empty.stdout + empty.stderr
     assert "--image: empty image name" in empty.stderr
-    with pytest.raises(smoke.UsageError, match="at least 1 second"):
+    with pytest.raises(UsageError, match="at least 1 second"):
         smoke.run_smoke(wheel, smoke.SmokeSpec("t", "x"), client=None, timeout=0)
 
 

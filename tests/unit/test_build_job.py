@@ -40,6 +40,7 @@ from buildkit.building import (
 )
 from buildkit.building import job as build_job
 from buildkit.building.key import inputs_key, tool_versions
+from buildkit.building.steps import gate as gate_step
 from buildkit.errors import BuildFailed, DockerUnavailable, Interrupted
 from buildkit.gate.config import GateConfig
 from buildkit.plan.expansion import expand
@@ -270,7 +271,7 @@ def make_harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
 
     monkeypatch.setattr(requirements, "resolve", fake_resolve)
     monkeypatch.setattr(runner, "run_cibuildwheel", fake_cibuildwheel)
-    monkeypatch.setattr(build_job, "gate_wheel", _size_gate)
+    monkeypatch.setattr(gate_step, "gate_wheel", _size_gate)
     monkeypatch.setattr(provenance, "record", fake_record)
     monkeypatch.setenv("DOCKER_HOST", "unix:///run/test-engine.sock")
     return harness
@@ -368,7 +369,7 @@ def test_up_to_date_wheel_is_gated_again(h: Harness, monkeypatch: pytest.MonkeyP
     def refuse(wheel: Path, config: Any) -> gating.Gated:
         return dataclasses.replace(_size_gate(wheel, config), passed=False, errors=2)
 
-    monkeypatch.setattr(build_job, "gate_wheel", refuse)
+    monkeypatch.setattr(gate_step, "gate_wheel", refuse)
     result = h.build(recipe, job)
     assert result.status == "gate-failed"
     assert len(h.builds) == 2
@@ -729,3 +730,39 @@ def test_job_logs_go_beside_the_outputs_whatever_the_working_folder(
     assert logs_of("dist", "elsewhere") == tmp_path / "elsewhere"
     (option,) = [p for p in build_command.params if p.name == "log_dir"]
     assert option.default is None and "OUT/logs" in (option.help or "")  # type: ignore[attr-defined]
+
+
+def test_the_runner_lists_every_phase_module_once_and_nothing_else() -> None:
+    """A new phase is a module of buildkit/building/steps/ and a line in ``job.STEPS``: the list is the
+    one source of the order, every module there (``state`` aside: what they share) is in it once, and
+    each has the two functions the runner calls."""
+    folder = ROOT / "buildkit" / "building" / "steps"
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__", "state"}
+    listed = [step.__name__.rsplit(".", 1)[-1] for step in build_job.STEPS]  # type: ignore[attr-defined]
+    assert sorted(listed) == sorted(modules)
+    assert len(set(listed)) == len(listed)
+    assert all(callable(s.applies) and callable(s.perform) for s in build_job.STEPS)
+    assert listed[0] == "stage" and listed[-1] == "record"
+    assert listed.index("reuse") < listed.index("requirements") < listed.index("compile")
+    assert (
+        listed.index("gate") < listed.index("regression") < listed.index("split") < listed.index("quarantine")
+    )
+
+
+def test_a_refused_wheel_skips_the_later_checks_and_is_kept(
+    h: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate's refusal goes straight to the quarantine phase: the regression check never runs and
+    nothing is recorded."""
+    from buildkit.building.steps import regression as regression_step
+
+    def refuse(wheel: Path, config: Any) -> gating.Gated:
+        return dataclasses.replace(_size_gate(wheel, config), passed=False, errors=1)
+
+    monkeypatch.setattr(gate_step, "gate_wheel", refuse)
+    monkeypatch.setattr(regression_step, "compare_with_last_release", lambda *_a, **_k: pytest.fail("ran"))
+    recipe, job = h.recipe()
+    result = h.build(recipe, job)
+    assert result.status == "gate-failed" and result.gate == "FAIL"
+    assert result.refused is not None and result.refused.is_file()
+    assert not (h.out / JOB).exists()

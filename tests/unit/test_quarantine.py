@@ -22,6 +22,8 @@ from buildkit import manifest
 from buildkit.building import gating, quarantine, staging, summary
 from buildkit.building import job as build_job
 from buildkit.building.job import JobResult
+from buildkit.building.steps import gate as gate_step
+from buildkit.building.steps import regression as regression_step
 from buildkit.cli import main
 from buildkit.compare.baseline import RegressionCheck
 from buildkit.compare.diff import Baseline
@@ -44,7 +46,7 @@ def h(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
 
 
 def real_gate(h: Harness) -> None:
-    h.monkeypatch.setattr(build_job, "gate_wheel", gating.gate_wheel)
+    h.monkeypatch.setattr(gate_step, "gate_wheel", gating.gate_wheel)
 
 
 def recipe_with(h: Harness, gate: str = "", name: str = "recipe.yaml") -> tuple[Recipe, Job]:
@@ -297,7 +299,7 @@ def _regression(h: Harness, findings: list[Any]) -> None:
     check = RegressionCheck(
         "https://index.invalid/simple/", Baseline("page", None, None, ()), None, tuple(findings)
     )
-    h.monkeypatch.setattr(build_job, "compare_with_last_release", lambda *_a, **_k: check)
+    h.monkeypatch.setattr(regression_step, "compare_with_last_release", lambda *_a, **_k: check)
 
 
 def test_a_regression_waiver_is_judged_after_the_regression_check(h: Harness) -> None:

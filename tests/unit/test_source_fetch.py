@@ -377,7 +377,7 @@ def test_network_trouble_is_index_unavailable(cache: Path, tmp_path: Path) -> No
 def test_the_manifest_records_the_pin_without_credentials_or_a_stray_commit(tmp_path: Path) -> None:
     import dataclasses
 
-    from buildkit.building.job import _source_info
+    from buildkit.building.steps.record import _source_info
 
     # a recipe refuses credentials in its URLs (recipe/sections/secrets.py); the manifest redacts
     # them anyway, should a Recipe get one another way

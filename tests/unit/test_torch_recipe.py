@@ -179,7 +179,7 @@ def test_compilation_unit_ids_are_stable_and_distinct() -> None:
 
 
 def test_the_manifest_names_the_torch_wheel_the_lock_holds() -> None:
-    from buildkit.building.job import torch_record
+    from buildkit.building.steps.record import torch_record
 
     job = _job()
     torch_file = reqs.Locked(

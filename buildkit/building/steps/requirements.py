@@ -1,0 +1,36 @@
+"""Requirements: a hermetic build's build requirements (a recipe without ``network: true``),
+downloaded on the host into the staged source's ``.buildkit/wheelhouse``: resolved
+(:func:`buildkit.building.requirements.resolve`), or exactly the files of ``BuildOptions.lock``
+(``buildkit verify``: the manifest's lock, :func:`~buildkit.building.requirements.fetch_locked`)."""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from buildkit.building import requirements
+from buildkit.building.steps.state import Run
+
+
+def applies(run: Run) -> bool:
+    return not run.recipe.network
+
+
+def perform(run: Run, log: TextIO) -> None:
+    run.step = "downloading the build requirements on the host"
+    run.tell("requirements")
+    t0 = time.monotonic()
+    options, dest = run.options, run.wheelhouse
+    if options.lock is not None:
+        lock = requirements.fetch_locked(options.lock, run.job, dest, log, wheelhouse=options.wheelhouse)
+    else:
+        isolation = options.build_isolation
+        lock = requirements.resolve(
+            run.recipe, run.job, run.staged, dest, log, isolation=isolation, wheelhouse=options.wheelhouse
+        )
+    seconds = run.result.timings["requirements"] = time.monotonic() - t0
+    log.write(
+        f"build requirements ({len(lock.files)} wheel(s) in {seconds:.1f}s, lock sha256 {lock.sha256}):\n"
+        + lock.render()
+    )
+    run.lock = lock
