@@ -195,11 +195,12 @@ def reachable_hosts(
 
 
 def _engine_images(timeout: float) -> tuple[str | None, frozenset[str]]:
+    # the Docker SDK and the engine module only when init probes (start-up time of every other command)
     import docker.errors
     import requests.exceptions
 
-    from buildkit.docker_engine import connect
-    from buildkit.errors import BuildkitError
+    from buildkit.docker_engine import connect  # with the SDK above
+    from buildkit.errors import BuildkitError  # with the SDK above
 
     try:
         client = connect(timeout=max(1, round(timeout)))

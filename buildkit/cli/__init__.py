@@ -165,7 +165,7 @@ def _command_of(argv: list[str]) -> str:
 def _usage_json(argv: list[str], exc: click.ClickException) -> None:
     """A usage error click found (a missing argument, a path that does not exist, an unknown option) on a
     command line asking for JSON: the error document on stdout too, as a refusal of the command's own."""
-    from buildkit.cli.options import error_document, wants_json
+    from buildkit.cli.options import error_document, wants_json  # `buildkit --help` loads no command module
 
     if not wants_json(argv):
         return

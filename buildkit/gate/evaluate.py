@@ -83,14 +83,8 @@ def evaluate(
     (:func:`buildkit.building.wheel_gate.torch_stable_of`). A configuration with an unsound value is a
     UsageError (:meth:`GateConfig.validated`). ``host_isa``: the host ELFs disassembled
     (:func:`buildkit.inspect.isa.host_isa_of`, when ``config.isa_scan``; the ``host-isa`` rule)."""
-    facts = gather(
-        report,
-        config.validated(),
-        torch_abi=torch_abi,
-        python_abi=python_abi,
-        torch_stable=torch_stable,
-        host_isa=host_isa,
-    )
+    facts = gather(report, config.validated(), torch_abi=torch_abi, python_abi=python_abi,
+                   torch_stable=torch_stable, host_isa=host_isa)  # fmt: skip
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
     recipe = config.identity.recipe if config.identity is not None else None
     findings = waive(run(facts), judged_here, recipe=recipe)

@@ -270,9 +270,10 @@ class _Disassembler:
     BATCH = 32768  # instructions per cs_disasm call (8 MiB of records)
 
     def __init__(self) -> None:
+        # ctypes and the disassembler only where a scan runs (start-up time)
         import ctypes
 
-        import capstone  # the disassembler only where a scan runs (start-up time)
+        import capstone  # (start-up time, as above)
 
         self._ctypes, self._capstone = ctypes, capstone
         self.handle = capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
@@ -512,7 +513,7 @@ def scan_elf(member: str, data: bytes, *, examples: int = EXAMPLES) -> ElfIsa | 
 def scan_wheel(path: str | os.PathLike[str], members: Iterable[str]) -> tuple[ElfIsa, ...]:
     """The report of each x86_64 ELF among ``members`` of the wheel at ``path`` (the host ELFs the
     inspection found, :attr:`WheelReport.elves`), each member read whole, one at a time."""
-    import zipfile
+    import zipfile  # only when a scan runs (start-up time of check)
 
     out = []
     with zipfile.ZipFile(path) as zf:

@@ -40,6 +40,11 @@ ELSEWHERE = {
     ),
     ("docs/PRODUCTION_BUILDER.md", "docs/how-to/native-install/rhel.rst"): "of ROCm/rocm-install-on-linux",
     ("docs/PRODUCTION_BUILDER.md", "docs/conf.py"): "a file of ROCm/rocm-install-on-linux",
+    ("docs/PRODUCTION_BUILDER.md", "docs/reference/package-manager-integration.rst"): (
+        "a file of ROCm/rocm-install-on-linux"
+    ),
+    ("docs/PRODUCTION_BUILDER.md", ".github/workflows/build_wheels.yml"): "a file of onlyxItachi/GAFIME",
+    ("docs/PRODUCTION_BUILDER.md", ".github/scripts"): "a folder of onlyxItachi/GAFIME",
     ("bench/README.md", "tests/data/fuzz/"): "bench/fuzz.py's output folder, made on its first crash",
 }
 

@@ -29,7 +29,6 @@ ALLOWED = {
     "buildkit/gate/pyabi.py": _OWNED,
     "buildkit/gate/report.py": _OWNED,
     "buildkit/publish/trust.py": _OWNED,
-    "buildkit/smoke.py": _OWNED,
 }
 
 
