@@ -72,9 +72,13 @@ def _schema_has(schema: Mapping[str, Any], path: str) -> bool:
 
 def test_each_row_names_a_field_a_json_key_and_a_recipe_key_that_exist() -> None:
     schema = json.loads(RECIPE_SCHEMA.read_text(encoding="utf-8"))
-    # the stable-ABI fields are in the JSON only when set (every other job's JSON stays what it was)
-    document = to_data(GateConfig(torch_stable="2.10", torch_below="3.0"))
-    assert "torch_stable" not in to_data(GateConfig())
+    # the stable-ABI and host-ISA fields are in the JSON only when set
+    document = to_data(
+        GateConfig(
+            torch_stable="2.10", torch_below="3.0", isa_report=True, isa_strict=True, isa_baseline="x86-64"
+        )
+    )
+    assert not {"torch_stable", "isa_report", "isa_strict", "isa_baseline"} & set(to_data(GateConfig()))
     assert len({r.flag for r in OPTIONS}) == len({r.name for r in OPTIONS}) == len(OPTIONS)
     for row in OPTIONS:
         assert row.flag == "--" + row.name.replace("_", "-") or row.name in ("exclude_sets", "required")
