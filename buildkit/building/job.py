@@ -44,12 +44,11 @@ from buildkit.building import (
     provenance,
     requirements,
     retag,
-    rocm_pip,
     runner,
     sbom,
     sdk_link,
 )
-from buildkit.building.gating import Gated, gate_key, gate_wheel, gated_of, waived_lines
+from buildkit.building.gating import Gated, gate_wheel, gated_of, waived_lines
 from buildkit.building.key import inputs_key, tool_versions, up_to_date, up_to_date_wheel
 from buildkit.building.output import drop_stale_output, publish_to_out
 from buildkit.building.progress import Board, Phases
@@ -91,7 +90,8 @@ from buildkit.errors import (
     UsageError,
 )
 from buildkit.fsutil import atomic_write
-from buildkit.gate.config import GateConfig
+from buildkit.gate.config import GateConfig, gate_key
+from buildkit.judge import rocm_pip
 from buildkit.plan.models import Job
 from buildkit.pyindex import redact
 from buildkit.recipe import Recipe

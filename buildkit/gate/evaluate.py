@@ -73,11 +73,11 @@ def evaluate(
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
     rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
     ``torch_abi``: the wheel's symbols judged against a torch
-    (:func:`buildkit.building.wheel_gate.torch_abi_for` reads both sides; None: the ``torch-abi`` rule has
+    (:func:`buildkit.judge.judge_wheel` judges it; None: the ``torch-abi`` rule has
     nothing to judge). ``python_abi``: a ``py3-none``/``abi3`` job's host code against its tag's claim
-    (:func:`buildkit.building.wheel_gate.python_abi_of`; None: ``job-identity`` checks the tag and the
+    (:func:`buildkit.judge.readers.python_abi_for`; None: ``job-identity`` checks the tag and the
     members' names only). ``torch_stable``: a stable-ABI wheel's needs from torch judged
-    (:func:`buildkit.building.wheel_gate.torch_stable_of`). A configuration with an unsound value is a
+    (:func:`buildkit.judge.judge_wheel`). A configuration with an unsound value is a
     UsageError (:meth:`GateConfig.validated`)."""
     facts = gather(
         report, config.validated(), torch_abi=torch_abi, python_abi=python_abi, torch_stable=torch_stable
