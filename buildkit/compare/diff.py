@@ -57,7 +57,7 @@ from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.inspect.models import WheelReport
 from buildkit.inspect.wheel import WheelHandle, open_wheel
-from buildkit.judge.readers import torch_needs
+from buildkit.judge.wheel import torch_needs
 from buildkit.policy import parse_platform_tag, split_symbol_version, version_tuple
 from buildkit.records import Key, json_shape, to_data
 
@@ -384,7 +384,7 @@ def torch_changes(
     old: Path | WheelHandle, old_report: WheelReport, new: Path | WheelHandle, new_report: WheelReport
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The symbols needed from torch that ``new`` adds and removes (both wheels' tables streamed,
-    :func:`buildkit.judge.readers.torch_needs`)."""
+    :func:`buildkit.judge.wheel.torch_needs`)."""
     return needs_change(torch_needs(old, old_report), torch_needs(new, new_report))
 
 

@@ -75,7 +75,7 @@ def evaluate(
     ``torch_abi``: the wheel's symbols judged against a torch
     (:func:`buildkit.judge.judge_wheel` judges it; None: the ``torch-abi`` rule has
     nothing to judge). ``python_abi``: a ``py3-none``/``abi3`` job's host code against its tag's claim
-    (:func:`buildkit.judge.readers.python_abi_for`; None: ``job-identity`` checks the tag and the
+    (:func:`buildkit.judge.wheel.python_abi_for`; None: ``job-identity`` checks the tag and the
     members' names only). ``torch_stable``: a stable-ABI wheel's needs from torch judged
     (:func:`buildkit.judge.judge_wheel`). A configuration with an unsound value is a
     UsageError (:meth:`GateConfig.validated`)."""

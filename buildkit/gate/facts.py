@@ -102,7 +102,7 @@ class Facts(NamedTuple):
     #: the ``torch-abi`` judgement (None: no torch to check against)
     torch_abi: TorchAbiResult | None = None
     #: a Python-independent wheel's host code judged against its tag's claim (``job-identity``;
-    #: :func:`buildkit.judge.readers.python_abi_for`), None: not read (no such claim, or ``diff``)
+    #: :func:`buildkit.judge.wheel.python_abi_for`), None: not read (no such claim, or ``diff``)
     python_abi: PythonAbiResult | None = None
     device: DeviceCode = DeviceCode()  # device code per gfx target and per bundle
     #: a stable-ABI wheel's needs from torch judged against its declared lowest torch

@@ -10,7 +10,7 @@ rocm-buildkit): its :func:`abi3audit._audit.audit` classifies each symbol agains
 tables (the limited API and stable ABI of every CPython release). What abi3audit does not do our way
 is reading: it extracts each shared object of the wheel to a file and parses it whole with
 pyelftools. Here the dynamic symbol tables are streamed out of the wheel by the judge
-(:func:`buildkit.judge.readers.python_abi_for`, nothing extracted) and handed to abi3audit's
+(:func:`buildkit.judge.wheel.python_abi_for`, nothing extracted) and handed to abi3audit's
 ``audit`` through :class:`_StreamedObject`, which gives it the one interface ``audit`` uses (the
 abi3 baseline and the symbols). Only ``.dynsym`` is read (what ``ld.so`` binds); abi3audit also
 scans ``.symtab``, which release wheels strip: a non-limited function inlined into a wheel that
@@ -96,7 +96,7 @@ class _StreamedObject:
 
 def judge_python_abi(claim: str, symbols: Mapping[str, tuple[Set[str], Set[str]]]) -> PythonAbiResult:
     """The host ELFs' dynamic symbols judged against ``claim``: ``symbols`` maps each member to its
-    exported and imported names (:func:`buildkit.judge.readers.python_abi_for` reads them: for
+    exported and imported names (:func:`buildkit.judge.wheel.python_abi_for` reads them: for
     ``py3-none`` only the ``PyInit_*`` exports). For ``py3-none`` the ``PyInit_*`` exports of each
     member; for ``cpXY-abi3`` abi3audit's audit of each member's names against the stable ABI of
     CPython 3.Y."""

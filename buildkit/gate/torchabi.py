@@ -224,7 +224,7 @@ class Needed:
 @dataclass(frozen=True)
 class TorchNeeds:
     """Conditions 1-4 of the module docstring, per member (5 needs a torch: :func:`judge`), as
-    :func:`buildkit.judge.readers.torch_needs` reads them from a wheel."""
+    :func:`buildkit.judge.wheel.torch_needs` reads them from a wheel."""
 
     linking: tuple[str, ...] = ()  # members that DT_NEED a torch library
     symbols: tuple[Needed, ...] = ()

@@ -507,7 +507,7 @@ def open_wheel(path: str | os.PathLike[str] | WheelHandle) -> Iterator[WheelHand
         try:
             fh = stack.enter_context(open(wheel, "rb"))
         except OSError as err:
-            raise WheelReadError(f"{wheel.name}: cannot open: {err}") from None
+            raise WheelReadError(f"{wheel.name}: not a readable zip: {err}") from None
         try:
             zf = stack.enter_context(zipfile.ZipFile(fh))
         except _READ_ERRORS as err:
