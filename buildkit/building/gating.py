@@ -1,50 +1,25 @@
-"""The gate as ``build`` uses it: the job's gate configuration's key, and the verdict on a wheel.
+"""The gate as ``build`` uses it: the verdict on a wheel.
 
 ``build`` gates a job's wheel with :meth:`GateConfig.from_recipe_job
 <buildkit.gate.config.GateConfig.from_recipe_job>` (``check --recipe R --job ID`` uses the same,
-the recipe's waivers included); :func:`gate_key` is its plain-data form for the inputs key (waivers
-included: changing one changes the key), :func:`gate_wheel` runs the gate (:mod:`buildkit.gate`) on
-a wheel and keeps what ``build`` needs of the verdict (:class:`Gated`): the counts, the reports (the
-text and JSON ``buildkit check`` gives, kept beside a refused wheel) and a line per waiver used."""
+the recipe's waivers included; its plain-data form, :func:`~buildkit.gate.config.gate_key`, is part of
+the inputs key); :func:`gate_wheel` judges a wheel (:func:`buildkit.judge.judge_wheel`) and keeps
+what ``build`` needs of the verdict (:class:`Gated`): the counts, the reports (the text and JSON
+``buildkit check`` gives, kept beside a refused wheel) and a line per waiver used."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from buildkit.building.wheel_gate import python_abi_of, torch_abi_for, torch_stable_of
 from buildkit.compare.torch_exports import load_torch_exports
 from buildkit.gate.config import GateConfig
-from buildkit.gate.evaluate import evaluate
 from buildkit.gate.findings import Finding
 from buildkit.gate.report import render_all, render_human, to_json, verdict_to_json
 from buildkit.gate.verdict import Verdict
-from buildkit.inspect import inspect_wheel
-from buildkit.records import to_data
-
-#: the last field :class:`GateConfig` had when builds first recorded this key: a field declared after
-#: it is in the key only when set (not None), so that a new setting leaves the keys of the builds made
-#: before it, and their up-to-date wheels, valid (GateConfig's fields are declared in order, a new
-#: one last)
-KEYED_UP_TO = "required"
-#: the fields in the key only when set
-SINCE_KEYED: tuple[str, ...] = GateConfig._fields[GateConfig._fields.index(KEYED_UP_TO) + 1 :]
-
-
-def gate_key(config: GateConfig) -> dict[str, Any]:
-    """The gate configuration as plain JSON data (keys sorted) for
-    :func:`~buildkit.building.key.inputs_key`, without the recipe's path as typed: its sha256 stays, so
-    the same rules give the same key from any folder; a field declared after :data:`KEYED_UP_TO` only
-    when it is set."""
-    data: dict[str, Any] = json.loads(json.dumps(to_data(config), sort_keys=True, default=str))
-    data.pop("recipe", None)
-    for added in SINCE_KEYED:  # keys of builds before the field existed stay valid
-        if data.get(added) is None:
-            data.pop(added, None)
-    return data
+from buildkit.judge import judge_wheel
 
 
 @dataclass(frozen=True)
@@ -84,19 +59,10 @@ def waived_lines(findings: Iterable[Finding]) -> tuple[str, ...]:
 
 
 def gate_wheel(wheel: Path, config: GateConfig) -> Gated:
-    report = inspect_wheel(wheel)
-    torch_abi = torch = None
-    if config.torch_abi:  # a torch wheel or folder: build injects no image reader
-        torch = load_torch_exports(config.torch_abi)
-        torch_abi = torch_abi_for(wheel, report, torch)
-    verdict = evaluate(
-        report,
-        config,
-        torch_abi=torch_abi,
-        python_abi=python_abi_of(wheel, report, config),
-        torch_stable=torch_stable_of(wheel, report, config, torch),
-    )
-    return gated_of(verdict)
+    """``wheel`` judged (:func:`buildkit.judge.judge_wheel`) against the torch ``config`` names, if
+    any (a torch wheel or folder: ``build`` injects no image reader)."""
+    torch = load_torch_exports(config.torch_abi) if config.torch_abi else None
+    return gated_of(judge_wheel(wheel, config, torch=torch).verdict)
 
 
 def gated_of(verdict: Verdict) -> Gated:

@@ -46,7 +46,7 @@ def inputs_key(
     build_requirements: str | None = None,
 ) -> str:
     """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by
-    equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.building.gating.gate_key`,
+    equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.gate.config.gate_key`,
     ``tools`` :func:`tool_versions`, ``build_requirements`` what a hermetic build requests
     (:func:`buildkit.building.requirements.request_key`; None with ``network: true``)."""
     payload = {

@@ -22,8 +22,9 @@ from typing import TextIO
 
 from packaging.utils import parse_wheel_filename
 
-from buildkit.gate.pyabi import module_name_problem, python_abi_for
+from buildkit.gate.pyabi import module_name_problem
 from buildkit.inspect import inspect_wheel
+from buildkit.judge.wheel import python_abi_for
 from buildkit.plan.models import Job
 
 

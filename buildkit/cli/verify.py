@@ -96,7 +96,7 @@ def verify(
             raise UsageError("--recipe/--cache/--keep/--wheelhouse apply to a rebuild, not to --attestation")
         if check_attestation:
             # deferred (heavy: cryptography): only the --attestation path needs it
-            from buildkit.building.provenance import load_public_key, verify_attestation
+            from buildkit.attestation import load_public_key, verify_attestation
 
             if public_key is None:
                 raise UsageError("--attestation needs --public-key PEM")

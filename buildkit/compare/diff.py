@@ -52,10 +52,12 @@ from buildkit import pyindex
 from buildkit.errors import UsageError, WheelReadError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
-from buildkit.gate.torchabi import needs_change, wheel_torch_needs
+from buildkit.gate.torchabi import needs_change
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
 from buildkit.inspect.models import WheelReport
+from buildkit.inspect.wheel import WheelHandle, open_wheel
+from buildkit.judge.wheel import torch_needs
 from buildkit.policy import parse_platform_tag, split_symbol_version, version_tuple
 from buildkit.records import Key, json_shape, to_data
 
@@ -379,15 +381,19 @@ def diff_reports(
 
 
 def torch_changes(
-    old: Path, old_report: WheelReport, new: Path, new_report: WheelReport
+    old: Path | WheelHandle, old_report: WheelReport, new: Path | WheelHandle, new_report: WheelReport
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The symbols needed from torch that ``new`` adds and removes (both wheels' tables streamed)."""
-    return needs_change(wheel_torch_needs(old, old_report), wheel_torch_needs(new, new_report))
+    """The symbols needed from torch that ``new`` adds and removes (both wheels' tables streamed,
+    :func:`buildkit.judge.wheel.torch_needs`)."""
+    return needs_change(torch_needs(old, old_report), torch_needs(new, new_report))
 
 
 def diff_wheels(old: Path, new: Path, *, exclude_globs: Sequence[str] = ()) -> WheelDiff:
-    ro, rn = inspect_wheel(old), inspect_wheel(new)
-    return diff_reports(ro, rn, exclude_globs=exclude_globs, torch=torch_changes(old, ro, new, rn))
+    """``old`` and ``new`` compared, each opened once (inspection and needs from torch)."""
+    with open_wheel(old) as o, open_wheel(new) as n:
+        ro, rn = inspect_wheel(o), inspect_wheel(n)
+        torch = torch_changes(o, ro, n, rn)
+    return diff_reports(ro, rn, exclude_globs=exclude_globs, torch=torch)
 
 
 # --------------------------------------------------------------------------- human output

@@ -3,6 +3,7 @@ identity (:class:`JobIdentity`) a job's wheel must carry."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -16,7 +17,7 @@ from buildkit.policy import (
     split_policy_name,
     version_tuple,
 )
-from buildkit.records import Key, json_shape
+from buildkit.records import Key, json_shape, to_data
 from buildkit.targets import parse_target_id
 from buildkit.units import MiB
 
@@ -379,3 +380,25 @@ class GateConfig(NamedTuple):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
                 raise UsageError(f"not a gate configuration: {name} is {value!r}, not a number of bytes")
         return config.validated()
+
+
+#: the last field :class:`GateConfig` had when builds first recorded this key: a field declared after
+#: it is in the key only when set (not None), so that a new setting leaves the keys of the builds made
+#: before it, and their up-to-date wheels, valid (GateConfig's fields are declared in order, a new
+#: one last)
+KEYED_UP_TO = "required"
+#: the fields in the key only when set
+SINCE_KEYED: tuple[str, ...] = GateConfig._fields[GateConfig._fields.index(KEYED_UP_TO) + 1 :]
+
+
+def gate_key(config: GateConfig) -> dict[str, Any]:
+    """The gate configuration as plain JSON data (keys sorted): part of ``build``'s inputs key
+    (:func:`~buildkit.building.key.inputs_key`) and what a manifest records for ``publish`` to compare,
+    without the recipe's path as typed: its sha256 stays, so the same rules give the same key from
+    any folder; a field declared after :data:`KEYED_UP_TO` only when it is set."""
+    data: dict[str, Any] = json.loads(json.dumps(to_data(config), sort_keys=True, default=str))
+    data.pop("recipe", None)
+    for added in SINCE_KEYED:  # keys of builds before the field existed stay valid
+        if data.get(added) is None:
+            data.pop(added, None)
+    return data

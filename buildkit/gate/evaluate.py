@@ -1,8 +1,9 @@
 """The wheel gate: a :class:`WheelReport` and a :class:`GateConfig` in, a :class:`Verdict` out.
 
 One function, :func:`evaluate`, serves ``build``, ``check``, CI and ``publish``. It never reads
-the wheel itself: everything comes from the streaming inspection (:mod:`buildkit.inspect`), except the
-names of the symbols behind a ``ceiling`` error (:mod:`buildkit.gate.needers`, read only then).
+the wheel itself: everything comes from the streaming inspection (:mod:`buildkit.inspect`) and from
+what its caller read (:mod:`buildkit.judge`: the names of the symbols behind a ``ceiling`` error
+through an injected reader, asked only then).
 It gathers the wheel's facts (:func:`buildkit.gate.facts.gather`), runs every rule family of the
 registry in order (:data:`buildkit.gate.rules.FAMILIES`) and folds both into the verdict.
 
@@ -51,7 +52,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from buildkit.gate.config import GateConfig
-from buildkit.gate.facts import gather
+from buildkit.gate.facts import Needers, gather
 from buildkit.gate.rules import AFTER_GATE, run, waive
 from buildkit.gate.rules.abi import abi_policies
 from buildkit.gate.verdict import Integrity, Verdict
@@ -72,19 +73,22 @@ def evaluate(
     python_abi: PythonAbiResult | None = None,
     torch_stable: StableAbiResult | None = None,
     host_isa: tuple[ElfIsa, ...] | None = None,
+    needers: Needers | None = None,
 ) -> Verdict:
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
     rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
     ``torch_abi``: the wheel's symbols judged against a torch
-    (:func:`buildkit.building.wheel_gate.torch_abi_for` reads both sides; None: the ``torch-abi`` rule has
+    (:func:`buildkit.judge.judge_wheel` judges it; None: the ``torch-abi`` rule has
     nothing to judge). ``python_abi``: a ``py3-none``/``abi3`` job's host code against its tag's claim
-    (:func:`buildkit.building.wheel_gate.python_abi_of`; None: ``job-identity`` checks the tag and the
+    (:func:`buildkit.judge.wheel.python_abi_for`; None: ``job-identity`` checks the tag and the
     members' names only). ``torch_stable``: a stable-ABI wheel's needs from torch judged
-    (:func:`buildkit.building.wheel_gate.torch_stable_of`). A configuration with an unsound value is a
+    (:func:`buildkit.judge.judge_wheel`). A configuration with an unsound value is a
     UsageError (:meth:`GateConfig.validated`). ``host_isa``: the host ELFs disassembled
-    (:func:`buildkit.inspect.isa.host_isa_of`, when ``config.isa_scan``; the ``host-isa`` rule)."""
+    (:func:`buildkit.inspect.isa.host_isa_of`, when ``config.isa_scan``; the ``host-isa`` rule).
+    ``needers``: the symbols behind a version, for a ``ceiling`` error
+    (:data:`~buildkit.gate.facts.Needers`)."""
     facts = gather(report, config.validated(), torch_abi=torch_abi, python_abi=python_abi,
-                   torch_stable=torch_stable, host_isa=host_isa)  # fmt: skip
+                   torch_stable=torch_stable, host_isa=host_isa, needers=needers)  # fmt: skip
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
     recipe = config.identity.recipe if config.identity is not None else None
     findings = waive(run(facts), judged_here, recipe=recipe)

@@ -12,7 +12,7 @@ of :mod:`buildkit.gate.rules.tags` word the findings.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
@@ -43,6 +43,10 @@ if TYPE_CHECKING:
     from buildkit.gate.torchabi import TorchAbiResult
     from buildkit.gate.torchshim import StableAbiResult
     from buildkit.inspect.isa import ElfIsa
+
+#: what a caller that holds the wheel gives the gate to name the symbols behind a version
+#: (:func:`buildkit.judge.needers.reader`): (member, symbol version) pairs -> the imports' names
+Needers = Callable[[Collection[tuple[str, str]]], dict[tuple[str, str], tuple[str, ...]]]
 
 # (ELF machine as the inspection names it, ELF class) -> (wheel-tag architecture, byte order), as
 # auditwheel's lddtree._get_platform maps them; EM_PPC64 is decided by the byte order (elf_arch)
@@ -103,7 +107,7 @@ class Facts(NamedTuple):
     #: the ``torch-abi`` judgement (None: no torch to check against)
     torch_abi: TorchAbiResult | None = None
     #: a Python-independent wheel's host code judged against its tag's claim (``job-identity``;
-    #: :func:`buildkit.gate.pyabi.python_abi_for`), None: not read (no such claim, or ``diff``)
+    #: :func:`buildkit.judge.wheel.python_abi_for`), None: not read (no such claim, or ``diff``)
     python_abi: PythonAbiResult | None = None
     device: DeviceCode = DeviceCode()  # device code per gfx target and per bundle
     #: a stable-ABI wheel's needs from torch judged against its declared lowest torch
@@ -112,6 +116,9 @@ class Facts(NamedTuple):
     #: the disassembly of each x86_64 host ELF (``host-isa``; :func:`buildkit.inspect.isa.host_isa_of`),
     #: None: not scanned
     host_isa: tuple[ElfIsa, ...] | None = None
+    #: (member, symbol version) pairs -> the imports bound to them, read from the wheel by the caller
+    #: (:func:`buildkit.judge.needers.reader`) only for a ``ceiling`` error; None: not named
+    needers: Needers | None = None
 
     @property
     def judged(self) -> bool:
@@ -131,6 +138,7 @@ def gather(
     python_abi: PythonAbiResult | None = None,
     torch_stable: StableAbiResult | None = None,
     host_isa: tuple[ElfIsa, ...] | None = None,
+    needers: Needers | None = None,
 ) -> Facts:
     """The facts of one inspected wheel under one configuration (``torch_abi``: the wheel judged
     against a torch, :func:`buildkit.gate.torchabi.judge`; ``python_abi``: against its tag's claim;
@@ -140,6 +148,7 @@ def gather(
         "python_abi": python_abi,
         "torch_stable": torch_stable,
         "host_isa": host_isa,
+        "needers": needers,
     }
     resolution = resolve_libraries(report.elves)
     try:

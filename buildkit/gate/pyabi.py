@@ -9,8 +9,8 @@ The abi3 judgement is abi3audit's (PyPI ``abi3audit``, which cibuildwheel 4 runs
 rocm-buildkit): its :func:`abi3audit._audit.audit` classifies each symbol against ``abi3info``'s
 tables (the limited API and stable ABI of every CPython release). What abi3audit does not do our way
 is reading: it extracts each shared object of the wheel to a file and parses it whole with
-pyelftools. Here the dynamic symbol tables are streamed out of the wheel
-(:func:`buildkit.inspect.symtab.wheel_symbol_tables`, nothing extracted) and handed to abi3audit's
+pyelftools. Here the dynamic symbol tables are streamed out of the wheel by the judge
+(:func:`buildkit.judge.wheel.python_abi_for`, nothing extracted) and handed to abi3audit's
 ``audit`` through :class:`_StreamedObject`, which gives it the one interface ``audit`` uses (the
 abi3 baseline and the symbols). Only ``.dynsym`` is read (what ``ld.so`` binds); abi3audit also
 scans ``.symtab``, which release wheels strip: a non-limited function inlined into a wheel that
@@ -20,11 +20,9 @@ keeps its ``.symtab`` is found by abi3audit and not here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Set
 from typing import Any, NamedTuple
 
-from buildkit.inspect.models import WheelReport
 from buildkit.records import Key, json_shape
 
 #: an extension module's file name that only one CPython (or the stable ABI) imports
@@ -96,23 +94,18 @@ class _StreamedObject:
         return self.member
 
 
-def python_abi_for(wheel: Path, report: WheelReport, claim: str) -> PythonAbiResult:
-    """``wheel`` (inspected as ``report``) judged against ``claim``: for ``py3-none`` the ``PyInit_*``
-    exports of each host ELF; for ``cpXY-abi3`` abi3audit's audit of each host ELF's dynamic symbols
-    against the stable ABI of CPython 3.Y. Streamed, nothing extracted; a member that cannot be read
-    is a :class:`~buildkit.errors.WheelReadError` (exit 6), as for the inspection."""
-    from buildkit.inspect.symtab import wheel_symbol_tables  # the streaming reader: only when asked
-
-    elves = {e.member for e in report.elves}
+def judge_python_abi(claim: str, symbols: Mapping[str, tuple[Set[str], Set[str]]]) -> PythonAbiResult:
+    """The host ELFs' dynamic symbols judged against ``claim``: ``symbols`` maps each member to its
+    exported and imported names (:func:`buildkit.judge.wheel.python_abi_for` reads them: for
+    ``py3-none`` only the ``PyInit_*`` exports). For ``py3-none`` the ``PyInit_*`` exports of each
+    member; for ``cpXY-abi3`` abi3audit's audit of each member's names against the stable ABI of
+    CPython 3.Y."""
     floor = abi3_floor(claim)
     if floor is None:
-        tables = wheel_symbol_tables(
-            wheel, elves.__contains__, keep_exported=lambda n: n.startswith("PyInit_"), imports=False
-        )
         found = tuple(
-            MemberAbi(member, init=tuple(sorted(t.exported)))
-            for member, t in tables.tables.items()
-            if t.exported
+            MemberAbi(member, init=tuple(sorted(exported)))
+            for member, (exported, _imported) in symbols.items()
+            if exported
         )
         return PythonAbiResult(claim, "PyInit_* exports of .dynsym", found)
     # abi3audit (and abi3info's tables, rich, pefile) load only for an abi3 claim: start-up time
@@ -120,14 +113,13 @@ def python_abi_for(wheel: Path, report: WheelReport, claim: str) -> PythonAbiRes
     from abi3audit._audit import audit
     from abi3info.models import PyVersion
 
-    tables = wheel_symbol_tables(wheel, elves.__contains__)
     members = []
-    for member, t in tables.tables.items():
-        names = t.exported | {imp.name for imp in t.imported}
+    for member, (exported, imported) in symbols.items():
+        names = frozenset(exported) | frozenset(imported)
         if not any(n.startswith(("Py", "_Py")) for n in names):
             continue  # no CPython symbol at all: a plain library beside the module
         result = audit(_StreamedObject(member, names, PyVersion(*floor)))
-        init = tuple(sorted(n for n in t.exported if n.startswith("PyInit_")))
+        init = tuple(sorted(n for n in exported if n.startswith("PyInit_")))
         non_abi3 = tuple(sorted(s.name for s in result.non_abi3_symbols))
         future = tuple(sorted((o.symbol.name, str(o.added)) for o in result.future_abi3_objects))
         members.append(MemberAbi(member, init=init, non_abi3=non_abi3, future=future))

@@ -4,7 +4,7 @@ A wheel built in the recipe's ``rocm: {from: pip}`` mode does not carry ROCm and
 on the system: it declares ``Requires-Dist: rocm[libraries]==X.Y.*`` and its ELFs reach the SDK's
 folders through ``$ORIGIN``-relative RPATHs (``$ORIGIN/../_rocm_sdk_core/lib``). The gate judges that
 with facts gathered elsewhere (the SDK wheels of the build's lock or of the index, read by
-:mod:`buildkit.building.rocm_pip`): :class:`SdkRelease` (each wheel's library files, requirements and
+:mod:`buildkit.judge.rocm_pip`): :class:`SdkRelease` (each wheel's library files, requirements and
 extras) for the pinned release, and :class:`OtherRelease` (the SONAMEs of releases the requirement
 might also admit). This module holds those models and the pure judgement (:func:`provider`,
 :func:`installed_closure`); it reads no file and no network.

@@ -43,14 +43,10 @@ import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from buildkit.gate.demangle import demangle
 from buildkit.records import Key, json_shape
-
-if TYPE_CHECKING:  # the inspection's types only: importing buildkit.inspect costs 0.2 s of start-up
-    from buildkit.inspect.models import WheelReport
 
 #: Itanium-mangled outermost scopes of torch's C++ API (``_ZN3c10``, ``_ZNK2at``, ``_ZTVN5torch``)
 TORCH_SCOPES = ("3c10", "2at", "5torch", "6caffe2")
@@ -227,7 +223,8 @@ class Needed:
 
 @dataclass(frozen=True)
 class TorchNeeds:
-    """Conditions 1-4 of the module docstring, per member (5 needs a torch: :func:`judge`)."""
+    """Conditions 1-4 of the module docstring, per member (5 needs a torch: :func:`judge`), as
+    :func:`buildkit.judge.wheel.torch_needs` reads them from a wheel."""
 
     linking: tuple[str, ...] = ()  # members that DT_NEED a torch library
     symbols: tuple[Needed, ...] = ()
@@ -235,39 +232,6 @@ class TorchNeeds:
     def by_name(self) -> set[str]:
         """The needed names condition 5 keeps without a torch (torch's by name)."""
         return {s.name for s in self.symbols if torch_owned(s.name)}
-
-
-def wheel_torch_needs(wheel: Path, report: WheelReport, extra_torch: Iterable[str] = ()) -> TorchNeeds:
-    """What ``wheel`` (inspected as ``report``) needs from torch: its members linking a torch library
-    are read whole (their dynamic symbol tables), the other ELF members only for exports of the
-    names those need."""
-    from buildkit.inspect.symtab import wheel_symbol_tables  # the streaming reader: only when asked
-
-    also = set(extra_torch)
-    linking = {e.member: tuple(n for n in e.needed if is_torch_library(n, also)) for e in report.elves}
-    linking = {m: links for m, links in linking.items() if links}
-    if not linking:
-        return TorchNeeds()
-    first = wheel_symbol_tables(wheel, lambda n: n in linking)
-    raw: list[Needed] = []
-    for member, table in first.tables.items():
-        for imp in table.imported:
-            if imp.weak or (imp.version is not None and not is_torch_library(imp.library or "", also)):
-                continue
-            raw.append(Needed(imp.name, member, linking[member]))
-    wanted = {n.name for n in raw}
-    defined = {name for t in first.tables.values() for name in t.exported if name in wanted}
-    others = {e.member for e in report.elves} - set(linking)
-    if others and wanted:
-        rest = wheel_symbol_tables(
-            wheel, lambda n: n in others, keep_exported=wanted.__contains__, imports=False
-        )
-        defined |= {name for t in rest.tables.values() for name in t.exported}
-    kept = sorted(
-        {(n.member, n.name): n for n in raw if n.name not in defined}.values(),
-        key=lambda n: (n.member, n.name),
-    )
-    return TorchNeeds(tuple(sorted(linking)), tuple(kept))
 
 
 # --------------------------------------------------------------------------- the judgement

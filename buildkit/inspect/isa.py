@@ -37,15 +37,22 @@ outside the levels (AES, PCLMUL, FMA4, ...) are counted as extensions. The repor
 from __future__ import annotations
 
 import bisect
-import os
 import re
 import struct
 from collections import Counter
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from buildkit.inspect.models import WheelReport
 from buildkit.records import json_shape
+
+
+class Members(Protocol):
+    """What a scan reads members from: an open wheel's zip (``zipfile.ZipFile``; not imported here, the
+    gate's rule imports this module's levels and no zip reader with them)."""
+
+    def read(self, name: str) -> bytes: ...
+
 
 #: the levels, index = level number - 1 (the names the recipe's ``host_isa.level`` and ``-march`` use)
 LEVELS = ("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
@@ -510,24 +517,21 @@ def scan_elf(member: str, data: bytes, *, examples: int = EXAMPLES) -> ElfIsa | 
     )
 
 
-def scan_wheel(path: str | os.PathLike[str], members: Iterable[str]) -> tuple[ElfIsa, ...]:
-    """The report of each x86_64 ELF among ``members`` of the wheel at ``path`` (the host ELFs the
+def scan_wheel(wheel: Members, members: Iterable[str]) -> tuple[ElfIsa, ...]:
+    """The report of each x86_64 ELF among ``members`` of the open ``wheel`` (the host ELFs the
     inspection found, :attr:`WheelReport.elves`), each member read whole, one at a time."""
-    import zipfile  # only when a scan runs (start-up time of check)
-
     out = []
-    with zipfile.ZipFile(path) as zf:
-        for name in members:
-            found = scan_elf(name, zf.read(name))
-            if found is not None:
-                out.append(found)
+    for name in members:
+        found = scan_elf(name, wheel.read(name))
+        if found is not None:
+            out.append(found)
     return tuple(out)
 
 
-def host_isa_of(path: str | os.PathLike[str], report: WheelReport, wanted: bool) -> tuple[ElfIsa, ...] | None:
+def host_isa_of(wheel: Members, report: WheelReport, wanted: bool) -> tuple[ElfIsa, ...] | None:
     """What a judgement passes the gate (``evaluate(host_isa=...)``) when its configuration
     ``wanted`` the report (:attr:`buildkit.gate.config.GateConfig.isa_scan`): the scan of the
     wheel's x86_64 host ELFs; None when not wanted."""
     if not wanted:
         return None
-    return scan_wheel(path, [e.member for e in report.elves if e.machine == "x86_64"])
+    return scan_wheel(wheel, [e.member for e in report.elves if e.machine == "x86_64"])

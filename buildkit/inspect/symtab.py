@@ -35,7 +35,7 @@ from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from buildkit.errors import WheelReadError
 from buildkit.inspect import loader
@@ -43,7 +43,10 @@ from buildkit.inspect.elf import member_chunks
 from buildkit.inspect.limits import Limits
 from buildkit.inspect.loader import ELF_MAGIC, ElfHeader, Read
 from buildkit.inspect.sparse import MissingRange, SparseBuffer
-from buildkit.manifest import sha256_file
+from buildkit.manifest import sha256_fd
+
+if TYPE_CHECKING:
+    from buildkit.inspect.wheel import WheelHandle
 
 __all__ = ["Imported", "SymbolTable", "WheelSymbols", "read_symbol_table", "wheel_symbol_tables"]
 
@@ -365,7 +368,7 @@ class WheelSymbols:
 
 
 def wheel_symbol_tables(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | WheelHandle,
     select: Callable[[str], bool],
     *,
     keep_exported: Callable[[str], bool] | None = None,
@@ -378,16 +381,17 @@ def wheel_symbol_tables(
     """The symbol tables of the members ``select`` chooses that are ELF (their first four bytes),
     read in ``workers`` threads, nothing extracted; the zip is held to the same hostile-input rules
     as :func:`~buildkit.inspect.inspect_wheel` (names, sizes, bombs, overlapping members: each a
-    WheelReadError naming the wheel). ``sha256``: also hash the whole file, on its own thread;
-    ``texts``: small members (at most 1 MiB each) to return whole, when present."""
+    WheelReadError naming the wheel). ``path``: the wheel's file, or the
+    :class:`~buildkit.inspect.wheel.WheelHandle` of a judgement (not opened again). ``sha256``: also
+    hash the whole file, on its own thread; ``texts``: small members (at most 1 MiB each) to return
+    whole, when present."""
     from buildkit.inspect import wheel as reader  # its zip checks (a module of this package)
     from buildkit.inspect.zipstream import open_member, sniff
 
     limits = limits or Limits()
-    wheel, (name, version, _build, _tags) = reader.wheel_file(path)
     with contextlib.ExitStack() as stack:
+        wheel, (name, version, _build, _tags), fd, zf = stack.enter_context(reader.open_wheel(path))
         stack.enter_context(reader._naming(wheel))
-        zf = stack.enter_context(reader._open_zip(wheel))
         infos = zf.infolist()
         reader._check_names(infos)
         reader._check_sizes(zf, infos, limits)
@@ -398,11 +402,6 @@ def wheel_symbol_tables(
         }
         chosen = [i for i in infos if not i.is_dir() and i.file_size >= 52 and select(i.filename)]
         chosen.sort(key=lambda i: i.file_size, reverse=True)  # the largest first: better balance
-        try:
-            fd = os.open(wheel, os.O_RDONLY)
-        except OSError as err:
-            raise WheelReadError(f"{wheel.name}: cannot open: {err}") from None
-        stack.callback(os.close, fd)
 
         def one(info: zipfile.ZipInfo) -> SymbolTable | None:
             try:
@@ -423,7 +422,7 @@ def wheel_symbol_tables(
 
         count = workers or reader.default_workers()
         with ThreadPoolExecutor(max_workers=count + (1 if sha256 else 0)) as pool:
-            digest = pool.submit(sha256_file, wheel) if sha256 else None
+            digest = pool.submit(sha256_fd, fd) if sha256 else None
             tables = [t for t in pool.map(one, chosen) if t is not None]
             hexdigest = digest.result() if digest is not None else None
     return WheelSymbols(

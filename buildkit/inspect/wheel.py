@@ -84,7 +84,7 @@ from buildkit.inspect.zipstream import (
     sniff,
     whole_readable,
 )
-from buildkit.manifest import sha256_file
+from buildkit.manifest import sha256_fd
 
 _READ_ERRORS = (
     zipfile.BadZipFile,
@@ -280,11 +280,12 @@ class _Reader:
 class _Sha256(threading.Thread):
     """The wheel's sha256, computed on its own thread while the members are inspected (hashlib
     releases the GIL on large blocks); a small wheel's on the caller's thread (``threaded=False``:
-    :meth:`result` computes it)."""
+    :meth:`result` computes it). Read through the wheel's one descriptor (:class:`WheelHandle`)."""
 
-    def __init__(self, path: Path, *, threaded: bool = True) -> None:
+    def __init__(self, path: Path, fd: int, *, threaded: bool = True) -> None:
         super().__init__(name="wheel-sha256", daemon=True)
         self.path = path
+        self.fd = fd
         self.threaded = threaded
         self.digest: str | None = None
         self.error: OSError | None = None
@@ -295,7 +296,7 @@ class _Sha256(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.digest = sha256_file(self.path)
+            self.digest = sha256_fd(self.fd)
         except OSError as err:
             self.error = err
 
@@ -467,13 +468,12 @@ def _naming(wheel: Path) -> Iterator[None]:
         raise WheelReadError(f"{wheel.name}: {err.message}") from None
 
 
-def _truncation_hint(path: Path) -> str:
+def _truncation_hint(fd: int) -> str:
     """A zip whose start is a local file header but whose end-of-central-directory record is missing
     was almost always cut short (an interrupted download or copy): say so."""
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
-            size = os.fstat(fh.fileno()).st_size
+        head = os.pread(fd, 4, 0)
+        size = os.fstat(fd).st_size
     except OSError:
         return ""
     if head != b"PK\x03\x04":
@@ -484,16 +484,36 @@ def _truncation_hint(path: Path) -> str:
     )
 
 
+class WheelHandle(NamedTuple):
+    """A wheel file opened once for every reader of one judgement (:func:`inspect_wheel`,
+    :func:`~buildkit.inspect.symtab.wheel_symbol_tables`, the sha256): one descriptor read with
+    ``os.pread`` (no seek state) and one zip directory. Made by :func:`open_wheel`."""
+
+    path: Path
+    names: tuple[NormalizedName, Version, BuildTag, frozenset[Tag]]
+    fd: int
+    zip: zipfile.ZipFile
+
+
 @contextlib.contextmanager
-def _open_zip(path: Path) -> Iterator[zipfile.ZipFile]:
-    try:
-        zf = zipfile.ZipFile(path)
-    except _READ_ERRORS as err:
-        raise WheelReadError(f"{path.name}: not a readable zip: {err}{_truncation_hint(path)}") from None
-    try:
-        yield zf
-    finally:
-        zf.close()
+def open_wheel(path: str | os.PathLike[str] | WheelHandle) -> Iterator[WheelHandle]:
+    """``path`` opened once (a WheelReadError when missing, not named as a wheel, or no readable
+    zip); a handle given is used as it is, left open for its owner to close."""
+    if isinstance(path, WheelHandle):
+        yield path
+        return
+    wheel, names = wheel_file(path)
+    with contextlib.ExitStack() as stack:
+        try:
+            fh = stack.enter_context(open(wheel, "rb"))
+        except OSError as err:
+            raise WheelReadError(f"{wheel.name}: not a readable zip: {err}") from None
+        try:
+            zf = stack.enter_context(zipfile.ZipFile(fh))
+        except _READ_ERRORS as err:
+            hint = _truncation_hint(fh.fileno())
+            raise WheelReadError(f"{wheel.name}: not a readable zip: {err}{hint}") from None
+        yield WheelHandle(wheel, names, fh.fileno(), zf)
 
 
 def wheel_file(
@@ -511,7 +531,7 @@ def wheel_file(
 
 
 def inspect_wheel(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str] | WheelHandle,
     *,
     workers: int | None = None,
     limits: Limits | None = None,
@@ -524,22 +544,22 @@ def inspect_wheel(
     ``"zlib"`` (default: isal when installed). ``verify_record`` (default on: see bench/README.md for
     its cost) reads every member to its end and records its digest in ``WheelReport.files`` in the
     algorithm RECORD names, for the gate to compare; ELF members are still parsed as before, the
-    bytes past the parse are only hashed. ``symbols``: the undefined dynamic symbol names each
-    :attr:`ElfInfo.undefined_of_interest` may list (default
+    bytes past the parse are only hashed. ``path``: the wheel's file, or a :class:`WheelHandle` the
+    caller's other readers share (then it is not opened again). ``symbols``: the undefined dynamic
+    symbol names each :attr:`ElfInfo.undefined_of_interest` may list (default
     :func:`~buildkit.inspect.symbols.default_symbols_of_interest`: auditwheel's blacklists and
     ``PyFPE_*``)."""
     limits = limits or Limits()
-    wheel, (name, version, build, tags) = wheel_file(path)
     workers = workers or default_workers()
     with contextlib.ExitStack() as stack:
+        wheel, (name, version, build, tags), fd, zf = stack.enter_context(open_wheel(path))
         stack.enter_context(_naming(wheel))
-        zf = stack.enter_context(_open_zip(wheel))
         infos = zf.infolist()
         _check_names(infos)
         total = _check_sizes(zf, infos, limits)
         dist_info = _dist_info(infos)
-        size = wheel.stat().st_size
-        sha256 = _Sha256(wheel, threaded=size >= limits.threaded_bytes)
+        size = os.fstat(fd).st_size
+        sha256 = _Sha256(wheel, fd, threaded=size >= limits.threaded_bytes)
         sha256.begin()
         by_name = {i.filename: i for i in infos}
         wheel_headers = _headers(_read_small(zf, by_name[f"{dist_info}/WHEEL"]), f"{dist_info}/WHEEL")
@@ -557,11 +577,6 @@ def inspect_wheel(
         algorithms = _record_algorithms(record, infos, dist_info) if verify_record else {}
         files = [i for i in infos if not i.is_dir() and i.file_size > 0]
         files.sort(key=lambda i: i.file_size, reverse=True)  # largest first: better balance across workers
-        try:
-            fd = os.open(wheel, os.O_RDONLY)
-        except OSError as err:
-            raise WheelReadError(f"{wheel.name}: cannot open: {err}") from None
-        stack.callback(os.close, fd)
         reader = _Reader(fd, zf, limits, inflater, algorithms, symbols)
         batches = _batches(files)
         if workers == 1 or len(batches) == 1 or max(size, total) < limits.threaded_bytes:

@@ -2,13 +2,13 @@
 
 A manifest is a file anyone can write beside a wheel; a ``verdict.passed: true`` in it proves nothing.
 Before anything is written or uploaded, each wheel is inspected and gated again
-(:func:`~buildkit.building.wheel_gate.check_wheels`, the gate ``build`` and ``check`` run) with one of:
+(:func:`~buildkit.judge.judge_wheels`, the judgement ``build`` and ``check`` run) with one of:
 
 * ``--recipe R``: the configuration of the recipe and the job that built the wheel (the job id the
   manifest records, found in R's plan; the manifest must record R's sha256). A manifest that records
   another gate configuration than R gives that job now is stale and refused.
 * ``--public-key K``: the configuration the manifest records, once the wheel's attestation
-  (``<wheel>.intoto.json``, :mod:`buildkit.building.provenance`) verifies with K, its subject is the
+  (``<wheel>.intoto.json``, :mod:`buildkit.attestation`) verifies with K, its subject is the
   wheel's name and sha256, and it signs the same recipe sha256, job and gate configuration as the
   manifest (any difference: forged or stale, refused).
 
@@ -31,12 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from buildkit.building.gating import gate_key
-from buildkit.building.provenance import attestation_path, load_public_key, verify_attestation
-from buildkit.building.wheel_gate import check_wheels
+from buildkit.attestation import attestation_path, load_public_key, verify_attestation
 from buildkit.errors import NotReproducible, UsageError
-from buildkit.gate.config import GateConfig
+from buildkit.gate.config import GateConfig, gate_key
 from buildkit.inspect import inspect_wheel
+from buildkit.judge import judge_wheels
 from buildkit.publish.refusal import Candidate, Refusal
 from buildkit.recipe import Recipe
 from buildkit.split import output_config
@@ -214,7 +213,7 @@ def _for_split_output(candidate: Candidate, recipe: Recipe, config: GateConfig) 
 def regate(candidate: Candidate, config: GateConfig) -> Refusal | None:
     """Run the gate again on ``candidate`` with ``config``: None when it passes these very bytes."""
     wheel = candidate.wheel
-    verdicts, failures = check_wheels([wheel], config._replace(torch_abi=None))
+    verdicts, failures = judge_wheels([wheel], config._replace(torch_abi=None))
     if failures:
         return Refusal(wheel, f"unreadable: {failures[0].error}")
     verdict = verdicts[0]

@@ -1,9 +1,8 @@
 """What ``buildkit check`` does, as library calls (:func:`run_check`): its gate options and
 ``--recipe``/``--job`` -> a :class:`~buildkit.gate.config.GateConfig` (:func:`gate_config`), with
 ``--rocm-from-pip``/``--rocm-sdk`` the SDK's wheels read into it (:func:`with_rocm_from_pip`); then
-every wheel is inspected (streaming) and gated (:func:`buildkit.building.wheel_gate.check_wheels`, the
-one way ``build``, ``check`` and ``publish`` gate wheel files); :meth:`CheckRun.failure` is the
-command's verdict.
+every wheel is judged (:func:`buildkit.judge.judge_wheels`, the one way ``build``, ``check``,
+``publish`` and ``split`` judge wheel files); :meth:`CheckRun.failure` is the command's verdict.
 
 With ``recipe`` and ``job`` the configuration is the one ``build`` uses,
 :meth:`GateConfig.from_recipe_job` (the job's policy, ceilings, exclude globs, archs, torch pin and
@@ -24,12 +23,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from buildkit.building.wheel_gate import check_wheels
 from buildkit.errors import BuildkitError, GateFailed, UsageError, WheelReadError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.options import GateFlags, apply_options
 from buildkit.gate.report import ReadFailure
 from buildkit.gate.verdict import Verdict
+from buildkit.judge import judge_wheels
 
 if TYPE_CHECKING:
     from buildkit.gate.torchabi import TorchExports
@@ -112,13 +111,13 @@ def torch_from_image(image: str) -> TorchExports:
 def with_rocm_from_pip(config: GateConfig, requirement: str | None, sdk: Path | None) -> GateConfig:
     """``--rocm-from-pip REQUIREMENT`` with ``--rocm-sdk FOLDER`` (both or neither: UsageError):
     ``config`` with the SDK's wheels in ``FOLDER`` read into its ROCm-from-pip facts
-    (:func:`buildkit.building.rocm_pip.gather`); neither: ``config``."""
+    (:func:`buildkit.judge.rocm_pip.gather`); neither: ``config``."""
     if (requirement is None) != (sdk is None):
         raise UsageError("--rocm-from-pip and --rocm-sdk go together")
     if requirement is None or sdk is None:
         return config
     # the SDK's wheels are read only for ROCm from pip (start-up of a plain check)
-    from buildkit.building.rocm_pip import find_wheels, gather
+    from buildkit.judge.rocm_pip import find_wheels, gather
 
     facts = gather(requirement, find_wheels(sdk), source=str(sdk))
     return config._replace(rocm_pip=facts).validated()
@@ -156,8 +155,8 @@ def run_check(
 ) -> CheckRun:
     """``buildkit check``: the configuration of ``flags`` (with ``recipe`` and ``job``: ``build``'s for
     that job, the runtime images' ceilings read as ``build`` reads them, :func:`gate_config`), ROCm
-    from pip added (:func:`with_rocm_from_pip`), and every wheel inspected and gated, a torch image's
-    exports read through :func:`torch_from_image`."""
+    from pip added (:func:`with_rocm_from_pip`), the torch ``--torch-abi`` names read once (an image's
+    through :func:`torch_from_image`), and every wheel judged."""
     reader = None
     if recipe is not None:
         # the recipe layer only with --recipe (runtime images' ceilings, as build reads them): a plain
@@ -167,7 +166,10 @@ def run_check(
         reader = image_ceilings
     config = gate_config(flags, recipe=recipe, job=job, ceilings_reader=reader)
     config = with_rocm_from_pip(config, rocm_from_pip, rocm_sdk)
-    verdicts, failures = check_wheels(
-        list(wheels), config, verify_record=verify_record, image_reader=torch_from_image
-    )
+    torch = None
+    if config.torch_abi:
+        from buildkit.compare.torch_exports import load_torch_exports  # only when a torch is asked for
+
+        torch = load_torch_exports(config.torch_abi, image_reader=torch_from_image)
+    verdicts, failures = judge_wheels(list(wheels), config, verify_record=verify_record, torch=torch)
     return CheckRun(verdicts, failures)

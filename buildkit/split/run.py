@@ -11,7 +11,8 @@ hidden staging folder inside ``out`` and gates each one:
   the whole of the device code: ``gfx-arch`` keeps the requested archs only when the host still has HIP
   objects (their offload bundles must carry them all, as before), and ``required-member`` globs are
   judged on the input wheel (they may name code objects now in a device wheel), and so is the torch
-  ABI (:func:`gate`);
+  ABI (the caller judges the input with it: ``build`` does, before it splits; reading a torch's
+  exports is ``compare``'s, beside this stage), and the outputs' host code is the input's;
 * each device wheel with the same configuration for its own name and ``device_target`` set: the
   ``device-wheel`` rule then requires every member but its metadata to be a code object of its
   processor (``gfx-arch`` is left to that rule).
@@ -40,11 +41,10 @@ from packaging.utils import parse_wheel_filename
 from buildkit.errors import GateFailed, SplitRefused, UsageError
 from buildkit.fsutil import sync_folder
 from buildkit.gate.config import GateConfig
-from buildkit.gate.evaluate import evaluate
 from buildkit.gate.report import render_all, render_human, to_json
 from buildkit.gate.verdict import Verdict
-from buildkit.inspect import inspect_wheel
 from buildkit.inspect.models import WheelReport
+from buildkit.judge import judge_wheel
 from buildkit.manifest import REFUSED_DIR
 from buildkit.records import Key, json_shape, to_data
 from buildkit.split.classify import Bundled, Layout, classify
@@ -130,21 +130,6 @@ class SplitResult(NamedTuple):
             ],
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
         }
-
-
-def gate(wheel: Path, report: WheelReport, config: GateConfig) -> Verdict:
-    """The gate on one wheel as split runs it: :func:`~buildkit.gate.evaluate.evaluate`, with a
-    Python-independent job's tag claim judged (``job-identity``, :func:`~buildkit.gate.pyabi.python_abi_for`).
-    The torch ABI is not judged here (reading a torch's exports is ``compare``'s, beside this stage): the
-    caller judges the input with it (``build`` does, before it splits), and the outputs' host code is
-    the input's."""
-    identity = config.identity
-    python_abi = None
-    if identity is not None and identity.wheel_tag is not None:
-        from buildkit.gate.pyabi import python_abi_for  # abi3audit loads only for such a job
-
-        python_abi = python_abi_for(wheel, report, identity.wheel_tag)
-    return evaluate(report, config, python_abi=python_abi)
 
 
 def output_config(base: GateConfig, *, target: str | None, bundles: bool) -> GateConfig:
@@ -278,9 +263,8 @@ def split_wheel(
         )
     timings: dict[str, float] = {}
     started = time.monotonic()
-    report = inspect_wheel(wheel)
+    report, verdict = judge_wheel(wheel, base)
     timings["inspect"] = time.monotonic() - started
-    verdict = gate(wheel, report, base)
     if not verdict.passed:
         raise GateFailed(f"{wheel.name} fails the gate, so it is not split\n{render_human(verdict)}")
     layout = classify(report)
@@ -301,8 +285,7 @@ def split_wheel(
         for p in planned:
             path = staging / p.filename
             cfg = output_config(base, target=p.target, bundles=bool(layout.bundles))
-            written = inspect_wheel(path)
-            gated.append((p, gate(path, written, cfg)))
+            gated.append((p, judge_wheel(path, cfg).verdict))
             say(f"{p.filename}: {'PASS' if gated[-1][1].passed else 'FAIL'}")
         timings["gate"] = time.monotonic() - t0
         passed = all(v.passed for _p, v in gated)

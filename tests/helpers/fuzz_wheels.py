@@ -25,9 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from buildkit.building.wheel_gate import check_wheels
 from buildkit.gate.config import GateConfig
 from buildkit.gate.report import render_all, to_json
+from buildkit.judge import judge_wheels
 from tests.helpers.offload_bundle import amdgpu_header, compressed_bundle, plain_bundle
 from tests.helpers.shared_library import build_shared_library
 from tests.helpers.wheel_zip import write_wheel
@@ -179,7 +179,7 @@ class Unexplained(AssertionError):
 def drive(path: Path) -> str:
     """Gate the wheel at ``path`` as ``buildkit check --json`` and ``-v`` do; ``"verdict"`` or
     ``"unreadable"``. An exception other than the gate's own handling is the caller's crash to keep."""
-    verdicts, failures = check_wheels([path], CONFIG)
+    verdicts, failures = judge_wheels([path], CONFIG)
     render_all(verdicts, failures, verbose=True)
     json.dumps(to_json(verdicts, failures))
     if failures:

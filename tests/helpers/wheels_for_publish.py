@@ -19,9 +19,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from buildkit import manifest
-from buildkit.building.gating import gate_key
 from buildkit.building.provenance import write_attestation
-from buildkit.gate.config import GateConfig
+from buildkit.gate.config import GateConfig, gate_key
 from tests.helpers import wheel_zip
 
 #: the builds' signing key in these tests (fixed bytes: the same key in every process)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,8 @@ def judged() -> tuple[Path, object]:
 
 def test_numpy_holds_avx512_and_the_default_report_does_not_refuse(judged: tuple[Path, object]) -> None:
     wheel, report = judged
-    scan = host_isa_of(wheel, report, True)  # type: ignore[arg-type]
+    with zipfile.ZipFile(wheel) as zf:
+        scan = host_isa_of(zf, report, True)  # type: ignore[arg-type]
     assert scan is not None
     by_member = {e.member: e for e in scan}
     umath = by_member["numpy/_core/_multiarray_umath.cpython-311-x86_64-linux-gnu.so"]

@@ -16,11 +16,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from buildkit.building.wheel_gate import check_wheels
 from buildkit.compare.diff import diff_wheels, render_human
 from buildkit.compare.torch_exports import load_torch_exports, torch_wheel_exports
 from buildkit.gate.report import load_schema, to_json
 from buildkit.gate.report import render_human as render_verdict
+from buildkit.judge import judge_wheels
 from buildkit.service.check import GateFlags, config_from_flags
 from tests.helpers.torch_ext import MEMBER, TORCH_2_14_1, Subjects, build_subjects, torch_wheel
 
@@ -46,7 +46,7 @@ def torch_2_14(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def gate(wheel: Path, torch: Path):  # type: ignore[no-untyped-def]
     config = config_from_flags(GateFlags(exclude_sets=("torch",), torch_abi=str(torch)))
-    verdicts, failures = check_wheels([wheel], config)
+    verdicts, failures = judge_wheels([wheel], config, torch=load_torch_exports(str(torch)))
     assert not failures, failures
     return verdicts[0]
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.building.wheel_gate import check_wheels
+from buildkit.compare.torch_exports import load_torch_exports
 from buildkit.compare.torch_shim import build_table, render
 from buildkit.gate.config import GateConfig
 from buildkit.gate.torchshim import TABLE_PATH
+from buildkit.judge import judge_wheels
 from tests.helpers.shared_library import have_gcc
 from tests.helpers.torch_ext import TORCH_2_13_CPU, TORCH_2_14_1, torch_wheel
 from tests.helpers.wheel_zip import write_wheel
@@ -79,7 +80,8 @@ def _gate(wheel: Path, lowest: str, torch: Path | None = None):  # type: ignore[
     config = GateConfig(
         torch_stable=lowest, exclude_globs=("libtorch*.so*",), torch_abi=None if torch is None else str(torch)
     )
-    (verdict,), failures = check_wheels([wheel], config)
+    exports = None if torch is None else load_torch_exports(str(torch))
+    (verdict,), failures = judge_wheels([wheel], config, torch=exports)
     assert not failures
     return verdict
 

@@ -46,7 +46,7 @@ LONG_FUNCTIONS: dict[str, str] = {
     "buildkit/source/version.py:_from_pyproject": "the pyproject version sources, one after the other",
     "buildkit/service/publish.py:run_publish": "the publish command's sequence of stage calls",
     "buildkit/plan/expansion.py:_Expansion.job": "the Job's fields, one per line",
-    "buildkit/building/provenance.py:verify_attestation": "the attestation's checks, in order",
+    "buildkit/attestation.py:verify_attestation": "the attestation's checks, in order",
     "buildkit/recipe/sections/matrix.py:_parse_matrix": "the matrix section's keys, each checked in place",
     "buildkit/plan/archs.py:resolve": "the arch resolution's sources, in precedence order",
 }

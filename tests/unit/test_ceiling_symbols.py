@@ -19,8 +19,9 @@ from elftools.elf.sections import SymbolTableSection
 from buildkit.gate.config import GateConfig
 from buildkit.gate.demangle import demangle
 from buildkit.gate.evaluate import evaluate
-from buildkit.gate.needers import SHOWN
+from buildkit.gate.rules.ceilings import SHOWN
 from buildkit.inspect import inspect_wheel
+from buildkit.judge import judge_wheel
 from buildkit.policy import split_symbol_version
 from tests.helpers.wheel_zip import write_wheel
 
@@ -82,7 +83,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
 
 
 def _ceiling_errors(path: Path) -> list[str]:
-    verdict = evaluate(inspect_wheel(path), GateConfig.from_flags(max_glibcxx=CEILING))
+    """The ceiling errors of the judgement every command makes (the wheel read once, names included)."""
+    verdict = judge_wheel(path, GateConfig.from_flags(max_glibcxx=CEILING)).verdict
     return [f.message for f in verdict.findings if f.rule == "ceiling" and f.severity == "error"]
 
 
@@ -113,7 +115,7 @@ def test_the_finding_names_the_member_and_the_demangled_symbols(wheel: tuple[Pat
 def test_a_report_without_its_wheel_names_the_version_alone(
     wheel: tuple[Path, bytes], tmp_path: Path
 ) -> None:
-    """A stored report (the wheel moved or gone) cannot be read for names: the finding stays true."""
+    """A stored report judged without its wheel (no reader given) names the version alone: still true."""
     path, _ = wheel
     moved = tmp_path / path.name
     shutil.copy(path, moved)

@@ -1,4 +1,4 @@
-"""``build``'s gate key (:func:`buildkit.building.gating.gate_key`): part of every job's inputs key and
+"""``build``'s gate key (:func:`buildkit.gate.config.gate_key`): part of every job's inputs key and
 recorded in each manifest, so its value for an unchanged configuration must never change (every
 up-to-date wheel would rebuild, and ``publish`` would refuse the wheels built before).
 
@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from buildkit.building.gating import KEYED_UP_TO, SINCE_KEYED, gate_key
-from buildkit.gate.config import GateConfig
+from buildkit.gate.config import KEYED_UP_TO, SINCE_KEYED, GateConfig, gate_key
 from buildkit.gatespec import Required
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe

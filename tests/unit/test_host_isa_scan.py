@@ -5,6 +5,7 @@ the instruction and its symbol."""
 from __future__ import annotations
 
 import subprocess
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from buildkit.gate.evaluate import evaluate
 from buildkit.gate.options import GateFlags, apply_options
 from buildkit.inspect import inspect_wheel
 from buildkit.inspect.isa import host_isa_of, scan_elf
+from buildkit.judge import judge_wheel
 from tests.helpers.shared_library import have_gcc
 from tests.helpers.wheel_zip import write_wheel
 
@@ -82,7 +84,8 @@ def test_the_level_of_avx512_is_its_instructions_not_a_note(tmp_path: Path) -> N
     wheel = write_wheel(tmp_path / "demo-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", {"demo/_k.so": data})
     report = inspect_wheel(wheel)
     assert report.elves[0].x86_isa_needed in (None, 1)
-    scan = host_isa_of(wheel, report, True)
+    with zipfile.ZipFile(wheel) as zf:
+        scan = host_isa_of(zf, report, True)
     assert scan is not None and scan[0].level == 4
     assert any("zmm" in e.text for e in scan[0].examples)
 
@@ -93,9 +96,9 @@ def _wheel(tmp_path: Path, source: str, *flags: str) -> Path:
 
 
 def _judge(wheel: Path, **flags: object) -> list[tuple[str, str, str]]:
+    """The host-isa findings of ``judge_wheel``: the judgement every command makes scans when asked."""
     config = apply_options(GateConfig(), GateFlags(**flags))
-    report = inspect_wheel(wheel)
-    verdict = evaluate(report, config, host_isa=host_isa_of(wheel, report, config.isa_scan))
+    verdict = judge_wheel(wheel, config).verdict
     return [(f.severity, f.message, f.symbol or "") for f in verdict.findings if f.rule == "host-isa"]
 
 

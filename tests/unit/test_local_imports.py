@@ -21,8 +21,6 @@ _OWNED = "owned by another change this session"
 #: Modules whose uncommented local imports are excused, with why. Only shrinks: an entry with nothing
 #: left to excuse fails the test, so that it is removed.
 ALLOWED = {
-    "buildkit/building/rocm_pip.py": _OWNED,
-    "buildkit/building/wheel_gate.py": _OWNED,
     "buildkit/compare/torch_exports.py": _OWNED,
     "buildkit/gate/demangle.py": _OWNED,
     "buildkit/gate/options.py": _OWNED,

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from buildkit import attestation
 from buildkit.building import provenance as prov
 from buildkit.errors import NotReproducible, UsageError
 from buildkit.manifest import sha256_file
@@ -79,10 +80,10 @@ def _rewrite_member(src: Path, dest: Path, member: str, data: bytes) -> None:
 def test_pae_matches_the_dsse_specification_example() -> None:
     # the example of the DSSE v1 protocol document
     assert (
-        prov.pae("http://example.com/HelloWorld", b"hello world")
+        attestation.pae("http://example.com/HelloWorld", b"hello world")
         == b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
     )
-    assert prov.pae("", b"") == b"DSSEv1 0  0 "
+    assert attestation.pae("", b"") == b"DSSEv1 0  0 "
 
 
 def test_statement_is_in_toto_v1_with_slsa_provenance(tmp_path: Path) -> None:
@@ -127,7 +128,7 @@ def test_signed_attestation_verifies_and_openssl_agrees(tmp_path: Path) -> None:
     wheel = _wheel(tmp_path)
     att = prov.write_attestation(wheel, _manifest(wheel), key)
     assert att.signed and att.path == tmp_path / (WHEEL + ".intoto.json")
-    check = prov.verify_attestation(wheel, prov.load_public_key(public))
+    check = attestation.verify_attestation(wheel, attestation.load_public_key(public))
     assert check.sha256 == sha256_file(wheel)
     assert check.keyid == att.keyid
 
@@ -136,12 +137,12 @@ def test_signed_attestation_verifies_and_openssl_agrees(tmp_path: Path) -> None:
     if shutil.which("openssl") is None:
         pytest.fail("openssl is needed for the independent signature check")
     payload = base64.b64decode(envelope["payload"])
-    (tmp_path / "pae.bin").write_bytes(prov.pae(envelope["payloadType"], payload))
+    (tmp_path / "pae.bin").write_bytes(attestation.pae(envelope["payloadType"], payload))
     (tmp_path / "sig.bin").write_bytes(base64.b64decode(envelope["signatures"][0]["sig"]))
     args = ["openssl", "pkeyutl", "-verify", "-pubin", "-inkey", str(public), "-rawin"]
     ok = subprocess.run([*args, "-in", "pae.bin", "-sigfile", "sig.bin"], cwd=tmp_path, capture_output=True)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    (tmp_path / "pae.bin").write_bytes(prov.pae(envelope["payloadType"], payload + b" "))
+    (tmp_path / "pae.bin").write_bytes(attestation.pae(envelope["payloadType"], payload + b" "))
     bad = subprocess.run([*args, "-in", "pae.bin", "-sigfile", "sig.bin"], cwd=tmp_path, capture_output=True)
     assert bad.returncode != 0
 
@@ -154,7 +155,7 @@ def test_tampered_wheel_fails_verification(tmp_path: Path) -> None:
     shutil.copy(wheel, original)
     _rewrite_member(original, wheel, "demo/__init__.py", b"x = 2\n")
     with pytest.raises(NotReproducible, match="is not the attested subject"):
-        prov.verify_attestation(wheel, prov.load_public_key(public))
+        attestation.verify_attestation(wheel, attestation.load_public_key(public))
 
 
 def test_tampered_payload_fails_verification(tmp_path: Path) -> None:
@@ -167,7 +168,7 @@ def test_tampered_payload_fails_verification(tmp_path: Path) -> None:
     envelope["payload"] = base64.b64encode(json.dumps(stmt).encode()).decode()
     att.path.write_text(json.dumps(envelope))
     with pytest.raises(NotReproducible, match="no signature verifies"):
-        prov.verify_attestation(wheel, prov.load_public_key(public))
+        attestation.verify_attestation(wheel, attestation.load_public_key(public))
 
 
 def test_other_key_unsigned_and_wrong_type_fail(tmp_path: Path) -> None:
@@ -176,19 +177,19 @@ def test_other_key_unsigned_and_wrong_type_fail(tmp_path: Path) -> None:
     wheel = _wheel(tmp_path)
     att = prov.write_attestation(wheel, _manifest(wheel), key)
     with pytest.raises(NotReproducible, match="no signature verifies"):
-        prov.verify_attestation(wheel, prov.load_public_key(other_public))
+        attestation.verify_attestation(wheel, attestation.load_public_key(other_public))
 
     unsigned = prov.write_attestation(wheel, _manifest(wheel), None)
     assert not unsigned.signed and unsigned.keyid is None
     assert json.loads(unsigned.path.read_text())["signatures"] == []
     with pytest.raises(NotReproducible, match="unsigned"):
-        prov.verify_attestation(wheel, prov.load_public_key(other_public))
+        attestation.verify_attestation(wheel, attestation.load_public_key(other_public))
 
     envelope = json.loads(prov.write_attestation(wheel, _manifest(wheel), key).path.read_text())
     envelope["payloadType"] = "text/plain"
     att.path.write_text(json.dumps(envelope))
     with pytest.raises(NotReproducible, match="payloadType"):
-        prov.verify_attestation(wheel, prov.load_public_key(other_public))
+        attestation.verify_attestation(wheel, attestation.load_public_key(other_public))
 
 
 def test_renamed_wheel_is_not_the_subject(tmp_path: Path) -> None:
@@ -198,7 +199,7 @@ def test_renamed_wheel_is_not_the_subject(tmp_path: Path) -> None:
     renamed = tmp_path / "demo-1.0-cp313-cp313-manylinux_2_28_x86_64.whl"
     shutil.copy(wheel, renamed)
     with pytest.raises(NotReproducible, match="not the attested subject"):
-        prov.verify_attestation(renamed, prov.load_public_key(public), att.path)
+        attestation.verify_attestation(renamed, attestation.load_public_key(public), att.path)
 
 
 # --------------------------------------------------------------------------- keys
@@ -206,7 +207,9 @@ def test_signing_key_from_environment(tmp_path: Path) -> None:
     key, private, _public = _key_files(tmp_path)
     assert prov.signing_key({}) is None
     loaded = prov.signing_key({"BUILDKIT_SIGNING_KEY": str(private)})
-    assert loaded is not None and prov.keyid(loaded.public_key()) == prov.keyid(key.public_key())
+    assert loaded is not None and attestation.keyid(loaded.public_key()) == attestation.keyid(
+        key.public_key()
+    )
     with pytest.raises(UsageError, match="cannot read the signing key"):
         prov.signing_key({"BUILDKIT_SIGNING_KEY": str(tmp_path / "missing.pem")})
     ec_key = tmp_path / "ec.pem"
@@ -299,9 +302,9 @@ def _signed(tmp_path: Path) -> tuple[Path, Path, dict[str, Any]]:
 )
 def test_malformed_envelope_is_not_reproducible(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     wheel, public, envelope = _signed(tmp_path)
-    prov.attestation_path(wheel).write_text(json.dumps({**envelope, **change}))
+    attestation.attestation_path(wheel).write_text(json.dumps({**envelope, **change}))
     with pytest.raises(NotReproducible) as info:
-        prov.verify_attestation(wheel, prov.load_public_key(public))
+        attestation.verify_attestation(wheel, attestation.load_public_key(public))
     assert message in str(info.value)
     assert "None" not in str(info.value)
 
@@ -309,12 +312,12 @@ def test_malformed_envelope_is_not_reproducible(tmp_path: Path, change: dict[str
 def test_envelope_that_is_not_an_object_and_statement_shapes(tmp_path: Path) -> None:
     key, _private, public = _key_files(tmp_path)
     wheel = _wheel(tmp_path)
-    path = prov.attestation_path(wheel)
+    path = attestation.attestation_path(wheel)
     path.write_text("[]")
     with pytest.raises(NotReproducible, match="not a DSSE envelope: a JSON list"):
-        prov.verify_attestation(wheel, prov.load_public_key(public))
+        attestation.verify_attestation(wheel, attestation.load_public_key(public))
     # a correctly signed payload whose statement has the wrong shapes: no AttributeError either
-    head = {"_type": prov.STATEMENT_TYPE, "predicateType": prov.PREDICATE_TYPE}
+    head = {"_type": attestation.STATEMENT_TYPE, "predicateType": attestation.PREDICATE_TYPE}
     cases: list[tuple[Any, str]] = [
         ([1], "not an in-toto statement"),
         ({**head, "subject": "x"}, "subject is not a list"),
@@ -326,7 +329,7 @@ def test_envelope_that_is_not_an_object_and_statement_shapes(tmp_path: Path) -> 
     for stmt, message in cases:
         path.write_text(json.dumps(prov.envelope(stmt, key)))
         with pytest.raises(NotReproducible, match=re.escape(message)):
-            prov.verify_attestation(wheel, prov.load_public_key(public))
+            attestation.verify_attestation(wheel, attestation.load_public_key(public))
 
 
 def test_cli_malformed_attestation_exits_12(tmp_path: Path) -> None:
@@ -342,7 +345,7 @@ def test_cli_malformed_attestation_exits_12(tmp_path: Path) -> None:
         str(public),
     ]
     for signatures in ("x", [1], [{"sig": 5}]):
-        prov.attestation_path(wheel).write_text(json.dumps({**envelope, "signatures": signatures}))
+        attestation.attestation_path(wheel).write_text(json.dumps({**envelope, "signatures": signatures}))
         proc = _run(cmd)
         assert proc.returncode == 12, proc.stdout + proc.stderr
         assert "Traceback" not in proc.stderr and "signatures by None" not in proc.stderr
@@ -352,7 +355,7 @@ def test_missing_attestation_says_where_it_was_looked_for(tmp_path: Path) -> Non
     _key, _private, public = _key_files(tmp_path)
     wheel = _wheel(tmp_path)
     with pytest.raises(NotReproducible) as info:
-        prov.verify_attestation(wheel, prov.load_public_key(public))
+        attestation.verify_attestation(wheel, attestation.load_public_key(public))
     text = str(info.value)
-    assert f"no attestation at {prov.attestation_path(wheel)}" in text
+    assert f"no attestation at {attestation.attestation_path(wheel)}" in text
     assert "--attestation-file" in text and "Errno" not in text

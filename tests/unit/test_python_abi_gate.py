@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.building.wheel_gate import check_wheels
 from buildkit.gate.config import GateConfig, JobIdentity
+from buildkit.judge import judge_wheels
 from buildkit.records import to_data
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel
@@ -64,7 +64,7 @@ def _identity(tag: str) -> JobIdentity:
 
 
 def _identity_errors(wheel: Path, tag: str) -> list[tuple[str | None, str]]:
-    verdicts, failures = check_wheels([wheel], GateConfig(identity=_identity(tag)))
+    verdicts, failures = judge_wheels([wheel], GateConfig(identity=_identity(tag)))
     assert failures == []
     return [(f.file, f.message) for f in verdicts[0].findings if f.rule == "job-identity"]
 
@@ -143,7 +143,7 @@ def test_an_abi3_wheel_using_a_non_limited_symbol_is_refused_naming_member_and_s
         tmp_path / "demo-1.0-cp311-abi3-linux_x86_64.whl",
         {"demo/_ext.abi3.so": _so(tmp_path, "_ext.so", NOT_LIMITED)},
     )
-    verdicts, _ = check_wheels([wheel], GateConfig(identity=_identity("cp311-abi3")))
+    verdicts, _ = judge_wheels([wheel], GateConfig(identity=_identity("cp311-abi3")))
     found = [f for f in verdicts[0].findings if f.rule == "job-identity"]
     assert len(found) == 1 and not verdicts[0].passed
     assert (found[0].file, found[0].symbol) == ("demo/_ext.abi3.so", "PyUnicode_AsUTF8")

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.building.gating import gate_key
 from buildkit.errors import RecipeError
-from buildkit.gate.config import GateConfig
+from buildkit.gate.config import GateConfig, gate_key
 from buildkit.gate.rules import NEVER_WAIVED
 from buildkit.recipe import load_recipe
 from tests.unit.test_check_cli import REF_JOB, job_wheel, reference_job, run, run_json

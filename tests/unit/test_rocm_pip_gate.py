@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.building.rocm_pip import gather
 from buildkit.errors import UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
 from buildkit.inspect.wheel import inspect_wheel
+from buildkit.judge.rocm_pip import gather
 from buildkit.records import to_data
 from tests.helpers.shared_library import have_gcc
 from tests.helpers.wheel_zip import write_wheel

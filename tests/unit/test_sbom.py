@@ -21,8 +21,8 @@ from cyclonedx.validation.json import JsonStrictValidator
 
 from buildkit import rocm as rocm_data
 from buildkit.building import sbom
-from buildkit.building.wheel_gate import check_wheels
 from buildkit.gate.config import GateConfig
+from buildkit.judge import judge_wheels
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel
 from tests.unit.test_build_job import Harness, h  # noqa: F401  (the build harness fixture)
@@ -89,7 +89,7 @@ def test_the_sbom_lists_the_excluded_libraries_and_validates(tmp_path: Path, ext
     assert {str(d.ref) for d in root.dependencies} == {f"runtime:{n}" for n in components}
 
     # RECORD covers it: the gate, hashing every member, finds nothing wrong with RECORD
-    verdicts, failures = check_wheels([wheel], GateConfig.from_flags(exclude_globs=GLOBS))
+    verdicts, failures = judge_wheels([wheel], GateConfig.from_flags(exclude_globs=GLOBS))
     assert not failures
     assert not [f for f in verdicts[0].findings if f.rule == "record"], verdicts[0].findings
 

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from buildkit.building.gating import gate_key
 from buildkit.compare.torch_exports import load_torch_exports
 from buildkit.errors import UsageError
-from buildkit.gate.config import GateConfig
+from buildkit.gate.config import GateConfig, gate_key
 from buildkit.gate.demangle import cxa_demangle, demangle
 from buildkit.gate.torchabi import (
     Needed,

@@ -14,7 +14,6 @@ from click.testing import CliRunner
 from packaging.requirements import Requirement
 
 from buildkit.building import cibw
-from buildkit.building.wheel_gate import check_wheels
 from buildkit.cli.plan import plan
 from buildkit.compare.torch_shim import declared
 from buildkit.errors import RecipeError, UsageError
@@ -22,6 +21,7 @@ from buildkit.gate.config import GateConfig
 from buildkit.gate.rules.torch import torch_range_problem
 from buildkit.gate.torchabi import Needed, TorchNeeds
 from buildkit.gate.torchshim import UNVERSIONED, judge_stable, shim_table, summary_line
+from buildkit.judge import judge_wheels
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
 from tests.helpers.shared_library import have_gcc
@@ -164,7 +164,7 @@ def test_check_refuses_a_cxx_symbol_and_a_newer_shim_function_in_a_stable_wheel(
         requires=["torch>=2.10"],
     )
     config = GateConfig(torch_stable="2.10", exclude_globs=("libtorch*.so*",))
-    (verdict,), failures = check_wheels([wheel], config)
+    (verdict,), failures = judge_wheels([wheel], config)
     assert not failures
     errors = {f.symbol: f.message for f in verdict.errors if f.rule == "torch-stable-abi"}
     assert set(errors) == {"_ZN3c106DeviceC1Ei", "torch_exception_get_what"}
@@ -173,7 +173,7 @@ def test_check_refuses_a_cxx_symbol_and_a_newer_shim_function_in_a_stable_wheel(
     assert not any(f.rule == "torch-pin" for f in verdict.findings)  # torch>=2.10 is the range
     assert verdict.torch_stable is not None and verdict.torch_stable.serves is None
     # the same wheel declared from 2.13: the newer function is in range, the C++ symbol is not
-    (again,), _ = check_wheels([wheel], config._replace(torch_stable="2.13"))
+    (again,), _ = judge_wheels([wheel], config._replace(torch_stable="2.13"))
     assert {f.symbol for f in again.errors if f.rule == "torch-stable-abi"} == {"_ZN3c106DeviceC1Ei"}
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from buildkit.building.gating import gate_key, gate_wheel
-from buildkit.gate.config import GateConfig
+from buildkit.building.gating import gate_wheel
+from buildkit.gate.config import GateConfig, gate_key
 from buildkit.gate.findings import Finding
 from buildkit.gate.rules import NEVER_WAIVED, waive
 from buildkit.gate.rules.size import SIZE

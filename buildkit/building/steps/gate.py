@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from buildkit.building import requirements, rocm_pip
+from buildkit.building import requirements
 from buildkit.building.gating import Gated, gate_wheel
 from buildkit.building.steps.state import Refusal, Run
 from buildkit.errors import BuildFailed, UsageError
 from buildkit.gate.config import GateConfig
+from buildkit.judge import rocm_pip
 from buildkit.plan.models import Job
 
 

@@ -1,7 +1,7 @@
 """Record: a manifest and provenance beside each wheel (the job's one, or a split's host and device
 wheels), then all of them into ``--out/<job-id>/`` at once, and the job's superseded quarantine folder
 removed. Each manifest's ``gate`` is the configuration that wheel was gated with
-(:func:`~buildkit.building.gating.gate_key`), recorded (and signed in the attestation) for
+(:func:`~buildkit.gate.config.gate_key`), recorded (and signed in the attestation) for
 ``publish`` to run the gate again with."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any, TextIO
 
 from buildkit import manifest
 from buildkit.building import provenance, requirements
-from buildkit.building.gating import gate_key
 from buildkit.building.output import publish_to_out
 from buildkit.building.quarantine import release
 from buildkit.building.steps.state import Output, Run
 from buildkit.building.toolchain import job_interpreter, toolchain_versions
 from buildkit.fsutil import atomic_write
+from buildkit.gate.config import gate_key
 from buildkit.plan.models import Job
 from buildkit.pyindex import redact
 from buildkit.recipe import Recipe

@@ -7,9 +7,10 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from buildkit.building.gating import gate_key, gated_of
+from buildkit.building.gating import gated_of
 from buildkit.building.steps.state import Output, Refusal, Run
 from buildkit.errors import GateFailed
+from buildkit.gate.config import gate_key
 from buildkit.split import SplitResult, output_config, split_wheel
 
 

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import TextIO
 
 from buildkit.building import buildsystem, ccache, cibw, requirements, sdk_link
-from buildkit.building.gating import gate_key
 from buildkit.building.key import inputs_key, tool_versions
 from buildkit.building.staging import source_date_epoch, stage_source, tree_digest
 from buildkit.building.steps.state import Run
 from buildkit.fsutil import atomic_write
-from buildkit.gate.config import GateConfig
+from buildkit.gate.config import GateConfig, gate_key
 
 
 def applies(run: Run) -> bool:

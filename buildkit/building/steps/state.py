@@ -85,7 +85,7 @@ class JobResult:
 @dataclass(frozen=True)
 class Output:
     """A wheel the job puts into its output folder: its verdict, the gate configuration it was gated
-    with (:func:`~buildkit.building.gating.gate_key`, recorded for ``publish``) and, for a split, what
+    with (:func:`~buildkit.gate.config.gate_key`, recorded for ``publish``) and, for a split, what
     it is (manifest ``split``)."""
 
     wheel: Path

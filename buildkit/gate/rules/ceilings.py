@@ -11,7 +11,6 @@ from buildkit.gate.config import GateConfig
 from buildkit.gate.demangle import demangle
 from buildkit.gate.facts import Facts, needs
 from buildkit.gate.findings import Finding
-from buildkit.gate.needers import SHOWN, symbols_needing
 from buildkit.gate.rule import Rule
 from buildkit.gate.rules.tags import disallowed, offenders, some
 from buildkit.policy import (
@@ -72,7 +71,8 @@ def _numeric(facts: Facts) -> Iterator[Finding]:
                     key = version_tuple(v)
                     if p == prefix and key is not None and key > top:
                         above.append((e.member, sv, lib, f"above the {prefix} ceiling {ceiling} ({origin})"))
-    named = symbols_needing(facts.report, {(member, sv) for member, sv, _, _ in above})
+    wanted = {(member, sv) for member, sv, _, _ in above}
+    named = facts.needers(wanted) if facts.needers is not None and wanted else {}
     for member, sv, lib, why in above:
         yield CEILING.error(
             f"{member} requires {sv} from {lib}{_by(named.get((member, sv), ()))}, {why}",
@@ -80,6 +80,10 @@ def _numeric(facts: Facts) -> Iterator[Finding]:
             library=lib,
             symbol=sv,
         )
+
+
+#: the names a finding lists per (member, version) before "and N more"
+SHOWN = 3
 
 
 def _by(names: tuple[str, ...]) -> str:

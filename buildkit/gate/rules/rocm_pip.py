@@ -3,7 +3,7 @@ gets every ROCm library it needs from a declared ``Requires-Dist`` at the pinned
 through its own RPATH as ld.so would, and a device package exists for each of its targets.
 
 The facts are the pinned release's wheels and the other releases known (:mod:`buildkit.gate.sdk`,
-gathered by :mod:`buildkit.building.rocm_pip` from the build's lock or the index); nothing here reads a
+gathered by :mod:`buildkit.judge.rocm_pip` from the build's lock or the index); nothing here reads a
 file or the network.
 """
 

@@ -7,7 +7,6 @@ them (``rocm-pip-*`` rules) without reading a file itself.
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Iterable, Sequence
 from email.parser import BytesParser
 from pathlib import Path
@@ -39,11 +38,12 @@ def read_sdk_wheel(path: Path) -> SdkWheel:
         where = install_path(elf.member)
         if elf.soname and where is not None:
             libraries[where] = elf.soname
-    extras: tuple[str, ...] = ()
-    if report.dist_info_dir is not None:
-        with zipfile.ZipFile(path) as zf:
-            meta = BytesParser().parsebytes(zf.read(f"{report.dist_info_dir}/METADATA"), headersonly=True)
-        extras = tuple(meta.get_all("Provides-Extra") or ())
+    meta = report.core_metadata  # its header section, read by the inspection: no second open
+    extras = (
+        tuple(BytesParser().parsebytes(meta.data, headersonly=True).get_all("Provides-Extra") or ())
+        if meta
+        else ()
+    )
     return SdkWheel(
         dist=canonicalize_name(report.name),
         version=report.version,
@@ -76,7 +76,7 @@ def gather(requirement: str, wheels: Sequence[Path], *, source: str) -> RocmFrom
     (``rocm[libraries]==7.2.*``) admits and that has its selector (:class:`SdkRelease`), and every
     other release known: the other versions among ``wheels`` and AMD's of buildkit's ROCm data.
     A UsageError when no release fits."""
-    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.requirements import InvalidRequirement, Requirement  # start-up time of check
 
     try:
         req = Requirement(requirement)
