@@ -108,7 +108,14 @@ def render_human(results: list[SmokeResult], *, verbose: bool = False) -> str:
 
 
 def render_json(results: list[SmokeResult]) -> str:
-    return json.dumps({"results": to_data(results)}, indent=2, sort_keys=True)
+    """The results as ``buildkit smoke --json``'s document (``buildkit/schema/smoke.schema.json``)."""
+    document = {
+        "schema": "rocm-buildkit/smoke",
+        "schema_version": 1,
+        "ok": not any(r.status == "failed" for r in results),
+        "results": to_data(results),
+    }
+    return json.dumps(document, indent=2, sort_keys=True)
 
 
 def raise_on_failure(results: list[SmokeResult]) -> None:

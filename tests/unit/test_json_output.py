@@ -250,8 +250,8 @@ def test_a_usage_error_without_json_prints_nothing_on_stdout(tmp_path: Path) -> 
 
 
 def test_every_command_with_json_has_a_listed_schema() -> None:
-    """Issue 36: each command taking --json names its document's schema in `buildkit schema --list` (smoke's
-    results are being reworked with buildkit/smoke.py; check's is check-report, image ls's image-ls)."""
+    """Issue 36: each command taking --json names its document's schema in `buildkit schema --list`
+    (check's is check-report, image ls's image-ls)."""
     listed = set(_cli("schema", "--list").stdout.split())
     aliases = {
         "check": "check-report",
@@ -259,7 +259,7 @@ def test_every_command_with_json_has_a_listed_schema() -> None:
         "rocm ls": "rocm-ls",
         "rocm show": "rocm-show",
     }
-    pending = {"smoke"}
+    pending: set[str] = set()
     found = []
     context = click.Context(cli)
     for name in cli.list_commands(context):
@@ -269,6 +269,32 @@ def test_every_command_with_json_has_a_listed_schema() -> None:
         for sub, cmd in subs:
             if any("--json" in param.opts for param in cmd.params):
                 found.append(f"{name} {sub}".strip())
-    assert {"diff", "ceilings", "plan", "build"} <= set(found)
+    assert {"diff", "ceilings", "plan", "build", "smoke"} <= set(found)
     missing = [c for c in found if c not in pending and aliases.get(c, c) not in listed]
     assert missing == []
+
+
+def test_smoke_json_is_enveloped_and_valid_for_every_outcome() -> None:
+    """`buildkit smoke --json`'s document (rendered from real results of each outcome: the container
+    run itself is the docker tier's, tests/docker/test_smoke.py) validates against its listed schema."""
+    from buildkit.smoke.report import SmokeResult, Step, render_json
+
+    steps = (
+        Step("setup", "python3 -m venv", 0, "ok\n"),
+        Step("install", "demo-1.0-py3-none-any.whl", 0, ""),
+        Step("import", "demo", 1, "ImportError: version `GLIBC_2.38' not found (required by demo.so)\n"),
+    )
+    results = [
+        SmokeResult(
+            "cli", "runtime:1", "failed", "import demo: GLIBC_2.38 not found", "no GPU passthrough", steps
+        ),
+        SmokeResult("gpu", "runtime:1", "skipped", "needs a GPU", "no GPU on this machine"),
+        SmokeResult("ok", "runtime:2", "passed", "", "no GPU passthrough", steps[:2]),
+    ]
+    document = json.loads(render_json(results))
+    _validate(document, "smoke")
+    assert document["schema"] == "rocm-buildkit/smoke" and document["ok"] is False
+    assert document["results"][0]["steps"][2]["error"].startswith("GLIBC_2.38 not found")
+    assert json.loads(render_json(results[1:]))["ok"] is True
+    with pytest.raises(jsonschema.ValidationError):
+        _validate({**document, "results": [{"name": "x"}]}, "smoke")
