@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from buildkit.building.summary import render_summary, summary_json
-from buildkit.cli.options import JsonOutput, colour_verdicts, colour_wanted, json_errors, quiet
+from buildkit.cli.options import JsonOutput, colour_verdicts, colour_wanted, quiet, refusing_in_json
 from buildkit.cli.options import verbose as global_verbose
 from buildkit.service.build import run_build
 
@@ -94,47 +94,8 @@ def live_board_wanted(*, as_json: bool, verbose: bool, env: Mapping[str, str]) -
     is_flag=True,
     help="Exit 5 before building when a requested arch was dropped (see buildkit plan).",
 )
+@refusing_in_json("build")  # a refusal before the summary: an error document
 def build(
-    recipe: str,
-    job_ids: tuple[str, ...],
-    out_dir: str,
-    log_dir: str | None,
-    keep_refused: str | None,
-    cli_archs: str | None,
-    no_cache: bool,
-    ccache_remote: str | None,
-    no_isolation: bool,
-    force: bool,
-    wheelhouse: str | None,
-    parallel: int,
-    verbose: bool,
-    as_json: bool,
-    strict: bool,
-) -> None:
-    """Build every job of RECIPE (or the --job ones) and gate each wheel."""
-    verbose = verbose or global_verbose()
-    with json_errors("build", as_json) as out:  # a refusal before the summary: an error document
-        _build(
-            recipe,
-            job_ids,
-            out,
-            out_dir,
-            log_dir,
-            keep_refused,
-            cli_archs,
-            no_cache,
-            ccache_remote,
-            no_isolation,
-            force,
-            wheelhouse,
-            parallel,
-            verbose,
-            as_json,
-            strict,
-        )
-
-
-def _build(
     recipe: str,
     job_ids: tuple[str, ...],
     out: JsonOutput,
@@ -149,9 +110,10 @@ def _build(
     wheelhouse: str | None,
     parallel: int,
     verbose: bool,
-    as_json: bool,
     strict: bool,
 ) -> None:
+    """Build every job of RECIPE (or the --job ones) and gate each wheel."""
+    verbose, as_json = verbose or global_verbose(), out.enabled
     run = run_build(
         recipe,
         job_ids,

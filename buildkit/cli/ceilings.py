@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import click
 
-from buildkit.cli.options import JsonOutput, enveloped, json_errors
+from buildkit.cli.options import JsonOutput, enveloped, refusing_in_json
 
 
 @click.command("ceilings")
 @click.argument("images", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document.")
 @click.option("--no-cache", is_flag=True, help="Read the image again even when its id is cached.")
-def ceilings(images: tuple[str, ...], as_json: bool, no_cache: bool) -> None:
+@refusing_in_json("ceilings")
+def ceilings(images: tuple[str, ...], out: JsonOutput, no_cache: bool) -> None:
     """GLIBC/GLIBCXX/CXXABI/GCC ceilings defined by IMAGE's libc, libm, libstdc++ and libgcc_s.
 
     The libraries are copied out of a created, never started container (removed afterwards) and
@@ -19,11 +20,6 @@ def ceilings(images: tuple[str, ...], as_json: bool, no_cache: bool) -> None:
     A missing image (or no engine) exits 8; an invalid reference, an image without glibc or with a
     library that cannot be read exits 2.
     """
-    with json_errors("ceilings", as_json) as out:
-        _ceilings(images, out, no_cache)
-
-
-def _ceilings(images: tuple[str, ...], out: JsonOutput, no_cache: bool) -> None:
     # deferred (heavy: the Docker SDK, pyelftools): `buildkit ceilings --help` stays fast
     from buildkit.docker_engine import connect
     from buildkit.image.ceilings import check_image_reference, read_image_ceilings, render_human, report_json

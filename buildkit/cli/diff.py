@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from buildkit.cli.options import JsonOutput, enveloped, gate_options, json_errors
+from buildkit.cli.options import JsonOutput, enveloped, gate_options, refusing_in_json
 from buildkit.errors import GateFailed
 from buildkit.gate.options import GateFlags
 from buildkit.records import to_data
@@ -57,10 +57,11 @@ ROCM_HELP = (
 @click.option(
     "--require-baseline", is_flag=True, help="With --against-index: fail (exit 2) when no earlier release."
 )
+@refusing_in_json("diff")
 def diff(
     wheels: tuple[Path, ...],
     index_url: str | None,
-    as_json: bool,
+    out: JsonOutput,
     fail_on_regression: bool,
     gate: GateFlags,
     recipe: Path | None,
@@ -72,20 +73,6 @@ def diff(
     platform dropped, or a new external library. For ROCm wheels name the libraries provided at run
     time (--exclude-set rocm, or --recipe R --job ID) as for `buildkit check`: otherwise each one is
     external and the manylinux tag is linux_x86_64."""
-    with json_errors("diff", as_json) as out:
-        _diff(wheels, index_url, out, fail_on_regression, gate, recipe, job, require_baseline)
-
-
-def _diff(
-    wheels: tuple[Path, ...],
-    index_url: str | None,
-    out: JsonOutput,
-    fail_on_regression: bool,
-    gate: GateFlags,
-    recipe: Path | None,
-    job: str | None,
-    require_baseline: bool,
-) -> None:
     # deferred (heavy: the wheel inspection and the gate): `buildkit diff --help` stays fast
     from buildkit.compare.diff import render_human
     from buildkit.service.diff import run_diff

@@ -113,6 +113,22 @@ def json_errors(command: str, enabled: bool, **context: Any) -> Iterator[JsonOut
         raise
 
 
+def refusing_in_json(command: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A command whose ``--json`` (its ``as_json`` parameter) makes a refusal a JSON error document too
+    (:func:`json_errors`): the function gets ``out`` (a :class:`JsonOutput`) in place of ``as_json``.
+    Put it below the ``click`` decorators (they keep the options on the function it wraps)."""
+
+    def wrap(function: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(function)
+        def run(*args: Any, as_json: bool, **kwargs: Any) -> None:
+            with json_errors(command, as_json) as out:
+                function(*args, out=out, **kwargs)
+
+        return run
+
+    return wrap
+
+
 def json_flag(command: F) -> F:
     """``--json``: the same as ``--format json`` (every reporting command takes ``--json``)."""
     return click.option("--json", "as_json", is_flag=True, help="The same as --format json.")(command)
