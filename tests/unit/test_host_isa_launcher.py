@@ -99,12 +99,14 @@ def test_rewrite_and_allow() -> None:
     assert _run("-c", "-march=native", "/project/kernels/avx512_gemm.c", **allowed).returncode == 1
 
 
+def _reference_text() -> str:
+    """recipes/reference-trixie.yaml with its source path absolute (the copy is written elsewhere)."""
+    text = (ROOT / "recipes" / "reference-trixie.yaml").read_text()
+    return text.replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
+
+
 def test_the_recipes_host_isa_reaches_the_jobs_environment(tmp_path: Path) -> None:
-    text = (
-        (ROOT / "recipes" / "reference-trixie.yaml")
-        .read_text()
-        .replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
-    )
+    text = _reference_text()
     path = tmp_path / "r.yaml"
     path.write_text(text + "host_isa:\n  level: x86-64-v2\n  rewrite: true\n  allow: [src/avx512_*.c]\n")
     job = expand(load_recipe(path)).jobs[0]
@@ -150,11 +152,7 @@ def test_the_host_compilers_wrappers_exec_the_launcher_on_the_real_compiler(tmp_
 def test_a_host_isa_build_puts_the_wrappers_first_on_path(tmp_path: Path) -> None:
     from buildkit.building import ccache, cibw
 
-    text = (
-        (ROOT / "recipes" / "reference-trixie.yaml")
-        .read_text()
-        .replace("path: ../csrc", f"path: {ROOT / 'csrc'}")
-    )
+    text = _reference_text()
     path = tmp_path / "r.yaml"
     path.write_text(text + "host_isa:\n  level: x86-64-v2\n")
     job = expand(load_recipe(path)).jobs[0]
