@@ -40,6 +40,8 @@ code  class                        meaning
                                    refused for a missing base): the hint names what builds offline
 18    InstallCheckInconclusive     ``publish --check-install``: the public index could not be reached,
                                    so only the published index was asked (``--local-only`` asks that)
+19    HostIsaRefused (a            a compile asked for more than the host ISA the build holds
+      BuildFailed)                 (``-march=native``, a flag above ``host_isa.level``): flag and file named
 130   Interrupted                  Ctrl-C; partial outputs were removed
 ====  ===========================  ===============================================
 """
@@ -165,6 +167,13 @@ class DockerUnavailable(BuildkitError):
 
 class BuildFailed(BuildkitError):
     exit_code = 9
+
+
+class HostIsaRefused(BuildFailed):
+    """The build's compiler launcher refused a compile asking for more than the host ISA the build
+    holds (``-march=native``, ``-mavx512f`` above ``host_isa.level``): the flag, file and command named."""
+
+    exit_code = 19
 
 
 class PublishRefused(BuildkitError):

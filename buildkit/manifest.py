@@ -19,6 +19,9 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
      "torch": null (no torch pin) or {"requirement": "torch==2.13.*", "index_url": str | null,
          "version", "file", "sha256"} (the torch wheel built against, from the lock; null: none locked),
      "compiler_cache": {"hits", "misses", "hit_rate"} | null (no cache, or no statistics),
+     "host_isa": {"level": str | null (null: not x86_64), "flags_seen", "rewritten", "allowed"} | null
+         (no launcher in the image): the ISA flags the compiles asked for and what the launcher did,
+         sorted, each once (``recipe.sections.host_isa.summary``; absent in older manifests),
      "verdict": {"passed": bool, "overall_tag", "sym_tag", "findings": [...]},
      "gate": the job's gate configuration (``GateConfig.to_json`` without the recipe's path; absent in
          manifests of older builds): what ``publish`` runs the gate with again, once the signed

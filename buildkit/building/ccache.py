@@ -148,10 +148,11 @@ SID_SETUP = (
     f"""printf '#!/bin/sh\nexec {HIP_LAUNCHER} %s/%s "$@"\n' "$real" "$c" > "$d/$c" && chmod +x "$d/$c"; """
     "done; fi )"
 )
-#: the wrappers of the host compilers a build makes when its recipe sets ``host_isa`` (the job's env
-#: has ``BUILDKIT_HOST_ISA``): first on PATH, each execs the launcher on the compiler PATH had there
-#: (the ccache masquerade left out when the launcher runs ccache itself), so that every host compile
-#: of the build (setuptools' ``gcc``, a Makefile's ``cc``), not only HIP's and CMake's, is held to it
+#: the wrappers of the host compilers every build that stages the launcher makes (its host ISA, with
+#: or without the recipe's ``host_isa``, issue 38): first on PATH, each execs the launcher on the
+#: compiler PATH had there (the ccache masquerade left out when the launcher runs ccache itself), so
+#: that every host compile of the build (setuptools' ``gcc``, a Makefile's ``cc``), not only HIP's
+#: and CMake's, is held to it
 HOST_CC_WRAPPERS = "/tmp/buildkit-host-cc"
 _HOST_COMPILERS = (
     "cc",
@@ -170,7 +171,10 @@ HOST_CC_SETUP = (
     'p=$(printf %s "$PATH" | tr : \'\\n\' | grep -v -x -e "$d" -e /usr/lib/ccache -e /usr/lib64/ccache '
     "| paste -sd: -); "
     'else p=$(printf %s "$PATH" | tr : \'\\n\' | grep -v -x -e "$d" | paste -sd: -); fi; '
-    f'for c in {" ".join(_HOST_COMPILERS)}; do real=$(PATH=$p; command -v "$c"); '
+    # and every versioned one on that PATH (gcc-14, clang++-19, x86_64-linux-gnu-gcc-14)
+    'v=$(printf %s "$p" | tr : \'\\n\' | while read -r dir; do ls "$dir" 2>/dev/null; done '
+    "| grep -E -x '(x86_64-linux-gnu-)?(gcc|g\\+\\+|clang|clang\\+\\+)-[0-9][0-9.]*' | sort -u); "
+    f'for c in {" ".join(_HOST_COMPILERS)} $v; do real=$(PATH=$p; command -v "$c"); '
     'if [ -n "$real" ]; then '
     f"""printf '#!/bin/sh\\nexec {HIP_LAUNCHER} %s "$@"\\n' "$real" > "$d/$c" && chmod +x "$d/$c"; """
     "fi; done )"
@@ -269,19 +273,13 @@ def layout(job: Job) -> Layout:
 def setup_commands(job: Job, *, cached: bool = True) -> tuple[str, ...]:
     """What the build's ``before_build`` hook runs first: :data:`ZERO_STATS` with the cache, then the
     layout's ``setup`` in every build (unless the job's env routes hipcc itself), then the host
-    compilers' wrappers when the recipe sets ``host_isa`` (:func:`holds_host_isa`)."""
+    compilers' wrappers whenever the layout stages the launcher (:data:`HOST_CC_WRAPPERS`)."""
     chosen = layout(job)
     zero = (ZERO_STATS,) if cached else ()
-    host = (HOST_CC_SETUP,) if holds_host_isa(job) else ()
+    host = (HOST_CC_SETUP,) if uses_launcher(job) else ()
     if chosen.setup is None or set(chosen.hip) & set(job.env):
         return (*zero, *host)
     return (*zero, chosen.setup, *host)
-
-
-def holds_host_isa(job: Job) -> bool:
-    """The recipe sets ``host_isa`` and the job's layout stages the launcher: every host compile is
-    routed through it (:data:`HOST_CC_WRAPPERS`)."""
-    return "BUILDKIT_HOST_ISA" in job.env and uses_launcher(job)
 
 
 def uses_launcher(job: Job) -> bool:
@@ -318,10 +316,10 @@ def environment(job: Job, *, cached: bool = True) -> dict[str, str]:
             env[CCACHE_SWITCH] = "1"
     routes = dict(chosen.hip)
     if chosen.launchers:
-        # C and C++ through the launcher too with the cache: it runs ccache, but not for a configure
-        # probe in CMake's random scratch folder, which could never hit
-        launched = CMAKE_LAUNCHERS if cached else ("CMAKE_HIP_COMPILER_LAUNCHER",)
-        routes.update(dict.fromkeys(launched, HIP_LAUNCHER))
+        # C and C++ through the launcher too: with the cache it runs ccache, but not for a configure
+        # probe in CMake's random scratch folder, which could never hit; with or without the cache, it
+        # holds the host ISA of a compiler CMake names by path (a sysroot's toolchain file)
+        routes.update(dict.fromkeys(CMAKE_LAUNCHERS, HIP_LAUNCHER))
     env.update({key: value for key, value in routes.items() if key not in job.env})
     if cached:
         env["PATH"] = ":".join(chosen.masquerade) + PATH_TAIL

@@ -44,6 +44,7 @@ from buildkit.building.toolchain import job_interpreter
 from buildkit.errors import UsageError
 from buildkit.plan.models import Job
 from buildkit.recipe import RESERVED_ENV
+from buildkit.recipe.sections import host_isa
 
 #: host variables cibuildwheel itself needs to reach the engine and run; nothing else is passed.
 #: On a Linux host cibuildwheel installs nothing with pip, so no index (PIP_INDEX_URL, often with
@@ -72,12 +73,15 @@ CONTAINER_CONSTRAINTS_PATH = "/project/.buildkit/" + CONSTRAINTS_NAME
 #: the wheelhouse of a hermetic build, staged beside them: every build requirement, resolved on the host
 WHEELHOUSE_NAME = "wheelhouse"
 CONTAINER_WHEELHOUSE = "/project/.buildkit/" + WHEELHOUSE_NAME
+#: cibuildwheel's output folder in the build container, copied out whole beside the wheel
+CONTAINER_OUTPUT_DIR = "/output"
 #: the build frontends that install with uv, which reads UV_* rather than PIP_* variables
 _UV_FRONTENDS = frozenset({"build[uv]", "uv"})
 #: variables the recipe may set, overriding buildkit's default (every other one buildkit sets is
 #: in :data:`buildkit.recipe.RESERVED_ENV`); the compiler-cache routing a recipe sets is its own
 RECIPE_OVERRIDABLE = (
     frozenset({"ROCM_PATH", "MAX_JOBS", "CMAKE_BUILD_PARALLEL_LEVEL", "SKBUILD_BUILD_DIR"})
+    | {"BUILDKIT_HOST_ISA"}  # the recipe's host_isa.level, else the policy's baseline
     | ccache.RECIPE_OVERRIDABLE
 )
 _CONTAINER_CCACHE_DIR = ccache.CONTAINER_DIR
@@ -216,7 +220,8 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
     sysroot_env = sysroot_environment(job, rocm_path)
     env.update(sysroot_env)
     env.update(_cache_environment(job, settings, sysroot_env))
-    if ccache.holds_host_isa(job):  # the recipe's host_isa: every host compile through the launcher
+    env.update(_host_isa_environment(job))
+    if ccache.uses_launcher(job):  # every host compile through the launcher (its host ISA check)
         env["PATH"] = ccache.HOST_CC_WRAPPERS + ":" + env.get("PATH", ccache.PATH_TAIL[1:])
     if settings.with_ca_bundle:
         env["PIP_CERT"] = CONTAINER_CA_PATH
@@ -233,6 +238,25 @@ def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
     if job.torch_requirement:
         env["PIP_CONSTRAINT"] = CONTAINER_CONSTRAINTS_PATH
     _add_job_env(env, job)
+    return env
+
+
+def host_isa_level(job: Job) -> str | None:
+    """The x86-64 level the launcher holds the job's host compiles to: the level of the recipe's host_isa,
+    else on an x86_64 job the policy's baseline (x86-64); None: not an x86_64 job."""
+    if "BUILDKIT_HOST_ISA" in job.env:
+        return job.env["BUILDKIT_HOST_ISA"]
+    return host_isa.BASELINE if job.platform_tag.endswith("_x86_64") else None
+
+
+def _host_isa_environment(job: Job) -> dict[str, str]:
+    """``BUILDKIT_HOST_ISA`` in every x86_64 job (:func:`host_isa_level`; the recipe's own is added
+    after, from ``job.env``), so that a compile outside CMake's launcher is held to it too; and where
+    the launcher logs each compile's ISA flags (cibuildwheel copies its output folder out)."""
+    env = {"BUILDKIT_HOST_ISA_LOG": f"{CONTAINER_OUTPUT_DIR}/{host_isa.LOG_NAME}"}
+    level = host_isa_level(job)
+    if level is not None and "BUILDKIT_HOST_ISA" not in job.env:
+        env["BUILDKIT_HOST_ISA"] = level
     return env
 
 

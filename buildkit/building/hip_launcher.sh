@@ -35,7 +35,9 @@
 # source matching a glob of BUILDKIT_HOST_ISA_ALLOW (runtime-dispatched kernels; never native). The
 # refusal names the flag, the file and the command, and the compile fails. With
 # BUILDKIT_HOST_ISA_REWRITE=1 the flag is rewritten to the level (-march=x86-64-v2) or dropped
-# instead, and the launcher says so.
+# instead, and the launcher says so. With BUILDKIT_HOST_ISA_LOG set (the build sets it), each ISA flag
+# of a compile (-march=, -mcpu=, an -m feature of a level) is appended there, one `ACTION FLAG [TO]` a
+# line, ACTION one of kept, allowed, rewrote (FLAG TO), dropped, refused: the manifest's host_isa.
 if [ "$#" -eq 0 ]; then
   echo "hip-launcher: usage: hip-launcher COMPILER ARG..." >&2
   exit 2
@@ -67,8 +69,13 @@ flag_rank() { # a -m flag -> the x86-64 level the feature it turns on belongs to
   esac
 }
 
+note() { # ACTION FLAG [TO]: a line of the host ISA log, its folder made at the first
+  [ -n "${BUILDKIT_HOST_ISA_LOG:-}" ] || return 0
+  { printf '%s\n' "$*" >>"$BUILDKIT_HOST_ISA_LOG"; } 2>/dev/null ||
+    { mkdir -p "${BUILDKIT_HOST_ISA_LOG%/*}" && printf '%s\n' "$*" >>"$BUILDKIT_HOST_ISA_LOG"; } 2>/dev/null || :
+}
+
 level=${BUILDKIT_HOST_ISA:-}
-given=$level
 if [ -z "$level" ] && [ "$(uname -m)" = x86_64 ]; then
   # the recipe is silent: the policy's baseline, x86-64 (v1) for every manylinux and musllinux policy
   level=x86-64
@@ -105,15 +112,21 @@ refused=
 for arg do
   asked=0
   native=0
+  isa=1 # an ISA flag: logged
   case $arg in
-    -march=native | -mcpu=native | -mtune=native) native=1 ;;
+    -mtune=*) isa=0 ;; # tuning: no instruction it does not have
+    -march=native | -mcpu=native) native=1 ;;
     -march=*)
       asked=$(isa_rank "${arg#-march=}")
       [ "$asked" = 0 ] && [ "$max" != 0 ] && asked=5 # an x86 CPU this table does not know
       ;;
-    -m*) asked=$(flag_rank "$arg") ;;
+    -mcpu=*) ;;
+    -m*)
+      asked=$(flag_rank "$arg")
+      [ "$asked" = 0 ] && isa=0
+      ;;
+    *) isa=0 ;;
   esac
-  case $arg in -mtune=native) native=0 ;; esac # tuning: no instruction it does not have
   over=0
   if [ "$native" = 1 ]; then
     over=1
@@ -125,23 +138,30 @@ for arg do
       -march=*)
         to="-march=${level:-x86-64}"
         echo "buildkit: host ISA: rewrote $arg to $to in the compile of${sources:- (no file)}" >&2
+        note rewrote "$arg" "$to"
         set -- "$@" "$to"
         ;;
-      *) echo "buildkit: host ISA: dropped $arg from the compile of${sources:- (no file)}" >&2 ;;
+      *)
+        echo "buildkit: host ISA: dropped $arg from the compile of${sources:- (no file)}" >&2
+        note dropped "$arg"
+        ;;
     esac
     continue
   fi
   if [ "$over" = 1 ]; then
     refused="$refused $arg"
+    note refused "$arg"
+  elif [ "$isa" = 1 ] && [ "$max" != 0 ] && [ "$asked" -gt "$max" ]; then
+    note allowed "$arg"
+  elif [ "$isa" = 1 ]; then
+    note kept "$arg"
   fi
   set -- "$@" "$arg"
 done
 shift "$count"
 if [ -n "$refused" ]; then
-  if [ -n "$given" ]; then
-    why="more than the recipe's host ISA $level (host_isa.level)"
-  elif [ -n "$level" ]; then
-    why="more than the policy's baseline $level, which the build holds when the recipe sets no host_isa.level"
+  if [ -n "$level" ]; then
+    why="more than the host ISA the build holds, $level (the recipe's host_isa.level; without one, the policy's baseline x86-64)"
   else
     why="the build machine's own CPU"
   fi

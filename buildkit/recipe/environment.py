@@ -63,6 +63,9 @@ RESERVED_ENV: Mapping[str, ReservedEnv] = MappingProxyType(
         "BUILDKIT_HIP_LAUNCHER": ReservedEnv(
             "rocm-buildkit routes HIP compiles through its launcher (a deterministic -cuid per compile)"
         ),
+        "BUILDKIT_HOST_ISA_LOG": ReservedEnv(
+            "rocm-buildkit's launcher logs each compile's ISA flags there, for the manifest's host_isa"
+        ),
         "PIP_CERT": ReservedEnv(_CA_VAR),
         "SSL_CERT_FILE": ReservedEnv(_CA_VAR),
         "REQUESTS_CA_BUNDLE": ReservedEnv(_CA_VAR),

@@ -15,7 +15,7 @@ from buildkit.building.output import check_writable
 from buildkit.building.progress import LiveBoard
 from buildkit.building.quarantine import shown
 from buildkit.building.run import build_plan
-from buildkit.errors import BuildFailed, BuildkitError, GateFailed, IndexUnavailable
+from buildkit.errors import BuildFailed, BuildkitError, GateFailed, HostIsaRefused, IndexUnavailable
 from buildkit.plan.models import Plan, check_strict, printable
 from buildkit.recipe import Recipe
 from buildkit.service.plan import load_plan
@@ -44,6 +44,11 @@ class _BuildRun:
             return IndexUnavailable(
                 f"{len(failed)} of {len(results)} jobs failed: {first} (transient: retry); "
                 f"logs in {options.log_dir}"
+            )
+        if broken and all(r.exit_code == HostIsaRefused.exit_code for r in broken):
+            return HostIsaRefused(
+                f"{len(failed)} of {len(results)} jobs failed: a compile asked for more than the host ISA "
+                f"the build holds (flag, file and command in the logs in {options.log_dir})"
             )
         if broken:
             return BuildFailed(f"{len(failed)} of {len(results)} jobs failed; logs in {options.log_dir}")

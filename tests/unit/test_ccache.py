@@ -21,6 +21,8 @@ from buildkit.records import to_data
 ROOT = Path(__file__).resolve().parents[2]
 #: the PATH cibuildwheel gives the build before CIBW_ENVIRONMENT: the job's Python first
 CIBW_PATH = "/opt/python/cp313-cp313/bin:/usr/local/bin:/usr/bin:/bin"
+#: first on PATH in every build that stages the launcher: the host compilers' wrappers (its host ISA)
+HOST = ccache.HOST_CC_WRAPPERS + ":"
 
 
 def _job(recipe: str, job_id: str | None = None) -> Job:
@@ -46,8 +48,8 @@ def _container_env(job: Job, *, volume: str | None = "rocm-buildkit-ccache-abc")
 def test_debian_build_routes_gcc_by_name_hipcc_and_cmake_through_ccache() -> None:
     env = _container_env(_job("reference-trixie.yaml"))
     # setuptools runs x86_64-linux-gnu-gcc/g++ by name: Debian's masquerade comes first, before the
-    # job's Python, which stays ahead of everything else
-    assert env["PATH"] == "/usr/lib/ccache:" + CIBW_PATH
+    # job's Python, which stays ahead of everything else; the host compilers' wrappers first of all
+    assert env["PATH"] == HOST + "/usr/lib/ccache:" + CIBW_PATH
     # Debian's hipcc, run by full path, and CMake's HIP compiles: through the launcher, which runs ccache
     assert env["HIP_CLANG_LAUNCHER"] == ccache.HIP_LAUNCHER == "/project/.buildkit/hip-launcher"
     assert env["CMAKE_HIP_COMPILER_LAUNCHER"] == ccache.HIP_LAUNCHER
@@ -74,7 +76,7 @@ def test_manylinux_build_routes_the_gcc_toolset_and_amd_hipcc() -> None:
     job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
     assert job.image.profile == "manylinux_2_28-rocm"
     env = _container_env(job)
-    assert env["PATH"] == "/usr/lib64/ccache:" + CIBW_PATH  # gcc, g++ of the toolset, by name
+    assert env["PATH"] == HOST + "/usr/lib64/ccache:" + CIBW_PATH  # gcc, g++ of the toolset, by name
     assert env["HIP_CLANG_PATH"] == ccache.HIP_CLANG_WRAPPERS == "/opt/rocm-buildkit/hip-ccache"
     assert "HIP_CLANG_LAUNCHER" not in env  # AMD's compiled hipcc does not read it
     # the image's wrappers exec the launcher this names; CMake's HIP compiles go through it too
@@ -102,17 +104,19 @@ def test_an_image_buildkit_did_not_make_gets_only_the_masquerade_directories(ima
     assert env["CCACHE_DIR"] == "/ccache"
 
 
-def test_no_cache_routes_hip_compiles_through_the_launcher_only() -> None:
+def test_no_cache_routes_compiles_through_the_launcher_alone() -> None:
     job = _job("reference-trixie.yaml")
     settings = cibw.CibwSettings(image="img:1", source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
     options = cibw.cibuildwheel_options(job, settings)
     env = _container_env(job, volume=None)
-    assert env["PATH"] == CIBW_PATH  # cibuildwheel's PATH, untouched
-    assert not {"CCACHE_DIR", "CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER"} & set(env)
-    # the launcher gives HIP compiles the -cuid a cached build gives them, and runs no ccache
-    assert env["HIP_CLANG_LAUNCHER"] == env["CMAKE_HIP_COMPILER_LAUNCHER"] == ccache.HIP_LAUNCHER
+    assert env["PATH"] == HOST + CIBW_PATH  # cibuildwheel's PATH, after the host compilers' wrappers
+    assert "CCACHE_DIR" not in env
+    # the launcher gives HIP compiles the -cuid a cached build gives them, holds every compile's host
+    # ISA (C and C++ too: a compiler CMake names by path misses the wrappers) and runs no ccache
+    for var in ("HIP_CLANG_LAUNCHER", *ccache.CMAKE_LAUNCHERS):
+        assert env[var] == ccache.HIP_LAUNCHER
     assert ccache.CCACHE_SWITCH not in env
-    assert options["CIBW_BEFORE_BUILD_LINUX"] == ""  # no statistics to zero
+    assert options["CIBW_BEFORE_BUILD_LINUX"] == ccache.HOST_CC_SETUP  # no statistics to zero
     assert "volume" not in options["CIBW_CONTAINER_ENGINE"]
 
 
@@ -124,7 +128,10 @@ def test_sid_makes_the_wrappers_of_hipcc_s_clang_with_or_without_the_cache(volum
         image="img:1", source_date_epoch=1, ccache_volume=volume, with_ca_bundle=False
     )
     hook = cibw.cibuildwheel_options(job, settings)["CIBW_BEFORE_BUILD_LINUX"]
-    assert hook == (f"{ccache.ZERO_STATS} && " if volume else "") + ccache.SID_SETUP
+    assert (
+        hook
+        == (f"{ccache.ZERO_STATS} && " if volume else "") + f"{ccache.SID_SETUP} && {ccache.HOST_CC_SETUP}"
+    )
     assert f"exec {ccache.HIP_LAUNCHER} %s/%s" in ccache.SID_SETUP
     env = _container_env(job, volume=volume)
     assert env["HIP_CLANG_PATH"] == ccache.SID_HIP_WRAPPERS
@@ -139,7 +146,7 @@ def test_the_build_zeroes_the_statistics_before_the_recipe_hooks() -> None:
         image="img:1", source_date_epoch=1, ccache_volume="vol", with_ca_bundle=False
     )
     hook = cibw.cibuildwheel_options(job, settings)["CIBW_BEFORE_BUILD_LINUX"]
-    assert hook == f"{ccache.ZERO_STATS} && make -C deps"
+    assert hook == f"{ccache.ZERO_STATS} && {ccache.HOST_CC_SETUP} && make -C deps"
 
 
 @pytest.mark.parametrize(
@@ -156,7 +163,7 @@ def test_a_recipe_that_routes_its_compiler_itself_keeps_its_routing(name: str, v
     env = _container_env(job)
     assert env[name] == value
     assert name in cibw.RECIPE_OVERRIDABLE
-    assert env["PATH"].startswith("/usr/lib/ccache:")
+    assert env["PATH"].startswith(HOST + "/usr/lib/ccache:")
 
 
 def test_path_is_the_one_value_rendered_with_an_expansion() -> None:

@@ -65,7 +65,8 @@ def test_reference_job_options() -> None:
     assert env["CCACHE_DIR"] == "/ccache"
     assert env["PIP_CERT"] == cibw.CONTAINER_CA_PATH
     # no torch pin, no before_build in the reference recipe: only the compiler cache's zeroed statistics
-    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ccache.ZERO_STATS
+    # and the host compilers' wrappers (the launcher's host ISA)
+    assert opts["CIBW_BEFORE_BUILD_LINUX"] == f"{ccache.ZERO_STATS} && {ccache.HOST_CC_SETUP}"
 
 
 def test_repair_excludes_versioned_sonames() -> None:
@@ -92,9 +93,9 @@ def test_torch_pin_installed_before_a_no_isolation_build() -> None:
     job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
     opts = cibw.cibuildwheel_options(job, _settings(build_isolation=False))
     assert opts["CIBW_BUILD_FRONTEND"] == "build; args: --no-isolation"
-    zero, install = opts["CIBW_BEFORE_BUILD_LINUX"].split(" && ")
-    assert zero == ccache.ZERO_STATS
-    hook = shlex.split(install)
+    first = f"{ccache.ZERO_STATS} && {ccache.HOST_CC_SETUP} && "
+    assert opts["CIBW_BEFORE_BUILD_LINUX"].startswith(first)
+    hook = shlex.split(opts["CIBW_BEFORE_BUILD_LINUX"].removeprefix(first))
     assert hook[:4] == ["python", "-m", "pip", "install"]
     assert hook[4].startswith("torch") and "2.10" in hook[4]
     assert "--index-url" in hook
@@ -161,7 +162,7 @@ def test_isolated_build_does_not_install_torch_into_the_target_python() -> None:
     job = _job("aiter.yaml", "cp312-rocm7.2-torch2.10")
     opts = cibw.cibuildwheel_options(job, _settings(build_isolation=True))
     assert opts["CIBW_BUILD_FRONTEND"] == "build"
-    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ccache.ZERO_STATS
+    assert opts["CIBW_BEFORE_BUILD_LINUX"] == f"{ccache.ZERO_STATS} && {ccache.HOST_CC_SETUP}"
     assert cibw.before_build(job, isolation=True) is None
     env = _parse_environment(opts["CIBW_ENVIRONMENT_LINUX"])
     assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH

@@ -14,7 +14,9 @@ import pytest
 
 from buildkit.building.ccache import launcher_script
 from buildkit.plan.expansion import expand
+from buildkit.plan.models import Job
 from buildkit.recipe import load_recipe
+from buildkit.recipe.sections import host_isa
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,15 +59,11 @@ def test_flags_above_the_level_are_refused(flag: str, level: str, refused: bool)
     env = {"BUILDKIT_HOST_ISA": level} if level else {}
     done = _run("-c", flag, "src/k.c", **env)
     assert (done.returncode == 1) is refused, done.stderr
-    if refused and level:
+    if refused:
         assert (
-            f"refused {flag} in the compile of src/k.c: it asks for more than the recipe's host ISA {level}"
-            in (done.stderr)
-        )
-    elif refused:
-        assert (
-            f"refused {flag} in the compile of src/k.c: it asks for more than the policy's baseline x86-64, "
-            "which the build holds when the recipe sets no host_isa.level" in done.stderr
+            f"refused {flag} in the compile of src/k.c: it asks for more than the host ISA the build holds, "
+            f"{level or 'x86-64'} (the recipe's host_isa.level; without one, the policy's baseline x86-64)"
+            in done.stderr
         )
 
 
@@ -133,6 +131,8 @@ def test_the_host_compilers_wrappers_exec_the_launcher_on_the_real_compiler(tmp_
     gcc = bin_dir / "gcc"
     gcc.write_text('#!/bin/sh\necho "gcc $*"\n')
     gcc.chmod(0o755)
+    (bin_dir / "clang++-19").write_text('#!/bin/sh\necho "clang++-19 $*"\n')
+    (bin_dir / "clang++-19").chmod(0o755)
     setup = ccache.HOST_CC_SETUP.replace(ccache.HOST_CC_WRAPPERS, str(wrappers)).replace(
         ccache.HIP_LAUNCHER, str(launcher)
     )
@@ -147,21 +147,112 @@ def test_the_host_compilers_wrappers_exec_the_launcher_on_the_real_compiler(tmp_
     assert (
         refused.returncode == 1 and "refused -march=native in the compile of src/module.c" in refused.stderr
     )
+    # a versioned compiler a project names (CC=clang++-19) is wrapped too
+    versioned = subprocess.run(
+        ["clang++-19", "-c", "-mavx512f", "k.cc"], capture_output=True, text=True, env={"PATH": path}
+    )
+    assert versioned.returncode == 1 and "refused -mavx512f in the compile of k.cc" in versioned.stderr
 
 
-def test_a_host_isa_build_puts_the_wrappers_first_on_path(tmp_path: Path) -> None:
-    from buildkit.building import ccache, cibw
+def _container_env(job: Job, volume: str | None = None) -> dict[str, str]:
+    from buildkit.building import cibw
 
-    text = _reference_text()
+    settings = cibw.CibwSettings(image="img", source_date_epoch=0, ccache_volume=volume, with_ca_bundle=False)
+    return cibw.container_environment(job, settings)
+
+
+@pytest.mark.parametrize("section", ["", "host_isa:\n  level: x86-64-v2\n"])
+def test_every_build_holds_a_host_isa_through_every_route(tmp_path: Path, section: str) -> None:
+    """With or without the recipe's host_isa: the level in the build's environment (the policy's baseline
+    x86-64 when the recipe is silent), the host compilers' wrappers first on PATH and made first in
+    before_build, CMake's C, C++ and HIP launchers (cache or not: a compiler CMake names by path,
+    a sysroot's toolchain file, misses the wrappers) and hipcc's clang, all the launcher."""
+    from buildkit.building import ccache
+
     path = tmp_path / "r.yaml"
-    path.write_text(text + "host_isa:\n  level: x86-64-v2\n")
+    path.write_text(_reference_text() + section)
     job = expand(load_recipe(path)).jobs[0]
-    assert ccache.holds_host_isa(job)
     assert ccache.HOST_CC_SETUP in ccache.setup_commands(job, cached=False)
-    settings = cibw.CibwSettings(image="img", source_date_epoch=0, ccache_volume=None, with_ca_bundle=False)
-    path = cibw.container_environment(job, settings)["PATH"]
-    assert path == f"{ccache.HOST_CC_WRAPPERS}:$PATH"
-    cached = cibw.container_environment(job, dataclasses.replace(settings, ccache_volume="v"))
-    assert cached["PATH"].startswith(f"{ccache.HOST_CC_WRAPPERS}:/usr/lib/ccache:") and cached[
-        "PATH"
-    ].endswith(":$PATH")
+    for volume in (None, "v"):
+        env = _container_env(job, volume)
+        assert env["BUILDKIT_HOST_ISA"] == ("x86-64-v2" if section else "x86-64")
+        assert env["BUILDKIT_HOST_ISA_LOG"] == "/output/buildkit-host-isa.log"
+        assert env["PATH"].startswith(f"{ccache.HOST_CC_WRAPPERS}:") and env["PATH"].endswith("$PATH")
+        for var in (*ccache.CMAKE_LAUNCHERS, "HIP_CLANG_LAUNCHER"):
+            assert env[var] == ccache.HIP_LAUNCHER, var
+    assert _container_env(job, "v")["PATH"].startswith(f"{ccache.HOST_CC_WRAPPERS}:/usr/lib/ccache:")
+
+
+def test_a_job_that_is_not_x86_64_holds_no_level(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(_reference_text())
+    job = expand(load_recipe(path)).jobs[0]
+    arm = dataclasses.replace(job, platform_tag=job.platform_tag.replace("x86_64", "aarch64"))
+    assert "BUILDKIT_HOST_ISA" not in _container_env(arm)
+
+
+def test_the_launcher_logs_each_isa_flag_and_what_it_did(tmp_path: Path) -> None:
+    """The log (its folder made at the first line) and the manifest's host_isa read from it: small,
+    sorted, each once, the same whatever the order of the compiles."""
+    log = tmp_path / "output" / "buildkit-host-isa.log"
+    env = {"BUILDKIT_HOST_ISA": "x86-64-v2", "BUILDKIT_HOST_ISA_LOG": str(log)}
+    assert _run("-c", "-O2", "-mtune=native", "src/plain.c", **env).returncode == 0
+    assert not log.exists()  # no ISA flag: nothing logged
+    assert _run("-c", "-march=native", "src/gemm.hip", **env).returncode == 1
+    rewrite = {**env, "BUILDKIT_HOST_ISA_REWRITE": "1"}
+    for _ in range(2):
+        assert _run("-c", "-march=native", "-mavx512f", "-msse4.2", "src/gemm.hip", **rewrite).returncode == 0
+    allow = {**env, "BUILDKIT_HOST_ISA_ALLOW": "src/avx2_*.c"}
+    assert _run("-c", "-mavx2", "src/avx2_kernel.c", **allow).returncode == 0
+    lines = log.read_text().splitlines()
+    assert lines == [
+        "refused -march=native",
+        *["rewrote -march=native -march=x86-64-v2", "dropped -mavx512f", "kept -msse4.2"] * 2,
+        "allowed -mavx2",
+    ]
+    summary = host_isa.summary(log.read_text(), "x86-64-v2")
+    assert summary == {
+        "level": "x86-64-v2",
+        "flags_seen": ["-march=native", "-mavx2", "-mavx512f", "-msse4.2"],
+        "rewritten": ["-march=native -> -march=x86-64-v2", "-mavx512f -> (dropped)"],
+        "allowed": ["-mavx2"],
+    }
+    assert host_isa.summary("\n".join(reversed(lines)), "x86-64-v2") == summary
+    assert host_isa.summary(None, "x86-64") == {
+        "level": "x86-64",
+        "flags_seen": [],
+        "rewritten": [],
+        "allowed": [],
+    }
+
+
+def test_a_refusal_in_the_build_log_fails_the_build_with_its_own_code() -> None:
+    """The compile step names the launcher's refusal (exit 19, a BuildFailed), and the build command exits
+    with it when every failed job failed so."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from buildkit.building.steps import compile as compile_step
+    from buildkit.building.steps.state import JobResult
+    from buildkit.errors import BuildFailed, HostIsaRefused
+    from buildkit.service.build import _BuildRun
+
+    text = (
+        "[2/5] /project/.buildkit/hip-launcher clang++ -c src/gemm.hip\n"
+        "buildkit: host ISA: refused -march=native in the compile of src/gemm.hip: it asks for ...\n"
+    )
+    with pytest.raises(HostIsaRefused) as caught:
+        compile_step._explain_failure(BuildFailed("cibuildwheel failed"), text, True)
+    assert caught.value.exit_code == 19 and isinstance(caught.value, BuildFailed)
+    assert "refused -march=native in the compile of src/gemm.hip" in str(caught.value)
+    compile_step._explain_failure(
+        BuildFailed("cibuildwheel failed"), "error: x.c:1: oops\n", True
+    )  # no raise
+
+    def failure(*codes: int) -> Any:
+        results = [JobResult(job=f"j{i}", status="build-failed", exit_code=c) for i, c in enumerate(codes)]
+        options = SimpleNamespace(log_dir="logs", refused_dir="r", out_dir="o")
+        return _BuildRun(cast(Any, None), cast(Any, None), cast(Any, options), results).failure()
+
+    assert failure(19, 19).exit_code == 19
+    assert failure(19, 9).exit_code == 9

@@ -57,7 +57,9 @@ def test_hooks_reach_cibuildwheel_with_its_meaning(tmp_path: Path) -> None:
     job = expand(load_recipe(path), env={}).jobs[0]
     opts = cibw.cibuildwheel_options(job, _settings())
     assert opts["CIBW_BEFORE_ALL_LINUX"] == "dnf install -y foo && echo done"
-    assert opts["CIBW_BEFORE_BUILD_LINUX"] == "pip install -r requirements-build.txt"
+    # after the host compilers' wrappers (the launcher's host ISA, in every build)
+    hook = opts["CIBW_BEFORE_BUILD_LINUX"]
+    assert hook == f"{ccache.HOST_CC_SETUP} && pip install -r requirements-build.txt"
     # cibuildwheel's own parser gives the backend each value once, spaces kept
     from cibuildwheel.frontend import parse_config_settings
 
@@ -83,13 +85,13 @@ def test_without_hooks_every_option_is_still_set_so_the_projects_table_cannot_ad
     opts = cibw.cibuildwheel_options(job, _settings())
     for name in (
         "CIBW_BEFORE_ALL_LINUX",
-        "CIBW_BEFORE_BUILD_LINUX",
         "CIBW_CONFIG_SETTINGS_LINUX",
         "CIBW_BEFORE_TEST_LINUX",
         "CIBW_TEST_COMMAND_LINUX",
         "CIBW_TEST_REQUIRES_LINUX",
     ):
         assert opts[name] == "", name
+    assert opts["CIBW_BEFORE_BUILD_LINUX"] == ccache.HOST_CC_SETUP  # only the host compilers' wrappers
     assert opts["CIBW_TEST_SKIP"] == "*"
     assert opts["CIBW_BUILD_FRONTEND"] == f"build; args: --env-dir {ccache.BUILD_ENV_DIR}"
 
@@ -117,7 +119,7 @@ def test_torch_install_comes_before_the_recipes_before_build(tmp_path: Path) -> 
     job = expand(load_recipe(ROOT / "recipes" / "aiter.yaml"), env={}).jobs[0]
     job = job.__class__(**{**job.__dict__, "hooks": Hooks(before_build=("make prep",))})
     value = cibw.cibuildwheel_options(job, _settings(isolation=False))["CIBW_BEFORE_BUILD_LINUX"]
-    torch_hook, recipe_hook = value.split(" && ")
+    torch_hook, recipe_hook = value.removeprefix(f"{ccache.HOST_CC_SETUP} && ").split(" && ")
     assert shlex.split(torch_hook)[:5] == ["python", "-m", "pip", "install", "torch==2.9.*"]
     assert recipe_hook == "make prep"
 

@@ -105,7 +105,7 @@ def test_a_recipe_plans_against_the_new_builder(with_example: Path) -> None:
     env = cibw.container_environment(job, settings)
     assert env["ROCM_PATH"] == "/opt/example-rocm"
     assert ccache.layout(job) is ccache.DEBIAN
-    assert env["PATH"].startswith("/usr/lib/ccache:")
+    assert env["PATH"].startswith(f"{ccache.HOST_CC_WRAPPERS}:/usr/lib/ccache:")
 
 
 def test_the_new_builders_facts_refuse_what_it_cannot_build(with_example: Path) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from buildkit import rocm as rocm_data
-from buildkit.building import cibw
+from buildkit.building import ccache, cibw
 from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Plan
@@ -128,8 +128,9 @@ def test_the_sysroot_reaches_every_compiler(tmp_path: Path, sysroot: str) -> Non
     # the compiler cache's key holds the sysroot: the two sysroots never share a cached object
     assert cibw.cache_key(job, "img").endswith("\0" + sysroot)
     assert env["ROCM_PATH"] == "/usr"  # the profile's rocm_prefix: Debian's layout
-    # the compiler cache's masquerade first, then the sysroot's wrappers, then the image's compilers
-    assert env["PATH"] == f"/usr/lib/ccache:{root}/bin:$PATH"
+    # the host compilers' wrappers (the launcher's host ISA) and the compiler cache's masquerade first,
+    # then the sysroot's wrappers, then the image's compilers
+    assert env["PATH"] == f"{ccache.HOST_CC_WRAPPERS}:/usr/lib/ccache:{root}/bin:$PATH"
     flags = shlex.split(env["HIPCC_COMPILE_FLAGS_APPEND"])
     assert (
         f"--sysroot={root}" in flags and f"--gcc-install-dir={root}/usr/lib/gcc/x86_64-linux-gnu/10" in flags
@@ -139,7 +140,8 @@ def test_the_sysroot_reaches_every_compiler(tmp_path: Path, sysroot: str) -> Non
     assert env["HIP_INCLUDE_PATH"] == f"{root}/usr/include"
     assert env["CMAKE_TOOLCHAIN_FILE"] == f"{root}/toolchain.cmake"
     rendered = cibw.render_environment(env)
-    assert f'PATH="/usr/lib/ccache:{root}/bin:$PATH"' in rendered  # $PATH expands in the container
+    # $PATH expands in the container
+    assert f'PATH="{ccache.HOST_CC_WRAPPERS}:/usr/lib/ccache:{root}/bin:$PATH"' in rendered
 
 
 def test_without_a_sysroot_no_compiler_is_redirected(tmp_path: Path) -> None:
@@ -149,7 +151,8 @@ def test_without_a_sysroot_no_compiler_is_redirected(tmp_path: Path) -> None:
     job = next(j for j in _plan(SID, tmp_path).jobs if j.rocm == "7.2")
     settings = cibw.CibwSettings(image="i", source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
     env = cibw.container_environment(dataclasses.replace(job, sysroot=None), settings)
-    assert not {"HIPCC_COMPILE_FLAGS_APPEND", "CMAKE_TOOLCHAIN_FILE", "BUILDKIT_SYSROOT", "PATH"} & set(env)
+    assert not {"HIPCC_COMPILE_FLAGS_APPEND", "CMAKE_TOOLCHAIN_FILE", "BUILDKIT_SYSROOT"} & set(env)
+    assert env["PATH"] == f"{ccache.HOST_CC_WRAPPERS}:$PATH"  # only the host compilers' wrappers
 
 
 def test_repair_keeps_a_wheel_no_policy_fits_for_the_gate(tmp_path: Path) -> None:

@@ -70,17 +70,21 @@ def test_debian_sid_routes_its_compiled_hipcc_through_wrappers(tmp_path: Path) -
     assert env["HIP_CLANG_PATH"] == ccache.SID_HIP_WRAPPERS
     assert "HIP_CLANG_LAUNCHER" not in env  # the compiled hipcc has no such hook
     hook = cibw.cibuildwheel_options(job, settings)["CIBW_BEFORE_BUILD_LINUX"]
-    assert hook == f"{ccache.ZERO_STATS} && {ccache.SID_SETUP}"
-    assert "{" not in ccache.SID_SETUP and "}" not in ccache.SID_SETUP  # cibuildwheel formats hooks
+    assert hook == f"{ccache.ZERO_STATS} && {ccache.SID_SETUP} && {ccache.HOST_CC_SETUP}"
+    for setup in (ccache.SID_SETUP, ccache.HOST_CC_SETUP):
+        assert "{" not in setup and "}" not in setup  # cibuildwheel formats hooks
     none = cibw.CibwSettings(image=TAG, source_date_epoch=1, ccache_volume=None, with_ca_bundle=False)
     # without the cache: no statistics to zero, but the wrappers still run the HIP launcher
-    assert cibw.cibuildwheel_options(job, none)["CIBW_BEFORE_BUILD_LINUX"] == ccache.SID_SETUP
+    assert (
+        cibw.cibuildwheel_options(job, none)["CIBW_BEFORE_BUILD_LINUX"]
+        == f"{ccache.SID_SETUP} && {ccache.HOST_CC_SETUP}"
+    )
     assert cibw.container_environment(job, none)["HIP_CLANG_PATH"] == ccache.SID_HIP_WRAPPERS
 
 
 def test_a_recipe_routing_hipcc_itself_gets_no_wrappers(tmp_path: Path) -> None:
     job = next(j for j in _plan(SID + "env: {HIP_CLANG_PATH: /opt/mine}\n", tmp_path).jobs)
-    assert ccache.setup_commands(job) == (ccache.ZERO_STATS,)
+    assert ccache.setup_commands(job) == (ccache.ZERO_STATS, ccache.HOST_CC_SETUP)
 
 
 def test_the_wrapper_setup_makes_wrappers_that_exec_the_launcher_on_hipcc_s_clang(tmp_path: Path) -> None:

@@ -83,7 +83,8 @@ def test_the_build_container_gets_debian_paths_the_cache_and_only_the_wheelhouse
         prev_environment={"PATH": CIBW_PATH}
     )
     assert env["ROCM_PATH"] == "/usr"  # Debian's HIP, as on debian-rocm
-    assert env["PATH"] == "/usr/lib/ccache:" + CIBW_PATH and env["HIP_CLANG_LAUNCHER"] == ccache.HIP_LAUNCHER
+    assert env["PATH"] == f"{ccache.HOST_CC_WRAPPERS}:/usr/lib/ccache:" + CIBW_PATH
+    assert env["HIP_CLANG_LAUNCHER"] == ccache.HIP_LAUNCHER
     assert ccache.layout(job) is ccache.DEBIAN
     assert env["PIP_NO_INDEX"] == "1" and env["PIP_FIND_LINKS"] == cibw.CONTAINER_WHEELHOUSE
     assert env["PIP_CONSTRAINT"] == cibw.CONTAINER_CONSTRAINTS_PATH and "PIP_EXTRA_INDEX_URL" not in env

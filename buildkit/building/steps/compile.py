@@ -7,13 +7,18 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
 from buildkit.building import buildsystem, ccache, cibw, cmake_log, requirements, runner
 from buildkit.building.progress import Phases
 from buildkit.building.steps.state import STEP_CIBUILDWHEEL, Run, log_since
 from buildkit.docker_engine import container_labels, keep_containers
-from buildkit.errors import BuildFailed
+from buildkit.errors import BuildFailed, HostIsaRefused
+from buildkit.recipe.sections import host_isa
+
+#: how the launcher (hip_launcher.sh) starts a refusal in the build's log
+HOST_ISA_REFUSAL = "buildkit: host ISA: refused "
 
 
 def applies(run: Run) -> bool:
@@ -42,18 +47,39 @@ def perform(run: Run, log: TextIO) -> None:
             run.staged, raw_out, env, log, run.echo, verbose=run.verbose, phases=phases.feed
         )
     except BuildFailed as exc:
-        hint = None if settings.network else requirements.explain_offline_failure(log_since(log, start))
-        if hint is None:
-            raise
-        raise BuildFailed(f"{exc}\n  hint: {hint}") from None
+        _explain_failure(exc, log_since(log, start), settings.network)
+        raise
     run.result.timings["cibuildwheel"] = time.monotonic() - t0
     run.result.not_found = cmake_log.not_found(log_since(log, start))
+    run.result.host_isa = _host_isa(run, raw_out)
     if settings.ccache_volume is not None:
         _read_cache_stats(run, settings, log)
     wheels = sorted(raw_out.glob("*.whl"))
     if len(wheels) != 1:
         raise BuildFailed(f"expected one wheel from cibuildwheel, found {[w.name for w in wheels]}")
     run.wheel = wheels[0]
+
+
+def _explain_failure(exc: BuildFailed, text: str, network: bool) -> None:
+    """Raise the failure of cibuildwheel named: the launcher's host ISA refusal (exit 19, its line
+    naming the flag, the file and the command), or, in a hermetic build, what was missing offline."""
+    refusal = next((line for line in text.splitlines() if HOST_ISA_REFUSAL in line), None)
+    if refusal is not None:
+        raise HostIsaRefused(f"{exc}\n  {refusal[refusal.index(HOST_ISA_REFUSAL) :]}") from None
+    hint = None if network else requirements.explain_offline_failure(text)
+    if hint is not None:
+        raise BuildFailed(f"{exc}\n  hint: {hint}") from None
+
+
+def _host_isa(run: Run, raw_out: Path) -> dict[str, Any] | None:
+    """The manifest's ``host_isa`` (:func:`host_isa.summary`) from the launcher's log, which
+    cibuildwheel copied out of the build container beside the wheel; None when the job's layout runs
+    no launcher (an image buildkit did not make)."""
+    if not ccache.uses_launcher(run.job):
+        return None
+    path = raw_out / host_isa.LOG_NAME
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else None
+    return host_isa.summary(text, cibw.host_isa_level(run.job))
 
 
 def _settings(run: Run) -> cibw.CibwSettings:

@@ -74,6 +74,7 @@ def _manifest(run: Run, out: Output, toolchain: Any) -> dict[str, Any]:
         "torch": torch_record(job, run.lock),
         "compiler_cache": to_data(run.result.compiler_cache),
         "cmake_not_found": list(run.result.not_found),
+        "host_isa": run.result.host_isa,
         "regression": to_data(run.regression),
         "verdict": out.gated.verdict,
         "gate": out.gate,

@@ -70,6 +70,7 @@ class JobResult:
     #: the exit code of the error that failed the job (13: an index could not be reached); None: none
     exit_code: int | None = None
     not_found: tuple[str, ...] = ()  # what CMake looked for and did not find (cmake_log.not_found)
+    host_isa: dict[str, Any] | None = None  # the manifest's host_isa (recipe.sections.host_isa.summary)
 
     @property
     def manifest(self) -> Path | None:
