@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,8 +152,6 @@ def verify_published(
 
     NotReproducible (exit 12) when the page, the wheel's entry or its provenance is missing, or the
     provenance does not hold; IndexUnavailable (exit 13) when the index cannot be reached."""
-    import tempfile
-
     try:
         project = parse_wheel_filename(wheel.name)[0]
     except InvalidWheelFilename as exc:
@@ -174,7 +173,11 @@ def verify_published(
         with tempfile.TemporaryDirectory(prefix="buildkit-provenance-") as folder:
             path = Path(folder) / (wheel.name + ".provenance")
             client.download(link.provenance, path, max_bytes=_MAX_PROVENANCE_BYTES)
-            return verify_attestation(wheel, public_key, path)
+            try:
+                return verify_attestation(wheel, public_key, path)
+            except NotReproducible as exc:  # named by its URL, not the temporary copy
+                where = pyindex.redact(link.provenance)
+                raise NotReproducible(exc.message.replace(str(path), where)) from None
     except (pyindex.NotFound, pyindex.IndexRefused, pyindex.TooLarge) as exc:
         raise NotReproducible(f"cannot read the provenance of {wheel.name} from {shown}: {exc}") from None
 

@@ -279,13 +279,6 @@ def _simple_dir(root: Path) -> Path:
     return root / "simple"
 
 
-def lookup(root: Path, filename: str) -> str | None:
-    """sha256 of ``filename`` in the index at ``root`` (recomputed from the file), None when absent."""
-    project = canonicalize_name(parse_wheel_filename(filename)[0])
-    present = _simple_dir(root) / project / filename
-    return sha256_file(present) if present.is_file() else None
-
-
 def add_wheel(root: Path, wheel: Path, sha256: str, provenance: bytes | None = None) -> _AddResult:
     """Add one wheel: :func:`add_wheels` with a single item."""
     return add_wheels(root, [(wheel, sha256)], {wheel: provenance} if provenance else None)[0]

@@ -136,14 +136,10 @@ def publish(
         f"again with {trust.describe()}: passed"
     )
     if recipe is not None:
-        _log_recipe(candidates, recipe, log)
+        log(f"every wheel was built from {recipe.display_path} (sha256 {recipe.sha256[:12]})")
     if target.kind == "directory":
         return _publish_directory(candidates, Path(target.location), log, trust.provenance, dry_run=dry_run)
     return _publish_remote(candidates, target, environ, log, dry_run=dry_run)
-
-
-def _log_recipe(candidates: list[Candidate], recipe: Recipe, log: Callable[[str], None]) -> None:
-    log(f"every wheel was built from {recipe.display_path} (sha256 {recipe.sha256[:12]})")
 
 
 def _publish_directory(

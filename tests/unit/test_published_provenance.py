@@ -164,6 +164,8 @@ def test_wrong_key_fails(tmp_path: Path) -> None:
     code, output = _verify(downloaded, root, public_key_file(tmp_path / "other", OTHER_KEY))
     assert code == NotReproducible.exit_code, output
     assert "no signature verifies with the given public key" in output
+    served = root / "simple" / "demo-pkg" / (NAME + index.PROVENANCE_SUFFIX)
+    assert output.startswith(f"{served.as_uri()}: ") and "buildkit-provenance-" not in output
 
 
 def test_index_is_an_attestation_check_not_a_rebuild(tmp_path: Path) -> None:
