@@ -1,7 +1,9 @@
 """The in-toto attestation beside a built wheel (``<wheel>.intoto.json``), the reading side: its DSSE
 envelope format, the publisher's public key, and :func:`verify_attestation` (``publish --public-key``,
 :mod:`buildkit.publish.trust`, and ``verify``). ``build`` writes and signs it
-(:mod:`buildkit.building.provenance`, which says what the statement holds).
+(:mod:`buildkit.building.provenance`, which says what the statement holds). A static index serves the
+envelope that verified at publish beside the wheel (``<wheel>.provenance``): :func:`verify_published`
+checks a downloaded wheel against it (``verify --index``).
 """
 
 from __future__ import annotations
@@ -9,12 +11,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
 from buildkit import manifest as manifests
+from buildkit import pyindex
 from buildkit.errors import NotReproducible, UsageError
 
 if TYPE_CHECKING:
@@ -64,6 +70,7 @@ class AttestationCheck:
     sha256: str
     keyid: str
     statement: dict[str, Any]
+    envelope: bytes  # the DSSE envelope's bytes as read and verified (what a static index serves)
 
 
 def verify_attestation(
@@ -78,7 +85,7 @@ def verify_attestation(
     from cryptography.exceptions import InvalidSignature
 
     path = path or attestation_path(wheel)
-    payload_type, payload, signatures = _read_envelope(path)
+    payload_type, payload, signatures, envelope = _read_envelope(path)
     if payload_type != PAYLOAD_TYPE:
         raise NotReproducible(f"{path}: payloadType is {payload_type!r}, expected {PAYLOAD_TYPE!r}")
     if not signatures:
@@ -124,7 +131,7 @@ def verify_attestation(
         digest = subject.get("digest") if isinstance(subject, dict) else None
         sha = digest.get("sha256") if isinstance(digest, dict) else None
         if name == wheel.name and sha == actual:
-            return AttestationCheck(wheel.name, actual, wanted, stmt)
+            return AttestationCheck(wheel.name, actual, wanted, stmt, envelope)
         named.append(f"{name} sha256:{sha}")
     raise NotReproducible(
         f"{wheel.name} (sha256:{actual}) is not the attested subject ({', '.join(named)}): the wheel was "
@@ -132,15 +139,60 @@ def verify_attestation(
     )
 
 
-def _read_envelope(path: Path) -> tuple[str, bytes, list[dict[str, Any]]]:
-    """payloadType, decoded payload and signatures of a DSSE envelope; NotReproducible when malformed."""
+#: the largest provenance file downloaded (an envelope is a few kB)
+_MAX_PROVENANCE_BYTES = 1 << 20
+
+
+def verify_published(
+    wheel: Path, public_key: Ed25519PublicKey, index_url: str, client: pyindex.IndexClient | None = None
+) -> AttestationCheck:
+    """Check ``wheel`` against the provenance the index at ``index_url`` links from its project page
+    (PEP 740 ``data-provenance``: what ``publish`` serves beside each wheel whose attestation verified),
+    downloaded through :mod:`buildkit.pyindex` and checked as :func:`verify_attestation` does.
+
+    NotReproducible (exit 12) when the page, the wheel's entry or its provenance is missing, or the
+    provenance does not hold; IndexUnavailable (exit 13) when the index cannot be reached."""
+    try:
+        project = parse_wheel_filename(wheel.name)[0]
+    except InvalidWheelFilename as exc:
+        raise UsageError(f"{wheel.name}: not a wheel file name ({exc})") from None
+    if "://" not in index_url:  # a local index folder
+        index_url = Path(index_url).absolute().as_uri()
+    client = client or pyindex.IndexClient()
+    page_url = pyindex.simple_page_url(index_url, project)
+    shown = pyindex.redact(page_url)
+    try:
+        link = next((x for x in client.page(page_url).links if x.filename == wheel.name), None)
+        if link is None:
+            raise NotReproducible(f"{shown} does not list {wheel.name}: it was not published there")
+        if link.provenance is None:
+            raise NotReproducible(
+                f"{shown} serves no provenance for {wheel.name} (no data-provenance): it was published "
+                "without a verified attestation (publish --public-key K), or the index serves none"
+            )
+        with tempfile.TemporaryDirectory(prefix="buildkit-provenance-") as folder:
+            path = Path(folder) / (wheel.name + ".provenance")
+            client.download(link.provenance, path, max_bytes=_MAX_PROVENANCE_BYTES)
+            try:
+                return verify_attestation(wheel, public_key, path)
+            except NotReproducible as exc:  # named by its URL, not the temporary copy
+                where = pyindex.redact(link.provenance)
+                raise NotReproducible(exc.message.replace(str(path), where)) from None
+    except (pyindex.NotFound, pyindex.IndexRefused, pyindex.TooLarge) as exc:
+        raise NotReproducible(f"cannot read the provenance of {wheel.name} from {shown}: {exc}") from None
+
+
+def _read_envelope(path: Path) -> tuple[str, bytes, list[dict[str, Any]], bytes]:
+    """payloadType, decoded payload, signatures and bytes of a DSSE envelope; NotReproducible when
+    malformed."""
     if not path.is_file():
         raise NotReproducible(
             f"no attestation at {path}: `buildkit build` writes WHEEL.intoto.json next to each wheel it "
             "signs (BUILDKIT_SIGNING_KEY set); copy it along with the wheel or pass --attestation-file"
         )
     try:
-        env = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        env = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError) as exc:
         reason = f"{exc.__class__.__name__}: {exc}"
         raise NotReproducible(f"{path}: not a readable DSSE envelope ({reason})") from None
@@ -162,7 +214,7 @@ def _read_envelope(path: Path) -> tuple[str, bytes, list[dict[str, Any]]]:
         payload = base64.b64decode(payload_text, validate=True)
     except ValueError as exc:
         raise NotReproducible(f"{path}: the payload is not base64 ({exc})") from None
-    return payload_type, payload, signatures
+    return payload_type, payload, signatures, raw
 
 
 def _describe_signature(sig: Mapping[str, Any]) -> str:

@@ -247,6 +247,7 @@ class Link:
     url: str  # absolute, without the fragment
     hashes: Mapping[str, str]  # {"sha256": hex}, algorithm and digest lowercase
     yanked: bool = False
+    provenance: str | None = None  # absolute URL of its PEP 740 provenance (data-provenance), if any
 
     @property
     def sha256(self) -> str | None:
@@ -274,15 +275,18 @@ class _Anchors(HTMLParser):
             self.anchors.append(dict(attrs))
 
 
-def _link(url: str, filename: str | None, hashes: Mapping[str, str], yanked: bool) -> Link:
+def _link(
+    url: str, filename: str | None, hashes: Mapping[str, str], yanked: bool, provenance: str | None
+) -> Link:
     plain, _, _fragment = url.partition("#")
     name = filename if filename is not None else unquote(posixpath.basename(urlsplit(plain).path))
-    return Link(name, plain, {a.lower(): d.lower() for a, d in hashes.items()}, yanked)
+    return Link(name, plain, {a.lower(): d.lower() for a, d in hashes.items()}, yanked, provenance)
 
 
 def parse_page(data: bytes, content_type: str, url: str) -> list[Link]:
     """The files of a project page read from ``url``: PEP 691 JSON (by its content type), else PEP 503
-    HTML (``<base href>`` honoured, a ``#<algo>=<hex>`` fragment as the hash, ``data-yanked``)."""
+    HTML (``<base href>`` honoured, a ``#<algo>=<hex>`` fragment as the hash, ``data-yanked``); a PEP 740
+    ``provenance`` / ``data-provenance`` URL made absolute."""
     if content_type.split(";")[0].strip() == PEP691_JSON:
         try:
             files = json.loads(data)["files"]
@@ -300,7 +304,9 @@ def parse_page(data: bytes, content_type: str, url: str) -> list[Link]:
                 if isinstance(hashes, dict)
                 else {}
             )
-            out.append(_link(urljoin(url, f["url"]), f["filename"], listed, bool(f.get("yanked"))))
+            served = f.get("provenance")
+            served = urljoin(url, served) if isinstance(served, str) else None
+            out.append(_link(urljoin(url, f["url"]), f["filename"], listed, bool(f.get("yanked")), served))
         return out
     parser = _Anchors()
     parser.feed(data.decode("utf-8", "replace"))
@@ -310,7 +316,9 @@ def parse_page(data: bytes, content_type: str, url: str) -> list[Link]:
         absolute = urljoin(base, attrs["href"] or "")
         _, _, fragment = absolute.partition("#")
         algorithm, eq, digest = fragment.partition("=")
-        out.append(_link(absolute, None, {algorithm: digest} if eq else {}, "data-yanked" in attrs))
+        served = attrs.get("data-provenance")
+        served = urljoin(base, served) if served else None
+        out.append(_link(absolute, None, {algorithm: digest} if eq else {}, "data-yanked" in attrs, served))
     return out
 
 

@@ -10,6 +10,10 @@ Layout (relative links only, so the tree can be copied anywhere)::
     ROOT/simple/<normalized-name>/index.json   PEP 691 JSON of the same files
     ROOT/simple/<normalized-name>/<wheel>      the wheel
     ROOT/simple/<normalized-name>/<wheel>.metadata   its METADATA file (PEP 658)
+    ROOT/simple/<normalized-name>/<wheel>.provenance the DSSE envelope of its attestation, only when
+                                               publish verified it with the publisher's key; the
+                                               anchor's data-provenance (PEP 740) and index.json's
+                                               "provenance" link it
 
 Every file is written atomically (temporary file in the same folder + ``os.replace``) and the whole
 update holds an exclusive lock on ``ROOT/.buildkit-index.lock``, so two publishers cannot interleave
@@ -32,7 +36,7 @@ import json
 import os
 import shutil
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -46,6 +50,8 @@ from buildkit.manifest import sha256_file
 from buildkit.publish import journal
 
 LOCK_NAME = ".buildkit-index.lock"
+#: the verified attestation served beside a wheel (``<wheel>.provenance``)
+PROVENANCE_SUFFIX = ".provenance"
 _API_VERSION = "1.1"
 _CHUNK = 1 << 20
 
@@ -59,6 +65,7 @@ class _IndexedFile:
     size: int
     requires_python: str | None
     metadata_sha256: str | None
+    provenance: bool = False  # a <wheel>.provenance is served beside it
 
     def to_json(self) -> dict[str, Any]:
         # hand-written, no JsonShape (buildkit/records.py): PEP 691's keys, computed
@@ -73,6 +80,8 @@ class _IndexedFile:
         if self.metadata_sha256:
             data["core-metadata"] = {"sha256": self.metadata_sha256}
             data["dist-info-metadata"] = {"sha256": self.metadata_sha256}
+        if self.provenance:
+            data["provenance"] = self.filename + PROVENANCE_SUFFIX
         return data
 
 
@@ -205,7 +214,8 @@ def _scan(project_dir: Path) -> list[_IndexedFile]:
             requires = _requires_python(meta)
         else:
             meta_sha, requires = None, None
-        files.append(_IndexedFile(wheel.name, sha, size, requires, meta_sha))
+        served = wheel.with_name(wheel.name + PROVENANCE_SUFFIX).is_file()
+        files.append(_IndexedFile(wheel.name, sha, size, requires, meta_sha, served))
     return files
 
 
@@ -227,6 +237,8 @@ def _render_project_html(name: str, files: list[_IndexedFile]) -> str:
         if f.metadata_sha256:
             attrs.append(f'data-dist-info-metadata="sha256={f.metadata_sha256}"')
             attrs.append(f'data-core-metadata="sha256={f.metadata_sha256}"')
+        if f.provenance:
+            attrs.append(f'data-provenance="{html.escape(f.filename + PROVENANCE_SUFFIX)}"')
         lines.append(f"<a {' '.join(attrs)}>{html.escape(f.filename)}</a><br>")
     lines += ["</body>", "</html>", ""]
     return "\n".join(lines)
@@ -267,16 +279,9 @@ def _simple_dir(root: Path) -> Path:
     return root / "simple"
 
 
-def lookup(root: Path, filename: str) -> str | None:
-    """sha256 of ``filename`` in the index at ``root`` (recomputed from the file), None when absent."""
-    project = canonicalize_name(parse_wheel_filename(filename)[0])
-    present = _simple_dir(root) / project / filename
-    return sha256_file(present) if present.is_file() else None
-
-
-def add_wheel(root: Path, wheel: Path, sha256: str) -> _AddResult:
+def add_wheel(root: Path, wheel: Path, sha256: str, provenance: bytes | None = None) -> _AddResult:
     """Add one wheel: :func:`add_wheels` with a single item."""
-    return add_wheels(root, [(wheel, sha256)])[0]
+    return add_wheels(root, [(wheel, sha256)], {wheel: provenance} if provenance else None)[0]
 
 
 @dataclass
@@ -287,6 +292,7 @@ class _Staged:
     target: Path
     tmp: Path | None = None
     metadata: bytes = b""
+    provenance: bytes | None = None
 
 
 def check_additions(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResult]:
@@ -336,8 +342,12 @@ def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[_AddResu
     return results, pending
 
 
-def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResult]:
+def add_wheels(
+    root: Path, wheels: Sequence[tuple[Path, str]], provenance: Mapping[Path, bytes] | None = None
+) -> list[_AddResult]:
     """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
+    ``provenance``: the verified attestation (DSSE envelope bytes) of a wheel, by its path in
+    ``wheels``, served beside it as ``<wheel>.provenance``; a wheel without one gets none.
 
     Under the index lock, an interrupted earlier update is finished or undone first
     (:func:`recover`). Every wheel is then checked against the index (:func:`check_additions`): the
@@ -347,9 +357,9 @@ def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResul
     hashing the bytes copied (a wheel that changed since it was checked refuses the whole batch, and the
     temporary files are removed); its ``.metadata`` is read from that copy and staged too, and so are
     the pages that list them. Only then is the batch committed (:func:`buildkit.publish.journal.commit`):
-    the wheels' ``.metadata`` files, the wheels, the project pages and the root pages renamed into
-    place, in that order. A SIGKILL at any point leaves the index as before or, once the next update
-    (or :func:`recover`) has run, as after.
+    the wheels' ``.metadata`` and ``.provenance`` files, the wheels, the project pages and the root
+    pages renamed into place, in that order. A SIGKILL at any point leaves the index as before or,
+    once the next update (or :func:`recover`) has run, as after.
     """
     with _locked(root):
         _recover(root)
@@ -368,6 +378,7 @@ def add_wheels(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResul
                 staged.append(item.tmp)
                 copy_verified(item.wheel, item.tmp, item.sha256)
                 item.metadata = _wheel_metadata(item.tmp, item.wheel.name)
+                item.provenance = (provenance or {}).get(item.wheel)
             moves = _stage(root, pending, staged)
         except BaseException:
             for path in staged:
@@ -390,6 +401,9 @@ def _stage(root: Path, pending: list[_Staged], staged: list[Path]) -> list[tuple
         assert item.tmp is not None
         meta = item.target.with_name(item.target.name + ".metadata")
         metadata_moves.append((_stage_file(meta, item.metadata, staged), meta))
+        if item.provenance is not None:
+            served = item.target.with_name(item.target.name + PROVENANCE_SUFFIX)
+            metadata_moves.append((_stage_file(served, item.provenance, staged), served))
         wheel_moves.append((item.tmp, item.target))
         added.setdefault(item.project, []).append(
             _IndexedFile(
@@ -398,6 +412,7 @@ def _stage(root: Path, pending: list[_Staged], staged: list[Path]) -> list[tuple
                 item.tmp.stat().st_size,
                 _requires_python(item.metadata),
                 hashlib.sha256(item.metadata).hexdigest(),
+                item.provenance is not None,
             )
         )
     page_moves: list[tuple[Path, Path]] = []

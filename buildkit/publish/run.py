@@ -23,7 +23,9 @@ refusal.
 
 Targets (:func:`buildkit.publish.target.parse_target`):
 
-- ``directory``: a path or ``file://`` URL: a static PEP 503 index written by :mod:`buildkit.publish.index`.
+- ``directory``: a path or ``file://`` URL: a static PEP 503 index written by :mod:`buildkit.publish.index`;
+  each wheel whose attestation verified with ``--public-key`` gets it served beside it
+  (``<wheel>.provenance``, linked by the page's ``data-provenance``).
   An empty path (``--to ''``, ``file://``) or a path that cannot become a writable directory (an
   existing file, a path through a file, ``/proc/...``) is a :class:`~buildkit.errors.UsageError`
   (exit 2), raised before anything is written.
@@ -134,21 +136,27 @@ def publish(
         f"again with {trust.describe()}: passed"
     )
     if recipe is not None:
-        _log_recipe(candidates, recipe, log)
+        log(f"every wheel was built from {recipe.display_path} (sha256 {recipe.sha256[:12]})")
     if target.kind == "directory":
-        return _publish_directory(candidates, Path(target.location), log, dry_run=dry_run)
+        return _publish_directory(candidates, Path(target.location), log, trust.provenance, dry_run=dry_run)
     return _publish_remote(candidates, target, environ, log, dry_run=dry_run)
 
 
-def _log_recipe(candidates: list[Candidate], recipe: Recipe, log: Callable[[str], None]) -> None:
-    log(f"every wheel was built from {recipe.display_path} (sha256 {recipe.sha256[:12]})")
-
-
 def _publish_directory(
-    candidates: list[Candidate], root: Path, log: Callable[[str], None], *, dry_run: bool
+    candidates: list[Candidate],
+    root: Path,
+    log: Callable[[str], None],
+    provenance: Mapping[Path, bytes],
+    *,
+    dry_run: bool,
 ) -> list[Outcome]:
+    """The wheels into the static index at ``root``, each with the attestation that verified
+    (``provenance``) beside it as ``<wheel>.provenance``."""
     pairs = [(c.wheel, c.sha256) for c in candidates]
-    results = static_index.check_additions(root, pairs) if dry_run else static_index.add_wheels(root, pairs)
+    if dry_run:
+        results = static_index.check_additions(root, pairs)
+    else:
+        results = static_index.add_wheels(root, pairs, provenance)
     new = "would publish" if dry_run else "published"
     outcomes = [
         Outcome(c.wheel, new if r.status == "published" else "already published", str(r.path))

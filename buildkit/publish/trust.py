@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,12 +51,15 @@ PUBLIC_KEY_ENV = "BUILDKIT_PUBLISH_KEY"
 
 @dataclass(frozen=True)
 class Trust:
-    """What the publisher named: the recipe (and its plan) and/or the public key the builds sign with."""
+    """What the publisher named: the recipe (and its plan) and/or the public key the builds sign with;
+    ``provenance``: the envelope bytes of each wheel whose attestation verified with that key (what a
+    static index serves beside the wheel), filled as the wheels are checked."""
 
     recipe: Recipe | None = None
     plan: Plan | None = None
     key: Ed25519PublicKey | None = None
     key_path: Path | None = None
+    provenance: dict[Path, bytes] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -150,6 +153,7 @@ def _signed(candidate: Candidate, trust: Trust) -> dict[str, Any] | Refusal:
             + _differences(_obj(data.get("gate")), signed_gate)
             + ")",
         )
+    trust.provenance[wheel] = checked.envelope
     return dict(signed_gate)
 
 

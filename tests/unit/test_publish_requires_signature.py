@@ -88,6 +88,8 @@ def test_a_recipe_requiring_signatures_publishes_the_builds_bytes(tmp_path: Path
     outcomes = publish(dist, parse_target(str(tmp_path / "idx")), recipe=load_recipe(recipe), public_key=key)
     assert [o.status for o in outcomes] == ["published"]
     assert (tmp_path / "idx" / "simple" / "demo" / wheel.name).read_bytes() == wheel.read_bytes()
+    served = tmp_path / "idx" / "simple" / "demo" / (wheel.name + ".provenance")  # the signed attestation
+    assert served.read_bytes() == wheel.with_name(wheel.name + ".intoto.json").read_bytes()
 
 
 def test_the_flag_requires_a_key_from_the_command_line(tmp_path: Path) -> None:
@@ -105,3 +107,20 @@ def test_the_flag_requires_a_key_from_the_command_line(tmp_path: Path) -> None:
     )
     assert done.returncode == 10 and "the signature does not hold" in done.stderr, done.stderr
     assert not (recipe.parent / "site").exists()
+
+
+@pytest.mark.parametrize("attestation", ["unsigned", "missing"])
+def test_a_recipe_requiring_signatures_refuses_an_unsigned_wheel(tmp_path: Path, attestation: str) -> None:
+    """The build's own bytes, but built without BUILDKIT_SIGNING_KEY (an unsigned envelope) or with the
+    attestation left behind: no signed attestation names them, so nothing is published."""
+    recipe = _recipe(tmp_path, signed=True)
+    dist, idx = tmp_path / "dist", tmp_path / "idx"
+    wheel = job_wheel(dist / JOB, recipe, JOB, key=None)
+    if attestation == "missing":
+        wheel.with_name(wheel.name + ".intoto.json").unlink()
+    key = public_key_file(tmp_path / "k")
+    with pytest.raises(PublishRefused) as info:
+        publish(dist, parse_target(str(idx)), recipe=load_recipe(recipe), public_key=key)
+    said = "the attestation is unsigned" if attestation == "unsigned" else "unsigned: no attestation"
+    assert f"{wheel}: " in str(info.value) and said in str(info.value), info.value
+    assert not idx.exists()

@@ -118,6 +118,9 @@ def test_actions_pinned_by_commit_and_least_privilege(path: Path) -> None:
         # the one writer: the weekly ROCm data refresh pushes a branch and opens its pull request
         writer = (path.name, name) == ("rocm-data.yml", "refresh")
         allowed = ({"contents": "write", "pull-requests": "write"},) if writer else ({}, {"contents": "read"})
+        # the one OIDC user: the pipeline's Sigstore signing, and its caller, which must grant it
+        if (path.name, name) in (("buildkit.yml", "sign"), ("release.yml", "release")):
+            allowed = ({"contents": "read", "id-token": "write"},)
         assert perms in allowed, f"{path.name}: job {name} asks for {perms}"
         for step in job.get("steps", []):
             assert "${{" not in step.get("run", ""), f"{path.name}: expression inside a run: script of {name}"
@@ -163,7 +166,7 @@ def test_release_flow_order_and_publish_only_when_asked() -> None:
     gate_runs = " ".join(s.get("run", "") for s in jobs["gate"]["steps"])
     assert "buildkit check" in gate_runs and "GITHUB_STEP_SUMMARY" in gate_runs
     publish = jobs["publish"]
-    assert sorted(publish["needs"]) == sorted(["plan", "gate", *smokes])
+    assert sorted(publish["needs"]) == sorted(["plan", "gate", *smokes, "sign"])
     condition = publish["if"]
     assert "inputs.publish" in condition
     assert "needs.gate.result == 'success'" in condition
@@ -415,6 +418,8 @@ def test_every_job_installs_rocm_buildkit_from_the_workflows_own_commit() -> Non
         "REF": "${{ inputs.buildkit-ref || job.workflow_sha }}",
     }
     for name, job in data["jobs"].items():
+        if name == "sign":  # runs no rocm-buildkit: the pinned sigstore CLI only (test_workflow_signing)
+            continue
         steps = job["steps"]
         source = "steps.own.outputs" if name == "plan" else "needs.plan.outputs"
         if name != "plan":
