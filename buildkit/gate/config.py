@@ -4,7 +4,7 @@ identity (:class:`JobIdentity`) a job's wheel must carry."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -55,7 +55,7 @@ class JobIdentity(NamedTuple):
     """Which wheel a plan job makes: the ``job-identity`` rule holds the wheel's file name to it.
 
     Set by :meth:`GateConfig.from_job` (``name`` and the recipe fields None: no recipe at hand) and
-    :meth:`GateConfig.from_recipe_job`; never by :meth:`GateConfig.from_flags`."""
+    :meth:`GateConfig.from_recipe_job`; never by the command line's options alone."""
 
     job: str  # "cp312-rocm7.2-torch2.10"
     version: str  # the plan's version, "0.1.12.post2+rocm7.2.manylinux.2.28"
@@ -130,8 +130,9 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     }
 )
 class GateConfig(NamedTuple):
-    """What the gate enforces. Build it from flags (:meth:`from_flags`), a plan Job (:meth:`from_job`)
-    or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
+    """What the gate enforces. Build it directly (then :meth:`validated`), from the command line's
+    options (:func:`~buildkit.gate.options.apply_options` over the defaults), a plan Job
+    (:meth:`from_job`) or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
 
     ``policy`` None: the tags in the wheel's file name are still checked against the symbols, and the
     ceilings default to the strictest manylinux tag the file name claims (none if it claims none).
@@ -246,44 +247,6 @@ class GateConfig(NamedTuple):
                     f"device target {self.device_target!r}: give a processor alone, e.g. {target.name}"
                 )
         return self
-
-    @classmethod
-    def from_flags(
-        cls,
-        *,
-        policy: str | None = None,
-        max_glibc: str | None = None,
-        max_glibcxx: str | None = None,
-        max_cxxabi: str | None = None,
-        max_gcc: str | None = None,
-        exclude_globs: Iterable[str] = (),
-        archs: Iterable[str] = (),
-        match_features: bool = False,
-        torch: str | None = None,
-        size_warn: int | None = DEFAULT_SIZE_WARN,
-        size_limit: int | None = None,
-        rocm: str | None = None,
-        toolchain: str | None = None,
-        torch_abi: str | None = None,
-        size_per_target: int | None = None,
-    ) -> GateConfig:
-        """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
-        (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
-        given = {"GLIBC": max_glibc, "GLIBCXX": max_glibcxx, "CXXABI": max_cxxabi, "GCC": max_gcc}
-        pin = rocm_pin(rocm, toolchain) if rocm or toolchain else {}
-        return cls(
-            policy=policy,
-            ceilings={k: v for k, v in given.items() if v is not None},
-            exclude_globs=tuple(exclude_globs),
-            archs=tuple(a.strip() for a in archs if a.strip()),
-            match_features=match_features,
-            torch=torch,
-            size_warn=size_warn,
-            size_limit=size_limit,
-            size_per_target=size_per_target,
-            torch_abi=torch_abi,
-            **pin,
-        ).validated()
 
     @classmethod
     def from_job(cls, job: Job, **overrides: Any) -> GateConfig:
