@@ -249,49 +249,27 @@ class GateConfig(NamedTuple):
         return self
 
     @classmethod
-    def from_job(cls, job: Job, **overrides: Any) -> GateConfig:
-        """A gate configuration from a plan Job (policy, ceilings, exclude globs, archs, torch pin,
-        ROCm SONAMEs, and the job's identity without the recipe's name)."""
-        ceilings = {str(k).upper(): str(v) for k, v in job.ceilings.items() if v is not None}
-        values: dict[str, Any] = {
-            "policy": job.policy,
-            "ceilings": ceilings,
-            "exclude_globs": tuple(job.exclude_globs),
-            "archs": tuple(str(t) for t in job.archs.kept),
-            "torch": job.torch,
-            "torch_stable": job.torch_stable.lowest if job.torch_stable is not None else None,
-            "torch_below": job.torch_stable.below if job.torch_stable is not None else None,
-            "rocm": job.rocm,
-            "rocm_sonames": rocmdata.expected_sonames(job.rocm, toolchain=job.toolchain),
-            "toolchain": job.toolchain,
-            "identity": JobIdentity.of(job),
-        }
-        values.update(overrides)
-        return cls(**values).validated()
+    def from_job(cls, job: Job, recipe: Recipe | None = None) -> GateConfig:
+        """A plan job's configuration; with its recipe, what ``build`` gates the job's wheel with (and
+        ``check --recipe R --job ID``, the options given then applied by
+        :func:`~buildkit.gate.options.apply_options`). Every option's field is read where its row of
+        :data:`~buildkit.gate.options.OPTIONS` says (:func:`~buildkit.gate.options.job_values`);
+        computed here, as no option gives them: the runtime SONAMEs of the job's ROCm (a lookup in
+        the release data), the job's identity (with the recipe's name, file and sha256) and the
+        recipe's waivers."""
+        from buildkit.gate.options import job_values
+
+        return cls(
+            **job_values(job, recipe),
+            rocm_sonames=rocmdata.expected_sonames(job.rocm, toolchain=job.toolchain),
+            identity=JobIdentity.of(job, recipe),
+            waivers=() if recipe is None else recipe.gate.waive,
+        ).validated()
 
     @classmethod
-    def from_recipe_job(cls, recipe: Recipe, job: Job, **overrides: Any) -> GateConfig:
-        """What ``build`` gates a job's wheel with, and ``check --recipe R --job ID`` with it:
-        :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
-        ``size_limit``, ``per_target`` -> ``size_per_target``) and its waivers (``gate.waive``).
-        ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller adding to the job's
-        exclude globs passes the union; :mod:`buildkit.service.check` does). The identity gets the
-        recipe's distribution name, file and sha256."""
-        budget: dict[str, Any] = {
-            "identity": JobIdentity.of(job, recipe),
-            "waivers": recipe.gate.waive,
-            "required": recipe.gate.require,
-        }
-        if "warn" in recipe.size_budget:
-            budget["size_warn"] = recipe.size_budget["warn"]
-        if "limit" in recipe.size_budget:
-            budget["size_limit"] = recipe.size_budget["limit"]
-        if "per_target" in recipe.size_budget:
-            budget["size_per_target"] = recipe.size_budget["per_target"]
-        if recipe.host_isa is not None:
-            isa = recipe.host_isa
-            budget.update(isa_report=isa.report, isa_strict=isa.strict, isa_baseline=isa.level)
-        return cls.from_job(job, **{**budget, **overrides})
+    def from_recipe_job(cls, recipe: Recipe, job: Job) -> GateConfig:
+        """:meth:`from_job` with the job's recipe: ``build``'s configuration."""
+        return cls.from_job(job, recipe)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GateConfig:

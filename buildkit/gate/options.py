@@ -7,6 +7,8 @@ sets, and its help. From the table come:
 
 * the click options of the commands that take gate options (``check``; ``diff``'s run-time
   libraries): :func:`buildkit.cli.options.gate_options`;
+* a recipe job's values, :func:`job_values`: each row's ``loads`` is where the planned job (or its
+  recipe) holds the value its ``recipe`` key gave;
 * the precedence between the command line and a recipe's job, :func:`apply_options`, by merge rule:
 
   - ``replace``: the value given replaces the job's;
@@ -21,7 +23,8 @@ sets, and its help. From the table come:
 * the options table of ``docs/GATE-RULES.md``, which ``buildkit rules`` prints (:func:`options_table`,
   kept equal by ``tests/unit/test_gate_options.py``).
 
-A new gate option is one row here (and, for a new setting, its field in GateConfig).
+A new gate option is one row here (and, for a new setting, its field in GateConfig); with a recipe
+key, its ``loads`` path too.
 
 An option given empty (``--policy ""``, as an unset CI variable gives it) is not given; a size must be
 a size.
@@ -41,6 +44,8 @@ if TYPE_CHECKING:
     # the configuration only where options are applied: a command's click options (``diff --help``)
     # do not load it (start-up time)
     from buildkit.gate.config import GateConfig
+    from buildkit.plan.models import Job
+    from buildkit.recipe import Recipe
 
 Merge = Literal["replace", "add", "tighten"]
 #: how each merge rule reads in the docs
@@ -142,10 +147,12 @@ def _platform_tag(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
 class GateOption(NamedTuple):
     """One gate option: ``flag`` (``--max-glibc``) and ``name`` (the parameter, and its key in
     :class:`GateFlags`); the :class:`GateConfig` ``field`` it sets, or its ``key`` entry for a
-    mapping; the ``merge`` rule; ``recipe``: where a recipe gives the job's value (None: the command
-    line alone); ``kind``: ``text`` (one value), ``multiple`` (repeatable) or ``flag`` (on/off);
-    ``parse``: the text given to the field's value (None: the text); ``then``: the fields it sets
-    besides its own, from the configuration and the options given, once it applied."""
+    mapping; the ``merge`` rule; ``recipe``: where a recipe gives the job's value, in the recipe's
+    syntax (None: the command line alone); ``loads``: where :func:`job_values` reads it, a dotted path
+    from ``job`` (the planned :class:`~buildkit.plan.models.Job`, its values resolved) or ``recipe``
+    (None: another row loads it); ``kind``: ``text`` (one value), ``multiple`` (repeatable) or
+    ``flag`` (on/off); ``parse``: the text given to the field's value (None: the text); ``then``: the
+    fields it sets besides its own, from the configuration and the options given, once it applied."""
 
     flag: str
     name: str
@@ -153,6 +160,7 @@ class GateOption(NamedTuple):
     merge: Merge
     help: str
     recipe: str | None = None
+    loads: str | None = None
     key: str | None = None
     kind: Literal["text", "multiple", "flag"] = "text"
     choices: tuple[str, ...] = ()
@@ -170,6 +178,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "manylinux policy to enforce, e.g. manylinux_2_28 (default: the job's, else the file name's).",
         recipe="manylinux.policy",
+        loads="job.policy",
         then=_platform_tag,
     ),
     GateOption(
@@ -179,6 +188,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "GLIBC ceiling, e.g. 2.28 (default: the job's, else the policy's).",
         recipe="manylinux.ceilings.GLIBC",
+        loads="job.ceilings.GLIBC",
         key="GLIBC",
     ),
     GateOption(
@@ -188,6 +198,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "GLIBCXX ceiling, e.g. 3.4.24 (overrides the job's).",
         recipe="manylinux.ceilings.GLIBCXX",
+        loads="job.ceilings.GLIBCXX",
         key="GLIBCXX",
     ),
     GateOption(
@@ -197,6 +208,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "CXXABI ceiling, e.g. 1.3.11 (overrides the job's).",
         recipe="manylinux.ceilings.CXXABI",
+        loads="job.ceilings.CXXABI",
         key="CXXABI",
     ),
     GateOption(
@@ -206,6 +218,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "GCC (libgcc_s) ceiling, e.g. 7.0.0 (overrides the job's).",
         recipe="manylinux.ceilings.GCC",
+        loads="job.ceilings.GCC",
         key="GCC",
     ),
     GateOption(
@@ -215,6 +228,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "add",
         "SONAME glob provided at run time, e.g. 'librocblas.so*'; with --recipe, added to the job's.",
         recipe="repair.exclude.patterns",
+        loads="job.exclude_globs",
         kind="multiple",
     ),
     GateOption(
@@ -223,7 +237,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "exclude_globs",
         "add",
         "Named exclusion set; with --recipe, added to the job's globs.",
-        recipe="repair.exclude.sets",
+        recipe="repair.exclude.sets",  # in the job's exclude_globs, expanded: --exclude's row loads them
         kind="multiple",
         choices=EXCLUDE_SETS,
         parse=_exclude_sets,
@@ -236,6 +250,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "ROCm release the wheel is for, e.g. 7.2 (replaces the job's): HIP objects must link its runtime "
         "SONAMEs (libamdhip64.so.7 for 7.x), and --exclude-set rocm expands to its libraries.",
         recipe="rocm",
+        loads="job.rocm",
         then=_rocm_pin,
     ),
     GateOption(
@@ -246,6 +261,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "A distribution's ROCm packaging the wheel was built with, e.g. debian-trixie (replaces the "
         "job's): HIP objects must link its SONAMEs (libhipblas.so.0), and its release is the pinned one.",
         recipe="archs.toolchain",
+        loads="job.toolchain",
         then=_rocm_pin,
     ),
     GateOption(
@@ -255,6 +271,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "Comma-separated gfx target ids every HIP object must carry (replaces the job's).",
         recipe="archs",
+        loads="job.target_ids",
         parse=parse_archs,
     ),
     GateOption(
@@ -272,6 +289,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "torch MAJOR.MINOR the wheel was built against, e.g. 2.10 (overrides the job's).",
         recipe="torch[].version",
+        loads="job.torch",
         then=_torch_mode,
     ),
     GateOption(
@@ -283,6 +301,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "at least): it may need only torch's stable C shim, each function in that torch "
         "(torch-stable-abi), and METADATA must require torch>= it (torch-pin); replaces a job's torch pin.",
         recipe="torch.from",
+        loads="job.torch_stable.lowest",
         then=_torch_mode,
     ),
     GateOption(
@@ -292,6 +311,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "With --torch-stable: the upper bound METADATA may give torch (torch<VERSION); without, none.",
         recipe="torch.below",
+        loads="job.torch_stable.below",
     ),
     GateOption(
         "--torch-abi",
@@ -311,6 +331,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "Warn above this size (default: the recipe's size_budget.warn, else 100MiB).",
         recipe="size_budget.warn",
+        loads="recipe.size_budget.warn",
         parse=parse_size_option,
     ),
     GateOption(
@@ -320,6 +341,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "Fail above this size (default: the recipe's size_budget.limit).",
         recipe="size_budget.limit",
+        loads="recipe.size_budget.limit",
         parse=parse_size_option,
     ),
     GateOption(
@@ -330,6 +352,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "Fail when one gfx target's device code takes more than this in the wheel's members (default: "
         "the recipe's size_budget.per_target).",
         recipe="size_budget.per_target",
+        loads="recipe.size_budget.per_target",
         parse=parse_size_option,
     ),
     GateOption(
@@ -340,6 +363,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "A wheel member the build must have produced (fnmatch glob on member paths, `*` crosses '/'; "
         "repeatable; added to the recipe's gate.require): no match fails the wheel (required-member).",
         recipe="gate.require",
+        loads="recipe.gate.require",
         kind="multiple",
         metavar="GLOB",
         parse=_required,
@@ -364,6 +388,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "not fail: runtime-dispatched code holds AVX-512 behind cpuid checks). Off by default: seconds "
         "on wheels with much vector code.",
         recipe="host_isa.report",
+        loads="recipe.host_isa.report",
         kind="flag",
     ),
     GateOption(
@@ -374,6 +399,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "Refuse a host ELF holding an instruction above the baseline (host-isa error naming the ELF, "
         "the instruction and its symbol), for projects without runtime dispatch; implies --isa-report.",
         recipe="host_isa.strict",
+        loads="recipe.host_isa.strict",
         kind="flag",
     ),
     GateOption(
@@ -384,6 +410,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "The x86-64 level host code may use: x86-64 (default: the manylinux baseline), x86-64-v2, "
         "x86-64-v3 or x86-64-v4 (replaces the job's).",
         recipe="host_isa.level",
+        loads="recipe.host_isa.level",
         choices=("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"),
     ),
 )
@@ -467,6 +494,35 @@ def apply_options(base: GateConfig, flags: GateFlags) -> GateConfig:
     for consequence in then:
         config = config._replace(**consequence(config, flags))
     return config.validated()
+
+
+def _resolve(path: str, sources: Mapping[str, object]) -> Any:
+    """The value at dotted ``path`` (``job.ceilings.GLIBC``) in ``sources``, a step an attribute or a
+    mapping's key; None as soon as one step is None or absent."""
+    head, *steps = path.split(".")
+    value: Any = sources[head]
+    for step in steps:
+        if value is None:
+            return None
+        value = value.get(step) if isinstance(value, Mapping) else getattr(value, step)
+    return value
+
+
+def job_values(job: Job, recipe: Recipe | None = None) -> dict[str, Any]:
+    """The :class:`GateConfig` fields a plan ``job`` (and its ``recipe``; None: the job's alone) sets:
+    each row's value read where its ``loads`` says; a value not given (None) leaves the field's
+    default. A mapping field's entries come sorted by key, as the plan orders the ceilings."""
+    sources = {"job": job, "recipe": recipe}
+    values: dict[str, Any] = {}
+    for row in OPTIONS:
+        value = None if row.loads is None else _resolve(row.loads, sources)
+        if value is None:
+            continue
+        if row.key is None:
+            values[row.field] = value
+        else:
+            values[row.field] = dict(sorted({**values.get(row.field, {}), row.key: value}.items()))
+    return values
 
 
 # --------------------------------------------------------------------------- documentation

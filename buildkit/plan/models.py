@@ -79,6 +79,11 @@ class Job:
         return self.rocm_pip.build_requirement(self.rocm, processors)
 
     @property
+    def target_ids(self) -> tuple[str, ...]:
+        """The GPU targets the job compiles for, as text (``gfx90a:xnack-``)."""
+        return tuple(str(t) for t in self.archs.kept)
+
+    @property
     def pythons(self) -> tuple[str, ...]:
         """The CPythons this job's wheel serves (``serves``, or the job's own Python)."""
         return self.serves or (self.python,)
