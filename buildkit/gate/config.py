@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit import rocm as rocmdata  # its release data loads only when a pin asks for it
 from buildkit.errors import UsageError
+from buildkit.gate import options
+from buildkit.gate.options import MERGES, GateOption, job_values
 from buildkit.gate.sdk import RocmFromPip
 from buildkit.gatespec import Required, Waiver
 from buildkit.policy import (
@@ -17,7 +19,7 @@ from buildkit.policy import (
     split_policy_name,
     version_tuple,
 )
-from buildkit.records import Key, json_shape, to_data
+from buildkit.records import Key, json_shape, shape_of, to_data
 from buildkit.targets import parse_target_id
 from buildkit.units import MiB
 
@@ -29,24 +31,6 @@ if TYPE_CHECKING:
 DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
 #: the default of the mapping fields: one shared object, so read-only
 _NO_MAPPING: Mapping[str, str] = MappingProxyType({})
-
-
-def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
-    """The ``rocm``, ``toolchain`` and ``rocm_sonames`` fields of a :class:`GateConfig` pinning
-    release ``rocm`` (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as
-    :meth:`GateConfig.from_job` takes them for a job; with a ``toolchain`` (a distribution's ROCm
-    packaging, ``debian-trixie``), its SONAMEs and its release. An unknown release is
-    :class:`~buildkit.rocm.UnknownRelease` (exit 2), an unknown toolchain UnknownToolchain (exit 2)."""
-    if toolchain is not None:
-        chain = rocmdata.get_toolchain(toolchain)
-        return {
-            "rocm": chain.rocm,
-            "toolchain": chain.id,
-            "rocm_sonames": rocmdata.expected_sonames(chain.rocm, toolchain=chain.id),
-        }
-    assert rocm is not None
-    version = rocmdata.get_release(rocm).version
-    return {"rocm": version, "toolchain": None, "rocm_sonames": rocmdata.expected_sonames(version)}
 
 
 # per-Python jobs' identity leaves wheel_tag out (their inputs key stays what it was)
@@ -257,8 +241,6 @@ class GateConfig(NamedTuple):
         computed here, as no option gives them: the runtime SONAMEs of the job's ROCm (a lookup in
         the release data), the job's identity (with the recipe's name, file and sha256) and the
         recipe's waivers."""
-        from buildkit.gate.options import job_values
-
         return cls(
             **job_values(job, recipe),
             rocm_sonames=rocmdata.expected_sonames(job.rocm, toolchain=job.toolchain),
@@ -343,3 +325,28 @@ def gate_key(config: GateConfig) -> dict[str, Any]:
         if data.get(added) is None:
             data.pop(added, None)
     return data
+
+
+# --------------------------------------------------------------------------- documentation
+def json_name(row: GateOption) -> str:
+    """The key of ``row``'s value in the configuration's JSON (``ceilings.GLIBC``)."""
+    shape = shape_of(GateConfig)
+    assert shape is not None
+    (key,) = [k for k in shape.keys(GateConfig) if (k.attr or k.name) == row.field]
+    return key.name if row.key is None else f"{key.name}.{row.key}"
+
+
+def options_table() -> str:
+    """The Markdown table of ``docs/GATE-RULES.md``: one row per option, in table order."""
+    rows = [
+        "| option | recipe | JSON | with a recipe | what it does |",
+        "|--------|--------|------|---------------|--------------|",
+    ]
+    for row in options.OPTIONS:  # read when called: a test adds a row
+        notes = [", ".join(row.choices)] if row.choices else []
+        notes += ["repeatable"] if row.kind == "multiple" else []
+        flag = f"`{row.flag}`" + (f" ({'; '.join(notes)})" if notes else "")
+        recipe = f"`{row.recipe}`" if row.recipe else "-"
+        what = row.help.replace("|", "\\|")
+        rows.append(f"| {flag} | {recipe} | `{json_name(row)}` | {MERGES[row.merge]} | {what} |")
+    return "\n".join(rows) + "\n"

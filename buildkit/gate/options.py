@@ -17,11 +17,11 @@ sets, and its help. From the table come:
   - ``tighten``: the stricter of the two (a check is on when either turns it on, a limit the
     smaller);
 
-  without a recipe the same rules apply to :class:`GateConfig`'s defaults;
+  without a recipe the same rules apply to :class:`~buildkit.gate.config.GateConfig`'s defaults;
 * the JSON of the configuration: each option's field is a key of GateConfig's JSON shape
-  (:func:`json_name`), which a new field joins by being declared;
-* the options table of ``docs/GATE-RULES.md``, which ``buildkit rules`` prints (:func:`options_table`,
-  kept equal by ``tests/unit/test_gate_options.py``).
+  (:func:`~buildkit.gate.config.json_name`), which a new field joins by being declared;
+* the options table of ``docs/GATE-RULES.md``, which ``buildkit rules`` prints
+  (:func:`~buildkit.gate.config.options_table`, kept equal by ``tests/unit/test_gate_options.py``).
 
 A new gate option is one row here (and, for a new setting, its field in GateConfig); with a recipe
 key, its ``loads`` path too.
@@ -33,7 +33,7 @@ a size.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from buildkit.errors import ArchError, UsageError
 from buildkit.gatespec import Required
@@ -41,9 +41,6 @@ from buildkit.targets import parse_target_id, split_arch_list
 from buildkit.units import parse_size
 
 if TYPE_CHECKING:
-    # the configuration only where options are applied: a command's click options (``diff --help``)
-    # do not load it (start-up time)
-    from buildkit.gate.config import GateConfig
     from buildkit.plan.models import Job
     from buildkit.recipe import Recipe
 
@@ -56,6 +53,12 @@ MERGES: dict[str, str] = {
 }
 #: the named sets of SONAME globs ``--exclude-set`` takes (buildkit/rocm/libraries.yaml)
 EXCLUDE_SETS = ("rocm", "rocm-system", "torch")
+
+
+#: the configuration options apply to: :class:`~buildkit.gate.config.GateConfig`, not named here, as that
+#: module imports this table (:func:`job_values`)
+C = TypeVar("C")
+Configuration = Any
 
 
 class Given(NamedTuple):
@@ -118,15 +121,33 @@ def _required(globs: Sequence[str], given: Given) -> tuple[Required, ...]:
     return tuple(Required(glob, "--require") for glob in dict.fromkeys(globs))
 
 
-def _rocm_pin(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
+    """The ``rocm``, ``toolchain`` and ``rocm_sonames`` fields of a configuration pinning release
+    ``rocm`` (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as
+    :meth:`~buildkit.gate.config.GateConfig.from_job` takes them for a job; with a ``toolchain`` (a
+    distribution's ROCm packaging, ``debian-trixie``), its SONAMEs and its release. An unknown release is
+    :class:`~buildkit.rocm.UnknownRelease` (exit 2), an unknown toolchain UnknownToolchain (exit 2)."""
+    from buildkit import rocm as rocm_data  # the ROCm data only with a pin (start-up time)
+
+    if toolchain is not None:
+        chain = rocm_data.get_toolchain(toolchain)
+        return {
+            "rocm": chain.rocm,
+            "toolchain": chain.id,
+            "rocm_sonames": rocm_data.expected_sonames(chain.rocm, toolchain=chain.id),
+        }
+    assert rocm is not None
+    version = rocm_data.get_release(rocm).version
+    return {"rocm": version, "toolchain": None, "rocm_sonames": rocm_data.expected_sonames(version)}
+
+
+def _rocm_pin(config: Configuration, flags: GateFlags) -> dict[str, Any]:
     """``--rocm``, ``--toolchain``: the pin (release, toolchain, runtime SONAMEs) replaces the job's
     whole, the toolchain's release with a toolchain."""
-    from buildkit.gate.config import rocm_pin
-
     return rocm_pin(flags.get("rocm") or None, flags.get("toolchain") or None)
 
 
-def _torch_mode(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+def _torch_mode(config: Configuration, flags: GateFlags) -> dict[str, Any]:
     """``--torch-stable`` over a job pinned to one torch, ``--torch`` over a stable-ABI job: the mode
     given replaces the job's (a wheel is pinned or on the stable ABI, not both)."""
     if flags.get("torch_stable"):
@@ -134,7 +155,7 @@ def _torch_mode(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
     return {"torch_stable": None, "torch_below": None} if flags.get("torch") else {}
 
 
-def _platform_tag(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+def _platform_tag(config: Configuration, flags: GateFlags) -> dict[str, Any]:
     """``--policy``: its platform tag is the one the job-identity rule expects."""
     if config.identity is None or config.policy is None:
         return {}
@@ -146,13 +167,13 @@ def _platform_tag(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the table
 class GateOption(NamedTuple):
     """One gate option: ``flag`` (``--max-glibc``) and ``name`` (the parameter, and its key in
-    :class:`GateFlags`); the :class:`GateConfig` ``field`` it sets, or its ``key`` entry for a
-    mapping; the ``merge`` rule; ``recipe``: where a recipe gives the job's value, in the recipe's
-    syntax (None: the command line alone); ``loads``: where :func:`job_values` reads it, a dotted path
-    from ``job`` (the planned :class:`~buildkit.plan.models.Job`, its values resolved) or ``recipe``
-    (None: another row loads it); ``kind``: ``text`` (one value), ``multiple`` (repeatable) or
-    ``flag`` (on/off); ``parse``: the text given to the field's value (None: the text); ``then``: the
-    fields it sets besides its own, from the configuration and the options given, once it applied."""
+    :class:`GateFlags`); the :class:`~buildkit.gate.config.GateConfig` ``field`` it sets, or its ``key`` entry
+    for a mapping; the ``merge`` rule; ``recipe``: where a recipe gives the job's value, in the recipe's
+    syntax (None: the command line alone); ``loads``: where :func:`job_values` reads it, a dotted path from
+    ``job`` (the planned :class:`~buildkit.plan.models.Job`, its values resolved) or ``recipe`` (None: another
+    row loads it); ``kind``: ``text`` (one value), ``multiple`` (repeatable) or ``flag`` (on/off); ``parse``:
+    the text given to the field's value (None: the text); ``then``: the fields it sets besides its own, from
+    the configuration and the options given, once it applied."""
 
     flag: str
     name: str
@@ -166,7 +187,7 @@ class GateOption(NamedTuple):
     choices: tuple[str, ...] = ()
     metavar: str | None = None
     parse: Callable[[Any, Given], Any] | None = None
-    then: Callable[[GateConfig, GateFlags], dict[str, Any]] | None = None
+    then: Callable[[Configuration, GateFlags], dict[str, Any]] | None = None
 
 
 #: every gate option, in the order the commands list them
@@ -469,13 +490,14 @@ def merge(rule: Merge, current: Any, value: Any) -> Any:
     return min(current, value)
 
 
-def apply_options(base: GateConfig, flags: GateFlags) -> GateConfig:
-    """``base`` (a recipe job's configuration, or :class:`GateConfig`'s defaults) with the options
-    ``flags`` applied row by row, in table order, by each row's merge rule; then what the applied
-    rows set besides (``then``, each once), validated."""
-    given = Given(rocm=flags.get("rocm") or base.rocm)
+def apply_options(base: C, flags: GateFlags) -> C:
+    """``base`` (a recipe job's configuration, or the defaults of :class:`~buildkit.gate.config.GateConfig`)
+    with the options ``flags`` applied row by row, in table order, by each row's merge rule; then what the
+    applied rows set besides (``then``, each once), validated."""
+    config: Configuration = base
+    given = Given(rocm=flags.get("rocm") or config.rocm)
     changes: dict[str, Any] = {}
-    then: list[Callable[[GateConfig, GateFlags], dict[str, Any]]] = []
+    then: list[Callable[[Configuration, GateFlags], dict[str, Any]]] = []
     for row in OPTIONS:
         if row.name not in flags:
             continue
@@ -490,10 +512,11 @@ def apply_options(base: GateConfig, flags: GateFlags) -> GateConfig:
             changes[row.field] = {**current, row.key: merge(row.merge, current.get(row.key), value)}
         if row.then is not None and row.then not in then:
             then.append(row.then)
-    config = base._replace(**changes)
+    config = config._replace(**changes)
     for consequence in then:
         config = config._replace(**consequence(config, flags))
-    return config.validated()
+    done: C = config.validated()
+    return done
 
 
 def _resolve(path: str, sources: Mapping[str, object]) -> Any:
@@ -509,9 +532,9 @@ def _resolve(path: str, sources: Mapping[str, object]) -> Any:
 
 
 def job_values(job: Job, recipe: Recipe | None = None) -> dict[str, Any]:
-    """The :class:`GateConfig` fields a plan ``job`` (and its ``recipe``; None: the job's alone) sets:
-    each row's value read where its ``loads`` says; a value not given (None) leaves the field's
-    default. A mapping field's entries come sorted by key, as the plan orders the ceilings."""
+    """The :class:`~buildkit.gate.config.GateConfig` fields a plan ``job`` (and its ``recipe``; None: the
+    job's alone) sets: each row's value read where its ``loads`` says; a value not given (None) leaves the
+    field's default. A mapping field's entries come sorted by key, as the plan orders the ceilings."""
     sources = {"job": job, "recipe": recipe}
     values: dict[str, Any] = {}
     for row in OPTIONS:
@@ -523,31 +546,3 @@ def job_values(job: Job, recipe: Recipe | None = None) -> dict[str, Any]:
         else:
             values[row.field] = dict(sorted({**values.get(row.field, {}), row.key: value}.items()))
     return values
-
-
-# --------------------------------------------------------------------------- documentation
-def json_name(row: GateOption) -> str:
-    """The key of ``row``'s value in the configuration's JSON (``ceilings.GLIBC``)."""
-    from buildkit.gate.config import GateConfig
-    from buildkit.records import shape_of
-
-    shape = shape_of(GateConfig)
-    assert shape is not None
-    (key,) = [k for k in shape.keys(GateConfig) if (k.attr or k.name) == row.field]
-    return key.name if row.key is None else f"{key.name}.{row.key}"
-
-
-def options_table() -> str:
-    """The Markdown table of ``docs/GATE-RULES.md``: one row per option, in table order."""
-    rows = [
-        "| option | recipe | JSON | with a recipe | what it does |",
-        "|--------|--------|------|---------------|--------------|",
-    ]
-    for row in OPTIONS:
-        notes = [", ".join(row.choices)] if row.choices else []
-        notes += ["repeatable"] if row.kind == "multiple" else []
-        flag = f"`{row.flag}`" + (f" ({'; '.join(notes)})" if notes else "")
-        recipe = f"`{row.recipe}`" if row.recipe else "-"
-        what = row.help.replace("|", "\\|")
-        rows.append(f"| {flag} | {recipe} | `{json_name(row)}` | {MERGES[row.merge]} | {what} |")
-    return "\n".join(rows) + "\n"

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from buildkit.gate.config import GateConfig, rocm_pin
+from buildkit.gate.config import GateConfig
+from buildkit.gate.options import rocm_pin
 from buildkit.gate.report import render_all, to_json
 from buildkit.judge import judge_wheels
 from tests.helpers.offload_bundle import amdgpu_header, compressed_bundle, plain_bundle

@@ -10,9 +10,9 @@ import pytest
 from packaging.requirements import Requirement
 
 from buildkit.errors import UsageError
-from buildkit.gate.config import GateConfig, JobIdentity, rocm_pin
+from buildkit.gate.config import GateConfig, JobIdentity
 from buildkit.gate.evaluate import evaluate
-from buildkit.gate.options import GateFlags, apply_options
+from buildkit.gate.options import GateFlags, apply_options, rocm_pin
 from buildkit.gate.rules.torch import torch_pin_problem, wheel_pythons
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 from buildkit.policy import get_policy

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from buildkit.gate.config import KEYED_UP_TO, SINCE_KEYED, GateConfig, gate_key, rocm_pin
+from buildkit.gate.config import KEYED_UP_TO, SINCE_KEYED, GateConfig, gate_key
+from buildkit.gate.options import rocm_pin
 from buildkit.gatespec import Required
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
