@@ -4,12 +4,14 @@ identity (:class:`JobIdentity`) a job's wheel must carry."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit import rocm as rocmdata  # its release data loads only when a pin asks for it
 from buildkit.errors import UsageError
+from buildkit.gate import options
+from buildkit.gate.options import MERGES, GateOption, job_values
 from buildkit.gate.sdk import RocmFromPip
 from buildkit.gatespec import Required, Waiver
 from buildkit.policy import (
@@ -17,7 +19,7 @@ from buildkit.policy import (
     split_policy_name,
     version_tuple,
 )
-from buildkit.records import Key, json_shape, to_data
+from buildkit.records import Key, json_shape, shape_of, to_data
 from buildkit.targets import parse_target_id
 from buildkit.units import MiB
 
@@ -31,31 +33,13 @@ DEFAULT_SIZE_WARN = 100 * MiB  # PyPI's default per-file limit
 _NO_MAPPING: Mapping[str, str] = MappingProxyType({})
 
 
-def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
-    """The ``rocm``, ``toolchain`` and ``rocm_sonames`` fields of a :class:`GateConfig` pinning
-    release ``rocm`` (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as
-    :meth:`GateConfig.from_job` takes them for a job; with a ``toolchain`` (a distribution's ROCm
-    packaging, ``debian-trixie``), its SONAMEs and its release. An unknown release is
-    :class:`~buildkit.rocm.UnknownRelease` (exit 2), an unknown toolchain UnknownToolchain (exit 2)."""
-    if toolchain is not None:
-        chain = rocmdata.get_toolchain(toolchain)
-        return {
-            "rocm": chain.rocm,
-            "toolchain": chain.id,
-            "rocm_sonames": rocmdata.expected_sonames(chain.rocm, toolchain=chain.id),
-        }
-    assert rocm is not None
-    version = rocmdata.get_release(rocm).version
-    return {"rocm": version, "toolchain": None, "rocm_sonames": rocmdata.expected_sonames(version)}
-
-
 # per-Python jobs' identity leaves wheel_tag out (their inputs key stays what it was)
 @json_shape("name", "version", Key("python_tag", "python"), "platform_tag", Key("wheel_tag", omit="none"))
 class JobIdentity(NamedTuple):
     """Which wheel a plan job makes: the ``job-identity`` rule holds the wheel's file name to it.
 
     Set by :meth:`GateConfig.from_job` (``name`` and the recipe fields None: no recipe at hand) and
-    :meth:`GateConfig.from_recipe_job`; never by :meth:`GateConfig.from_flags`."""
+    :meth:`GateConfig.from_recipe_job`; never by the command line's options alone."""
 
     job: str  # "cp312-rocm7.2-torch2.10"
     version: str  # the plan's version, "0.1.12.post2+rocm7.2.manylinux.2.28"
@@ -130,8 +114,9 @@ _READERS: dict[str, Callable[[Any], Any]] = {
     }
 )
 class GateConfig(NamedTuple):
-    """What the gate enforces. Build it from flags (:meth:`from_flags`), a plan Job (:meth:`from_job`)
-    or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
+    """What the gate enforces. Build it directly (then :meth:`validated`), from the command line's
+    options (:func:`~buildkit.gate.options.apply_options` over the defaults), a plan Job
+    (:meth:`from_job`) or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
 
     ``policy`` None: the tags in the wheel's file name are still checked against the symbols, and the
     ceilings default to the strictest manylinux tag the file name claims (none if it claims none).
@@ -248,87 +233,25 @@ class GateConfig(NamedTuple):
         return self
 
     @classmethod
-    def from_flags(
-        cls,
-        *,
-        policy: str | None = None,
-        max_glibc: str | None = None,
-        max_glibcxx: str | None = None,
-        max_cxxabi: str | None = None,
-        max_gcc: str | None = None,
-        exclude_globs: Iterable[str] = (),
-        archs: Iterable[str] = (),
-        match_features: bool = False,
-        torch: str | None = None,
-        size_warn: int | None = DEFAULT_SIZE_WARN,
-        size_limit: int | None = None,
-        rocm: str | None = None,
-        toolchain: str | None = None,
-        torch_abi: str | None = None,
-        size_per_target: int | None = None,
-    ) -> GateConfig:
-        """The configuration of explicit values, no job: ``rocm`` pins a release's runtime SONAMEs
-        (:func:`rocm_pin`, the ``rocm-soname`` rule); there is no ``job-identity`` rule."""
-        given = {"GLIBC": max_glibc, "GLIBCXX": max_glibcxx, "CXXABI": max_cxxabi, "GCC": max_gcc}
-        pin = rocm_pin(rocm, toolchain) if rocm or toolchain else {}
+    def from_job(cls, job: Job, recipe: Recipe | None = None) -> GateConfig:
+        """A plan job's configuration; with its recipe, what ``build`` gates the job's wheel with (and
+        ``check --recipe R --job ID``, the options given then applied by
+        :func:`~buildkit.gate.options.apply_options`). Every option's field is read where its row of
+        :data:`~buildkit.gate.options.OPTIONS` says (:func:`~buildkit.gate.options.job_values`);
+        computed here, as no option gives them: the runtime SONAMEs of the job's ROCm (a lookup in
+        the release data), the job's identity (with the recipe's name, file and sha256) and the
+        recipe's waivers."""
         return cls(
-            policy=policy,
-            ceilings={k: v for k, v in given.items() if v is not None},
-            exclude_globs=tuple(exclude_globs),
-            archs=tuple(a.strip() for a in archs if a.strip()),
-            match_features=match_features,
-            torch=torch,
-            size_warn=size_warn,
-            size_limit=size_limit,
-            size_per_target=size_per_target,
-            torch_abi=torch_abi,
-            **pin,
+            **job_values(job, recipe),
+            rocm_sonames=rocmdata.expected_sonames(job.rocm, toolchain=job.toolchain),
+            identity=JobIdentity.of(job, recipe),
+            waivers=() if recipe is None else recipe.gate.waive,
         ).validated()
 
     @classmethod
-    def from_job(cls, job: Job, **overrides: Any) -> GateConfig:
-        """A gate configuration from a plan Job (policy, ceilings, exclude globs, archs, torch pin,
-        ROCm SONAMEs, and the job's identity without the recipe's name)."""
-        ceilings = {str(k).upper(): str(v) for k, v in job.ceilings.items() if v is not None}
-        values: dict[str, Any] = {
-            "policy": job.policy,
-            "ceilings": ceilings,
-            "exclude_globs": tuple(job.exclude_globs),
-            "archs": tuple(str(t) for t in job.archs.kept),
-            "torch": job.torch,
-            "torch_stable": job.torch_stable.lowest if job.torch_stable is not None else None,
-            "torch_below": job.torch_stable.below if job.torch_stable is not None else None,
-            "rocm": job.rocm,
-            "rocm_sonames": rocmdata.expected_sonames(job.rocm, toolchain=job.toolchain),
-            "toolchain": job.toolchain,
-            "identity": JobIdentity.of(job),
-        }
-        values.update(overrides)
-        return cls(**values).validated()
-
-    @classmethod
-    def from_recipe_job(cls, recipe: Recipe, job: Job, **overrides: Any) -> GateConfig:
-        """What ``build`` gates a job's wheel with, and ``check --recipe R --job ID`` with it:
-        :meth:`from_job` plus the recipe's ``size_budget`` (``warn`` -> ``size_warn``, ``limit`` ->
-        ``size_limit``, ``per_target`` -> ``size_per_target``) and its waivers (``gate.waive``).
-        ``overrides`` then replace whole fields, as in :meth:`from_job` (a caller adding to the job's
-        exclude globs passes the union; :mod:`buildkit.service.check` does). The identity gets the
-        recipe's distribution name, file and sha256."""
-        budget: dict[str, Any] = {
-            "identity": JobIdentity.of(job, recipe),
-            "waivers": recipe.gate.waive,
-            "required": recipe.gate.require,
-        }
-        if "warn" in recipe.size_budget:
-            budget["size_warn"] = recipe.size_budget["warn"]
-        if "limit" in recipe.size_budget:
-            budget["size_limit"] = recipe.size_budget["limit"]
-        if "per_target" in recipe.size_budget:
-            budget["size_per_target"] = recipe.size_budget["per_target"]
-        if recipe.host_isa is not None:
-            isa = recipe.host_isa
-            budget.update(isa_report=isa.report, isa_strict=isa.strict, isa_baseline=isa.level)
-        return cls.from_job(job, **{**budget, **overrides})
+    def from_recipe_job(cls, recipe: Recipe, job: Job) -> GateConfig:
+        """:meth:`from_job` with the job's recipe: ``build``'s configuration."""
+        return cls.from_job(job, recipe)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GateConfig:
@@ -402,3 +325,28 @@ def gate_key(config: GateConfig) -> dict[str, Any]:
         if data.get(added) is None:
             data.pop(added, None)
     return data
+
+
+# --------------------------------------------------------------------------- documentation
+def json_name(row: GateOption) -> str:
+    """The key of ``row``'s value in the configuration's JSON (``ceilings.GLIBC``)."""
+    shape = shape_of(GateConfig)
+    assert shape is not None
+    (key,) = [k for k in shape.keys(GateConfig) if (k.attr or k.name) == row.field]
+    return key.name if row.key is None else f"{key.name}.{row.key}"
+
+
+def options_table() -> str:
+    """The Markdown table of ``docs/GATE-RULES.md``: one row per option, in table order."""
+    rows = [
+        "| option | recipe | JSON | with a recipe | what it does |",
+        "|--------|--------|------|---------------|--------------|",
+    ]
+    for row in options.OPTIONS:  # read when called: a test adds a row
+        notes = [", ".join(row.choices)] if row.choices else []
+        notes += ["repeatable"] if row.kind == "multiple" else []
+        flag = f"`{row.flag}`" + (f" ({'; '.join(notes)})" if notes else "")
+        recipe = f"`{row.recipe}`" if row.recipe else "-"
+        what = row.help.replace("|", "\\|")
+        rows.append(f"| {flag} | {recipe} | `{json_name(row)}` | {MERGES[row.merge]} | {what} |")
+    return "\n".join(rows) + "\n"

@@ -7,6 +7,8 @@ sets, and its help. From the table come:
 
 * the click options of the commands that take gate options (``check``; ``diff``'s run-time
   libraries): :func:`buildkit.cli.options.gate_options`;
+* a recipe job's values, :func:`job_values`: each row's ``loads`` is where the planned job (or its
+  recipe) holds the value its ``recipe`` key gave;
 * the precedence between the command line and a recipe's job, :func:`apply_options`, by merge rule:
 
   - ``replace``: the value given replaces the job's;
@@ -15,13 +17,14 @@ sets, and its help. From the table come:
   - ``tighten``: the stricter of the two (a check is on when either turns it on, a limit the
     smaller);
 
-  without a recipe the same rules apply to :class:`GateConfig`'s defaults;
+  without a recipe the same rules apply to :class:`~buildkit.gate.config.GateConfig`'s defaults;
 * the JSON of the configuration: each option's field is a key of GateConfig's JSON shape
-  (:func:`json_name`), which a new field joins by being declared;
-* the options table of ``docs/GATE-RULES.md``, which ``buildkit rules`` prints (:func:`options_table`,
-  kept equal by ``tests/unit/test_gate_options.py``).
+  (:func:`~buildkit.gate.config.json_name`), which a new field joins by being declared;
+* the options table of ``docs/GATE-RULES.md``, which ``buildkit rules`` prints
+  (:func:`~buildkit.gate.config.options_table`, kept equal by ``tests/unit/test_gate_options.py``).
 
-A new gate option is one row here (and, for a new setting, its field in GateConfig).
+A new gate option is one row here (and, for a new setting, its field in GateConfig); with a recipe
+key, its ``loads`` path too.
 
 An option given empty (``--policy ""``, as an unset CI variable gives it) is not given; a size must be
 a size.
@@ -30,7 +33,7 @@ a size.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeVar
 
 from buildkit.errors import ArchError, UsageError
 from buildkit.gatespec import Required
@@ -38,9 +41,8 @@ from buildkit.targets import parse_target_id, split_arch_list
 from buildkit.units import parse_size
 
 if TYPE_CHECKING:
-    # the configuration only where options are applied: a command's click options (``diff --help``)
-    # do not load it (start-up time)
-    from buildkit.gate.config import GateConfig
+    from buildkit.plan.models import Job
+    from buildkit.recipe import Recipe
 
 Merge = Literal["replace", "add", "tighten"]
 #: how each merge rule reads in the docs
@@ -51,6 +53,12 @@ MERGES: dict[str, str] = {
 }
 #: the named sets of SONAME globs ``--exclude-set`` takes (buildkit/rocm/libraries.yaml)
 EXCLUDE_SETS = ("rocm", "rocm-system", "torch")
+
+
+#: the configuration options apply to: :class:`~buildkit.gate.config.GateConfig`, not named here, as that
+#: module imports this table (:func:`job_values`)
+C = TypeVar("C")
+Configuration = Any
 
 
 class Given(NamedTuple):
@@ -113,15 +121,33 @@ def _required(globs: Sequence[str], given: Given) -> tuple[Required, ...]:
     return tuple(Required(glob, "--require") for glob in dict.fromkeys(globs))
 
 
-def _rocm_pin(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+def rocm_pin(rocm: str | None, toolchain: str | None = None) -> dict[str, Any]:
+    """The ``rocm``, ``toolchain`` and ``rocm_sonames`` fields of a configuration pinning release
+    ``rocm`` (``"7.2"``, ``"rocm7.2"``): the runtime SONAMEs that release ships, as
+    :meth:`~buildkit.gate.config.GateConfig.from_job` takes them for a job; with a ``toolchain`` (a
+    distribution's ROCm packaging, ``debian-trixie``), its SONAMEs and its release. An unknown release is
+    :class:`~buildkit.rocm.UnknownRelease` (exit 2), an unknown toolchain UnknownToolchain (exit 2)."""
+    from buildkit import rocm as rocm_data  # the ROCm data only with a pin (start-up time)
+
+    if toolchain is not None:
+        chain = rocm_data.get_toolchain(toolchain)
+        return {
+            "rocm": chain.rocm,
+            "toolchain": chain.id,
+            "rocm_sonames": rocm_data.expected_sonames(chain.rocm, toolchain=chain.id),
+        }
+    assert rocm is not None
+    version = rocm_data.get_release(rocm).version
+    return {"rocm": version, "toolchain": None, "rocm_sonames": rocm_data.expected_sonames(version)}
+
+
+def _rocm_pin(config: Configuration, flags: GateFlags) -> dict[str, Any]:
     """``--rocm``, ``--toolchain``: the pin (release, toolchain, runtime SONAMEs) replaces the job's
     whole, the toolchain's release with a toolchain."""
-    from buildkit.gate.config import rocm_pin
-
     return rocm_pin(flags.get("rocm") or None, flags.get("toolchain") or None)
 
 
-def _torch_mode(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+def _torch_mode(config: Configuration, flags: GateFlags) -> dict[str, Any]:
     """``--torch-stable`` over a job pinned to one torch, ``--torch`` over a stable-ABI job: the mode
     given replaces the job's (a wheel is pinned or on the stable ABI, not both)."""
     if flags.get("torch_stable"):
@@ -129,7 +155,7 @@ def _torch_mode(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
     return {"torch_stable": None, "torch_below": None} if flags.get("torch") else {}
 
 
-def _platform_tag(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
+def _platform_tag(config: Configuration, flags: GateFlags) -> dict[str, Any]:
     """``--policy``: its platform tag is the one the job-identity rule expects."""
     if config.identity is None or config.policy is None:
         return {}
@@ -141,11 +167,13 @@ def _platform_tag(config: GateConfig, flags: GateFlags) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the table
 class GateOption(NamedTuple):
     """One gate option: ``flag`` (``--max-glibc``) and ``name`` (the parameter, and its key in
-    :class:`GateFlags`); the :class:`GateConfig` ``field`` it sets, or its ``key`` entry for a
-    mapping; the ``merge`` rule; ``recipe``: where a recipe gives the job's value (None: the command
-    line alone); ``kind``: ``text`` (one value), ``multiple`` (repeatable) or ``flag`` (on/off);
-    ``parse``: the text given to the field's value (None: the text); ``then``: the fields it sets
-    besides its own, from the configuration and the options given, once it applied."""
+    :class:`GateFlags`); the :class:`~buildkit.gate.config.GateConfig` ``field`` it sets, or its ``key`` entry
+    for a mapping; the ``merge`` rule; ``recipe``: where a recipe gives the job's value, in the recipe's
+    syntax (None: the command line alone); ``loads``: where :func:`job_values` reads it, a dotted path from
+    ``job`` (the planned :class:`~buildkit.plan.models.Job`, its values resolved) or ``recipe`` (None: another
+    row loads it); ``kind``: ``text`` (one value), ``multiple`` (repeatable) or ``flag`` (on/off); ``parse``:
+    the text given to the field's value (None: the text); ``then``: the fields it sets besides its own, from
+    the configuration and the options given, once it applied."""
 
     flag: str
     name: str
@@ -153,12 +181,13 @@ class GateOption(NamedTuple):
     merge: Merge
     help: str
     recipe: str | None = None
+    loads: str | None = None
     key: str | None = None
     kind: Literal["text", "multiple", "flag"] = "text"
     choices: tuple[str, ...] = ()
     metavar: str | None = None
     parse: Callable[[Any, Given], Any] | None = None
-    then: Callable[[GateConfig, GateFlags], dict[str, Any]] | None = None
+    then: Callable[[Configuration, GateFlags], dict[str, Any]] | None = None
 
 
 #: every gate option, in the order the commands list them
@@ -170,6 +199,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "manylinux policy to enforce, e.g. manylinux_2_28 (default: the job's, else the file name's).",
         recipe="manylinux.policy",
+        loads="job.policy",
         then=_platform_tag,
     ),
     GateOption(
@@ -179,6 +209,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "GLIBC ceiling, e.g. 2.28 (default: the job's, else the policy's).",
         recipe="manylinux.ceilings.GLIBC",
+        loads="job.ceilings.GLIBC",
         key="GLIBC",
     ),
     GateOption(
@@ -188,6 +219,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "GLIBCXX ceiling, e.g. 3.4.24 (overrides the job's).",
         recipe="manylinux.ceilings.GLIBCXX",
+        loads="job.ceilings.GLIBCXX",
         key="GLIBCXX",
     ),
     GateOption(
@@ -197,6 +229,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "CXXABI ceiling, e.g. 1.3.11 (overrides the job's).",
         recipe="manylinux.ceilings.CXXABI",
+        loads="job.ceilings.CXXABI",
         key="CXXABI",
     ),
     GateOption(
@@ -206,6 +239,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "GCC (libgcc_s) ceiling, e.g. 7.0.0 (overrides the job's).",
         recipe="manylinux.ceilings.GCC",
+        loads="job.ceilings.GCC",
         key="GCC",
     ),
     GateOption(
@@ -215,6 +249,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "add",
         "SONAME glob provided at run time, e.g. 'librocblas.so*'; with --recipe, added to the job's.",
         recipe="repair.exclude.patterns",
+        loads="job.exclude_globs",
         kind="multiple",
     ),
     GateOption(
@@ -223,7 +258,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "exclude_globs",
         "add",
         "Named exclusion set; with --recipe, added to the job's globs.",
-        recipe="repair.exclude.sets",
+        recipe="repair.exclude.sets",  # in the job's exclude_globs, expanded: --exclude's row loads them
         kind="multiple",
         choices=EXCLUDE_SETS,
         parse=_exclude_sets,
@@ -236,6 +271,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "ROCm release the wheel is for, e.g. 7.2 (replaces the job's): HIP objects must link its runtime "
         "SONAMEs (libamdhip64.so.7 for 7.x), and --exclude-set rocm expands to its libraries.",
         recipe="rocm",
+        loads="job.rocm",
         then=_rocm_pin,
     ),
     GateOption(
@@ -246,6 +282,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "A distribution's ROCm packaging the wheel was built with, e.g. debian-trixie (replaces the "
         "job's): HIP objects must link its SONAMEs (libhipblas.so.0), and its release is the pinned one.",
         recipe="archs.toolchain",
+        loads="job.toolchain",
         then=_rocm_pin,
     ),
     GateOption(
@@ -255,6 +292,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "Comma-separated gfx target ids every HIP object must carry (replaces the job's).",
         recipe="archs",
+        loads="job.target_ids",
         parse=parse_archs,
     ),
     GateOption(
@@ -272,6 +310,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "torch MAJOR.MINOR the wheel was built against, e.g. 2.10 (overrides the job's).",
         recipe="torch[].version",
+        loads="job.torch",
         then=_torch_mode,
     ),
     GateOption(
@@ -283,6 +322,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "at least): it may need only torch's stable C shim, each function in that torch "
         "(torch-stable-abi), and METADATA must require torch>= it (torch-pin); replaces a job's torch pin.",
         recipe="torch.from",
+        loads="job.torch_stable.lowest",
         then=_torch_mode,
     ),
     GateOption(
@@ -292,6 +332,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "With --torch-stable: the upper bound METADATA may give torch (torch<VERSION); without, none.",
         recipe="torch.below",
+        loads="job.torch_stable.below",
     ),
     GateOption(
         "--torch-abi",
@@ -311,6 +352,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "Warn above this size (default: the recipe's size_budget.warn, else 100MiB).",
         recipe="size_budget.warn",
+        loads="recipe.size_budget.warn",
         parse=parse_size_option,
     ),
     GateOption(
@@ -320,6 +362,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "replace",
         "Fail above this size (default: the recipe's size_budget.limit).",
         recipe="size_budget.limit",
+        loads="recipe.size_budget.limit",
         parse=parse_size_option,
     ),
     GateOption(
@@ -330,6 +373,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "Fail when one gfx target's device code takes more than this in the wheel's members (default: "
         "the recipe's size_budget.per_target).",
         recipe="size_budget.per_target",
+        loads="recipe.size_budget.per_target",
         parse=parse_size_option,
     ),
     GateOption(
@@ -340,6 +384,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "A wheel member the build must have produced (fnmatch glob on member paths, `*` crosses '/'; "
         "repeatable; added to the recipe's gate.require): no match fails the wheel (required-member).",
         recipe="gate.require",
+        loads="recipe.gate.require",
         kind="multiple",
         metavar="GLOB",
         parse=_required,
@@ -364,6 +409,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "not fail: runtime-dispatched code holds AVX-512 behind cpuid checks). Off by default: seconds "
         "on wheels with much vector code.",
         recipe="host_isa.report",
+        loads="recipe.host_isa.report",
         kind="flag",
     ),
     GateOption(
@@ -374,6 +420,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "Refuse a host ELF holding an instruction above the baseline (host-isa error naming the ELF, "
         "the instruction and its symbol), for projects without runtime dispatch; implies --isa-report.",
         recipe="host_isa.strict",
+        loads="recipe.host_isa.strict",
         kind="flag",
     ),
     GateOption(
@@ -384,6 +431,7 @@ OPTIONS: tuple[GateOption, ...] = (
         "The x86-64 level host code may use: x86-64 (default: the manylinux baseline), x86-64-v2, "
         "x86-64-v3 or x86-64-v4 (replaces the job's).",
         recipe="host_isa.level",
+        loads="recipe.host_isa.level",
         choices=("x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"),
     ),
 )
@@ -442,13 +490,14 @@ def merge(rule: Merge, current: Any, value: Any) -> Any:
     return min(current, value)
 
 
-def apply_options(base: GateConfig, flags: GateFlags) -> GateConfig:
-    """``base`` (a recipe job's configuration, or :class:`GateConfig`'s defaults) with the options
-    ``flags`` applied row by row, in table order, by each row's merge rule; then what the applied
-    rows set besides (``then``, each once), validated."""
-    given = Given(rocm=flags.get("rocm") or base.rocm)
+def apply_options(base: C, flags: GateFlags) -> C:
+    """``base`` (a recipe job's configuration, or the defaults of :class:`~buildkit.gate.config.GateConfig`)
+    with the options ``flags`` applied row by row, in table order, by each row's merge rule; then what the
+    applied rows set besides (``then``, each once), validated."""
+    config: Configuration = base
+    given = Given(rocm=flags.get("rocm") or config.rocm)
     changes: dict[str, Any] = {}
-    then: list[Callable[[GateConfig, GateFlags], dict[str, Any]]] = []
+    then: list[Callable[[Configuration, GateFlags], dict[str, Any]]] = []
     for row in OPTIONS:
         if row.name not in flags:
             continue
@@ -463,35 +512,37 @@ def apply_options(base: GateConfig, flags: GateFlags) -> GateConfig:
             changes[row.field] = {**current, row.key: merge(row.merge, current.get(row.key), value)}
         if row.then is not None and row.then not in then:
             then.append(row.then)
-    config = base._replace(**changes)
+    config = config._replace(**changes)
     for consequence in then:
         config = config._replace(**consequence(config, flags))
-    return config.validated()
+    done: C = config.validated()
+    return done
 
 
-# --------------------------------------------------------------------------- documentation
-def json_name(row: GateOption) -> str:
-    """The key of ``row``'s value in the configuration's JSON (``ceilings.GLIBC``)."""
-    from buildkit.gate.config import GateConfig
-    from buildkit.records import shape_of
+def _resolve(path: str, sources: Mapping[str, object]) -> Any:
+    """The value at dotted ``path`` (``job.ceilings.GLIBC``) in ``sources``, a step an attribute or a
+    mapping's key; None as soon as one step is None or absent."""
+    head, *steps = path.split(".")
+    value: Any = sources[head]
+    for step in steps:
+        if value is None:
+            return None
+        value = value.get(step) if isinstance(value, Mapping) else getattr(value, step)
+    return value
 
-    shape = shape_of(GateConfig)
-    assert shape is not None
-    (key,) = [k for k in shape.keys(GateConfig) if (k.attr or k.name) == row.field]
-    return key.name if row.key is None else f"{key.name}.{row.key}"
 
-
-def options_table() -> str:
-    """The Markdown table of ``docs/GATE-RULES.md``: one row per option, in table order."""
-    rows = [
-        "| option | recipe | JSON | with a recipe | what it does |",
-        "|--------|--------|------|---------------|--------------|",
-    ]
+def job_values(job: Job, recipe: Recipe | None = None) -> dict[str, Any]:
+    """The :class:`~buildkit.gate.config.GateConfig` fields a plan ``job`` (and its ``recipe``; None: the
+    job's alone) sets: each row's value read where its ``loads`` says; a value not given (None) leaves the
+    field's default. A mapping field's entries come sorted by key, as the plan orders the ceilings."""
+    sources = {"job": job, "recipe": recipe}
+    values: dict[str, Any] = {}
     for row in OPTIONS:
-        notes = [", ".join(row.choices)] if row.choices else []
-        notes += ["repeatable"] if row.kind == "multiple" else []
-        flag = f"`{row.flag}`" + (f" ({'; '.join(notes)})" if notes else "")
-        recipe = f"`{row.recipe}`" if row.recipe else "-"
-        what = row.help.replace("|", "\\|")
-        rows.append(f"| {flag} | {recipe} | `{json_name(row)}` | {MERGES[row.merge]} | {what} |")
-    return "\n".join(rows) + "\n"
+        value = None if row.loads is None else _resolve(row.loads, sources)
+        if value is None:
+            continue
+        if row.key is None:
+            values[row.field] = value
+        else:
+            values[row.field] = dict(sorted({**values.get(row.field, {}), row.key: value}.items()))
+    return values

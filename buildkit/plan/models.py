@@ -79,15 +79,21 @@ class Job:
         return self.rocm_pip.build_requirement(self.rocm, processors)
 
     @property
+    def target_ids(self) -> tuple[str, ...]:
+        """The GPU targets the job compiles for, as text (``gfx90a:xnack-``)."""
+        return tuple(str(t) for t in self.archs.kept)
+
+    @property
     def pythons(self) -> tuple[str, ...]:
         """The CPythons this job's wheel serves (``serves``, or the job's own Python)."""
         return self.serves or (self.python,)
 
-    def to_json(self, archs_json: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The job as JSON data; ``archs_json`` lets a plan share one ArchSet's JSON between jobs.
-        ``wheel_tag`` and ``serves`` only for a Python-independent job: a per-Python job's JSON (its
-        manifest's ``job``, its inputs key) stays what it was (the plan's JSON gives them for all)."""
-        # hand-written, no JsonShape (buildkit/records.py): an argument, and keys only some jobs have
+    def to_json(self) -> dict[str, Any]:
+        """The job as JSON data. ``wheel_tag`` and ``serves`` only for a Python-independent job: a
+        per-Python job's JSON (its manifest's ``job``, its inputs key) stays what it was (the plan's JSON
+        gives them for all)."""
+        # hand-written, no JsonShape (buildkit/records.py): keys only some jobs have, and the build's
+        # records call job.to_json() (building/), which a shape allows no method for
         out = {
             "id": self.id,
             "python": self.python,
@@ -96,7 +102,7 @@ class Job:
             "torch": self.torch,
             "torch_requirement": self.torch_requirement,
             "torch_index_url": self.torch_index_url,
-            "archs": self.archs.to_json() if archs_json is None else archs_json,
+            "archs": self.archs.to_json(),
             "pytorch_rocm_arch": self.archs.pytorch_rocm_arch(),
             "version": self.version,
             "policy": self.policy,
@@ -167,17 +173,9 @@ class Plan:
             out.extend((j.rocm, d) for d in j.archs.dropped)
         return tuple(out)
 
-    @staticmethod
-    def _archs_json(job: Job, memo: dict[int, dict[str, Any]]) -> dict[str, Any]:
-        key = id(job.archs)
-        if key not in memo:
-            memo[key] = job.archs.to_json()
-        return memo[key]
-
     def to_json(self) -> dict[str, Any]:
-        # hand-written, no JsonShape (buildkit/records.py): the recipe summarised, jobs share ArchSet JSON
+        # hand-written, no JsonShape (buildkit/records.py): the recipe summarised
         r = self.recipe
-        memo: dict[int, dict[str, Any]] = {}
         return {
             "recipe": {
                 "name": r.name,
@@ -186,10 +184,7 @@ class Plan:
                 "sha256": r.sha256,
                 "source": {k: v for k, v in vars(r.source).items() if v is not None},
             },
-            "jobs": [
-                {"wheel_tag": None, "serves": list(j.pythons), **j.to_json(self._archs_json(j, memo))}
-                for j in self.jobs
-            ],
+            "jobs": [{"wheel_tag": None, "serves": list(j.pythons), **j.to_json()} for j in self.jobs],
             "skipped": to_data(self.skipped),
             "notes": list(self.notes),
         }

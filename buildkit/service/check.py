@@ -5,9 +5,10 @@ every wheel is judged (:func:`buildkit.judge.judge_wheels`, the one way ``build`
 ``publish`` and ``split`` judge wheel files); :meth:`CheckRun.failure` is the command's verdict.
 
 With ``recipe`` and ``job`` the configuration is the one ``build`` uses,
-:meth:`GateConfig.from_recipe_job` (the job's policy, ceilings, exclude globs, archs, torch pin and
-ROCm SONAMEs, the recipe's ``size_budget``, waivers and required members), and the options given
-adjust it, each by its merge rule (replace, add, tighten: the table of
+:meth:`GateConfig.from_recipe_job` (each option's value where its row of the options table says: the
+job's policy, ceilings, exclude globs, archs, torch pin and ROCm, the recipe's ``size_budget``,
+required members and ``host_isa``; with the job's ROCm SONAMEs and the recipe's waivers), and the
+options given adjust it, each by its merge rule (replace, add, tighten: the table of
 :mod:`buildkit.gate.options`, :func:`~buildkit.gate.options.apply_options`). Without a recipe the
 options apply to the defaults by the same rules. RECORD hashes are verified by default, with or
 without a recipe and job (what ``build`` does); ``--no-verify-record`` skips the hashing.
@@ -56,11 +57,6 @@ def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
     return apply_options(GateConfig.from_recipe_job(recipe, job), flags)
 
 
-def config_from_flags(flags: GateFlags) -> GateConfig:
-    """The configuration of the options alone (no recipe): applied to the defaults."""
-    return apply_options(GateConfig(), flags)
-
-
 def gate_config(
     flags: GateFlags,
     *,
@@ -69,10 +65,10 @@ def gate_config(
     ceilings_reader: CeilingsReader | None = None,
 ) -> GateConfig:
     """The configuration ``check`` gates with: :func:`config_for_job` when a recipe and job are
-    given (both or neither; ``ceilings_reader`` as :func:`find_job` takes it), else
-    :func:`config_from_flags`."""
+    given (both or neither; ``ceilings_reader`` as :func:`find_job` takes it), else the options
+    applied to the defaults."""
     if recipe is None and job is None:
-        return config_from_flags(flags)
+        return apply_options(GateConfig(), flags)
     if recipe is None or job is None:
         raise UsageError("--recipe and --job go together")
     loaded, found = find_job(recipe, job, ceilings_reader)

@@ -250,7 +250,7 @@ def split_wheel(
     ``WheelReadError`` when it cannot be read; a split whose outputs fail their gate returns a result
     with ``refused`` set (the caller raises ``GateFailed``)."""
     say = echo or (lambda _line: None)
-    base = config or GateConfig.from_flags()
+    base = config or GateConfig()
     if out.is_symlink() and not os.path.exists(out):
         raise UsageError(
             f"--out {out} is a symbolic link to {os.readlink(out)}, which does not resolve (missing, or "

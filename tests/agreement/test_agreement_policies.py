@@ -169,11 +169,11 @@ def test_every_architecture_auditwheel_knows_agrees(arch: str, tmp_path: Path, c
 def test_a_policy_names_the_wheels_architecture_or_none(tmp_path: Path, cross: None) -> None:
     wheel = testwheels.cross_ext(tmp_path, "aarch64", tag="linux_aarch64")
     for policy in ("manylinux_2_34_aarch64", "manylinux_2_34"):
-        v = ours(wheel, GateConfig.from_flags(policy=policy))
+        v = ours(wheel, GateConfig(policy=policy))
         assert v.passed and v.target_policy is not None and v.target_policy.tag == "manylinux_2_34_aarch64"
-    v = ours(wheel, GateConfig.from_flags(policy="manylinux2014_aarch64"))
+    v = ours(wheel, GateConfig(policy="manylinux2014_aarch64"))
     assert [(f.rule, f.symbol) for f in v.errors] == [("ceiling", "GLIBC_2.34")]
-    wrong = ours(wheel, GateConfig.from_flags(policy="manylinux_2_34_x86_64"))
+    wrong = ours(wheel, GateConfig(policy="manylinux_2_34_x86_64"))
     assert [f.rule for f in wrong.errors] == ["policy"]
 
 

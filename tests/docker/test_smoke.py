@@ -26,6 +26,7 @@ from buildkit import docker_engine, manifest, smoke
 from buildkit.errors import UsageError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
+from buildkit.gate.options import GateFlags, apply_options
 from buildkit.inspect import inspect_wheel
 from tests.helpers.wheels_for_publish import write_wheel
 
@@ -135,7 +136,7 @@ def test_smoke_and_gate_agree_on_a_glibc_238_wheel(
     assert "GLIBC_2.38 not found" in on_bookworm.reason
     [install] = [s for s in on_bookworm.steps if s.kind == "install"]
     assert install.passed  # the wheel installs; it is the import that fails
-    bookworm_gate = evaluate(report, GateConfig.from_flags(**BOOKWORM))
+    bookworm_gate = evaluate(report, apply_options(GateConfig(), GateFlags(**BOOKWORM)))
     assert not bookworm_gate.passed
     ceiling = [f for f in bookworm_gate.findings if f.rule == "ceiling"]
     assert ceiling and "GLIBC_2.38" in ceiling[0].message and "2.36" in ceiling[0].message
@@ -144,7 +145,7 @@ def test_smoke_and_gate_agree_on_a_glibc_238_wheel(
                                 client=docker_client)  # fmt: skip
     assert on_trixie.status == "passed", on_trixie.reason
     assert [s.kind for s in on_trixie.steps] == ["setup", "install", "import", "command"]
-    trixie_gate = evaluate(report, GateConfig.from_flags(**TRIXIE))
+    trixie_gate = evaluate(report, apply_options(GateConfig(), GateFlags(**TRIXIE)))
     assert not [f for f in trixie_gate.findings if f.rule == "ceiling"]
     assert _containers_of(docker_client, "glibc") == []
 

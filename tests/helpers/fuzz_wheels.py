@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from buildkit.gate.config import GateConfig
+from buildkit.gate.options import rocm_pin
 from buildkit.gate.report import render_all, to_json
 from buildkit.judge import judge_wheels
 from tests.helpers.offload_bundle import amdgpu_header, compressed_bundle, plain_bundle
@@ -38,7 +39,7 @@ CORPUS_SEEDS = (
     "MarkupSafe-3.0.2-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
     "pyodbc-5.2.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
 )
-CONFIG = GateConfig.from_flags(policy="manylinux_2_28", archs=["gfx90a", "gfx942"], rocm="6.4")
+CONFIG = GateConfig(policy="manylinux_2_28", archs=("gfx90a", "gfx942"), **rocm_pin("6.4"))
 #: how an unreadable verdict may name where the bad bytes are (besides a member's name)
 _WHERE = re.compile(
     r"offset|byte|bytes|zip|central directory|header|truncat|member|entry|entries|RECORD|WHEEL|METADATA"

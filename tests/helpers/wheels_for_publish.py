@@ -28,7 +28,7 @@ KEY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"rocm-buildkit publis
 #: another key: what a forger signs with
 OTHER_KEY = Ed25519PrivateKey.from_private_bytes(hashlib.sha256(b"someone else").digest())
 #: the gate configuration of ``buildkit check WHEEL`` with no flags, as a manifest records it
-PLAIN_GATE: dict[str, Any] = gate_key(GateConfig.from_flags())
+PLAIN_GATE: dict[str, Any] = gate_key(GateConfig())
 
 
 def public_key_file(folder: Path, key: Ed25519PrivateKey = KEY) -> Path:

@@ -21,7 +21,7 @@ from buildkit.compare.torch_exports import load_torch_exports, torch_wheel_expor
 from buildkit.gate.report import load_schema, to_json
 from buildkit.gate.report import render_human as render_verdict
 from buildkit.judge import judge_wheels
-from buildkit.service.check import GateFlags, config_from_flags
+from buildkit.service.check import GateFlags, gate_config
 from tests.helpers.torch_ext import MEMBER, TORCH_2_14_1, Subjects, build_subjects, torch_wheel
 
 pytestmark = pytest.mark.slow
@@ -45,7 +45,7 @@ def torch_2_14(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def gate(wheel: Path, torch: Path):  # type: ignore[no-untyped-def]
-    config = config_from_flags(GateFlags(exclude_sets=("torch",), torch_abi=str(torch)))
+    config = gate_config(GateFlags(exclude_sets=("torch",), torch_abi=str(torch)))
     verdicts, failures = judge_wheels([wheel], config, torch=load_torch_exports(str(torch)))
     assert not failures, failures
     return verdicts[0]

@@ -84,7 +84,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes]:
 
 def _ceiling_errors(path: Path) -> list[str]:
     """The ceiling errors of the judgement every command makes (the wheel read once, names included)."""
-    verdict = judge_wheel(path, GateConfig.from_flags(max_glibcxx=CEILING)).verdict
+    verdict = judge_wheel(path, GateConfig(ceilings={"GLIBCXX": CEILING})).verdict
     return [f.message for f in verdict.findings if f.rule == "ceiling" and f.severity == "error"]
 
 
@@ -121,7 +121,7 @@ def test_a_report_without_its_wheel_names_the_version_alone(
     shutil.copy(path, moved)
     report = inspect_wheel(moved)
     moved.unlink()
-    verdict = evaluate(report, GateConfig.from_flags(max_glibcxx=CEILING))
+    verdict = evaluate(report, GateConfig(ceilings={"GLIBCXX": CEILING}))
     message = next(f.message for f in verdict.findings if "GLIBCXX_3.4.21" in f.message)
     assert message == (
         "demo/libdemo.so requires GLIBCXX_3.4.21 from libstdc++.so.6, "

@@ -115,11 +115,11 @@ def test_a_wheel_the_build_wrote_passes(tmp_path: Path) -> None:
     """The premise: the helpers' METADATA (and an old bdist_wheel's 2.0, a name and version written
     otherwise than normalised, CR LF in the body) has no core-metadata finding."""
     wheel = write_wheel(tmp_path / "fine-1.0-py3-none-any.whl", {"fine/a.py": b""})
-    verdict = evaluate(inspect_wheel(wheel), GateConfig.from_flags())
+    verdict = evaluate(inspect_wheel(wheel), GateConfig())
     assert verdict.passed and not [f for f in verdict.findings if f.rule == "core-metadata"]
     old = b"Metadata-Version: 2.0\nName: Fine\nVersion: 1.0.0\n\nbody\r\n"
     edit_wheel(wheel, put={"fine-1.0.dist-info/METADATA": old}, rerecord=True)
-    verdict = evaluate(inspect_wheel(wheel), GateConfig.from_flags())
+    verdict = evaluate(inspect_wheel(wheel), GateConfig())
     assert verdict.passed, verdict.findings
 
 
@@ -148,7 +148,7 @@ def _add_raw_links(wheel: Path, links: dict[str, str]) -> None:
 def test_a_wheel_without_metadata_is_refused(tmp_path: Path) -> None:
     wheel = write_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/a.py": b""})
     edit_wheel(wheel, drop=["demo-1.0.dist-info/METADATA"], rerecord=True)
-    verdict = evaluate(inspect_wheel(wheel), GateConfig.from_flags())
+    verdict = evaluate(inspect_wheel(wheel), GateConfig())
     assert not verdict.passed
     assert any("METADATA is missing: pip refuses the wheel" in f.message for f in verdict.findings)
 
@@ -207,7 +207,7 @@ def test_a_field_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
     wheel = write_wheel(tmp_path / "demo-1.0-py3-none-any.whl", {"demo/a.py": b""})
     text = GOOD.format(version="1.0") + "Summary: caf\xe9\n"
     edit_wheel(wheel, put={"demo-1.0.dist-info/METADATA": text.encode("latin-1")}, rerecord=True)
-    verdict = evaluate(inspect_wheel(wheel), GateConfig.from_flags())
+    verdict = evaluate(inspect_wheel(wheel), GateConfig())
     messages = [f.message for f in verdict.findings if f.rule == "core-metadata"]
     assert any("Summary is not valid UTF-8" in m for m in messages), messages
     assert not verdict.passed
@@ -220,7 +220,7 @@ def test_an_extra_no_provides_extra_declares_is_refused(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     needs = ('demo-device-gfx942==1.0; extra == "device-gfx942"',)
     lacking = write_wheel(tmp_path / "a" / "demo-1.0-py3-none-any.whl", {"demo/a.py": b""}, requires=needs)
-    verdict = evaluate(inspect_wheel(lacking), GateConfig.from_flags())
+    verdict = evaluate(inspect_wheel(lacking), GateConfig())
     messages = [f.message for f in verdict.findings if f.rule == "core-metadata"]
     assert not verdict.passed and any(
         "names the extra 'device-gfx942', which no Provides-Extra declares" in m for m in messages
@@ -231,4 +231,4 @@ def test_an_extra_no_provides_extra_declares_is_refused(tmp_path: Path) -> None:
         requires=needs,
         extras=("device-gfx942",),
     )
-    assert evaluate(inspect_wheel(declared), GateConfig.from_flags()).passed
+    assert evaluate(inspect_wheel(declared), GateConfig()).passed

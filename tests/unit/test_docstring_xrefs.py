@@ -3,7 +3,7 @@
 buildkit's docstrings (and ``#:`` attribute comments) point at code in two ways:
 
 * Sphinx roles: ``:func:`buildkit.gate.evaluate.evaluate```, ``:class:`~buildkit.errors.RecipeError```,
-  ``:meth:`from_flags``` (relative to the module, then to the enclosing class), with a ``~`` or a
+  ``:meth:`from_json``` (relative to the module, then to the enclosing class), with a ``~`` or a
   ``title <target>`` form;
 * a backticked dotted name whose first part is ``buildkit`` or a name the module imports
   (````buildkit.building.cibw````, ````os.replace````, ````cibw.render_environment````); a file name
@@ -296,11 +296,11 @@ class Scanner:
 
 def test_relative_names_resolve_in_the_module_then_the_class() -> None:
     scope = Scope("buildkit.gate.config", ("GateConfig",), {})
-    assert resolves("meth", "from_flags", scope)
+    assert resolves("meth", "from_json", scope)
     assert resolves("class", "GateConfig", scope)
     assert resolves("func", "len", scope)  # builtins
-    assert not resolves("meth", "from_flags", Scope("buildkit.gate.config", (), {}))
-    assert resolves("class", "GateConfig.from_flags <buildkit.gate.config.GateConfig>", Scope("x", (), {}))
+    assert not resolves("meth", "from_json", Scope("buildkit.gate.config", (), {}))
+    assert resolves("class", "GateConfig.from_json <buildkit.gate.config.GateConfig>", Scope("x", (), {}))
     writer = Scope("buildkit.split.writer", (), {})
     assert resolves("mod", ".run", writer)  # Sphinx's leading dot: a module beside this one
     assert not resolves("mod", "run", writer)

@@ -12,6 +12,7 @@ from packaging.requirements import Requirement
 from buildkit.errors import UsageError
 from buildkit.gate.config import GateConfig, JobIdentity
 from buildkit.gate.evaluate import evaluate
+from buildkit.gate.options import GateFlags, apply_options, rocm_pin
 from buildkit.gate.rules.torch import torch_pin_problem, wheel_pythons
 from buildkit.inspect.models import CodeObject, ElfInfo, OffloadEntry, RecordEntry, WheelReport
 from buildkit.policy import get_policy
@@ -121,11 +122,11 @@ def test_flag_ceilings_override_and_gcc_counts() -> None:
             "libc.so.6": ("GLIBC_2.17",),
         },
     )
-    ok = evaluate(report(e, tag="linux_x86_64"), GateConfig.from_flags(max_glibcxx="3.4.24"))
+    ok = evaluate(report(e, tag="linux_x86_64"), GateConfig(ceilings={"GLIBCXX": "3.4.24"}))
     assert ok.passed, ok.findings
     bad = evaluate(
         report(e, tag="linux_x86_64"),
-        GateConfig.from_flags(max_glibcxx="3.4.21", max_gcc="4.8.0", max_glibc="2.17"),
+        GateConfig(ceilings={"GLIBC": "2.17", "GLIBCXX": "3.4.21", "GCC": "4.8.0"}),
     )
     assert sorted((f.library, f.symbol) for f in bad.errors) == [
         ("libgcc_s.so.1", "GCC_7.0.0"),
@@ -295,7 +296,6 @@ def test_from_job_uses_the_jobs_fields() -> None:
     assert cfg.policy == job.policy and cfg.torch == job.torch
     assert cfg.archs == tuple(str(t) for t in job.archs.kept) and cfg.exclude_globs == job.exclude_globs
     assert dict(cfg.ceilings) == dict(job.ceilings)
-    assert GateConfig.from_job(job, torch="2.10", size_limit=5).torch == "2.10"
     assert cfg._replace(size_limit=5).size_limit == 5
 
 
@@ -409,7 +409,6 @@ def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
     assert cfg.identity is not None and bare.identity is not None
     assert (cfg.identity.name, cfg.identity.recipe_sha256) == (recipe.name, recipe.build_sha256)
     assert cfg.identity._replace(name=None, recipe=None, recipe_sha256=None) == bare.identity
-    assert GateConfig.from_recipe_job(recipe, job, size_limit=5).size_limit == 5  # overrides win
     assert "size" in rules(evaluate(report(elf(), size=21 * MiB), cfg))
     assert "size" not in rules(evaluate(report(elf(), size=19 * MiB), cfg))
 
@@ -505,8 +504,8 @@ def test_job_identity_name_mismatch_is_an_error() -> None:
 
 def test_no_job_identity_rule_without_a_job() -> None:
     other = named(report(elf()), "other-9.9-py3-none-any.whl")
-    assert GateConfig.from_flags(policy="manylinux_2_28").identity is None
-    assert job_findings(other, GateConfig.from_flags().identity) == []
+    assert apply_options(GateConfig(), GateFlags(policy="manylinux_2_28")).identity is None
+    assert job_findings(other, GateConfig().identity) == []
 
 
 def test_from_recipe_job_takes_the_identity_the_plan_gives() -> None:
@@ -548,16 +547,16 @@ def test_reference_jobs_repaired_wheel_name_passes_the_identity_rule() -> None:
 
 
 # --------------------------------------------------------------------------- ROCm pin from flags
-def test_from_flags_rocm_pins_the_releases_sonames() -> None:
-    cfg = GateConfig.from_flags(rocm="rocm7.2")
+def test_rocm_pin_pins_the_releases_sonames() -> None:
+    cfg = GateConfig(**rocm_pin("rocm7.2"))
     assert cfg.rocm == "7.2" and cfg.rocm_sonames["libamdhip64"] == "libamdhip64.so.7"
-    assert GateConfig.from_flags().rocm_sonames == {}
+    assert GateConfig().rocm_sonames == {}
     v = evaluate(
         report(elf(needed=("libc.so.6", "libamdhip64.so.5"))), cfg._replace(exclude_globs=("libamdhip64*",))
     )
     assert [(f.rule, f.library) for f in v.errors] == [("rocm-soname", "libamdhip64.so.5")]
     with pytest.raises(UsageError, match="known releases"):
-        GateConfig.from_flags(rocm="9.9")
+        rocm_pin("9.9")
 
 
 # --------------------------------------------------------------------------- one finding per library
@@ -838,7 +837,7 @@ def test_a_configured_pep600_policy_without_an_entry_works() -> None:
         GateConfig(policy="manylinux_2_30"),
     )
     assert v.passed and v.target_policy is not None and v.target_policy.ceilings()["GLIBC"] == "2.30"
-    assert GateConfig.from_flags(policy="manylinux_2_42").policy == "manylinux_2_42"
+    assert GateConfig(policy="manylinux_2_42").validated().policy == "manylinux_2_42"
     v = evaluate(report(elf(), tag="linux_x86_64"), GateConfig(policy="manylinux_2_42"))
     assert [f.rule for f in v.warnings] == ["policy"]
 
@@ -983,11 +982,11 @@ def test_debian_packaged_rocm_is_judged_by_its_own_sonames() -> None:
     assert debian.toolchain == "debian-trixie" and debian.rocm == "5.7"
     needed = ("libc.so.6", "libamdhip64.so.5", "libhipblas.so.0", "librocblas.so.0")
     assert not [f for f in evaluate(report(elf(needed=needed)), debian).findings if f.rule == "rocm-soname"]
-    amd = debian._replace(toolchain=None, rocm_sonames=GateConfig.from_flags(rocm="5.7").rocm_sonames)
+    amd = debian._replace(toolchain=None, rocm_sonames=rocm_pin("5.7")["rocm_sonames"])
     wrong = [f for f in evaluate(report(elf(needed=needed)), amd).errors if f.rule == "rocm-soname"]
     assert sorted(str(f.library) for f in wrong) == ["libhipblas.so.0", "librocblas.so.0"]
     other = evaluate(report(elf(needed=("libc.so.6", "libhipblas.so.2"))), debian)
     (finding,) = [f for f in other.errors if f.rule == "rocm-soname"]
     assert "ROCm 5.7 as debian-trixie packages it ships libhipblas.so.0" in finding.message
-    flags = GateConfig.from_flags(toolchain="debian-trixie")
+    flags = apply_options(GateConfig(), GateFlags(toolchain="debian-trixie"))
     assert flags.rocm == "5.7" and flags.rocm_sonames == debian.rocm_sonames

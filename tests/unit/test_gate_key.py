@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from buildkit.gate.config import KEYED_UP_TO, SINCE_KEYED, GateConfig, gate_key
+from buildkit.gate.options import rocm_pin
 from buildkit.gatespec import Required
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
@@ -30,7 +31,7 @@ PINNED = {
 }
 CONFIGS = {
     "defaults": GateConfig(),
-    "later fields set": GateConfig.from_flags(torch_abi="/t/torch.whl", size_per_target=1 << 20)._replace(
+    "later fields set": GateConfig(torch_abi="/t/torch.whl", size_per_target=1 << 20)._replace(
         device_target="gfx942"
     ),
     "required": GateConfig(required=(Required("pkg/*.so", "--require"),)),
@@ -69,8 +70,8 @@ def test_a_jobs_key_is_the_one_the_listed_fields_gave(tmp_path: Path) -> None:
     recipe = load_recipe(tmp_path / "r.yaml")
     configs = [
         GateConfig.from_recipe_job(recipe, expand(recipe).jobs[0]),
-        GateConfig.from_flags(
-            policy="manylinux_2_28", archs=["gfx90a", "gfx942"], rocm="6.4", max_glibc="2.28"
+        GateConfig(
+            policy="manylinux_2_28", archs=("gfx90a", "gfx942"), ceilings={"GLIBC": "2.28"}, **rocm_pin("6.4")
         ),
         *CONFIGS.values(),
     ]

@@ -17,16 +17,14 @@ import pytest
 
 from buildkit.cli import main
 from buildkit.gate import options
-from buildkit.gate.config import GateConfig, JobIdentity
+from buildkit.gate.config import GateConfig, JobIdentity, json_name, options_table
 from buildkit.gate.options import (
     OPTIONS,
     GateFlags,
     GateOption,
     apply_options,
-    json_name,
     merge,
     option,
-    options_table,
     parse_size_option,
 )
 from buildkit.gatespec import Required
@@ -174,11 +172,11 @@ def test_an_option_given_empty_is_not_given_and_an_unknown_one_is_refused() -> N
 
 
 def test_without_a_recipe_the_options_apply_to_the_defaults() -> None:
-    from buildkit.service.check import config_from_flags
+    from buildkit.service.check import gate_config
 
-    config = config_from_flags(GateFlags(size_warn="1GiB", max_gcc="7.0.0", required=()))
+    config = gate_config(GateFlags(size_warn="1GiB", max_gcc="7.0.0", required=()))
     assert config == GateConfig(size_warn=2**30, ceilings={"GCC": "7.0.0"})
-    assert config_from_flags(GateFlags()) == GateConfig()
+    assert gate_config(GateFlags()) == GateConfig()
 
 
 # --------------------------------------------------------------------------- a new row is all of it

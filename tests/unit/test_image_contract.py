@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from buildkit.gate.config import rocm_pin
+from buildkit.gate.options import rocm_pin
 from buildkit.image.contract import ImageContract, debian_package, image_contract, spec_contract
 from buildkit.image.probe import Contract, parse_probe, probe_environment, probe_script, problems
 from buildkit.profiles import get_profile

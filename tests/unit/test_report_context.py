@@ -61,7 +61,7 @@ def test_gated_as_a_job_without_its_recipe_and_as_flags() -> None:
         "job cp312-rocm7.2; policy manylinux_2_28 (the file name's), GLIBC<=2.28 GLIBCXX<=3.4.24 "
         "CXXABI<=1.3.11 GCC<=7.0.0, no archs, no size budget"
     )
-    assert gated_as(verdict(GateConfig.from_flags(max_glibc="2.17"))) == (
+    assert gated_as(verdict(GateConfig(ceilings={"GLIBC": "2.17"}))) == (
         "flags; no policy, GLIBC<=2.17, no archs, size warn 100.0 MiB no limit"
     )
 

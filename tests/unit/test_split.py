@@ -23,7 +23,7 @@ from buildkit.gate.rules.integrity import check_record
 from buildkit.inspect import inspect_wheel
 from buildkit.judge import judge_wheels
 from buildkit.records import to_data
-from buildkit.service.check import GateFlags, config_from_flags
+from buildkit.service.check import GateFlags, gate_config
 from buildkit.split import run as split_run
 from buildkit.split import split_wheel
 from buildkit.split.classify import path_processors
@@ -131,7 +131,7 @@ def test_every_output_has_a_record_of_its_files_and_passes_the_gate(tmp_path: Pa
         assert _names(o.path)[-1].endswith(".dist-info/RECORD")  # RECORD last
         assert o.verdict.passed and o.verdict.config.device_target == o.target
     # `check --device-target` judges a device wheel as split did
-    verdicts, _ = judge_wheels([result.devices[2].path], config_from_flags(GateFlags(device_target="GFX950")))
+    verdicts, _ = judge_wheels([result.devices[2].path], gate_config(GateFlags(device_target="GFX950")))
     assert verdicts[0].passed and verdicts[0].config.device_target == "gfx950"
 
 
@@ -309,7 +309,7 @@ def test_the_device_wheel_rule(tmp_path: Path) -> None:
         {"demo/a.co": GFX942, "demo/b.co": GFX950, "demo/c.py": b""},
     )
     empty = write_wheel(tmp_path / "demo_device_gfx950-1.0-py3-none-any.whl", {})
-    verdicts, _ = judge_wheels([wrong, empty], config_from_flags(GateFlags(device_target="gfx942")))
+    verdicts, _ = judge_wheels([wrong, empty], gate_config(GateFlags(device_target="gfx942")))
     messages = [f.message for v in verdicts for f in v.findings if f.rule == "device-wheel"]
     assert messages == [
         "demo/b.co is code for gfx950 (its ELF header), not gfx942: it belongs in the device wheel of gfx950",

@@ -30,7 +30,7 @@ from buildkit.gate.torchabi import (
 from buildkit.image import torch as image_torch
 from buildkit.inspect.symtab import read_symbol_table, wheel_symbol_tables
 from buildkit.records import to_data
-from buildkit.service.check import GateFlags, config_from_flags
+from buildkit.service.check import GateFlags, gate_config
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheel_zip import write_wheel
 
@@ -120,7 +120,7 @@ def test_a_path_that_is_not_there_and_an_image_without_a_reader() -> None:
 
 
 def test_the_flag_reaches_the_config_and_the_build_key_keeps_old_keys() -> None:
-    config = config_from_flags(GateFlags(torch_abi="torch.whl"))
+    config = gate_config(GateFlags(torch_abi="torch.whl"))
     assert config.torch_abi == "torch.whl" and to_data(config)["torch_abi"] == "torch.whl"
     assert "torch_abi" not in gate_key(GateConfig())
     assert gate_key(config)["torch_abi"] == "torch.whl"
