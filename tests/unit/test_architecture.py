@@ -33,7 +33,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "buildkit/inspect/elf.py:_Pass._plan": f"{OWNED} (inspect/)",
     "buildkit/gate/report.py:render_human": f"{OWNED} (gate/)",
     "buildkit/source/project.py:_render_recipe": "the recipe written section by section, in file order",
-    "buildkit/plan/render.py:render_table": "the plan table's columns, each optional",
     "buildkit/recipe/schema.py:_error_for": "one branch per JSON Schema validator, each a message and a hint",
     "buildkit/cli/verify.py:verify": "a command's options and its printing",
     "buildkit/recipe/sections/arch_settings.py:_check_cmake_arch_settings": "one check per place a recipe"
