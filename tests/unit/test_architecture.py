@@ -38,7 +38,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "buildkit/recipe/sections/arch_settings.py:_check_cmake_arch_settings": "one check per place a recipe"
     " sets arch variables",
     "buildkit/cli/publish.py:publish_cmd": "a command's options and its printing",
-    "buildkit/service/build.py:run_build": "the build command's sequence of stage calls",
     "buildkit/recipe/sections/version.py:_parse_version": "the version section's keys, each checked in place",
     "buildkit/source/version.py:_from_pyproject": "the pyproject version sources, one after the other",
     "buildkit/service/publish.py:run_publish": "the publish command's sequence of stage calls",
