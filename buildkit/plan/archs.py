@@ -32,12 +32,6 @@ from buildkit.errors import ArchError
 from buildkit.records import json_shape, to_data
 from buildkit.targets import TargetId, parse_target_id, split_arch_list
 
-__all__ = [
-    "ArchSet",
-    "Decision",
-    "host_enumerator",
-    "resolve",
-]
 #: the environment variables that can name archs, by precedence
 _ENV_SOURCES = ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")
 
