@@ -17,11 +17,10 @@ hidden staging folder inside ``out`` and gates each one:
   ``device-wheel`` rule then requires every member but its metadata to be a code object of its
   processor (``gfx-arch`` is left to that rule).
 
-Only when every output passes are they moved into ``out`` (renamed: the device wheels first, the host
-last, so that no host in ``out`` names a device wheel that is not there yet). When one fails, none
-is: all of them, with their reports (``<wheel>.check.txt``, ``<wheel>.check.json``, as ``build``
-keeps a refused wheel), go to ``<out>/.refused/split-<input stem>/``, which a newer refusal replaces.
-Whatever happens (an error, Ctrl-C), the staging folder is removed.
+The outputs are moved into ``out`` only together, once every one passed (the device wheels first, the
+host last, so that no host in ``out`` names a device wheel that is not there yet); else all of them,
+with their reports, go to ``<out>/.refused/split-<input stem>/`` (docs/REFERENCE.md). The staging
+folder is removed whatever happens (an error, Ctrl-C).
 """
 
 from __future__ import annotations
