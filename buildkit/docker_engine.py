@@ -1,27 +1,17 @@
 """The Docker engine: connecting to the one the user means, and the one owner of throwaway containers.
 
-Connecting: ``from_env()`` honours ``DOCKER_HOST``/``DOCKER_TLS_VERIFY``/``DOCKER_CERT_PATH`` but not
-``docker context use``; :func:`connect` reads the current context (``DOCKER_CONTEXT`` or the CLI's
-``config.json``) through the SDK's own context API, so a remote build host works the same way as the
-local socket. A daemon that does not answer raises :class:`~buildkit.errors.DockerUnavailable`
-(exit 8) naming the endpoint it tried.
+Connecting: :func:`connect` reads the current context (``DOCKER_CONTEXT`` or the CLI's
+``config.json``) through the SDK's own context API (``from_env()`` ignores ``docker context use``). A
+daemon that does not answer raises :class:`~buildkit.errors.DockerUnavailable` (exit 8) naming the
+endpoint it tried.
 
-Throwaway containers: :func:`throwaway` is the only place buildkit creates a container (the toolchain
-and build-environment probes, the ceilings reader, smoke tests); cibuildwheel creates its own, with
-:func:`container_labels` passed through its ``create_args``. Every one carries the label
-``io.rocm-buildkit.container=<purpose>`` (:data:`CONTAINER_LABEL`), a build's also
-``io.rocm-buildkit.run=<build id>`` (:data:`RUN_LABEL`), and is removed when the ``with`` block
-ends, also on an exception or Ctrl-C, even one that came while the engine was still creating it (it
-is then found by its unique name). What a hard kill leaves behind, :func:`prune_containers` (``buildkit
-image prune --containers``) removes. ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` keeps them for debugging
-(their names are printed on stderr), as cibuildwheel's ``CIBW_DEBUG_KEEP_CONTAINER`` does.
-
-Builds that share an engine (a CI runner, a workstation running two builds, the docker test tier
-beside a user's build): every container also records its owner (:class:`Owner`: host name, boot id,
-process id and the process's start time, labels ``io.rocm-buildkit.owner.*``), and a prune removes
-only the containers whose owner is gone (that process no longer runs, or the machine rebooted); it
-says which live ones it left. A container of another host, or one that records no owner and still
-runs, is left too: whether its owner lives cannot be told from here.
+Throwaway containers: :func:`throwaway` is the only place buildkit creates a container; cibuildwheel
+creates its own, with :func:`container_labels` passed through its ``create_args``. Every one carries
+:data:`CONTAINER_LABEL` (a build's also :data:`RUN_LABEL`) and its :class:`Owner`, and is removed when
+the ``with`` block ends, also on an exception or Ctrl-C, even one that came while the engine was still
+creating it (it is then found by its unique name). :func:`prune_containers` removes what a hard kill
+left, only where the owner is gone (docs/REFERENCE.md, ``image prune --containers``).
+``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` keeps them (their names printed on stderr).
 """
 
 from __future__ import annotations

@@ -1,49 +1,11 @@
-"""Errors a user can act on, one class per exit code.
+"""Errors a user can act on, each with its exit code.
 
 The CLI catches :class:`BuildkitError` and prints ``str(err)`` without a traceback, exiting
 with ``err.exit_code``. Anything else is a bug in rocm-buildkit and keeps its traceback.
 
-Exit codes (stable, documented in docs/REFERENCE.md and listed in the README):
-
-====  ===========================  ===============================================
-code  class                        meaning
-====  ===========================  ===============================================
-0     -                            success
-1     -                            internal error (a bug: traceback printed)
-2     UsageError                   bad command-line usage (click's own code)
-2     UnknownJob (a UsageError)    a ``--job`` id (or a manifest's job) the recipe's plan does not
-                                   have: the recipe is valid, the command names a job it has not
-3     RecipeError                  recipe missing, malformed or invalid (file:line:column)
-4     ArchError                    no usable GPU arch / invalid target id
-5     ArchesDropped                ``--strict`` and some requested arch was dropped
-6     WheelReadError               a wheel cannot be read (corrupt, hostile, not a wheel)
-7     GateFailed                   the gate ran and the wheel failed it
-8     DockerUnavailable            no Docker engine answers / image missing
-9     BuildFailed                  a build step failed (compiler, cibuildwheel, repair)
-10    PublishRefused               publish refused (manifest missing/failed/mismatch)
-11    SmokeFailed                  a smoke test failed in its runtime container
-12    NotReproducible              verify: the rebuild differs, or the attestation fails
-13    IndexUnavailable             an index, or a file it lists, could not be reached or failed
-                                   (DNS, refused, reset, timeout, HTTP 5xx/408/429): the same from a
-                                   source fetch, ``diff --against-index``, build's no-regression
-                                   baseline and ``publish`` (transient: retry)
-13    PublishUnavailable (an       ``publish``: reading the index or uploading failed transiently
-      IndexUnavailable)            (the message names the wheels uploaded before: retry)
-14    BuilderContractError         a builder image lacks what builds need (the list of gaps)
-15    InstallResolutionFailed      ``publish --check-install``: pip or uv would install, for a
-                                   supported Python, a file from another index than the published one,
-                                   or nothing (no file, or the file refused), or nothing was checked
-16    SplitRefused                 ``split``: the wheel cannot be split per GPU target (a code object
-                                   whose path names another target than its ELF header, nothing to
-                                   split, an extra the host declares already)
-17    RegistryUnavailable          an image build could not reach a registry (DNS, connection, pull
-                                   refused for a missing base): the hint names what builds offline
-18    InstallCheckInconclusive     ``publish --check-install``: the public index could not be reached,
-                                   so only the published index was asked (``--local-only`` asks that)
-19    HostIsaRefused (a            a compile asked for more than the host ISA the build holds
-      BuildFailed)                 (``-march=native``, a flag above ``host_isa.level``): flag and file named
-130   Interrupted                  Ctrl-C; partial outputs were removed
-====  ===========================  ===============================================
+Exit codes are stable: each class's ``exit_code``; docs/REFERENCE.md's table says what each means
+(the README lists them). Several classes may share a code: :class:`UnknownJob` is a :class:`UsageError`
+(2), :class:`PublishUnavailable` an :class:`IndexUnavailable` (13).
 """
 
 from __future__ import annotations
@@ -167,13 +129,6 @@ class DockerUnavailable(BuildkitError):
 
 class BuildFailed(BuildkitError):
     exit_code = 9
-
-
-class HostIsaRefused(BuildFailed):
-    """The build's compiler launcher refused a compile asking for more than the host ISA the build
-    holds (``-march=native``, ``-mavx512f`` above ``host_isa.level``): the flag, file and command named."""
-
-    exit_code = 19
 
 
 class PublishRefused(BuildkitError):

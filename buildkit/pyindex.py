@@ -148,11 +148,6 @@ def _status(exc: BaseException) -> tuple[int, str] | None:
     return None
 
 
-def _is_transient_status(code: int) -> bool:
-    """An HTTP status that says "not now" (5xx, 408, 429): retrying may succeed."""
-    return code >= 500 or code in _TRANSIENT_STATUS
-
-
 def failure(action: str, url: str, exc: BaseException) -> IndexUnavailable | IndexRefused:
     """What a failed read of ``url`` means: :class:`~buildkit.errors.IndexUnavailable` when
     retrying may help (DNS, refused, reset, timeout, a truncated answer, HTTP 5xx/408/429),
@@ -160,7 +155,7 @@ def failure(action: str, url: str, exc: BaseException) -> IndexUnavailable | Ind
     status = _status(exc)
     if status is not None:
         reason = f"HTTP {status[0]} {status[1]}".rstrip()
-        if _is_transient_status(status[0]):
+        if status[0] >= 500 or status[0] in _TRANSIENT_STATUS:  # "not now": retrying may succeed
             return unavailable(action, url, reason)
         return IndexRefused(action, url, reason, status[0])
     chain = _chain(exc)

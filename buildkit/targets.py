@@ -21,17 +21,6 @@ from typing import NamedTuple
 from buildkit import rocm as rocmdata
 from buildkit.errors import ArchError
 
-__all__ = [
-    "ARCH_SEPARATORS",
-    "ARCH_VARIABLES",
-    "MACH_NAMES",
-    "TargetId",
-    "known_processors",
-    "parse_target_id",
-    "processor_suggestions",
-    "split_arch_list",
-]
-
 #: Environment variables build systems read their GPU arch list from, with the separator each
 #: expects: PyTorch's extensions and aiter (``PYTORCH_ROCM_ARCH``, ``GPU_ARCHS``: ``;``), projects
 #: using the old hcc-era name (``HCC_AMDGPU_TARGET``: ``,``), the ROCm libraries' CMake lists

@@ -1,30 +1,20 @@
 """What the isolated build environment gets beyond the project's own ``[build-system] requires``,
-and the check that a project building against torch has a torch to build against.
+and the check that a project building against torch has a torch to build against (what a recipe
+author sees: docs/REFERENCE.md, "Key: build_requires").
 
-A build frontend (pypa/build, pip, uv) makes a fresh environment from the project's PEP 518
-requirements; nothing else reaches it (PIP_CONSTRAINT only narrows versions). Two things a release
-engineer needs there are often missing from a project's ``pyproject.toml``:
+A build frontend makes a fresh environment from the project's PEP 518 requirements; nothing else
+reaches it (PIP_CONSTRAINT only narrows versions). A torch extension's ``setup.py`` that imports
+torch without listing it (aiter: a ROCm torch is not on PyPI) would then build without torch, and
+aiter's prints "PREBUILD_KERNELS set but torch not installed, skip precompilation" and makes a wheel
+without its kernels, with no error: so a job of the ``torch`` axis always builds with its pin.
 
-* **the pinned torch**: a torch extension's ``setup.py`` imports ``torch.utils.cpp_extension``, but
-  projects such as aiter do not list torch in ``build-system.requires`` (a ROCm torch is not on
-  PyPI). Under build isolation their setup then runs without torch: aiter prints "PREBUILD_KERNELS
-  set but torch not installed, skip precompilation" and a wheel without its kernels comes out with
-  no error. A job of the recipe's ``torch`` axis therefore always builds with its pinned torch
-  (``torch==2.10.*``) in the environment: that is what the axis means;
-* **what the project forgot** (the recipe's ``build_requires``).
-
-:func:`extra_requires` lists them; :func:`add_build_requires` writes them into the *staged copy* of
-the source (never the user's tree): its ``[build-system]`` table is rendered again with the
-requirements appended, the rest of the file kept byte for byte, and the result parsed back and
-compared, so a file this cannot rewrite faithfully is refused rather than built differently. A
-source without ``pyproject.toml`` gets one with PEP 518's defaults plus the additions (and no
-``build-backend``: setuptools' legacy backend, as before). In a hermetic build the same list is
-resolved on the host with the rest (:func:`buildkit.building.requirements.requested`).
-
-:func:`torch_evidence` finds where a project shows it builds against torch (``setup.py`` importing
-torch, ``build-system.requires`` naming it, a ``CMakeLists.txt`` with ``find_package(Torch``):
-:func:`check_torch_provided` refuses a job without a torch pin before any container starts,
-naming that line and the fix.
+:func:`extra_requires` lists the additions (the torch pin, the recipe's ``build_requires``);
+:func:`add_build_requires` writes them into the *staged copy* of the source: its ``[build-system]``
+table rendered again with them appended, the rest of the file kept byte for byte, the result parsed
+back and compared, so a file this cannot rewrite faithfully is refused rather than built differently.
+A source without ``pyproject.toml`` gets one with PEP 518's defaults plus the additions (no
+``build-backend``: setuptools' legacy backend, as before). :func:`torch_evidence` finds where a project
+shows it builds against torch; :func:`check_torch_provided` refuses a job without a torch pin.
 """
 
 from __future__ import annotations

@@ -1,106 +1,31 @@
 """The compiler cache: every C, C++ and HIP compile of a build goes through ccache, without the project
-doing anything, and the build says how often it hit.
+doing anything, and the build says how often it hit (what and why: docs/REFERENCE.md, "The compiler
+cache works for any project" and "Device code once per matrix").
 
-A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR` (``cibw.ccache_volume``: one
-per builder image, ROCm release, arch list and sysroot, shared by the jobs of a matrix that differ in
-their Python only; ``--no-cache`` mounts none and routes only HIP compiles, through the launcher
-below). Projects call their compilers in three ways, and each is routed (:func:`environment`):
+A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR` (``cibw.ccache_volume``);
+``--no-cache`` mounts none and routes only HIP compiles, through the launcher. :func:`environment`
+routes the three ways a project calls its compilers: by name through PATH (the image's masquerade
+directory first, ``PATH=<dir>:$PATH``, the one value rendered with an expansion); hipcc by full path
+(``HIP_CLANG_LAUNCHER``, else the clang wrappers :data:`HIP_CLANG_WRAPPERS` of the manylinux image or
+:data:`SID_HIP_WRAPPERS` made by :data:`SID_SETUP`, which exec :data:`LAUNCHER_VARIABLE`); CMake
+(:data:`CMAKE_LAUNCHERS`). A CMake configure probe (``CMakeScratch/TryCompile-XXXXXX/``, a new random
+path at every configure) is run with ``CCACHE_DISABLE=1``: it could never hit.
 
-* **by name through PATH** (setuptools runs ``x86_64-linux-gnu-gcc``/``gcc``/``g++`` from sysconfig,
-  autotools and meson find ``cc``/``c++``): the image's *masquerade directory* of compiler-named links
-  to ccache is put first on ``PATH`` (``PATH=<dir>:$PATH``, the one value of the build environment
-  rendered with an expansion: cibuildwheel has put the job's Python first on it). ccache then runs the
-  next compiler of that name on PATH: the gcc-toolset's on manylinux, ``/usr/bin``'s on Debian;
-* **hipcc by full path** (``/usr/bin/hipcc``, ``$ROCM_PATH/bin/hipcc``): PATH cannot catch it, so
-  hipcc's own hook runs its clang through the HIP launcher (:data:`HIP_LAUNCHER`, below), which runs
-  ccache: Debian's hipcc (the Perl driver) honours ``HIP_CLANG_LAUNCHER`` from 5.7 (trixie;
-  bookworm's 5.2 has no such hook, so HIP compiles there are not cached); AMD's compiled hipcc does
-  not, but runs ``$HIP_CLANG_PATH/clang++``, which on the manylinux image is a directory of wrappers
-  (:data:`HIP_CLANG_WRAPPERS`, made by its Dockerfile) that ``exec "$BUILDKIT_HIP_LAUNCHER"
-  /opt/rocm/llvm/bin/clang++`` (:data:`LAUNCHER_VARIABLE`; ``ccache`` when unset, outside a build).
-  Debian's hipcc from 7.0 (sid's 7.0.2, experimental's 7.2.4: the compiled one) ignores
-  ``HIP_CLANG_LAUNCHER`` too: on ``debian-sid-rocm`` the build's first hook makes the same wrappers
-  (:data:`SID_HIP_WRAPPERS`, :data:`SID_SETUP`) over the clang hipcc names as its ``InstalledDir``
-  (``/usr/lib/llvm-22/bin``), exec'ing the launcher. ccache 4 caches clang's HIP compiles (``-x hip
-  --offload-arch=...``, device code and offload bundle included), hashing the compiler by content
-  (``CCACHE_COMPILERCHECK=content``: another clang in a rebuilt image misses);
-* **CMake** (which finds ``$ROCM_PATH/llvm/bin/clang++`` for HIP by full path):
-  ``CMAKE_{C,CXX,HIP}_COMPILER_LAUNCHER`` the launcher below (read from the environment since CMake
-  3.17, by try_compile's projects too), which runs ccache. A compile both launched and masqueraded
-  is counted and cached once (ccache skips its own links). A **configure probe** (a source in
-  CMake's ``CMakeFiles/CMakeScratch/TryCompile-XXXXXX/``, named anew at every configure:
-  ``check_c_source_compiles``, FindThreads, ``check_function_exists``) is not cached: the launcher
-  runs it with ``CCACHE_DISABLE=1``, which the masquerade honours too. Its random path made it a
-  miss in every rebuild (5 of pywhispercpp's 173 compiles), as ccache leaves autoconf's
-  ``conftest.c`` out for the same reason; CMake's compiler-identification compiles read their
-  source from CMake's modules, a fixed path, and stay cached.
-
-**The HIP launcher: one translation-unit ID, cached or not.** clang names each HIP translation unit
-(``__hip_cuid_<hex>`` in host and device code; with -fgpu-rdc it keeps static device names apart
-across objects); without a ``-cuid=`` it
-hashes the command line it runs (``-fuse-cuid=hash``), and ccache runs clang with the arguments in
-its own order (and ``-fcolor-diagnostics``), so an object compiled through ccache differed from an
-uncached compile's, and ``buildkit verify`` (an uncached rebuild) from the cached build, for every
-project not passing ``-cuid`` itself (CMake's HIP language in whisper.cpp's ggml, hipcc-driven
-setup.py files; csrc's and refops' builds pass one). So every HIP compile of a build whose layout
-routes them (:func:`uses_launcher`) goes through ``hip_launcher.sh`` (beside this module, staged at
-:data:`STAGED_LAUNCHER` with the source, :func:`launcher_script`), **with or without the cache**:
-``hip-launcher COMPILER ARG...`` gives a HIP compile (``-c`` of a ``-x hip`` or ``.hip`` input)
-lacking ``-cuid=``/``-fuse-cuid=`` a ``-cuid=`` of 16 hex, the sha256 of its arguments as the
-project gave them, before ccache sees them, leaving out what ccache leaves out of its hash: the
-compiler's path, the output files (``-o``/``-MF``/``-MT``/``-MQ``: CMake's try_compile names them
-at random) and the include folders (``-I``, ``-isystem``, ``-iquote``, ``-idirafter``: the
-preprocessor mode hashes the text instead, which is how the jobs of a matrix, differing in
-``-I/usr/include/python3.X``, share device code; a frontend's random environment is an include
-folder too). It then runs ``ccache COMPILER ...`` (:data:`CCACHE_SWITCH` set: a build with the
-cache) or the compiler. The same file compiled with other flags (``-D``, ``-O``, archs) stays
-another translation unit, as with clang's hash; two compiles ccache would serve one object get one
-ID. What is hashed names no random path: the tree is at ``/project``, so the ID is the same in every
-build (tests/docker/test_hip_cuid_e2e.py: a CMake HIP and a hipcc compile, cold, cached and
-``--no-cache``, one wheel sha256).
-
-No ``CCACHE_BASEDIR``: the tree is always at ``/project``, so hits need no path rewriting, and the
-rewriting changes what the compiler sees (``__FILE__`` and debug info become relative), so a cached
-build would differ from an uncached one (``buildkit verify`` rebuilds without the cache).
-
-**Device code once per matrix.** The jobs that differ in their Python only share the volume, and a
-HIP translation unit that includes nothing of Python's is hit by jobs 2..N: their compile lines
-differ in ``-I/usr/include/python3.X`` only, which misses in direct mode (the command line is
-hashed) and hits in preprocessor mode, whose hash leaves out the options that only change the
-preprocessed text (``-I``, ``-D``) and takes that text instead: the same for every Python when no
-Python header is included. The Python include folders are deliberately *not* in
-:data:`IGNORED_OPTIONS`: the builder images carry the headers of every Python they serve side by
-side, so a direct-mode manifest naming ``/usr/include/python3.13/Python.h`` still matches in the
-3.14 job (the file is there, unchanged) and would hand the 3.14 job the 3.13 object (seen with
-ccache 4.14 on debian-sid-rocm: ``module.c`` built for 3.14 came out byte-identical to 3.13's).
-
-**The isolated build environment at a fixed path.** A build frontend makes the build's environment
-at a random path (``/tmp/build-env-*`` of pypa/build, ``/tmp/pip-build-env-*`` of pip, uv's
-``builds-v0/.tmp*``), and every compile that includes its headers names it: torch's
-``cpp_extension`` passes ``-I<env>/.../torch/include``, the preprocessed text and ccache's manifest
-name each header under it, and the objects carry it (``__FILE__`` of the headers' inline
-``TORCH_CHECK``s, pybind11's lambdas' names in RTTI: 38 times in a two-file torch extension). So no
-such compile could hit, and no two builds of a torch extension were the same bytes. pypa/build (>=
-1.5, ``--env-dir``) makes it at :data:`BUILD_ENV_DIR` instead, in every build with or without the
-cache: the images whose ``build`` takes that (:attr:`Layout.fixed_build_env`: the Debian builders
-pin 1.6.1) get ``CIBW_BUILD_FRONTEND="build; args: --env-dir ..."`` (``cibw.build_frontend``; also
-``build[uv]``). The environment is still isolated and made from the same locked wheelhouse, so the
-build stays hermetic and its wheel reproducible; a no-change rebuild of a torch extension hits every
-compile (tests/docker/test_torch_cache_e2e.py). Where the frontend cannot (pip, uv, an image with an
-older ``build``), :data:`IGNORED_OPTIONS` leaves the random ``-I`` out of the direct-mode hash: a
-compile that only names the empty ``<env>/include`` still hits, one that reads a header from the
-environment misses (the manifest names the header at a path gone since).
+**The HIP launcher** (``hip_launcher.sh``, staged at :data:`STAGED_LAUNCHER`, :func:`launcher_script`)
+runs every HIP compile of a build whose layout routes them (:func:`uses_launcher`), with or without
+the cache, and gives one lacking ``-cuid=``/``-fuse-cuid=`` a ``-cuid=`` of 16 hex: the sha256 of its
+arguments as the project gave them, less what ccache leaves out of its hash (the compiler's path, the
+output files ``-o``/``-MF``/``-MT``/``-MQ``, the include folders), so a cached HIP object is the
+uncached one's bytes (tests/docker/test_hip_cuid_e2e.py). No ``CCACHE_BASEDIR``: the tree is always at
+``/project``, and the rewriting would change ``__FILE__`` and debug info. The Python include folders
+are not in :data:`IGNORED_OPTIONS`: the images hold every Python's headers side by side, so a
+direct-mode manifest naming 3.13's ``Python.h`` would match in the 3.14 job.
 
 The layout is the one the image's profile declares (``cache_layout`` and ``cache_hip`` in
 docker/profiles.toml: :data:`NAMED`); an image of the project's own Dockerfile or a ref gets
-:data:`ANY`: both usual masquerade directories on PATH (a missing one is skipped), and no hipcc or
-CMake variable naming ccache, which that image may not have (nor the launcher: its HIP compiles
-are not cached, so cached and uncached ones do not differ).
-
-The hit rate: the build's first hook zeroes the statistics in the volume (:data:`ZERO_STATS`), and
-after cibuildwheel :func:`read_stats` reads them in a throwaway container holding the volume
-(``ccache --print-stats``; ccache 3's ``-s`` table where that is missing) for the summary and the
-manifest (``compiler_cache``).
+:data:`ANY` (both usual masquerade directories, no launcher). The hit rate: :data:`ZERO_STATS` first,
+then :func:`read_stats` in a throwaway container holding the volume (``ccache --print-stats``; ccache
+3's ``-s`` table where that is missing).
 """
 
 from __future__ import annotations

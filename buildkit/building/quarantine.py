@@ -1,24 +1,13 @@
-"""Refused wheels kept apart: ``<out>/.refused/<job-id>/``, or ``--keep-refused DIR`` -> ``DIR/<job-id>/``.
+"""Refused wheels kept apart: ``<out>/.refused/<job-id>/``, or ``--keep-refused DIR`` -> ``DIR/<job-id>/``
+(what is kept there and why: docs/REFERENCE.md).
 
-A wheel the gate (or the recipe's no-regression rule) refuses in ``buildkit build`` is not deleted
-with the job's staging folder: a 13-minute build stays at hand to examine. :func:`quarantine` moves
-it into the job's quarantine folder together with
-
-* ``<wheel>.check.txt``: the text report, what ``buildkit check -v`` prints for it;
-* ``<wheel>.check.json``: the JSON report, what ``buildkit check --json`` prints;
-* ``<wheel>.refused.json`` (:func:`buildkit.manifest.refused_path`): the record of why (schema
-  ``rocm-buildkit/refused``: recipe, job, image, inputs key, which check refused it, the verdict, the
-  errors, the reports' names and the command that examines it).
-
-There is never a ``<wheel>.manifest.json``: ``publish`` takes only wheels whose manifest passed, and
-the default folder is a dot-folder it does not even read; a ``--keep-refused`` folder inside the
-publish tree is refused by name (:mod:`buildkit.publish.refusal` reads the record).
-
-The move is all at once: the files are gathered in a hidden ``.<job-id>.incoming-<pid>-*`` folder
-beside the job's quarantine folder (the wheel renamed into it when it is on the same file system,
-else copied), which is then renamed into place under a lock on the folder
-(:func:`buildkit.building.output.swap_in`); a newer refusal of the job replaces the older one. Debris of
-a killed build there is swept first (:func:`buildkit.building.staging.sweep_debris`). A job that passes
+:func:`quarantine` moves the wheel there with its reports (``.check.txt``, ``.check.json``) and the
+record of why (``<wheel>.refused.json``, :func:`buildkit.manifest.refused_path`, schema
+``rocm-buildkit/refused``), never a manifest. The move is all at once: the files are gathered in a
+hidden ``.<job-id>.incoming-<pid>-*`` folder beside the job's quarantine folder (the wheel renamed
+into it on the same file system, else copied), which is renamed into place under a lock on the
+folder (:func:`buildkit.building.output.swap_in`); a newer refusal replaces the older one. Debris of a
+killed build there is swept first (:func:`buildkit.building.staging.sweep_debris`). A job that passes
 removes its stale quarantine folder (:func:`release`).
 """
 

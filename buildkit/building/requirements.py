@@ -1,49 +1,22 @@
 """Hermetic builds: a job's build requirements resolved and downloaded on the host, locked by sha256,
-and staged with the source as the only package index the build container has.
+and staged with the source as the only package index the build container has (what is requested,
+how, and the lock: docs/REFERENCE.md, "Hermetic builds").
 
-A recipe without ``network: true`` builds in a container without network (:mod:`buildkit.building.cibw`:
-``--network=none``, ``PIP_NO_INDEX=1``, ``PIP_FIND_LINKS=/project/.buildkit/wheelhouse``). Everything
-pip installs there comes from the wheelhouse filled here first, on the host:
-
-* **what** (:func:`requested`): the source's PEP 518 ``[build-system] requires`` (without that table,
-  PEP 518's default ``setuptools>=40.8.0`` and ``wheel``; ``wheel`` is added for the setuptools
-  backend when the requirement allows a setuptools before 70.1, whose ``get_requires_for_build_wheel``
-  asks for it); with a ``test_command``, the recipe's ``test_requires`` and the project's static
-  ``[project] dependencies`` (cibuildwheel installs the wheel and them into its test virtualenv);
-  with a ``test_command`` also ``virtualenv`` and its dependencies, at the versions cibuildwheel's
-  constraints pin (its test step installs it), when the index has them: an image whose job Python
-  has it at those pins (debian-rocm) needs nothing, so this one is best effort;
-  the recipe's ``build_requires`` and, for a job of the ``torch`` axis, its torch pin
-  (``torch==2.10.*``): both are added to the isolated build environment
-  (:mod:`buildkit.building.buildsystem`), or installed by the ``before_build`` of a ``--no-isolation``
-  build. Markers are evaluated for the job's Python and platform, not the host's;
-* **how** (:func:`resolve_command`): ``python -m pip download --only-binary=:all: --python-version
-  3.13 --implementation cp --abi cp313 --platform manylinux_2_41_x86_64 ... --platform
-  manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --dest WH REQ...`` with dependencies, run
-  with the host's own pip configuration (``PIP_INDEX_URL``, ``pip.conf``, its HTTP cache: index
-  credentials are used on the host and never reach the container) and the job's torch index as
-  ``--extra-index-url`` when torch is requested; with ROCm from pip (the recipe's ``rocm_pip``) the
-  SDK, ``rocm[devel,libraries,device-gfx942,...]==7.2.*`` (TheRock's wheels are tagged
-  ``linux_x86_64``, which is then one more ``--platform``); ``--wheelhouse DIR`` resolves from that
-  folder alone (``--no-index --find-links DIR``: an air-gapped host);
-* **the lock** (:class:`Lock`): one ``name==version --hash=sha256:...`` line per file, recorded in the
-  manifest (``build_requirements``) and written beside the wheel (``<wheel>.requirements.lock``,
-  :func:`buildkit.manifest.lock_path`); ``buildkit verify`` downloads exactly those files again
-  (:func:`fetch_locked`: ``pip download --require-hashes --no-deps -r LOCK``) instead of resolving.
-
-A requirement pip finds no wheel of for the job (only an sdist, or wheels for other Pythons or
-platforms, or nothing) is refused before any container starts (:func:`resolve`): a
+The parts: what is requested (:func:`requested`; markers evaluated for the job's Python and platform,
+not the host's), the ``pip download`` command (:func:`resolve_command`: the host's pip configuration,
+so index credentials never reach the container), the lock (:class:`Lock`) and the files of a lock
+fetched again (:func:`fetch_locked`, for ``buildkit verify``). A requirement pip finds no wheel of
+for the job is refused before any container starts (:func:`resolve`): a
 :class:`~buildkit.errors.RecipeError` at the recipe's ``test_requires`` entry or torch pin when it
-comes from there, else :class:`~buildkit.errors.BuildFailed`, both naming it and the fix
-(``network: true``, or a wheel where pip finds it). sdists are not downloaded for the container to
-build: ``pip download`` for another Python needs ``--only-binary=:all:``, and the sdist's own build
-requirements would then be unknown too.
+comes from there, else :class:`~buildkit.errors.BuildFailed`, naming it and the fix. sdists are not
+downloaded: ``pip download`` for another Python needs ``--only-binary=:all:``, and an sdist's own build
+requirements would be unknown too.
 
-Not known before the build: requirements a backend asks for while building
-(``get_requires_for_build_wheel``, e.g. scikit-build-core's cmake and ninja), what a hook installs,
-a wheel's dynamic dependencies. When pip in the container misses one, or a hook tries the network,
-:func:`explain_offline_failure` adds the fix to the build's error. pip evaluates the markers of
-transitive dependencies for the host's Python (pypa/pip#11010).
+Not known before the build: what a backend asks for while building (``get_requires_for_build_wheel``,
+e.g. scikit-build-core's cmake and ninja), what a hook installs, a wheel's dynamic dependencies.
+:func:`explain_offline_failure` adds the fix to the build's error when pip in the container misses one
+or a hook tries the network. pip evaluates transitive dependencies' markers for the host's Python
+(pypa/pip#11010).
 """
 
 from __future__ import annotations

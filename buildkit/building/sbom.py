@@ -1,22 +1,15 @@
-"""A standard SBOM of what a wheel needs but does not carry: PEP 770's ``.dist-info/sboms/``, CycloneDX.
+"""A standard SBOM of what a wheel needs but does not carry: PEP 770's ``.dist-info/sboms/``, CycloneDX
+(what it lists: docs/REFERENCE.md).
 
-``auditwheel repair --exclude`` leaves the GPU runtime out of the wheel (``libamdhip64.so.6``,
-rocBLAS, ``libtorch_cpu.so``, ...): they are provided at run time, by a ROCm install or by torch.
 :func:`attach` writes ``<name>-<version>.dist-info/sboms/rocm-buildkit.cdx.json`` into the repaired
-wheel (RECORD updated) before the gate runs, so RECORD's hash covers it. The document (CycloneDX 1.6
-JSON) has the wheel as ``metadata.component`` and one component per excluded library some member
-needs (DT_NEEDED matched by the job's exclude globs), with:
-
-* ``name``: the SONAME the members need; ``version``: the ROCm release the job built against (ROCm
-  libraries) or the torch version of the lock (torch libraries; the pin when nothing was locked);
-* ``purl``: ``pkg:generic/rocm/<library>@<release>`` or ``pkg:pypi/torch@<version>``; ``scope``
-  ``required``; properties ``rocm-buildkit:soname``, ``rocm-buildkit:provided-by`` (``rocm``,
-  ``torch`` or ``exclude-pattern``) and ``rocm-buildkit:needed-by`` (the members, comma-separated);
-* a ``dependencies`` entry from the wheel to each.
-
-The bytes are reproducible: the serial number is a UUID5 of the wheel's name and version and the
-libraries, the timestamp ``SOURCE_DATE_EPOCH``. Nothing else of the wheel changes: every other member
-keeps its bytes, name, date and attributes (re-deflated at the same level).
+wheel (RECORD updated) before the gate runs. Each component excluded by ``auditwheel repair
+--exclude`` that some member needs (DT_NEEDED matched by the job's exclude globs) has its SONAME, a
+version (the job's ROCm release, or the locked torch, else the pin), a ``purl``
+(``pkg:generic/rocm/<library>@<release>``, ``pkg:pypi/torch@<version>``) and the properties
+``rocm-buildkit:soname``, ``rocm-buildkit:provided-by`` (``rocm``, ``torch`` or ``exclude-pattern``)
+and ``rocm-buildkit:needed-by``. The bytes are reproducible (serial number a UUID5 of the wheel's name,
+version and libraries; timestamp ``SOURCE_DATE_EPOCH``); every other member keeps its bytes, name,
+date and attributes (re-deflated at the same level).
 """
 
 from __future__ import annotations

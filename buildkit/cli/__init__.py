@@ -21,45 +21,25 @@ import click
 from buildkit import __version__
 from buildkit.errors import BuildkitError, Interrupted
 
-# command name -> "module:attribute" (module relative to buildkit.cli)
-COMMANDS: dict[str, str] = {
-    "build": "build:build",
-    "cache": "cache:cache",
-    "archs": "archs:archs",
-    "rocm": "rocm:rocm",
-    "image": "image:image",
-    "check": "check:check",
-    "plan": "plan:plan",
-    "ceilings": "ceilings:ceilings",
-    "diff": "diff:diff",
-    "publish": "publish:publish",
-    "smoke": "smoke:smoke",
-    "split": "split:split",
-    "verify": "verify:verify",
-    "init": "init:init",
-    "schema": "reference:schema",
-    "rules": "reference:rules",
-}
-
-
-# what ``buildkit --help`` lists: written here so that listing the commands imports none of them
-SUMMARIES: dict[str, str] = {
-    "build": "Build the recipe's jobs in builder containers, repair, gate.",
-    "cache": "Export and import the compiler cache (CI cache, other machines).",
-    "archs": "Resolve the GPU arch list and explain every decision.",
-    "rocm": "ROCm releases: archs, runtime libraries, torch indexes.",
-    "image": "Builder and runtime images: build, list, prune, seed, bump-base.",
-    "check": "The gate: ceilings, tags, libraries, gfx targets, ...",
-    "plan": "Expand a recipe into build jobs.",
-    "ceilings": "GLIBC/GLIBCXX/CXXABI/GCC ceilings of runtime images.",
-    "diff": "Release-over-release changes between two wheels.",
-    "publish": "Publish gated wheels (directory, index, PyPI).",
-    "smoke": "Import-test a wheel in runtime containers.",
-    "split": "A host wheel and one device wheel per gfx target (pkg[gfx942]).",
-    "verify": "Rebuild a wheel's job and compare, or check its attestation.",
-    "init": "Write a commented recipe for an existing project.",
-    "schema": "Print the recipe's JSON schema (or an output's).",
-    "rules": "Print the gate's rules (what each checks and prevents).",
+# command name -> ("module:attribute", module relative to buildkit.cli; what ``buildkit --help`` lists:
+# written here so that listing the commands imports none of them)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "build": ("build:build", "Build the recipe's jobs in builder containers, repair, gate."),
+    "cache": ("cache:cache", "Export and import the compiler cache (CI cache, other machines)."),
+    "archs": ("archs:archs", "Resolve the GPU arch list and explain every decision."),
+    "rocm": ("rocm:rocm", "ROCm releases: archs, runtime libraries, torch indexes."),
+    "image": ("image:image", "Builder and runtime images: build, list, prune, seed, bump-base."),
+    "check": ("check:check", "The gate: ceilings, tags, libraries, gfx targets, ..."),
+    "plan": ("plan:plan", "Expand a recipe into build jobs."),
+    "ceilings": ("ceilings:ceilings", "GLIBC/GLIBCXX/CXXABI/GCC ceilings of runtime images."),
+    "diff": ("diff:diff", "Release-over-release changes between two wheels."),
+    "publish": ("publish:publish", "Publish gated wheels (directory, index, PyPI)."),
+    "smoke": ("smoke:smoke", "Import-test a wheel in runtime containers."),
+    "split": ("split:split", "A host wheel and one device wheel per gfx target (pkg[gfx942])."),
+    "verify": ("verify:verify", "Rebuild a wheel's job and compare, or check its attestation."),
+    "init": ("init:init", "Write a commented recipe for an existing project."),
+    "schema": ("reference:schema", "Print the recipe's JSON schema (or an output's)."),
+    "rules": ("reference:rules", "Print the gate's rules (what each checks and prevents)."),
 }
 
 
@@ -78,15 +58,14 @@ class LazyGroup(click.Group):
         return sorted(COMMANDS)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = COMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in COMMANDS:
             return None
-        module_name, attr = target.split(":")
+        module_name, attr = COMMANDS[cmd_name][0].split(":")
         module = importlib.import_module(f"buildkit.cli.{module_name}")
         command: click.Command = getattr(module, attr)
         return with_verbosity(command)
@@ -158,7 +137,7 @@ def _command_of(argv: list[str]) -> str:
     words = [a for a in argv if not a.startswith("-")]
     if not words or words[0] not in COMMANDS:
         return "buildkit"
-    group = COMMANDS[words[0]].split(":")[0] in {"rocm", "image", "cache"}
+    group = COMMANDS[words[0]][0].split(":")[0] in {"rocm", "image", "cache"}
     return " ".join(words[:2]) if group and len(words) > 1 else words[0]
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import click
 
-from buildkit.cli.options import JsonOutput, enveloped, json_errors, json_flag, pick_format
+from buildkit.cli.options import enveloped, json_errors, json_flag, pick_format
 from buildkit.errors import ArchesDropped
 from buildkit.plan.archs import ArchSet
 from buildkit.recipe.sections.archs import is_environment_name
@@ -85,34 +85,20 @@ def archs(
     """
     fmt = pick_format(fmt, as_json, "env")
     with json_errors("archs", fmt == "json") as out:
-        _archs(fmt, out, rocm_version, cli_archs, recipe_path, toolchain, allow, explain, strict)
-
-
-def _archs(
-    fmt: str,
-    out: JsonOutput,
-    rocm_version: str | None,
-    cli_archs: str | None,
-    recipe_path: str | None,
-    toolchain: str | None,
-    allow: str | None,
-    explain: bool,
-    strict: bool,
-) -> None:
-    result, export = resolve_archs(
-        rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow
-    )
-    if explain:
-        for line in result.trail:
-            click.echo(f"explain: {line}", err=True)
-    else:
-        for decision in result.dropped:
-            click.echo(f"buildkit archs: {decision}", err=True)
-    for warning in result.warnings:
-        click.echo(f"buildkit archs: warning: {warning}", err=True)
-    out.echo(_render(result, fmt, export))
-    if strict and result.dropped:
-        raise ArchesDropped(
-            f"--strict: {len(result.dropped)} requested arch(s) dropped: "
-            + "; ".join(str(d) for d in result.dropped)
+        result, export = resolve_archs(
+            rocm=rocm_version, cli_archs=cli_archs, recipe_path=recipe_path, toolchain=toolchain, allow=allow
         )
+        if explain:
+            for line in result.trail:
+                click.echo(f"explain: {line}", err=True)
+        else:
+            for decision in result.dropped:
+                click.echo(f"buildkit archs: {decision}", err=True)
+        for warning in result.warnings:
+            click.echo(f"buildkit archs: warning: {warning}", err=True)
+        out.echo(_render(result, fmt, export))
+        if strict and result.dropped:
+            raise ArchesDropped(
+                f"--strict: {len(result.dropped)} requested arch(s) dropped: "
+                + "; ".join(str(d) for d in result.dropped)
+            )

@@ -32,12 +32,6 @@ from buildkit.errors import ArchError
 from buildkit.records import json_shape, to_data
 from buildkit.targets import TargetId, parse_target_id, split_arch_list
 
-__all__ = [
-    "ArchSet",
-    "Decision",
-    "host_enumerator",
-    "resolve",
-]
 #: the environment variables that can name archs, by precedence
 _ENV_SOURCES = ("PYTORCH_ROCM_ARCH", "GPU_ARCHS")
 
@@ -69,20 +63,14 @@ class ArchSet:
     #: environment variables that were set but lost to a higher-precedence source with another list
     warnings: tuple[str, ...] = ()
 
-    def _joined(self) -> str:
+    def pytorch_rocm_arch(self) -> str:
+        """The kept archs ``;``-joined: PYTORCH_ROCM_ARCH, GPU_ARCHS and CMAKE_HIP_ARCHITECTURES."""
         return ";".join(str(t) for t in self.kept)
 
-    def pytorch_rocm_arch(self) -> str:
-        return self._joined()
-
-    def gpu_archs(self) -> str:
-        return self._joined()
+    gpu_archs = cmake_hip_architectures = pytorch_rocm_arch
 
     def offload_arch_flags(self) -> list[str]:
         return [f"--offload-arch={t}" for t in self.kept]
-
-    def cmake_hip_architectures(self) -> str:
-        return self._joined()
 
     def exported(self, export: Sequence[tuple[str, str]]) -> dict[str, str]:
         """The kept archs joined for each ``(variable, separator)`` (the recipe's ``archs.export``)."""
@@ -158,11 +146,7 @@ def _choose_source(
     candidates: list[tuple[str, Callable[[], list[str] | None]]] = [
         ("--archs", lambda: split_arch_list(cli_archs) if cli_archs is not None else None),
         ("recipe", lambda: [a for r in recipe_archs for a in split_arch_list(r)] if recipe_archs else None),
-        (
-            "PYTORCH_ROCM_ARCH",
-            lambda: split_arch_list(env["PYTORCH_ROCM_ARCH"]) if "PYTORCH_ROCM_ARCH" in env else None,
-        ),
-        ("GPU_ARCHS", lambda: split_arch_list(env["GPU_ARCHS"]) if "GPU_ARCHS" in env else None),
+        *((var, lambda var=var: split_arch_list(env[var]) if var in env else None) for var in _ENV_SOURCES),
     ]
     for name, get in candidates:
         values = get()

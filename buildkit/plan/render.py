@@ -109,10 +109,6 @@ def github_outputs(
 
 def render_table(plan: Plan, *, styled: bool = False) -> str:
     """The plan as a person reads it; ``styled`` (a terminal): the tables' headers bold."""
-
-    def _table(rows: list[list[str]]) -> list[str]:
-        return table_lines(rows, styled=styled)
-
     r = plan.recipe
     lines = [
         f"recipe {printable(r.path.name)} ({r.name}, sha256 {r.sha256[:12]}): "
@@ -120,60 +116,7 @@ def render_table(plan: Plan, *, styled: bool = False) -> str:
         "",
     ]
     if plan.jobs:
-        # a Python-independent wheel (wheel: py3-none/abi3) adds its tag and the Pythons it serves
-        shared = not r.wheel.per_python
-        head = ["JOB", "PYTHON", *(["WHEEL", "SERVES"] if shared else []), "ROCM", "TORCH", "ARCHS"]
-        rows = [[*head, "IMAGE", "VERSION"]]
-        for j in plan.jobs:
-            rows.append(
-                [
-                    j.id,
-                    j.python,
-                    *([j.wheel_tag or "", ",".join(j.pythons)] if shared else []),
-                    j.rocm,
-                    j.torch or (f"stable>={j.torch_stable.lowest}" if j.torch_stable else "-"),
-                    j.archs.pytorch_rocm_arch(),
-                    j.image_profile,
-                    j.version,
-                ]
-            )
-        lines += _table(rows)
-        if shared:
-            lines.append("")
-            lines.append(
-                f"wheel {r.wheel.tag}: one job per cell, built with its lowest CPython (PYTHON); "
-                "the gate checks the tag, smoke runs under every Python it serves (SERVES)"
-            )
-    first = plan.jobs[0] if plan.jobs else None
-    if first is not None:
-        lines.append("")
-        origin = ""
-        if first.ceilings_from_images:
-            origin = f" (tightened by from_image {', '.join(first.ceilings_from_images)})"
-        lines.append(
-            f"policy {first.policy}: ceilings "
-            + ", ".join(f"{k} {v}" for k, v in sorted(first.ceilings.items()))
-            + origin
-        )
-        if first.torch_stable is not None:
-            stable = first.torch_stable
-            lines.append(
-                f"torch stable ABI: each job builds once against {first.torch_requirement} with "
-                f"{stable.flags}; its wheel requires {stable.requirement} (the torch-stable-abi rule)"
-            )
-        if first.sysroot is not None:
-            lines.append(
-                f"sysroot {first.sysroot}: every host compile uses the image's compatibility sysroot "
-                "(its glibc and libstdc++ bound the wheel's symbol versions)"
-            )
-        if first.rocm_pip is not None:
-            lines.append(
-                f"rocm from pip: the wheel requires {first.rocm_pip_requirement} (no system ROCm; RPATH "
-                f"$ORIGIN/../_rocm_sdk_core/lib), built with {first.rocm_pip_build_requirement} "
-                "from the hermetic wheelhouse (the compiler is the builder image's hipcc)"
-            )
-        if first.regression_baseline is not None:
-            lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
+        lines += [*_jobs_table(plan, styled), "", *_job_settings(plan.jobs[0])]
     lines += _image_and_hooks(r)
     extra = [name for name, _ in r.archs.export if name not in ALWAYS_EXPORTED]
     if plan.jobs and extra:
@@ -182,15 +125,86 @@ def render_table(plan: Plan, *, styled: bool = False) -> str:
         rows = [["JOB", *extra]] + [
             [j.id, *(j.archs.exported(r.archs.export).get(name, "") for name in extra)] for j in plan.jobs
         ]
-        lines += [f"  {line}" for line in _table(rows)]
+        lines += [f"  {line}" for line in table_lines(rows, styled=styled)]
     if plan.notes:
         lines.append("")
         lines += [f"note: {n}" for n in plan.notes]
     if plan.skipped:
-        lines.append("")
-        lines.append("skipped:")
-        lines += ["  " + line for line in _table([[s.id, s.reason] for s in plan.skipped])]
+        lines += ["", "skipped:"]
+        lines += [
+            "  " + line for line in table_lines([[s.id, s.reason] for s in plan.skipped], styled=styled)
+        ]
     return printable("\n".join(lines) + "\n")
+
+
+def _jobs_table(plan: Plan, styled: bool) -> list[str]:
+    """A row per job; a Python-independent wheel (wheel: py3-none/abi3) adds its tag and the Pythons it
+    serves."""
+    r = plan.recipe
+    shared = not r.wheel.per_python
+    rows = [
+        [
+            "JOB",
+            "PYTHON",
+            *(["WHEEL", "SERVES"] if shared else []),
+            "ROCM",
+            "TORCH",
+            "ARCHS",
+            "IMAGE",
+            "VERSION",
+        ]
+    ]
+    for j in plan.jobs:
+        rows.append(
+            [
+                j.id,
+                j.python,
+                *([j.wheel_tag or "", ",".join(j.pythons)] if shared else []),
+                j.rocm,
+                j.torch or (f"stable>={j.torch_stable.lowest}" if j.torch_stable else "-"),
+                j.archs.pytorch_rocm_arch(),
+                j.image_profile,
+                j.version,
+            ]
+        )
+    lines = table_lines(rows, styled=styled)
+    if shared:
+        lines.append("")
+        lines.append(
+            f"wheel {r.wheel.tag}: one job per cell, built with its lowest CPython (PYTHON); "
+            "the gate checks the tag, smoke runs under every Python it serves (SERVES)"
+        )
+    return lines
+
+
+def _job_settings(first: Job) -> list[str]:
+    """What every job shares: the policy's ceilings, the torch stable ABI, the sysroot, ROCm from pip,
+    the no-regression baseline."""
+    origin = ""
+    if first.ceilings_from_images:
+        origin = f" (tightened by from_image {', '.join(first.ceilings_from_images)})"
+    ceilings = ", ".join(f"{k} {v}" for k, v in sorted(first.ceilings.items()))
+    lines = [f"policy {first.policy}: ceilings {ceilings}{origin}"]
+    if first.torch_stable is not None:
+        stable = first.torch_stable
+        lines.append(
+            f"torch stable ABI: each job builds once against {first.torch_requirement} with "
+            f"{stable.flags}; its wheel requires {stable.requirement} (the torch-stable-abi rule)"
+        )
+    if first.sysroot is not None:
+        lines.append(
+            f"sysroot {first.sysroot}: every host compile uses the image's compatibility sysroot "
+            "(its glibc and libstdc++ bound the wheel's symbol versions)"
+        )
+    if first.rocm_pip is not None:
+        lines.append(
+            f"rocm from pip: the wheel requires {first.rocm_pip_requirement} (no system ROCm; RPATH "
+            f"$ORIGIN/../_rocm_sdk_core/lib), built with {first.rocm_pip_build_requirement} "
+            "from the hermetic wheelhouse (the compiler is the builder image's hipcc)"
+        )
+    if first.regression_baseline is not None:
+        lines.append(f"gate: no regression against the last release in {first.regression_baseline}")
+    return lines
 
 
 def _image_and_hooks(r: Recipe) -> list[str]:

@@ -113,7 +113,35 @@ def run_build(
         keep_refused=Path(keep_refused).absolute() if keep_refused is not None else None,
         wheelhouse=Path(wheelhouse).absolute() if wheelhouse is not None else None,
     )
-    if wheelhouse is not None and loaded.recipe.network:
+    _check_options(
+        options, loaded.recipe, wheelhouse=wheelhouse, keep_refused=keep_refused, out_dir=out_dir, note=note
+    )
+    with LiveBoard() if live else contextlib.nullcontext() as board:
+        results = build_plan(
+            loaded.recipe,
+            loaded.plan,
+            job_ids,
+            options,
+            echo=board.echo if board is not None else echo,
+            verbose=verbose,
+            parallel=parallel,
+            board=board,
+        )
+    return _BuildRun(loaded.recipe, loaded.plan, options, results)
+
+
+def _check_options(
+    options: BuildOptions,
+    recipe: Recipe,
+    *,
+    wheelhouse: str | None,
+    keep_refused: str | None,
+    out_dir: str,
+    note: Echo,
+) -> None:
+    """``--keep-refused`` writable; a note for an option that does not do what it seems to (paths as
+    the user wrote them)."""
+    if wheelhouse is not None and recipe.network:
         note(
             f"buildkit build: note: --wheelhouse {wheelhouse} is not used: the recipe sets network: true, "
             "so pip in the build container installs from the index"
@@ -127,15 +155,3 @@ def run_build(
                 f"buildkit build: note: --keep-refused {keep_refused} lies inside --out {out_dir}: "
                 f"`buildkit publish {out_dir}` refuses to publish while it holds a refused wheel"
             )
-    with LiveBoard() if live else contextlib.nullcontext() as board:
-        results = build_plan(
-            loaded.recipe,
-            loaded.plan,
-            job_ids,
-            options,
-            echo=board.echo if board is not None else echo,
-            verbose=verbose,
-            parallel=parallel,
-            board=board,
-        )
-    return _BuildRun(loaded.recipe, loaded.plan, options, results)

@@ -1,23 +1,13 @@
 """The names and metadata of a split: the device wheels' distribution names, the extras the host wheel
-gains, and the ``METADATA`` and ``WHEEL`` files of every output.
+gains, and the ``METADATA`` and ``WHEEL`` files of every output (what a user sees: docs/REFERENCE.md,
+``buildkit split``).
 
-A device wheel of processor ``gfx942`` for the host distribution ``amd-aiter`` is the distribution
-``amd-aiter-device-gfx942`` (PEP 503 normalized; ``amd_aiter_device_gfx942`` in its file name and
-``.dist-info``, as the binary distribution format escapes it), of the host's version, build tag and
-tags. Its ``METADATA`` says what it is (``Summary``), carries the host's license and project fields and
-requires the host at exactly its version; the host's ``METADATA`` gains one extra per target::
-
-    Provides-Extra: gfx942
-    Requires-Dist: amd-aiter-device-gfx942==0.1.7.post2.dev18; extra == "gfx942"
-
-so that ``pip install 'amd-aiter[gfx942]'`` installs both, and ``pip install amd-aiter`` the host
-alone. There is no cycle: the host's own requirements never name a device wheel (only its extras do),
-and a device wheel requires the host without extras. The device wheel's requirement on the host makes
-a mismatched pair visible (``pip check``; pip warns when an upgrade of the host alone leaves it).
-
-The host's ``METADATA`` is otherwise kept byte for byte: the two header lines per target are added at
-the end of its header block, and ``Metadata-Version`` is raised to 2.1 (the first with
-``Provides-Extra``) when it is lower.
+A device wheel of ``gfx942`` for ``amd-aiter`` is the distribution ``amd-aiter-device-gfx942`` (PEP 503
+normalized; ``amd_aiter_device_gfx942`` in its file name and ``.dist-info``). There is no cycle: the
+host's own requirements never name a device wheel (only its extras do), and a device wheel requires
+the host without extras. The host's ``METADATA`` is otherwise kept byte for byte: the two header
+lines per target are added at the end of its header block, and ``Metadata-Version`` is raised to 2.1
+(the first with ``Provides-Extra``) when it is lower.
 """
 
 from __future__ import annotations

@@ -17,11 +17,10 @@ hidden staging folder inside ``out`` and gates each one:
   ``device-wheel`` rule then requires every member but its metadata to be a code object of its
   processor (``gfx-arch`` is left to that rule).
 
-Only when every output passes are they moved into ``out`` (renamed: the device wheels first, the host
-last, so that no host in ``out`` names a device wheel that is not there yet). When one fails, none
-is: all of them, with their reports (``<wheel>.check.txt``, ``<wheel>.check.json``, as ``build``
-keeps a refused wheel), go to ``<out>/.refused/split-<input stem>/``, which a newer refusal replaces.
-Whatever happens (an error, Ctrl-C), the staging folder is removed.
+The outputs are moved into ``out`` only together, once every one passed (the device wheels first, the
+host last, so that no host in ``out`` names a device wheel that is not there yet); else all of them,
+with their reports, go to ``<out>/.refused/split-<input stem>/`` (docs/REFERENCE.md). The staging
+folder is removed whatever happens (an error, Ctrl-C).
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ from buildkit.inspect.models import WheelReport
 from buildkit.judge import judge_wheel
 from buildkit.manifest import REFUSED_DIR
 from buildkit.records import Key, json_shape, to_data
-from buildkit.split.classify import Bundled, Layout, classify
+from buildkit.split.classify import Bundled, Layout, Placed, classify
 from buildkit.split.metadata import (
     Headers,
     device_distribution,
@@ -161,77 +160,86 @@ class _Planned(NamedTuple):
 
 
 def _plan(report: WheelReport, layout: Layout, zf: zipfile.ZipFile) -> list[_Planned]:
-    """What each output wheel holds."""
+    """What each output wheel holds: the host first, then a device wheel per processor."""
     name, version, build, _tags = parse_wheel_filename(report.filename)
     dist_info = report.dist_info_dir
     if dist_info is None:  # inspect_wheel refuses a wheel without one: a bug if it happens
         raise SplitRefused(f"{report.filename}: no .dist-info folder holding WHEEL")
     infos = {i.filename: i for i in zf.infolist()}
     metadata = zf.read(f"{dist_info}/METADATA").decode("utf-8")
-    wheel_text = zf.read(f"{dist_info}/WHEEL").decode("utf-8")
     project = _metadata_name(metadata) or str(name)
-    stem = report.filename[: -len(".whl")]
-    tags_part = "-".join(stem.split("-")[-3:])
-    build_part = f"-{build[0]}{build[1]}" if build else ""
-    host_data = dist_info[: -len(".dist-info")] + ".data/"
+    skip = {f"{dist_info}/{n}" for n in ("METADATA", "RECORD", *SIGNATURES)}
+    host_meta = host_metadata(metadata, project, str(version), layout.targets)
+    co_count = sum(len(p) for p in layout.devices.values())
+    host = _Planned(
+        *("host", None, project, report.filename, dist_info),
+        tuple(Copied(m, infos[m]) for m in layout.host if m not in skip),
+        {f"{dist_info}/METADATA": host_meta.encode("utf-8")},
+        len(report.code_objects) - co_count,
+        0,
+    )
     sizes = {f.name: f.size for f in report.files}
     in_dist_info = {
         m[len(dist_info) + 1 :]: sizes.get(m, 0) for m in report.members if m.startswith(dist_info + "/")
     }
-    licenses = license_files(metadata, in_dist_info)
-    planned: list[_Planned] = []
-    skip = {f"{dist_info}/{n}" for n in ("METADATA", "RECORD", *SIGNATURES)}
-    host_copied = tuple(Copied(m, infos[m]) for m in layout.host if m not in skip)
-    host_meta = host_metadata(metadata, project, str(version), layout.targets)
-    co_count = sum(len(p) for p in layout.devices.values())
-    planned.append(
-        _Planned(
-            "host",
-            None,
-            project,
-            report.filename,
-            dist_info,
-            host_copied,
-            {f"{dist_info}/METADATA": host_meta.encode("utf-8")},
-            len(report.code_objects) - co_count,
-            0,
-        )
+    stem = report.filename[: -len(".whl")]
+    suffix = (f"-{build[0]}{build[1]}" if build else "") + "-" + "-".join(stem.split("-")[-3:])
+    device = _DevicePlan(
+        project,
+        str(version),
+        suffix,
+        dist_info,
+        metadata,
+        zf.read(f"{dist_info}/WHEEL").decode("utf-8"),
+        license_files(metadata, in_dist_info),
+        infos,
     )
-    for target, placed in layout.devices.items():
-        distribution = device_distribution(project, target)
+    return [host, *(device.plan(target, placed) for target, placed in layout.devices.items())]
+
+
+class _DevicePlan(NamedTuple):
+    """What every device wheel of one input shares; :meth:`plan` gives one processor's."""
+
+    project: str
+    version: str
+    suffix: str  # the file name after the version: the build tag, if any, and the input's tags
+    dist_info: str  # the input's
+    metadata: str  # the input's METADATA
+    wheel_text: str  # the input's WHEEL
+    licenses: Mapping[str, str]
+    infos: Mapping[str, zipfile.ZipInfo]
+
+    def plan(self, target: str, placed: Sequence[Placed]) -> _Planned:
+        distribution = device_distribution(self.project, target)
         part = filename_part(distribution)
-        device_info = f"{part}-{version}.dist-info"
-        device_data = f"{part}-{version}.data/"
+        device_info = f"{part}-{self.version}.dist-info"
+        host_data, device_data = (
+            self.dist_info[: -len(".dist-info")] + ".data/",
+            f"{part}-{self.version}.data/",
+        )
         copied = [
             Copied(
                 device_data + p.member[len(host_data) :] if p.member.startswith(host_data) else p.member,
-                infos[p.member],
+                self.infos[p.member],
             )
             for p in placed
         ]
         copied += [
-            Copied(f"{device_info}/{path}", infos[f"{dist_info}/{path}"]) for path in licenses.values()
+            Copied(f"{device_info}/{path}", self.infos[f"{self.dist_info}/{path}"])
+            for path in self.licenses.values()
         ]
+        metadata = device_metadata(self.metadata, self.project, self.version, target, list(self.licenses))
         generated = {
-            f"{device_info}/METADATA": device_metadata(
-                metadata, project, str(version), target, list(licenses)
-            ).encode(),
-            f"{device_info}/WHEEL": device_wheel_file(wheel_text).encode(),
+            f"{device_info}/METADATA": metadata.encode(),
+            f"{device_info}/WHEEL": device_wheel_file(self.wheel_text).encode(),
         }
-        planned.append(
-            _Planned(
-                "device",
-                target,
-                distribution,
-                f"{part}-{version}{build_part}-{tags_part}.whl",
-                device_info,
-                tuple(copied),
-                generated,
-                len(placed),
-                sum(p.size for p in placed),
-            )
+        return _Planned(
+            *("device", target, distribution, f"{part}-{self.version}{self.suffix}.whl", device_info),
+            tuple(copied),
+            generated,
+            len(placed),
+            sum(p.size for p in placed),
         )
-    return planned
 
 
 def _metadata_name(text: str) -> str | None:
@@ -249,18 +257,8 @@ def split_wheel(
     """Split ``wheel`` into ``out`` (module docstring). :class:`SplitRefused` when it cannot be split,
     ``WheelReadError`` when it cannot be read; a split whose outputs fail their gate returns a result
     with ``refused`` set (the caller raises ``GateFailed``)."""
-    say = echo or (lambda _line: None)
     base = config or GateConfig()
-    if out.is_symlink() and not os.path.exists(out):
-        raise UsageError(
-            f"--out {out} is a symbolic link to {os.readlink(out)}, which does not resolve (missing, or "
-            "a loop); give a folder"
-        )
-    if out.resolve() == wheel.resolve().parent:
-        raise UsageError(
-            f"--out {out} is the folder of {wheel.name}: the host wheel has the input's file name and "
-            "would replace it; give another folder"
-        )
+    _check_out(out, wheel)
     timings: dict[str, float] = {}
     started = time.monotonic()
     report, verdict = judge_wheel(wheel, base)
@@ -281,41 +279,50 @@ def split_wheel(
             }
         timings["write"] = time.monotonic() - t0
         t0 = time.monotonic()
-        gated: list[tuple[_Planned, Verdict]] = []
-        for p in planned:
-            path = staging / p.filename
-            cfg = output_config(base, target=p.target, bundles=bool(layout.bundles))
-            gated.append((p, judge_wheel(path, cfg).verdict))
-            say(f"{p.filename}: {'PASS' if gated[-1][1].passed else 'FAIL'}")
+        gated = _gate(staging, planned, base, bundles=bool(layout.bundles), say=echo or (lambda _line: None))
         timings["gate"] = time.monotonic() - t0
-        passed = all(v.passed for _p, v in gated)
-        if passed:
-            final = out
+        if all(v.passed for _p, v in gated):
+            final, refused = out, None
             for p, _v in [*gated[1:], gated[0]]:  # the device wheels first: a host never names a missing one
                 os.replace(staging / p.filename, out / p.filename)
             sync_folder(out)
-            refused = None
         else:
             final = refused = _keep_refused(staging, out / REFUSED_DIR / f"split-{wheel.stem}", gated)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     timings["total"] = time.monotonic() - started
     outputs = tuple(
-        Output(
-            p.role,
-            p.target,
-            p.distribution,
-            final / p.filename,
-            v.size,
-            files[p.filename],
-            p.code_objects,
-            p.code_object_bytes,
-            v,
-        )
+        Output(*p[:3], final / p.filename, v.size, files[p.filename], p.code_objects, p.code_object_bytes, v)
         for p, v in gated
     )
     by_header = sum(1 for placed in layout.devices.values() for c in placed if not c.by_path)
     return SplitResult(wheel, report.size, outputs, layout.bundles, by_header, refused, timings)
+
+
+def _check_out(out: Path, wheel: Path) -> None:
+    """UsageError when ``out`` is a dangling symbolic link or the input's own folder."""
+    if out.is_symlink() and not os.path.exists(out):
+        raise UsageError(
+            f"--out {out} is a symbolic link to {os.readlink(out)}, which does not resolve (missing, or "
+            "a loop); give a folder"
+        )
+    if out.resolve() == wheel.resolve().parent:
+        raise UsageError(
+            f"--out {out} is the folder of {wheel.name}: the host wheel has the input's file name and "
+            "would replace it; give another folder"
+        )
+
+
+def _gate(
+    staging: Path, planned: Sequence[_Planned], base: GateConfig, *, bundles: bool, say: Echo
+) -> list[tuple[_Planned, Verdict]]:
+    """Each output written in ``staging`` gated with its configuration (:func:`output_config`)."""
+    gated: list[tuple[_Planned, Verdict]] = []
+    for p in planned:
+        cfg = output_config(base, target=p.target, bundles=bundles)
+        gated.append((p, judge_wheel(staging / p.filename, cfg).verdict))
+        say(f"{p.filename}: {'PASS' if gated[-1][1].passed else 'FAIL'}")
+    return gated
 
 
 def _staging(out: Path, wheel: Path) -> Path:

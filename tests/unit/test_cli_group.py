@@ -6,7 +6,10 @@ import json
 import subprocess
 import sys
 
-from buildkit.cli import COMMANDS, SUMMARIES
+from buildkit.cli import COMMANDS
+
+# one table names each command's module and its --help summary: a command cannot lack one
+SUMMARIES = {name: summary for name, (_target, summary) in COMMANDS.items()}
 
 PROBE = """
 import json, sys
@@ -24,7 +27,6 @@ print(json.dumps(heavy), file=sys.stderr)
 
 
 def test_every_command_has_a_summary() -> None:
-    assert set(SUMMARIES) == set(COMMANDS)
     assert all(s and len(s) <= 65 for s in SUMMARIES.values())
 
 
