@@ -131,6 +131,13 @@ class BuildFailed(BuildkitError):
     exit_code = 9
 
 
+class HostIsaRefused(BuildFailed):
+    """The build's compiler launcher refused a compile asking for more than the host ISA the build
+    holds (``-march=native``, ``-mavx512f`` above ``host_isa.level``): the flag, file and command named."""
+
+    exit_code = 19
+
+
 class PublishRefused(BuildkitError):
     """``refusals``: ``(wheel, reason)`` of each refused wheel when the refusal is per wheel."""
 
