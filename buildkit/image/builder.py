@@ -39,7 +39,7 @@ from buildkit.image.content import (
 )
 from buildkit.image.engine import build_logged, default_log_path
 from buildkit.image.ensure import ensure_image
-from buildkit.profiles import REPOSITORY_PREFIX, declared_build_args, docker_dir, get_profile
+from buildkit.profiles import REPOSITORY_PREFIX, Profile, declared_build_args, docker_dir
 from buildkit.recipe.sections.image import ImageSpec
 from buildkit.records import to_data
 
@@ -120,14 +120,13 @@ def _ref(profile: str, tag: str, image: Any, built: bool) -> ImageRef:
 def with_packages(
     client: Any,
     base: ImageRef,
-    profile_name: str,
+    profile: Profile,
     packages: tuple[str, ...],
     progress: Progress,
     rebuild: bool = False,
 ) -> ImageRef:
-    """``base`` (an image of profile ``profile_name``) with ``packages`` installed in a generated
-    layer, tagged by (base image id, package manager, packages): reused when that tag exists."""
-    profile = get_profile(profile_name)
+    """``base`` (an image of ``profile``) with ``packages`` installed in a generated layer, tagged
+    by (base image id, package manager, packages): reused when that tag exists."""
     manager = profile.package_manager
     if manager is None:  # the recipe layer refuses this already
         raise UsageError(f"profile {profile.name} takes no extra packages")
@@ -269,12 +268,13 @@ def ensure_builder(
         return _ref(f"ref:{spec.ref}", spec.ref, found, built=False)
     if spec.dockerfile:
         return _own_dockerfile(client, spec, recipe_dir, recipe_name, progress, rebuild)
-    assert spec.profile is not None
-    args = {**rocm_build_args(spec.profile, rocm, archs), **spec.build_args}
-    base = ensure_image(spec.profile, build_args=args, client=client, progress=progress, rebuild=rebuild)
+    profile = spec.profile_data
+    assert profile is not None
+    args = {**rocm_build_args(profile, rocm, archs), **spec.build_args}
+    base = ensure_image(profile, build_args=args, client=client, progress=progress, rebuild=rebuild)
     if not spec.packages:
         return base
-    return with_packages(client, base, spec.profile, spec.packages, progress, rebuild)
+    return with_packages(client, base, profile, spec.packages, progress, rebuild)
 
 
 def describe(spec: ImageSpec, image: ImageRef) -> dict[str, Any]:

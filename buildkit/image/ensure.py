@@ -34,7 +34,7 @@ from buildkit.image.content import (
     sources_hash,
 )
 from buildkit.image.engine import Progress, build_logged, default_log_path
-from buildkit.profiles import Profile, docker_dir, get_profile, profile_build_args
+from buildkit.profiles import Profile, docker_dir, profile_build_args
 
 
 def download_wheels(profile: Profile, directory: Path, dest: Path, *, progress: Progress) -> None:
@@ -81,7 +81,7 @@ def build_context(profile: Profile, *, progress: Progress) -> Iterator[Path]:
 
 
 def ensure_image(
-    profile_name: str,
+    profile: Profile,
     *,
     build_args: Mapping[str, str] | None = None,
     client: Any = None,
@@ -89,9 +89,8 @@ def ensure_image(
     log_path: Path | None = None,
     rebuild: bool = False,
 ) -> ImageRef:
-    """The image of ``profile_name`` with these build args: reused when its content tag exists."""
+    """The image of ``profile`` with these build args: reused when its content tag exists."""
     report = progress or (lambda _line: None)
-    profile = get_profile(profile_name)
     args = effective_build_args(profile, build_args)
     declared = profile_build_args(profile)
     unknown = [name for name in args if name not in declared]
