@@ -24,8 +24,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import docker.errors
-
 from buildkit.errors import DockerUnavailable, UsageError
 from buildkit.image.args import rocm_build_args
 from buildkit.image.content import (
@@ -35,6 +33,8 @@ from buildkit.image.content import (
     LABEL_PROFILE,
     LABEL_SOURCES,
     ImageRef,
+    existing_image,
+    image_ref,
     sources_hash,
 )
 from buildkit.image.engine import build_logged, default_log_path
@@ -82,13 +82,6 @@ def _digest(doc: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def _existing(client: Any, tag: str) -> Any:
-    try:
-        return client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return None
-
-
 def _build(
     client: Any,
     *,
@@ -103,18 +96,6 @@ def _build(
     log_file = default_log_path(name, tag)
     progress(f"building {tag} ({name}, log: {log_file})")
     return build_logged(client, context, dockerfile, tag, args, labels, log_file, progress)
-
-
-def _ref(profile: str, tag: str, image: Any, built: bool) -> ImageRef:
-    attrs = image.attrs
-    return ImageRef(
-        profile=profile,
-        tag=tag,
-        id=str(image.id),
-        size=int(attrs.get("Size", 0)),
-        created=str(attrs.get("Created", "")),
-        built=built,
-    )
 
 
 def with_packages(
@@ -133,10 +114,10 @@ def with_packages(
     text = packages_dockerfile(base.tag, manager, packages)
     digest = _digest({"base": base.id, "manager": manager, "packages": list(packages), "dockerfile": text})
     tag = f"{profile.repository}:{digest[:HASH_LENGTH]}"
-    found = None if rebuild else _existing(client, tag)
+    found = None if rebuild else existing_image(client, tag)
     if found is not None:
         progress(f"reusing {tag} ({found.short_id}: {profile.name} + {' '.join(packages)})")
-        return _ref(profile.name, tag, found, built=False)
+        return image_ref(profile.name, tag, found, built=False)
     labels = {
         LABEL_PROFILE: profile.name,
         LABEL_CONTENT: digest[:HASH_LENGTH],
@@ -156,7 +137,7 @@ def with_packages(
             name=f"{profile.name}-packages",
             progress=progress,
         )
-    return _ref(profile.name, tag, image, built=True)
+    return image_ref(profile.name, tag, image, built=True)
 
 
 def _tree_digest(root: Path) -> str:
@@ -204,7 +185,7 @@ def _own_dockerfile(
     base = _base_of(text, args)
     base_id = None
     if base and base.lower() != "scratch":
-        found = _existing(client, base)
+        found = existing_image(client, base)
         if found is None:
             raise DockerUnavailable(
                 f"the base image {base} of {dockerfile} is not in the engine\n"
@@ -221,11 +202,11 @@ def _own_dockerfile(
         }
     )
     tag = f"{REPOSITORY_PREFIX}project-{safe}:{digest[:HASH_LENGTH]}"
-    found = None if rebuild else _existing(client, tag)
+    found = None if rebuild else existing_image(client, tag)
     label = f"dockerfile:{spec.dockerfile}"
     if found is not None:
         progress(f"reusing {tag} ({found.short_id}: {spec.dockerfile})")
-        return _ref(label, tag, found, built=False)
+        return image_ref(label, tag, found, built=False)
     labels = {
         LABEL_PROFILE: label,
         LABEL_CONTENT: digest[:HASH_LENGTH],
@@ -242,7 +223,7 @@ def _own_dockerfile(
         name=f"project-{safe}",
         progress=progress,
     )
-    return _ref(label, tag, image, built=True)
+    return image_ref(label, tag, image, built=True)
 
 
 def ensure_builder(
@@ -259,13 +240,13 @@ def ensure_builder(
     """The image a job with ROCm ``rocm`` builds in, made (or reused) from ``spec``. A profile's image
     keeps the GPU kernel libraries of ``archs`` only (the archs of the jobs it serves), when given."""
     if spec.ref:
-        found = _existing(client, spec.ref)
+        found = existing_image(client, spec.ref)
         if found is None:
             raise DockerUnavailable(
                 f"image.ref {spec.ref} is not in the engine\n"
                 f"  hint: `docker pull {spec.ref}` or `docker load` it first"
             )
-        return _ref(f"ref:{spec.ref}", spec.ref, found, built=False)
+        return image_ref(f"ref:{spec.ref}", spec.ref, found, built=False)
     if spec.dockerfile:
         return _own_dockerfile(client, spec, recipe_dir, recipe_name, progress, rebuild)
     profile = spec.profile_data

@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import docker.errors
-
 from buildkit.docker_engine import connect
 from buildkit.errors import BuildFailed, UsageError
 from buildkit.image.args import effective_build_args
@@ -29,6 +27,7 @@ from buildkit.image.content import (
     LABEL_PROFILE,
     LABEL_SOURCES,
     ImageRef,
+    existing_image,
     image_ref,
     resolve_tag,
     sources_hash,
@@ -102,14 +101,10 @@ def ensure_image(
     if client is None:
         client = connect()
     tag, _base = resolve_tag(client, profile, args)
-    if not rebuild:
-        try:
-            existing = client.images.get(tag)
-        except docker.errors.ImageNotFound:
-            existing = None
-        if existing is not None:
-            report(f"reusing {tag} ({existing.short_id})")
-            return image_ref(profile, tag, existing, built=False)
+    existing = None if rebuild else existing_image(client, tag)
+    if existing is not None:
+        report(f"reusing {tag} ({existing.short_id})")
+        return image_ref(profile.name, tag, existing, built=False)
 
     log_file = log_path or default_log_path(profile.name, tag)
     labels = {
@@ -121,4 +116,4 @@ def ensure_image(
     report(f"building {tag} from {profile.dockerfile} (log: {log_file})")
     with build_context(profile, progress=report) as context:
         image = build_logged(client, context, profile.dockerfile, tag, args, labels, log_file, report)
-    return image_ref(profile, tag, image, built=True)
+    return image_ref(profile.name, tag, image, built=True)
