@@ -45,5 +45,6 @@ def test_an_image_spec_carries_its_profile() -> None:
     spec = ImageSpec(profile="debian-rocm")
     assert spec.profile_data == images.get_profile("debian-rocm")
     assert ImageSpec(ref="example/builder:1").profile_data is None
+    unknown = ImageSpec(profile="centos-rocm")  # looked up when first read
     with pytest.raises(UsageError, match="unknown image profile 'centos-rocm'"):
-        ImageSpec(profile="centos-rocm")
+        _ = unknown.profile_data

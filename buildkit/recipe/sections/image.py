@@ -19,6 +19,7 @@ that the ``rocm:`` axis decides (the profile's ``rocm_build_arg``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,9 +45,7 @@ PACKAGE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.+_~:=*-]*$")
 )
 @dataclass(frozen=True)
 class ImageSpec:
-    """The builder image of a recipe: exactly one of ``profile``, ``dockerfile`` and ``ref``.
-    ``profile_data`` is the named profile, resolved once here: the layers below the recipe read it
-    instead of looking the name up again (None for a Dockerfile or a ref)."""
+    """The builder image of a recipe: exactly one of ``profile``, ``dockerfile`` and ``ref``."""
 
     profile: str | None = None
     dockerfile: str | None = None  # relative to the recipe, as written
@@ -54,11 +53,13 @@ class ImageSpec:
     ref: str | None = None
     packages: tuple[str, ...] = ()
     build_args: Mapping[str, str] = field(default_factory=dict)
-    profile_data: profiles.Profile | None = field(default=None, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        if self.profile and (self.profile_data is None or self.profile_data.name != self.profile):
-            object.__setattr__(self, "profile_data", profiles.get_profile(self.profile))
+    @functools.cached_property
+    def profile_data(self) -> profiles.Profile | None:
+        """The named profile, looked up once, here: the layers below the recipe take it instead of
+        the name (None for a Dockerfile or a ref). Looked up when first read, so that a recipe loads
+        where the profiles cannot be read (an unknown profile: the loader's error at its position)."""
+        return profiles.get_profile(self.profile) if self.profile else None
 
     @property
     def kind(self) -> str:
@@ -85,12 +86,10 @@ def _parse_image(raw: Any, recipe_dir: Path, err: ErrorAt) -> ImageSpec:
     """The recipe's ``image`` value (schema-valid) as an :class:`ImageSpec`, with the checks a
     schema cannot make: build arguments the Dockerfile declares, packages a profile can install."""
     if isinstance(raw, str):
-        return ImageSpec(profile=raw, profile_data=_profile(raw, "image", ("image",), err))
+        return ImageSpec(profile=raw)
     build_args = {str(k): str(v) for k, v in raw.get("build_args", {}).items()}
-    name = raw.get("profile")
     spec = ImageSpec(
-        profile=name,
-        profile_data=_profile(name, "image.profile", ("image", "profile"), err) if name else None,
+        profile=raw.get("profile"),
         dockerfile=raw.get("dockerfile"),
         context=raw.get("context"),
         ref=raw.get("ref"),
@@ -121,14 +120,6 @@ def _parse_image(raw: Any, recipe_dir: Path, err: ErrorAt) -> ImageSpec:
     return spec
 
 
-def _profile(name: str, label: str, at: JsonPath, err: ErrorAt) -> profiles.Profile:
-    """The profile a recipe names, looked up once here; an unknown one is an error at ``at``."""
-    try:
-        return profiles.get_profile(name)
-    except UsageError as exc:
-        raise err(f"{label}: {exc}", at) from None
-
-
 def check_smoke_packages(image: str, at: JsonPath, err: ErrorAt) -> None:
     """A smoke test's ``packages`` extend the runtime image of a profile, named
     ``rocm-buildkit/<profile>``: any other image is taken as it is."""
@@ -141,7 +132,10 @@ def check_smoke_packages(image: str, at: JsonPath, err: ErrorAt) -> None:
             key=True,
             hint="name a profile such as rocm-buildkit/debian-runtime, or install the packages in your image",
         )
-    profile = _profile(name, f"{at[0]}[{at[1]}].image", (*at, "image"), err)
+    try:
+        profile = profiles.get_profile(name)
+    except UsageError as exc:
+        raise err(f"{at[0]}[{at[1]}].image: {exc}", (*at, "image")) from None
     if profile.package_manager is None:
         raise err(
             f"{at[0]}[{at[1]}].packages: profile {name} installs no extra packages (no package_manager)",
@@ -151,9 +145,9 @@ def check_smoke_packages(image: str, at: JsonPath, err: ErrorAt) -> None:
 
 
 def _check_profile(spec: ImageSpec, err: ErrorAt) -> None:
-    profile = spec.profile_data
-    assert profile is not None
     try:
+        profile = spec.profile_data
+        assert profile is not None
         declared = profiles.profile_build_args(profile) if spec.build_args else ()
     except (UsageError, OSError) as exc:
         raise err(f"image.profile: {exc}", ("image", "profile")) from None

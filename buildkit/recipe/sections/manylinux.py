@@ -83,9 +83,13 @@ def _check_sysroot(d: Mapping[str, Any], image: ImageSpec | None, name: str, err
             ("manylinux", "sysroot"),
             hint="image: debian-sid-rocm carries glibc2.31",
         )
-    if image is None or image.profile_data is None:
+    try:
+        profile = image.profile_data if image is not None else None
+    except UsageError:
+        return  # the image section reports an unknown profile, or unreadable profiles, itself
+    if profile is None:
         return
-    known = image.profile_data.sysroots
+    known = profile.sysroots
     if name not in known:
         offered = ", ".join(known) if known else "none"
         raise err(
