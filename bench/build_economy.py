@@ -188,7 +188,7 @@ def tag_of(client: Any, path: Path) -> tuple[str, list[Job]]:
     plan = expand(load_recipe(path), env={}, enumerator=lambda: [])
     profile = profiles.get_profile("debian-sid-rocm")
     archs = [str(a) for j in plan.jobs for a in j.archs.kept]
-    tag, _ = images.resolve_tag(client, profile, images.rocm_build_args(profile.name, "7.2", archs))
+    tag, _ = images.resolve_tag(client, profile, images.rocm_build_args(profile, "7.2", archs))
     return tag, list(plan.jobs)
 
 

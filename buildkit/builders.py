@@ -101,10 +101,10 @@ def needs_of_dockerfile(profile: str, text: str) -> Needs:
     return Needs(profile=profile, bases=tuple(bases), hosts=tuple(hosts))
 
 
-def needs_of(name: str) -> Needs:
-    """:func:`needs_of_dockerfile` of profile ``name``'s Dockerfile."""
-    profile = profiles.get_profile(name)
-    return needs_of_dockerfile(name, (profiles.docker_dir() / profile.dockerfile).read_text(encoding="utf-8"))
+def needs_of(profile: profiles.Profile) -> Needs:
+    """:func:`needs_of_dockerfile` of ``profile``'s Dockerfile."""
+    text = (profiles.docker_dir() / profile.dockerfile).read_text(encoding="utf-8")
+    return needs_of_dockerfile(profile.name, text)
 
 
 def _present(reference: str, images: frozenset[str]) -> bool:
@@ -231,7 +231,8 @@ def probe(candidates: Sequence[Needs], *, timeout: float = PROBE_TIMEOUT) -> Mac
     return Machine(engine_missing=missing, images=images, reachable=reachable_hosts(hosts, timeout=timeout))
 
 
-def choose_builder(*, timeout: float = PROBE_TIMEOUT) -> Choice:
-    """:func:`choose` on what :func:`probe` finds on this machine, among :data:`CANDIDATES`."""
-    candidates = [needs_of(name) for name in CANDIDATES]
+def choose_builder(offered: Sequence[profiles.Profile], *, timeout: float = PROBE_TIMEOUT) -> Choice:
+    """:func:`choose` on what :func:`probe` finds on this machine, among ``offered`` (the profiles of
+    :data:`CANDIDATES`, in that order)."""
+    candidates = [needs_of(profile) for profile in offered]
     return choose(probe(candidates, timeout=timeout), candidates)

@@ -64,8 +64,8 @@ def build_plan(
         source = _checked_source(recipe, plan, jobs, Path(tmp), echo)
         client = client if client is not None else connect()
         for job in jobs:  # refuse a job its image cannot serve before building anything
-            if recipe.image.profile:
-                rocm_build_args(recipe.image.profile, job.rocm)
+            if recipe.image.profile_data:
+                rocm_build_args(recipe.image.profile_data, job.rocm)
         builds = _Builds(recipe, jobs, options, remote, client, source, stack, echo, verbose, board)
         if parallel <= 1 or len(jobs) == 1:
             return [builds.build(job, builds.prepare(job), echo) for job in jobs]

@@ -31,6 +31,11 @@ def _echo_progress(line: str) -> None:
     click.echo(line, err=True)
 
 
+def _profile(_ctx: click.Context, _param: click.Parameter, name: str) -> images.Profile:
+    """A PROFILE argument (a name click has checked) as the profile the commands pass on."""
+    return images.get_profile(name)
+
+
 def _size(n: int) -> str:
     return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB"
 
@@ -41,7 +46,7 @@ def image() -> None:
 
 
 @image.command("build")
-@click.argument("profile", type=click.Choice(sorted(images.PROFILES)))
+@click.argument("profile", type=click.Choice(sorted(images.PROFILES)), callback=_profile)
 @click.option(
     "--rocm",
     "rocm",
@@ -54,7 +59,7 @@ def image() -> None:
 @click.option("--rebuild", is_flag=True, help="Build even when the content tag exists.")
 @click.option("--quiet", "-q", is_flag=True, help="Do not stream the build output.")
 def build(
-    profile: str,
+    profile: images.Profile,
     rocm: str | None,
     build_args: tuple[str, ...],
     log_path: Path | None,
@@ -76,7 +81,9 @@ def build(
 
 @image.command("probe")
 @click.argument(
-    "profile", type=click.Choice(sorted(n for n, p in images.PROFILES.items() if p.role == "builder"))
+    "profile",
+    type=click.Choice(sorted(n for n, p in images.PROFILES.items() if p.role == "builder")),
+    callback=_profile,
 )
 @click.option(
     "--rocm", "rocm", required=True, metavar="RELEASE", help="The ROCm release of the image (e.g. 7.2)."
@@ -85,7 +92,11 @@ def build(
 @click.option("--arch", "archs", multiple=True, default=("gfx942",), show_default=True, help="Repeatable.")
 @click.option("--build-arg", "build_args", multiple=True, metavar="KEY=VALUE", help="As for `image build`.")
 def probe(
-    profile: str, rocm: str, pythons: tuple[str, ...], archs: tuple[str, ...], build_args: tuple[str, ...]
+    profile: images.Profile,
+    rocm: str,
+    pythons: tuple[str, ...],
+    archs: tuple[str, ...],
+    build_args: tuple[str, ...],
 ) -> None:
     """Check PROFILE's image for ROCm RELEASE (built or reused as `image build` makes it) against the
     builder contract `build` holds it to: the Pythons, auditwheel, hipcc compiling for each arch, its
@@ -102,10 +113,10 @@ def probe(
             client=client,
             progress=_echo_progress,
         )
-        contract = Contract.of(pythons, archs, image=image_contract(images.get_profile(profile), rocm))
+        contract = Contract.of(pythons, archs, image=image_contract(profile, rocm))
         check_builder(client, ref.tag, ref.id, contract, progress=_echo_progress)
     except ENGINE_ERRORS as exc:
-        raise engine_failed(exc, during=f"probing the image of {profile}") from None
+        raise engine_failed(exc, during=f"probing the image of {profile.name}") from None
     pieces = ", ".join(p.name for p in contract.image.pieces) if contract.image else ""
     click.echo(
         f"{ref.tag} meets the builder contract ({', '.join(contract.pythons)}; {', '.join(archs)}; {pieces})"
@@ -135,10 +146,10 @@ def prepare(recipe: str, quiet: bool) -> None:
 
 
 @image.command("bump-base")
-@click.argument("profile", type=click.Choice(sorted(images.PROFILES)))
+@click.argument("profile", type=click.Choice(sorted(images.PROFILES)), callback=_profile)
 @click.option("--tag", default="latest", show_default=True, help="The tag of the base repository to pin.")
 @click.option("--dry-run", is_flag=True, help="Resolve and report; do not rewrite the Dockerfile.")
-def bump_base(profile: str, tag: str, dry_run: bool) -> None:
+def bump_base(profile: images.Profile, tag: str, dry_run: bool) -> None:
     """Pin PROFILE's base image to the digest the registry serves for TAG now (docker buildx
     imagetools inspect), rewriting its Dockerfile's FROM line; needs the registry."""
     from buildkit.image import base  # only this command needs it (start-up time)

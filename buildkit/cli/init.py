@@ -107,7 +107,7 @@ def _builder(project: Project) -> tuple[str, tuple[str, ...]]:
     """The builder image when ``--image`` is not given (:mod:`buildkit.builders`: one this machine
     can build; on a terminal, asked when none can), printed with why, and the recipe's comment on the
     others."""
-    choice = builders.choose_builder()
+    choice = builders.choose_builder([profiles.get_profile(name) for name in builders.CANDIDATES])
     _note(f"buildkit init: builder {choice.why}")
     image = choice.image
     if not choice.buildable and _interactive():

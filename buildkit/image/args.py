@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 
 from buildkit import rocm as rocm_data
 from buildkit.errors import UsageError
-from buildkit.profiles import Profile, get_profile
+from buildkit.profiles import Profile
 from buildkit.rocm.install import el8_install, el8_installs
 
 
@@ -28,12 +28,11 @@ def parse_build_args(pairs: tuple[str, ...] | list[str]) -> dict[str, str]:
 KEEP_ARCHS_ARG = "KEEP_GFX_ARCHS"
 
 
-def rocm_build_args(profile_name: str, rocm: str, archs: Iterable[str] | None = None) -> dict[str, str]:
-    """The build arguments that make ``profile_name``'s image carry ROCm ``rocm`` (a release such as
+def rocm_build_args(profile: Profile, rocm: str, archs: Iterable[str] | None = None) -> dict[str, str]:
+    """The build arguments that make ``profile``'s image carry ROCm ``rocm`` (a release such as
     "7.2"): the patch, AMD's repositories and the packages of ``buildkit/rocm/install.yaml``. With
     ``archs`` (target ids), the image keeps the GPU kernel libraries of those processors only. A
     profile fixed to other releases refuses; a release without install data is a usage error."""
-    profile = get_profile(profile_name)
     if profile.rocm_releases is not None:
         if rocm not in profile.rocm_releases:
             raise UsageError(
@@ -58,17 +57,16 @@ def rocm_build_args(profile_name: str, rocm: str, archs: Iterable[str] | None = 
     return args
 
 
-def profile_rocm_args(profile_name: str, rocm: str | None, build_args: Mapping[str, str]) -> dict[str, str]:
+def profile_rocm_args(profile: Profile, rocm: str | None, build_args: Mapping[str, str]) -> dict[str, str]:
     """``buildkit image build``'s arguments: a profile that installs AMD's packages gets the
     install.yaml arguments of ``rocm`` (default: the newest release there) under ``build_args``,
     which may override any of them but the release itself (``--rocm`` names it)."""
-    profile = get_profile(profile_name)
     if profile.rocm_releases is not None:  # fixed releases: --rocm may only name one of them
         if profile.releases:  # one image per release: --rocm picks it (default: the newest)
             chosen = rocm if rocm is not None else profile.rocm_releases[-1]
-            return {**rocm_build_args(profile.name, chosen), **build_args}
+            return {**rocm_build_args(profile, chosen), **build_args}
         if rocm is not None:
-            rocm_build_args(profile.name, rocm)
+            rocm_build_args(profile, rocm)
         return dict(build_args)
     if profile.rocm_build_arg is None:
         if rocm is not None:
@@ -81,7 +79,7 @@ def profile_rocm_args(profile_name: str, rocm: str | None, build_args: Mapping[s
             f"{build_args[profile.rocm_build_arg].rsplit('.', 1)[0]})"
         )
     chosen = rocm if rocm is not None else el8_installs()[-1].rocm
-    return {**rocm_build_args(profile.name, chosen), **build_args}
+    return {**rocm_build_args(profile, chosen), **build_args}
 
 
 def effective_build_args(profile: Profile, build_args: Mapping[str, str] | None) -> dict[str, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from buildkit.errors import BuildFailed, DockerUnavailable, UsageError
 from buildkit.fsutil import atomic_write
-from buildkit.profiles import docker_dir, get_profile
+from buildkit.profiles import Profile, docker_dir
 
 INSPECT_TIMEOUT = 120
 _FROM = re.compile(r"^FROM\s+(?P<repository>[^\s@]+)@(?P<digest>sha256:[0-9a-f]{64})(?P<rest>.*)$", re.M)
@@ -128,7 +128,7 @@ def rewrite_base(text: str, digest: str, reference: str, day: datetime.date) -> 
 
 
 def bump_base(
-    profile_name: str,
+    profile: Profile,
     tag: str = "latest",
     *,
     dry_run: bool = False,
@@ -139,7 +139,6 @@ def bump_base(
     ``dry_run`` or it is pinned there already)."""
     if not _TAG.match(tag):
         raise UsageError(f"--tag {tag!r} is not an image tag (letters, digits, '_', '.', '-')")
-    profile = get_profile(profile_name)
     path = docker_dir() / profile.dockerfile
     text = path.read_text(encoding="utf-8")
     pin = pinned_base(text, str(path))

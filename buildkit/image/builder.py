@@ -24,8 +24,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import docker.errors
-
 from buildkit.errors import DockerUnavailable, UsageError
 from buildkit.image.args import rocm_build_args
 from buildkit.image.content import (
@@ -35,11 +33,13 @@ from buildkit.image.content import (
     LABEL_PROFILE,
     LABEL_SOURCES,
     ImageRef,
+    existing_image,
+    image_ref,
     sources_hash,
 )
 from buildkit.image.engine import build_logged, default_log_path
 from buildkit.image.ensure import ensure_image
-from buildkit.profiles import REPOSITORY_PREFIX, declared_build_args, docker_dir, get_profile
+from buildkit.profiles import REPOSITORY_PREFIX, Profile, declared_build_args, docker_dir
 from buildkit.recipe.sections.image import ImageSpec
 from buildkit.records import to_data
 
@@ -82,13 +82,6 @@ def _digest(doc: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def _existing(client: Any, tag: str) -> Any:
-    try:
-        return client.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return None
-
-
 def _build(
     client: Any,
     *,
@@ -105,39 +98,26 @@ def _build(
     return build_logged(client, context, dockerfile, tag, args, labels, log_file, progress)
 
 
-def _ref(profile: str, tag: str, image: Any, built: bool) -> ImageRef:
-    attrs = image.attrs
-    return ImageRef(
-        profile=profile,
-        tag=tag,
-        id=str(image.id),
-        size=int(attrs.get("Size", 0)),
-        created=str(attrs.get("Created", "")),
-        built=built,
-    )
-
-
 def with_packages(
     client: Any,
     base: ImageRef,
-    profile_name: str,
+    profile: Profile,
     packages: tuple[str, ...],
     progress: Progress,
     rebuild: bool = False,
 ) -> ImageRef:
-    """``base`` (an image of profile ``profile_name``) with ``packages`` installed in a generated
-    layer, tagged by (base image id, package manager, packages): reused when that tag exists."""
-    profile = get_profile(profile_name)
+    """``base`` (an image of ``profile``) with ``packages`` installed in a generated layer, tagged
+    by (base image id, package manager, packages): reused when that tag exists."""
     manager = profile.package_manager
     if manager is None:  # the recipe layer refuses this already
         raise UsageError(f"profile {profile.name} takes no extra packages")
     text = packages_dockerfile(base.tag, manager, packages)
     digest = _digest({"base": base.id, "manager": manager, "packages": list(packages), "dockerfile": text})
     tag = f"{profile.repository}:{digest[:HASH_LENGTH]}"
-    found = None if rebuild else _existing(client, tag)
+    found = None if rebuild else existing_image(client, tag)
     if found is not None:
         progress(f"reusing {tag} ({found.short_id}: {profile.name} + {' '.join(packages)})")
-        return _ref(profile.name, tag, found, built=False)
+        return image_ref(profile.name, tag, found, built=False)
     labels = {
         LABEL_PROFILE: profile.name,
         LABEL_CONTENT: digest[:HASH_LENGTH],
@@ -157,7 +137,7 @@ def with_packages(
             name=f"{profile.name}-packages",
             progress=progress,
         )
-    return _ref(profile.name, tag, image, built=True)
+    return image_ref(profile.name, tag, image, built=True)
 
 
 def _tree_digest(root: Path) -> str:
@@ -205,7 +185,7 @@ def _own_dockerfile(
     base = _base_of(text, args)
     base_id = None
     if base and base.lower() != "scratch":
-        found = _existing(client, base)
+        found = existing_image(client, base)
         if found is None:
             raise DockerUnavailable(
                 f"the base image {base} of {dockerfile} is not in the engine\n"
@@ -222,11 +202,11 @@ def _own_dockerfile(
         }
     )
     tag = f"{REPOSITORY_PREFIX}project-{safe}:{digest[:HASH_LENGTH]}"
-    found = None if rebuild else _existing(client, tag)
+    found = None if rebuild else existing_image(client, tag)
     label = f"dockerfile:{spec.dockerfile}"
     if found is not None:
         progress(f"reusing {tag} ({found.short_id}: {spec.dockerfile})")
-        return _ref(label, tag, found, built=False)
+        return image_ref(label, tag, found, built=False)
     labels = {
         LABEL_PROFILE: label,
         LABEL_CONTENT: digest[:HASH_LENGTH],
@@ -243,7 +223,7 @@ def _own_dockerfile(
         name=f"project-{safe}",
         progress=progress,
     )
-    return _ref(label, tag, image, built=True)
+    return image_ref(label, tag, image, built=True)
 
 
 def ensure_builder(
@@ -260,21 +240,22 @@ def ensure_builder(
     """The image a job with ROCm ``rocm`` builds in, made (or reused) from ``spec``. A profile's image
     keeps the GPU kernel libraries of ``archs`` only (the archs of the jobs it serves), when given."""
     if spec.ref:
-        found = _existing(client, spec.ref)
+        found = existing_image(client, spec.ref)
         if found is None:
             raise DockerUnavailable(
                 f"image.ref {spec.ref} is not in the engine\n"
                 f"  hint: `docker pull {spec.ref}` or `docker load` it first"
             )
-        return _ref(f"ref:{spec.ref}", spec.ref, found, built=False)
+        return image_ref(f"ref:{spec.ref}", spec.ref, found, built=False)
     if spec.dockerfile:
         return _own_dockerfile(client, spec, recipe_dir, recipe_name, progress, rebuild)
-    assert spec.profile is not None
-    args = {**rocm_build_args(spec.profile, rocm, archs), **spec.build_args}
-    base = ensure_image(spec.profile, build_args=args, client=client, progress=progress, rebuild=rebuild)
+    profile = spec.profile_data
+    assert profile is not None
+    args = {**rocm_build_args(profile, rocm, archs), **spec.build_args}
+    base = ensure_image(profile, build_args=args, client=client, progress=progress, rebuild=rebuild)
     if not spec.packages:
         return base
-    return with_packages(client, base, spec.profile, spec.packages, progress, rebuild)
+    return with_packages(client, base, profile, spec.packages, progress, rebuild)
 
 
 def describe(spec: ImageSpec, image: ImageRef) -> dict[str, Any]:

@@ -60,36 +60,27 @@ def sources_hash(profile: Profile, directory: Path) -> str:
     return _sha256(json.dumps(doc, sort_keys=True).encode())
 
 
-def content_hash(
-    profile: Profile,
-    directory: Path,
-    build_args: Mapping[str, str] | None = None,
-    base_image_id: str | None = None,
-) -> str:
-    """Full sha256 over profile, Dockerfile, context files, build args and the base image id."""
-    doc = {
-        "profile": profile.name,
-        "sources": sources_hash(profile, directory),
-        "build_args": effective_build_args(profile, build_args),
-        "base_image_id": base_image_id,
-    }
-    return _sha256(json.dumps(doc, sort_keys=True).encode())
-
-
 def content_tag(
     profile: Profile,
     directory: Path,
     build_args: Mapping[str, str] | None = None,
     base_image_id: str | None = None,
 ) -> str:
-    """``rocm-buildkit/<profile>:<12 hex>``."""
-    digest = content_hash(profile, directory, build_args, base_image_id)
-    return f"{profile.repository}:{digest[:HASH_LENGTH]}"
+    """``rocm-buildkit/<profile>:<12 hex>``: the sha256 of profile, Dockerfile, context files, build
+    args and the base image id."""
+    doc = {
+        "profile": profile.name,
+        "sources": sources_hash(profile, directory),
+        "build_args": effective_build_args(profile, build_args),
+        "base_image_id": base_image_id,
+    }
+    return f"{profile.repository}:{_sha256(json.dumps(doc, sort_keys=True).encode())[:HASH_LENGTH]}"
 
 
-def _local_image_id(client: Any, ref: str) -> str | None:
+def existing_image(client: Any, ref: str) -> Any:
+    """The engine's image ``ref``, or None when it has none."""
     try:
-        return str(client.images.get(ref).id)
+        return client.images.get(ref)
     except docker.errors.ImageNotFound:
         return None
 
@@ -102,7 +93,8 @@ def resolve_tag(
     directory = docker_dir()
     args = effective_build_args(profile, build_args)
     base = base_image_ref((directory / profile.dockerfile).read_text(), args)
-    base_id = _local_image_id(client, base) if base else None
+    found = existing_image(client, base) if base else None
+    base_id = str(found.id) if found is not None else None
     if base and base_id is None:  # a fresh CI runner: its registry has the base
         try:
             base_id = str(client.images.pull(base).id)
@@ -115,10 +107,12 @@ def resolve_tag(
     return content_tag(profile, directory, args, base_id), base
 
 
-def image_ref(profile: Profile, tag: str, image: Any, built: bool) -> ImageRef:
+def image_ref(label: str, tag: str, image: Any, built: bool) -> ImageRef:
+    """The :class:`ImageRef` of the engine's ``image`` (``label``: the profile name, or how a
+    recipe's own image was made)."""
     attrs = image.attrs
     return ImageRef(
-        profile=profile.name,
+        profile=label,
         tag=tag,
         id=str(image.id),
         size=int(attrs.get("Size", 0)),

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from buildkit.profiles import Profile, get_profile
+from buildkit.profiles import Profile
 from buildkit.recipe.sections.image import ImageSpec
 from buildkit.rocm import data as rocmdata
 from buildkit.rocm import install
@@ -101,7 +101,7 @@ def spec_contract(spec: ImageSpec, rocm: str) -> ImageContract | None:
     """The contract of the image a recipe's ``image:`` makes for ROCm ``rocm``: a profile's (with
     the packages its ``ROCM_PACKAGES`` build argument names, when the recipe sets one); None for an
     image ``ref`` or the project's own Dockerfile, whose layout the data does not describe."""
-    if spec.ref or spec.dockerfile or spec.profile is None:
+    if spec.profile_data is None:
         return None
     override = spec.build_args.get("ROCM_PACKAGES")
-    return image_contract(get_profile(spec.profile), rocm, None if override is None else override.split())
+    return image_contract(spec.profile_data, rocm, None if override is None else override.split())

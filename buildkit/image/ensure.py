@@ -18,8 +18,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import docker.errors
-
 from buildkit.docker_engine import connect
 from buildkit.errors import BuildFailed, UsageError
 from buildkit.image.args import effective_build_args
@@ -29,12 +27,13 @@ from buildkit.image.content import (
     LABEL_PROFILE,
     LABEL_SOURCES,
     ImageRef,
+    existing_image,
     image_ref,
     resolve_tag,
     sources_hash,
 )
 from buildkit.image.engine import Progress, build_logged, default_log_path
-from buildkit.profiles import Profile, docker_dir, get_profile, profile_build_args
+from buildkit.profiles import Profile, docker_dir, profile_build_args
 
 
 def download_wheels(profile: Profile, directory: Path, dest: Path, *, progress: Progress) -> None:
@@ -81,7 +80,7 @@ def build_context(profile: Profile, *, progress: Progress) -> Iterator[Path]:
 
 
 def ensure_image(
-    profile_name: str,
+    profile: Profile,
     *,
     build_args: Mapping[str, str] | None = None,
     client: Any = None,
@@ -89,9 +88,8 @@ def ensure_image(
     log_path: Path | None = None,
     rebuild: bool = False,
 ) -> ImageRef:
-    """The image of ``profile_name`` with these build args: reused when its content tag exists."""
+    """The image of ``profile`` with these build args: reused when its content tag exists."""
     report = progress or (lambda _line: None)
-    profile = get_profile(profile_name)
     args = effective_build_args(profile, build_args)
     declared = profile_build_args(profile)
     unknown = [name for name in args if name not in declared]
@@ -103,14 +101,10 @@ def ensure_image(
     if client is None:
         client = connect()
     tag, _base = resolve_tag(client, profile, args)
-    if not rebuild:
-        try:
-            existing = client.images.get(tag)
-        except docker.errors.ImageNotFound:
-            existing = None
-        if existing is not None:
-            report(f"reusing {tag} ({existing.short_id})")
-            return image_ref(profile, tag, existing, built=False)
+    existing = None if rebuild else existing_image(client, tag)
+    if existing is not None:
+        report(f"reusing {tag} ({existing.short_id})")
+        return image_ref(profile.name, tag, existing, built=False)
 
     log_file = log_path or default_log_path(profile.name, tag)
     labels = {
@@ -122,4 +116,4 @@ def ensure_image(
     report(f"building {tag} from {profile.dockerfile} (log: {log_file})")
     with build_context(profile, progress=report) as context:
         image = build_logged(client, context, profile.dockerfile, tag, args, labels, log_file, report)
-    return image_ref(profile, tag, image, built=True)
+    return image_ref(profile.name, tag, image, built=True)

@@ -176,6 +176,68 @@ def _problems(err: ValidationError, spans: Spans) -> list[tuple[_Problem, str | 
     return [(_error_for(err, spans), top)]
 
 
+#: a validator whose error only needs words -> (the error, ``where``) -> (message, hint); those that
+#: move the position to a key or an item, or read the recipe's text, are handled in :func:`_error_for`
+_Message = Callable[[ValidationError, str], tuple[str, "str | None"]]
+
+
+def _enum_message(err: ValidationError, where: str) -> tuple[str, str | None]:
+    options: Any = err.validator_value if err.validator == "enum" else [err.validator_value]
+    shown = ", ".join(json.dumps(o) for o in options)
+    schema = err.schema if isinstance(err.schema, Mapping) else {}
+    expected = schema.get("x-enum-expected") or f"{'one of ' if len(options) > 1 else ''}{shown}"
+    hint = did_you_mean(err.instance, [str(o) for o in options]) if isinstance(err.instance, str) else None
+    return f"{where}: expected {expected}, got {_kind(err.instance)}", hint
+
+
+def _pattern_message(err: ValidationError, where: str) -> tuple[str, str | None]:
+    schema = err.schema if isinstance(err.schema, Mapping) else {}
+    expected = schema.get("x-expected") or f"a string matching {err.validator_value}"
+    return f"{where}: expected {expected}, got {err.instance!r}", None
+
+
+def _target_id_message(err: ValidationError, where: str) -> tuple[str, str | None]:
+    # parse_target_id's message: "invalid GPU arch 'gfx905': gfx905 is not ...; did you mean ...?"
+    detail = err.message.removeprefix(f"invalid GPU arch {err.instance!r}: ")
+    detail, _, suggestion = detail.partition("; did you mean ")
+    return f"{where}: {detail}", f"did you mean {suggestion}" if suggestion else None
+
+
+def _one_of_message(err: ValidationError, where: str) -> tuple[str, str | None]:
+    value: Any = err.validator_value
+    keys = [sub.get("required", [None])[0] for sub in value if isinstance(sub, Mapping)]
+    present = [k for k in keys if isinstance(err.instance, dict) and k in err.instance]
+    if all(keys) and present:
+        return f"{where}: give only one of {', '.join(map(repr, keys))}, not {' and '.join(present)}", None
+    if all(keys):
+        return f"{where}: expected one of the keys {', '.join(map(repr, keys))}", None
+    return f"{where}: {err.message}", None
+
+
+def _count_message(err: ValidationError, where: str) -> tuple[str, str | None]:
+    n: Any = err.validator_value
+    if err.validator != "maxProperties":
+        what = {"minItems": "item", "minLength": "character", "minProperties": "key"}[str(err.validator)]
+        return f"{where}: expected at least {n} {what}{'s' if n != 1 else ''}", None
+    instance: Any = err.instance
+    if n == 1:
+        schema = err.schema if isinstance(err.schema, Mapping) else {}
+        choices = ", ".join(schema.get("properties", {}))
+        return f"{where}: give only one of {choices}; got {' and '.join(instance)}", None
+    return f"{where}: expected at most {n} keys, got {len(instance)}", None
+
+
+_MESSAGES: dict[str, _Message] = {
+    "enum": _enum_message,
+    "const": _enum_message,
+    "x-never-waived": lambda err, where: (f"{where}: {err.message}", "remove the waiver"),
+    "pattern": _pattern_message,
+    "x-target-id": _target_id_message,
+    "oneOf": _one_of_message,
+    **dict.fromkeys(("minItems", "minLength", "minProperties", "maxProperties"), _count_message),
+}
+
+
 def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> _Problem:
     """``(sort key, message, hint)`` for one jsonschema error (``key``: the unknown/missing key)."""
     path: Path = tuple(err.absolute_path)
@@ -200,60 +262,25 @@ def _error_for(err: ValidationError, spans: Spans, key: str | None = None) -> _P
         pos = spans.key((*path, key))
         expected = schema.get("x-expected") or f"a name matching {schema.get('pattern')}"
         message = f"bad name {key!r} in {where}: expected {expected}"
-    elif validator == "type":
-        wanted = value if isinstance(value, list) else [value]
-        names = " or ".join(_TYPE_NAMES.get(str(w), str(w)) for w in wanted)
-        message = f"{where}: expected {names}, got {_kind(instance)}"
-        hint = _quote_hint(instance, spans.text.get(path)) if "string" in wanted else None
-    elif validator in ("enum", "const"):
-        options = value if validator == "enum" else [value]
-        shown = ", ".join(json.dumps(o) for o in options)
-        expected = schema.get("x-enum-expected") or f"{'one of ' if len(options) > 1 else ''}{shown}"
-        message = f"{where}: expected {expected}, got {_kind(instance)}"
-        if isinstance(instance, str):
-            hint = did_you_mean(instance, [str(o) for o in options])
-    elif validator == "x-never-waived":
-        message = f"{where}: {err.message}"
-        hint = "remove the waiver"
-    elif validator == "pattern":
-        expected = schema.get("x-expected") or f"a string matching {value}"
-        message = f"{where}: expected {expected}, got {instance!r}"
-    elif validator == "x-target-id":
-        # parse_target_id's message: "invalid GPU arch 'gfx905': gfx905 is not ...; did you mean ...?"
-        detail = err.message.removeprefix(f"invalid GPU arch {instance!r}: ")
-        detail, _, suggestion = detail.partition("; did you mean ")
-        message = f"{where}: {detail}"
-        hint = f"did you mean {suggestion}" if suggestion else None
     elif validator == "required":
         message, hint = _missing(err, schema, where, key)
-    elif validator == "oneOf":
-        keys = [sub.get("required", [None])[0] for sub in value if isinstance(sub, Mapping)]
-        present = [k for k in keys if isinstance(instance, dict) and k in instance]
-        message = f"{where}: {err.message}"
-        if all(keys) and present:
-            message = f"{where}: give only one of {', '.join(map(repr, keys))}, not {' and '.join(present)}"
-        elif all(keys):
-            message = f"{where}: expected one of the keys {', '.join(map(repr, keys))}"
     elif validator == "dependentRequired":
         present_key = next((k for k in value if isinstance(instance, dict) and k in instance), "")
         needs = value.get(present_key, []) if present_key else []
         message = f"{where}: {present_key!r} needs {', '.join(map(repr, needs))} as well"
         pos = spans.key((*path, present_key)) if present_key else pos
-    elif validator in ("minItems", "minLength", "minProperties"):
-        what = {"minItems": "item", "minLength": "character", "minProperties": "key"}[validator]
-        n = value
-        message = f"{where}: expected at least {n} {what}{'s' if n != 1 else ''}"
-    elif validator == "maxProperties" and isinstance(instance, dict):
-        if value == 1:
-            choices = ", ".join(schema.get("properties", {}))
-            message = f"{where}: give only one of {choices}; got {' and '.join(instance)}"
-        else:
-            message = f"{where}: expected at most {value} keys, got {len(instance)}"
     elif validator == "uniqueItems" and isinstance(instance, list):
         seen = [json.dumps(item, sort_keys=True) for item in instance]
         dup_index = next((i for i, k in enumerate(seen) if k in seen[:i]), 0)
         pos = spans.value((*path, dup_index))
         message = f"{where}: duplicate item {instance[dup_index]!r}"
+    elif validator == "type":
+        wanted = value if isinstance(value, list) else [value]
+        names = " or ".join(_TYPE_NAMES.get(str(w), str(w)) for w in wanted)
+        message = f"{where}: expected {names}, got {_kind(instance)}"
+        hint = _quote_hint(instance, spans.text.get(path)) if "string" in wanted else None
+    elif validator in _MESSAGES and (validator != "maxProperties" or isinstance(instance, dict)):
+        message, hint = _MESSAGES[validator](err, where)
     else:
         message = f"{where}: {err.message}"
     line, column = pos if pos else (0, 0)

@@ -14,7 +14,7 @@ import datetime
 import fnmatch
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -211,16 +211,7 @@ class Observation:
         return f"ROCm {self.rocm}: {self.project} {self.version} (uploaded {self.uploaded}): {told}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "rocm": self.rocm,
-            "project": self.project,
-            "version": self.version,
-            "uploaded": self.uploaded,
-            "hip": self.hip,
-            "llvm": self.llvm,
-            "llvm_commit": self.llvm_commit,
-            "sysdeps": list(self.sysdeps),
-        }
+        return {**asdict(self), "sysdeps": list(self.sysdeps)}
 
     @classmethod
     def from_json(cls, row: Mapping[str, Any]) -> Observation:

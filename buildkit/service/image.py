@@ -72,9 +72,9 @@ def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) 
             progress=progress,
             archs=[str(a) for job in served for a in job.archs.kept],
         )
-        if recipe.image.profile:
-            args = {**images.rocm_build_args(recipe.image.profile, rocm), **recipe.image.build_args}
-            if base := _base(recipe.image.profile, args):
+        if profile := recipe.image.profile_data:
+            args = {**images.rocm_build_args(profile, rocm), **recipe.image.build_args}
+            if base := _base(profile.name, args):
                 found.setdefault(base, _PreparedImage("base", base))
         found.setdefault(builder.tag, _PreparedImage("builder", builder.tag, rocm))
         for job in served:

@@ -71,10 +71,11 @@ def resolve_image(
     profile with one image per ROCm release gives the image of ``rocm`` (the wheel's, from its
     manifest) when it has one."""
     if ref.startswith(images.REPOSITORY_PREFIX) and ":" not in ref:
-        profile = ref[len(images.REPOSITORY_PREFIX) :]
-        if profile in images.PROFILES:
+        name = ref[len(images.REPOSITORY_PREFIX) :]
+        if name in images.PROFILES:
             # a profile that installs AMD's packages gets its newest release, as `buildkit image build` does
-            releases = images.PROFILES[profile].releases
+            profile = images.PROFILES[name]
+            releases = profile.releases
             args = images.profile_rocm_args(profile, rocm if rocm in releases else None, {})
             base = images.ensure_image(profile, build_args=args, client=client, progress=progress)
             if packages:

@@ -311,8 +311,19 @@ def _environment(value: Any) -> tuple[dict[str, str], list[str]]:
 def _render_recipe(project: Project, choices: _InitChoices, source_path: str) -> tuple[str, list[str]]:
     """The commented recipe ``buildkit init`` writes for ``project`` (its source at ``source_path``,
     relative to the recipe), and the ``[tool.cibuildwheel]`` options it could not translate."""
+    lines = _recipe_head(project, choices, source_path)
+    translated, untranslated = _cibuildwheel_lines(project.cibuildwheel)
+    lines += translated
+    if untranslated:
+        lines.append("# not translated from [tool.cibuildwheel]:")
+        lines += [f"#   {u}" for u in untranslated]
+    lines += _smoke_and_publish(project, choices)
+    return "\n".join(lines) + "\n", untranslated
+
+
+def _recipe_head(project: Project, choices: _InitChoices, source_path: str) -> list[str]:
+    """The recipe's keys from its name to its ``image``, each commented with where it comes from."""
     lines: list[str] = []
-    untranslated: list[str] = []
     add = lines.append
     name = project.name or project.tree.resolve().name
     add(f"# rocm-buildkit recipe for {name}, written by `buildkit init` from the project's own files.")
@@ -353,7 +364,15 @@ def _render_recipe(project: Project, choices: _InitChoices, source_path: str) ->
     add(f"  exclude: {{sets: [{', '.join(sets)}]}}  # provided at run time, never grafted into the wheel")
     add(f"image: {choices.image}  # `buildkit image build {choices.image}` makes it")
     lines += [f"# {line}" for line in choices.image_note]
-    cibw = project.cibuildwheel
+    return lines
+
+
+def _cibuildwheel_lines(cibw: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The recipe keys translated from the project's ``[tool.cibuildwheel]``, and the options left
+    untranslated (each with why)."""
+    lines: list[str] = []
+    untranslated: list[str] = []
+    add = lines.append
     if cibw:
         add("# from the project's [tool.cibuildwheel]:")
     for option, value in cibw.items():
@@ -396,11 +415,7 @@ def _render_recipe(project: Project, choices: _InitChoices, source_path: str) ->
             continue  # python: above
         else:
             untranslated.append(f"{option} ({meaning})")
-    if untranslated:
-        add("# not translated from [tool.cibuildwheel]:")
-        lines += [f"#   {u}" for u in untranslated]
-    lines += _smoke_and_publish(project, choices)
-    return "\n".join(lines) + "\n", untranslated
+    return lines, untranslated
 
 
 def _import_name(project: Project) -> str:

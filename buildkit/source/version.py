@@ -156,10 +156,19 @@ def _requires(data: Mapping[str, Any]) -> set[str]:
     return names
 
 
+def _table(data: Mapping[str, Any], *keys: str) -> Mapping[str, Any]:
+    """``data[k1][k2]...`` when each step is a table, else an empty one."""
+    for key in keys:
+        found = data.get(key)
+        if not isinstance(found, dict):
+            return {}
+        data = found
+    return data
+
+
 def _from_pyproject(tree: Path, data: dict[str, Any], text: str) -> VersionDecision | None:
     project = data.get("project")
-    tool = data.get("tool") if isinstance(data.get("tool"), dict) else {}
-    assert isinstance(tool, dict)
+    tool = _table(data, "tool")
     backend = str(data.get("build-system", {}).get("build-backend", ""))
     if isinstance(project, dict):
         dynamic = project.get("dynamic") or []
@@ -169,56 +178,39 @@ def _from_pyproject(tree: Path, data: dict[str, Any], text: str) -> VersionDecis
         if "version" not in dynamic:
             return _unknown("pyproject.toml's [project] has neither version nor dynamic = ['version']")
     requires = _requires(data)
-    hatch = tool.get("hatch", {}).get("version") if isinstance(tool.get("hatch"), dict) else None
-    if isinstance(hatch, dict):
-        if hatch.get("source") == "vcs":
-            line = _toml_line(text, "tool.hatch.version", "source")
-            return _tool("hatch-vcs (reads SETUPTOOLS_SCM_PRETEND_VERSION)", "pyproject.toml", line)
-        if isinstance(hatch.get("path"), str):
-            return _from_assignment(tree, hatch["path"], "[tool.hatch.version] path")
-    setuptools = tool.get("setuptools") if isinstance(tool.get("setuptools"), dict) else {}
-    assert isinstance(setuptools, dict)
-    dyn = (
-        setuptools.get("dynamic", {}).get("version") if isinstance(setuptools.get("dynamic"), dict) else None
-    )
-    if isinstance(dyn, dict):
-        if isinstance(dyn.get("attr"), str):
-            return _from_attr(tree, dyn["attr"], _package_roots(tree, data), "[tool.setuptools.dynamic] attr")
-        files = dyn.get("file")
-        if isinstance(files, str | list):
-            first = files if isinstance(files, str) else (files[0] if files else "")
-            return _from_text_file(tree, str(first), "[tool.setuptools.dynamic] file")
+    hatch = _table(tool, "hatch", "version")
+    if hatch.get("source") == "vcs":
+        line = _toml_line(text, "tool.hatch.version", "source")
+        return _tool("hatch-vcs (reads SETUPTOOLS_SCM_PRETEND_VERSION)", "pyproject.toml", line)
+    if isinstance(hatch.get("path"), str):
+        return _from_assignment(tree, hatch["path"], "[tool.hatch.version] path")
+    dyn = _table(tool, "setuptools", "dynamic", "version")
+    if isinstance(dyn.get("attr"), str):
+        return _from_attr(tree, dyn["attr"], _package_roots(tree, data), "[tool.setuptools.dynamic] attr")
+    files = dyn.get("file")
+    if isinstance(files, str | list):
+        first = files if isinstance(files, str) else (files[0] if files else "")
+        return _from_text_file(tree, str(first), "[tool.setuptools.dynamic] file")
     if "setuptools_scm" in tool or "setuptools-scm" in requires:
         return _tool(_SCM, "pyproject.toml", _header_line(text, "tool.setuptools_scm"))
-    skbuild = tool.get("scikit-build") if isinstance(tool.get("scikit-build"), dict) else {}
-    assert isinstance(skbuild, dict)
-    provider = (
-        skbuild.get("metadata", {}).get("version", {}) if isinstance(skbuild.get("metadata"), dict) else {}
-    )
-    if isinstance(provider, dict):
-        name = str(provider.get("provider", ""))
-        if name.endswith("setuptools_scm"):
-            return _tool("scikit-build-core's setuptools-scm provider", "pyproject.toml")
-        if name.endswith("regex") and isinstance(provider.get("input"), str):
-            return _from_assignment(tree, provider["input"], "scikit-build-core's regex provider")
+    provider = _table(tool, "scikit-build", "metadata", "version")
+    name = str(provider.get("provider", ""))
+    if name.endswith("setuptools_scm"):
+        return _tool("scikit-build-core's setuptools-scm provider", "pyproject.toml")
+    if name.endswith("regex") and isinstance(provider.get("input"), str):
+        return _from_assignment(tree, provider["input"], "scikit-build-core's regex provider")
     if backend.startswith("flit_core") and isinstance(project, dict):
-        flit = tool.get("flit") if isinstance(tool.get("flit"), dict) else {}
-        assert isinstance(flit, dict)
-        module = flit.get("module", {}).get("name") if isinstance(flit.get("module"), dict) else None
+        module = _table(tool, "flit", "module").get("name")
         name = str(module or project.get("name", "")).replace("-", "_")
         return _from_attr(
             tree, f"{name}.__version__", _package_roots(tree, data), "flit's module __version__"
         )
-    poetry = tool.get("poetry") if isinstance(tool.get("poetry"), dict) else None
-    if isinstance(poetry, dict) and isinstance(poetry.get("version"), str) and not isinstance(project, dict):
+    poetry = _table(tool, "poetry")
+    if isinstance(poetry.get("version"), str) and not isinstance(project, dict):
         if "poetry-dynamic-versioning" in requires:
             return _unknown("poetry-dynamic-versioning decides it (it does not read BUILDKIT_VERSION)")
-        return _fixed(
-            poetry["version"],
-            "[tool.poetry] version",
-            "pyproject.toml",
-            _toml_line(text, "tool.poetry", "version"),
-        )
+        line = _toml_line(text, "tool.poetry", "version")
+        return _fixed(poetry["version"], "[tool.poetry] version", "pyproject.toml", line)
     if backend == "mesonpy":
         return _from_meson(tree)
     return None
@@ -234,10 +226,8 @@ def _header_line(text: str, table: str) -> int | None:
 def _package_roots(tree: Path, data: Mapping[str, Any]) -> tuple[Path, ...]:
     """Where top-level packages live: the tree, ``src/``, setuptools' ``package-dir`` root."""
     roots = [tree]
-    tool = data.get("tool", {}) if isinstance(data.get("tool"), dict) else {}
-    setuptools = tool.get("setuptools", {}) if isinstance(tool, dict) else {}
-    package_dir = setuptools.get("package-dir", {}) if isinstance(setuptools, dict) else {}
-    if isinstance(package_dir, dict) and isinstance(package_dir.get(""), str):
+    package_dir = _table(data, "tool", "setuptools", "package-dir")
+    if isinstance(package_dir.get(""), str):
         roots.insert(0, tree / package_dir[""])
     roots.append(tree / "src")
     return tuple(dict.fromkeys(roots))

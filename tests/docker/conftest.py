@@ -52,7 +52,7 @@ def debian_rocm_image(docker_client: Any) -> images.ImageRef:
         docker_client.images.get("debian:trixie-slim")
     except Exception:
         _require_engine("base image debian:trixie-slim missing: run `buildkit image seed debian:trixie-slim`")
-    return images.ensure_image("debian-rocm", client=docker_client, progress=print)
+    return images.ensure_image(images.get_profile("debian-rocm"), client=docker_client, progress=print)
 
 
 def _leftovers(client: Any, before: set[str]) -> list[str]:

@@ -153,7 +153,9 @@ def test_cold_cached_and_uncached_builds_of_a_hip_project_without_cuid_are_the_s
     except Exception:
         pytest.fail("base image debian:sid-slim missing: ci/install-docker.sh seeds it", pytrace=False)
     image = images.ensure_image(
-        "debian-sid-rocm", build_args=images.rocm_build_args("debian-sid-rocm", "7.2"), client=docker_client
+        images.get_profile("debian-sid-rocm"),
+        build_args=images.rocm_build_args(images.get_profile("debian-sid-rocm"), "7.2"),
+        client=docker_client,
     )
     source = _project(tmp_path / "cuidproj")
     recipe = _recipe(tmp_path, source)

@@ -53,7 +53,9 @@ def run_in(client: Any, image: str, script: str, env: dict[str, str] | None = No
 def test_image_is_built_then_reused(docker_client: Any, debian_rocm_image: images.ImageRef) -> None:
     lines: list[str] = []
     start = time.monotonic()
-    again = images.ensure_image("debian-rocm", client=docker_client, progress=lines.append)
+    again = images.ensure_image(
+        images.get_profile("debian-rocm"), client=docker_client, progress=lines.append
+    )
     assert time.monotonic() - start < 30
     assert again.built is False
     assert again.tag == debian_rocm_image.tag and again.id == debian_rocm_image.id

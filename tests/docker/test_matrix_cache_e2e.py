@@ -59,7 +59,7 @@ def _volume(recipe: Path, client: Any) -> str:
     job = plan.job(JOBS[0])
     profile = profiles.get_profile("debian-sid-rocm")
     archs = [str(a) for j in plan.jobs for a in j.archs.kept]
-    tag, _base = images.resolve_tag(client, profile, images.rocm_build_args(profile.name, "7.2", archs))
+    tag, _base = images.resolve_tag(client, profile, images.rocm_build_args(profile, "7.2", archs))
     volumes = {ccache_volume(j, tag) for j in plan.jobs}
     assert volumes == {ccache_volume(job, tag)}, volumes  # one volume for the three jobs
     return volumes.pop()

@@ -62,7 +62,7 @@ def _builder_tag(client: Any, recipe: Path) -> str:
     plan = expand(load_recipe(recipe), env={}, enumerator=lambda: [])
     profile = profiles.get_profile("debian-sid-rocm")
     archs = [str(a) for j in plan.jobs for a in j.archs.kept]
-    tag, _ = images.resolve_tag(client, profile, images.rocm_build_args(profile.name, "7.2", archs))
+    tag, _ = images.resolve_tag(client, profile, images.rocm_build_args(profile, "7.2", archs))
     return tag
 
 

@@ -152,7 +152,9 @@ def test_without_the_sysroot_the_plan_refuses_and_an_unrepairable_wheel_is_kept(
         "builds against glibc 2.43" in refused.stderr and "set manylinux.sysroot: glibc2.28" in refused.stderr
     )
     image = images.ensure_image(
-        "debian-sid-rocm", build_args=images.rocm_build_args("debian-sid-rocm", "7.2"), client=docker_client
+        images.get_profile("debian-sid-rocm"),
+        build_args=images.rocm_build_args(images.get_profile("debian-sid-rocm"), "7.2"),
+        client=docker_client,
     )
     data = yaml.safe_load(recipe.read_text())
     data["image"] = {"ref": image.tag}

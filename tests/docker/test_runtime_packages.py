@@ -33,7 +33,10 @@ def test_the_7_2_runtime_packages_install_from_the_release_suite(docker_client: 
     except Exception:
         pytest.fail("base image debian:sid-slim missing: ci/install-docker.sh seeds it", pytrace=False)
     ref = images.ensure_image(
-        profile, build_args=images.rocm_build_args(profile, "7.2"), client=docker_client, progress=print
+        images.get_profile(profile),
+        build_args=images.rocm_build_args(images.get_profile(profile), "7.2"),
+        client=docker_client,
+        progress=print,
     )
     script = (
         "apt-get update -qq >/dev/null 2>&1; "

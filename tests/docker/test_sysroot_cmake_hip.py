@@ -119,7 +119,7 @@ def image(docker_client: Any) -> str:
         pytest.fail("base image debian:sid-slim missing: ci/install-docker.sh seeds it", pytrace=False)
     profile = profiles.get_profile("debian-sid-rocm")
     ref = images.ensure_image(
-        "debian-sid-rocm", build_args=profile.release_build_args("7.2"), client=docker_client, progress=print
+        profile, build_args=profile.release_build_args("7.2"), client=docker_client, progress=print
     )
     return str(ref.tag)
 

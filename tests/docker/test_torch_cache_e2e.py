@@ -80,7 +80,7 @@ def test_a_torch_extension_hits_every_compile_and_its_wheel_is_the_same_bytes(
     plan = expand(load_recipe(recipe), env={}, enumerator=lambda: [])
     profile = profiles.get_profile("debian-sid-rocm")
     archs = [str(a) for j in plan.jobs for a in j.archs.kept]
-    tag, _ = images.resolve_tag(docker_client, profile, images.rocm_build_args(profile.name, "7.2", archs))
+    tag, _ = images.resolve_tag(docker_client, profile, images.rocm_build_args(profile, "7.2", archs))
     volume = ccache_volume(plan.job(JOB), tag)
     host, port = redis
     url = f"redis://{host}:{port}"

@@ -76,7 +76,9 @@ def runtime_image(docker_client: Any) -> str:
         if os.environ.get("CI") == "true":
             pytest.fail("CI=true but debian:bookworm-slim is missing (ci/install-docker.sh seeds it)")
         pytest.skip("base image debian:bookworm-slim missing: run `buildkit image seed debian:bookworm-slim`")
-    return images.ensure_image("debian-torch-runtime", client=docker_client, progress=print).tag
+    return images.ensure_image(
+        images.get_profile("debian-torch-runtime"), client=docker_client, progress=print
+    ).tag
 
 
 @pytest.fixture(scope="module")

@@ -32,18 +32,11 @@ LONG_FUNCTIONS: dict[str, str] = {
     "buildkit/inspect/elf.py:_parse_sections": f"{OWNED} (inspect/)",
     "buildkit/inspect/elf.py:_Pass._plan": f"{OWNED} (inspect/)",
     "buildkit/gate/report.py:render_human": f"{OWNED} (gate/)",
-    "buildkit/source/project.py:_render_recipe": "the recipe written section by section, in file order",
-    "buildkit/recipe/schema.py:_error_for": "one branch per JSON Schema validator, each a message and a hint",
     "buildkit/cli/verify.py:verify": "a command's options and its printing",
-    "buildkit/recipe/sections/arch_settings.py:_check_cmake_arch_settings": "one check per place a recipe"
-    " sets arch variables",
     "buildkit/cli/publish.py:publish_cmd": "a command's options and its printing",
-    "buildkit/recipe/sections/version.py:_parse_version": "the version section's keys, each checked in place",
-    "buildkit/source/version.py:_from_pyproject": "the pyproject version sources, one after the other",
     "buildkit/service/publish.py:run_publish": "the publish command's sequence of stage calls",
     "buildkit/plan/expansion.py:_Expansion.job": "the Job's fields, one per line",
     "buildkit/attestation.py:verify_attestation": "the attestation's checks, in order",
-    "buildkit/recipe/sections/matrix.py:_parse_matrix": "the matrix section's keys, each checked in place",
     "buildkit/plan/archs.py:resolve": "the arch resolution's sources, in precedence order",
 }
 

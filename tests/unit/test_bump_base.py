@@ -155,6 +155,8 @@ def test_no_docker_cli_and_an_unpinned_profile(tmp_path: Path, docker_copy: Path
     assert proc.returncode == 8 and "docker buildx imagetools inspect" in proc.stderr, proc.stderr
     # debian-rocm starts FROM ${BASE_IMAGE} (a seeded Debian): nothing to pin
     with pytest.raises(UsageError, match="not pinned by digest"):
-        base.bump_base("debian-rocm", run=lambda *a, **k: None)  # refused before any lookup
+        base.bump_base(
+            images.get_profile("debian-rocm"), run=lambda *a, **k: None
+        )  # refused before any lookup
     with pytest.raises(UsageError, match="is not an image tag"):
-        base.bump_base("manylinux_2_28-rocm", "latest; rm -rf /")
+        base.bump_base(images.get_profile("manylinux_2_28-rocm"), "latest; rm -rf /")

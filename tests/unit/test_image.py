@@ -177,10 +177,10 @@ def test_hadolint_catches_a_bad_dockerfile(tmp_path: Path) -> None:
 
 def test_rocm_release_selects_the_image_build_args() -> None:
     """A 7.2 job is built on an image carrying 7.2 (its newest patch), from AMD's ROCm 7 repositories."""
-    args = images.rocm_build_args("manylinux_2_28-rocm", "7.2")
+    args = images.rocm_build_args(images.get_profile("manylinux_2_28-rocm"), "7.2")
     assert args["ROCM_VERSION"].startswith("7.2.")
     assert "/rocm/el8/" in args["ROCM_REPO"] and "/graphics/" in args["GRAPHICS_REPO"]
-    six = images.rocm_build_args("manylinux_2_28-rocm", "6.4")
+    six = images.rocm_build_args(images.get_profile("manylinux_2_28-rocm"), "6.4")
     assert six["ROCM_VERSION"].startswith("6.4.") and "/rocm/rhel8/" in six["ROCM_REPO"]
     assert "/amdgpu/" in six["GRAPHICS_REPO"]
     # different releases give different content tags: they never share an image
@@ -189,9 +189,9 @@ def test_rocm_release_selects_the_image_build_args() -> None:
 
 
 def test_fixed_profile_refuses_another_rocm_release() -> None:
-    assert images.rocm_build_args("debian-rocm", "5.7") == {}
+    assert images.rocm_build_args(images.get_profile("debian-rocm"), "5.7") == {}
     with pytest.raises(UsageError, match=r"provides ROCm 5\.7 only"):
-        images.rocm_build_args("debian-rocm", "6.4")
+        images.rocm_build_args(images.get_profile("debian-rocm"), "6.4")
 
 
 def test_image_build_refuses_an_undeclared_build_arg_before_contacting_docker() -> None:

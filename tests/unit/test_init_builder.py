@@ -16,7 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from buildkit import builders
+from buildkit import builders, profiles
 from buildkit.builders import Machine, Needs, choose, needs_of, needs_of_dockerfile, registry_host
 from buildkit.cli import cli
 from buildkit.cli import init as init_cli
@@ -28,7 +28,7 @@ MANYLINUX_BASE = (
 
 
 def _candidates() -> list[Needs]:
-    return [needs_of(name) for name in builders.CANDIDATES]
+    return [needs_of(profiles.get_profile(name)) for name in builders.CANDIDATES]
 
 
 def _machine(*reachable: str, images: tuple[str, ...] = (), engine_missing: str | None = None) -> Machine:

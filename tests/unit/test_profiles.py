@@ -93,8 +93,10 @@ def test_the_current_rocm_profiles_carry_their_facts() -> None:
     assert sid.rocm_releases == ("6.4", "7.2") and sid.role == "builder" and sid.rocm_prefix == "/usr"
     assert sid.pythons == ("3.11", "3.13", "3.14", "3.15") and sid.cache_layout == "debian"
     assert sid.toolchain_of("7.2") == "debian-experimental" and sid.toolchain_of("6.4") == "debian-sid"
-    assert images.rocm_build_args("debian-sid-rocm", "7.2")["ROCM_SUITE"] == "experimental"
-    assert images.rocm_build_args("debian-sid-rocm", "6.4")["LLVM_MAJOR"] == "21"
+    assert (
+        images.rocm_build_args(images.get_profile("debian-sid-rocm"), "7.2")["ROCM_SUITE"] == "experimental"
+    )
+    assert images.rocm_build_args(images.get_profile("debian-sid-rocm"), "6.4")["LLVM_MAJOR"] == "21"
     glibc231 = sid.sysroots["glibc2.31"]
     assert (glibc231.glibc, glibc231.policy) == ("2.31", "manylinux_2_31")
     assert glibc231.bin_dir == "/opt/buildkit/sysroots/glibc2.31/bin"
@@ -109,7 +111,7 @@ def test_the_current_rocm_profiles_carry_their_facts() -> None:
     assert runtime.role == "runtime"
     assert runtime.release_build_args("6.4")["RUNTIME_PACKAGES"] == "libamdhip64-6"
     with pytest.raises(UsageError, match=r"provides ROCm 6\.4, 7\.2 only, not 5\.7"):
-        images.rocm_build_args("debian-sid-rocm", "5.7")
+        images.rocm_build_args(images.get_profile("debian-sid-rocm"), "5.7")
 
 
 def test_the_production_profile_is_intact() -> None:
@@ -122,7 +124,9 @@ def test_the_production_profile_is_intact() -> None:
     assert prod.build_args == {}
     assert prod.context_files == ("manylinux_2_28-rocm.tools.txt", "manylinux_2_28-rocm.lean.sh")
     assert prod.wheel_requirements == ("manylinux_2_28-rocm.tools.txt",) and prod.wheel_python == "3.12"
-    assert images.rocm_build_args("manylinux_2_28-rocm", "6.4")["ROCM_VERSION"].startswith("6.4.")
+    assert images.rocm_build_args(images.get_profile("manylinux_2_28-rocm"), "6.4")[
+        "ROCM_VERSION"
+    ].startswith("6.4.")
 
 
 def test_the_profiles_file_is_installed_with_the_dockerfiles() -> None:

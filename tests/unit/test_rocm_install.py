@@ -164,7 +164,7 @@ def test_a_release_without_install_data_is_a_usage_error() -> None:
     with pytest.raises(UnknownRelease, match=r"no EL8 install data for ROCm 6\.1 .* installs 6\.4, 7\.0"):
         el8_install("6.1")
     with pytest.raises(UsageError):
-        images.rocm_build_args(PROFILE, "6.1")
+        images.rocm_build_args(images.get_profile(PROFILE), "6.1")
 
 
 # --------------------------------------------------------------------------- into the image
@@ -179,7 +179,7 @@ def _arg_defaults() -> dict[str, str]:
 @pytest.mark.parametrize("release", sorted(EXPECTED_URLS))
 def test_the_build_arguments_are_the_data(release: str) -> None:
     install = el8_install(release)
-    assert images.rocm_build_args(PROFILE, release) == {
+    assert images.rocm_build_args(images.get_profile(PROFILE), release) == {
         "ROCM_VERSION": install.version,
         "ROCM_REPO": EXPECTED_URLS[release][0],
         "GRAPHICS_REPO": EXPECTED_URLS[release][1],
@@ -187,22 +187,26 @@ def test_the_build_arguments_are_the_data(release: str) -> None:
         "ROCM_PACKAGES": " ".join(EXPECTED_PACKAGES),
     }
     declared = images.profile_build_args(images.get_profile(PROFILE))
-    assert set(images.rocm_build_args(PROFILE, release, ["gfx942"])) <= set(declared)
+    assert set(images.rocm_build_args(images.get_profile(PROFILE), release, ["gfx942"])) <= set(declared)
 
 
 def test_the_dockerfile_defaults_are_the_newest_release() -> None:
     """`docker build` without buildkit gets the same image as `buildkit image build --rocm <newest>`."""
     newest = el8_installs()[-1]
     defaults = _arg_defaults()
-    for name, value in images.rocm_build_args(PROFILE, newest.rocm).items():
+    for name, value in images.rocm_build_args(images.get_profile(PROFILE), newest.rocm).items():
         assert defaults[name] == value, name
-    assert images.profile_rocm_args(PROFILE, None, {}) == images.rocm_build_args(PROFILE, newest.rocm)
+    assert images.profile_rocm_args(images.get_profile(PROFILE), None, {}) == images.rocm_build_args(
+        images.get_profile(PROFILE), newest.rocm
+    )
 
 
 def test_the_image_keeps_the_kernels_of_the_served_archs_only() -> None:
-    args = images.rocm_build_args(PROFILE, "7.2", ["gfx950", "gfx90a:xnack-", "gfx942", "gfx90a:xnack+"])
+    args = images.rocm_build_args(
+        images.get_profile(PROFILE), "7.2", ["gfx950", "gfx90a:xnack-", "gfx942", "gfx90a:xnack+"]
+    )
     assert args["KEEP_GFX_ARCHS"] == "gfx90a;gfx942;gfx950"
-    assert "KEEP_GFX_ARCHS" not in images.rocm_build_args(PROFILE, "7.2")
+    assert "KEEP_GFX_ARCHS" not in images.rocm_build_args(images.get_profile(PROFILE), "7.2")
     assert _arg_defaults()["KEEP_GFX_ARCHS"] == "all"
     other = images.effective_build_args(images.get_profile(PROFILE), {**args, "KEEP_GFX_ARCHS": "gfx942"})
     assert other != images.effective_build_args(images.get_profile(PROFILE), args)  # another image
@@ -210,17 +214,17 @@ def test_the_image_keeps_the_kernels_of_the_served_archs_only() -> None:
 
 def test_image_build_takes_the_release_not_its_version_argument() -> None:
     with pytest.raises(UsageError, match=r"use --rocm RELEASE \(e\.g\. --rocm 7\.1\)"):
-        images.profile_rocm_args(PROFILE, None, {"ROCM_VERSION": "7.1.1"})
+        images.profile_rocm_args(images.get_profile(PROFILE), None, {"ROCM_VERSION": "7.1.1"})
     mirrored = images.profile_rocm_args(
-        PROFILE, "6.4", {"ROCM_REPO": "https://mirror.example/rocm/rhel8/6.4.3/main"}
+        images.get_profile(PROFILE), "6.4", {"ROCM_REPO": "https://mirror.example/rocm/rhel8/6.4.3/main"}
     )
     assert mirrored["ROCM_REPO"] == "https://mirror.example/rocm/rhel8/6.4.3/main"
     assert mirrored["ROCM_VERSION"] == "6.4.3"
-    assert images.profile_rocm_args("debian-rocm", "5.7", {}) == {}
+    assert images.profile_rocm_args(images.get_profile("debian-rocm"), "5.7", {}) == {}
     with pytest.raises(UsageError, match=r"provides ROCm 5\.7 only"):
-        images.profile_rocm_args("debian-rocm", "7.2", {})
+        images.profile_rocm_args(images.get_profile("debian-rocm"), "7.2", {})
     with pytest.raises(UsageError, match="drop --rocm"):
-        images.profile_rocm_args("debian-runtime", "7.2", {})
+        images.profile_rocm_args(images.get_profile("debian-runtime"), "7.2", {})
 
 
 def _repo_file_step() -> str:
@@ -234,7 +238,7 @@ def _repo_file_step() -> str:
 @pytest.mark.parametrize("release", sorted(EXPECTED_URLS))
 def test_the_dockerfile_writes_the_repo_file_of_the_data(release: str) -> None:
     install = el8_install(release)
-    args = images.rocm_build_args(PROFILE, release)
+    args = images.rocm_build_args(images.get_profile(PROFILE), release)
     proc = subprocess.run(
         ["bash", "-c", _repo_file_step()], env=args, capture_output=True, text=True, check=True, timeout=30
     )

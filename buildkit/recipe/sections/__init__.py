@@ -48,6 +48,7 @@ SECTIONS: tuple[Section, ...] = (
     torch.SECTION,
     matrix.SECTION,
     archs.SECTION,
+    image.SECTION,  # before manylinux, whose sysroot must be one of the image profile's
     manylinux.SECTION,
     repair.SECTION,
     env.SECTION,
@@ -57,7 +58,6 @@ SECTIONS: tuple[Section, ...] = (
     smoke.SECTION,
     checks.SECTION,
     size_budget.SECTION,
-    image.SECTION,
     gate.SECTION,
     hooks.SECTION,
     switches.NETWORK,

@@ -43,6 +43,67 @@ def _fix(variable: str, exported: Sequence[tuple[str, str]], form: str) -> str:
     )
 
 
+#: why an arch variable set by hand is refused
+_STALE = "it goes stale when --archs or PYTORCH_ROCM_ARCH changes the arch list"
+
+
+def _config_setting_problems(
+    config_settings: Sequence[tuple[str, Sequence[str]]],
+    names: set[str],
+    exported: Sequence[tuple[str, str]],
+    err: ErrorAt,
+) -> list[RecipeError]:
+    """A ``cmake.define.X`` config setting, or ``-DX=`` in a config setting's value."""
+    problems: list[RecipeError] = []
+    for key, values in config_settings:
+        variable = key[len(CMAKE_DEFINE) :]
+        if key.startswith(CMAKE_DEFINE) and variable in names:
+            message = f"config_settings.{key}: {variable} is an arch variable: set by hand {_STALE}"
+            hint = _fix(variable, exported, "define")
+            problems.append(err(message, ("config_settings", key), key=True, hint=hint))
+            continue
+        for i, value in enumerate(values):
+            at: JsonPath = ("config_settings", key, i) if len(values) > 1 else ("config_settings", key)
+            problems += [
+                err(
+                    f"config_settings.{key}: -D{v} sets an arch variable by hand; {_STALE}",
+                    at,
+                    hint=_fix(v, exported, "dash"),
+                )
+                for v in _DEFINITION.findall(value)
+                if v in names
+            ]
+    return problems
+
+
+def _hook_problems(
+    hooks: Mapping[str, Sequence[str]],
+    names: set[str],
+    exported: Sequence[tuple[str, str]],
+    err: ErrorAt,
+    listed: Mapping[str, bool],
+) -> list[RecipeError]:
+    """``X=`` or ``-DX=`` in a ``before_all``/``before_build`` command (the first in each)."""
+    problems: list[RecipeError] = []
+    for hook, commands in hooks.items():
+        for i, command in enumerate(commands):
+            found = [v for v in [*_ASSIGNMENT.findall(command), *_DEFINITION.findall(command)] if v in names]
+            if not found:
+                continue
+            variable = found[0]
+            hint = (
+                f"remove it: the build environment has {variable}, the resolved list"
+                if variable in ALWAYS_EXPORTED or variable in dict(exported)
+                else f"remove it and add archs.export: [{variable}]: the build environment then has it, "
+                "the resolved list"
+            )
+            at: JsonPath = (hook, i) if listed.get(hook) else (hook,)
+            problems.append(
+                err(f"{hook}: sets the arch variable {variable} by hand; {_STALE}", at, hint=hint)
+            )
+    return problems
+
+
 def _check_cmake_arch_settings(
     config_settings: Sequence[tuple[str, Sequence[str]]],
     env: Mapping[str, str],
@@ -57,63 +118,17 @@ def _check_cmake_arch_settings(
     ``before_all``/``before_build`` command. Each is refused at its place, with the ``archs.export``
     that keeps it in step (``listed``: whether a hook was written as a list, for its positions)."""
     names = _arch_names(exported)
-    problems: list[RecipeError] = []
-    for key, values in config_settings:
-        if key.startswith(CMAKE_DEFINE) and key[len(CMAKE_DEFINE) :] in names:
-            variable = key[len(CMAKE_DEFINE) :]
-            problems.append(
-                err(
-                    f"config_settings.{key}: {variable} is an arch variable: set by hand it goes stale "
-                    "when --archs or PYTORCH_ROCM_ARCH changes the arch list",
-                    ("config_settings", key),
-                    key=True,
-                    hint=_fix(variable, exported, "define"),
-                )
-            )
-            continue
-        for i, value in enumerate(values):
-            for variable in _DEFINITION.findall(value):
-                if variable in names:
-                    at: JsonPath = (
-                        ("config_settings", key, i) if len(values) > 1 else ("config_settings", key)
-                    )
-                    problems.append(
-                        err(
-                            f"config_settings.{key}: -D{variable} sets an arch variable by hand; it goes "
-                            "stale when --archs or PYTORCH_ROCM_ARCH changes the arch list",
-                            at,
-                            hint=_fix(variable, exported, "dash"),
-                        )
-                    )
-    for variable in _DEFINITION.findall(env.get("CMAKE_ARGS", "")):
-        if variable in names:
-            problems.append(
-                err(
-                    f"env.CMAKE_ARGS: -D{variable} sets an arch variable by hand; it goes stale when "
-                    "--archs or PYTORCH_ROCM_ARCH changes the arch list",
-                    ("env", "CMAKE_ARGS"),
-                    hint=_fix(variable, exported, "dash"),
-                )
-            )
-    for hook, commands in hooks.items():
-        for i, command in enumerate(commands):
-            assigned = _ASSIGNMENT.findall(command)
-            for variable in [*assigned, *_DEFINITION.findall(command)]:
-                if variable in names:
-                    where: JsonPath = (hook, i) if listed.get(hook) else (hook,)
-                    problems.append(
-                        err(
-                            f"{hook}: sets the arch variable {variable} by hand; it goes stale when --archs "
-                            "or PYTORCH_ROCM_ARCH changes the arch list",
-                            where,
-                            hint=f"remove it: the build environment has {variable}, the resolved list"
-                            if variable in ALWAYS_EXPORTED or variable in dict(exported)
-                            else f"remove it and add archs.export: [{variable}]: the build environment "
-                            "then has it, the resolved list",
-                        )
-                    )
-                    break
-    return problems
+    problems = _config_setting_problems(config_settings, names, exported, err)
+    problems += [
+        err(
+            f"env.CMAKE_ARGS: -D{variable} sets an arch variable by hand; {_STALE}",
+            ("env", "CMAKE_ARGS"),
+            hint=_fix(variable, exported, "dash"),
+        )
+        for variable in _DEFINITION.findall(env.get("CMAKE_ARGS", ""))
+        if variable in names
+    ]
+    return problems + _hook_problems(hooks, names, exported, err, listed)
 
 
 def _parse_arch_settings(ctx: Context) -> None:

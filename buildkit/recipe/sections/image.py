@@ -19,6 +19,7 @@ that the ``rocm:`` axis decides (the profile's ``rocm_build_arg``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,6 +54,13 @@ class ImageSpec:
     packages: tuple[str, ...] = ()
     build_args: Mapping[str, str] = field(default_factory=dict)
 
+    @functools.cached_property
+    def profile_data(self) -> profiles.Profile | None:
+        """The named profile, looked up once, here: the layers below the recipe take it instead of
+        the name (None for a Dockerfile or a ref). Looked up when first read, so that a recipe loads
+        where the profiles cannot be read (an unknown profile: the loader's error at its position)."""
+        return profiles.get_profile(self.profile) if self.profile else None
+
     @property
     def kind(self) -> str:
         return "profile" if self.profile else "dockerfile" if self.dockerfile else "ref"
@@ -64,13 +72,6 @@ class ImageSpec:
         if self.profile:
             return self.profile
         return f"dockerfile:{self.dockerfile}" if self.dockerfile else f"ref:{self.ref}"
-
-    @property
-    def profile_data(self) -> profiles.Profile | None:
-        """The profile's data, which the layers below the recipe read instead of looking the name up
-        again (None for a Dockerfile or a ref); an unknown profile is a UsageError, reported by the
-        recipe's loader at its position first."""
-        return profiles.get_profile(self.profile) if self.profile else None
 
     def dockerfile_path(self, recipe_dir: Path) -> Path | None:
         return recipe_dir / self.dockerfile if self.dockerfile else None
@@ -144,9 +145,9 @@ def check_smoke_packages(image: str, at: JsonPath, err: ErrorAt) -> None:
 
 
 def _check_profile(spec: ImageSpec, err: ErrorAt) -> None:
-    assert spec.profile is not None
     try:
-        profile = profiles.get_profile(spec.profile)
+        profile = spec.profile_data
+        assert profile is not None
         declared = profiles.profile_build_args(profile) if spec.build_args else ()
     except (UsageError, OSError) as exc:
         raise err(f"image.profile: {exc}", ("image", "profile")) from None

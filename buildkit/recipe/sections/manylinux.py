@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from buildkit import policy as mlpolicy
-from buildkit import profiles
 from buildkit.errors import UsageError
 from buildkit.recipe.schema import did_you_mean
 from buildkit.recipe.section import Context, ErrorAt, Section
+from buildkit.recipe.sections.image import ImageSpec
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Manylinux:
     sysroot: str | None = None
 
 
-def _parse_manylinux(d: Mapping[str, Any], err: ErrorAt) -> Manylinux:
+def _parse_manylinux(d: Mapping[str, Any], image: ImageSpec | None, err: ErrorAt) -> Manylinux:
     """The recipe's ``manylinux:`` (validated by the schema already): the policy, its ceilings with
     the recipe's overrides (which may only tighten it), ``from_image`` and the ``sysroot``."""
     m = d["manylinux"]
@@ -60,7 +60,7 @@ def _parse_manylinux(d: Mapping[str, Any], err: ErrorAt) -> Manylinux:
     ceilings = {**base, **overrides}
     sysroot = m.get("sysroot")
     if sysroot is not None:
-        _check_sysroot(d, sysroot, err)
+        _check_sysroot(d, image, sysroot, err)
     return Manylinux(
         policy=pol.name,
         ceilings=dict(sorted(ceilings.items())),
@@ -70,13 +70,12 @@ def _parse_manylinux(d: Mapping[str, Any], err: ErrorAt) -> Manylinux:
     )
 
 
-def _check_sysroot(d: Mapping[str, Any], name: str, err: ErrorAt) -> None:
+def _check_sysroot(d: Mapping[str, Any], image: ImageSpec | None, name: str, err: ErrorAt) -> None:
     """``manylinux.sysroot`` must name a sysroot of the image profile (an own Dockerfile or a ref
-    names no profile's data, so it is refused)."""
-    image = d.get("image")
-    profile_name = (
-        image if isinstance(image, str) else image.get("profile") if isinstance(image, dict) else None
-    )
+    names no profile's data, so it is refused); ``image``: the image section's result (None when it
+    failed: it reports an unknown profile itself)."""
+    raw = d.get("image")
+    profile_name = raw if isinstance(raw, str) else raw.get("profile") if isinstance(raw, dict) else None
     if profile_name is None:
         raise err(
             f"manylinux.sysroot: {name!r} needs an image profile of rocm-buildkit (image: <profile>), "
@@ -85,9 +84,12 @@ def _check_sysroot(d: Mapping[str, Any], name: str, err: ErrorAt) -> None:
             hint="image: debian-sid-rocm carries glibc2.31",
         )
     try:
-        known = profiles.get_profile(profile_name).sysroots
+        profile = image.profile_data if image is not None else None
     except UsageError:
-        return  # the image key reports an unknown profile itself
+        return  # the image section reports an unknown profile, or unreadable profiles, itself
+    if profile is None:
+        return
+    known = profile.sysroots
     if name not in known:
         offered = ", ".join(known) if known else "none"
         raise err(
@@ -98,7 +100,7 @@ def _check_sysroot(d: Mapping[str, Any], name: str, err: ErrorAt) -> None:
 
 
 def _parse(ctx: Context) -> Manylinux:
-    return _parse_manylinux(ctx.data, ctx.err)
+    return _parse_manylinux(ctx.data, ctx.part("image"), ctx.err)
 
 
 SECTION = Section("manylinux", ("manylinux",), _parse, "manylinux")

@@ -66,22 +66,16 @@ class WheelAbi:
     @property
     def tag(self) -> str | None:
         """The interpreter-abi pair of the wheel's tag (``py3-none``, ``cp312-abi3``); None per Python."""
-        if self.abi == "py3-none":
-            return "py3-none"
-        if self.abi == "abi3":
-            assert self.from_python is not None
-            return f"cp{ver.nodot(self.from_python)}-abi3"
-        return None
+        prefix = self.id_prefix
+        return None if prefix is None else "py3-none" if prefix == "py3" else f"{prefix[5:]}-abi3"
 
     @property
     def id_prefix(self) -> str | None:
         """The job id's first part (``py3``, ``abi3-cp312``); None per Python (``cp312``)."""
-        if self.abi == "py3-none":
-            return "py3"
         if self.abi == "abi3":
             assert self.from_python is not None
             return f"abi3-cp{ver.nodot(self.from_python)}"
-        return None
+        return "py3" if self.abi == "py3-none" else None
 
 
 def _parse_wheel(
