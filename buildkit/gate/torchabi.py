@@ -41,7 +41,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -392,8 +392,3 @@ def summary_line(result: TorchAbiResult) -> str:
     if result.others:
         counts += f"; {len(result.others)} left to the other libraries"
     return f"{head}: {counts}"
-
-
-def names_of(needs: Sequence[Needed]) -> Mapping[str, str]:
-    """Mangled -> demangled, for listing."""
-    return {n.name: demangle(n.name) for n in needs}

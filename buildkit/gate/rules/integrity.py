@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from packaging.tags import parse_tag
 
 from buildkit.gate.facts import Facts
-from buildkit.gate.findings import Finding
+from buildkit.gate.findings import Finding, Severity
 from buildkit.gate.loading import (
     PREFIX_DEPTH,
     Resolution,
@@ -320,49 +320,39 @@ def check_wheel_tags(report: WheelReport) -> list[Finding]:
 
 
 def _path_finding(e: ElfInfo, kind: str, entry: str) -> Finding | None:
-    rest = origin_rest(entry)
-    if rest is not None:
+    severity: Severity = "error"
+    if origin_rest(entry) is not None:
         resolved = resolve_origin(e.member, entry)
-        if resolved is not None and escapes(resolved):
-            up = len(list(itertools.takewhile(lambda part: part == "..", resolved.split("/"))))
-            if up <= PREFIX_DEPTH:
-                # still inside the environment (site-packages is lib/pythonX.Y/site-packages): it
-                # finds only what that environment installs there (jaxlib, the jax CUDA/ROCm plugins
-                # point at other wheels' libraries so): hygiene, a warning
-                return RPATH.warning(
-                    f"{kind} entry {entry} of {e.member} resolves outside the wheel's install root, "
-                    f"{up} level{'s' if up > 1 else ''} above site-packages (inside the environment)",
-                    file=e.member,
-                    symbol=entry,
-                )
-            return RPATH.error(
-                f"{kind} entry {entry} of {e.member} resolves {up} levels above site-packages, outside "
-                "the Python environment: it can load a library the environment does not control",
-                file=e.member,
-                symbol=entry,
+        if resolved is None or not escapes(resolved):
+            return None
+        up = len(list(itertools.takewhile(lambda part: part == "..", resolved.split("/"))))
+        if up <= PREFIX_DEPTH:
+            # still inside the environment (site-packages is lib/pythonX.Y/site-packages): it finds
+            # only what that environment installs there (jaxlib, the jax CUDA/ROCm plugins point at
+            # other wheels' libraries so): hygiene, a warning
+            severity = "warning"
+            why = (
+                f"resolves outside the wheel's install root, {up} level{'s' if up > 1 else ''} above "
+                "site-packages (inside the environment)"
             )
-        return None
-    if entry == ROCM_PREFIX or entry.startswith((ROCM_PREFIX + "/", ROCM_PREFIX + "-")):
-        return RPATH.warning(
-            f"{kind} entry {entry} of {e.member} points at a system ROCm install outside the wheel "
-            "(common in ROCm wheels; the ROCm libraries must be there at run time)",
-            file=e.member,
-            symbol=entry,
+        else:
+            why = (
+                f"resolves {up} levels above site-packages, outside the Python environment: it can "
+                "load a library the environment does not control"
+            )
+    elif entry == ROCM_PREFIX or entry.startswith((ROCM_PREFIX + "/", ROCM_PREFIX + "-")):
+        severity = "warning"
+        why = (
+            "points at a system ROCm install outside the wheel (common in ROCm wheels; the ROCm "
+            "libraries must be there at run time)"
         )
-    if entry.startswith("/"):
+    elif entry.startswith("/"):
         leaked = any(entry == root or entry.startswith(root + "/") for root in BUILD_ROOTS)
         why = "a leaked build directory" if leaked else "an absolute path outside the wheel"
-        return RPATH.error(
-            f"{kind} entry {entry} of {e.member} is {why}: use $ORIGIN-relative paths",
-            file=e.member,
-            symbol=entry,
-        )
-    return RPATH.error(
-        f"{kind} entry {entry} of {e.member} is relative to the current directory at run time: "
-        "use $ORIGIN-relative paths",
-        file=e.member,
-        symbol=entry,
-    )
+        why = f"is {why}: use $ORIGIN-relative paths"
+    else:
+        why = "is relative to the current directory at run time: use $ORIGIN-relative paths"
+    return RPATH.finding(severity, f"{kind} entry {entry} of {e.member} {why}", file=e.member, symbol=entry)
 
 
 def check_search_paths(report: WheelReport) -> list[Finding]:
