@@ -28,7 +28,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "buildkit/inspect/symtab.py:wheel_symbol_tables": f"{OWNED} (inspect/)",
     "buildkit/split/run.py:split_wheel": f"{OWNED} (split/)",
     "buildkit/split/run.py:_plan": f"{OWNED} (split/)",
-    "buildkit/gate/report.py:render_human": f"{OWNED} (gate/)",
     "buildkit/source/project.py:_render_recipe": "the recipe written section by section, in file order",
     "buildkit/plan/render.py:render_table": "the plan table's columns, each optional",
     "buildkit/recipe/schema.py:_error_for": "one branch per JSON Schema validator, each a message and a hint",
