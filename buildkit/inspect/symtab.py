@@ -26,6 +26,7 @@ is an undefined symbol with a name; weak ones are marked (``ld.so`` loads the ob
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import struct
 import sys
@@ -386,15 +387,13 @@ def wheel_symbol_tables(
     hash the whole file, on its own thread; ``texts``: small members (at most 1 MiB each) to return
     whole, when present."""
     from buildkit.inspect import wheel as reader  # its zip checks (a module of this package)
-    from buildkit.inspect.zipstream import open_member, sniff
 
     limits = limits or Limits()
-    with contextlib.ExitStack() as stack:
-        wheel, (name, version, _build, _tags), fd, zf = stack.enter_context(reader.open_wheel(path))
-        stack.enter_context(reader._naming(wheel))
-        infos = zf.infolist()
-        reader._check_names(infos)
-        reader._check_sizes(zf, infos, limits)
+    with reader.checked_wheel(path, limits) as (
+        (wheel, (name, version, _build, _tags), fd, zf),
+        infos,
+        _total,
+    ):
         small = {
             i.filename: reader._read_small(zf, i)
             for i in infos
@@ -403,27 +402,13 @@ def wheel_symbol_tables(
         chosen = [i for i in infos if not i.is_dir() and i.file_size >= 52 and select(i.filename)]
         chosen.sort(key=lambda i: i.file_size, reverse=True)  # the largest first: better balance
 
-        def one(info: zipfile.ZipInfo) -> SymbolTable | None:
-            try:
-                if sniff(fd, info, zf, size=4) != ELF_MAGIC:
-                    return None
-                return read_symbol_table(
-                    info.filename,
-                    lambda: open_member(fd, info, zf),
-                    info.file_size,
-                    limits,
-                    keep_exported=keep_exported,
-                    imports=imports,
-                )
-            except WheelReadError:
-                raise
-            except reader._READ_ERRORS as err:
-                raise WheelReadError(f"{info.filename}: cannot read member: {err}") from None
-
         count = workers or reader.default_workers()
         with ThreadPoolExecutor(max_workers=count + (1 if sha256 else 0)) as pool:
             digest = pool.submit(sha256_fd, fd) if sha256 else None
-            tables = [t for t in pool.map(one, chosen) if t is not None]
+            read = functools.partial(
+                _member_table, fd, zf, limits, keep_exported=keep_exported, imports=imports
+            )
+            tables = [t for t in pool.map(read, chosen) if t is not None]
             hexdigest = digest.result() if digest is not None else None
     return WheelSymbols(
         filename=wheel.name,
@@ -433,6 +418,36 @@ def wheel_symbol_tables(
         sha256=hexdigest,
         texts=small,
     )
+
+
+def _member_table(
+    fd: int,
+    zf: zipfile.ZipFile,
+    limits: Limits,
+    info: zipfile.ZipInfo,
+    *,
+    keep_exported: Callable[[str], bool] | None,
+    imports: bool,
+) -> SymbolTable | None:
+    """The symbol table of one member of an open wheel, None when it is not ELF."""
+    from buildkit.inspect.wheel import _READ_ERRORS  # its errors of a member read (a module of this package)
+    from buildkit.inspect.zipstream import open_member, sniff
+
+    try:
+        if sniff(fd, info, zf, size=4) != ELF_MAGIC:
+            return None
+        return read_symbol_table(
+            info.filename,
+            lambda: open_member(fd, info, zf),
+            info.file_size,
+            limits,
+            keep_exported=keep_exported,
+            imports=imports,
+        )
+    except WheelReadError:
+        raise
+    except _READ_ERRORS as err:
+        raise WheelReadError(f"{info.filename}: cannot read member: {err}") from None
 
 
 def file_symbol_tables(

@@ -517,6 +517,19 @@ def open_wheel(path: str | os.PathLike[str] | WheelHandle) -> Iterator[WheelHand
         yield WheelHandle(wheel, names, fh.fileno(), zf)
 
 
+@contextlib.contextmanager
+def checked_wheel(
+    path: str | os.PathLike[str] | WheelHandle, limits: Limits
+) -> Iterator[tuple[WheelHandle, list[zipfile.ZipInfo], int]]:
+    """:func:`open_wheel`, its zip held to the hostile-input rules (names, sizes, bombs: each a
+    WheelReadError naming the wheel, as is every one raised inside the block): the handle, the
+    members and their total declared size."""
+    with open_wheel(path) as handle, _naming(handle.path):
+        infos = handle.zip.infolist()
+        _check_names(infos)
+        yield handle, infos, _check_sizes(handle.zip, infos, limits)
+
+
 def wheel_file(
     path: str | os.PathLike[str],
 ) -> tuple[Path, tuple[NormalizedName, Version, BuildTag, frozenset[Tag]]]:
@@ -551,12 +564,7 @@ def inspect_wheel(
     :func:`~buildkit.inspect.symbols.default_symbols_of_interest`: auditwheel's blacklists and
     ``PyFPE_*``)."""
     limits = limits or Limits()
-    with contextlib.ExitStack() as stack:
-        wheel, (name, version, build, tags), fd, zf = stack.enter_context(open_wheel(path))
-        stack.enter_context(_naming(wheel))
-        infos = zf.infolist()
-        _check_names(infos)
-        total = _check_sizes(zf, infos, limits)
+    with checked_wheel(path, limits) as ((wheel, (name, version, build, tags), fd, zf), infos, total):
         meta = _read_dist_info(zf, infos)
         size = os.fstat(fd).st_size
         sha256 = _Sha256(wheel, fd, threaded=size >= limits.threaded_bytes).begin()

@@ -24,8 +24,6 @@ LONG_MODULES: dict[str, str] = {}
 #: the functions over MAX_FUNCTION_LINES (``path:Class.function``), each with why: the list only
 #: shrinks (a test fails when one got short enough or went away, so its line goes too)
 LONG_FUNCTIONS: dict[str, str] = {
-    "buildkit/inspect/offload.py:BundleScanner.walk": f"{OWNED} (inspect/)",
-    "buildkit/inspect/symtab.py:wheel_symbol_tables": f"{OWNED} (inspect/)",
     "buildkit/split/run.py:split_wheel": f"{OWNED} (split/)",
     "buildkit/split/run.py:_plan": f"{OWNED} (split/)",
     "buildkit/source/project.py:_render_recipe": "the recipe written section by section, in file order",
