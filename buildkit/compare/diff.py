@@ -52,6 +52,7 @@ from buildkit import pyindex
 from buildkit.errors import UsageError, WheelReadError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
+from buildkit.gate.rules.gfx import split_target
 from buildkit.gate.torchabi import needs_change
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
@@ -279,16 +280,11 @@ def _library_changes(old: Verdict, new: Verdict) -> list[LibraryChange]:
     return out
 
 
-def _split_target(target: str) -> tuple[str, frozenset[str]]:
-    name, *features = target.split(":")
-    return name, frozenset(features)
-
-
 def _target_covered(target: str, present: Iterable[str]) -> bool:
     """``gfx90a:xnack-`` is covered by ``gfx90a:xnack-`` or by ``gfx90a`` (any xnack mode)."""
-    name, feats = _split_target(target)
+    name, feats = split_target(target)
     for other in present:
-        oname, ofeats = _split_target(other)
+        oname, ofeats = split_target(other)
         if oname == name and ofeats <= feats:
             return True
     return False

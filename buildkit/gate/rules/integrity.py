@@ -369,7 +369,7 @@ def check_search_paths(report: WheelReport) -> list[Finding]:
 # --------------------------------------------------------------------------- load order
 
 
-def _carriers(elves: Sequence[ElfInfo]) -> dict[str, list[ElfInfo]]:
+def carriers(elves: Sequence[ElfInfo]) -> dict[str, list[ElfInfo]]:
     """Members by each name they could be asked for by: their file name and their SONAME."""
     out: dict[str, list[ElfInfo]] = {}
     for e in elves:
@@ -384,13 +384,13 @@ def check_load_order(report: WheelReport, resolution: Resolution | None = None) 
     loaded that library first, so the gate does not count it as in the wheel."""
     elves = report.elves
     res = resolution or resolve_libraries(elves)
-    carriers = _carriers(elves)
+    by_name = carriers(elves)
     out = []
     for e in elves:
         for name in e.needed:
             if "/" in name or res.provider(e.member, name) is not None:
                 continue
-            found = [p for p in carriers.get(name, ()) if p.member != e.member and compatible(e, p)]
+            found = [p for p in by_name.get(name, ()) if p.member != e.member and compatible(e, p)]
             if not found:
                 continue
             out.append(_load_order_finding(e, name, found, res.dirs[e.member]))
