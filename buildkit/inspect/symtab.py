@@ -123,11 +123,11 @@ def _locate(member: str, read: Read, size: int) -> _Located | None:
         raise WheelReadError(f"{member}: truncated ELF: DT_STRTAB ends past the file")
     count = loader.symbol_count(member, h, table, read, size)
     if table.symtab is None or table.strtab is None or count == 0:
-        names = _Strings(member, read(table.strtab, table.strsz) if table.strtab is not None else b"")
+        names = loader._Strings(member, read(table.strtab, table.strsz) if table.strtab is not None else b"")
         return _Located(h, _soname(names, table), _needed(names, table), 0, 0, 0, 0, None, {})
     if versym is not None and versym + count * 2 > size:
         raise WheelReadError(f"{member}: malformed ELF: DT_VERSYM's table runs past the file")
-    strings = _Strings(member, read(table.strtab, table.strsz))
+    strings = loader._Strings(member, read(table.strtab, table.strsz))
     versions = _version_indices(member, h, table, strings, read, size)
     return _Located(
         h,
@@ -142,20 +142,16 @@ def _locate(member: str, read: Read, size: int) -> _Located | None:
     )
 
 
-class _Strings(loader._Strings):  # the loader's bounds-checked string table
-    pass
-
-
-def _soname(strings: _Strings, table: loader.DynamicTable) -> str | None:
+def _soname(strings: loader._Strings, table: loader.DynamicTable) -> str | None:
     return None if table.soname is None else strings.get(table.soname)
 
 
-def _needed(strings: _Strings, table: loader.DynamicTable) -> tuple[str, ...]:
+def _needed(strings: loader._Strings, table: loader.DynamicTable) -> tuple[str, ...]:
     return tuple(strings.get(at) for at in table.needed)
 
 
 def _version_indices(
-    member: str, h: ElfHeader, table: loader.DynamicTable, strings: _Strings, read: Read, size: int
+    member: str, h: ElfHeader, table: loader.DynamicTable, strings: loader._Strings, read: Read, size: int
 ) -> dict[int, tuple[str, str]]:
     """``vna_other`` (the index ``.gnu.version`` entries use) -> (``vn_file``, ``vna_name``), walked
     by :func:`buildkit.inspect.loader.version_need_entries` (the loader's bounds)."""
