@@ -18,16 +18,11 @@ object, the manylinux tag). :func:`diff_reports` compares them:
   covers it (``gfx90a`` covers ``gfx90a:xnack-``);
 * **size** (bytes and %), **members** added and removed: reported, never regressions.
 
-The libraries provided at run time (``exclude_globs``) are named as ``buildkit check`` names them:
-:func:`buildkit.service.check.run_time_globs` turns ``--exclude``, ``--exclude-set``, ``--rocm`` and
-``--recipe R --job ID`` into the globs of :func:`buildkit.service.check.gate_config` (the only part of
-the gate configuration that changes the facts compared here). Without them every ROCm library is
-external and a ROCm wheel is consistent with no manylinux tag at all (``linux_x86_64``).
-
-:func:`baseline_from_index` finds the newest published wheel of the same project with compatible
-tags in a simple index (``file://`` or ``http(s)://``, PEP 691 or PEP 503, read by
-:mod:`buildkit.pyindex`), downloads it and verifies its listed hash. An index that cannot be reached
-is :class:`~buildkit.errors.IndexUnavailable` (exit 13), as from every command.
+The libraries provided at run time (``exclude_globs``, the only part of the gate configuration that
+changes the facts compared here) are named as ``buildkit check`` names them
+(:func:`buildkit.service.check.run_time_globs`). :func:`baseline_from_index` finds the newest
+published wheel of the same project with compatible tags in a simple index (:mod:`buildkit.pyindex`),
+downloads it and verifies its listed hash.
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """Rendering gate verdicts: a human report (like the verdicts posted on release PRs) and JSON.
 
-The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema_version`` 1):
-
-.. code-block:: text
-
-    {"schema": "rocm-buildkit/check-report", "schema_version": 1, "passed": bool,
-     "wheels": [ {"wheel", "size", "sha256", "passed", "config": {...},
-                  "platform": {"overall_tag", "sym_tag", "library_tag", "file_tags", "arch", "pure", "libc"},
-                  "symbols": [{"library", "prefix", "max", "file", "files"}],
-                  "libraries": [{"library", "status", "needed_by", "detail"}],
-                  "external_libraries": [...], "gfx": [{"file", "kind", "targets"}],
-                  "device_code": {"targets": [...], "members": [...], "bundles": [...]},
-                  "findings": [{"rule", "severity", "file", "library", "symbol", "message",
-                                "waived": {"rule", "library", "file", "reason", "at", "line",
-                                           "column"} | null}],
-                  "integrity": {"record_entries", "files", "hashes_verified"} | null}
-                | {"wheel", "error"} ]}
-
-Version bumps: add optional fields freely; renaming or removing a field bumps ``schema_version``.
-``integrity``, the finding rules ``record``, ``wheel-tags``, ``rpath``, ``load-order``, ``pure-wheel``
-and ``job-identity``, and the config fields ``job``, ``recipe``, ``recipe_sha256`` and ``identity``
-(what a job's wheel must be called) were added without a bump (additive); so were the recipe's
-waivers (config ``waivers``, a finding's ``waived``: the waiver that accepted it, which then does
-not count against ``passed``) and the rule ``waiver-unused``; so were the rule ``torch-abi``, the config
-field ``torch_abi`` and a wheel's ``torch_abi`` (the torch checked against, the counts, each missing
-symbol with its reason; null when no torch was given); so were a wheel's ``device_code`` (bytes per gfx
-target, per member and per offload bundle, compressed or not), the config field ``size_per_target``
-and the rules ``size-per-target`` and ``offload-compress``.
+The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema_version`` 1). Optional
+fields are added freely (every field since version 1 was); renaming or removing a field bumps
+``schema_version``.
 """
 
 from __future__ import annotations

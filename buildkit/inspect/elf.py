@@ -6,19 +6,15 @@ A deflated member can only be read front to back, so what matters is how far int
 Two routes:
 
 * **Loader route** (every host ELF with a ``PT_DYNAMIC``): read what ``ld.so`` reads
-  (:mod:`~buildkit.inspect.loader`): program headers, the dynamic section, and the string and
-  version-needs tables its entries point at; ``.dynsym`` (``DT_SYMTAB``, sized by ``DT_HASH`` /
-  ``DT_GNU_HASH``) is *scanned* as it streams by, keeping only the ``st_name`` of its undefined,
-  non-weak entries (the names in the inspection's set of interest end up in
-  ``ElfInfo.undefined_of_interest``), and an x86 object's ``PT_GNU_PROPERTY`` (else ``PT_NOTE``)
-  note is read for ``GNU_PROPERTY_X86_ISA_1_NEEDED``. The first ``limits.head_bytes`` are kept while
-  streaming (``.dynstr`` and ``.gnu.version_r`` sit in the first ``PT_LOAD`` segment, near the front;
-  a table found elsewhere is kept when it comes by, or read in another pass). Once those are parsed
-  the member is not read any further, unless it is a HIP host object (it needs ``libamdhip64``, its
-  dynamic strings name ``__hipRegisterFatBinary``, or a well-formed offload bundle has streamed past):
-  its bundles lie in ``.hip_fatbin``, found through the section headers at the end of the file. What
-  the stop saves is whatever follows the dynamic data: ``.symtab``, ``.strtab``, debug info, and for
-  ``patchelf``'d or lld-linked files sometimes nothing (their dynamic data lies at the end).
+  (:mod:`~buildkit.inspect.loader`); ``.dynsym`` is scanned as it streams by, keeping only its
+  undefined, non-weak names of interest (``ElfInfo.undefined_of_interest``). The first
+  ``limits.head_bytes`` are kept while streaming (``.dynstr`` and ``.gnu.version_r`` sit in the first
+  ``PT_LOAD`` segment, near the front; a table found elsewhere is kept when it comes by, or read in
+  another pass). Once those are parsed the member is not read any further, unless it is a HIP host
+  object (it needs ``libamdhip64``, its dynamic strings name ``__hipRegisterFatBinary``, or a
+  well-formed offload bundle has streamed past): its bundles lie in ``.hip_fatbin``, found through the
+  section headers at the end of the file. The stop saves whatever follows the dynamic data
+  (``.symtab``, ``.strtab``, debug info; for ``patchelf``'d or lld-linked files sometimes nothing).
 * **Section route** (no ``PT_DYNAMIC``, or dynamic entries that map to no segment): read the whole
   member and parse its ``.dynamic``, ``.gnu.version_r`` and ``.dynsym`` sections with pyelftools, as
   auditwheel does.

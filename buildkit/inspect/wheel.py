@@ -4,17 +4,11 @@ member to :mod:`buildkit.inspect.elf` in a thread pool.
 Reading: :mod:`zipfile` parses the central directory once; members are then read through one shared
 descriptor with ``os.pread`` and inflated by ISA-L when installed (:mod:`~buildkit.inspect.zipstream`),
 ``default_workers()`` at a time, while a separate thread computes the wheel's sha256 (hashlib releases
-the GIL); a wheel under ``Limits.threaded_bytes`` (8 MiB, file and members) is read on the caller's
-thread alone, where starting threads would cost more than they save. Members are streamed only as far as
-the parse needs (see :mod:`~buildkit.inspect.elf`): the zip CRC of a member is checked whenever it is
-read to its end, which every member up to ``Limits.whole_member_bytes`` and every HIP object is;
-``Limits(verify_members=True)`` reads them all.
-``verify_record=True`` (the default) also reads every member to its end, hashing it in the algorithm
-RECORD names (:class:`~buildkit.inspect.zipstream.DigestStream`; the gate compares, see
-:mod:`buildkit.gate.rules.integrity`): ELF members are parsed exactly as without it, the rest is only hashed.
-A member of at most 1 MiB compressed and 4 MiB inflated is then read whole, with one ``pread`` and one
-inflate (:func:`~buildkit.inspect.zipstream.read_whole`, the same checks as a stream read to its end), and
-parsed from memory when it is ELF: a wheel of thousands of small files costs a call per file, not a stream.
+the GIL); :class:`~buildkit.inspect.limits.Limits` says which wheels are read on one thread, which
+members are read to their end (zip CRC checked) and which whole. Members are streamed only as far as
+the parse needs (:mod:`~buildkit.inspect.elf`). ``verify_record=True`` (the default) reads every member
+to its end, hashing it in the algorithm RECORD names (:class:`~buildkit.inspect.zipstream.DigestStream`;
+the gate compares): ELF members are parsed exactly as without it, the rest is only hashed.
 
 Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 6):
 

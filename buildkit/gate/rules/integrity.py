@@ -4,39 +4,9 @@ Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never th
 :class:`~buildkit.gate.findings.Finding` objects; :func:`check_integrity` runs them all for
 :func:`buildkit.gate.evaluate.evaluate`.
 
-* ``record`` (errors): ``.dist-info/RECORD`` lists exactly the archive's files. A file RECORD omits is
-  hidden from installers' bookkeeping (a *hidden binary* when it is ELF); an entry without a file is
-  a broken wheel; an entry without a hash, with a weak (md5, sha1) or unknown algorithm, with a size
-  other than the zip's, or (when the inspection hashed the members: ``WheelReport.record_verified``)
-  with a digest other than the member's, is an error naming the member. RECORD's own line and its
-  signatures (``RECORD.jws``, ``RECORD.p7s``) are exempt, as the wheel spec says.
-* ``wheel-tags`` (warning: pip and every installer read the file name, nothing breaks): the
-  ``Tag:`` lines of ``.dist-info/WHEEL`` equal the file name's tags, as sets, compressed tag sets
-  (``py2.py3-none-any``) expanded on both sides.
-* ``rpath`` (error / warning): every RPATH/RUNPATH entry starts with ``$ORIGIN`` and stays inside the
-  install root (site-packages) once resolved (leaving it for at most 3 levels, still inside the
-  environment's prefix, is a warning); entries under ``/opt/rocm*`` are warnings (many ROCm
-  wheels rely on a system ROCm there); every other absolute or relative path is an error, named a
-  leaked build directory when it lies under ``/tmp``, ``/project``, ``/home``, ``/root`` or another
-  usual build root.
-* ``load-order`` (warning): a DT_NEEDED that a member of the wheel carries (same file name or
-  SONAME) but ld.so does not find there from the needing object (:func:`resolve_libraries`): no
-  search path of it reaches that member's directory, or one does but the file there has another
-  name (``libhelper.so`` with SONAME ``libhelper.so.1``: ld.so opens ``dir/libhelper.so.1``). It loads
-  only when something else loaded the library first; the gate (:mod:`buildkit.gate`) counts such a
-  library as not in the wheel (external, unless whitelisted or excluded). Search paths follow
-  ld.so: the object's RUNPATH alone when it has one, else its RPATH and the RPATHs of the in-wheel
-  objects that load it (transitively; ld.so uses the loader chain's DT_RPATH, which is how
-  auditwheel's grafted libraries find one another).
-* ``pure-wheel``: a wheel whose tags all have platform ``any`` must not carry host code (error per
-  host ELF); standalone GPU code objects there are data for a runtime loader (warning).
-
-:func:`~buildkit.gate.loading.not_elf_load` tells the gate whether a member named like a shared
-library that is not ELF (the inspection's ``not-elf-library`` finding) is loaded once installed,
-which then fails: an extension module name Python imports, a library in a ``*.libs`` folder, a file
-ld.so opens for a DT_NEEDED. Elsewhere (``.dist-info``, ``.data/{data,headers,scripts}``, a
-versioned ``libfoo.so.1`` nothing needs, a plain ``libfoo.so`` under ``include``/``lib``/``lib64``:
-a linker script for the link editor) it is only odd.
+Each rule's ``checks`` and ``prevents`` say what it judges (docs/GATE-RULES.md); ld.so's search
+inside the wheel is :func:`~buildkit.gate.loading.resolve_libraries`. RECORD's exemptions are the
+wheel spec's.
 """
 
 from __future__ import annotations
