@@ -630,11 +630,7 @@ def diff_against_index(
     index_url: str, new: Path, *, exclude_globs: Sequence[str] = (), workdir: Path
 ) -> tuple[Baseline, WheelDiff | None]:
     """``new`` against the newest earlier compatible release at ``index_url`` (downloaded into
-    ``workdir``); the diff is ``None`` when the index has no such release (a first release).
-
-    This is the one call a "no regression against the last release" gate rule needs:
-    fail when ``diff is not None and diff.regression``.
-    """
+    ``workdir``); the diff is ``None`` when the index has no such release (a first release)."""
 
     report = inspect_wheel(new)
     baseline = baseline_from_index(index_url, report, workdir)

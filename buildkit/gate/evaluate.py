@@ -56,17 +56,10 @@ def evaluate(
     needers: Needers | None = None,
 ) -> Verdict:
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
-    rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
-    ``torch_abi``: the wheel's symbols judged against a torch
-    (:func:`buildkit.judge.judge_wheel` judges it; None: the ``torch-abi`` rule has
-    nothing to judge). ``python_abi``: a ``py3-none``/``abi3`` job's host code against its tag's claim
-    (:func:`buildkit.judge.wheel.python_abi_for`; None: ``job-identity`` checks the tag and the
-    members' names only). ``torch_stable``: a stable-ABI wheel's needs from torch judged
-    (:func:`buildkit.judge.judge_wheel`). A configuration with an unsound value is a
-    UsageError (:meth:`GateConfig.validated`). ``host_isa``: the host ELFs disassembled
-    (:func:`buildkit.inspect.isa.host_isa_of`, when ``config.isa_scan``; the ``host-isa`` rule).
-    ``needers``: the symbols behind a version, for a ``ceiling`` error
-    (:data:`~buildkit.gate.facts.Needers`)."""
+    rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule). The
+    keyword arguments are what :mod:`buildkit.judge` read beside the inspection (:class:`Facts`
+    says each; None: not read). A configuration with an unsound value is a UsageError
+    (:meth:`GateConfig.validated`)."""
     facts = gather(report, config.validated(), torch_abi=torch_abi, python_abi=python_abi,
                    torch_stable=torch_stable, host_isa=host_isa, needers=needers)  # fmt: skip
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]

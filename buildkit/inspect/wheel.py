@@ -547,16 +547,11 @@ def inspect_wheel(
     verify_record: bool = True,
     symbols: Collection[str] | None = None,
 ) -> WheelReport:
-    """Inspect a wheel without extracting it (see the module docstring for the rules). ``workers``
-    threads inflate members (default: :func:`default_workers`); ``inflater`` is ``"isal"`` or
-    ``"zlib"`` (default: isal when installed). ``verify_record`` (default on: see bench/README.md for
-    its cost) reads every member to its end and records its digest in ``WheelReport.files`` in the
-    algorithm RECORD names, for the gate to compare; ELF members are still parsed as before, the
-    bytes past the parse are only hashed. ``path``: the wheel's file, or a :class:`WheelHandle` the
-    caller's other readers share (then it is not opened again). ``symbols``: the undefined dynamic
-    symbol names each :attr:`ElfInfo.undefined_of_interest` may list (default
-    :func:`~buildkit.inspect.symbols.default_symbols_of_interest`: auditwheel's blacklists and
-    ``PyFPE_*``)."""
+    """Inspect a wheel without extracting it (the module docstring says how, and its rules).
+    ``inflater`` is ``"isal"`` or ``"zlib"`` (default: isal when installed); ``verify_record``'s cost
+    is in bench/README.md. ``path``: the wheel's file, or a :class:`WheelHandle` the caller's other
+    readers share (then it is not opened again). ``symbols``: see
+    :attr:`ElfInfo.undefined_of_interest`."""
     limits = limits or Limits()
     with checked_wheel(path, limits) as ((wheel, (name, version, build, tags), fd, zf), infos, total):
         meta = _read_dist_info(zf, infos)
