@@ -8,14 +8,11 @@ symbols with: ``.dynsym`` (``DT_SYMTAB``, its length from ``DT_HASH``/``DT_GNU_H
 (``DT_STRTAB``), ``.gnu.version`` (``DT_VERSYM``) and ``.gnu.version_r`` (``DT_VERNEED``), located
 through ``PT_DYNAMIC`` as :mod:`~buildkit.inspect.loader` locates them. No section header is read.
 
-Streaming: a deflated member is read front to back, keeping only chosen ranges
-(:class:`~buildkit.inspect.sparse.SparseBuffer`): its first ``limits.head_bytes`` (where GNU ld and
-lld put those tables), ``PT_DYNAMIC`` and up to ``limits.dynamic_reach`` before it (where patchelf
-moves them), and any table found further on as it comes by. The read stops as soon as every table is
-kept; when one streamed past unkept, a second pass keeps exactly the ranges now known. The bytes
-after the tables (code, data, debug info: 95 % of ``libtorch_cpu.so``) are inflated up to
-``PT_DYNAMIC`` at most and never kept. Memory: the kept ranges (about 12 MiB for
-``libtorch_cpu.so``: 1.8 MiB of ``.dynsym``, 5 MiB of ``.dynstr``) plus the names kept.
+Streaming keeps the ranges :mod:`~buildkit.inspect.elf` keeps (:class:`~buildkit.inspect.limits.Limits`:
+``head_bytes``, ``dynamic_reach``) and stops as soon as every table is kept, a second pass keeping
+exactly the ranges a first one let past. The bytes after the tables (code, data, debug info: 95 % of
+``libtorch_cpu.so``) are inflated up to ``PT_DYNAMIC`` at most and never kept. Memory: the kept ranges
+(about 12 MiB for ``libtorch_cpu.so``: 1.8 MiB of ``.dynsym``, 5 MiB of ``.dynstr``) plus the names kept.
 
 An export is a defined symbol (``st_shndx != SHN_UNDEF``) of global, weak or unique binding and
 default or protected visibility that is not local by its version index (``0``) nor hidden (a
