@@ -57,9 +57,9 @@ def evaluate(
 ) -> Verdict:
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
     rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule). The
-    keyword arguments are what :mod:`buildkit.judge` read beside the inspection (:class:`Facts`
-    says each; None: not read). A configuration with an unsound value is a UsageError
-    (:meth:`GateConfig.validated`)."""
+    keyword arguments are what :mod:`buildkit.judge` read beside the inspection
+    (:class:`~buildkit.gate.facts.Facts` says each; None: not read). A configuration with an unsound
+    value is a UsageError (:meth:`GateConfig.validated`)."""
     facts = gather(report, config.validated(), torch_abi=torch_abi, python_abi=python_abi,
                    torch_stable=torch_stable, host_isa=host_isa, needers=needers)  # fmt: skip
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]
