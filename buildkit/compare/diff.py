@@ -18,16 +18,11 @@ object, the manylinux tag). :func:`diff_reports` compares them:
   covers it (``gfx90a`` covers ``gfx90a:xnack-``);
 * **size** (bytes and %), **members** added and removed: reported, never regressions.
 
-The libraries provided at run time (``exclude_globs``) are named as ``buildkit check`` names them:
-:func:`buildkit.service.check.run_time_globs` turns ``--exclude``, ``--exclude-set``, ``--rocm`` and
-``--recipe R --job ID`` into the globs of :func:`buildkit.service.check.gate_config` (the only part of
-the gate configuration that changes the facts compared here). Without them every ROCm library is
-external and a ROCm wheel is consistent with no manylinux tag at all (``linux_x86_64``).
-
-:func:`baseline_from_index` finds the newest published wheel of the same project with compatible
-tags in a simple index (``file://`` or ``http(s)://``, PEP 691 or PEP 503, read by
-:mod:`buildkit.pyindex`), downloads it and verifies its listed hash. An index that cannot be reached
-is :class:`~buildkit.errors.IndexUnavailable` (exit 13), as from every command.
+The libraries provided at run time (``exclude_globs``, the only part of the gate configuration that
+changes the facts compared here) are named as ``buildkit check`` names them
+(:func:`buildkit.service.check.run_time_globs`). :func:`baseline_from_index` finds the newest
+published wheel of the same project with compatible tags in a simple index (:mod:`buildkit.pyindex`),
+downloads it and verifies its listed hash.
 """
 
 from __future__ import annotations
@@ -52,6 +47,7 @@ from buildkit import pyindex
 from buildkit.errors import UsageError, WheelReadError
 from buildkit.gate.config import GateConfig
 from buildkit.gate.evaluate import evaluate
+from buildkit.gate.rules.gfx import split_target
 from buildkit.gate.torchabi import needs_change
 from buildkit.gate.verdict import Verdict
 from buildkit.inspect import inspect_wheel
@@ -279,16 +275,11 @@ def _library_changes(old: Verdict, new: Verdict) -> list[LibraryChange]:
     return out
 
 
-def _split_target(target: str) -> tuple[str, frozenset[str]]:
-    name, *features = target.split(":")
-    return name, frozenset(features)
-
-
 def _target_covered(target: str, present: Iterable[str]) -> bool:
     """``gfx90a:xnack-`` is covered by ``gfx90a:xnack-`` or by ``gfx90a`` (any xnack mode)."""
-    name, feats = _split_target(target)
+    name, feats = split_target(target)
     for other in present:
-        oname, ofeats = _split_target(other)
+        oname, ofeats = split_target(other)
         if oname == name and ofeats <= feats:
             return True
     return False
@@ -639,11 +630,7 @@ def diff_against_index(
     index_url: str, new: Path, *, exclude_globs: Sequence[str] = (), workdir: Path
 ) -> tuple[Baseline, WheelDiff | None]:
     """``new`` against the newest earlier compatible release at ``index_url`` (downloaded into
-    ``workdir``); the diff is ``None`` when the index has no such release (a first release).
-
-    This is the one call a "no regression against the last release" gate rule needs:
-    fail when ``diff is not None and diff.regression``.
-    """
+    ``workdir``); the diff is ``None`` when the index has no such release (a first release)."""
 
     report = inspect_wheel(new)
     baseline = baseline_from_index(index_url, report, workdir)

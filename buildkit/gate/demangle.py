@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 
 def _from_pydemumble() -> Callable[[str], str] | None:
@@ -68,8 +68,3 @@ def demangle(name: str) -> str:
     except (ValueError, RuntimeError, UnicodeError):
         return name
     return text or name
-
-
-def demangle_all(names: Iterable[str]) -> dict[str, str]:
-    """Each name -> :func:`demangle` of it."""
-    return {name: demangle(name) for name in names}

@@ -7,44 +7,24 @@ through an injected reader, asked only then).
 It gathers the wheel's facts (:func:`buildkit.gate.facts.gather`), runs every rule family of the
 registry in order (:data:`buildkit.gate.rules.FAMILIES`) and folds both into the verdict.
 
-The verdict (the best manylinux or musllinux tag the wheel is consistent with) follows
-auditwheel's rules, read from auditwheel's installed policy files (:mod:`buildkit.policy`):
+The verdict (the best manylinux or musllinux tag the wheel is consistent with) follows auditwheel's
+rules, read from its installed policy files (:mod:`buildkit.policy`): the host ELFs' architecture and
+libc as auditwheel maps them (:mod:`buildkit.gate.facts`; a host ELF of an unknown machine is an
+``elf-machine`` error, never "pure"; musl has no symbol versions, so a musl wheel gets the newest
+musllinux policy its libraries allow, as ``auditwheel show`` gives on a host without musl); the *symbol
+policy*, the best policy allowing every versioned requirement of every host ELF, grafted libraries
+included, non-numeric versions (``GLIBC_ABI_DT_RELR``) counting; the *library policy*, the best under
+which every DT_NEEDED is whitelisted, grafted or excluded (terms of docs/GATE-RULES.md; an excluded
+library's own requirements cannot be seen); the overall tag is the worst of these and the ABI rules'
+one. With a configured policy every symbol version it does not allow is a ``ceiling`` error; the file
+name's tags are checked the same way by ``platform-tag``.
 
-* *architecture*: each host ELF's (machine, class, byte order) as auditwheel maps them
-  (``EM_PPC64`` little-endian is ppc64le, big-endian ppc64; ``EM_386`` i686; ``EM_ARM`` armv7l;
-  ``EM_S390`` s390x; ``EM_RISCV`` riscv64; ``EM_LOONGARCH`` loongarch64); a host ELF of any other
-  machine is an ``elf-machine`` error, never "pure";
-* *libc*: musl when the host ELFs need ``libc.musl-*``/``ld-musl-*``, glibc when they need
-  ``libc.so.6``/``ld-linux*``/``ld64.so.*``, else the file name's tag says (``musllinux_*``); musl
-  wheels are judged by the musllinux policies (musl has no symbol versions: the verdict is the
-  newest musllinux policy the libraries allow, as ``auditwheel show`` gives on a host without musl);
-* *symbol policy*: the best policy allowing every versioned symbol requirement of every host ELF
-  in the wheel (grafted libraries included: they are ELF members too), every prefix and every
-  version the policy lists counting, non-numeric ones (``GLIBC_ABI_DT_RELR``) included;
-* *library policy*: the best policy under which every DT_NEEDED is whitelisted, found inside the
-  wheel (grafted: ld.so finds a member of that FILE NAME in a directory the needing object's
-  RPATH/RUNPATH reaches, :func:`buildkit.gate.rules.integrity.resolve_libraries`; a member that only has the
-  name as its SONAME, or sits where no search path reaches, does not count: a ``load-order``
-  warning says why), or excluded by a rule (fnmatch globs on the name, e.g. ``librocblas.so*``:
-  provided at run time, not counted; their own requirements cannot be seen);
-* the overall tag is the worse of the two.
-
-The *target policy* is the configuration's (``--policy``, a job's) or else the strictest tag the
-file name claims. A PEP 600 name auditwheel's file has no entry for (``manylinux_2_29``, a future
-``manylinux_2_42``) stands for the closest policy below it (:func:`buildkit.policy.policy_for`;
-a warning when it lies above or below every known one). With a configured policy every symbol
-version it does not allow is a ``ceiling`` error (numeric ceilings and non-numeric versions alike:
-``LIBATOMIC_1.0``, ``ZLIB_1.2.9``, ``GLIBC_ABI_DT_RELR``, ``GLIBC_PRIVATE``); the file name's tags
-are checked the same way by the ``platform-tag`` rule.
-
-Differences from ``auditwheel show`` (documented, tested in tests/agreement): exclusion rules
-(auditwheel show has none); auditwheel also reads the symbol versions of non-whitelisted libraries
-it finds on the *host* (this gate never looks at the host); blacklisted symbols, ``PyFPE_jbuf`` and
-the x86-64 ISA level are checked on every host ELF (:mod:`buildkit.gate.rules.abi`; auditwheel checks only
-the ELFs no other member needs, and PyFPE only in Python extensions); auditwheel's resolver
-searches an extension's RUNPATH for the libraries its dependencies need too, ld.so (and this
-gate) does not; auditwheel ignores host ELFs of another architecture or libc with a warning, this
-gate fails them; the armv7l hard-float/EABI check is not made.
+Differences from ``auditwheel show`` (tested in tests/agreement; the ABI rules' own are in
+:mod:`buildkit.gate.rules.abi`): exclusion rules; auditwheel also reads the symbol versions of
+non-whitelisted libraries it finds on the *host* (this gate never looks at the host); auditwheel's
+resolver searches an extension's RUNPATH for the libraries its dependencies need too, ld.so (and
+this gate) does not; auditwheel ignores host ELFs of another architecture or libc with a warning,
+this gate fails them; the armv7l hard-float/EABI check is not made.
 """
 
 from __future__ import annotations
@@ -76,17 +56,10 @@ def evaluate(
     needers: Needers | None = None,
 ) -> Verdict:
     """Apply every gate rule to one inspected wheel, then the configuration's waivers (those of the
-    rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule).
-    ``torch_abi``: the wheel's symbols judged against a torch
-    (:func:`buildkit.judge.judge_wheel` judges it; None: the ``torch-abi`` rule has
-    nothing to judge). ``python_abi``: a ``py3-none``/``abi3`` job's host code against its tag's claim
-    (:func:`buildkit.judge.wheel.python_abi_for`; None: ``job-identity`` checks the tag and the
-    members' names only). ``torch_stable``: a stable-ABI wheel's needs from torch judged
-    (:func:`buildkit.judge.judge_wheel`). A configuration with an unsound value is a
-    UsageError (:meth:`GateConfig.validated`). ``host_isa``: the host ELFs disassembled
-    (:func:`buildkit.inspect.isa.host_isa_of`, when ``config.isa_scan``; the ``host-isa`` rule).
-    ``needers``: the symbols behind a version, for a ``ceiling`` error
-    (:data:`~buildkit.gate.facts.Needers`)."""
+    rules judged here: a ``regression`` waiver is left to ``build``, which runs that rule). The
+    keyword arguments are what :mod:`buildkit.judge` read beside the inspection
+    (:class:`~buildkit.gate.facts.Facts` says each; None: not read). A configuration with an unsound
+    value is a UsageError (:meth:`GateConfig.validated`)."""
     facts = gather(report, config.validated(), torch_abi=torch_abi, python_abi=python_abi,
                    torch_stable=torch_stable, host_isa=host_isa, needers=needers)  # fmt: skip
     judged_here = [w for w in config.waivers if w.rule not in AFTER_GATE]

@@ -2,11 +2,8 @@
 Shared by :mod:`buildkit.gate` (which re-exports it) and the rule modules it calls
 (:mod:`buildkit.gate.rules.integrity`).
 
-A :class:`~buildkit.gatespec.Waiver` is one entry of a recipe's ``gate.waive`` list (``{rule,
-library?, file?, reason}``): a finding of that rule whose ``library`` and ``file`` match its globs is
-kept and shown, marked waived with the reason, and no longer fails the wheel (:attr:`Finding.fails`).
-Which rules may be waived, and what happens to a waiver that matches nothing, is
-:mod:`buildkit.gate.rules.waivers`.
+A :class:`~buildkit.gatespec.Waiver` is one entry of a recipe's ``gate.waive`` list; what a waived
+finding becomes is :mod:`buildkit.gate.rules.waivers`'s (:attr:`Finding.fails`).
 """
 
 from __future__ import annotations

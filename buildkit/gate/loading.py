@@ -5,9 +5,6 @@ member named like a shared library that is not ELF is loaded once installed (:fu
 
 The gate's facts (:mod:`buildkit.gate.facts`) count a library as grafted only where ld.so finds it;
 the ``rpath``, ``load-order`` and ``inspect:not-elf-library`` rules word what this module finds.
-Search paths follow ld.so: an object's RUNPATH alone when it has one, else its RPATH and the RPATHs of
-the in-wheel objects that load it (transitively; ld.so uses the loader chain's DT_RPATH, which is how
-auditwheel's grafted libraries find one another).
 """
 
 from __future__ import annotations

@@ -1,32 +1,8 @@
 """Rendering gate verdicts: a human report (like the verdicts posted on release PRs) and JSON.
 
-The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema_version`` 1):
-
-.. code-block:: text
-
-    {"schema": "rocm-buildkit/check-report", "schema_version": 1, "passed": bool,
-     "wheels": [ {"wheel", "size", "sha256", "passed", "config": {...},
-                  "platform": {"overall_tag", "sym_tag", "library_tag", "file_tags", "arch", "pure", "libc"},
-                  "symbols": [{"library", "prefix", "max", "file", "files"}],
-                  "libraries": [{"library", "status", "needed_by", "detail"}],
-                  "external_libraries": [...], "gfx": [{"file", "kind", "targets"}],
-                  "device_code": {"targets": [...], "members": [...], "bundles": [...]},
-                  "findings": [{"rule", "severity", "file", "library", "symbol", "message",
-                                "waived": {"rule", "library", "file", "reason", "at", "line",
-                                           "column"} | null}],
-                  "integrity": {"record_entries", "files", "hashes_verified"} | null}
-                | {"wheel", "error"} ]}
-
-Version bumps: add optional fields freely; renaming or removing a field bumps ``schema_version``.
-``integrity``, the finding rules ``record``, ``wheel-tags``, ``rpath``, ``load-order``, ``pure-wheel``
-and ``job-identity``, and the config fields ``job``, ``recipe``, ``recipe_sha256`` and ``identity``
-(what a job's wheel must be called) were added without a bump (additive); so were the recipe's
-waivers (config ``waivers``, a finding's ``waived``: the waiver that accepted it, which then does
-not count against ``passed``) and the rule ``waiver-unused``; so were the rule ``torch-abi``, the config
-field ``torch_abi`` and a wheel's ``torch_abi`` (the torch checked against, the counts, each missing
-symbol with its reason; null when no torch was given); so were a wheel's ``device_code`` (bytes per gfx
-target, per member and per offload bundle, compressed or not), the config field ``size_per_target``
-and the rules ``size-per-target`` and ``offload-compress``.
+The JSON document follows ``buildkit/schema/check-report.schema.json`` (``schema_version`` 1). Optional
+fields are added freely (every field since version 1 was); renaming or removing a field bumps
+``schema_version``.
 """
 
 from __future__ import annotations
@@ -39,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from buildkit.gate.device import DeviceCode
 from buildkit.gate.findings import Finding
-from buildkit.gate.verdict import GfxObject, Verdict
+from buildkit.gate.verdict import GfxObject, Integrity, Verdict
 from buildkit.records import to_data
 from buildkit.rocm import processor_sort_key
 from buildkit.units import format_size
@@ -125,24 +101,7 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
     (kind, targets) group with its count and a few example members) and each group of findings is cut
     after :data:`FINDINGS_SHOWN` lines with a line saying how many more there are; the verdict line
     always gives the real totals."""
-    lines = [f"{v.wheel}  ({format_size(v.size)}, sha256 {v.sha256[:12]})"]
-    status = "PASS" if v.passed else "FAIL"
-    waived = f", {len(v.waived)} waived" if v.waived else ""
-    lines.append(f"  verdict: {status} ({len(v.errors)} error(s), {len(v.warnings)} warning(s){waived})")
-    lines.append(f"  gated as: {gated_as(v)}")
-    if v.pure:
-        lines.append("  platform: no host ELF code (pure wheel)")
-    elif v.overall_tag is None:
-        lines.append(
-            "  platform tag: none can be judged (host code of an architecture or libc auditwheel's "
-            "policies do not cover: see the elf-machine/elf-libc findings)"
-        )
-    else:
-        lines.append(
-            f"  platform tag: {v.overall_tag}  (symbols allow {v.sym_tag}; "
-            f"libraries allow {v.lib_policy.tag if v.lib_policy else '-'})"
-        )
-    lines.append(f"  file name tags: {', '.join(v.file_tags) or '-'}")
+    lines = _verdict_lines(v)
     if v.symbols:
         lines.append("  max required symbol versions:")
         width = max(len(s.library) for s in v.symbols)
@@ -158,14 +117,7 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
     ext = v.external_libraries()
     lines.append(f"  external libraries: {', '.join(ext) if ext else 'none'}")
     if v.integrity is not None:
-        i = v.integrity
-        problems = sum(f.rule == "record" for f in v.findings)
-        state = f"{problems} problem(s)" if problems else "consistent"
-        head = f"  RECORD: {i.record_entries} entries for {i.files} files"
-        if i.hashes_verified:
-            lines.append(f"{head}, hashes verified: {state}")
-        else:
-            lines.append(f"{head}, names and sizes: {state}; hashes not verified (--no-verify-record)")
+        lines.append(_record_line(v.integrity, sum(f.rule == "record" for f in v.findings)))
     if v.torch_abi is not None:
         lines += _torch_abi_lines(v.torch_abi, verbose=verbose)
     if v.torch_stable is not None:
@@ -184,6 +136,37 @@ def render_human(v: Verdict, *, verbose: bool = False) -> str:
         lines += _device_lines(v.device, verbose=verbose)
     lines += _finding_lines(v.findings, verbose=verbose, recipe=recipe_of(v))
     return "\n".join(lines)
+
+
+def _verdict_lines(v: Verdict) -> list[str]:
+    """The wheel, the verdict with its counts, what it was gated as, its platform and file name tags."""
+    lines = [f"{v.wheel}  ({format_size(v.size)}, sha256 {v.sha256[:12]})"]
+    status = "PASS" if v.passed else "FAIL"
+    waived = f", {len(v.waived)} waived" if v.waived else ""
+    lines.append(f"  verdict: {status} ({len(v.errors)} error(s), {len(v.warnings)} warning(s){waived})")
+    lines.append(f"  gated as: {gated_as(v)}")
+    if v.pure:
+        lines.append("  platform: no host ELF code (pure wheel)")
+    elif v.overall_tag is None:
+        lines.append(
+            "  platform tag: none can be judged (host code of an architecture or libc auditwheel's "
+            "policies do not cover: see the elf-machine/elf-libc findings)"
+        )
+    else:
+        lines.append(
+            f"  platform tag: {v.overall_tag}  (symbols allow {v.sym_tag}; "
+            f"libraries allow {v.lib_policy.tag if v.lib_policy else '-'})"
+        )
+    lines.append(f"  file name tags: {', '.join(v.file_tags) or '-'}")
+    return lines
+
+
+def _record_line(i: Integrity, problems: int) -> str:
+    state = f"{problems} problem(s)" if problems else "consistent"
+    head = f"  RECORD: {i.record_entries} entries for {i.files} files"
+    if i.hashes_verified:
+        return f"{head}, hashes verified: {state}"
+    return f"{head}, names and sizes: {state}; hashes not verified (--no-verify-record)"
 
 
 def _device_lines(device: DeviceCode, *, verbose: bool) -> list[str]:

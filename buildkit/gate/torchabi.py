@@ -1,36 +1,10 @@
 """What a wheel needs from torch, what a torch exports, and the judgement of the ``torch-abi`` rule.
 
-**Needed from torch.** A dynamic symbol ``S`` of an ELF member ``M`` of the wheel is *needed from
-torch* when all of these hold:
-
-1. ``M``'s ``.dynsym`` has ``S`` undefined and not weak (``ld.so`` refuses to load ``M`` without it);
-2. ``M`` DT_NEEDs a torch library (a name matching the ``torch`` exclusion set's globs,
-   ``libtorch*.so*``, ``libc10*.so*``, ``libshm.so*``, ``libcaffe2_nvrtc.so*``; with a torch at
-   hand, also any library of its ``torch/lib``): members that link no torch library are not looked at;
-3. ``S`` carries no symbol version, or a version of a torch library: a version of another library
-   (``GLIBC_*`` of libc, ``GLIBCXX_*``/``CXXABI_*`` of libstdc++, ``GCC_*`` of libgcc_s, ``hip_*``
-   of libamdhip64) binds ``S`` to that library (torch's libraries define no symbol version);
-4. no ELF member of the wheel exports ``S`` (a helper library the wheel carries provides it);
-5. the torch checked against exports ``S`` (from any of its libraries), or ``S`` is torch's by its
-   name: an Itanium name whose outermost scope is ``c10``, ``at``, ``torch`` or ``caffe2`` (vtables,
-   typeinfo and guard variables of such included), or a ``THP*`` name of torch's Python bindings.
-
-A symbol meeting 1-4 but not 5 (``PyModule_Create2`` of libpython, ``rocblas_*`` of an excluded ROCm
-library: unversioned names of the other DT_NEEDED libraries, whose tables cannot be read here) is
-*left to the other libraries*: counted and listed, never a finding. Without a torch (``diff``), 5 is
-the name test alone.
-
-**Judgement.** A symbol needed from torch is *found* when a torch library that ``M`` links, directly
-or through those libraries' own DT_NEEDED, exports it (``ld.so`` searches ``M``'s dependencies, and
-``import torch`` makes none of its libraries global). Otherwise it is *missing*, with the reason:
-
-* ``abi``: the torch exports the same function with the other ``_GLIBCXX_USE_CXX11_ABI`` (the names
-  equal once ``std::__cxx11::`` and the ``[abi:cxx11]`` tags are dropped and ``std::string`` &co.
-  are spelled alike);
-* ``signature``: it exports a function of that name with other parameters (the header the wheel was
-  built against declared another signature);
-* ``unlinked``: a torch library ``M`` does not link exports it (link that library too);
-* ``absent``: no symbol of that name (removed or renamed, or built against another torch).
+What counts as *needed from torch* (conditions 1-5), *left to the other libraries*, *found*, and the
+reasons of a missing symbol (``abi``, ``signature``, ``unlinked``, ``absent``) are defined in
+docs/GATE-RULES.md ("The torch-abi rule"); the functions below cite the conditions by number.
+"Found" follows ld.so, which searches ``M``'s dependencies only (``import torch`` makes none of its
+libraries global). Without a torch (``diff``), condition 5 is the name test alone.
 
 The torch's exports (:class:`TorchExports`) are read, and cached, by
 :mod:`buildkit.compare.torch_exports`: the gate takes them as given and writes nothing.
@@ -41,7 +15,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -78,7 +52,7 @@ def is_torch_library(name: str, also: Iterable[str] = ()) -> bool:
 
 
 def torch_owned(name: str) -> bool:
-    """Whether a symbol is torch's by its name (condition 5 of the module docstring)."""
+    """Whether a symbol is torch's by its name (condition 5, docs/GATE-RULES.md)."""
     if name.startswith("THP"):
         return True
     m = _MANGLED_SCOPE.match(name)
@@ -223,7 +197,7 @@ class Needed:
 
 @dataclass(frozen=True)
 class TorchNeeds:
-    """Conditions 1-4 of the module docstring, per member (5 needs a torch: :func:`judge`), as
+    """Conditions 1-4 (docs/GATE-RULES.md), per member (5 needs a torch: :func:`judge`), as
     :func:`buildkit.judge.wheel.torch_needs` reads them from a wheel."""
 
     linking: tuple[str, ...] = ()  # members that DT_NEED a torch library
@@ -392,8 +366,3 @@ def summary_line(result: TorchAbiResult) -> str:
     if result.others:
         counts += f"; {len(result.others)} left to the other libraries"
     return f"{head}: {counts}"
-
-
-def names_of(needs: Sequence[Needed]) -> Mapping[str, str]:
-    """Mangled -> demangled, for listing."""
-    return {n.name: demangle(n.name) for n in needs}

@@ -1,27 +1,13 @@
 """A wheel built on the libtorch stable ABI, judged: the ``torch-stable-abi`` rule's facts.
 
-A stable-ABI torch extension claims to load under every torch from its declared lowest one on (the
-recipe's ``torch: {abi: stable, from: "2.10"}``). That holds when what it needs from torch is torch's
-stable C shim alone, the C functions torch keeps for at least two years (``torch_*``, ``aoti_torch_*``
-of ``torch/csrc/stable/c/shim.h`` and ``torch/csrc/inductor/aoti_torch/``), each already in the
-declared lowest torch. :func:`judge_stable` decides it from two facts: the symbols the wheel needs
-from torch (:class:`~buildkit.gate.torchabi.TorchNeeds`, conditions 1-4 of that module) and the
-table of shim functions with the torch release each appeared in (:func:`shim_table`:
-``torch_shim.json``, made from real torch wheels by :mod:`buildkit.compare.torch_shim`). A needed
-symbol is
-
-* ``shim``: a function of the table, appeared in the declared lowest torch or before: allowed;
-* ``newer``: a function of the table that appeared after the declared lowest torch (the build
-  targeted a newer torch: ``TORCH_TARGET_VERSION``): refused;
-* ``cxx``: torch's by its C++ name (``c10::``, ``at::``, ``torch::``, ``caffe2::``, ``THP*``), or
-  any C++ name the torch checked against exports: refused, named demangled (the C++ ABI changes
-  with every release);
-* ``not-shim``: a C name of torch's outside the table (``aoti_torch_``/``torch_`` prefixed, or
-  exported by the torch checked against): refused;
-* anything else is left to the other libraries (``PyModule_Create2``), as ``torch-abi`` does.
-
-The wheel then serves torch from the newest release its shim functions need (at most the declared
-lowest), with no upper bound: :attr:`StableAbiResult.serves`.
+A stable-ABI torch extension loads under every torch from its declared lowest one on when all it needs
+from torch is torch's stable C shim, each function already in that torch. :func:`judge_stable`
+decides it from the symbols the wheel needs from torch (:class:`~buildkit.gate.torchabi.TorchNeeds`)
+and the table of shim functions with the release each appeared in (:func:`shim_table`:
+``torch_shim.json``, made from real torch wheels by :mod:`buildkit.compare.torch_shim`); the reasons
+a symbol is refused (``cxx``, ``newer``, ``not-shim``) are those of docs/GATE-RULES.md. The wheel
+serves torch from the newest release its shim functions need, with no upper bound
+(:attr:`StableAbiResult.serves`).
 """
 
 from __future__ import annotations

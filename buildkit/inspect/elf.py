@@ -6,19 +6,15 @@ A deflated member can only be read front to back, so what matters is how far int
 Two routes:
 
 * **Loader route** (every host ELF with a ``PT_DYNAMIC``): read what ``ld.so`` reads
-  (:mod:`~buildkit.inspect.loader`): program headers, the dynamic section, and the string and
-  version-needs tables its entries point at; ``.dynsym`` (``DT_SYMTAB``, sized by ``DT_HASH`` /
-  ``DT_GNU_HASH``) is *scanned* as it streams by, keeping only the ``st_name`` of its undefined,
-  non-weak entries (the names in the inspection's set of interest end up in
-  ``ElfInfo.undefined_of_interest``), and an x86 object's ``PT_GNU_PROPERTY`` (else ``PT_NOTE``)
-  note is read for ``GNU_PROPERTY_X86_ISA_1_NEEDED``. The first ``limits.head_bytes`` are kept while
-  streaming (``.dynstr`` and ``.gnu.version_r`` sit in the first ``PT_LOAD`` segment, near the front;
-  a table found elsewhere is kept when it comes by, or read in another pass). Once those are parsed
-  the member is not read any further, unless it is a HIP host object (it needs ``libamdhip64``, its
-  dynamic strings name ``__hipRegisterFatBinary``, or a well-formed offload bundle has streamed past):
-  its bundles lie in ``.hip_fatbin``, found through the section headers at the end of the file. What
-  the stop saves is whatever follows the dynamic data: ``.symtab``, ``.strtab``, debug info, and for
-  ``patchelf``'d or lld-linked files sometimes nothing (their dynamic data lies at the end).
+  (:mod:`~buildkit.inspect.loader`); ``.dynsym`` is scanned as it streams by, keeping only its
+  undefined, non-weak names of interest (``ElfInfo.undefined_of_interest``). The first
+  ``limits.head_bytes`` are kept while streaming (``.dynstr`` and ``.gnu.version_r`` sit in the first
+  ``PT_LOAD`` segment, near the front; a table found elsewhere is kept when it comes by, or read in
+  another pass). Once those are parsed the member is not read any further, unless it is a HIP host
+  object (it needs ``libamdhip64``, its dynamic strings name ``__hipRegisterFatBinary``, or a
+  well-formed offload bundle has streamed past): its bundles lie in ``.hip_fatbin``, found through the
+  section headers at the end of the file. The stop saves whatever follows the dynamic data
+  (``.symtab``, ``.strtab``, debug info; for ``patchelf``'d or lld-linked files sometimes nothing).
 * **Section route** (no ``PT_DYNAMIC``, or dynamic entries that map to no segment): read the whole
   member and parse its ``.dynamic``, ``.gnu.version_r`` and ``.dynsym`` sections with pyelftools, as
   auditwheel does.
@@ -37,7 +33,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import IO, Any, NamedTuple, cast
+from typing import IO, NamedTuple
 
 from elftools.common.exceptions import ELFError
 
@@ -48,19 +44,20 @@ from buildkit.inspect.limits import Limits
 from buildkit.inspect.loader import ELF_MAGIC, DynamicTable, ElfHeader, LoaderView, Segment
 from buildkit.inspect.models import CodeObject, ElfInfo, Oddity, OffloadEntry
 from buildkit.inspect.offload import BundleError, BundleScanner
-from buildkit.inspect.sparse import MissingRange, SparseBuffer, SparseStream, WholeBuffer
+from buildkit.inspect.sections import (
+    exact_ranges,
+    fatbin_sections,
+    missing_inside,
+    parse_sections,
+    shstrtab_range,
+)
+from buildkit.inspect.sparse import MissingRange, SparseBuffer, WholeBuffer
 from buildkit.inspect.symbols import default_symbols_of_interest
 
 __all__ = ["ELF_MAGIC", "ElfResult", "read_elf_bytes", "read_elf_member"]
 
-_SHT_DYNAMIC = 6
-_SHT_DYNSYM = 11
-_SHT_NOBITS = 8
-_SHT_GNU_VERNEED = 0x6FFFFFFE
 _SHSTRTAB_NAME = b"\0.shstrtab\0"
 _SHSTRTAB_REACH = 64 * 1024
-_FATBIN_SECTIONS = (b".hip_fatbin",)
-_STRING_SLACK = 256  # kept past the end of a string table: pyelftools reads strings in 64-byte steps
 _MAX_PASSES = 3
 _HIP_MARKERS = (b"libamdhip64", loader.HIP_REGISTER[1:])
 _LOADER, _SECTIONS = "loader", "sections"
@@ -86,21 +83,6 @@ class _Carry(NamedTuple):
     keep: list[tuple[int, int]]
     scan: bool = False  # look for offload bundles from the first byte on
     symbols: int | None = None  # entries of .dynsym, once the hash table gave them
-
-
-def _section_headers(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int, int, int, int]]:
-    """(sh_name, sh_type, sh_offset, sh_size, sh_link) of every section header."""
-    if not h.shnum:
-        return []
-    entry = 64 if h.elf64 else 40
-    # one read of the table: the bytes of every entry, each ``entry`` long at ``i * shentsize``
-    raw = loader.require(buf.read)(h.shoff, (h.shnum - 1) * h.shentsize + entry)
-    layout = struct.Struct(h.endian + ("IIQQQQI" if h.elf64 else "IIIIIII"))
-    out = []
-    for i in range(h.shnum):
-        name, typ, _flags, _addr, offset, size, link = layout.unpack_from(raw, i * h.shentsize)
-        out.append((name, typ, offset, size, link))
-    return out
 
 
 class _Pass:
@@ -227,21 +209,38 @@ class _Pass:
         if not self.buf.want(start, end - start, available_from=offset):
             self.behind.append((start, end - start))
 
-    def _plan(self, offset: int, chunk: bytes) -> None:
-        if self.header is None:
-            if not self.buf.has(0, min(64, self.size)):
-                return
-            self.header = loader.parse_header(self.member, self.buf.read(0, 64), self.size)
-            h = self.header
-            if h.machine == EM_AMDGPU:
-                return
+    def _plan_header(self, offset: int, chunk: bytes) -> ElfHeader | None:
+        """The ELF header, once kept; on first reading it, keep the program and section headers."""
+        if self.header is not None or not self.buf.has(0, min(64, self.size)):
+            return self.header
+        self.header = h = loader.parse_header(self.member, self.buf.read(0, 64), self.size)
+        if h.machine != EM_AMDGPU:
             self._need(h.phoff, h.phnum * h.phentsize, offset)
             if h.shoff:
                 self._need(h.shoff, h.shnum * h.shentsize, offset)
                 self._need(h.shoff - self.limits.tail_bytes, self.limits.tail_bytes, offset)
             self.buf.feed(offset, chunk)
-        h = self.header
-        if h.machine == EM_AMDGPU or self.route != _LOADER:
+        return h
+
+    def _keep_dynamic(self, found: Segment, segments: tuple[Segment, ...], offset: int, chunk: bytes) -> None:
+        """Keep PT_DYNAMIC and what precedes it in its segment, and the LOAD segments wholly within
+        reach before it: patchelf (auditwheel repair) moves .dynstr, .dynsym and .gnu.version_r into
+        new segments next to .dynamic, one segment each in newer releases (numpy 2.x's
+        libscipy_openblas64_: .dynsym ~1 MiB before .dynamic, in its own segment, was read a second
+        time with the whole library)."""
+        reach = found.offset - self.limits.dynamic_reach
+        loads = [s for s in segments if s.type == loader.PT_LOAD]
+        home = next((s.offset for s in loads if s.offset <= found.offset < s.offset + s.filesz), found.offset)
+        start = min(
+            [max(home, reach)]
+            + [s.offset for s in loads if reach <= s.offset and s.offset + s.filesz <= found.offset]
+        )
+        self._need(start, found.offset + found.filesz - start, offset)
+        self.buf.feed(offset, chunk)
+
+    def _plan(self, offset: int, chunk: bytes) -> None:
+        h = self._plan_header(offset, chunk)
+        if h is None or h.machine == EM_AMDGPU or self.route != _LOADER:
             return
         self._plan_symbols(offset, chunk)  # a later pass knows the table: scan from the first byte
         if self.segments is None:
@@ -256,23 +255,7 @@ class _Pass:
                 self.route = _SECTIONS  # a static executable or an object file: no loader data
                 return
             if self.table is None:
-                # Keep PT_DYNAMIC and what precedes it in its segment, and the LOAD segments wholly
-                # within reach before it: patchelf (auditwheel repair) moves .dynstr, .dynsym and
-                # .gnu.version_r into new segments next to .dynamic, one segment each in newer
-                # releases (numpy 2.x's libscipy_openblas64_: .dynsym ~1 MiB before .dynamic, in
-                # its own segment, was read a second time with the whole library).
-                found = self.dynamic
-                reach = found.offset - self.limits.dynamic_reach
-                loads = [s for s in self.segments if s.type == loader.PT_LOAD]
-                home = next(
-                    (s.offset for s in loads if s.offset <= found.offset < s.offset + s.filesz), found.offset
-                )
-                start = min(
-                    [max(home, reach)]
-                    + [s.offset for s in loads if reach <= s.offset and s.offset + s.filesz <= found.offset]
-                )
-                self._need(start, found.offset + found.filesz - start, offset)
-                self.buf.feed(offset, chunk)
+                self._keep_dynamic(self.dynamic, self.segments, offset, chunk)
         if self.table is None:
             dyn = self.dynamic
             assert dyn is not None
@@ -398,31 +381,6 @@ class _Pass:
         return [(note.offset, note.filesz) for note in self.notes]
 
 
-def _fatbin_sections(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int]]:
-    """(offset, size) of every ``.hip_fatbin`` section (MissingRange when the names were not kept)."""
-    if not h.shoff or not 0 < h.shstrndx < h.shnum:
-        return []
-    sections = _section_headers(h, buf)
-    _name, _typ, names_at, names_size, _link = sections[h.shstrndx]
-    read = loader.require(buf.read)
-    out = []
-    for name_at, typ, offset, size, _link in sections:
-        if typ == _SHT_NOBITS or name_at >= names_size:
-            continue
-        want = max(len(n) for n in _FATBIN_SECTIONS) + 1
-        name = read(names_at + name_at, min(want, names_size - name_at)).split(b"\0", 1)[0]
-        if name in _FATBIN_SECTIONS:
-            out.append((offset, size))
-    return out
-
-
-def _shstrtab_range(h: ElfHeader, buf: SparseBuffer) -> list[tuple[int, int]]:
-    if not h.shoff or not 0 < h.shstrndx < h.shnum or not buf.has(h.shoff, h.shnum * h.shentsize):
-        return []
-    _name, typ, offset, size, _link = _section_headers(h, buf)[h.shstrndx]
-    return [] if typ == _SHT_NOBITS else [(h.shoff, h.shnum * h.shentsize), (offset, size)]
-
-
 def _walk_fatbins(
     member: str, p: _Pass, fatbins: list[tuple[int, int]]
 ) -> tuple[tuple[OffloadEntry, ...], int, tuple[Oddity, ...]]:
@@ -440,145 +398,6 @@ def _walk_fatbins(
         bundles += count
         findings.extend(notes)
     return tuple(entries), bundles, tuple(findings)
-
-
-def _exact_ranges(h: ElfHeader, buf: SparseBuffer, limits: Limits, member: str) -> list[tuple[int, int]]:
-    """The ranges pyelftools needs on the section route, from the section table kept in the first pass."""
-    if not h.shoff or not buf.has(h.shoff, h.shnum * h.shentsize):
-        raise WheelReadError(f"{member}: ELF section headers unreadable")
-    sections = _section_headers(h, buf)
-    wanted: set[int] = set()
-    if h.shstrndx < len(sections):
-        wanted.add(h.shstrndx)
-    for index, (_name, typ, _offset, _size, link) in enumerate(sections):
-        if typ in (_SHT_DYNAMIC, _SHT_GNU_VERNEED, _SHT_DYNSYM):
-            wanted.add(index)
-            if link < len(sections):
-                wanted.add(link)
-    ranges = [(h.shoff, h.shnum * h.shentsize)]
-    for index in sorted(wanted):
-        _name, typ, offset, size, _link = sections[index]
-        if typ == _SHT_NOBITS:
-            continue
-        ranges.append((offset, size + _STRING_SLACK))
-    total = sum(size for _start, size in ranges)
-    if total > limits.max_second_pass_bytes:
-        raise WheelReadError(
-            f"{member}: the ELF's dynamic sections need {total} bytes in memory "
-            f"(limit {limits.max_second_pass_bytes})"
-        )
-    return ranges
-
-
-def _text(tag: Any, attr: str) -> str:
-    """A string attribute pyelftools sets on a dynamic tag (``needed``, ``soname``, ``rpath``...)."""
-    return str(getattr(tag, attr))
-
-
-def _split_paths(values: list[str]) -> tuple[str, ...]:
-    return tuple(part for value in values for part in value.split(":") if part)
-
-
-def _parse_sections(p: _Pass) -> LoaderView:
-    """The section route: ``.dynamic`` and ``.gnu.version_r`` through pyelftools, as auditwheel reads
-    them (MissingRange, possibly wrapped, when a byte was not kept). A file with none of those
-    sections (a static executable: Go, Rust-musl, patchelf's own) has nothing to read there: its view
-    is empty, and pyelftools (~0.1 s to import) is not loaded for it."""
-    h = p.header_or_fail
-    kinds = {typ for _name_at, typ, _offset, _size, _link in _section_headers(h, p.buf)}
-    if not kinds & {_SHT_DYNAMIC, _SHT_GNU_VERNEED} and not (_SHT_DYNSYM in kinds and p.interest):
-        return LoaderView(
-            needed=(),
-            soname=None,
-            rpath=(),
-            runpath=(),
-            version_needs={},
-            mentions_hip_register=False,
-            undefined_of_interest=(),
-        )
-    from elftools.elf.dynamic import DynamicSection  # the rare route: imported when taken
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.gnuversions import GNUVerNeedSection
-    from elftools.elf.sections import SymbolTableSection
-
-    elf = ELFFile(cast(IO[bytes], SparseStream(p.buf)))
-    needed: list[str] = []
-    rpath: list[str] = []
-    runpath: list[str] = []
-    soname: str | None = None
-    version_needs: dict[str, set[str]] = {}
-    undefined: set[str] = set()
-    dynamic_seen = dynsym_seen = False
-    # Only the sections we need become pyelftools objects: creating some others (.gnu.hash...) reads
-    # their data, which was not kept.
-    for index, (_name_at, typ, _offset, _size, _link) in enumerate(_section_headers(h, p.buf)):
-        if typ == _SHT_DYNAMIC and not dynamic_seen:
-            section = elf.get_section(index)
-            if not isinstance(section, DynamicSection):
-                continue
-            dynamic_seen = True
-            for tag in section.iter_tags():
-                if tag.entry.d_tag == "DT_NEEDED":
-                    needed.append(_text(tag, "needed"))
-                elif tag.entry.d_tag == "DT_SONAME":
-                    soname = _text(tag, "soname")
-                elif tag.entry.d_tag == "DT_RPATH":
-                    rpath.append(_text(tag, "rpath"))
-                elif tag.entry.d_tag == "DT_RUNPATH":
-                    runpath.append(_text(tag, "runpath"))
-        elif typ == _SHT_DYNSYM and not dynsym_seen and p.interest:
-            section = elf.get_section(index)
-            if not isinstance(section, SymbolTableSection):
-                continue
-            dynsym_seen = True
-            undefined.update(_undefined_in(p.member, h, section, p.interest))
-        elif typ == _SHT_GNU_VERNEED:
-            section = elf.get_section(index)
-            if not isinstance(section, GNUVerNeedSection):
-                continue
-            for verneed, vernaux_iter in section.iter_versions():
-                wanted = version_needs.setdefault(str(verneed.name), set())
-                for vernaux in vernaux_iter:
-                    wanted.add(str(vernaux.name))
-    return LoaderView(
-        needed=tuple(needed),
-        soname=soname,
-        rpath=_split_paths(rpath),
-        runpath=_split_paths(runpath),
-        version_needs={lib: tuple(sorted(names)) for lib, names in sorted(version_needs.items())},
-        mentions_hip_register=False,
-        undefined_of_interest=tuple(sorted(undefined)),
-    )
-
-
-def _undefined_in(member: str, h: ElfHeader, section: Any, interest: Collection[str]) -> set[str]:
-    """The undefined, non-weak names of a pyelftools symbol table that are in ``interest``."""
-    if section["sh_entsize"] != h.sym_size or section["sh_size"] // h.sym_size > loader.MAX_SYMBOLS:
-        raise WheelReadError(
-            f"{member}: malformed ELF: .dynsym has {section['sh_size']} bytes in entries of "
-            f"{section['sh_entsize']} (expected {h.sym_size}, at most {loader.MAX_SYMBOLS} entries)"
-        )
-    return {
-        str(symbol.name)
-        for symbol in section.iter_symbols()
-        if symbol["st_shndx"] == "SHN_UNDEF"
-        and symbol["st_info"]["bind"] != "STB_WEAK"
-        and symbol.name in interest
-    }
-
-
-def _missing_inside(err: BaseException, depth: int = 0) -> MissingRange | None:
-    """pyelftools wraps stream errors in its own (ELFParseError(FieldError(MissingRange)))."""
-    if isinstance(err, MissingRange):
-        return err
-    if depth > 5:
-        return None
-    for inner in (*err.args, err.__cause__, err.__context__):
-        if isinstance(inner, BaseException):
-            found = _missing_inside(inner, depth + 1)
-            if found is not None:
-                return found
-    return None
 
 
 def read_elf_member(
@@ -685,7 +504,7 @@ def _finish(
         return None, CodeObject(member, target_id_from_flags(h.flags, version), version, h.flags), ()
     try:
         if p.route == _SECTIONS:
-            view = _parse_sections(p)
+            view = parse_sections(member, h, p.buf, p.interest)
         else:
             if p.view is None:
                 if (p.behind or p.rescan) and not last:
@@ -701,7 +520,7 @@ def _finish(
         bundles = 0
         findings: tuple[Oddity, ...] = ()
         if p.complete:
-            fatbins = _fatbin_sections(h, p.buf)
+            fatbins = fatbin_sections(h, p.buf)
             if fatbins and (p.scan_from is None or p.scan_from > min(start for start, _ in fatbins)):
                 if last:
                     raise WheelReadError(f"{member}: .hip_fatbin could not be read")
@@ -711,10 +530,10 @@ def _finish(
     except MissingRange as missing:
         return _retry(member, p, limits, missing, last=last)
     except (ELFError, struct.error, ValueError, KeyError, IndexError, AttributeError) as err:
-        missing_inside = _missing_inside(err)
-        if missing_inside is None:
+        inside = missing_inside(err)
+        if inside is None:
             raise WheelReadError(f"{member}: malformed ELF: {err}") from None
-        return _retry(member, p, limits, missing_inside, last=last)
+        return _retry(member, p, limits, inside, last=last)
     info = ElfInfo(
         member=member,
         machine=h.machine_name,
@@ -737,8 +556,8 @@ def _exact_ranges_any(p: _Pass, limits: Limits) -> list[tuple[int, int]]:
     """What another pass over the whole member must keep, on either route."""
     h = p.header_or_fail
     if p.route == _SECTIONS:
-        return _exact_ranges(h, p.buf, limits, p.member) + p.note_ranges()
-    return p.carry().keep + _shstrtab_range(h, p.buf)
+        return exact_ranges(h, p.buf, limits, p.member) + p.note_ranges()
+    return p.carry().keep + shstrtab_range(h, p.buf)
 
 
 def _retry(member: str, p: _Pass, limits: Limits, missing: MissingRange, *, last: bool) -> _Carry:
@@ -750,7 +569,7 @@ def _retry(member: str, p: _Pass, limits: Limits, missing: MissingRange, *, last
         )
     h = p.header_or_fail
     if p.route == _SECTIONS:
-        return _Carry(_SECTIONS, None, _exact_ranges(h, p.buf, limits, member) + p.note_ranges())
+        return _Carry(_SECTIONS, None, exact_ranges(h, p.buf, limits, member) + p.note_ranges())
     carry = p.carry()
-    carry.keep.extend(_shstrtab_range(h, p.buf))
+    carry.keep.extend(shstrtab_range(h, p.buf))
     return carry

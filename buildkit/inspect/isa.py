@@ -11,22 +11,12 @@ cpuid checks; the rule informs and refuses only when told (``strict``).
 How, and what it costs (bench/isa_scan.py): a linear sweep of numpy 2.2.6's host code with capstone,
 one Python object per instruction, took 14.5 s. Here:
 
-* a byte prefilter, one regular expression whose every branch begins with ``62``, ``C4``, ``C5`` or
-  ``0F`` (so the engine skips other bytes in C), finds where an instruction above v1 may be: an EVEX
-  or VEX prefix with the bits those must have in 64-bit mode, the ``0F 38``/``0F 3A`` maps (SSSE3,
-  SSE4.1/4.2, MOVBE, CRC32), ``F3 0F B8/BD`` (POPCNT, LZCNT), the SSE3 opcodes, MONITOR/MWAIT and
-  ``REX.W 0F C7 /1`` (CMPXCHG16B), the legacy prefixes a ``0F`` form needs checked after
-  (:func:`_candidate`); one search per 256-byte block (:data:`BLOCK`), not per match;
-* each run of blocks holding a candidate is decoded, from :data:`LEAD_IN` bytes before it (or its
-  function's first byte, from ``.symtab``, else ``.dynsym``, when nearer: a true boundary), so that
-  decoding has found the instruction boundaries by the candidate; scalar code is decoded only around
-  its few candidates, dense vector code whole;
-* capstone decodes without detail into its array of ``cs_insn`` records, copied out whole and read by
-  column: the VEX (``C4``/``C5``: v3) and EVEX (``62``: v4) instructions are counted by their first
-  byte, the others by their instruction id, each id classified once by capstone's groups (a
-  second handle with detail, one instruction): ``AVX512``: v4 (the VEX-encoded opmask instructions
-  too); ``AVX``/``AVX2``/``FMA``/``F16C``/``BMI``/``BMI2``, LZCNT, MOVBE: v3;
-  ``SSE3``/``SSSE3``/``SSE41``/``SSE42``, POPCNT, CMPXCHG16B: v2.
+a byte prefilter (:data:`_PREFILTER` and :func:`_candidate`) finds where an instruction above v1 may
+be, one search per :data:`BLOCK`; only runs of blocks holding a candidate are decoded, from
+:data:`LEAD_IN` bytes before (or a function's first byte); capstone decodes without detail, read by
+column: VEX/EVEX instructions counted by their first byte (v3/v4), the others by their instruction id,
+each id classified once by capstone's groups (``AVX512``: v4; ``AVX``/``AVX2``/``FMA``/``F16C``/
+``BMI``/``BMI2``, LZCNT, MOVBE: v3; ``SSE3``/``SSSE3``/``SSE41``/``SSE42``, POPCNT, CMPXCHG16B: v2).
 
 Not counted: LAHF/SAHF and FISTTP (v2, by one-byte opcodes no prefilter can single out), TZCNT (gcc's
 ``rep bsf``, which runs as BSF below BMI1) and XSAVE/XGETBV (what cpuid dispatch itself runs). Groups

@@ -127,6 +127,21 @@ def parse_plain(data: bytes, *, max_entries: int) -> tuple[tuple[RawEntry, ...],
     return tuple(entries), pos
 
 
+def _extent(start: int, outcome: ParsedBundle, available: int) -> int:
+    """How many bytes the bundle at ``start`` spans, checked against the ``available`` bytes left in
+    its section."""
+    if outcome.compression is None:
+        header_len = 32 + sum(24 + len(e.entry_id) for e in outcome.entries)
+        return _check_entries(outcome.entries, header_len, available, f"{start:#x}")
+    extent = outcome.extent if outcome.extent is not None else available
+    if extent > available:
+        raise BundleError(
+            f"compressed offload bundle at {start:#x} claims {extent} bytes, "
+            f"past the end of its section ({available} bytes left)"
+        )
+    return extent
+
+
 def _check_entries(entries: tuple[RawEntry, ...], header_len: int, available: int, where: str) -> int:
     extent = header_len
     for entry in entries:
@@ -392,53 +407,50 @@ class BundleScanner:
             outcome = self._parsed[start]
             if isinstance(outcome, str):
                 raise BundleError(f"offload bundle at {start:#x}: {outcome}")
-            available = end - start
-            if outcome.compression is None:
-                header_len = 32 + sum(24 + len(e.entry_id) for e in outcome.entries)
-                extent = _check_entries(outcome.entries, header_len, available, f"{start:#x}")
-            else:
-                extent = outcome.extent if outcome.extent is not None else available
-                if extent > available:
-                    raise BundleError(
-                        f"compressed offload bundle at {start:#x} claims {extent} bytes, "
-                        f"past the end of its section ({available} bytes left)"
-                    )
-            weights = sum(raw.size for raw in outcome.entries) or 1
-            ratio = self._ratio(start, outcome) if outcome.compression is None else None
-            for raw in outcome.entries:
-                kind, triple, target = split_entry_id(raw.entry_id)
-                co_target = None
-                if outcome.compression is None and target is not None and raw.size >= 64:
-                    co_target = target_id_from_header(self._buf.read(start + raw.offset, 64))
-                    if co_target is not None and co_target != target:
-                        findings.append(
-                            Oddity(
-                                "code-object-mismatch",
-                                member,
-                                f"bundle entry {raw.entry_id!r} holds a code object for {co_target}",
-                            )
-                        )
-                if outcome.compression is None:
-                    stored = raw.size
-                    estimate = (
-                        None if ratio is None or target is None else -(-raw.size * ratio[0] // ratio[1])
-                    )
-                else:
-                    stored, estimate = extent * raw.size // weights, None
-                entries.append(
-                    OffloadEntry(
-                        raw.entry_id,
-                        kind,
-                        triple,
-                        target,
-                        raw.size,
-                        outcome.compression,
-                        co_target,
-                        stored=stored,
-                        bundle=bundles,
-                        compressed_estimate=estimate,
-                    )
-                )
+            extent = _extent(start, outcome, end - start)
+            entries += self._entries(member, start, outcome, extent, bundles, findings)
             bundles += 1
             pos = start + extent
         return tuple(entries), bundles, tuple(findings)
+
+    def _entries(
+        self, member: str, start: int, outcome: ParsedBundle, extent: int, bundle: int, findings: list[Oddity]
+    ) -> list[OffloadEntry]:
+        """The entries of the bundle at ``start`` (``extent`` bytes long), the ``bundle``-th of its
+        section; an entry whose code object names another target adds a finding."""
+        entries = []
+        weights = sum(raw.size for raw in outcome.entries) or 1
+        ratio = self._ratio(start, outcome) if outcome.compression is None else None
+        for raw in outcome.entries:
+            kind, triple, target = split_entry_id(raw.entry_id)
+            co_target = None
+            if outcome.compression is None and target is not None and raw.size >= 64:
+                co_target = target_id_from_header(self._buf.read(start + raw.offset, 64))
+                if co_target is not None and co_target != target:
+                    findings.append(
+                        Oddity(
+                            "code-object-mismatch",
+                            member,
+                            f"bundle entry {raw.entry_id!r} holds a code object for {co_target}",
+                        )
+                    )
+            if outcome.compression is None:
+                stored = raw.size
+                estimate = None if ratio is None or target is None else -(-raw.size * ratio[0] // ratio[1])
+            else:
+                stored, estimate = extent * raw.size // weights, None
+            entries.append(
+                OffloadEntry(
+                    raw.entry_id,
+                    kind,
+                    triple,
+                    target,
+                    raw.size,
+                    outcome.compression,
+                    co_target,
+                    stored=stored,
+                    bundle=bundle,
+                    compressed_estimate=estimate,
+                )
+            )
+        return entries

@@ -8,14 +8,11 @@ symbols with: ``.dynsym`` (``DT_SYMTAB``, its length from ``DT_HASH``/``DT_GNU_H
 (``DT_STRTAB``), ``.gnu.version`` (``DT_VERSYM``) and ``.gnu.version_r`` (``DT_VERNEED``), located
 through ``PT_DYNAMIC`` as :mod:`~buildkit.inspect.loader` locates them. No section header is read.
 
-Streaming: a deflated member is read front to back, keeping only chosen ranges
-(:class:`~buildkit.inspect.sparse.SparseBuffer`): its first ``limits.head_bytes`` (where GNU ld and
-lld put those tables), ``PT_DYNAMIC`` and up to ``limits.dynamic_reach`` before it (where patchelf
-moves them), and any table found further on as it comes by. The read stops as soon as every table is
-kept; when one streamed past unkept, a second pass keeps exactly the ranges now known. The bytes
-after the tables (code, data, debug info: 95 % of ``libtorch_cpu.so``) are inflated up to
-``PT_DYNAMIC`` at most and never kept. Memory: the kept ranges (about 12 MiB for
-``libtorch_cpu.so``: 1.8 MiB of ``.dynsym``, 5 MiB of ``.dynstr``) plus the names kept.
+Streaming keeps the ranges :mod:`~buildkit.inspect.elf` keeps (:class:`~buildkit.inspect.limits.Limits`:
+``head_bytes``, ``dynamic_reach``) and stops as soon as every table is kept, a second pass keeping
+exactly the ranges a first one let past. The bytes after the tables (code, data, debug info: 95 % of
+``libtorch_cpu.so``) are inflated up to ``PT_DYNAMIC`` at most and never kept. Memory: the kept ranges
+(about 12 MiB for ``libtorch_cpu.so``: 1.8 MiB of ``.dynsym``, 5 MiB of ``.dynstr``) plus the names kept.
 
 An export is a defined symbol (``st_shndx != SHN_UNDEF``) of global, weak or unique binding and
 default or protected visibility that is not local by its version index (``0``) nor hidden (a
@@ -26,6 +23,7 @@ is an undefined symbol with a name; weak ones are marked (``ld.so`` loads the ob
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import struct
 import sys
@@ -122,11 +120,11 @@ def _locate(member: str, read: Read, size: int) -> _Located | None:
         raise WheelReadError(f"{member}: truncated ELF: DT_STRTAB ends past the file")
     count = loader.symbol_count(member, h, table, read, size)
     if table.symtab is None or table.strtab is None or count == 0:
-        names = _Strings(member, read(table.strtab, table.strsz) if table.strtab is not None else b"")
+        names = loader._Strings(member, read(table.strtab, table.strsz) if table.strtab is not None else b"")
         return _Located(h, _soname(names, table), _needed(names, table), 0, 0, 0, 0, None, {})
     if versym is not None and versym + count * 2 > size:
         raise WheelReadError(f"{member}: malformed ELF: DT_VERSYM's table runs past the file")
-    strings = _Strings(member, read(table.strtab, table.strsz))
+    strings = loader._Strings(member, read(table.strtab, table.strsz))
     versions = _version_indices(member, h, table, strings, read, size)
     return _Located(
         h,
@@ -141,20 +139,16 @@ def _locate(member: str, read: Read, size: int) -> _Located | None:
     )
 
 
-class _Strings(loader._Strings):  # the loader's bounds-checked string table
-    pass
-
-
-def _soname(strings: _Strings, table: loader.DynamicTable) -> str | None:
+def _soname(strings: loader._Strings, table: loader.DynamicTable) -> str | None:
     return None if table.soname is None else strings.get(table.soname)
 
 
-def _needed(strings: _Strings, table: loader.DynamicTable) -> tuple[str, ...]:
+def _needed(strings: loader._Strings, table: loader.DynamicTable) -> tuple[str, ...]:
     return tuple(strings.get(at) for at in table.needed)
 
 
 def _version_indices(
-    member: str, h: ElfHeader, table: loader.DynamicTable, strings: _Strings, read: Read, size: int
+    member: str, h: ElfHeader, table: loader.DynamicTable, strings: loader._Strings, read: Read, size: int
 ) -> dict[int, tuple[str, str]]:
     """``vna_other`` (the index ``.gnu.version`` entries use) -> (``vn_file``, ``vna_name``), walked
     by :func:`buildkit.inspect.loader.version_need_entries` (the loader's bounds)."""
@@ -386,15 +380,13 @@ def wheel_symbol_tables(
     hash the whole file, on its own thread; ``texts``: small members (at most 1 MiB each) to return
     whole, when present."""
     from buildkit.inspect import wheel as reader  # its zip checks (a module of this package)
-    from buildkit.inspect.zipstream import open_member, sniff
 
     limits = limits or Limits()
-    with contextlib.ExitStack() as stack:
-        wheel, (name, version, _build, _tags), fd, zf = stack.enter_context(reader.open_wheel(path))
-        stack.enter_context(reader._naming(wheel))
-        infos = zf.infolist()
-        reader._check_names(infos)
-        reader._check_sizes(zf, infos, limits)
+    with reader.checked_wheel(path, limits) as (
+        (wheel, (name, version, _build, _tags), fd, zf),
+        infos,
+        _total,
+    ):
         small = {
             i.filename: reader._read_small(zf, i)
             for i in infos
@@ -403,27 +395,13 @@ def wheel_symbol_tables(
         chosen = [i for i in infos if not i.is_dir() and i.file_size >= 52 and select(i.filename)]
         chosen.sort(key=lambda i: i.file_size, reverse=True)  # the largest first: better balance
 
-        def one(info: zipfile.ZipInfo) -> SymbolTable | None:
-            try:
-                if sniff(fd, info, zf, size=4) != ELF_MAGIC:
-                    return None
-                return read_symbol_table(
-                    info.filename,
-                    lambda: open_member(fd, info, zf),
-                    info.file_size,
-                    limits,
-                    keep_exported=keep_exported,
-                    imports=imports,
-                )
-            except WheelReadError:
-                raise
-            except reader._READ_ERRORS as err:
-                raise WheelReadError(f"{info.filename}: cannot read member: {err}") from None
-
         count = workers or reader.default_workers()
         with ThreadPoolExecutor(max_workers=count + (1 if sha256 else 0)) as pool:
             digest = pool.submit(sha256_fd, fd) if sha256 else None
-            tables = [t for t in pool.map(one, chosen) if t is not None]
+            read = functools.partial(
+                _member_table, fd, zf, limits, keep_exported=keep_exported, imports=imports
+            )
+            tables = [t for t in pool.map(read, chosen) if t is not None]
             hexdigest = digest.result() if digest is not None else None
     return WheelSymbols(
         filename=wheel.name,
@@ -433,6 +411,36 @@ def wheel_symbol_tables(
         sha256=hexdigest,
         texts=small,
     )
+
+
+def _member_table(
+    fd: int,
+    zf: zipfile.ZipFile,
+    limits: Limits,
+    info: zipfile.ZipInfo,
+    *,
+    keep_exported: Callable[[str], bool] | None,
+    imports: bool,
+) -> SymbolTable | None:
+    """The symbol table of one member of an open wheel, None when it is not ELF."""
+    from buildkit.inspect.wheel import _READ_ERRORS  # its errors of a member read (a module of this package)
+    from buildkit.inspect.zipstream import open_member, sniff
+
+    try:
+        if sniff(fd, info, zf, size=4) != ELF_MAGIC:
+            return None
+        return read_symbol_table(
+            info.filename,
+            lambda: open_member(fd, info, zf),
+            info.file_size,
+            limits,
+            keep_exported=keep_exported,
+            imports=imports,
+        )
+    except WheelReadError:
+        raise
+    except _READ_ERRORS as err:
+        raise WheelReadError(f"{info.filename}: cannot read member: {err}") from None
 
 
 def file_symbol_tables(

@@ -4,17 +4,11 @@ member to :mod:`buildkit.inspect.elf` in a thread pool.
 Reading: :mod:`zipfile` parses the central directory once; members are then read through one shared
 descriptor with ``os.pread`` and inflated by ISA-L when installed (:mod:`~buildkit.inspect.zipstream`),
 ``default_workers()`` at a time, while a separate thread computes the wheel's sha256 (hashlib releases
-the GIL); a wheel under ``Limits.threaded_bytes`` (8 MiB, file and members) is read on the caller's
-thread alone, where starting threads would cost more than they save. Members are streamed only as far as
-the parse needs (see :mod:`~buildkit.inspect.elf`): the zip CRC of a member is checked whenever it is
-read to its end, which every member up to ``Limits.whole_member_bytes`` and every HIP object is;
-``Limits(verify_members=True)`` reads them all.
-``verify_record=True`` (the default) also reads every member to its end, hashing it in the algorithm
-RECORD names (:class:`~buildkit.inspect.zipstream.DigestStream`; the gate compares, see
-:mod:`buildkit.gate.rules.integrity`): ELF members are parsed exactly as without it, the rest is only hashed.
-A member of at most 1 MiB compressed and 4 MiB inflated is then read whole, with one ``pread`` and one
-inflate (:func:`~buildkit.inspect.zipstream.read_whole`, the same checks as a stream read to its end), and
-parsed from memory when it is ELF: a wheel of thousands of small files costs a call per file, not a stream.
+the GIL); :class:`~buildkit.inspect.limits.Limits` says which wheels are read on one thread, which
+members are read to their end (zip CRC checked) and which whole. Members are streamed only as far as
+the parse needs (:mod:`~buildkit.inspect.elf`). ``verify_record=True`` (the default) reads every member
+to its end, hashing it in the algorithm RECORD names (:class:`~buildkit.inspect.zipstream.DigestStream`;
+the gate compares): ELF members are parsed exactly as without it, the rest is only hashed.
 
 Hostile-input rules (each raises :class:`~buildkit.errors.WheelReadError`, exit 6):
 
@@ -290,9 +284,10 @@ class _Sha256(threading.Thread):
         self.digest: str | None = None
         self.error: OSError | None = None
 
-    def begin(self) -> None:
+    def begin(self) -> _Sha256:
         if self.threaded:
             self.start()
+        return self
 
     def run(self) -> None:
         try:
@@ -516,6 +511,19 @@ def open_wheel(path: str | os.PathLike[str] | WheelHandle) -> Iterator[WheelHand
         yield WheelHandle(wheel, names, fh.fileno(), zf)
 
 
+@contextlib.contextmanager
+def checked_wheel(
+    path: str | os.PathLike[str] | WheelHandle, limits: Limits
+) -> Iterator[tuple[WheelHandle, list[zipfile.ZipInfo], int]]:
+    """:func:`open_wheel`, its zip held to the hostile-input rules (names, sizes, bombs: each a
+    WheelReadError naming the wheel, as is every one raised inside the block): the handle, the
+    members and their total declared size."""
+    with open_wheel(path) as handle, _naming(handle.path):
+        infos = handle.zip.infolist()
+        _check_names(infos)
+        yield handle, infos, _check_sizes(handle.zip, infos, limits)
+
+
 def wheel_file(
     path: str | os.PathLike[str],
 ) -> tuple[Path, tuple[NormalizedName, Version, BuildTag, frozenset[Tag]]]:
@@ -539,94 +547,108 @@ def inspect_wheel(
     verify_record: bool = True,
     symbols: Collection[str] | None = None,
 ) -> WheelReport:
-    """Inspect a wheel without extracting it (see the module docstring for the rules). ``workers``
-    threads inflate members (default: :func:`default_workers`); ``inflater`` is ``"isal"`` or
-    ``"zlib"`` (default: isal when installed). ``verify_record`` (default on: see bench/README.md for
-    its cost) reads every member to its end and records its digest in ``WheelReport.files`` in the
-    algorithm RECORD names, for the gate to compare; ELF members are still parsed as before, the
-    bytes past the parse are only hashed. ``path``: the wheel's file, or a :class:`WheelHandle` the
-    caller's other readers share (then it is not opened again). ``symbols``: the undefined dynamic
-    symbol names each :attr:`ElfInfo.undefined_of_interest` may list (default
-    :func:`~buildkit.inspect.symbols.default_symbols_of_interest`: auditwheel's blacklists and
-    ``PyFPE_*``)."""
+    """Inspect a wheel without extracting it (the module docstring says how, and its rules).
+    ``inflater`` is ``"isal"`` or ``"zlib"`` (default: isal when installed); ``verify_record``'s cost
+    is in bench/README.md. ``path``: the wheel's file, or a :class:`WheelHandle` the caller's other
+    readers share (then it is not opened again). ``symbols``: see
+    :attr:`ElfInfo.undefined_of_interest`."""
     limits = limits or Limits()
-    workers = workers or default_workers()
-    with contextlib.ExitStack() as stack:
-        wheel, (name, version, build, tags), fd, zf = stack.enter_context(open_wheel(path))
-        stack.enter_context(_naming(wheel))
-        infos = zf.infolist()
-        _check_names(infos)
-        total = _check_sizes(zf, infos, limits)
-        dist_info = _dist_info(infos)
+    with checked_wheel(path, limits) as ((wheel, (name, version, build, tags), fd, zf), infos, total):
+        meta = _read_dist_info(zf, infos)
         size = os.fstat(fd).st_size
-        sha256 = _Sha256(wheel, fd, threaded=size >= limits.threaded_bytes)
-        sha256.begin()
-        by_name = {i.filename: i for i in infos}
-        wheel_headers = _headers(_read_small(zf, by_name[f"{dist_info}/WHEEL"]), f"{dist_info}/WHEEL")
-        metadata_info = by_name.get(f"{dist_info}/METADATA")
-        requires: tuple[str, ...] = ()
-        core: CoreMetadata | None = None
-        if metadata_info is not None:
-            metadata = _read_small(zf, metadata_info)
-            meta = _headers(metadata, metadata_info.filename)
-            requires = tuple(v for k, v in meta if k.lower() == "requires-dist")
-            core = CoreMetadata(metadata_info.filename, _header_section(metadata))
+        sha256 = _Sha256(wheel, fd, threaded=size >= limits.threaded_bytes).begin()
         special = _special_members(zf, infos)
-        record_info = by_name.get(f"{dist_info}/RECORD")
-        record = _record(_read_small(zf, record_info), record_info.filename) if record_info else ()
-        algorithms = _record_algorithms(record, infos, dist_info) if verify_record else {}
-        files = [i for i in infos if not i.is_dir() and i.file_size > 0]
-        files.sort(key=lambda i: i.file_size, reverse=True)  # largest first: better balance across workers
+        algorithms = _record_algorithms(meta.record, infos, meta.name) if verify_record else {}
         reader = _Reader(fd, zf, limits, inflater, algorithms, symbols)
-        batches = _batches(files)
-        if workers == 1 or len(batches) == 1 or max(size, total) < limits.threaded_bytes:
-            results = reader.members(files)
-        else:
-            from concurrent.futures import ThreadPoolExecutor  # a small wheel never needs it
+        results = _read_members(reader, infos, workers, threaded=max(size, total) >= limits.threaded_bytes)
+        return WheelReport(
+            path=str(wheel),
+            filename=wheel.name,
+            size=size,
+            sha256=sha256.result(),
+            name=str(name),
+            version=str(version),
+            build_tag=None if not build else "".join(str(part) for part in build),
+            tags=tuple(sorted(str(t) for t in tags)),
+            wheel_tags=meta.wheel_tags,
+            root_is_purelib=meta.purelib,
+            metadata_requires=meta.requires,
+            record=meta.record,
+            uncompressed_size=total,
+            members=tuple(i.filename for i in infos),
+            elves=tuple(sorted((r.elf for r in results if r.elf), key=lambda e: e.member)),
+            code_objects=tuple(
+                sorted((r.code_object for r in results if r.code_object), key=lambda c: c.member)
+            ),
+            findings=tuple(f for r in results for f in r.findings),
+            stats=tuple(sorted((r.stat for r in results), key=lambda s: s.name)),
+            dist_info=meta.name,
+            files=_member_files(infos, results, algorithms),
+            record_verified=verify_record,
+            core_metadata=meta.core,
+            special_members=special,
+        )
 
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                results = [r for batch in pool.map(reader.members, batches) for r in batch]
-        digest = sha256.result()
-    wheel_tags = tuple(v.strip() for k, v in wheel_headers if k.lower() == "tag")
+
+class _DistInfo(NamedTuple):
+    """The ``.dist-info`` folder (``name``) and what its files say: ``WHEEL``'s tags and
+    ``Root-Is-Purelib``, ``METADATA``'s ``Requires-Dist`` values and header section (none without the
+    file), ``RECORD``'s entries."""
+
+    name: str
+    wheel_tags: tuple[str, ...]
+    purelib: bool | None
+    requires: tuple[str, ...]
+    core: CoreMetadata | None
+    record: tuple[RecordEntry, ...]
+
+
+def _read_dist_info(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo]) -> _DistInfo:
+    dist_info = _dist_info(infos)
+    by_name = {i.filename: i for i in infos}
+    wheel = _headers(_read_small(zf, by_name[f"{dist_info}/WHEEL"]), f"{dist_info}/WHEEL")
+    purelib = next((v.strip().lower() == "true" for k, v in wheel if k.lower() == "root-is-purelib"), None)
+    requires: tuple[str, ...] = ()
+    core = None
+    if (info := by_name.get(f"{dist_info}/METADATA")) is not None:
+        metadata = _read_small(zf, info)
+        requires = tuple(v for k, v in _headers(metadata, info.filename) if k.lower() == "requires-dist")
+        core = CoreMetadata(info.filename, _header_section(metadata))
+    record_info = by_name.get(f"{dist_info}/RECORD")
+    record = _record(_read_small(zf, record_info), record_info.filename) if record_info else ()
+    wheel_tags = tuple(v.strip() for k, v in wheel if k.lower() == "tag")
+    return _DistInfo(dist_info, wheel_tags, purelib, requires, core, record)
+
+
+def _read_members(
+    reader: _Reader, infos: list[zipfile.ZipInfo], workers: int | None, *, threaded: bool
+) -> list[_MemberResult]:
+    """Every non-empty member read, largest first (better balance across ``workers`` threads, used
+    only for a ``threaded`` wheel of more than one batch)."""
+    files = sorted(
+        (i for i in infos if not i.is_dir() and i.file_size > 0), key=lambda i: i.file_size, reverse=True
+    )
+    batches = _batches(files)
+    workers = workers or default_workers()
+    if workers == 1 or len(batches) == 1 or not threaded:
+        return reader.members(files)
+    from concurrent.futures import ThreadPoolExecutor  # a small wheel never needs it
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return [r for batch in pool.map(reader.members, batches) for r in batch]
+
+
+def _member_files(
+    infos: list[zipfile.ZipInfo], results: list[_MemberResult], algorithms: dict[str, str]
+) -> tuple[MemberFile, ...]:
+    """Each file member with its digest (an empty member, not read, has the empty string's)."""
     hashes = {r.stat.name: r.hash for r in results}
-    for i in infos:  # empty members are not read: their digest is the empty string's
+    for i in infos:
         if not i.file_size and i.filename in algorithms:
             hashes[i.filename] = record_hash(
                 algorithms[i.filename], hashlib.new(algorithms[i.filename]).digest()
             )
-    member_files = tuple(
-        MemberFile(i.filename, i.file_size, hashes.get(i.filename)) for i in infos if not i.is_dir()
-    )
-    purelib = next(
-        (v.strip().lower() == "true" for k, v in wheel_headers if k.lower() == "root-is-purelib"), None
-    )
-    return WheelReport(
-        path=str(wheel),
-        filename=wheel.name,
-        size=size,
-        sha256=digest,
-        name=str(name),
-        version=str(version),
-        build_tag=None if not build else "".join(str(part) for part in build),
-        tags=tuple(sorted(str(t) for t in tags)),
-        wheel_tags=wheel_tags,
-        root_is_purelib=purelib,
-        metadata_requires=requires,
-        record=record,
-        uncompressed_size=total,
-        members=tuple(i.filename for i in infos),
-        elves=tuple(sorted((r.elf for r in results if r.elf is not None), key=lambda e: e.member)),
-        code_objects=tuple(
-            sorted((r.code_object for r in results if r.code_object is not None), key=lambda c: c.member)
-        ),
-        findings=tuple(f for r in results for f in r.findings),
-        stats=tuple(sorted((r.stat for r in results), key=lambda s: s.name)),
-        dist_info=dist_info,
-        files=member_files,
-        record_verified=verify_record,
-        core_metadata=core,
-        special_members=special,
-    )
+    return tuple(MemberFile(i.filename, i.file_size, hashes.get(i.filename)) for i in infos if not i.is_dir())
 
 
 def _record_algorithms(

@@ -1,10 +1,6 @@
-"""One judgement of a wheel file: opened once (:func:`~buildkit.inspect.wheel.open_wheel`), inspected
-in one streaming pass, then, from the same open file and only when the configuration asks, its needs
-from torch (:func:`torch_needs`, read once for ``torch-abi`` and ``torch-stable-abi``) and a
-``py3-none``/``abi3`` claim's host symbols (:func:`python_abi_for`), streamed, nothing extracted; then
-evaluated. A torch's exports are the caller's to read
-(:func:`buildkit.compare.torch_exports.load_torch_exports`, once for many wheels). Light for
-``check``'s start-up: the symbol-table reader, the torch and abi3 modules load only when asked for."""
+"""One judgement of a wheel file: opened once, inspected, read again from the same open file only
+for what the configuration asks (:func:`torch_needs`, :func:`python_abi_for`), then evaluated. Light
+for ``check``'s start-up: the symbol-table reader, the torch and abi3 modules load only when asked for."""
 
 from __future__ import annotations
 

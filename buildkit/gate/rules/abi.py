@@ -2,17 +2,10 @@
 functions of the inspection (:class:`~buildkit.inspect.models.ElfInfo`) and the policies of
 :mod:`buildkit.policy`:
 
-* ``blacklist`` (error): an ELF calls a symbol that a whitelisted library exports only in releases
-  newer than a policy's baseline (auditwheel's policy ``"blacklist"``: ``uncompress2`` of
-  ``libz.so.1`` up to manylinux_2_31). As auditwheel: the ELF's undefined, non-weak dynamic symbols
-  (:attr:`ElfInfo.undefined_of_interest`) against the blacklist of each library in its DT_NEEDED.
-  The tag becomes the best policy whose blacklist is clean (``blacklist_policy``).
-* ``pyfpe`` (error): an ELF references ``PyFPE_jbuf`` (or ``PyFPE_dummy``/``PyFPE_counter``), which no
-  manylinux Python provides (CPython removed them in 3.7): the tag becomes ``linux`` (``pyfpe_policy``).
-* ``x86-isa`` (error): an x86_64 ELF whose GNU property note says it needs more than the x86-64
-  baseline (``GNU_PROPERTY_X86_ISA_1_NEEDED``: built with ``-march=x86-64-v3 -mneeded`` or linked
-  with ``-z x86-64-v3``); every manylinux policy's x86_64 baseline is x86-64 (v1), so the tag
-  becomes ``linux`` (auditwheel's ``machine_policy``, reported as ``unsupported_isa``).
+``blacklist`` (auditwheel's policy ``"blacklist"``; the tag becomes the best policy whose blacklist is
+clean), ``pyfpe`` (CPython removed ``PyFPE_*`` in 3.7; the tag becomes ``linux``) and ``x86-isa``
+(every manylinux policy's x86_64 baseline is v1; auditwheel's ``machine_policy``, reported as
+``unsupported_isa``); their ``checks`` say what each judges.
 
 Errors are raised against the policies the wheel is held to (``held``: the gate's target policy and
 the policies of the manylinux/musllinux tags its file name claims); the tag lowering

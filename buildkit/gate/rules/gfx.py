@@ -66,7 +66,8 @@ def check(facts: Facts) -> Iterator[Finding]:
                 yield GFX_ARCH.warning(f"{where} carries {t}, which was not requested", file=member, symbol=t)
 
 
-def _split_target(target_id: str) -> tuple[str, frozenset[str]]:
+def split_target(target_id: str) -> tuple[str, frozenset[str]]:
+    """``gfx90a:xnack-`` -> ``("gfx90a", frozenset({"xnack-"}))``."""
     name, *features = target_id.split(":")
     return name, frozenset(features)
 
@@ -74,8 +75,8 @@ def _split_target(target_id: str) -> tuple[str, frozenset[str]]:
 def _matches(requested: str, present: str, features: bool) -> bool:
     """Same processor and no contradicting feature (``xnack-`` code never serves ``xnack+``);
     with ``features``, exactly the same target-id features."""
-    rname, rfeat = _split_target(requested)
-    pname, pfeat = _split_target(present)
+    rname, rfeat = split_target(requested)
+    pname, pfeat = split_target(present)
     if rname != pname:
         return False
     if features:
@@ -87,6 +88,6 @@ def _matches(requested: str, present: str, features: bool) -> bool:
 def _narrower(requested: str, present: str) -> bool:
     """``present`` runs in fewer modes than ``requested`` asks for: ``gfx90a:xnack-`` code for a
     ``gfx90a`` request (any xnack mode), or ``xnack-`` code for an ``xnack+`` request."""
-    _rname, rfeat = _split_target(requested)
-    _pname, pfeat = _split_target(present)
+    _rname, rfeat = split_target(requested)
+    _pname, pfeat = split_target(present)
     return not pfeat <= rfeat

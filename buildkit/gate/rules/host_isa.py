@@ -3,13 +3,9 @@ disassembly a judgement passes the gate (:func:`buildkit.inspect.isa.host_isa_of
 baseline (the recipe's ``host_isa.level``, ``--isa-baseline``; default the policy's: x86-64, v1, for
 every manylinux and musllinux policy).
 
-Off unless asked (``--isa-report``, ``host_isa.report``; ``--isa-strict``, ``host_isa.strict``):
-disassembling costs seconds on wheels with much vector code (bench/isa_scan.py). Asked for, each ELF
-with an instruction above the baseline is a warning naming its level, its counts per level and the
-first instruction above the baseline with its address and symbol: it informs and does not fail,
-since runtime-dispatched code (numpy, OpenBLAS, PyTorch's CPU kernels) holds AVX-512 behind cpuid
-checks. Strict, the same is an error: for projects without dispatch, code above the baseline dies
-with SIGILL on an older CPU. The ``x86-isa`` rule (:mod:`buildkit.gate.rules.abi`) reads only the
+Off unless asked: disassembling costs seconds on wheels with much vector code (bench/isa_scan.py).
+A warning unless strict, since runtime-dispatched code (numpy, OpenBLAS, PyTorch's CPU kernels) holds
+AVX-512 behind cpuid checks. The ``x86-isa`` rule (:mod:`buildkit.gate.rules.abi`) reads only the
 ELF's ISA note, which ``-march=native`` builds do not write.
 """
 

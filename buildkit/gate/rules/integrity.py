@@ -4,39 +4,9 @@ Each rule reads the :class:`~buildkit.inspect.models.WheelReport` only (never th
 :class:`~buildkit.gate.findings.Finding` objects; :func:`check_integrity` runs them all for
 :func:`buildkit.gate.evaluate.evaluate`.
 
-* ``record`` (errors): ``.dist-info/RECORD`` lists exactly the archive's files. A file RECORD omits is
-  hidden from installers' bookkeeping (a *hidden binary* when it is ELF); an entry without a file is
-  a broken wheel; an entry without a hash, with a weak (md5, sha1) or unknown algorithm, with a size
-  other than the zip's, or (when the inspection hashed the members: ``WheelReport.record_verified``)
-  with a digest other than the member's, is an error naming the member. RECORD's own line and its
-  signatures (``RECORD.jws``, ``RECORD.p7s``) are exempt, as the wheel spec says.
-* ``wheel-tags`` (warning: pip and every installer read the file name, nothing breaks): the
-  ``Tag:`` lines of ``.dist-info/WHEEL`` equal the file name's tags, as sets, compressed tag sets
-  (``py2.py3-none-any``) expanded on both sides.
-* ``rpath`` (error / warning): every RPATH/RUNPATH entry starts with ``$ORIGIN`` and stays inside the
-  install root (site-packages) once resolved (leaving it for at most 3 levels, still inside the
-  environment's prefix, is a warning); entries under ``/opt/rocm*`` are warnings (many ROCm
-  wheels rely on a system ROCm there); every other absolute or relative path is an error, named a
-  leaked build directory when it lies under ``/tmp``, ``/project``, ``/home``, ``/root`` or another
-  usual build root.
-* ``load-order`` (warning): a DT_NEEDED that a member of the wheel carries (same file name or
-  SONAME) but ld.so does not find there from the needing object (:func:`resolve_libraries`): no
-  search path of it reaches that member's directory, or one does but the file there has another
-  name (``libhelper.so`` with SONAME ``libhelper.so.1``: ld.so opens ``dir/libhelper.so.1``). It loads
-  only when something else loaded the library first; the gate (:mod:`buildkit.gate`) counts such a
-  library as not in the wheel (external, unless whitelisted or excluded). Search paths follow
-  ld.so: the object's RUNPATH alone when it has one, else its RPATH and the RPATHs of the in-wheel
-  objects that load it (transitively; ld.so uses the loader chain's DT_RPATH, which is how
-  auditwheel's grafted libraries find one another).
-* ``pure-wheel``: a wheel whose tags all have platform ``any`` must not carry host code (error per
-  host ELF); standalone GPU code objects there are data for a runtime loader (warning).
-
-:func:`~buildkit.gate.loading.not_elf_load` tells the gate whether a member named like a shared
-library that is not ELF (the inspection's ``not-elf-library`` finding) is loaded once installed,
-which then fails: an extension module name Python imports, a library in a ``*.libs`` folder, a file
-ld.so opens for a DT_NEEDED. Elsewhere (``.dist-info``, ``.data/{data,headers,scripts}``, a
-versioned ``libfoo.so.1`` nothing needs, a plain ``libfoo.so`` under ``include``/``lib``/``lib64``:
-a linker script for the link editor) it is only odd.
+Each rule's ``checks`` and ``prevents`` say what it judges (docs/GATE-RULES.md); ld.so's search
+inside the wheel is :func:`~buildkit.gate.loading.resolve_libraries`. RECORD's exemptions are the
+wheel spec's.
 """
 
 from __future__ import annotations
@@ -49,7 +19,7 @@ from collections.abc import Sequence
 from packaging.tags import parse_tag
 
 from buildkit.gate.facts import Facts
-from buildkit.gate.findings import Finding
+from buildkit.gate.findings import Finding, Severity
 from buildkit.gate.loading import (
     PREFIX_DEPTH,
     Resolution,
@@ -320,49 +290,39 @@ def check_wheel_tags(report: WheelReport) -> list[Finding]:
 
 
 def _path_finding(e: ElfInfo, kind: str, entry: str) -> Finding | None:
-    rest = origin_rest(entry)
-    if rest is not None:
+    severity: Severity = "error"
+    if origin_rest(entry) is not None:
         resolved = resolve_origin(e.member, entry)
-        if resolved is not None and escapes(resolved):
-            up = len(list(itertools.takewhile(lambda part: part == "..", resolved.split("/"))))
-            if up <= PREFIX_DEPTH:
-                # still inside the environment (site-packages is lib/pythonX.Y/site-packages): it
-                # finds only what that environment installs there (jaxlib, the jax CUDA/ROCm plugins
-                # point at other wheels' libraries so): hygiene, a warning
-                return RPATH.warning(
-                    f"{kind} entry {entry} of {e.member} resolves outside the wheel's install root, "
-                    f"{up} level{'s' if up > 1 else ''} above site-packages (inside the environment)",
-                    file=e.member,
-                    symbol=entry,
-                )
-            return RPATH.error(
-                f"{kind} entry {entry} of {e.member} resolves {up} levels above site-packages, outside "
-                "the Python environment: it can load a library the environment does not control",
-                file=e.member,
-                symbol=entry,
+        if resolved is None or not escapes(resolved):
+            return None
+        up = len(list(itertools.takewhile(lambda part: part == "..", resolved.split("/"))))
+        if up <= PREFIX_DEPTH:
+            # still inside the environment (site-packages is lib/pythonX.Y/site-packages): it finds
+            # only what that environment installs there (jaxlib, the jax CUDA/ROCm plugins point at
+            # other wheels' libraries so): hygiene, a warning
+            severity = "warning"
+            why = (
+                f"resolves outside the wheel's install root, {up} level{'s' if up > 1 else ''} above "
+                "site-packages (inside the environment)"
             )
-        return None
-    if entry == ROCM_PREFIX or entry.startswith((ROCM_PREFIX + "/", ROCM_PREFIX + "-")):
-        return RPATH.warning(
-            f"{kind} entry {entry} of {e.member} points at a system ROCm install outside the wheel "
-            "(common in ROCm wheels; the ROCm libraries must be there at run time)",
-            file=e.member,
-            symbol=entry,
+        else:
+            why = (
+                f"resolves {up} levels above site-packages, outside the Python environment: it can "
+                "load a library the environment does not control"
+            )
+    elif entry == ROCM_PREFIX or entry.startswith((ROCM_PREFIX + "/", ROCM_PREFIX + "-")):
+        severity = "warning"
+        why = (
+            "points at a system ROCm install outside the wheel (common in ROCm wheels; the ROCm "
+            "libraries must be there at run time)"
         )
-    if entry.startswith("/"):
+    elif entry.startswith("/"):
         leaked = any(entry == root or entry.startswith(root + "/") for root in BUILD_ROOTS)
         why = "a leaked build directory" if leaked else "an absolute path outside the wheel"
-        return RPATH.error(
-            f"{kind} entry {entry} of {e.member} is {why}: use $ORIGIN-relative paths",
-            file=e.member,
-            symbol=entry,
-        )
-    return RPATH.error(
-        f"{kind} entry {entry} of {e.member} is relative to the current directory at run time: "
-        "use $ORIGIN-relative paths",
-        file=e.member,
-        symbol=entry,
-    )
+        why = f"is {why}: use $ORIGIN-relative paths"
+    else:
+        why = "is relative to the current directory at run time: use $ORIGIN-relative paths"
+    return RPATH.finding(severity, f"{kind} entry {entry} of {e.member} {why}", file=e.member, symbol=entry)
 
 
 def check_search_paths(report: WheelReport) -> list[Finding]:
@@ -379,7 +339,7 @@ def check_search_paths(report: WheelReport) -> list[Finding]:
 # --------------------------------------------------------------------------- load order
 
 
-def _carriers(elves: Sequence[ElfInfo]) -> dict[str, list[ElfInfo]]:
+def carriers(elves: Sequence[ElfInfo]) -> dict[str, list[ElfInfo]]:
     """Members by each name they could be asked for by: their file name and their SONAME."""
     out: dict[str, list[ElfInfo]] = {}
     for e in elves:
@@ -394,13 +354,13 @@ def check_load_order(report: WheelReport, resolution: Resolution | None = None) 
     loaded that library first, so the gate does not count it as in the wheel."""
     elves = report.elves
     res = resolution or resolve_libraries(elves)
-    carriers = _carriers(elves)
+    by_name = carriers(elves)
     out = []
     for e in elves:
         for name in e.needed:
             if "/" in name or res.provider(e.member, name) is not None:
                 continue
-            found = [p for p in carriers.get(name, ()) if p.member != e.member and compatible(e, p)]
+            found = [p for p in by_name.get(name, ()) if p.member != e.member and compatible(e, p)]
             if not found:
                 continue
             out.append(_load_order_finding(e, name, found, res.dirs[e.member]))

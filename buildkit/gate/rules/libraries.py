@@ -4,15 +4,14 @@ policy's whitelist (the most compatible policy's without a target)."""
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterator
 
 from buildkit.gate.facts import Facts
 from buildkit.gate.findings import Finding
 from buildkit.gate.loading import compatible
 from buildkit.gate.rule import Rule
+from buildkit.gate.rules.integrity import carriers
 from buildkit.gate.rules.tags import some
-from buildkit.inspect.models import ElfInfo
 
 EXTERNAL_LIBRARY = Rule(
     "external-library",
@@ -39,15 +38,12 @@ def check(facts: Facts) -> Iterator[Finding]:
     target = facts.target or facts.pols[0]
     elves = facts.report.elves
     by_member = {e.member: e for e in elves}
-    carriers: dict[str, list[ElfInfo]] = {}
-    for e in elves:
-        for name in {e.soname, posixpath.basename(e.member)} - {None}:
-            carriers.setdefault(str(name), []).append(e)
+    by_name = carriers(elves)
     for use in facts.libraries:
         if use.status in ("external", "whitelisted") and not target.allows_library(use.library):
             verb = "needs" if len(use.needed_by) == 1 else "need"
             needer = by_member[use.needed_by[0]]
-            carrier = next((e.member for e in carriers.get(use.library, ()) if compatible(e, needer)), None)
+            carrier = next((e.member for e in by_name.get(use.library, ()) if compatible(e, needer)), None)
             where = (
                 f"not excluded by a rule, and ld.so does not find the wheel's {carrier} from "
                 f"{'it' if len(use.needed_by) == 1 else 'them'} (see the load-order warning; "

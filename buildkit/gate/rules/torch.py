@@ -172,12 +172,12 @@ def torch_pin_problem(
 
     It must admit a 2.10.x release and nothing outside the 2.10 series, decided from the specifier
     set's structure: the tightest lower bound (over every clause) must be at least ``2.10.dev0`` and
-    the tightest upper bound below ``2.11.dev0`` (``==2.10.*``, ``~=2.10.N``, ``<2.11``, ``<=2.10.N``);
-    ``!=`` clauses only remove versions and never bound. Admitting a 2.10.x release is checked at
-    2.10.0 up to one past the highest 2.10 patch the clauses name (between those the clauses cannot
-    change their answer). ``python`` (the Pythons the wheel serves, e.g. ``==3.12.*``; ``""``: any
-    Python; None: the running one's minor series) and ``machine``: a marker false for one of them
-    is a problem too (:func:`check` passes the wheel's own, :func:`wheel_pythons`).
+    the tightest upper bound below ``2.11.dev0`` (``==2.10.*``, ``~=2.10.N``, ``<2.11``, ``<=2.10.N``).
+    Admitting a 2.10.x release is checked at 2.10.0 up to one past the highest 2.10 patch the clauses
+    name (between those the clauses cannot change their answer). ``python`` (the Pythons the wheel
+    serves, e.g. ``==3.12.*``; ``""``: any Python; None: the running one's minor series) and
+    ``machine``: a marker false for one of them is a problem too (:func:`check` passes the wheel's
+    own, :func:`wheel_pythons`).
     """
     from packaging.specifiers import SpecifierSet  # the torch rules only: imported when they run
 

@@ -2,11 +2,8 @@
 
 :func:`apply` marks every finding a waiver matches (:meth:`Waiver.matches
 <buildkit.gate.findings.Waiver.matches>`: same rule, library and member globs) as waived by the
-first such waiver in recipe order. The finding stays where it was, with its severity, and is shown
-as waived with the waiver's reason in every report; it no longer fails the wheel. Each waiver that
-matched no finding becomes a ``waiver-unused`` error: a waiver outlives the problem it was written
-for (the wheel was fixed, the library renamed), and left in place it would silently accept the next,
-different problem of that rule.
+first such waiver in recipe order; it no longer fails the wheel. Each waiver that matched no finding
+becomes a ``waiver-unused`` error (its ``prevents`` says why).
 
 The registry (:mod:`buildkit.gate.rules`) passes in which rules may not be waived at all (a rule's
 ``never_waived`` reason, e.g. ``record``: a corrupted wheel); the recipe schema already refuses such
