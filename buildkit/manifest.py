@@ -10,7 +10,7 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
      "recipe": {"name", "file", "sha256", "build_sha256" (the recipe less publish: and smoke:,
          ``Recipe.build_sha256``; absent in manifests of older builds), "build_keys" (each top-level key
          build_sha256 covers -> the sha256 of its value, 16 hex, ``Recipe.build_keys``: what ``plan``
-         names when the recipe changed since the build; absent in older manifests)}, "job": <Job.to_json()>,
+         names when the recipe changed since the build; absent in older manifests)}, "job": <to_data(Job)>,
      "image": {"profile", "tag", "id"}, "toolchain": {"hipcc": ..., "python": ..., ...},
      "archs": [...], "source": {...}, "source_date_epoch": int,
      "network": bool (the recipe's: the build container had the network),

@@ -18,6 +18,7 @@ from typing import Any
 
 from buildkit import __version__, manifest
 from buildkit.plan.models import Job
+from buildkit.records import to_data
 
 
 def tool_versions() -> dict[str, str | None]:
@@ -51,7 +52,7 @@ def inputs_key(
     (:func:`buildkit.building.requirements.request_key`; None with ``network: true``)."""
     payload = {
         "buildkit": __version__,
-        "job": job.to_json(),
+        "job": to_data(job),
         "image": image_id,
         "source": source_digest,
         "source_date_epoch": epoch,

@@ -41,7 +41,7 @@ from buildkit.errors import BuildFailed, GateFailed, UsageError
 from buildkit.image.builder import ensure_builder
 from buildkit.plan.models import Job
 from buildkit.recipe import Recipe
-from buildkit.records import Key, json_shape
+from buildkit.records import Key, json_shape, to_data
 
 _DIFFOSCOPE_TIMEOUT = 600
 _DIFFOSCOPE_MAX_LINES = 200
@@ -352,7 +352,7 @@ def rebuild(
     """Rebuild ``job`` (the recorded one, as the recipe expands it now) in the recorded image and
     epoch, and compare; see the module docstring."""
     data, wheel, result = recorded.data, recorded.wheel, recorded.result
-    changed = _job_differences(recorded.job, job.to_json())
+    changed = _job_differences(recorded.job, to_data(job))
     if changed:
         result.notes.append("the job expands differently now: " + ", ".join(changed) + " differ")
 

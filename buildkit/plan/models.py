@@ -17,11 +17,36 @@ from buildkit.plan.archs import ArchSet, Decision
 from buildkit.recipe import Recipe, RocmPip, TorchStable
 from buildkit.recipe.sections.hooks import Hooks
 from buildkit.recipe.sections.image import ImageSpec
-from buildkit.records import json_shape, to_data
+from buildkit.records import Key, json_shape, to_data
 
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
+# every field in field order, but: the archs' PYTORCH_ROCM_ARCH beside them, the ceilings' images and
+# baseline beside them; the keys only some jobs have (sysroot, ROCm from pip, torch's stable ABI,
+# wheel_tag and serves of a Python-independent job) left out otherwise, so that the JSON of the other
+# jobs (their manifests, their inputs keys) stays what it was (the plan's JSON gives all jobs those two)
+@json_shape(
+    fields={
+        "archs": ("archs", Key("pytorch_rocm_arch", "archs", convert=ArchSet.pytorch_rocm_arch)),
+        "ceilings": ("ceilings", "ceilings_from_images", "regression_baseline"),
+        "ceilings_from_images": (),
+        "regression_baseline": (),
+        "sysroot": Key("sysroot", omit="empty"),
+        "wheel_tag": (),
+        "serves": (),
+        "rocm_pip": Key("rocm_pip", "rocm_pip_requirements", omit="none"),
+        "torch_stable": (
+            Key(
+                "torch_stable",
+                omit="none",
+                convert=lambda s: {"from": s.lowest, "requirement": s.requirement},
+            ),
+            Key("wheel_tag", omit="none"),
+            Key("serves", "served", omit="none"),
+        ),
+    }
+)
 @dataclass(frozen=True)
 class Job:
     id: str
@@ -88,49 +113,20 @@ class Job:
         """The CPythons this job's wheel serves (``serves``, or the job's own Python)."""
         return self.serves or (self.python,)
 
-    def to_json(self) -> dict[str, Any]:
-        """The job as JSON data. ``wheel_tag`` and ``serves`` only for a Python-independent job: a
-        per-Python job's JSON (its manifest's ``job``, its inputs key) stays what it was (the plan's JSON
-        gives them for all)."""
-        # hand-written, no JsonShape (buildkit/records.py): keys only some jobs have, and the build's
-        # records call job.to_json() (building/), which a shape allows no method for
-        out = {
-            "id": self.id,
-            "python": self.python,
-            "cp_tag": self.cp_tag,
-            "rocm": self.rocm,
-            "torch": self.torch,
-            "torch_requirement": self.torch_requirement,
-            "torch_index_url": self.torch_index_url,
-            "archs": self.archs.to_json(),
-            "pytorch_rocm_arch": self.archs.pytorch_rocm_arch(),
-            "version": self.version,
-            "policy": self.policy,
-            "platform_tag": self.platform_tag,
-            "ceilings": dict(self.ceilings),
-            "ceilings_from_images": list(self.ceilings_from_images),
-            "regression_baseline": self.regression_baseline,
-            "exclude_globs": list(self.exclude_globs),
-            "env": dict(self.env),
-            "toolchain": self.toolchain,
-            "image_profile": self.image_profile,
-            "image": to_data(self.image),
-            "hooks": to_data(self.hooks),
-            "axes": dict(self.axes),
-            **({"sysroot": self.sysroot} if self.sysroot else {}),
+    @property
+    def rocm_pip_requirements(self) -> dict[str, str | None] | None:
+        """What the wheel declares and its build installs with ROCm from pip; None without."""
+        if self.rocm_pip is None:
+            return None
+        return {
+            "requirement": self.rocm_pip_requirement,
+            "build_requirement": self.rocm_pip_build_requirement,
         }
-        if self.rocm_pip is not None:  # only then: other jobs' JSON (manifests, inputs keys) unchanged
-            out["rocm_pip"] = {
-                "requirement": self.rocm_pip_requirement,
-                "build_requirement": self.rocm_pip_build_requirement,
-            }
-        if self.torch_stable is not None:  # only then: other jobs' JSON (manifests, inputs keys) unchanged
-            stable = self.torch_stable
-            out["torch_stable"] = {"from": stable.lowest, "requirement": stable.requirement}
-        if self.wheel_tag is not None:
-            out["wheel_tag"] = self.wheel_tag
-            out["serves"] = list(self.pythons)
-        return out
+
+    @property
+    def served(self) -> tuple[str, ...] | None:
+        """:attr:`pythons` of a Python-independent job (``wheel_tag``); None for a per-Python one."""
+        return self.pythons if self.wheel_tag is not None else None
 
 
 @json_shape()
@@ -184,7 +180,7 @@ class Plan:
                 "sha256": r.sha256,
                 "source": {k: v for k, v in vars(r.source).items() if v is not None},
             },
-            "jobs": [{"wheel_tag": None, "serves": list(j.pythons), **j.to_json()} for j in self.jobs],
+            "jobs": [{"wheel_tag": None, "serves": list(j.pythons), **to_data(j)} for j in self.jobs],
             "skipped": to_data(self.skipped),
             "notes": list(self.notes),
         }

@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from buildkit import manifest
 from buildkit.building.provenance import write_attestation
 from buildkit.gate.config import GateConfig, gate_key
+from buildkit.records import to_data
 from tests.helpers import wheel_zip
 
 #: the builds' signing key in these tests (fixed bytes: the same key in every process)
@@ -189,7 +190,7 @@ def job_wheel(
                 "size": path.stat().st_size,
             },
             "recipe": loaded.record(),
-            "job": job.to_json(),
+            "job": to_data(job),
             "verdict": PASSING if verdict is None else verdict,
             "gate": gate_key(GateConfig.from_recipe_job(loaded, job)),
         },

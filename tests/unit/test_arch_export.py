@@ -17,6 +17,7 @@ from buildkit.plan.expansion import expand
 from buildkit.plan.models import Plan
 from buildkit.plan.render import render_json, render_table
 from buildkit.recipe import parse_recipe
+from buildkit.records import to_data
 
 RECIPE = """\
 name: demo
@@ -114,4 +115,4 @@ def test_an_unknown_cmake_definition_is_hinted_a_cmake_list_separator(
     assert f'{{{name}: "{separator}"}}' in (info.value.hint or "")
     # the value the hint proposes plans
     job = _plan(tmp_path, text.replace(f"export: [{name}]", f'export: {{{name}: "{separator}"}}')).jobs[0]
-    assert f"gfx90a{separator}gfx942" in json.dumps(job.to_json())
+    assert f"gfx90a{separator}gfx942" in json.dumps(to_data(job))

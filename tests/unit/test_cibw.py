@@ -17,6 +17,7 @@ from buildkit.errors import UsageError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.recipe import load_recipe
+from buildkit.records import to_data
 from tests.helpers.shared_library import build_shared_library, have_gcc
 from tests.helpers.wheels_for_publish import write_wheel
 
@@ -291,7 +292,7 @@ def test_recipe_max_jobs_is_what_the_container_gets(jobs: str) -> None:
     env = _parse_environment(
         cibw.cibuildwheel_options(job, _settings(parallel_jobs=2))["CIBW_ENVIRONMENT_LINUX"]
     )
-    assert env["MAX_JOBS"] == jobs == job.to_json()["env"]["MAX_JOBS"]
+    assert env["MAX_JOBS"] == jobs == to_data(job)["env"]["MAX_JOBS"]
     default = _parse_environment(
         cibw.cibuildwheel_options(_job("reference-trixie.yaml"), _settings(parallel_jobs=3))[
             "CIBW_ENVIRONMENT_LINUX"

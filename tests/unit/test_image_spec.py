@@ -140,7 +140,7 @@ def test_image_mapping_is_in_the_plan_and_its_json(tmp_path: Path) -> None:
     table = render_table(plan)
     assert "image packages (a layer over debian-rocm): libhipblas-dev librocrand-dev" in table
     assert "image build args: HIP_DEB_VERSION=5.7.1-6+deb13u1" in table
-    assert job.to_json()["image"]["packages"] == ["libhipblas-dev", "librocrand-dev"]
+    assert to_data(job)["image"]["packages"] == ["libhipblas-dev", "librocrand-dev"]
 
 
 def test_own_dockerfile_build_args_are_checked_against_its_arg_lines(tmp_path: Path) -> None:

@@ -55,11 +55,12 @@ from buildkit.gate.config import GateConfig, gate_key
 from buildkit.gate.options import GateFlags, apply_options
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from buildkit.records import to_data
 recipe = load_recipe(Path(sys.argv[1]))
 job = expand(recipe, env={}).jobs[0]
 config = GateConfig.from_recipe_job(recipe, job)
 given = apply_options(config, GateFlags(example_mode="strict"))
-print(json.dumps({"job": job.example_mode, "json": job.to_json().get("example_mode"),
+print(json.dumps({"job": job.example_mode, "json": to_data(job).get("example_mode"),
                   "config": config.example_mode, "key": gate_key(config).get("example_mode"),
                   "given": given.example_mode}))
 """
@@ -88,8 +89,10 @@ def _add_the_key(pkg: Path) -> None:
     )
     models = pkg / "plan" / "models.py"
     _insert(models, "    torch_stable: TorchStable | None = None\n", f"    {KEY}: str | None = None\n")
-    only_then = f"        if self.{KEY} is not None:\n            out[{KEY!r}] = self.{KEY}\n"
-    _insert(models, "        if self.wheel_tag is not None:\n", only_then, after=False)
+    # in the job's JSON only when set: the inputs keys of the jobs without it stay what they were
+    _insert(
+        models, '        "torch_stable": (\n', f'        "{KEY}": Key("{KEY}", omit="none"),\n', after=False
+    )
     _insert(
         pkg / "plan" / "expansion.py",
         "            torch_stable=stable,\n",

@@ -17,6 +17,7 @@ from buildkit.errors import RecipeError
 from buildkit.plan.expansion import expand
 from buildkit.plan.models import Plan
 from buildkit.recipe import parse_recipe
+from buildkit.records import to_data
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +50,7 @@ def test_each_release_builds_with_its_own_toolchain_and_archs(tmp_path: Path) ->
     assert dropped and "withheld by toolchain debian-sid (ROCm 6.4)" in dropped[0]
     assert "AMD supports gfx950 (MI350) from ROCm 7.0" in dropped[0]
     assert all(j.sysroot == "glibc2.31" for j in plan.jobs)
-    assert plan.jobs[0].to_json()["sysroot"] == "glibc2.31"
+    assert to_data(plan.jobs[0])["sysroot"] == "glibc2.31"
 
 
 def test_the_toolchain_data_is_measured_and_consistent() -> None:

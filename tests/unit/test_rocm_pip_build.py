@@ -23,6 +23,7 @@ from buildkit.plan.expansion import expand
 from buildkit.plan.models import Job
 from buildkit.plan.render import render_table
 from buildkit.recipe import Recipe, load_recipe
+from buildkit.records import to_data
 from tests.helpers.wheel_zip import write_wheel
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def test_the_release_is_said_once_and_the_build_adds_devel_and_a_device_extra_pe
     assert job.rocm_pip_requirement == PIN
     assert job.rocm_pip_build_requirement == "rocm[devel,device-gfx942,device-gfx950,libraries]==7.2.*"
     assert "libamdhip64.so*" in job.exclude_globs and "libfoo.so*" in job.exclude_globs
-    assert job.to_json()["rocm_pip"] == {
+    assert to_data(job)["rocm_pip"] == {
         "requirement": PIN,
         "build_requirement": job.rocm_pip_build_requirement,
     }
@@ -63,7 +64,7 @@ def test_the_release_is_said_once_and_the_build_adds_devel_and_a_device_extra_pe
 def test_a_job_without_rocm_pip_keeps_its_json(tmp_path: Path) -> None:
     data = yaml.safe_load((ROOT / "recipes" / "reference.yaml").read_text())
     job = expand(load_recipe(ROOT / "recipes" / "reference.yaml"), env={}).jobs[0]
-    assert job.rocm_pip is None and "rocm_pip" not in job.to_json() and "rocm_pip" not in data
+    assert job.rocm_pip is None and "rocm_pip" not in to_data(job) and "rocm_pip" not in data
 
 
 def test_the_plan_shows_the_mode(tmp_path: Path) -> None:

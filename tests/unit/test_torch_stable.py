@@ -24,6 +24,7 @@ from buildkit.gate.torchshim import UNVERSIONED, judge_stable, shim_table, summa
 from buildkit.judge import judge_wheels
 from buildkit.plan.expansion import expand
 from buildkit.recipe import load_recipe
+from buildkit.records import to_data
 from tests.helpers.shared_library import have_gcc
 from tests.helpers.wheel_zip import write_wheel
 
@@ -222,7 +223,7 @@ def test_the_stable_reference_plans_one_job_without_torch_with_the_stable_only_f
     assert env["HIPCC_COMPILE_FLAGS_APPEND"].endswith(flags)
     config = GateConfig.from_recipe_job(recipe, job)
     assert (config.torch, config.torch_stable, config.torch_below) == (None, "2.13", None)
-    assert job.to_json()["torch_stable"] == {"from": "2.13", "requirement": "torch>=2.13"}
+    assert to_data(job)["torch_stable"] == {"from": "2.13", "requirement": "torch>=2.13"}
 
 
 _MATRIX = """

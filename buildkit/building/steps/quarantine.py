@@ -68,7 +68,7 @@ def _record(run: Run, refusal: Refusal, command: str) -> dict[str, Any]:
     return {
         "wheel": {"filename": wheel.name, "sha256": gated.sha256, "size": gated.size},
         "recipe": run.recipe.record(),
-        "job": run.job.to_json(),
+        "job": to_data(run.job),
         "image": {"profile": run.job.image_profile, "tag": run.image.tag, "id": run.image.id},
         "inputs_key": run.key,
         "refused_by": "regression" if regression is not None else "gate",

@@ -62,7 +62,7 @@ def _manifest(run: Run, out: Output, toolchain: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "wheel": {"filename": out.wheel.name, "sha256": out.gated.sha256, "size": out.gated.size},
         "recipe": recipe.record(),
-        "job": job.to_json(),
+        "job": to_data(job),
         "image": {"profile": job.image_profile, "tag": image.tag, "id": image.id},
         "toolchain": toolchain,
         "archs": [str(t) for t in job.archs.kept],
