@@ -40,6 +40,8 @@ from typing import Any
 
 import pytest
 import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 pytestmark = pytest.mark.docker
 
@@ -65,6 +67,9 @@ jobs:
     uses: {OWNER_REPO}/.github/workflows/buildkit.yml@{REF}
     permissions:
       contents: read
+      id-token: write  # the README's grant: the pipeline's sign job asks for it
+    secrets:
+      signing-key: ${{{{ secrets.BUILDKIT_SIGNING_KEY }}}}
     with:
       recipe: rocm-buildkit.yaml
       publish: true
@@ -238,6 +243,21 @@ def _caller(tmp_path: Path) -> Path:
     return caller
 
 
+def _key_pair() -> tuple[str, str]:
+    """An ed25519 key pair (PEM): the caller's BUILDKIT_SIGNING_KEY secret, BUILDKIT_PUBLIC_KEY variable."""
+    key = Ed25519PrivateKey.generate()
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return private.decode().strip(), public.decode().strip()
+
+
+PRIVATE_KEY, PUBLIC_KEY = _key_pair()
+
+
 def _run_act(
     caller: Path, tmp_path: Path, wheelhouse: Path, release: str | None = None
 ) -> subprocess.CompletedProcess[str]:
@@ -257,6 +277,11 @@ def _run_act(
         str(tmp_path / "act"),
         "--local-repository",
         f"{OWNER_REPO}@{REF}={ROOT}",
+        # the caller's signing key and its public half (act takes a multi-line value after the first =)
+        "--secret",
+        f"BUILDKIT_SIGNING_KEY={PRIVATE_KEY}",
+        "--var",
+        f"BUILDKIT_PUBLIC_KEY={PUBLIC_KEY}",
     ]
     for key, folder in _pinned_uses().items():
         args += ["--local-repository", f"{key}={folder}"]
@@ -345,6 +370,30 @@ def test_a_caller_repository_releases_through_the_reusable_workflow(
     # the published index: a PEP 503 tree that pip installs mmh3 from
     index = store / "artifacts" / "package-index" / "simple"
     assert (index / "mmh3" / "index.html").is_file(), sorted(p.name for p in index.rglob("*"))
+    # signed by the build with the caller's key, checked by the gate job, verified again by publish, and
+    # served beside the wheel: a user verifies the wheel pip downloads against the index's provenance
+    assert "attestations are not checked" not in out
+    (published,) = (index / "mmh3").glob("mmh3-5.1.0-*.whl")
+    assert (index / "mmh3" / f"{published.name}.provenance").is_file()
+    assert f'data-provenance="{published.name}.provenance"' in (index / "mmh3" / "index.html").read_text()
+    public = tmp_path / "buildkit.pub"
+    public.write_text(PUBLIC_KEY + "\n")
+    checked = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "buildkit",
+            "verify",
+            "--index",
+            index.as_uri(),
+            "--public-key",
+            str(public),
+            str(published),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
     # pip installs it from the index, in a fresh venv of a throwaway container without network (the
     # builder image has the CPython 3.13 the wheel is for; this host's Python may be another)
     script = (

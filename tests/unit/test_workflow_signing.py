@@ -148,3 +148,29 @@ def test_publish_verifies_the_ed25519_attestations_with_the_callers_key(tmp_path
 def test_publish_without_a_key_publishes_with_the_recipe_alone(tmp_path: Path) -> None:
     args = _run_publish_step(tmp_path, "")
     assert "--public-key" not in args and args[:4] == ["publish", "dist", "--recipe", "repo/r.yaml"]
+
+
+def test_every_build_job_signs_with_the_callers_key_before_it_builds(tmp_path: Path) -> None:
+    data: dict[str, Any] = yaml.load(PIPELINE.read_text(), Loader=yaml.BaseLoader)
+    assert data["on"]["workflow_call"]["secrets"]["signing-key"]["required"] == "false"
+    builds = [name for name, job in _jobs().items() if any(s.get("id") == "build" for s in job["steps"])]
+    assert sorted(builds) == ["build-0", "build-1"]
+    for name in builds:
+        steps = _jobs()[name]["steps"]
+        key_step = _index(steps, "BUILDKIT_SIGNING_KEY")
+        assert key_step < [s.get("id") for s in steps].index("build"), name
+        assert steps[key_step]["env"] == {"SIGNING_KEY": "${{ secrets.signing-key }}"}
+    # the step's script, run: with a key, a private file the build step's environment names; without, nothing
+    script = _jobs()["build-0"]["steps"][_index(_jobs()["build-0"]["steps"], "BUILDKIT_SIGNING_KEY")]["run"]
+    for key in ("-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI\n-----END PRIVATE KEY-----", ""):
+        runner, env_file = tmp_path / f"runner{len(key)}", tmp_path / f"env{len(key)}"
+        runner.mkdir()
+        env_file.write_text("")
+        environ = {**os.environ, "SIGNING_KEY": key, "RUNNER_TEMP": str(runner), "GITHUB_ENV": str(env_file)}
+        subprocess.run(["bash", "-e", "-c", script], env=environ, check=True)
+        written = runner / "buildkit-signing.pem"
+        if key:
+            assert env_file.read_text() == f"BUILDKIT_SIGNING_KEY={written}\n"
+            assert written.read_text() == key + "\n" and written.stat().st_mode & 0o777 == 0o600
+        else:
+            assert env_file.read_text() == "" and not written.exists()

@@ -133,7 +133,7 @@ def test_release_calls_the_reusable_pipeline_and_publishes_on_tags_only() -> Non
     (job,) = release["jobs"].values()
     assert job["uses"] == "$/.github/workflows/buildkit.yml"
     assert job["with"]["publish"] == "${{ startsWith(github.ref, 'refs/tags/v') }}"
-    assert set(job["secrets"]) == {"index-username", "index-password"}  # named, never `inherit`
+    assert set(job["secrets"]) == {"index-username", "index-password", "signing-key"}  # named, never `inherit`
     called = _load(PIPELINE)["on"]["workflow_call"]
     assert (
         called["inputs"]["recipe"]["required"] == "true" and called["inputs"]["publish"]["default"] == "false"
@@ -144,6 +144,7 @@ def test_release_calls_the_reusable_pipeline_and_publishes_on_tags_only() -> Non
         "index-password",
         "registry-username",
         "registry-password",
+        "signing-key",
     }
 
 
