@@ -1,11 +1,9 @@
 """``manylinux.ceilings.from_image``: the recipe's ceilings tightened by what runtime images define.
 
-Each image's libraries are read by the caller's :data:`CeilingsReader` (the commands pass
-:func:`buildkit.image.ceilings.ceilings_from_images`: a created-never-started container, cached by
-image id; tests pass recorded readers): the plan layer never imports the image layer or the Docker
-SDK. Every job's ceilings become ``tighten(policy and explicit ceilings, minimum across the
-images)``. A prefix some image does not define at all (no libstdc++ there) is not tightened, and
-the plan carries a note saying so.
+Each image is read by the caller's :data:`CeilingsReader` (the commands pass
+:func:`buildkit.image.ceilings.ceilings_from_images`; tests pass recorded readers): the plan layer
+never imports the image layer or the Docker SDK. A prefix some image does not define at all (no
+libstdc++ there) is not tightened, and the plan carries a note saying so.
 """
 
 from __future__ import annotations

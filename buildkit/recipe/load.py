@@ -1,9 +1,6 @@
-"""Reading a recipe file and turning it into a :class:`~buildkit.recipe.model.Recipe`.
-
-:func:`load_recipe` reads the file (a regular file of at most :data:`MAX_RECIPE_BYTES`, UTF-8);
-:func:`parse_recipe` reads the YAML with a position for every value, validates it against the JSON
-Schema, and parses every section of :data:`~buildkit.recipe.sections.SECTIONS` in turn. Every
-problem is collected and reported in one :class:`RecipeError`, sorted by position.
+"""Reading a recipe file and turning it into a :class:`~buildkit.recipe.model.Recipe`: every section of
+:data:`~buildkit.recipe.sections.SECTIONS` in turn, every problem collected and reported in one
+:class:`RecipeError`, sorted by position.
 """
 
 from __future__ import annotations
