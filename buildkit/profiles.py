@@ -162,14 +162,9 @@ _ROLES = ("builder", "runtime")
 #: AMD's layout: where ROCm is in an image whose profile does not say (``rocm_prefix``)
 DEFAULT_ROCM_PREFIX = "/opt/rocm"
 #: the compiler-cache layouts a profile may name (``cache_layout``), each with the routes to hipcc's
-#: clang it supports (``cache_hip``; the first is the usual one): buildkit/building/ccache.py has one
+#: clang it supports (``cache_hip``; the first is the usual one; their meaning: the header of
+#: ``docker/profiles.toml``): buildkit/building/ccache.py has one
 #: :class:`~buildkit.building.ccache.Layout` per pair (a test keeps the two in step)
-#:
-#: * ``debian``: Debian's ccache links in /usr/lib/ccache; hipcc through ``launcher``
-#:   (HIP_CLANG_LAUNCHER: Debian's perl hipcc), or ``build-wrappers`` (wrappers of its clang made when
-#:   the build starts: Debian's compiled hipcc from 7.0 ignores HIP_CLANG_LAUNCHER);
-#: * ``el``: EPEL's ccache links in /usr/lib64/ccache; AMD's hipcc through ``image-wrappers``
-#:   (HIP_CLANG_PATH at the clang wrappers the Dockerfile makes).
 CACHE_LAYOUTS: Mapping[str, tuple[str, ...]] = {
     "debian": ("launcher", "build-wrappers"),
     "el": ("image-wrappers",),

@@ -275,11 +275,8 @@ def read_image_ceilings(
     use_cache: bool = True,
     cache: Path | None = None,
 ) -> ImageCeilings:
-    """Read the libraries of ``image`` (a local image name or id) and their version definitions.
-
-    Raises :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local,
-    :class:`UsageError` (exit 2) for an invalid reference, an image without libc.so.6 or with a
-    library that cannot be read (:func:`check_libraries`; such a reading is never cached).
+    """Read the libraries of ``image`` (a local image name or id) and their version definitions;
+    :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local.
     """
     if client is None:
         client = connect()
@@ -300,11 +297,7 @@ def read_image_ceilings(
 
 
 def ceilings_from_images(images: Sequence[str], *, client: DockerClient | None = None) -> dict[str, str]:
-    """The recipe's ``ceilings: {from_image: [...]}``: per prefix the minimum across ``images``.
-
-    A prefix that some image does not define (no libstdc++ there) is left out; use
-    :func:`read_image_ceilings` + :func:`minimum_ceilings` to see which.
-    """
+    """The recipe's ``ceilings: {from_image: [...]}``: :func:`minimum_ceilings` of ``images``' readings."""
     if not images:
         raise UsageError("ceilings from_image needs at least one image")
     if client is None:

@@ -538,11 +538,7 @@ def expand(
     """Expand ``recipe`` into a :class:`~buildkit.plan.models.Plan`.
 
     ``env`` (default ``os.environ``) feeds ``archs: {from: env}``; ``cli_archs`` and ``enumerator``
-    are passed to :func:`buildkit.plan.archs.resolve`. ``ceilings_reader`` reads the ceilings of the
-    recipe's ``manylinux.ceilings.from_image`` images, one image per call; it is not called when the
-    recipe names no image, and must be given when it names one (the commands pass
-    :func:`buildkit.image.ceilings.ceilings_from_images`: DockerUnavailable, exit 8, when the engine
-    is down or an image is missing).
+    go to :func:`buildkit.plan.archs.resolve`; ``ceilings_reader``: :mod:`buildkit.plan.from_image`.
     """
     base = _base_version(recipe)
     releases = _releases(recipe)

@@ -128,9 +128,9 @@ def _index_errors(url: str) -> Iterator[None]:
 
 
 def download(http: pyindex.IndexClient, url: str, sha256: str, filename: str, origin: str) -> Path:
-    """Download ``url`` into the cache as ``<sha256>/<filename>``: streamed into a temporary file
-    there, hashed, renamed only when the hash is ``sha256`` (and it stayed under
-    :data:`MAX_DOWNLOAD_BYTES`): :meth:`buildkit.pyindex.IndexClient.download`."""
+    """Download ``url`` into the cache as ``<sha256>/<filename>`` (verified as the module says:
+    :meth:`buildkit.pyindex.IndexClient.download`).
+    """
     limit = MAX_DOWNLOAD_BYTES
     folder = cache_root() / sha256
     final = folder / filename
