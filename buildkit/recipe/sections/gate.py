@@ -1,14 +1,5 @@
-"""The recipe's ``gate:`` section: the regression index, the waivers and the required members
-(docs/REFERENCE.md, "Key: gate")::
-
-    gate:
-      waive:
-        - rule: rocm-soname
-          library: "libfoo.so.1"      # fnmatch glob on the finding's library (optional)
-          file: "pkg/_C*.so"          # fnmatch glob on the finding's wheel member (optional)
-          reason: "libfoo keeps its 5.x SONAME in 6.x; checked with the vendor"
-      require:
-        - "aiter_meta/hsa/*/*.co"     # fnmatch, ``*`` crosses ``/``
+"""The recipe's ``gate:`` section: the regression index, the waivers (:class:`~buildkit.gatespec.Waiver`)
+and the required members (:class:`~buildkit.gatespec.Required`); docs/REFERENCE.md, "Key: gate".
 
 The schema's rule ids and never-waived rules are generated from the gate's rule registry, which this
 layer does not import; :func:`_parse_gate` adds what a schema cannot say. The gate applies the
