@@ -166,8 +166,7 @@ class NotReproducible(BuildkitError):
 class IndexUnavailable(BuildkitError):
     """An index, a file it lists or a source URL could not be reached (what counts and which commands
     give it: docs/REFERENCE.md, exit 13). Transient: retry. An index that answers no is not: each
-    command words that as its own error. ``url`` (credentials redacted) and ``reason`` say what failed.
-    """
+    command words that as its own error. ``url`` (credentials redacted) and ``reason`` say what failed."""
 
     exit_code = 13
 
@@ -180,14 +179,12 @@ class IndexUnavailable(BuildkitError):
 class PublishUnavailable(IndexUnavailable):
     """``publish`` could not reach the index while reading its pages or uploading. Transient: retry (wheels
     uploaded before the failure are then reported "already published"); a refusal
-    (:class:`PublishRefused`) is not.
-    """
+    (:class:`PublishRefused`) is not."""
 
 
 class BuilderContractError(BuildkitError):
     """A builder image lacks what a build needs (:mod:`buildkit.image.probe`); the message lists every gap
-    at once, a library's with the package that provides it.
-    """
+    at once, a library's with the package that provides it."""
 
     exit_code = 14
 
@@ -211,8 +208,7 @@ class InstallCheckInconclusive(BuildkitError):
 class SplitRefused(BuildkitError):
     """``split`` cannot split the wheel per GPU target, whatever its outputs' gate would say (the causes:
     docs/REFERENCE.md, exit 16; an input whose RECORD does not match its files too). The message names
-    every file at fault.
-    """
+    every file at fault."""
 
     exit_code = 16
 

@@ -75,8 +75,7 @@ def atomic_stream(path: Path, *, mode: int | None = None, suffix: str = ".tmp") 
 
 def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, encoding: str = "utf-8") -> Path:
     """Replace ``path`` by ``data`` (text is encoded with ``encoding``) as :func:`atomic_stream` does;
-    returns ``path``. ``mode``: the file's permission bits; None gives what ``open()`` gives a new file.
-    """
+    returns ``path``. ``mode``: the file's permission bits; None gives what ``open()`` gives a new file."""
     payload = data.encode(encoding) if isinstance(data, str) else data
     with atomic_stream(path, mode=mode) as fh:
         fh.write(payload)

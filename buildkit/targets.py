@@ -19,9 +19,8 @@ from buildkit.errors import ArchError
 #: Environment variables build systems read their GPU arch list from, with the separator each
 #: expects: PyTorch's extensions and aiter (``PYTORCH_ROCM_ARCH``, ``GPU_ARCHS``: ``;``), projects
 #: using the old hcc-era name (``HCC_AMDGPU_TARGET``: ``,``), the ROCm libraries' CMake lists
-#: (``AMDGPU_TARGETS``, ``GPU_TARGETS``) and CMake's own (``CMAKE_HIP_ARCHITECTURES``), all ``;``.
-#: A recipe exports the resolved list to any of them (``archs.export``), to another name with an
-#: explicit separator; ``PYTORCH_ROCM_ARCH`` and ``GPU_ARCHS`` are always exported.
+#: (``AMDGPU_TARGETS``, ``GPU_TARGETS``) and CMake's own (``CMAKE_HIP_ARCHITECTURES``), all ``;``
+#: (``archs.export``).
 ARCH_VARIABLES: dict[str, str] = {
     "PYTORCH_ROCM_ARCH": ";",
     "GPU_ARCHS": ";",

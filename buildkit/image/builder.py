@@ -101,8 +101,7 @@ def with_packages(
     progress: Progress,
     rebuild: bool = False,
 ) -> ImageRef:
-    """``base`` (an image of ``profile``) with ``packages`` installed in a generated layer, tagged
-    by (base image id, package manager, packages): reused when that tag exists."""
+    """``base`` (an image of ``profile``) with ``packages`` in a generated layer (its tag: the module's)."""
     manager = profile.package_manager
     if manager is None:  # the recipe layer refuses this already
         raise UsageError(f"profile {profile.name} takes no extra packages")

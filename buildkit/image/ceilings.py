@@ -276,8 +276,7 @@ def read_image_ceilings(
     cache: Path | None = None,
 ) -> ImageCeilings:
     """Read the libraries of ``image`` (a local image name or id) and their version definitions;
-    :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local.
-    """
+    :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local."""
     if client is None:
         client = connect()
     img = _image(client, image)

@@ -302,12 +302,9 @@ def resolve(
     toolchain_archs: Sequence[str] | None = None,
     toolchain: str | None = None,
 ) -> ArchSet:
-    """Resolve the archs of a build pinned to ROCm ``rocm`` (see the module docstring).
-
-    ``env`` defaults to ``os.environ``; ``enumerator`` to :func:`host_enumerator`.
-    ``toolchain_archs`` (with its name in ``toolchain``) replaces the release's list as the set
-    of supported archs; the release must then still be a known one only if no toolchain is given.
-    """
+    """Resolve the archs of a build pinned to ROCm ``rocm`` (see the module docstring; with
+    ``toolchain_archs``, named ``toolchain``, ``rocm`` need not be a known release). ``env`` defaults to
+    ``os.environ``; ``enumerator`` to :func:`host_enumerator`."""
     env = os.environ if env is None else env
     enumerator = host_enumerator if enumerator is None else enumerator
     trail: list[str] = []

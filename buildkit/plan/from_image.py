@@ -16,9 +16,7 @@ from buildkit.recipe import Recipe
 
 _FROM_IMAGE = ("manylinux", "ceilings", "from_image")
 
-#: Reads the ceilings of runtime images: ``reader(["debian:bookworm-slim"]) -> {"GLIBC": "2.36", ...}``
-#: (a prefix the image does not define is left out). The commands pass
-#: buildkit.image.ceilings.ceilings_from_images.
+#: ``reader(["debian:bookworm-slim"]) -> {"GLIBC": "2.36", ...}`` (a prefix the image lacks left out)
 CeilingsReader = Callable[[Sequence[str]], Mapping[str, str]]
 
 

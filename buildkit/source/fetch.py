@@ -129,8 +129,7 @@ def _index_errors(url: str) -> Iterator[None]:
 
 def download(http: pyindex.IndexClient, url: str, sha256: str, filename: str, origin: str) -> Path:
     """Download ``url`` into the cache as ``<sha256>/<filename>`` (verified as the module says:
-    :meth:`buildkit.pyindex.IndexClient.download`).
-    """
+    :meth:`buildkit.pyindex.IndexClient.download`)."""
     limit = MAX_DOWNLOAD_BYTES
     folder = cache_root() / sha256
     final = folder / filename
