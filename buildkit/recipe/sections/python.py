@@ -22,10 +22,8 @@ _CIBW_CPYTHON = re.compile(r"^cp(?P<major>[0-9])(?P<minor>[0-9]+)-manylinux_x86_
 
 @cache
 def cibuildwheel_pythons() -> tuple[str, ...]:
-    """CPython versions ("3.12") the installed cibuildwheel builds manylinux x86_64 wheels for.
-
-    Read from cibuildwheel's own ``resources/build-platforms.toml`` (its ``[linux]``
-    ``python_configurations``), so upgrading cibuildwheel is what allows a new Python.
+    """CPython versions ("3.12") the installed cibuildwheel builds manylinux x86_64 wheels for, read
+    from its ``resources/build-platforms.toml``: upgrading cibuildwheel is what allows a new Python.
     """
     text = (
         resources.files("cibuildwheel").joinpath("resources/build-platforms.toml").read_text(encoding="utf-8")
