@@ -1,5 +1,4 @@
-"""Image profiles as data: ``profiles.toml`` beside the Dockerfiles (``docker/`` of the checkout, or
-``<sys.prefix>/share/rocm-buildkit/docker`` of a wheel install).
+"""Image profiles as data: ``profiles.toml`` beside the Dockerfiles (found by :func:`docker_dir`).
 
 Each ``[profiles.NAME]`` table is one :class:`Profile`; the fields and their meaning are listed at
 the top of the file itself. :func:`load_profiles` validates what it reads: a file that is not TOML,
@@ -434,8 +433,9 @@ def get_profile(name: str) -> Profile:
 
 
 def docker_dir() -> Path:
-    """The directory holding ``profiles.toml`` and the Dockerfiles it names (see the module
-    docstring for the search order)."""
+    """The directory holding ``profiles.toml`` and the Dockerfiles it names: the first of
+    ``$BUILDKIT_DOCKER_DIR``, ``docker/`` next to the package (a checkout or an editable install),
+    ``<sys.prefix>/share/rocm-buildkit/docker`` (a wheel install: pyproject ships ``docker/*`` there)."""
     candidates: list[Path] = []
     override = os.environ.get("BUILDKIT_DOCKER_DIR")
     if override:

@@ -1,11 +1,6 @@
 """Builder and runtime images through the docker SDK, tagged by the hash of what they are made of
 (the modules: docs/ARCHITECTURE.md). The profiles are data, ``docker/profiles.toml``
-(:mod:`buildkit.profiles`).
-
-Where the profiles and Dockerfiles are found (the first directory holding ``profiles.toml`` and
-every Dockerfile it names wins): ``$BUILDKIT_DOCKER_DIR``; ``docker/`` next to the ``buildkit``
-package (a checkout or an editable install); ``<sys.prefix>/share/rocm-buildkit/docker`` (a wheel
-install: pyproject ships ``docker/*`` there as data files, ``profiles.toml`` included).
+(:mod:`buildkit.profiles`, which also finds them: :func:`buildkit.profiles.docker_dir`).
 
 This module only names what the layers above use; the modules never import it back.
 """

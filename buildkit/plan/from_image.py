@@ -37,15 +37,9 @@ def _read_image(recipe: Recipe, index: int, image: str, reader: CeilingsReader) 
 def image_ceilings(
     recipe: Recipe, reader: CeilingsReader | None = None
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """``(ceilings, notes)``: the recipe's ceilings tightened by ``manylinux.ceilings.from_image``.
-
-    Per prefix the minimum across the images, then the lower of that and the policy's (or the
-    recipe's explicit) ceiling (:func:`buildkit.policy.tighten`). A prefix some image does not
-    define is left to the recipe's ceiling, as :func:`buildkit.image.ceilings.minimum_ceilings` does, and a
-    note names the image. Without ``from_image``: the recipe's ceilings, no note, ``reader`` not called.
-    A recipe with ``from_image`` and no ``reader`` is a caller's bug (``ValueError``): the plan layer
-    never reaches the engine on its own.
-    """
+    """``(ceilings, notes)``: the recipe's ceilings (:func:`buildkit.policy.tighten`) by the minimum across
+    the images (:func:`buildkit.image.ceilings.minimum_ceilings`). A recipe with ``from_image`` and no
+    ``reader`` is a caller's bug (``ValueError``): the plan layer never reaches the engine on its own."""
     m = recipe.manylinux
     if not m.from_images:
         return dict(m.ceilings), ()

@@ -79,10 +79,8 @@ def load_recipe(path: str | Path) -> Recipe:
 
 
 def parse_recipe(text: str, *, path: Path, sha256: str | None = None) -> Recipe:
-    """Validate recipe ``text`` (read from ``path``, which positions errors and relative paths).
-
-    Every problem is reported in one :class:`RecipeError` (sorted by position): the schema's, and
-    those of the rules a schema cannot state for every part of the recipe the schema accepted."""
+    """Validate recipe ``text`` (read from ``path``, which positions errors and relative paths), as the
+    module docstring says."""
     display = str(path)
     data, spans = load_with_spans(text, display)
     errors, unusable = schema_problems(data, spans, display)
