@@ -2,16 +2,11 @@
 libgcc_s *define* (``.gnu.version_d``, :mod:`buildkit.inspect.verdef`), the highest version of each
 prefix, and the newest manylinux policy (:mod:`buildkit.policy`) whose ceilings all fit.
 
-Nothing from the image is run (:mod:`buildkit.image.libraries` reads the libraries out of a created,
-never started container). Results are cached by image id in
+Nothing from the image is run (:mod:`buildkit.image.libraries`). Results are cached by image id in
 ``$XDG_CACHE_HOME/rocm-buildkit/ceilings/<id>.json``; the cache holds only what was read, the policy
-match is recomputed from the installed auditwheel on every call.
-
-An image without libstdc++ (or libgcc_s) reports those prefixes as absent, and the policy match says
-it holds only for wheels that do not need that library. A library that *is* there but cannot be read
-(not ELF, no ``.gnu.version_d``, a symlink loop ...) is a :class:`~buildkit.errors.UsageError` (exit
-2), as a missing libc is: leaving it out would make the image look *more* permissive than it is.
-Nothing is cached then.
+match is recomputed from the installed auditwheel on every call. A library that *is* there but
+cannot be read is a :class:`~buildkit.errors.UsageError` (exit 2), as a missing libc is: leaving it
+out would make the image look *more* permissive than it is. Nothing is cached then.
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@
 never-started throwaway container (label ``io.rocm-buildkit.container=ceilings``), one
 ``get_archive`` request per path, following symlinks inside the image's tree (``..`` stops at its
 root; directory symlinks such as ``/lib -> usr/lib`` are resolved by the engine), and parses the
-version definitions of the file finally reached. :func:`check_libraries` refuses a reading the
-ceilings cannot be trusted from.
+version definitions of the file finally reached (:func:`check_libraries` judges the reading).
 """
 
 from __future__ import annotations

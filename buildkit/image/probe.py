@@ -210,8 +210,7 @@ def run_probe(client: Any, image: str, contract: Contract) -> dict[str, tuple[st
 def check_builder(
     client: Any, image: str, image_id: str, contract: Contract, *, progress: Progress | None = None
 ) -> None:
-    """Refuse ``image`` (BuilderContractError, one message listing every gap) unless it serves
-    ``contract``; a pass is cached per (image id, contract)."""
+    """Refuse ``image`` unless it serves ``contract`` (as the module docstring says)."""
     cached = _cache_file(image_id, contract)
     if cached.is_file():
         return

@@ -1,11 +1,10 @@
 """Jobs the chosen builder image cannot build, refused at ``plan`` before any image or compile.
 
-What a profile provides is what ``docker/profiles.toml`` declares (:mod:`buildkit.profiles`); a
-fact it does not declare is unknown, and nothing is refused for it. A project's own Dockerfile or an
-image ref is not judged here: the builder contract probe (:mod:`buildkit.image.probe`) checks those
-at build time. Across jobs: two jobs that would make the same wheel file name are refused with the
-fix (``version.local``); a recipe that excludes nothing at repair gets a warning (auditwheel would
-graft the ROCm runtime into the wheel).
+What a profile provides is what ``docker/profiles.toml`` declares (:func:`_declared`). A project's
+own Dockerfile or an image ref is not judged here: the builder contract probe
+(:mod:`buildkit.image.probe`) checks those at build time. Across jobs: two jobs that would make the
+same wheel file name are refused (:func:`same_name_problems`); a recipe that excludes nothing at
+repair gets a warning (auditwheel would graft the ROCm runtime into the wheel).
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""The recipe's ``python:``: the CPython versions of the matrix ("3.12"), each one the installed
-cibuildwheel builds manylinux x86_64 wheels for (the schema checks the syntax and duplicates)."""
+"""The recipe's ``python:``: the CPythons of the matrix ("3.12"), each in :func:`cibuildwheel_pythons`."""
 
 from __future__ import annotations
 
