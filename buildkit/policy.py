@@ -1,11 +1,9 @@
 """manylinux and musllinux policies, read from the installed auditwheel package (never copied):
-``auditwheel/policy/manylinux-policy.json`` and ``musllinux-policy.json``, through
-:mod:`importlib.resources`.
+``auditwheel/policy/manylinux-policy.json`` and ``musllinux-policy.json``.
 
-auditwheel's own rule decides consistency: for every prefix a policy knows, each required version
-must be one it lists; non-numeric entries (``GLIBC_ABI_DT_RELR``, ``CXXABI_TM_1``) count like any
-other there, but have no place in a numeric ceiling. :func:`policy_for` answers for a PEP 600 name
-auditwheel has no entry for (``manylinux_2_29``: manylinux_2_28's rules with GLIBC up to 2.29).
+Consistency is auditwheel's own rule (:meth:`Policy.disallowed`); non-numeric entries
+(``GLIBC_ABI_DT_RELR``, ``CXXABI_TM_1``) have no place in a numeric ceiling. :func:`policy_for`
+answers for a PEP 600 name auditwheel has no entry for (``manylinux_2_29``).
 
 musllinux: auditwheel's file whitelists ``libc.so``; like auditwheel (``_fixup_musl_libc_soname``)
 that becomes the architecture's musl SONAME (``libc.musl-x86_64.so.1``). musl has no symbol versions.
