@@ -1,18 +1,12 @@
-"""Which builder image ``buildkit init`` writes when ``--image`` is not given: one this machine can build.
+"""Which builder image ``buildkit init`` writes when ``--image`` is not given: one this machine can
+build (the candidates and the probe: docs/REFERENCE.md, ``buildkit init``).
 
-A builder profile needs a Docker engine, the images its Dockerfile builds ``FROM`` (present in the engine,
-or pulled from their registry) and the hosts its build downloads from (every ``http(s)://`` URL of the
-Dockerfile: AMD's package repository, Debian's mirror). An image of the profile built earlier does not
-count: its content tag changes with the Dockerfile and the release, and a rebuild needs them.
-:func:`probe` asks the engine which images it holds and tries
-each host with a short DNS + TCP connection (:data:`PROBE_TIMEOUT` in all, in parallel);
-:func:`choose` is the decision on what the probe found (pure: tests give it a machine they describe).
-
-The candidates, best first: ``manylinux_2_28-rocm`` (pypa's manylinux image with AMD's packages: the
-production builder), then ``debian-sid-rocm`` (Debian's ROCm, whose glibc2.28 sysroot holds the wheels to
-manylinux_2_28; only Debian's mirror and the ``debian:sid-slim`` base, which ``buildkit image seed`` makes
-with debootstrap). The first the machine can build is chosen; when none can, the first, and on a terminal
-the user is asked."""
+A profile needs a Docker engine, the images its Dockerfile builds ``FROM`` (in the engine, or
+pulled) and the hosts its build downloads from (every ``http(s)://`` URL of the Dockerfile). An
+image of the profile built earlier does not count: its content tag changes with the Dockerfile and
+the release, and a rebuild needs them. :func:`choose` is the decision on what :func:`probe` found
+(pure: tests give it a machine they describe).
+"""
 
 from __future__ import annotations
 

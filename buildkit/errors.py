@@ -164,13 +164,9 @@ class NotReproducible(BuildkitError):
 
 
 class IndexUnavailable(BuildkitError):
-    """An index (PEP 503/691), or a file it lists or a source URL, could not be reached: DNS failure,
-    connection refused or reset, timeout, a truncated answer, or an HTTP 5xx / 408 / 429 answer.
-    Every command reading one gives it (:mod:`buildkit.pyindex`): a recipe's source fetched (``plan``,
-    ``build``, ``verify``), ``diff --against-index``, the no-regression baseline of ``build``,
-    ``publish``. Transient: retry the same command. An index that answers no (another 4xx, a TLS
-    certificate not trusted) is not: each command words that as its own error. ``url`` (credentials
-    redacted) and ``reason`` say what failed, when the client raised it."""
+    """An index, a file it lists or a source URL could not be reached (what counts and which commands
+    give it: docs/REFERENCE.md, exit 13). Transient: retry. An index that answers no is not: each
+    command words that as its own error. ``url`` (credentials redacted) and ``reason`` say what failed."""
 
     exit_code = 13
 
@@ -181,17 +177,14 @@ class IndexUnavailable(BuildkitError):
 
 
 class PublishUnavailable(IndexUnavailable):
-    """``publish`` could not reach the index: DNS failure, connection refused or reset, timeout, or an
-    HTTP 5xx / 408 / 429 answer while reading its pages or uploading. Transient: retry the same
-    command (wheels uploaded before the failure are then reported "already published"). A refusal
-    (:class:`PublishRefused`, 10) is not: retrying it gives the same answer."""
+    """``publish`` could not reach the index while reading its pages or uploading. Transient: retry (wheels
+    uploaded before the failure are then reported "already published"); a refusal
+    (:class:`PublishRefused`) is not."""
 
 
 class BuilderContractError(BuildkitError):
-    """A builder image (a profile's, extended, a project's Dockerfile or a ref) lacks what a build
-    needs: planned Pythons, auditwheel with globbing --exclude, patchelf, a HIP compiler for the
-    planned archs, a profile's ROCm libraries by SONAME (:mod:`buildkit.image.probe`); the message lists
-    every gap at once, a library's with the package that provides it."""
+    """A builder image lacks what a build needs (:mod:`buildkit.image.probe`); the message lists every gap
+    at once, a library's with the package that provides it."""
 
     exit_code = 14
 
@@ -213,11 +206,9 @@ class InstallCheckInconclusive(BuildkitError):
 
 
 class SplitRefused(BuildkitError):
-    """``split`` cannot split the wheel per GPU target, whatever its outputs' gate would say: a code
-    object whose path names another processor than its ELF header (``hsa/gfx942/x.co`` holding gfx950
-    code), one of a machine LLVM does not define, no standalone code object at all, an extra the host
-    already declares under a target's name, or an input whose RECORD does not match its files
-    (:mod:`buildkit.split`). The message names every file at fault."""
+    """``split`` cannot split the wheel per GPU target, whatever its outputs' gate would say (the causes:
+    docs/REFERENCE.md, exit 16; an input whose RECORD does not match its files too). The message names
+    every file at fault."""
 
     exit_code = 16
 

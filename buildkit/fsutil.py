@@ -1,12 +1,8 @@
-"""Writing one file so that a reader sees the old bytes or the new ones, never a part: :func:`atomic_write`
-(bytes at hand) and :func:`atomic_stream` (bytes streamed: a download hashed while it is written).
-
-Every single-file write buildkit makes (manifests, attestations, the ceilings and build-environment
-caches, the index's pages and ``.metadata`` files) goes through it: the bytes go to a temporary file
-in the target's own folder (the same file system, so the rename is atomic), are flushed to disk
-(``fsync``), the temporary file is renamed over the target (``os.replace``) and the folder is synced
-too, where the file system allows it, so that the rename itself survives a crash. On any error,
-Ctrl-C included, the temporary file is removed and the target is left as it was.
+"""Writing one file so that a reader sees the old bytes or the new ones, never a part: every
+single-file write buildkit makes goes through :func:`atomic_write` (bytes at hand) or
+:func:`atomic_stream` (bytes streamed: a download hashed while it is written). The temporary file
+is in the target's own folder (the same file system, so the rename is atomic), and the folder is
+synced too, where the file system allows it, so that the rename itself survives a crash.
 """
 
 from __future__ import annotations
@@ -78,11 +74,8 @@ def atomic_stream(path: Path, *, mode: int | None = None, suffix: str = ".tmp") 
 
 
 def atomic_write(path: Path, data: bytes | str, *, mode: int | None = None, encoding: str = "utf-8") -> Path:
-    """Replace ``path`` by ``data`` (text is encoded with ``encoding``) all at once; returns ``path``.
-
-    ``mode``: the file's permission bits; None gives what ``open()`` gives a new file (0o666 minus
-    the umask). The temporary file is ``.<name>.<random>.tmp`` beside ``path``.
-    """
+    """Replace ``path`` by ``data`` (text is encoded with ``encoding``) as :func:`atomic_stream` does;
+    returns ``path``. ``mode``: the file's permission bits; None gives what ``open()`` gives a new file."""
     payload = data.encode(encoding) if isinstance(data, str) else data
     with atomic_stream(path, mode=mode) as fh:
         fh.write(payload)

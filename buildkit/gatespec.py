@@ -31,11 +31,9 @@ class _Judged(Protocol):
 
 @json_shape("rule", "library", "file", "reason", "at", "line", "column")
 class Waiver(NamedTuple):
-    """One ``gate.waive`` entry of a recipe: findings of ``rule`` whose library (``library``, an
-    fnmatch glob on the file name, ``libfoo.so.*``) and wheel member (``file``, an fnmatch glob on
-    the member path, ``pkg/*.so``; ``*`` crosses ``/``) match, each glob only when given, are
-    accepted for ``reason``. ``place`` is its index in the list, ``line``/``column`` its position in
-    the recipe file (None: not from a file)."""
+    """One ``gate.waive`` entry of a recipe (docs/REFERENCE.md, "Key: gate"; each glob only when given,
+    ``*`` crosses ``/``). ``place`` is its index in the list, ``line``/``column`` its position in the
+    recipe file (None: not from a file)."""
 
     rule: str
     reason: str

@@ -1,23 +1,12 @@
-"""manylinux and musllinux policies, read from the installed auditwheel package (never copied).
+"""manylinux and musllinux policies, read from the installed auditwheel package (never copied):
+``auditwheel/policy/manylinux-policy.json`` and ``musllinux-policy.json``.
 
-auditwheel ships ``auditwheel/policy/manylinux-policy.json`` and ``musllinux-policy.json``: for each
-policy (``manylinux_2_28``, ``musllinux_1_2`` ...) its priority, aliases (``manylinux2014``), the
-symbol versions it allows per architecture and prefix (``GLIBC`` -> ``2.2.5`` ... ``2.28``), its
-library whitelist and its blacklisted symbols. This module reads those files through
-:mod:`importlib.resources` and answers the questions the gate asks:
+Consistency is auditwheel's own rule (:meth:`Policy.disallowed`); non-numeric entries
+(``GLIBC_ABI_DT_RELR``, ``CXXABI_TM_1``) have no place in a numeric ceiling. :func:`policy_for`
+answers for a PEP 600 name auditwheel has no entry for (``manylinux_2_29``).
 
-* which policies a set of required symbol versions is consistent with (auditwheel's own rule: for
-  every prefix the policy knows, each required version must be one the policy lists; non-numeric
-  entries such as ``GLIBC_ABI_DT_RELR`` or ``CXXABI_TM_1`` count like any other);
-* the numeric ceiling of each prefix in a policy (``GLIBCXX`` -> ``3.4.24`` for manylinux_2_28;
-  non-numeric entries are not versions and have no place in a ceiling);
-* comparing symbol versions as integer tuples (``GLIBC_2.9`` < ``GLIBC_2.28``);
-* the policy a PEP 600 name auditwheel has no entry for stands for (:func:`policy_for`:
-  ``manylinux_2_29`` is manylinux_2_28's rules with GLIBC up to 2.29).
-
-musllinux: auditwheel's file lists ``libc.so`` as whitelisted; like auditwheel
-(``_fixup_musl_libc_soname``) that becomes the architecture's musl SONAME
-(``libc.musl-x86_64.so.1``). musl has no symbol versions.
+musllinux: auditwheel's file whitelists ``libc.so``; like auditwheel (``_fixup_musl_libc_soname``)
+that becomes the architecture's musl SONAME (``libc.musl-x86_64.so.1``). musl has no symbol versions.
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Image profiles as data: ``profiles.toml`` beside the Dockerfiles (``docker/`` of the checkout, or
-``<sys.prefix>/share/rocm-buildkit/docker`` of a wheel install).
+"""Image profiles as data: ``profiles.toml`` beside the Dockerfiles (found by :func:`docker_dir`).
 
 Each ``[profiles.NAME]`` table is one :class:`Profile`; the fields and their meaning are listed at
 the top of the file itself. :func:`load_profiles` validates what it reads: a file that is not TOML,
@@ -162,14 +161,9 @@ _ROLES = ("builder", "runtime")
 #: AMD's layout: where ROCm is in an image whose profile does not say (``rocm_prefix``)
 DEFAULT_ROCM_PREFIX = "/opt/rocm"
 #: the compiler-cache layouts a profile may name (``cache_layout``), each with the routes to hipcc's
-#: clang it supports (``cache_hip``; the first is the usual one): buildkit/building/ccache.py has one
+#: clang it supports (``cache_hip``; the first is the usual one; their meaning: the header of
+#: ``docker/profiles.toml``): buildkit/building/ccache.py has one
 #: :class:`~buildkit.building.ccache.Layout` per pair (a test keeps the two in step)
-#:
-#: * ``debian``: Debian's ccache links in /usr/lib/ccache; hipcc through ``launcher``
-#:   (HIP_CLANG_LAUNCHER: Debian's perl hipcc), or ``build-wrappers`` (wrappers of its clang made when
-#:   the build starts: Debian's compiled hipcc from 7.0 ignores HIP_CLANG_LAUNCHER);
-#: * ``el``: EPEL's ccache links in /usr/lib64/ccache; AMD's hipcc through ``image-wrappers``
-#:   (HIP_CLANG_PATH at the clang wrappers the Dockerfile makes).
 CACHE_LAYOUTS: Mapping[str, tuple[str, ...]] = {
     "debian": ("launcher", "build-wrappers"),
     "el": ("image-wrappers",),
@@ -439,8 +433,9 @@ def get_profile(name: str) -> Profile:
 
 
 def docker_dir() -> Path:
-    """The directory holding ``profiles.toml`` and the Dockerfiles it names (see the module
-    docstring for the search order)."""
+    """The directory holding ``profiles.toml`` and the Dockerfiles it names: the first of
+    ``$BUILDKIT_DOCKER_DIR``, ``docker/`` next to the package (a checkout or an editable install),
+    ``<sys.prefix>/share/rocm-buildkit/docker`` (a wheel install: pyproject ships ``docker/*`` there)."""
     candidates: list[Path] = []
     override = os.environ.get("BUILDKIT_DOCKER_DIR")
     if override:

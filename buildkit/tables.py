@@ -1,13 +1,11 @@
-"""Text tables, drawn by rich: the one table renderer of ``buildkit plan``, the build summary,
-``buildkit image ls`` and ``buildkit rocm ls``.
+"""Text tables, drawn by rich: the one table renderer (its users: docs/ARCHITECTURE.md).
 
 Plain (a pipe, a file, a CI log, NO_COLOR): columns as wide as their widest cell, separated by ``gap``
 spaces, no border, nothing cut or wrapped, no trailing spaces: the layout the golden files pin
 (``tests/data/golden/*.table``, ``build-summary.txt``), which people copy and scripts cut.
 Styled (a terminal): the same layout, the header bold and the words of ``colours`` coloured.
-
-The gate's own report (``buildkit check``) stays hand-formatted: rich imports ``dataclasses`` and
-~60 ms of modules, which ``check``'s start-up budget forbids (``tests/unit/test_check_startup.py``).
+``buildkit check``'s report stays hand-formatted: rich imports ~60 ms of modules, which its start-up
+budget forbids (``tests/unit/test_check_startup.py``).
 """
 
 from __future__ import annotations

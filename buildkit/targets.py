@@ -1,15 +1,10 @@
 """AMDGPU target IDs: which processors exist, which target-ID features each accepts, and the
 canonical spelling of a target ID (``gfx90a``, ``gfx90a:xnack-``, ``gfx90a:sramecc+:xnack-``).
 
-The bottom layer of the arch facts: it imports only :mod:`buildkit.errors`, buildkit's ROCm data
-(:mod:`buildkit.rocm`) and the standard library, so the recipe schema (``x-target-id``), the plan's
-arch resolution (:mod:`buildkit.plan.archs`), the gate and the wheel inspection can all use it.
-
-A target ID must name a processor LLVM knows (:func:`known_processors`; an unknown one such as
-``gfx905`` is an :class:`~buildkit.errors.ArchError` with "did you mean"); its features are limited
-to what the processor accepts (``buildkit/rocm/targets.yaml``) and put in alphabetical order
-(clang's canonical form). Lists may be separated by ``;``, ``,`` or whitespace
-(:func:`split_arch_list`).
+The bottom layer of the arch facts, so the recipe schema, the plan, the gate and the wheel
+inspection can all use it. An unknown processor (``gfx905``) is an
+:class:`~buildkit.errors.ArchError` with "did you mean"; features are limited to what the processor
+accepts (``buildkit/rocm/targets.yaml``) and put in alphabetical order (clang's canonical form).
 """
 
 from __future__ import annotations
@@ -24,9 +19,8 @@ from buildkit.errors import ArchError
 #: Environment variables build systems read their GPU arch list from, with the separator each
 #: expects: PyTorch's extensions and aiter (``PYTORCH_ROCM_ARCH``, ``GPU_ARCHS``: ``;``), projects
 #: using the old hcc-era name (``HCC_AMDGPU_TARGET``: ``,``), the ROCm libraries' CMake lists
-#: (``AMDGPU_TARGETS``, ``GPU_TARGETS``) and CMake's own (``CMAKE_HIP_ARCHITECTURES``), all ``;``.
-#: A recipe exports the resolved list to any of them (``archs.export``), to another name with an
-#: explicit separator; ``PYTORCH_ROCM_ARCH`` and ``GPU_ARCHS`` are always exported.
+#: (``AMDGPU_TARGETS``, ``GPU_TARGETS``) and CMake's own (``CMAKE_HIP_ARCHITECTURES``), all ``;``
+#: (``archs.export``).
 ARCH_VARIABLES: dict[str, str] = {
     "PYTORCH_ROCM_ARCH": ";",
     "GPU_ARCHS": ";",

@@ -1,9 +1,6 @@
-"""The ``buildkit`` command: a thin click group.
-
-Each sub-command lives in its own module under :mod:`buildkit.cli` and is imported only when it
-is invoked, so ``buildkit plan`` does not pay for importing the docker SDK or auditwheel.
-Expected failures (:class:`buildkit.errors.BuildkitError`) are printed without a traceback and
-exit with their own code; Ctrl-C exits 130.
+"""The ``buildkit`` command: a thin click group. Each sub-command is imported only when it is invoked,
+so ``buildkit plan`` does not pay for importing the docker SDK or auditwheel; errors: :mod:`buildkit.errors`
+(Ctrl-C exits 130).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""``buildkit check WHEEL...``: inspect each wheel (streaming) and apply the gate.
-
-Exit 0 when every wheel passes, 7 (GateFailed) when one fails a rule, 6 (WheelReadError) when one
-cannot be read (the others are still reported), 4 (ArchError) for an invalid ``--archs`` target id.
-The logic (flags, ``--recipe``/``--job`` and ROCm from pip to a gate configuration, the checks, the
-verdict) is :func:`buildkit.service.check.run_check`.
+"""``buildkit check WHEEL...``: inspect each wheel (streaming) and apply the gate (exit codes:
+docs/REFERENCE.md; an unreadable wheel does not stop the others' reports). The logic is
+:func:`buildkit.service.check.run_check`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""``buildkit diff OLD.whl NEW.whl`` / ``buildkit diff --against-index URL NEW.whl``: release diff.
-
-Exit 0 without a regression (or without ``--fail-on-regression``), 7 (GateFailed) with
-``--fail-on-regression`` and a regression, 6 when a wheel cannot be read or the index's hash does
-not match, 13 (IndexUnavailable, as from every command) when the index cannot be reached (DNS,
-refused, timeout, HTTP 5xx), 2 for usage errors (an index that answers no, a ``file://`` index
-directory that does not exist, ``--require-baseline`` when the index has no earlier release,
-``--recipe`` without ``--job`` or a job the recipe's plan does not have, an unknown ``--rocm``).
+"""``buildkit diff OLD.whl NEW.whl`` / ``buildkit diff --against-index URL NEW.whl``: release diff
+(exit codes: docs/REFERENCE.md).
 
 The libraries provided at run time (``--exclude``, ``--exclude-set``, ``--rocm``, ``--recipe R --job
 ID``) are the ones ``buildkit check`` with the same options takes

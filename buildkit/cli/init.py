@@ -1,11 +1,10 @@
 """``buildkit init [PATH]``: a commented recipe for an existing project (logic in
 :mod:`buildkit.source.project`).
 
-Every choice is checked before anything is written, naming the flag or the prompt it came from: a ROCm
-release buildkit has data for and the image provides, GPU archs that are AMDGPU processors. On a terminal
-a bad answer is asked again; an existing recipe file is refused before any question. A project that fixes
-its version gets one ROCm release (wheels of several would share one file name), with a comment why. The
-recipe is planned before it is written: init never writes a recipe ``plan`` refuses."""
+Every choice is checked before anything is written, naming the flag or the prompt it came from; on
+a terminal a bad answer is asked again. A project that fixes its version gets one ROCm release
+(wheels of several would share one file name). init never writes a recipe ``plan`` refuses.
+"""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""``buildkit publish DIST --to TARGET | --recipe R``: publish gated wheels (manifest checked, sha256
-recomputed; with ``--recipe``, every wheel built from that recipe file).
-
-Exit 0 when every wheel is published or already was (``--dry-run``: would be published or already
-was), 10 (PublishRefused) when any wheel is refused (nothing is published then) or the index refuses an
-upload, 13 (PublishUnavailable) when the index cannot be reached or fails (DNS, connection refused,
-timeout, HTTP 5xx/408/429: retry). 2 for bad usage, including an empty or unwritable directory target.
-The logic (the target, the publish log, the wheels checked and published, the install check) is
+"""``buildkit publish DIST --to TARGET | --recipe R``: publish gated wheels (exit codes:
+docs/REFERENCE.md; nothing is published when any wheel is refused). The logic is
 :func:`buildkit.service.publish.run_publish`.
 """
 

@@ -1,10 +1,6 @@
-"""``buildkit smoke WHEEL``: install a wheel in throwaway runtime containers and import / run it.
-
-Exit 0 when every selected test passed (skipped ones are printed with their reason; a recipe without
-smoke entries has its smoke reported as skipped), 11 (SmokeFailed)
-when one failed, 8 (DockerUnavailable) without an engine or runtime image, 6 (WheelReadError) when WHEEL
-is not a readable wheel (checked before any container is created), 2 on bad usage (an empty --image,
-a --timeout below 1, a --label no entry has). The logic is :func:`buildkit.service.smoke.run_smoke_tests`.
+"""``buildkit smoke WHEEL``: install a wheel in throwaway runtime containers and import / run it
+(exit codes: docs/REFERENCE.md; WHEEL is read before any container is created). The logic is
+:func:`buildkit.service.smoke.run_smoke_tests`.
 """
 
 from __future__ import annotations

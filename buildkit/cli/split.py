@@ -1,9 +1,6 @@
-"""``buildkit split WHEEL --out DIR``: a host wheel and one device wheel per gfx processor, each gated.
-
-Exit 0 when every output passed its gate and is in ``DIR``; 7 (GateFailed) when the input fails the
-gate, or an output does (then every output is kept, with its reports, in ``DIR/.refused/split-<stem>/``
-and none is in ``DIR``); 16 (SplitRefused) when the wheel cannot be split; 6 when it cannot be read.
-The logic is :mod:`buildkit.split`.
+"""``buildkit split WHEEL --out DIR``: a host wheel and one device wheel per gfx processor, each gated
+(exit codes: docs/REFERENCE.md; an output the gate refuses keeps every output, with its reports, in
+``DIR/.refused/split-<stem>/`` and none in ``DIR``). The logic is :mod:`buildkit.split`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
-"""Builder and runtime images through the docker SDK, tagged by the hash of what they are made of.
-
-A *profile* names a Dockerfile under ``docker/`` and the files its build context needs; the
-profiles are data, ``docker/profiles.toml`` (:mod:`buildkit.profiles` reads and validates it).
-
-Where the profiles and Dockerfiles are found (the first directory holding ``profiles.toml`` and
-every Dockerfile it names wins): ``$BUILDKIT_DOCKER_DIR``; ``docker/`` next to the ``buildkit``
-package (a checkout or an editable install); ``<sys.prefix>/share/rocm-buildkit/docker`` (a wheel
-install: pyproject ships ``docker/*`` there as data files, ``profiles.toml`` included).
-
-The modules, in the order an image is made:
-
-* :mod:`~buildkit.image.args`: the build arguments of a profile's image and its ROCm release;
-* :mod:`~buildkit.image.content`: the content tag and labels of an image, its base image;
-* :mod:`~buildkit.image.engine`: a ``docker build`` streamed and logged;
-* :mod:`~buildkit.image.ensure`: a profile's image, reused or built (:func:`ensure_image`);
-* :mod:`~buildkit.image.builder`: the builder of a recipe's ``image:``
-  (:func:`~buildkit.image.builder.ensure_builder`);
-* :mod:`~buildkit.image.probe`: the builder contract, probed in a throwaway container;
-* :mod:`~buildkit.image.inventory`: our images in the engine (``image ls``, ``prune``);
-* :mod:`~buildkit.image.seed`, :mod:`~buildkit.image.base`: debootstrap bases and digest-pinned bases;
-* :mod:`~buildkit.image.libraries`, :mod:`~buildkit.image.ceilings`, :mod:`~buildkit.image.torch`:
-  what an image holds (C/C++ runtime libraries and the ceilings they define, torch's exports).
+"""Builder and runtime images through the docker SDK, tagged by the hash of what they are made of
+(the modules: docs/ARCHITECTURE.md). The profiles are data, ``docker/profiles.toml``
+(:mod:`buildkit.profiles`, which also finds them: :func:`buildkit.profiles.docker_dir`).
 
 This module only names what the layers above use; the modules never import it back.
 """

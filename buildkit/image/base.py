@@ -1,11 +1,8 @@
-"""A profile's base image pinned by digest, and moving the pin forward (``buildkit image bump-base``).
-
-The production Dockerfile starts ``FROM <repository>@sha256:<digest>``: never a floating tag, so an
-image is rebuilt from the same base until someone moves it. Moving it resolves a tag of the
-repository (``latest`` or a dated one such as ``2025.11.09-1``) to the digest the registry serves now,
-with ``docker buildx imagetools inspect`` (the registry's answer, not a local image), and rewrites the
-``FROM`` line and the ``# base-image:`` line above it, which records the tag and the day. The content
-tag of the profile changes with the Dockerfile bytes, so the next build uses the new base.
+"""A profile's base image pinned by digest (``FROM <repository>@sha256:<digest>``, never a floating
+tag), and moving the pin forward (``buildkit image bump-base``): a tag resolved to the digest the
+registry serves now (``docker buildx imagetools inspect``: the registry's answer, not a local
+image), written into the ``FROM`` line and the ``# base-image:`` line above it (the tag and the
+day). The profile's content tag changes with the Dockerfile bytes, so the next build uses it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
 """The builder image of a job, from the recipe's ``image:`` (:class:`~buildkit.recipe.ImageSpec`).
 
-* a profile: its image for the job's ROCm release and the recipe's build arguments
-  (:func:`buildkit.image.ensure.ensure_image`); with ``packages``, a generated layer over it
-  (:func:`packages_dockerfile`) installs them with the profile's package manager, tagged
-  ``rocm-buildkit/<profile>:<12 hex>`` of (base image id, manager, packages): the base is shared by
-  every recipe, the layer by those asking for the same packages;
-* a project's Dockerfile: built from its context, tagged ``rocm-buildkit/project-<name>:<12 hex>``
-  of (Dockerfile bytes, context files, build arguments, the base image id);
-* a ref: the image as it is in the engine.
-
-Each tag is content-addressed (an existing one is reused), and the image's description
-(:func:`describe`) goes into every manifest built in it.
+Every tag is content-addressed (an existing one is reused): a profile's image with ``packages``
+gets a generated layer (:func:`packages_dockerfile`) tagged ``rocm-buildkit/<profile>:<12 hex>`` of
+(base image id, manager, packages), so the base is shared by every recipe and the layer by those
+asking for the same packages; a project's Dockerfile ``rocm-buildkit/project-<name>:<12 hex>`` of
+(Dockerfile bytes, context files, build arguments, the base image id); a ref is used as it is. The
+image's description (:func:`describe`) goes into every manifest built in it.
 """
 
 from __future__ import annotations
@@ -106,8 +101,7 @@ def with_packages(
     progress: Progress,
     rebuild: bool = False,
 ) -> ImageRef:
-    """``base`` (an image of ``profile``) with ``packages`` installed in a generated layer, tagged
-    by (base image id, package manager, packages): reused when that tag exists."""
+    """``base`` (an image of ``profile``) with ``packages`` in a generated layer (its tag: the module's)."""
     manager = profile.package_manager
     if manager is None:  # the recipe layer refuses this already
         raise UsageError(f"profile {profile.name} takes no extra packages")

@@ -1,26 +1,12 @@
-"""Symbol-version ceilings read from a runtime image: what the image's libraries *define*.
+"""Symbol-version ceilings read from a runtime image: what the image's libc / libm / libstdc++ /
+libgcc_s *define* (``.gnu.version_d``, :mod:`buildkit.inspect.verdef`), the highest version of each
+prefix, and the newest manylinux policy (:mod:`buildkit.policy`) whose ceilings all fit.
 
-A wheel runs in an image when every versioned symbol it needs (``GLIBC_2.34``, ``GLIBCXX_3.4.30``)
-is defined by the image's libc / libm / libstdc++ / libgcc_s. :func:`read_image_ceilings` reads the
-version definitions (``.gnu.version_d``, parsed by :mod:`buildkit.inspect.verdef`) of those
-libraries out of the image and returns the highest ``GLIBC`` / ``GLIBCXX`` / ``CXXABI`` / ``GCC``
-version each prefix reaches, plus the newest manylinux policy (auditwheel's policy data,
-:mod:`buildkit.policy`) whose ceilings all fit.
-
-Nothing from the image is run (:mod:`buildkit.image.libraries` reads the libraries out of a
-created, never started container: a :func:`buildkit.docker_engine.throwaway` with the label
-``io.rocm-buildkit.container=ceilings``, removed afterwards, also on error or Ctrl-C). This module
-owns the rest: the image lookup, the ceilings and the policy match, the disk cache, the reports.
-
-Results are cached by image id in ``$XDG_CACHE_HOME/rocm-buildkit/ceilings/<id>.json`` (default
-``~/.cache``). The cache holds only what was read (libraries, paths, definitions); the policy match
-is recomputed from the installed auditwheel on every call.
-
-An image without libstdc++ (or libgcc_s) reports those prefixes as absent: the policy match then
-holds only for wheels that do not need that library, and says so. A library that *is* there under its
-name but cannot be read (not ELF, no ``.gnu.version_d``, none of the versions it must define, a
-directory, a symlink loop) is a :class:`~buildkit.errors.UsageError` (exit 2), as a missing libc is:
-leaving it out would make the image look *more* permissive than it is. Nothing is cached then.
+Nothing from the image is run (:mod:`buildkit.image.libraries`). Results are cached by image id in
+``$XDG_CACHE_HOME/rocm-buildkit/ceilings/<id>.json``; the cache holds only what was read, the policy
+match is recomputed from the installed auditwheel on every call. A library that *is* there but
+cannot be read is a :class:`~buildkit.errors.UsageError` (exit 2), as a missing libc is: leaving it
+out would make the image look *more* permissive than it is. Nothing is cached then.
 """
 
 from __future__ import annotations
@@ -284,12 +270,8 @@ def read_image_ceilings(
     use_cache: bool = True,
     cache: Path | None = None,
 ) -> ImageCeilings:
-    """Read the libraries of ``image`` (a local image name or id) and their version definitions.
-
-    Raises :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local,
-    :class:`UsageError` (exit 2) for an invalid reference, an image without libc.so.6 or with a
-    library that cannot be read (:func:`check_libraries`; such a reading is never cached).
-    """
+    """Read the libraries of ``image`` (a local image name or id) and their version definitions;
+    :class:`DockerUnavailable` (exit 8) when no engine answers or the image is not local."""
     if client is None:
         client = connect()
     img = _image(client, image)
@@ -309,11 +291,7 @@ def read_image_ceilings(
 
 
 def ceilings_from_images(images: Sequence[str], *, client: DockerClient | None = None) -> dict[str, str]:
-    """The recipe's ``ceilings: {from_image: [...]}``: per prefix the minimum across ``images``.
-
-    A prefix that some image does not define (no libstdc++ there) is left out; use
-    :func:`read_image_ceilings` + :func:`minimum_ceilings` to see which.
-    """
+    """The recipe's ``ceilings: {from_image: [...]}``: :func:`minimum_ceilings` of ``images``' readings."""
     if not images:
         raise UsageError("ceilings from_image needs at least one image")
     if client is None:

@@ -66,8 +66,7 @@ def content_tag(
     build_args: Mapping[str, str] | None = None,
     base_image_id: str | None = None,
 ) -> str:
-    """``rocm-buildkit/<profile>:<12 hex>``: the sha256 of profile, Dockerfile, context files, build
-    args and the base image id."""
+    """``rocm-buildkit/<profile>:<12 hex>`` of the inputs the module docstring lists."""
     doc = {
         "profile": profile.name,
         "sources": sources_hash(profile, directory),

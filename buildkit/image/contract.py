@@ -1,16 +1,12 @@
 """What a profile's builder image must hold, from the ROCm data: the HIP compiler at its path and the
 ROCm libraries by SONAME, each with the package that provides it.
 
-The SONAMEs are the gate's (:func:`buildkit.rocm.data.expected_sonames`: the release's for AMD's
-packaging, the toolchain's for a distribution's), for the Debian profiles and the manylinux_2_28-rocm
-profile alike: one table, read once per profile and release, never a copy. Which package provides a
-piece follows the packaging: Debian names a shared-library package after its SONAME (policy 8.1:
-``libamdhip64.so.7`` -> ``libamdhip64-7``, ``librocblas.so.5`` -> ``librocblas5``), AMD's RPMs are
-named by AMD's package table (:func:`buildkit.rocm.install.runtime_package`: ``libamdhip64`` ->
-``hip-runtime-amd``). Every image must have the HIP runtime every HIP build links (``libamdhip64``);
-an image of AMD's packages must also have the libraries of each ``-devel`` package it installs
-(``rocblas-devel`` -> ``librocblas.so.5`` of ``rocblas``). :mod:`buildkit.image.probe` checks the
-pieces inside the image and names the missing ones with their package.
+The SONAMEs are the gate's (:func:`buildkit.rocm.data.expected_sonames`): one table, never a copy.
+Debian names a shared-library package after its SONAME (policy 8.1: ``librocblas.so.5`` ->
+``librocblas5``), AMD's RPMs follow AMD's package table
+(:func:`buildkit.rocm.install.runtime_package`: ``libamdhip64`` -> ``hip-runtime-amd``). Every image
+must have ``libamdhip64``; an image of AMD's packages also the libraries of each ``-devel`` package
+it installs. :mod:`buildkit.image.probe` checks the pieces inside the image.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """A profile's image, reused when its content tag exists, else built.
 
-Python tools are installed in the images offline: a profile's ``wheel_requirements`` are pinned,
-hash-checked requirement files; :func:`ensure_image` downloads them on the host (``pip download``)
-into ``wheels/`` of a temporary build context, so the build needs no pip index or CA bundle.
-The requirement files are part of the hash; the downloaded wheels are not (their hashes are pinned).
+:func:`ensure_image` downloads a profile's pinned, hash-checked ``wheel_requirements`` on the host
+into ``wheels/`` of a temporary build context, so the build needs no pip index or CA bundle. The
+requirement files are part of the hash; the downloaded wheels are not (their hashes are pinned).
 """
 
 from __future__ import annotations

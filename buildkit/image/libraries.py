@@ -1,14 +1,10 @@
 """The C and C++ runtime libraries of an image, read without running anything in it.
 
-:func:`read_libraries` creates a container of the image (never started: a throwaway of
-:func:`buildkit.docker_engine.throwaway`, label ``io.rocm-buildkit.container=ceilings``), looks up
-libc.so.6, libm.so.6, libstdc++.so.6 and libgcc_s.so.1 in the loader's usual directories
-(:func:`search_dirs`), copies each out with one ``get_archive`` request per path, follows symlinks
-inside the image's tree (``..`` stops at its root) and parses the version definitions of the file
-finally reached (:func:`buildkit.inspect.verdef.version_definitions`): a :class:`LibraryVersions`
-each. Directory symlinks on the way (``/lib -> usr/lib`` on merged-/usr systems) are resolved by
-the engine within the container's root. :func:`check_libraries` refuses a reading the ceilings
-cannot be trusted from.
+:func:`read_libraries` reads libc.so.6, libm.so.6, libstdc++.so.6 and libgcc_s.so.1 out of a
+never-started throwaway container (label ``io.rocm-buildkit.container=ceilings``), one
+``get_archive`` request per path, following symlinks inside the image's tree (``..`` stops at its
+root; directory symlinks such as ``/lib -> usr/lib`` are resolved by the engine), and parses the
+version definitions of the file finally reached (:func:`check_libraries` judges the reading).
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
-"""The builder contract, probed: what an image must have before a build runs in it.
+"""The builder contract, probed: what an image must have before a build runs in it (the list:
+docs/REFERENCE.md, exit code 14).
 
-cibuildwheel and rocm-buildkit's repair step assume a manylinux-like layout; an image that lacks
-one piece fails minutes into a build with an error that names something else (or, worse, builds a
-wheel without its device code). So before a build uses an image (a profile's, one extended with
-packages, a project's own Dockerfile or an image ``ref``), one throwaway container with no network
-runs ``probe.sh`` (:func:`probe_script`) and :func:`check_builder` refuses the image with one
-message that lists everything missing or too old:
-
-* ``/opt/python/<tag>/bin/python`` for every planned Python, and cibuildwheel's utility interpreter
-  ``/opt/python/cp39-cp39/bin/python``;
-* ``auditwheel`` >= :data:`MIN_AUDITWHEEL` (the first release whose ``--exclude`` takes globs: the
-  exclude sets are globs such as ``libamdhip64.so*``; an older one takes them literally and grafts
-  the ROCm runtime into the wheel), and ``patchelf``;
-* a HIP compiler (``hipcc`` on ``PATH`` or in ``$ROCM_PATH/bin``) that compiles a kernel for every
-  planned arch, and no ``HIP_PLATFORM`` other than ``amd``;
-* the GCC that hipcc's clang picks (``Selected GCC installation``) of the same major version as
-  ``g++``: otherwise host code is compiled against other C++ headers than the one the wheel links
-  (ROCm's clang finds gcc-toolset-10..12 or EL8's GCC 8 by itself, the manylinux_2_28-rocm image
-  names its gcc-toolset in ``clang.cfg``); a clang that selects none is refused too;
-* ``uv`` when the recipe's ``build_frontend`` needs it;
-* a profile's image: the pieces of its contract (:mod:`buildkit.image.contract`, from the ROCm data
-  the gate judges wheels by): each ROCm library by SONAME in the contract's folders, each gap named
-  with the package that provides it (``libamdhip64.so.7 ...: install hip-runtime-amd``), and the
-  compiler's package beside a missing hipcc.
+An image that lacks one piece fails minutes into a build with an error that names something else
+(or builds a wheel without its device code), so one throwaway container with no network runs
+``probe.sh`` (:func:`probe_script`) and :func:`check_builder` refuses the image with one message
+listing every gap. Why some pieces: auditwheel >= :data:`MIN_AUDITWHEEL` is the first whose
+``--exclude`` takes globs (an older one takes ``libamdhip64.so*`` literally and grafts the ROCm
+runtime into the wheel); hipcc's clang must select a GCC of ``g++``'s major version, else host code
+is compiled against other C++ headers than the one the wheel links. A profile's image is also
+probed for its contract (:mod:`buildkit.image.contract`).
 
 A passing probe is remembered per (image id, contract) in ``~/.cache/rocm-buildkit/probe/``: an
 image id names immutable content, so it is probed once.
@@ -224,8 +210,7 @@ def run_probe(client: Any, image: str, contract: Contract) -> dict[str, tuple[st
 def check_builder(
     client: Any, image: str, image_id: str, contract: Contract, *, progress: Progress | None = None
 ) -> None:
-    """Refuse ``image`` (BuilderContractError, one message listing every gap) unless it serves
-    ``contract``; a pass is cached per (image id, contract)."""
+    """Refuse ``image`` unless it serves ``contract`` (as the module docstring says)."""
     cached = _cache_file(image_id, contract)
     if cached.is_file():
         return

@@ -1,9 +1,6 @@
-"""Base images for machines without a registry: ``debootstrap`` a Debian rootfs, ``docker import`` it.
-
-``seed_base("debian:trixie-slim")`` runs ``debootstrap --variant=minbase trixie ROOTFS MIRROR``
-(the mirror read from the host's apt sources), drops the downloaded packages and apt lists, and
-imports the tree as the image ``debian:trixie-slim``. Nothing happens when the tag already exists.
-The rootfs lives in a temporary directory removed afterwards, whatever happens.
+"""Base images for machines without a registry: ``debootstrap --variant=minbase`` a Debian rootfs (the
+mirror read from the host's apt sources), ``docker import`` it as ``debian:<suite>-slim``; nothing
+happens when the tag exists, and the rootfs's temporary folder is removed whatever happens.
 """
 
 from __future__ import annotations

@@ -1,14 +1,11 @@
 """The torch installed in a runtime image, as the ``torch-abi`` rule reads it: the dynamic symbol
-tables of its ``torch/lib/*.so*`` (``check --torch-abi IMAGE``: "does this wheel load with the torch
-in the vLLM image?").
+tables of its ``torch/lib/*.so*`` (``check --torch-abi IMAGE``).
 
 Where torch is installed is asked of the image's own Python without importing torch
-(``importlib.util.find_spec``: no GPU, no CUDA or ROCm initialisation, no network) as the command of
-one throwaway container (:func:`buildkit.docker_engine.throwaway`, purpose ``torch-abi``); once it
-exited, its ``version.py`` and ``lib/`` folder are copied out as tar streams and each library's
-tables streamed (:func:`buildkit.inspect.symtab.read_symbol_table`) as the tar goes by: nothing is written to
-disk, and a library's bytes past its tables are read through, not kept. A library whose tables need a
-second pass is asked for again on its own.
+(``importlib.util.find_spec``: no GPU, no ROCm initialisation, no network) in one throwaway
+container (purpose ``torch-abi``); its ``version.py`` and ``lib/`` are then copied out as tar
+streams and each library's tables streamed as the tar goes by: nothing is written to disk. A
+library whose tables need a second pass is asked for again on its own.
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
-"""GPU arch resolution: which AMDGPU targets a build compiles for, and why.
+"""GPU arch resolution: which AMDGPU targets a build compiles for, and why (the sources, by
+precedence: docs/REFERENCE.md, ``buildkit archs``; the first that yields anything wins, the trail
+records every one tried, ``gfx000``, the CPU agent, is ignored).
 
-Sources, by precedence (the first that yields anything wins; the trail records every one tried):
-``--archs``, the recipe, ``PYTORCH_ROCM_ARCH``, ``GPU_ARCHS``, ``rocm_agent_enumerator``
-(``gfx000``, the CPU agent, is ignored). Lists may be separated by ``;``, ``,`` or whitespace.
-An environment variable that is set but loses to a higher-precedence source is named in the trail
-("set but ignored"), and :attr:`ArchSet.warnings` says so when its list differs from the one chosen
-(aiter's setup reads ``GPU_ARCHS``, PyTorch's extensions ``PYTORCH_ROCM_ARCH``).
-
-Normalisation: every entry must be a target ID that :func:`buildkit.targets.parse_target_id`
-accepts (a processor LLVM knows, features it takes, written canonically); duplicates collapse; a
-bare processor listed next to a featured variant of itself is dropped (clang refuses that
-combination); the result is sorted by :func:`buildkit.rocm.processor_sort_key`.
+A set environment variable that loses with another list is warned about (aiter's setup reads
+``GPU_ARCHS``, PyTorch's extensions ``PYTORCH_ROCM_ARCH``). Entries are canonical target IDs
+(:func:`buildkit.targets.parse_target_id`), deduplicated; a bare processor next to a featured
+variant of itself is dropped (clang refuses that combination); sorted by
+:func:`buildkit.rocm.processor_sort_key`.
 
 Intersection, in order, each drop recorded with its reason: the pinned ROCm release's ``archs``
 (or, when a toolchain is given, the toolchain's compilable archs instead -- a distribution
@@ -306,12 +302,9 @@ def resolve(
     toolchain_archs: Sequence[str] | None = None,
     toolchain: str | None = None,
 ) -> ArchSet:
-    """Resolve the archs of a build pinned to ROCm ``rocm`` (see the module docstring).
-
-    ``env`` defaults to ``os.environ``; ``enumerator`` to :func:`host_enumerator`.
-    ``toolchain_archs`` (with its name in ``toolchain``) replaces the release's list as the set
-    of supported archs; the release must then still be a known one only if no toolchain is given.
-    """
+    """Resolve the archs of a build pinned to ROCm ``rocm`` (see the module docstring; with
+    ``toolchain_archs``, named ``toolchain``, ``rocm`` need not be a known release). ``env`` defaults to
+    ``os.environ``; ``enumerator`` to :func:`host_enumerator`."""
     env = os.environ if env is None else env
     enumerator = host_enumerator if enumerator is None else enumerator
     trail: list[str] = []

@@ -1,19 +1,11 @@
 """Expansion: a recipe into a :class:`~buildkit.plan.models.Plan` (python x rocm x torch x extra
-axes, zip and exclude).
+axes, zip and exclude), with stable job ids; combinations left out are kept in
+:attr:`Plan.skipped` with the reason.
 
-:func:`expand` gives jobs with stable ids (``cp312-rocm7.2-torch2.10``; ``cp313-rocm5.7`` without
-torch), resolved archs, the builder image profile, the wheel version, the symbol-version ceilings
-(:mod:`buildkit.plan.from_image`), the repair exclude globs and the build environment.
-Combinations left out are kept in :attr:`Plan.skipped` with the reason.
-
-The plan's notes (warnings about the plan; ``buildkit plan`` also prints them on stderr): every arch
-dropped for a ROCm release (``--strict`` turns a drop into exit 5,
-:func:`~buildkit.plan.models.check_strict`), an arch environment variable set to another list but
-ignored, a pinned release whose data is marked ``unverified:`` in buildkit/rocm/releases.yaml, an
-explicit ``torch[].index_url`` that the data knows but does not list as serving that torch for that
-ROCm release, an image of ``from_image`` that lacks a library, and a recipe that excludes nothing at
-repair. Jobs the recipe's image profile cannot build, and jobs that would make the same wheel file, are
-recipe errors (:mod:`buildkit.plan.feasibility`), all reported at once.
+The plan's notes are listed in docs/REFERENCE.md (``buildkit plan``); ``--strict`` turns a dropped
+arch into exit 5 (:func:`~buildkit.plan.models.check_strict`). Jobs the recipe's image profile
+cannot build, and jobs that would make the same wheel file, are recipe errors
+(:mod:`buildkit.plan.feasibility`), all reported at once.
 """
 
 from __future__ import annotations
@@ -546,11 +538,7 @@ def expand(
     """Expand ``recipe`` into a :class:`~buildkit.plan.models.Plan`.
 
     ``env`` (default ``os.environ``) feeds ``archs: {from: env}``; ``cli_archs`` and ``enumerator``
-    are passed to :func:`buildkit.plan.archs.resolve`. ``ceilings_reader`` reads the ceilings of the
-    recipe's ``manylinux.ceilings.from_image`` images, one image per call; it is not called when the
-    recipe names no image, and must be given when it names one (the commands pass
-    :func:`buildkit.image.ceilings.ceilings_from_images`: DockerUnavailable, exit 8, when the engine
-    is down or an image is missing).
+    go to :func:`buildkit.plan.archs.resolve`; ``ceilings_reader``: :mod:`buildkit.plan.from_image`.
     """
     base = _base_version(recipe)
     releases = _releases(recipe)

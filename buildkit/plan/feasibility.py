@@ -1,14 +1,9 @@
 """Jobs the chosen builder image cannot build, refused at ``plan`` before any image or compile.
 
-What a profile provides is read from what ``docker/profiles.toml`` declares (:mod:`buildkit.profiles`):
-its ROCm releases (``rocm_releases``; a profile that installs AMD's packages by ``rocm_build_arg``
-provides the releases ``buildkit/rocm/install.yaml`` covers), its CPythons (``pythons``) and its glibc
-(``glibc``, with the compatibility ``sysroots``). A fact a profile does not declare is unknown, and
-nothing is refused for it. A project's own Dockerfile or an image ref is not judged here: the builder
-contract probe (:mod:`buildkit.image.probe`) checks those images at build time.
-
-Across jobs: two jobs that would make the same wheel file name (same name, version, Python and
-platform tag) are refused with the fix (``version.local``); and a recipe that excludes nothing at
+What a profile provides is what ``docker/profiles.toml`` declares (:func:`_declared`). A project's
+own Dockerfile or an image ref is not judged here: the builder contract probe
+(:mod:`buildkit.image.probe`) checks those at build time. Across jobs: two jobs that would make the
+same wheel file name are refused (:func:`same_name_problems`); a recipe that excludes nothing at
 repair gets a warning (auditwheel would graft the ROCm runtime into the wheel).
 """
 

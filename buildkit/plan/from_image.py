@@ -1,11 +1,9 @@
 """``manylinux.ceilings.from_image``: the recipe's ceilings tightened by what runtime images define.
 
-Each image's libraries are read by the caller's :data:`CeilingsReader` (the commands pass
-:func:`buildkit.image.ceilings.ceilings_from_images`: a created-never-started container, cached by
-image id; tests pass recorded readers): the plan layer never imports the image layer or the Docker
-SDK. Every job's ceilings become ``tighten(policy and explicit ceilings, minimum across the
-images)``. A prefix some image does not define at all (no libstdc++ there) is not tightened, and
-the plan carries a note saying so.
+Each image is read by the caller's :data:`CeilingsReader` (the commands pass
+:func:`buildkit.image.ceilings.ceilings_from_images`; tests pass recorded readers): the plan layer
+never imports the image layer or the Docker SDK. A prefix some image does not define at all (no
+libstdc++ there) is not tightened, and the plan carries a note saying so.
 """
 
 from __future__ import annotations
@@ -18,9 +16,7 @@ from buildkit.recipe import Recipe
 
 _FROM_IMAGE = ("manylinux", "ceilings", "from_image")
 
-#: Reads the ceilings of runtime images: ``reader(["debian:bookworm-slim"]) -> {"GLIBC": "2.36", ...}``
-#: (a prefix the image does not define is left out). The commands pass
-#: buildkit.image.ceilings.ceilings_from_images.
+#: ``reader(["debian:bookworm-slim"]) -> {"GLIBC": "2.36", ...}`` (a prefix the image lacks left out)
 CeilingsReader = Callable[[Sequence[str]], Mapping[str, str]]
 
 
@@ -41,15 +37,9 @@ def _read_image(recipe: Recipe, index: int, image: str, reader: CeilingsReader) 
 def image_ceilings(
     recipe: Recipe, reader: CeilingsReader | None = None
 ) -> tuple[dict[str, str], tuple[str, ...]]:
-    """``(ceilings, notes)``: the recipe's ceilings tightened by ``manylinux.ceilings.from_image``.
-
-    Per prefix the minimum across the images, then the lower of that and the policy's (or the
-    recipe's explicit) ceiling (:func:`buildkit.policy.tighten`). A prefix some image does not
-    define is left to the recipe's ceiling, as :func:`buildkit.image.ceilings.minimum_ceilings` does, and a
-    note names the image. Without ``from_image``: the recipe's ceilings, no note, ``reader`` not called.
-    A recipe with ``from_image`` and no ``reader`` is a caller's bug (``ValueError``): the plan layer
-    never reaches the engine on its own.
-    """
+    """``(ceilings, notes)``: the recipe's ceilings (:func:`buildkit.policy.tighten`) by the minimum across
+    the images (:func:`buildkit.image.ceilings.minimum_ceilings`). A recipe with ``from_image`` and no
+    ``reader`` is a caller's bug (``ValueError``): the plan layer never reaches the engine on its own."""
     m = recipe.manylinux
     if not m.from_images:
         return dict(m.ceilings), ()

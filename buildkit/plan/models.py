@@ -1,8 +1,5 @@
 """The plan's data: :class:`Job`, :class:`Skipped`, :class:`Plan`, and the job selection every
 command that takes a job id shares (:meth:`Plan.job`: one error, one message).
-
-:func:`printable` makes text from file names safe to print and to encode as UTF-8 (the plan's JSON
-and tables use it).
 """
 
 from __future__ import annotations

@@ -33,10 +33,7 @@ def _dumps(obj: Any, *, compact: bool = False) -> str:
 
 
 def render_json(plan: Plan) -> str:
-    """The plan as JSON: sorted keys, one job (or skipped combination) per line.
-
-    One compact line per job keeps large plans fast to write (the C encoder) and diffs readable.
-    """
+    """The plan as JSON, one compact line per job or skipped combination (the C encoder), diffs readable."""
     data = {"schema": "rocm-buildkit/plan", "schema_version": 1, **plan.to_json()}  # plan.schema.json
     parts = []
     for key in sorted(data):

@@ -1,17 +1,13 @@
-"""The plan's versions against the source's own rule, before anything is compiled.
+"""The plan's versions against the source's own rule, before anything is compiled (docs/REFERENCE.md,
+"Versions are decided before compiling").
 
-The build tells the project its planned version (``BUILDKIT_VERSION`` and
-``SETUPTOOLS_SCM_PRETEND_VERSION``, :mod:`buildkit.building.cibw`) and refuses a wheel of any other
-version, after the compile. A project that fixes its version (``[project] version = "13.6.0"``, a
-literal in ``_version.py``) cannot carry a local label such as ``+rocm5.7.manylinux.2.41``: that is
-known from the source alone, so :func:`check_source_version` raises it as a
-:class:`~buildkit.errors.RecipeError` at the recipe's ``version.local`` (or ``version.base``) with the
-file and line that fix the version. A source whose rule rocm-buildkit cannot read gets a plan note.
-
-:func:`with_source_version` is what ``buildkit plan`` runs: it reads a path source in place and an
-``sdist``/``url`` source from its cached archive (unpacked once; what was read is cached by the
-archive's sha256: :func:`buildkit.source.tree.archive_facts`); a git source is
-checked by ``buildkit build`` once fetched (:func:`buildkit.building.run.build_plan`).
+A project that fixes its version cannot carry a local label: that is known from the source alone,
+so :func:`check_source_version` raises it as a :class:`~buildkit.errors.RecipeError` at the
+recipe's ``version.local`` (or ``version.base``) with the file and line that fix the version, rather
+than the build refusing the wheel after the compile. :func:`with_source_version` reads an
+``sdist``/``url`` source from its cached archive (what was read is cached by the archive's sha256:
+:func:`buildkit.source.tree.archive_facts`); a git source is checked by ``buildkit build`` once
+fetched (:func:`buildkit.building.run.build_plan`).
 """
 
 from __future__ import annotations

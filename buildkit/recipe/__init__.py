@@ -1,21 +1,11 @@
-"""Recipes: YAML files that say how to build, gate and publish wheels of a HIP extension.
+"""Recipes: YAML files that say how to build, gate and publish wheels of a HIP extension (the modules,
+laid out by the recipe's sections: docs/ARCHITECTURE.md).
 
-:func:`load_recipe` reads a recipe, validates it against the shipped JSON Schema
-(``buildkit/schema/recipe.schema.json``) and then against the rules a schema cannot state
-(zipped axes of equal length, known placeholders, PyPI versus local labels, ceilings within the
-policy ...). Every problem is a :class:`~buildkit.errors.RecipeError` at ``file:line:column``.
-
-Loading never contacts Docker: ``manylinux.ceilings.from_image`` is kept as image references
-(:attr:`Manylinux.from_images`) and read by :func:`buildkit.plan.expansion.expand`.
-
-The package is laid out by the recipe's sections (rattler-build's parser is the model):
-
-* :mod:`~buildkit.recipe.yamlspan`: YAML with a position for every value;
-* :mod:`~buildkit.recipe.schema`: the JSON Schema and its errors as positioned messages;
-* :mod:`~buildkit.recipe.section`: what a section is, and the context it is parsed in;
-* :mod:`~buildkit.recipe.sections`: one module per section, registered in ``SECTIONS``;
-* :mod:`~buildkit.recipe.model`: the typed :class:`Recipe`;
-* :mod:`~buildkit.recipe.load`: reading the file and running the sections.
+:func:`load_recipe` validates a recipe against the shipped JSON Schema
+(``buildkit/schema/recipe.schema.json``), then against the rules a schema cannot state; every
+problem is a :class:`~buildkit.errors.RecipeError` at ``file:line:column``. Loading never contacts
+Docker: ``manylinux.ceilings.from_image`` is kept as image references (:attr:`Manylinux.from_images`)
+and read by :func:`buildkit.plan.expansion.expand`.
 
 This module only names what the rest of buildkit uses.
 """

@@ -128,11 +128,9 @@ DEFAULT_EXPORT: tuple[tuple[str, str], ...] = tuple((name, ARCH_VARIABLES[name])
 def check_env_name(
     name: str, value: str | None, at: JsonPath, err: ErrorAt, exported: tuple[tuple[str, str], ...] = ()
 ) -> None:
-    """Refuse a build variable rocm-buildkit or cibuildwheel sets itself (:data:`RESERVED_ENV`), an
-    arch variable (exported by ``archs.export``, or one builds usually read: set by hand it goes
-    stale when ``--archs`` changes the list) and a cibuildwheel option (``CIBW_*``: cibuildwheel
-    reads those on the host, so in ``env`` they only reach the build as inert variables);
-    ``value`` None: a matrix axis, whose values vary, so even a fixed one is refused."""
+    """Refuse a cibuildwheel option, an arch variable and a variable of :data:`RESERVED_ENV` (each
+    message says why); ``value`` None: a matrix axis, whose values vary, so even a fixed one is refused.
+    """
     if name.startswith("CIBW_"):
         raise err(
             f"{'.'.join(str(p) for p in at)}: {name} is a cibuildwheel option, not a build variable",

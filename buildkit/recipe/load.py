@@ -1,9 +1,6 @@
-"""Reading a recipe file and turning it into a :class:`~buildkit.recipe.model.Recipe`.
-
-:func:`load_recipe` reads the file (a regular file of at most :data:`MAX_RECIPE_BYTES`, UTF-8);
-:func:`parse_recipe` reads the YAML with a position for every value, validates it against the JSON
-Schema, and parses every section of :data:`~buildkit.recipe.sections.SECTIONS` in turn. Every
-problem is collected and reported in one :class:`RecipeError`, sorted by position.
+"""Reading a recipe file and turning it into a :class:`~buildkit.recipe.model.Recipe`: every section of
+:data:`~buildkit.recipe.sections.SECTIONS` in turn, every problem collected and reported in one
+:class:`RecipeError`, sorted by position.
 """
 
 from __future__ import annotations
@@ -82,10 +79,8 @@ def load_recipe(path: str | Path) -> Recipe:
 
 
 def parse_recipe(text: str, *, path: Path, sha256: str | None = None) -> Recipe:
-    """Validate recipe ``text`` (read from ``path``, which positions errors and relative paths).
-
-    Every problem is reported in one :class:`RecipeError` (sorted by position): the schema's, and
-    those of the rules a schema cannot state for every part of the recipe the schema accepted."""
+    """Validate recipe ``text`` (read from ``path``, which positions errors and relative paths), as the
+    module docstring says."""
     display = str(path)
     data, spans = load_with_spans(text, display)
     errors, unusable = schema_problems(data, spans, display)

@@ -52,22 +52,18 @@ class Recipe:
     spans: Spans = field(repr=False, compare=False)
     gate: GateRules = field(default_factory=GateRules)
     hooks: Hooks = field(default_factory=Hooks)
-    #: ``network: true``: the build container gets the network (pip uses the index there); False (the
-    #: default): a hermetic build from a wheelhouse resolved on the host
-    #: (:mod:`buildkit.building.requirements`)
+    #: ``network: true``: the build container gets the network; False: a hermetic build
     network: bool = False
     #: ``wheel:``: one wheel per CPython (the default), or one ``py3-none``/``abi3`` wheel per cell
     wheel: WheelAbi = field(default_factory=WheelAbi)
-    #: ``offload_compress: true``: clang's ``--offload-compress`` in hipcc's and CMake's HIP flags
-    #: (:func:`buildkit.plan.expansion.offload_compress_env`)
+    #: ``offload_compress: true`` (:func:`buildkit.plan.expansion.offload_compress_env`)
     offload_compress: bool = False
     #: ``host_isa:``: the host code's x86-64 level, held by the build's compiler launcher (None: only
     #: -march=native is refused)
     host_isa: HostIsa | None = None
     #: ``rocm_pip:``: ROCm from pip (the ``rocm`` selector's SDK wheels), None: the system's ROCm
     rocm_pip: RocmPip | None = None
-    #: ``torch: {abi: stable, from: ...}``: an extension on the libtorch stable ABI (``torch`` is then
-    #: empty: no torch axis); None: torch pins, or no torch
+    #: ``torch: {abi: stable, from: ...}`` (``torch`` is then empty: no torch axis); None: pins, or no torch
     torch_stable: TorchStable | None = None
     #: :func:`buildkit.recipe.load.build_keys`: the digest of each top-level key :attr:`build_sha256` covers
     build_keys: Mapping[str, str] = field(default_factory=dict, compare=False)

@@ -1,20 +1,14 @@
-"""The recipe's JSON Schema (shipped in the package) and its errors turned into positioned messages.
+"""The recipe's JSON Schema (shipped in the package) and its errors turned into positioned messages:
+:class:`Spans` maps jsonschema's instance path back to the YAML line and column, with "did you
+mean" for unknown keys and enum values.
 
-jsonschema reports a path into the instance (``["torch", 0, "index_url"]``); :class:`Spans`
-maps it back to the YAML line and column. Each validator keyword gets a message that says what
-was expected, plus "did you mean" for unknown keys and enum values.
-
-One keyword is buildkit's own: ``"x-target-id": true`` (arch lists) checks a string the
-``pattern`` accepts with :func:`buildkit.targets.parse_target_id`: a processor LLVM does not know
-(``gfx905``, with "did you mean") or a feature the processor does not take (``gfx1100:xnack-``) is
-reported at the item's position. A second, ``"x-never-waived": {rule: reason}`` (the rule of a
-``gate.waive`` entry), refuses a rule the gate never lets a recipe waive, with the reason; the map and
-the rule enum beside it are generated from the gate's rule registry (the recipe layer does not import
-the gate). A third, ``"x-profile": "builder"`` (the recipe's ``image``), is an ``enum`` of the builder
-profiles ``docker/profiles.toml`` holds when the recipe is read (:func:`buildkit.profiles.builder_names`):
-the schema names no profile, so a new profile is one table of that file. Editors ignore these
-keywords (unknown keywords are annotations), and ``x-enum-expected``, which words an ``enum`` error
-("expected a gate rule id ...") instead of listing every value.
+buildkit's own keywords (editors ignore them: unknown keywords are annotations):
+``"x-target-id": true`` checks an arch with :func:`buildkit.targets.parse_target_id`;
+``"x-never-waived": {rule: reason}`` refuses a ``gate.waive`` rule the gate never lets be waived
+(the map and the rule enum are generated from the gate's rule registry: the recipe layer does not
+import the gate); ``"x-profile": "builder"`` is an ``enum`` of the builder profiles of
+``docker/profiles.toml`` (:func:`buildkit.profiles.builder_names`), so a new profile is one table
+of that file; ``x-enum-expected`` words an ``enum`` error instead of listing every value.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""What a recipe section is, and the context each one is parsed in.
-
-A *section* is one top-level key of a recipe (``torch:``), or a few keys with one meaning (the build
-hooks). Each lives in its own module of :mod:`buildkit.recipe.sections`, which defines its data
-type, its ``parse(ctx)`` (the checks the JSON Schema cannot state, each a
-:class:`~buildkit.errors.RecipeError` at the value's ``file:line:column``) and one
-:class:`Section`; :data:`buildkit.recipe.sections.SECTIONS` lists them in the order they are parsed.
+"""What a recipe section is, and the context each one is parsed in (how a section is written:
+docs/ARCHITECTURE.md, "Where a new recipe key goes").
 
 The schema has already validated the document when a section is parsed. A section is skipped when
 a top-level key or an earlier section it ``needs`` is unusable (the schema refused it) or failed, so

@@ -61,9 +61,7 @@ _Pairs = list[tuple[yaml.Node, yaml.Node]]
 
 
 class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader with the composer's recursion bounded: a sequence or mapping whose
-    values would lie more than :data:`_MAX_DEPTH` levels below the document's root is a
-    :class:`RecipeError` where it starts."""
+    """PyYAML's safe loader with the composer's recursion bounded (:data:`_MAX_DEPTH`: module docstring)."""
 
     def __init__(self, text: str, file: str) -> None:
         super().__init__(text)

@@ -1,13 +1,10 @@
-"""ROCm knowledge as data: releases, runtime-library sets, toolchains and target-ID features.
+"""ROCm knowledge as data: releases, runtime-library sets, toolchains and target-ID features, in the
+YAML files beside this module, each row with its ``source`` (what "supported targets" means:
+the header of ``releases.yaml``).
 
-The facts live in the YAML files beside this module (``releases.yaml``, ``libraries.yaml``,
-``toolchains.yaml``, ``targets.yaml``), each row with its ``source``. This module only loads,
-checks and indexes them; see the header of ``releases.yaml`` for what "supported targets" means
-(``official`` vs ``library_targets`` vs the derived ``archs``).
-
-The records and their loaders are :mod:`buildkit.rocm.data`, imported on first use (PEP 562
-``__getattr__``): a ``buildkit check`` without a ROCm pin or toolchain never builds them. The target-ID
-helpers the gate's report sorts with are defined here.
+The records and loaders are :mod:`buildkit.rocm.data`, imported on first use (PEP 562
+``__getattr__``): a ``buildkit check`` without a ROCm pin or toolchain never builds them. The
+target-ID helpers the gate's report sorts with are defined here.
 """
 
 from __future__ import annotations

@@ -1,11 +1,5 @@
-"""The records and loaders of :mod:`buildkit.rocm` (imported from there on first use).
-
-ROCm knowledge as data: releases, runtime-library sets, toolchains and target-ID features.
-
-The facts live in the YAML files beside this module (``releases.yaml``, ``libraries.yaml``,
-``toolchains.yaml``, ``targets.yaml``), each row with its ``source``. This module only loads,
-checks and indexes them; see the header of ``releases.yaml`` for what "supported targets" means
-(``official`` vs ``library_targets`` vs the derived ``archs``).
+"""The records and loaders of :mod:`buildkit.rocm` (imported from there on first use; what the data
+is: that package's docstring).
 """
 
 from __future__ import annotations

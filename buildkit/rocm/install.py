@@ -1,10 +1,7 @@
-"""How each ROCm release is installed on EL8 (the manylinux_2_28 base), as data: ``install.yaml``.
-
-A row names the patch release installed, the layout of AMD's repositories for it (URL templates per
-generation: ROCm 6.x ``rocm/rhel8/`` + ``amdgpu/``, 7.x ``rocm/el8/`` + ``graphics/``) and its sources.
-This module renders the exact repository URLs (directories without a trailing ``.0``: 7.1.0 is
-``7.1``), the yum repository file and the package list the image installs; the image layer passes
-them to the Dockerfile as build arguments (:func:`buildkit.image.rocm_build_args`).
+"""How each ROCm release is installed on EL8 (the manylinux_2_28 base), as data: ``install.yaml`` (its
+rows, sources and AMD's repository layouts: docs/PRODUCTION_BUILDER.md). This module renders the
+repository URLs (directories without a trailing ``.0``), the yum repository file and the package
+list, passed to the Dockerfile as build arguments (:func:`buildkit.image.rocm_build_args`).
 """
 
 from __future__ import annotations

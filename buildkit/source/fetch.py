@@ -1,31 +1,15 @@
 """Downloading a pinned source archive: an ``sdist`` from the index pip is configured with, or an
-archive ``url``; verified by sha256 and cached.
+archive ``url``; verified by sha256 and cached (where from, the cache: docs/REFERENCE.md, "A recipe").
 
-**Where an sdist comes from.** ``pip download`` cannot be used: for an sdist it installs the build
-requirements and runs the project's build backend to prepare metadata, even with ``--no-deps`` (for
-a HIP extension that can mean torch on the host, or a failure). So pip is asked only for its
-configuration (``python -m pip config list``: the config files and ``PIP_*`` variables, ``global``,
-``download`` and environment in pip's order of precedence): ``index-url`` (default PyPI),
-``extra-index-url``, ``find-links``, ``no-index``, ``cert`` and ``timeout``. Each index's project
-page (PEP 691 JSON, else PEP 503 HTML; ``file://`` folders too) and each find-links folder or page
-is read, and the file named ``<name>-<version>.tar.gz`` (or ``.zip``, ...) is downloaded. Credentials
-in an index URL (``https://user:token@host/simple``) or ``~/.netrc`` are sent to that host only, and
-never shown in messages. **Where a url comes from:** the URL, the CA bundle from ``SSL_CERT_FILE``,
-else ``PIP_CERT``, else the system's.
+``pip download`` cannot be used: for an sdist it runs the project's build backend to prepare
+metadata, even with ``--no-deps``. So pip is asked only for its configuration (``pip config list``,
+in pip's order of precedence) and pages and files are read by the one index client,
+:mod:`buildkit.pyindex`. A download is renamed into the cache only when its sha256 is the pinned one
+and it stayed under :data:`MAX_DOWNLOAD_BYTES`; a cached file is hashed again before each use.
 
-**Verified and cached.** Every download streams into a temporary file in
-``$XDG_CACHE_HOME/rocm-buildkit/sources/<sha256>/`` (default ``~/.cache``) while being hashed, and is
-renamed to its file name only when its sha256 is the pinned one and it stayed under
-:data:`MAX_DOWNLOAD_BYTES`; a cached file is hashed again before each use (one that changed is
-removed and fetched again). A cache hit asks neither pip nor the network anything.
-
-Pages and files are read by the one index client, :mod:`buildkit.pyindex`.
-
-Errors: :class:`HashMismatch` (naming both hashes) and :class:`SourceRefused` (no such sdist, too
-large) are the recipe's to fix; :class:`~buildkit.errors.IndexUnavailable` (DNS, refused connection,
-timeout, HTTP 5xx: exit 13, as every command gives it for an index it cannot reach) and
-:class:`FetchFailed` (another HTTP error, a TLS certificate not trusted, pip's configuration
-unreadable) are not. :mod:`buildkit.source` turns them into positioned errors.
+Errors: :class:`HashMismatch` and :class:`SourceRefused` are the recipe's to fix;
+:class:`~buildkit.errors.IndexUnavailable` (exit 13, as every command gives it) and
+:class:`FetchFailed` are not. :mod:`buildkit.source` turns them into positioned errors.
 """
 
 from __future__ import annotations
@@ -144,9 +128,8 @@ def _index_errors(url: str) -> Iterator[None]:
 
 
 def download(http: pyindex.IndexClient, url: str, sha256: str, filename: str, origin: str) -> Path:
-    """Download ``url`` into the cache as ``<sha256>/<filename>``: streamed into a temporary file
-    there, hashed, renamed only when the hash is ``sha256`` (and it stayed under
-    :data:`MAX_DOWNLOAD_BYTES`): :meth:`buildkit.pyindex.IndexClient.download`."""
+    """Download ``url`` into the cache as ``<sha256>/<filename>`` (verified as the module says:
+    :meth:`buildkit.pyindex.IndexClient.download`)."""
     limit = MAX_DOWNLOAD_BYTES
     folder = cache_root() / sha256
     final = folder / filename

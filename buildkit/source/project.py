@@ -1,11 +1,8 @@
-"""An existing project as ``buildkit init`` and ``buildkit plan`` see it: read, never run.
+"""An existing project as ``buildkit init`` and ``buildkit plan`` see it: read, never run
+(:func:`read_project`).
 
-:func:`read_project` takes a source tree (the folder with ``pyproject.toml`` or ``setup.py``) and
-gives its name (``[project] name``, ``setup(name=...)``, ``setup.cfg``, ``PKG-INFO``), its build
-backend and build requirements, ``requires-python``, how it decides its version
-(:func:`buildkit.source.version.decide_version`) and its ``[tool.cibuildwheel]`` settings (the
-``linux`` table over the top one). :data:`_CIBW_TRANSLATION` says which recipe key does each
-cibuildwheel option's job; :func:`_render_recipe` writes the commented recipe of ``buildkit init``, and
+:data:`_CIBW_TRANSLATION` says which recipe key does each cibuildwheel option's job;
+:func:`_render_recipe` writes the commented recipe of ``buildkit init``, and
 :func:`cibuildwheel_notes` the plan notes for settings the recipe overrides (rocm-buildkit sets every
 cibuildwheel option itself, so a project's own table never takes effect).
 """

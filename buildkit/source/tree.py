@@ -1,12 +1,9 @@
 """The recipe's downloaded source (``sdist`` or ``url``) as a local folder: :func:`unpacked_source`.
 
-Fetched (or taken from the cache) by :mod:`buildkit.source.fetch`, unpacked by
-:func:`buildkit.source.unpack.unpack` into a fresh folder, ``subdirectory`` applied. What the recipe
-must fix is a :class:`~buildkit.errors.RecipeError` at its position: a hash mismatch at
-``source.sha256``, a release that does not exist, an archive that is too large or refused as unsafe
-at ``source.sdist``/``source.url``, a subdirectory the archive lacks at ``source.subdirectory``.
-An index or URL that cannot be reached is :class:`~buildkit.errors.IndexUnavailable` (exit 13, as from
-every command); what else the network or the host got wrong is a :class:`~buildkit.errors.BuildFailed`.
+What the recipe must fix is a :class:`~buildkit.errors.RecipeError` at its position (``source.sha256``,
+``source.sdist``/``source.url``, ``source.subdirectory``). An index or URL that cannot be reached is
+:class:`~buildkit.errors.IndexUnavailable` (exit 13, as from every command); what else the network
+or the host got wrong is a :class:`~buildkit.errors.BuildFailed`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
-"""Unpacking a source archive (tar.gz, .tgz, tar.bz2, tar.xz, zip) without trusting it: :func:`unpack`.
+"""Unpacking a source archive without trusting it: :func:`unpack` (what is refused: docs/REFERENCE.md,
+"A recipe").
 
 Every member is checked before anything of it is written, by rules of our own (``tarfile``'s
-``filter=`` exists only on newer Pythons): a member name that is absolute, has a ``..`` component or
-is empty; a symbolic link whose target, followed through the archive's other links, leaves the tree;
-a hard link to anything but a regular file extracted before it; a device, FIFO or other special
-member; a name seen before (a second member would overwrite the first, or write through it); a
-member below a symbolic link (it would be written wherever the link points); more than
-:data:`MAX_MEMBERS` members or more than :data:`MAX_TOTAL_BYTES` of file data. Each refusal is an
-:class:`UnsafeArchive` naming the archive and the member.
+``filter=`` exists only on newer Pythons); a second member of one name would overwrite the first or
+write through it, a member below a symbolic link would be written wherever the link points. Each
+refusal is an :class:`UnsafeArchive` naming the archive and the member.
 
-The archive is read in one pass (a tar as a stream) and written below a temporary folder beside
-``dest``, which is renamed into place once every member passed: a refusal or a crash leaves no
-half-written tree. A single top-level folder (an sdist's ``name-version/``) is stripped. Files get
-mode 0644 (0755 when the archive marks them executable) and the archive's modification time;
-folders are 0755.
+The archive is read in one pass (a tar as a stream) below a temporary folder beside ``dest``,
+renamed into place once every member passed: a refusal or a crash leaves no half-written tree.
+Files get mode 0644 (0755 when the archive marks them executable) and the archive's modification
+time; folders are 0755.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """How a source tree decides the version of the wheels built from it: :func:`decide_version`.
 
-Read, never run: ``pyproject.toml``, ``setup.py`` (parsed, not executed), ``setup.cfg``, the module a
-version attribute names, ``PKG-INFO``. The answer is a :class:`VersionDecision`:
-
-- ``tool``: the build gives the version, so the plan's is the wheel's: setuptools-scm (by
-  ``[tool.setuptools_scm]``, ``setuptools-scm`` in ``build-system.requires`` with a dynamic version,
-  ``use_scm_version``), hatch-vcs (``[tool.hatch.version] source = "vcs"``), scikit-build-core's
-  setuptools-scm provider (all three read ``SETUPTOOLS_SCM_PRETEND_VERSION``), or a ``setup.py`` or
-  version module that reads ``BUILDKIT_VERSION``;
-- ``fixed``: the version is written down, and where: ``[project] version`` (or ``[tool.poetry]``),
-  a literal in ``setup(version="1.2.3")`` or in the module it names (``version=six.__version__``,
-  ``from pkg._version import __version__``), setuptools' ``dynamic.version = {attr = ...}`` or
-  ``{file = ...}``, ``setup.cfg``'s ``version``, hatch's ``[tool.hatch.version] path``, flit's
-  module ``__version__``, meson's ``project(version: ...)``, or a ``_version.py``/``__init__.py``
-  literal that ``setup.py`` names;
-- ``unknown``: none of these (a ``PKG-INFO`` version is reported with it: an sdist says what it was
-  built as, not how a rebuild decides).
+Read, never run (``setup.py`` is parsed, not executed). The answer is a :class:`VersionDecision`:
+``tool`` (the build gives the version, so the plan's is the wheel's), ``fixed`` (written down, and
+where) or ``unknown``; the rules read for each: docs/REFERENCE.md, "Versions are decided before
+compiling". A ``PKG-INFO`` version is reported with ``unknown`` only: an sdist says what it was
+built as, not how a rebuild decides.
 """
 
 from __future__ import annotations

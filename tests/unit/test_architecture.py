@@ -29,7 +29,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "buildkit/service/publish.py:run_publish": "the publish command's sequence of stage calls",
     "buildkit/plan/expansion.py:_Expansion.job": "the Job's fields, one per line",
     "buildkit/attestation.py:verify_attestation": "the attestation's checks, in order",
-    "buildkit/plan/archs.py:resolve": "the arch resolution's sources, in precedence order",
 }
 
 

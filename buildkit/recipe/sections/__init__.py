@@ -1,10 +1,6 @@
-"""The recipe's sections, one module each, and :data:`SECTIONS`: the one list that registers them.
-
-A section module defines its data type, ``parse_<section>(ctx)`` (what the JSON Schema cannot state,
-each problem a :class:`~buildkit.errors.RecipeError` at ``file:line:column``) and a
-:class:`~buildkit.recipe.section.Section` naming the top-level keys and earlier sections it needs
-and the :class:`~buildkit.recipe.model.Recipe` field its result fills. A new recipe key is a new
-module here and one line below (docs/ARCHITECTURE.md, "Where a new recipe key goes").
+"""The recipe's sections, one module each, and :data:`SECTIONS`: the one list that registers them (what
+a section module defines: :mod:`buildkit.recipe.section`; a new recipe key: docs/ARCHITECTURE.md,
+"Where a new recipe key goes").
 """
 
 from __future__ import annotations

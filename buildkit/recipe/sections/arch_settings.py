@@ -113,10 +113,9 @@ def _check_cmake_arch_settings(
     *,
     listed: Mapping[str, bool],
 ) -> list[RecipeError]:
-    """An arch variable set by hand where a build reads it: a ``cmake.define.X`` config setting, a
-    ``-DX=`` definition in a config setting's value or in ``env.CMAKE_ARGS``, ``X=`` in a
-    ``before_all``/``before_build`` command. Each is refused at its place, with the ``archs.export``
-    that keeps it in step (``listed``: whether a hook was written as a list, for its positions)."""
+    """The arch variables of the module docstring, each refused at its place with the ``archs.export`` that
+    keeps it in step (``listed``: whether a hook was written as a list, for its positions).
+    """
     names = _arch_names(exported)
     problems = _config_setting_problems(config_settings, names, exported, err)
     problems += [

@@ -1,8 +1,6 @@
-"""The recipe's ``archs:``: the GPU targets of the build, listed (``list``) or read from the
-environment (``from: env``), narrowed by an allow-list (``allow``), compiled by a distribution
-``toolchain`` of ``buildkit/rocm/toolchains.yaml``, and exported to the variables a build reads
-(``export``: PYTORCH_ROCM_ARCH and GPU_ARCHS always, then the recipe's, environment variables or CMake
-definitions). The plan resolves the list (:mod:`buildkit.plan.archs`)."""
+"""The recipe's ``archs:``: the GPU targets of the build and the variables they are exported to
+(docs/REFERENCE.md, "Key: archs"). The plan resolves the list (:mod:`buildkit.plan.archs`).
+"""
 
 from __future__ import annotations
 

@@ -14,8 +14,7 @@ from buildkit.recipe.yamlspan import Path as JsonPath
 
 
 def _parse_env(ctx: Context) -> dict[str, str]:
-    """The recipe's ``env``, each name checked (:func:`check_env_name`) on its own, and no name both
-    an env value and a matrix axis."""
+    """The recipe's ``env``, checked as the module docstring says."""
     matrix: Matrix | None = ctx.part("matrix")
     archs: ArchSpec | None = ctx.part("archs")
     axes = matrix.axes if matrix is not None else ()

@@ -1,25 +1,9 @@
-"""The recipe's ``gate:`` section: the regression index and the waivers.
+"""The recipe's ``gate:`` section: the regression index, the waivers (:class:`~buildkit.gatespec.Waiver`)
+and the required members (:class:`~buildkit.gatespec.Required`); docs/REFERENCE.md, "Key: gate".
 
-``gate.no_regression_against`` names a PEP 503 index of released wheels a new wheel must not
-regress against. ``gate.waive`` lists findings the gate accepts, each with its reason::
-
-    gate:
-      waive:
-        - rule: rocm-soname
-          library: "libfoo.so.1"      # fnmatch glob on the finding's library (optional)
-          file: "pkg/_C*.so"          # fnmatch glob on the finding's wheel member (optional)
-          reason: "libfoo keeps its 5.x SONAME in 6.x; checked with the vendor"
-
-``gate.require`` lists wheel members a build must produce, as fnmatch globs (``*`` crosses ``/``)::
-
-    gate:
-      require:
-        - "aiter_meta/hsa/*/*.co"       # prebuilt kernels: a build that skipped them is refused
-
-The schema checks each key (``rule`` a gate rule id, with "did you mean"; a rule the gate never
-lets be waived refused with the reason: both generated from the gate's rule registry, which this
-layer does not import); :func:`_parse_gate` adds what a schema cannot say. The gate applies the
-waivers (:mod:`buildkit.gate.rules.waivers`), and reports a waiver that matches nothing.
+The schema's rule ids and never-waived rules are generated from the gate's rule registry, which this
+layer does not import; :func:`_parse_gate` adds what a schema cannot say. The gate applies the
+waivers (:mod:`buildkit.gate.rules.waivers`).
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
-"""The recipe's build hooks and options, with cibuildwheel's meaning and names.
+"""The recipe's build hooks and options, with cibuildwheel's meaning and names (the table of keys and
+options: docs/REFERENCE.md, "Every recipe key"; ``build_requires``: :mod:`buildkit.building.buildsystem`).
 
-=================  ======================================  ==========================================
-recipe key         cibuildwheel option                     what it does
-=================  ======================================  ==========================================
-``before_all``     ``before-all``                          commands run once in the build container,
-                                                           before any Python's build
-``before_build``   ``before-build``                        commands run before each wheel's build
-``config_settings`` ``config-settings``                    PEP 517 config settings for the backend
-``build_frontend`` ``build-frontend``                      ``build`` (default), ``build[uv]``,
-                                                           ``pip`` or ``uv``
-``test_command``   ``test-command``                        commands run on the repaired wheel, in the
-                                                           builder, after repair (``{project}``,
-                                                           ``{package}`` as in cibuildwheel)
-``test_requires``  ``test-requires``                       what the test environment installs first
-``build_requires`` (none)                                  requirements added to the isolated build
-                                                           environment, beside the project's own
-                                                           ``[build-system] requires``
-=================  ======================================  ==========================================
-
-``build_requires`` is for what a project forgot to declare (a ``setup.py`` that imports a package
-its ``pyproject.toml`` does not list); cibuildwheel has no such option, so the staged copy of the
-source gets them in its ``[build-system] requires`` (:mod:`buildkit.building.buildsystem`). torch is
-not given here: a job of the recipe's ``torch`` axis builds against its pinned torch.
-
-A list of commands is joined with ``&&``, as cibuildwheel joins its lists. rocm-buildkit renders
-every one of these options itself, empty when the recipe gives none, so a project's own
-``[tool.cibuildwheel]`` table cannot add hooks behind the recipe's back (an environment variable
-beats pyproject.toml in cibuildwheel's option cascade).
-
-In a hermetic build (the recipe's ``network`` false, the default) these commands run in a container
-without network: ``test_requires`` come from the wheelhouse resolved on the host
-(:mod:`buildkit.building.requirements`), and a ``before_all``/``before_build`` that downloads
-(``apt-get``, ``pip install``) fails; system packages belong in ``image.packages``.
+rocm-buildkit renders every one of these options itself, empty when the recipe gives none, so a
+project's own ``[tool.cibuildwheel]`` table cannot add hooks behind the recipe's back (an environment
+variable beats pyproject.toml in cibuildwheel's option cascade).
 """
 
 from __future__ import annotations

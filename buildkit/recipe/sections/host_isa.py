@@ -1,8 +1,7 @@
 """The recipe's ``host_isa:``: the x86-64 level of the wheel's host code, held at build time by the
-build's compiler launcher (``buildkit/building/hip_launcher.sh``): a compile asking for more is refused
-(or, with ``rewrite: true``, rewritten to the level), except for the sources ``allow`` names.
-``report``/``strict``: the gate's static report of the levels the host code's instructions use (the
-``host-isa`` rule; ``strict`` refuses an instruction above the level)."""
+build's compiler launcher (``buildkit/building/hip_launcher.sh``), and the gate's ``host-isa``
+report (``report``/``strict``); docs/REFERENCE.md, "Every recipe key".
+"""
 
 from __future__ import annotations
 
@@ -52,11 +51,9 @@ def _parse_host_isa(ctx: Context) -> HostIsa | None:
 
 
 def summary(log: str | None, level: str | None) -> dict[str, Any]:
-    """The manifest's ``host_isa``, small and the same for the same compiles (sorted, each once): the
-    ``level`` the build held (None: not an x86_64 build) and, from the launcher's log
-    (:data:`LOG_NAME`), every ISA flag a compile asked for (``flags_seen``), each rewritten
-    (``-march=native -> -march=x86-64-v2``; a feature dropped: ``-mavx512f -> (dropped)``) and each
-    let through above the level for a source ``allow`` names (``allowed``)."""
+    """The manifest's ``host_isa`` (docs/REFERENCE.md, "Host CPU baseline"): the ``level`` the build held
+    (None: not an x86_64 build) and what the launcher's log (:data:`LOG_NAME`) says, sorted, each once.
+    """
     seen: set[str] = set()
     rewritten: set[str] = set()
     allowed: set[str] = set()

@@ -1,20 +1,9 @@
-"""The recipe's ``image:``: which builder image a build runs in, and how the recipe extends it.
+"""The recipe's ``image:``: which builder image a build runs in, and how the recipe extends it (the
+four forms: docs/REFERENCE.md, "Key: image"; how each is built: :mod:`buildkit.image.builder`).
 
-``image: debian-rocm`` names a profile of ``docker/profiles.toml``. The mapping form extends it or
-replaces it:
-
-* ``{profile: P, packages: [...], build_args: {...}}``: the profile's image, with extra system
-  packages installed in a generated layer over it (by the profile's package manager: apt on the
-  Debian profiles, dnf on the manylinux one, where these are AMD's ROCm ``-devel`` RPMs) and build
-  arguments its Dockerfile declares;
-* ``{dockerfile: path, context: dir, build_args: {...}}``: the project's own Dockerfile (paths
-  relative to the recipe; the context defaults to the Dockerfile's folder);
-* ``{ref: name:tag}``: an image already in the engine, used as is.
-
-Whichever it is, the build checks the image against the builder contract before using it
-(:mod:`buildkit.image.probe`). A build argument the Dockerfile does not declare is refused here, at
-the argument's ``file:line:column`` (Docker would only warn that it was "not consumed"); so is one
-that the ``rocm:`` axis decides (the profile's ``rocm_build_arg``).
+A build argument the Dockerfile does not declare is refused here, at the argument's
+``file:line:column`` (Docker would only warn that it was "not consumed"); so is one that the
+``rocm:`` axis decides (the profile's ``rocm_build_arg``).
 """
 
 from __future__ import annotations

@@ -28,8 +28,7 @@ class Manylinux:
 
 
 def _parse_manylinux(d: Mapping[str, Any], image: ImageSpec | None, err: ErrorAt) -> Manylinux:
-    """The recipe's ``manylinux:`` (validated by the schema already): the policy, its ceilings with
-    the recipe's overrides (which may only tighten it), ``from_image`` and the ``sysroot``."""
+    """The recipe's ``manylinux:``; the recipe's ceilings may only tighten the policy's."""
     m = d["manylinux"]
     name = m["policy"]
     try:

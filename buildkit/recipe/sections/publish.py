@@ -1,7 +1,6 @@
-"""The recipe's ``publish:``: where ``buildkit publish`` sends the gated wheels: PyPI (``pypi``), an
-index server (``index``: its upload URL) or a static PEP 503 tree (``directory``, relative to the
-recipe), exactly one of them; and whether each wheel's attestation must be signed
-(``require_signature``)."""
+"""The recipe's ``publish:``: where ``buildkit publish`` sends the gated wheels (``pypi``, ``index`` or
+``directory``, exactly one) and whether each wheel's attestation must be signed.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The recipe's ``python:``: the CPython versions of the matrix ("3.12"), each one the installed
-cibuildwheel builds manylinux x86_64 wheels for (the schema checks the syntax and duplicates)."""
+"""The recipe's ``python:``: the CPythons of the matrix ("3.12"), each in :func:`cibuildwheel_pythons`."""
 
 from __future__ import annotations
 
@@ -22,10 +21,8 @@ _CIBW_CPYTHON = re.compile(r"^cp(?P<major>[0-9])(?P<minor>[0-9]+)-manylinux_x86_
 
 @cache
 def cibuildwheel_pythons() -> tuple[str, ...]:
-    """CPython versions ("3.12") the installed cibuildwheel builds manylinux x86_64 wheels for.
-
-    Read from cibuildwheel's own ``resources/build-platforms.toml`` (its ``[linux]``
-    ``python_configurations``), so upgrading cibuildwheel is what allows a new Python.
+    """CPython versions ("3.12") the installed cibuildwheel builds manylinux x86_64 wheels for, read
+    from its ``resources/build-platforms.toml``: upgrading cibuildwheel is what allows a new Python.
     """
     text = (
         resources.files("cibuildwheel").joinpath("resources/build-platforms.toml").read_text(encoding="utf-8")

@@ -1,11 +1,7 @@
-"""The recipe's ``rocm_pip:``: ROCm from pip (TheRock's SDK wheels) instead of the system's.
-
-The release is the job's ``rocm:`` entry, said once: a job of ROCm ``7.2`` declares
-``Requires-Dist: rocm[libraries]==7.2.*`` (:meth:`RocmPip.requirement`) and builds with
-``rocm[devel,libraries,device-gfx942,...]==7.2.*`` installed from its hermetic wheelhouse
-(:meth:`RocmPip.build_requirement`: ``devel`` and one ``device-<gfx>`` extra per target of the job
-added). ``extras`` are the selector's run-time extras (default ``[libraries]``); ``devel`` and the
-device extras are the build's, so naming them there is refused.
+"""The recipe's ``rocm_pip:``: ROCm from pip (TheRock's SDK wheels) instead of the system's
+(docs/REFERENCE.md, "ROCm from pip"). The release is the job's ``rocm:`` entry, said once
+(:meth:`RocmPip.requirement`, :meth:`RocmPip.build_requirement`); ``devel`` and the device extras
+are the build's, so naming them in ``extras`` is refused.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""The recipe's ``source:``: a local ``path``, a ``git`` URL at a ``ref``, a released ``sdist``
-(``name==version``) or an archive ``url``, the last two pinned by ``sha256``.
+"""The recipe's ``source:`` (the four forms: docs/REFERENCE.md, "A recipe").
 
-The schema states the shapes (one of the four keys, ``sha256`` with ``sdist`` and ``url``, its 64 hex
-digits, ``name==version``); :func:`_parse_source` adds what a schema cannot: a PEP 440 version in the
-pin, no ``sha256`` on a source that downloads nothing, and no ``version.from: git-tag`` for a source
-without tags. Fetching is :mod:`buildkit.source`'s job; loading a recipe never touches the network.
+:func:`_parse_source` adds what a schema cannot say: a PEP 440 version in the pin, no ``sha256`` on
+a source that downloads nothing, and no ``version.from: git-tag`` for a source without tags.
+Fetching is :mod:`buildkit.source`'s job; loading a recipe never touches the network.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""The recipe's build switches, each a top-level boolean the schema checks:
-
-* ``network``: true gives the build container the network (pip uses the index there); false (the
-  default) is a hermetic build from a wheelhouse resolved on the host (:mod:`buildkit.building.requirements`);
-* ``offload_compress``: true adds clang's ``--offload-compress`` to hipcc's and CMake's HIP flags
-  (:func:`buildkit.plan.expansion.offload_compress_env`).
+"""The recipe's build switches, each a top-level boolean the schema checks (docs/REFERENCE.md, "Key:
+network", "Key: offload_compress"; :mod:`buildkit.building.requirements`,
+:func:`buildkit.plan.expansion.offload_compress_env`).
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """The recipe's ``torch:``: the torch releases a torch extension is built against, one job each, or
-the libtorch stable ABI (one job, serving every torch from one release on).
-
-A list of pins: each names a release (``"2.10"``: the series, or an exact ``"2.10.0"``), where it
-comes from (``index_url``, or ``pip_config: true``: pip's own configuration) and optionally the
-Pythons it serves (``python``: a PEP 440 specifier). A series may be pinned once: job ids name it.
-
-A mapping ``{abi: stable, from: "2.10"}`` (:class:`TorchStable`): no torch axis; every job builds
-against torch ``from`` with torch's stable-only flags (:attr:`TorchStable.flags`), and its wheel
-requires ``torch>=from`` (and ``<below`` only when the recipe gives ``below``).
+the libtorch stable ABI (:class:`TorchStable`: no torch axis, one job serving every torch from one
+release on); the two forms: docs/REFERENCE.md, "Key: rocm, torch, matrix". A series may be pinned
+once: job ids name it.
 """
 
 from __future__ import annotations

@@ -1,28 +1,12 @@
-"""The recipe's ``wheel:`` section: what the project's wheel is tagged for.
+"""The recipe's ``wheel:`` section: what the project's wheel is tagged for (``abi``, ``from``,
+``split``: docs/REFERENCE.md, "Key: wheel").
 
-Without it (or with ``abi: cpython``) a wheel serves one CPython and the plan has one job per
-Python. A project whose native code is not a CPython extension module (a library loaded with
-ctypes, cffi or ``dlopen``) makes one ``py3-none-<platform>`` wheel for every Python; one built
-against the limited API makes one ``cp312-abi3-<platform>`` wheel for CPython 3.12 and later::
-
-    wheel: {abi: py3-none}
-    wheel: {abi: abi3, from: "3.12"}
-
-The plan then builds one job per (ROCm, torch, extra axes) cell, with the lowest CPython planned
-for that cell, and records every Python the wheel serves (:attr:`buildkit.plan.models.Job.serves`);
-the gate's ``job-identity`` rule accepts exactly that tag and checks what it claims.
-
-``split: per-target`` (default ``none``) has ``build`` split each job's gated wheel as ``buildkit split``
-does (:mod:`buildkit.split`): a host wheel and one device wheel per gfx processor of its standalone code
-objects, reachable through the host's extras (``pkg[gfx942]``), each gated, recorded and published on
-its own::
-
-    wheel: {abi: py3-none, split: per-target}
-
+A ``py3-none`` or ``abi3`` cell records every Python its wheel serves
+(:attr:`buildkit.plan.models.Job.serves`); the gate's ``job-identity`` rule accepts exactly that tag.
 The schema checks the keys and the syntax of ``from``; :func:`_parse_wheel` adds what a schema cannot
-say, each a :class:`~buildkit.errors.RecipeError` at ``file:line:column``: ``from`` only with
-``abi3`` (and required there), every planned Python at least ``from``, and no ``{python}``/``{cp}``
-placeholder in ``version.local`` (one wheel serves every Python, so its version cannot name one).
+say: ``from`` only with ``abi3`` (and required there), every planned Python at least ``from``, and no
+``{python}``/``{cp}`` placeholder in ``version.local`` (one wheel serves every Python, so its version
+cannot name one).
 """
 
 from __future__ import annotations
