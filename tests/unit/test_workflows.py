@@ -133,7 +133,8 @@ def test_release_calls_the_reusable_pipeline_and_publishes_on_tags_only() -> Non
     (job,) = release["jobs"].values()
     assert job["uses"] == "$/.github/workflows/buildkit.yml"
     assert job["with"]["publish"] == "${{ startsWith(github.ref, 'refs/tags/v') }}"
-    assert set(job["secrets"]) == {"index-username", "index-password", "signing-key"}  # named, never `inherit`
+    # named, never `inherit`
+    assert set(job["secrets"]) == {"index-username", "index-password", "signing-key"}
     called = _load(PIPELINE)["on"]["workflow_call"]
     assert (
         called["inputs"]["recipe"]["required"] == "true" and called["inputs"]["publish"]["default"] == "false"
