@@ -10,21 +10,13 @@ Layout (relative links only, so the tree can be copied anywhere)::
     ROOT/simple/<normalized-name>/index.json   PEP 691 JSON of the same files
     ROOT/simple/<normalized-name>/<wheel>      the wheel
     ROOT/simple/<normalized-name>/<wheel>.metadata   its METADATA file (PEP 658)
-    ROOT/simple/<normalized-name>/<wheel>.provenance the DSSE envelope of its attestation, only when
-                                               publish verified it with the publisher's key; the
-                                               anchor's data-provenance (PEP 740) and index.json's
-                                               "provenance" link it
+    ROOT/simple/<normalized-name>/<wheel>.provenance the verified DSSE envelope, linked by
+                                               data-provenance (PEP 740) and index.json
 
-Every file is written atomically (temporary file in the same folder + ``os.replace``) and the whole
-update holds an exclusive lock on ``ROOT/.buildkit-index.lock``, so two publishers cannot interleave
-and a reader never sees a half-written page. A batch is staged whole and committed through a journal
-(:mod:`buildkit.publish.journal`): killed at any point, the next update finishes or undoes it. A batch
-(:func:`add_wheels`) is checked whole before anything is written: one conflict writes nothing.
-``pip install --index-url file://ROOT/simple/`` works.
-
-Publishing is idempotent: the same file again is reported ``already``; the same file name with other
-bytes raises :class:`~buildkit.errors.PublishRefused` (an index must never change a released file).
-"""
+Locking, atomic pages and the journal: REFERENCE.md ("A static index ..."), :mod:`buildkit.publish.journal`.
+A batch (:func:`add_wheels`) is checked whole before anything is written: the same file again is
+``already``; the same name with other bytes raises :class:`~buildkit.errors.PublishRefused` (an index
+must never change a released file)."""
 
 from __future__ import annotations
 
@@ -349,17 +341,10 @@ def add_wheels(
     ``provenance``: the verified attestation (DSSE envelope bytes) of a wheel, by its path in
     ``wheels``, served beside it as ``<wheel>.provenance``; a wheel without one gets none.
 
-    Under the index lock, an interrupted earlier update is finished or undone first
-    (:func:`recover`). Every wheel is then checked against the index (:func:`check_additions`): the
-    same file again is ``status == "already"`` (nothing rewritten); the same file name with other bytes
-    (in the index, or twice in ``wheels``) raises :class:`PublishRefused` naming every such wheel, before
-    anything is written. Then every new wheel is copied to a temporary file beside its final place,
-    hashing the bytes copied (a wheel that changed since it was checked refuses the whole batch, and the
-    temporary files are removed); its ``.metadata`` is read from that copy and staged too, and so are
-    the pages that list them. Only then is the batch committed (:func:`buildkit.publish.journal.commit`):
-    the wheels' ``.metadata`` and ``.provenance`` files, the wheels, the project pages and the root
-    pages renamed into place, in that order. A SIGKILL at any point leaves the index as before or,
-    once the next update (or :func:`recover`) has run, as after.
+    Under the index lock: an interrupted update recovered (:func:`recover`), every wheel checked
+    (:func:`check_additions`, :class:`PublishRefused` before anything is written), each new wheel copied
+    beside its final place and hashed while copied (a wheel changed since checked refuses the batch),
+    its ``.metadata`` and pages staged, then committed (:func:`buildkit.publish.journal.commit`).
     """
     with _locked(root):
         _recover(root)
