@@ -1,34 +1,19 @@
 """cibuildwheel options rendered from a plan Job (pure: no Docker, no files touched).
 
-The rendered environment drives ``python -m cibuildwheel`` in a subprocess. It is the only
-channel between the host and the build container, so it is deliberately small:
+The rendered environment is the only channel between the host and the build container, so it is
+deliberately small; what the container may see is REFERENCE.md's "What a build guarantees". Here:
+the build environment is exactly :func:`container_environment`, cibuildwheel's process gets only
+:data:`HOST_PASSTHROUGH`, and ``CIBW_ENVIRONMENT_PASS_LINUX`` is forced empty, which beats a
+project's ``[tool.cibuildwheel] environment-pass`` (an environment variable, even an empty one,
+overrides pyproject.toml in cibuildwheel's option cascade). The recipe's ``env`` reaches the
+container literally (:data:`buildkit.recipe.RESERVED_ENV` refused; its ``MAX_JOBS`` and
+``ROCM_PATH`` win over buildkit's defaults). Repair's exclude globs match versioned SONAMEs
+(``librocblas.so*`` matches ``librocblas.so.5``).
 
-* the container gets no host filesystem mount (``disable_host_mount``), no Docker socket and
-  none of the host's environment (credentials such as ``TWINE_PASSWORD`` or a
-  ``PIP_INDEX_URL`` with a password stay on the host): the build environment is exactly
-  :func:`container_environment`. cibuildwheel's process gets only :data:`HOST_PASSTHROUGH`, and
-  ``CIBW_ENVIRONMENT_PASS_LINUX`` is forced empty, which beats a project's
-  ``[tool.cibuildwheel] environment-pass`` (an environment variable, even an empty one, overrides
-  pyproject.toml in cibuildwheel's option cascade);
-* the recipe's ``env`` reaches the container literally; variables the build sets itself
-  (:data:`buildkit.recipe.RESERVED_ENV`) are refused, ``MAX_JOBS`` and ``ROCM_PATH`` from the
-  recipe win over buildkit's defaults;
-* the container has no network (``--network=none``) unless the recipe says ``network: true``: pip
-  installs only from the wheelhouse staged with the source (``PIP_NO_INDEX=1``,
-  ``PIP_FIND_LINKS``; the build requirements are resolved and downloaded on the host,
-  :mod:`buildkit.building.requirements`);
-* the compiler cache is a named Docker volume (not a host path), one per cache key, and every C,
-  C++ and HIP compile goes through it (:mod:`buildkit.building.ccache`: the image's masquerade directory
-  first on ``PATH``, the one value rendered with an expansion, ``PATH=<dir>:$PATH``);
-* repair is ``auditwheel repair --plat <policy>`` with the job's exclude globs, which match
-  versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``);
-* ROCm from pip (the recipe's ``rocm_pip``): ``before_all`` installs the SDK
-  (``rocm[devel,libraries,device-<gfx>...]==7.2.*``, from the staged wheelhouse) with the job's
-  Python into :data:`ROCM_SDK_DIR` and links ``rocm-sdk path --root`` and ``--cmake`` there, which
-  ``ROCM_HOME`` and ``CMAKE_PREFIX_PATH`` name; the compiler stays the image's hipcc (``ROCM_PATH``:
-  an SDK core wheel carries none in the tests' stand-in). After repair (the SDK's SONAMEs excluded),
-  :mod:`buildkit.building.sdk_link` adds the ``$ORIGIN``-relative RPATHs and the ``Requires-Dist``.
-"""
+ROCm from pip (``rocm_pip``): ``before_all`` installs the SDK from the staged wheelhouse with the
+job's Python into :data:`ROCM_SDK_DIR`, which ``ROCM_HOME`` and ``CMAKE_PREFIX_PATH`` name; the
+compiler stays the image's hipcc (an SDK core wheel carries none in the tests' stand-in); after
+repair :mod:`buildkit.building.sdk_link` adds the RPATHs and the ``Requires-Dist``."""
 
 from __future__ import annotations
 

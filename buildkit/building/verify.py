@@ -1,21 +1,16 @@
 """``buildkit verify``: rebuild the job a manifest records and compare the bytes.
 
-The manifest beside a wheel names the recipe (file + sha256), the job, the builder image (tag +
-id), the source commit and the ``SOURCE_DATE_EPOCH``. :func:`read_recorded` finds that recipe
-(refusing one with other bytes); :func:`buildkit.service.verify.verify_rebuild` expands the same job
-and :func:`rebuild` rebuilds it with ``force`` in the recorded image (when the engine still has that
-tag) and the recorded epoch into a temporary folder, and compares sha256. When they differ, the
-members that differ are named with their sha256 and sizes (:func:`diff_members`), ``diffoscope`` runs
-on the two wheels when it is installed, and every recorded input that is not the same this time
-(image id, source commit, job fields) is listed: any of those alone can explain a difference.
+:func:`read_recorded` finds the recorded recipe (refusing one with other bytes);
+:func:`buildkit.service.verify.verify_rebuild` expands the same job and :func:`rebuild` rebuilds it
+with ``force`` in the recorded image (when the engine still has that tag) and epoch into a temporary
+folder. When the sha256 differ, the differing members (:func:`diff_members`), ``diffoscope`` when
+installed, and every recorded input not the same this time (image id, source commit, job fields)
+are listed: any of those alone can explain a difference.
 
 Checked before anything is rebuilt (:class:`~buildkit.errors.UsageError`, exit 2, like every other
-problem with verify's inputs): the manifest must be a ``rocm-buildkit/manifest`` document with the
-shape ``publish`` accepts (an object with ``schema``, and ``wheel``/``recipe``/``job`` objects naming
-``wheel.sha256``, ``recipe.sha256`` and ``job.id``; :func:`check_manifest`): ``publish`` refuses
-the same manifests with its own refusal code 10. ``--keep DIR`` must be a creatable, writable folder
-(:func:`prepare_keep`), so a read-only one fails at once, not after the rebuild.
-"""
+problem with verify's inputs): the manifest's shape (:func:`check_manifest`; ``publish`` refuses the
+same manifests with its code 10), and ``--keep DIR`` (:func:`prepare_keep`), so a read-only one fails
+at once, not after the rebuild."""
 
 from __future__ import annotations
 

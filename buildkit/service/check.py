@@ -1,22 +1,12 @@
-"""What ``buildkit check`` does, as library calls (:func:`run_check`): its gate options and
-``--recipe``/``--job`` -> a :class:`~buildkit.gate.config.GateConfig` (:func:`gate_config`), with
-``--rocm-from-pip``/``--rocm-sdk`` the SDK's wheels read into it (:func:`with_rocm_from_pip`); then
-every wheel is judged (:func:`buildkit.judge.judge_wheels`, the one way ``build``, ``check``,
-``publish`` and ``split`` judge wheel files); :meth:`CheckRun.failure` is the command's verdict.
-
-With ``recipe`` and ``job`` the configuration is the one ``build`` uses,
-:meth:`GateConfig.from_recipe_job` (each option's value where its row of the options table says: the
-job's policy, ceilings, exclude globs, archs, torch pin and ROCm, the recipe's ``size_budget``,
-required members and ``host_isa``; with the job's ROCm SONAMEs and the recipe's waivers), and the
-options given adjust it, each by its merge rule (replace, add, tighten: the table of
-:mod:`buildkit.gate.options`, :func:`~buildkit.gate.options.apply_options`). Without a recipe the
-options apply to the defaults by the same rules. RECORD hashes are verified by default, with or
-without a recipe and job (what ``build`` does); ``--no-verify-record`` skips the hashing.
+"""What ``buildkit check`` does, as library calls (:func:`run_check`): its options ->
+a :class:`~buildkit.gate.config.GateConfig` (:func:`gate_config`; with ``--recipe``/``--job`` the one
+``build`` uses, :meth:`GateConfig.from_recipe_job`, adjusted by the options' merge rules of
+:mod:`buildkit.gate.options`), then every wheel judged (:func:`buildkit.judge.judge_wheels`);
+:meth:`CheckRun.failure` is the command's verdict.
 
 Light on purpose (``tests/unit/test_check_startup.py``): the recipe layer, the SDK's wheels, the
 Docker SDK and the torch's exports load only for the options that need them, and the result is a
-NamedTuple (a dataclass on check's path costs its start-up).
-"""
+NamedTuple (a dataclass on check's path costs its start-up)."""
 
 from __future__ import annotations
 

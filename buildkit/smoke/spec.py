@@ -51,7 +51,8 @@ class GpuAccess:
 
 
 def gpu_access(dev: Path = Path("/dev")) -> GpuAccess | None:
-    """The AMD GPU device nodes of this machine (``/dev/kfd`` + ``/dev/dri``), None when absent."""
+    """The AMD GPU device nodes of this machine (``/dev/kfd`` + ``/dev/dri``), None when absent (with a
+    remote engine on a GPU host, run buildkit there)."""
     kfd, dri = dev / "kfd", dev / "dri"
     if not kfd.exists() or not dri.is_dir():
         return None
