@@ -1,12 +1,10 @@
-"""One job: its phases in order (:data:`STEPS`, one module each in :mod:`buildkit.building.steps`),
-the error it ends with and the clean-up; :func:`build_one` is the one path of ``buildkit build`` and
-``buildkit verify``.
+"""One job: its phases in order (:data:`STEPS`), the error it ends with and the clean-up;
+:func:`build_one` is the one path of ``buildkit build`` and ``buildkit verify``.
 
 A failed or gate-refused job removes the previous ``<out>/<job-id>/`` (unless it was built from
 exactly these inputs); an interrupted job (Ctrl-C, SIGTERM) or a lost Docker engine leaves it as it
 was. No job leaves a container behind: every one carries the job's ``io.rocm-buildkit.run`` label
-and is removed by it; when the engine stops answering, the error says how to clean up.
-"""
+and is removed by it; when the engine stops answering, the error says how to clean up."""
 
 from __future__ import annotations
 

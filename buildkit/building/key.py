@@ -1,11 +1,5 @@
-"""The inputs key of a job and the up-to-date check built on it.
-
-:func:`inputs_key` hashes everything a job's wheel and its verdict are made from (the job, the
-builder image id, the staged source's digest, SOURCE_DATE_EPOCH, build isolation, the recipe, the
-gate's rules, the host tools' versions, what a hermetic build requests);
-:func:`up_to_date` finds the wheel in a job's output folder whose manifest records that key and whose
-bytes still match.
-"""
+"""The inputs key of a job (everything its wheel and verdict are made from) and the up-to-date check
+built on it."""
 
 from __future__ import annotations
 

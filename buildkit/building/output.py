@@ -1,13 +1,7 @@
 """A job's output folder ``<out>/<job-id>/``: checked writable, filled all at once, discarded when stale.
 
-:func:`publish_to_out` puts a gated wheel and its companions (manifest, attestation) into the job's
-folder by one rename (under a lock on ``<out>``; a previous folder is set aside for the instant of the
-swap and put back if the swap fails: :func:`locked` and :func:`swap_in`, which the quarantine of
-refused wheels uses too, :mod:`buildkit.building.quarantine`); :func:`discard_output` and
-:func:`drop_stale_output` remove a previous output that no longer matches the recipe or source;
-:func:`check_writable` refuses an ``--out``, ``--log-dir`` or ``--keep-refused`` that cannot be
-written before anything starts.
-"""
+A folder is filled by one rename under a lock on ``<out>``; the previous one is set aside for the
+instant of the swap and put back if the swap fails (:func:`swap_in`, which the quarantine uses too)."""
 
 from __future__ import annotations
 

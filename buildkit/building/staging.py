@@ -1,15 +1,8 @@
 """The source of a job: fetched, checked, staged into a private folder, digested; and the folders
 that killed builds left in ``--out``.
 
-:func:`fetch_source` gives the recipe's source as a local folder (a path source as is, a git source
-cloned at its ref, an sdist or url source unpacked from its verified archive);
-:func:`run_prebuild_checks` runs the recipe's checks on it (tuned CSVs) before any compiler starts;
-:func:`stage_source` copies it without build litter into the job's staging
-folder (:func:`staging_folder`, ``<out>/.staging-<job>-<pid>-*``: a dot-folder ``publish`` never
-reads), with the host's CA bundle for pip in the container; :func:`tree_digest` is what the inputs
-key sees of it; :func:`source_date_epoch` the time stamp the wheel is built with.
-:func:`sweep_debris` removes the staging and swap folders of builds that were killed.
-"""
+The staging folder (:func:`staging_folder`, ``<out>/.staging-<job>-<pid>-*``) is a dot-folder
+``publish`` never reads; the recipe's pre-build checks run before any compiler starts."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""What the builder image holds for a job: its interpreter, and the toolchain versions read inside it.
-
-:func:`job_interpreter` is the Python cibuildwheel builds a job with (``/opt/python/<cp>-<cp>``,
-from cibuildwheel's own table); :func:`toolchain_versions` reads hipcc, clang, that Python,
-auditwheel, patchelf, gcc and glibc in a throwaway container of the image
-(:func:`buildkit.docker_engine.throwaway`: no network, removed afterwards) for the manifest.
-"""
+"""What the builder image holds for a job: its interpreter, and the toolchain versions read inside it
+for the manifest."""
 
 from __future__ import annotations
 

@@ -1,12 +1,8 @@
-"""The refusal rules of ``publish``: which wheels under DIST are candidates, and why one is refused
-(a wheel the gate refused in ``build`` and kept apart, no manifest, a gate verdict that did not pass,
-a sha256 the manifest does not name, another recipe, a local version label for PyPI). :func:`check_all`
-refuses the whole batch for any one refusal.
+"""The refusal rules of ``publish``: which wheels under DIST are candidates, and why one is refused.
+:func:`check_all` refuses the whole batch for any one refusal.
 
-Refused wheels are kept in ``<out>/.refused/<job-id>/`` (a dot-folder: never collected) or in a
-``build --keep-refused DIR`` folder; when that folder lies in the publish tree, each of its wheels is
-refused by name, with the errors its ``<wheel>.refused.json`` records, whatever else lies beside it.
-"""
+A ``build --keep-refused DIR`` folder that lies in the publish tree has each of its wheels refused
+by name, with the errors its ``<wheel>.refused.json`` records, whatever else lies beside it."""
 
 from __future__ import annotations
 

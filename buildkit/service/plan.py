@@ -1,11 +1,7 @@
 """A recipe's plan as every command makes it: the recipe loaded, expanded into jobs, with the runtime
 images' ceilings read through the one reader a command injects (the plan stage never talks to a
-Docker engine itself).
-
-:func:`load_plan` is that sequence, written once: ``build``, ``plan``, ``check --recipe --job``,
-``verify`` and ``publish --recipe`` all go through it (or :func:`plan_of`, for a recipe already
-loaded), so that a job's ceilings are the same whichever command expands it.
-"""
+Docker engine itself). :func:`load_plan` (or :func:`plan_of`) is that sequence, written once, so that
+a job's ceilings are the same whichever command expands it."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
-"""``buildkit publish`` as a library call (:func:`run_publish`): the target (``--to``, or the
-recipe's ``publish`` section), the publish log (credentials scrubbed, appended to a file and given to
-``echo``), every wheel under DIST published or refused (:func:`buildkit.publish.run.publish`, the
-gate run again with the recipe's jobs as ``build`` expands them, through
-:func:`buildkit.service.plan.plan_of`), and with ``check_install`` what pip and uv resolve from the
-published index (:mod:`buildkit.publish.resolution`); :meth:`PublishRun.failure` is the command's
-verdict after publishing."""
+"""``buildkit publish`` as a library call (:func:`run_publish`): the target, the publish log
+(credentials scrubbed), :func:`buildkit.publish.run.publish` with the recipe's jobs as ``build``
+expands them (:func:`buildkit.service.plan.plan_of`), and with ``check_install`` what pip and uv
+resolve (:mod:`buildkit.publish.resolution`)."""
 
 from __future__ import annotations
 
