@@ -1,18 +1,13 @@
 """The Docker engine: connecting to the one the user means, and the one owner of throwaway containers.
 
-Connecting: :func:`connect` reads the current context (``DOCKER_CONTEXT`` or the CLI's
-``config.json``) through the SDK's own context API (``from_env()`` ignores ``docker context use``). A
-daemon that does not answer raises :class:`~buildkit.errors.DockerUnavailable` (exit 8) naming the
-endpoint it tried.
+:func:`connect` reads the current context (``DOCKER_CONTEXT`` or the CLI's ``config.json``) through
+the SDK's own context API (``from_env()`` ignores ``docker context use``); a daemon that does not
+answer raises :class:`~buildkit.errors.DockerUnavailable` (exit 8) naming the endpoint it tried.
 
-Throwaway containers: :func:`throwaway` is the only place buildkit creates a container; cibuildwheel
-creates its own, with :func:`container_labels` passed through its ``create_args``. Every one carries
-:data:`CONTAINER_LABEL` (a build's also :data:`RUN_LABEL`) and its :class:`Owner`, and is removed when
-the ``with`` block ends, also on an exception or Ctrl-C, even one that came while the engine was still
-creating it (it is then found by its unique name). :func:`prune_containers` removes what a hard kill
-left, only where the owner is gone (docs/REFERENCE.md, ``image prune --containers``).
-``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` keeps them (their names printed on stderr).
-"""
+:func:`throwaway` is the only place buildkit creates a container; cibuildwheel creates its own, with
+:func:`container_labels` passed through its ``create_args``. Every one carries :data:`CONTAINER_LABEL`
+(a build's also :data:`RUN_LABEL`) and its :class:`Owner`; :func:`prune_containers` removes what a
+hard kill left, only where the owner is gone (docs/REFERENCE.md, ``image prune --containers``)."""
 
 from __future__ import annotations
 

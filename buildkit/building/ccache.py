@@ -2,14 +2,11 @@
 doing anything, and the build says how often it hit (what and why: docs/REFERENCE.md, "The compiler
 cache works for any project" and "Device code once per matrix").
 
-A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR` (``cibw.ccache_volume``);
-``--no-cache`` mounts none and routes only HIP compiles, through the launcher. :func:`environment`
-routes the three ways a project calls its compilers: by name through PATH (the image's masquerade
-directory first, ``PATH=<dir>:$PATH``, the one value rendered with an expansion); hipcc by full path
-(``HIP_CLANG_LAUNCHER``, else the clang wrappers :data:`HIP_CLANG_WRAPPERS` of the manylinux image or
-:data:`SID_HIP_WRAPPERS` made by :data:`SID_SETUP`, which exec :data:`LAUNCHER_VARIABLE`); CMake
-(:data:`CMAKE_LAUNCHERS`). A CMake configure probe (``CMakeScratch/TryCompile-XXXXXX/``, a new random
-path at every configure) is run with ``CCACHE_DISABLE=1``: it could never hit.
+A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR`; ``--no-cache`` mounts none
+and routes only HIP compiles, through the launcher. :func:`environment` routes the three ways a
+project calls its compilers: by name through PATH, hipcc by full path, CMake. A CMake configure probe
+(``CMakeScratch/TryCompile-XXXXXX/``, a new random path at every configure) is run with
+``CCACHE_DISABLE=1``: it could never hit.
 
 **The HIP launcher** (``hip_launcher.sh``, staged at :data:`STAGED_LAUNCHER`, :func:`launcher_script`)
 runs every HIP compile of a build whose layout routes them (:func:`uses_launcher`), with or without
@@ -21,11 +18,8 @@ uncached one's bytes (tests/docker/test_hip_cuid_e2e.py). No ``CCACHE_BASEDIR``:
 are not in :data:`IGNORED_OPTIONS`: the images hold every Python's headers side by side, so a
 direct-mode manifest naming 3.13's ``Python.h`` would match in the 3.14 job.
 
-The layout is the one the image's profile declares (``cache_layout`` and ``cache_hip`` in
-docker/profiles.toml: :data:`NAMED`); an image of the project's own Dockerfile or a ref gets
-:data:`ANY` (both usual masquerade directories, no launcher). The hit rate: :data:`ZERO_STATS` first,
-then :func:`read_stats` in a throwaway container holding the volume (``ccache --print-stats``; ccache
-3's ``-s`` table where that is missing).
+The layout is the one the image's profile declares (:data:`NAMED`); an image of the project's own
+Dockerfile or a ref gets :data:`ANY` (both usual masquerade directories, no launcher).
 """
 
 from __future__ import annotations

@@ -16,18 +16,14 @@ What is captured (``manifest["provenance"]``):
   container before cibuildwheel returns.
 * ``build_isolation``; ``attestation``: the file name, ``signed`` and the signer's ``keyid``.
 
-The recipe sha256, source commit, image id and toolchain versions are the manifest's own
-``recipe``, ``source``, ``image`` and ``toolchain`` keys. The statement signs the recipe (file, name,
-sha256), the job, the wheel (subject: name + sha256) and the job's gate configuration (the manifest's
-``gate``, ``internalParameters.gate``): ``publish --public-key`` runs the gate again with that
+The statement signs the recipe, the job, the wheel (subject: name + sha256) and the job's gate
+configuration (``internalParameters.gate``): ``publish --public-key`` runs the gate with that
 configuration only once this signature verifies (:mod:`buildkit.publish.trust`).
 
 The attestation ``<wheel>.intoto.json`` is a DSSE envelope (payloadType
-``application/vnd.in-toto+json``) around an in-toto Statement v1 whose subject is the wheel (file
-name + sha256) and whose predicate is SLSA provenance v1. It is signed with an ed25519 key when
-``BUILDKIT_SIGNING_KEY`` names a PEM private key, else written with an empty ``signatures`` list
-(unsigned) and the manifest says ``signed: false``. Sigstore keyless signing (Fulcio certificate +
-Rekor transparency log) needs network access to those services and is not done here.
+``application/vnd.in-toto+json``) around an in-toto Statement v1 with an SLSA provenance v1 predicate;
+unsigned without ``BUILDKIT_SIGNING_KEY`` (empty ``signatures``; the manifest says ``signed: false``).
+Sigstore keyless signing (Fulcio + Rekor) needs network access to those services and is not done here.
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 """Pre-build check of tuned-kernel CSV files (recipe ``checks.tuned_csv``).
 
-aiter-style packages ship tuned GEMM configurations as CSV rows keyed by
-``(gfx, cu_num, M, N, K)``. A file without a ``gfx`` column cannot say which GPU a row was tuned
-on, and two rows with the same key make the chosen kernel depend on file order: both are errors,
-reported at ``file:line``.
+aiter-style packages ship tuned GEMM configurations as CSV rows keyed by ``(gfx, cu_num, M, N, K)``.
+A file without a ``gfx`` column cannot say which GPU a row was tuned on, and two rows with the same
+key make the chosen kernel depend on file order: both are errors, reported at ``file:line``.
 
-The patterns come from a recipe, which may be hostile: a pattern must be relative and stay in
-the source (no ``/`` start, no ``..`` component), every matched file must resolve (symlinks
-followed) to a regular file under the source root, and a message never quotes more than
-:data:`MAX_QUOTED` characters of a file's content.
-"""
+The patterns come from a recipe, which may be hostile: a pattern must be relative and stay in the
+source, every matched file must resolve (symlinks followed) to a regular file under the source root,
+and a message never quotes more than :data:`MAX_QUOTED` characters of a file's content."""
 
 from __future__ import annotations
 

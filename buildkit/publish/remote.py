@@ -1,14 +1,9 @@
-"""Index servers over HTTP: their simple pages (read by :mod:`buildkit.pyindex`, PEP 691 or PEP 503),
-and ``twine upload``.
+"""Index servers over HTTP: their simple pages (read by :mod:`buildkit.pyindex`), and ``twine upload``.
 
-Credentials (``TWINE_USERNAME``/``TWINE_PASSWORD``) are sent only to the exact origin (scheme,
-host, port) of the upload URL (:class:`~buildkit.pyindex.Credentials`), and only over https or to a
-loopback http host; a simple page is read without them first, and they are added only when that
-origin answers HTTP 401; a redirect never carries them to another origin. A network failure is
-:class:`~buildkit.errors.PublishUnavailable` (exit 13, the code every command gives for an index it
-cannot reach) when retrying may help, else :class:`~buildkit.errors.PublishRefused`
-(:func:`network_failure`).
-"""
+Credentials (``TWINE_USERNAME``/``TWINE_PASSWORD``) are sent only to the exact origin of the upload
+URL (:class:`~buildkit.pyindex.Credentials`), and only over https or to a loopback http host. A
+network failure is :class:`~buildkit.errors.PublishUnavailable` (exit 13) when retrying may help,
+else :class:`~buildkit.errors.PublishRefused` (:func:`network_failure`)."""
 
 from __future__ import annotations
 
