@@ -83,12 +83,8 @@ def drop_stale_output(dest: Path, job: Job, echo: Echo, *, keep_key: str | None)
 
 def publish_to_out(wheels: Path | Sequence[Path], dest: Path) -> None:
     """Put the wheels (the job's one, or a split's host and device wheels) and their companions
-    (manifest, attestation, lock) into ``dest`` all at once.
-
-    The files are first copied into a hidden folder inside ``dest``'s parent (the same file system
-    as ``dest``, whatever the staging folder's), then that folder is renamed to ``dest``. A previous
-    ``dest`` is set aside for the instant of the swap and put back if the swap fails.
-    """
+    (manifest, attestation, lock) into ``dest`` all at once: copied into :func:`incoming_folder` (the
+    same file system as ``dest``, whatever the staging folder's), then :func:`swap_in`."""
     wheels = [wheels] if isinstance(wheels, Path) else list(wheels)
     files: list[Path] = []
     for wheel in wheels:

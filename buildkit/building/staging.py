@@ -162,10 +162,9 @@ def _running(pid: int) -> bool:
 
 def sweep_debris(out_dir: Path, echo: Echo) -> list[Path]:
     """Remove the staging and swap folders that killed builds left in ``out_dir`` (their pid no longer
-    runs on this host); a ``.previous`` folder whose job folder is missing (a build killed in the
-    instant of its swap) is put back instead. Returns the folders removed. Nothing else is touched:
-    not the quarantine of refused wheels (``.refused``, whose own swap folders the quarantine sweeps
-    with this function before it swaps: :mod:`buildkit.building.quarantine`), nor any other folder."""
+    runs on this host); a ``.previous`` folder whose job folder is missing (a build killed in the instant
+    of its swap) is put back instead. Nothing else is touched (not ``.refused``: the quarantine sweeps its
+    own with this function). Returns the folders removed."""
     try:
         entries = sorted(out_dir.iterdir())
     except OSError:

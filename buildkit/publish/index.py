@@ -288,12 +288,8 @@ class _Staged:
 
 
 def check_additions(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResult]:
-    """What :func:`add_wheels` would do, writing nothing (no lock either: for ``publish --dry-run``).
-
-    ``status`` is "published" for a wheel that would be added, "already" for the same file already
-    there; a file name with other bytes (in the index, or twice in ``wheels``) raises
-    :class:`PublishRefused` naming every such wheel, as :func:`add_wheels` does.
-    """
+    """What :func:`add_wheels` would do, writing nothing (no lock either: for ``publish --dry-run``);
+    refuses as it does."""
     return _plan(root, wheels)[0]
 
 
@@ -337,15 +333,10 @@ def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[_AddResu
 def add_wheels(
     root: Path, wheels: Sequence[tuple[Path, str]], provenance: Mapping[Path, bytes] | None = None
 ) -> list[_AddResult]:
-    """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
-    ``provenance``: the verified attestation (DSSE envelope bytes) of a wheel, by its path in
-    ``wheels``, served beside it as ``<wheel>.provenance``; a wheel without one gets none.
-
-    Under the index lock: an interrupted update recovered (:func:`recover`), every wheel checked
-    (:func:`check_additions`, :class:`PublishRefused` before anything is written), each new wheel copied
-    beside its final place and hashed while copied (a wheel changed since checked refuses the batch),
-    its ``.metadata`` and pages staged, then committed (:func:`buildkit.publish.journal.commit`).
-    """
+    """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none (the steps: the
+    module's docstring, :mod:`buildkit.publish.journal`). ``provenance``: the verified DSSE envelope of a
+    wheel, by its path in ``wheels``, served beside it as ``<wheel>.provenance``; a wheel changed since it
+    was checked refuses the batch."""
     with _locked(root):
         _recover(root)
         results, pending = _plan(root, wheels)

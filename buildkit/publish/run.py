@@ -75,16 +75,10 @@ def publish(
 ) -> list[Outcome]:
     """Check every wheel under ``dist`` and the target's state, then publish; returns what happened.
 
-    ``recipe``: every wheel must have been built from that recipe file (manifest ``recipe.sha256``),
-    and the gate runs again with its job's configuration. ``public_key``: the PEM ed25519 key the
-    wheels' attestations must verify with (default: ``BUILDKIT_PUBLISH_KEY`` of ``env``); the gate
-    runs again with the configuration they sign. Neither: every wheel is refused
+    ``recipe``/``public_key`` (default: ``BUILDKIT_PUBLISH_KEY`` of ``env``): what is trusted
     (:mod:`buildkit.publish.trust`). ``expand``: how the recipe's plan is made (the CLI reads runtime
-    images' ceilings as ``build`` does). ``dry_run``: all the checks and the target's state, nothing
-    written or uploaded ("would publish"). ``require_signature`` (or the recipe's
-    ``publish.require_signature``): a key is required, so that every wheel's bytes are the ones a
-    signed attestation names, with ``recipe`` too (UsageError without one, before anything is read).
-    """
+    images' ceilings as ``build`` does). ``require_signature``: a key is required, with ``recipe`` too
+    (UsageError without one, before anything is read)."""
     environ = dict(os.environ if env is None else env)
     key = public_key or key_from_env(environ)
     signed_by_recipe = recipe is not None and recipe.publish is not None and recipe.publish.require_signature

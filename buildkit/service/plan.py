@@ -104,16 +104,11 @@ def _recorded_recipe(wheel: Path) -> Mapping[str, Any] | None:
 
 
 def stale_notes(recipe: Recipe, out: Path) -> tuple[str, ...]:
-    """One note per set of changed keys, naming the wheels under ``out`` (the build's output folder) that an
-    edit of ``recipe`` made stale: ``buildkit plan``'s note.
-
-    A wheel's manifest records the recipe it was built from (:meth:`buildkit.recipe.Recipe.record`): its
-    ``build_sha256`` (the recipe less ``publish:`` and ``smoke:``) and the digest of each top-level key
-    (``build_keys``). A wheel of the recipe's project whose ``build_sha256`` is not the recipe's now was built
-    from an earlier version of it, and ``publish --recipe`` refuses it until ``build`` makes it again; the
-    note names the keys that changed (a manifest of an older build records none: the note says so). An edit
-    of ``publish:`` or ``smoke:`` alone is no note. Wheels in dot-folders (the quarantine ``.refused/``) and
-    wheels without a readable manifest are not read."""
+    """One note per set of changed keys, naming the wheels under ``out`` that an edit of ``recipe`` made
+    stale: ``buildkit plan``'s note. A wheel of the recipe's project whose manifest's ``build_sha256``
+    is not the recipe's now is stale (``publish --recipe`` refuses it until ``build`` makes it again); the
+    note names the changed ``build_keys`` (an older manifest records none: the note says so). Wheels in
+    dot-folders and wheels without a readable manifest are not read."""
     if not out.is_dir():
         return ()
     groups: dict[tuple[str, ...] | None, list[str]] = {}

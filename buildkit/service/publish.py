@@ -80,12 +80,9 @@ def run_publish(
     on_refused: _OnRefused | None = None,
 ) -> PublishRun:
     """Publish every wheel under ``dist`` to ``to``, else to ``recipe``'s publish target (neither:
-    UsageError); with ``recipe``, only wheels built from it (``refuse_for_recipe``), as
-    :func:`buildkit.publish.run.publish` checks them. Each line of the log, scrubbed of the environment's
-    credentials, goes to ``echo`` and is appended to ``log_file``, which also
-    keeps the error when one is raised (``on_refused`` is called first for a PublishRefused).
-    ``check_install`` (not on a dry run: UsageError): then ask pip and uv what they resolve from the
-    published index beside ``pypi_url``, for every wheel published and, with a recipe, every job."""
+    UsageError). The log, scrubbed of the environment's credentials, goes to ``echo`` and ``log_file``,
+    which also keeps the error (``on_refused`` is called first for a PublishRefused). ``check_install``
+    (not on a dry run: UsageError): then ask pip and uv what they resolve beside ``pypi_url``."""
     if check_install and dry_run:
         raise UsageError(CHECK_INSTALL_DRY_RUN)
     if to is None and recipe is None:

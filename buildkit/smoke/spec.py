@@ -128,11 +128,9 @@ def choose_specs(
     commands: Iterable[str] = (),
     python: str | None = None,
 ) -> list[SmokeSpec]:
-    """The smoke tests to run: the recipe's entries (selected by label; their image placeholders
-    filled from the wheel's manifest), or one ad-hoc test of ``image`` with the given imports and
-    commands (default: import the wheel's top-level packages). A Python-independent wheel
-    (:func:`served_pythons`) gets each recipe entry once per CPython it serves, with that CPython's
-    interpreter, unless ``python`` names the interpreter."""
+    """The smoke tests to run: the recipe's entries (selected by label, image placeholders filled from the
+    wheel's manifest), or one ad-hoc test of ``image`` (default: import the wheel's top-level packages).
+    A Python-independent wheel gets each recipe entry once per CPython it serves, unless ``python``."""
     labels, imports, commands = tuple(labels), tuple(imports), tuple(commands)
     if labels and recipe is None:
         raise UsageError("--label selects recipe entries: give --recipe")
