@@ -214,11 +214,9 @@ def launcher_script() -> str:
 
 
 def environment(job: Job, *, cached: bool = True) -> dict[str, str]:
-    """The build environment that sends the job's compiles through the cache in :data:`CONTAINER_DIR`
-    (``cached``), or, without the cache, its HIP compiles through the launcher alone.
-
-    ``PATH`` ends with :data:`PATH_TAIL` (rendered as an expansion, see ``cibw.render_environment``);
-    a routing variable the job's env sets itself (:data:`RECIPE_OVERRIDABLE`) is left to it."""
+    """The build environment that sends the job's compiles through the cache (``cached``), else its HIP
+    compiles through the launcher alone; a routing variable the job's env sets itself
+    (:data:`RECIPE_OVERRIDABLE`) is left to it."""
     chosen = layout(job)
     env: dict[str, str] = {}
     if cached:

@@ -509,11 +509,8 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
 
 
 def subprocess_environment(host_env: Mapping[str, str], options: Mapping[str, str]) -> dict[str, str]:
-    """The environment of the cibuildwheel process: :data:`HOST_PASSTHROUGH` plus the options.
-
-    A passed variable whose value carries URL credentials (``scheme://user:secret@host``) is
-    left out: cibuildwheel prints its options, and nothing it runs needs them.
-    """
+    """The environment of the cibuildwheel process: :data:`HOST_PASSTHROUGH` plus the options, less a
+    variable carrying URL credentials (cibuildwheel prints its options, and nothing it runs needs them)."""
     passed = (k for k in HOST_PASSTHROUGH if k in host_env)
     env = {k: host_env[k] for k in passed if not has_url_credentials(host_env[k])}
     env.update(options)

@@ -107,11 +107,9 @@ def publish_to_out(wheels: Path | Sequence[Path], dest: Path) -> None:
 
 @contextlib.contextmanager
 def locked(parent: Path) -> Iterator[None]:
-    """An exclusive lock on the folder ``parent`` while its job folders are swapped.
-
-    Two builds of the same job into the same --out (two terminals, two CI steps) swap one at a time:
-    without the lock one of them could find ``dest`` gone between its two renames and fail. The lock
-    is taken on the folder itself (flock works on a directory's descriptor): no lock file is left."""
+    """An exclusive lock on the folder ``parent`` (flock on its descriptor: no lock file is left) while its
+    job folders are swapped: two builds of the same job into one --out could otherwise find ``dest``
+    gone between their two renames."""
     folder = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(folder, fcntl.LOCK_EX)

@@ -2,13 +2,9 @@
 
 What is captured (``manifest["provenance"]``):
 
-* ``build_environment``: read once per builder image *id* and interpreter in a throwaway container
-  (no network, removed afterwards) and cached under
-  ``$XDG_CACHE_HOME/rocm-buildkit/build-env/<image-id>--<cp>-<cp>.json``: ``python_packages`` =
-  ``pip list --format json`` of the job's interpreter ``/opt/python/<cp>-<cp>`` (the one
-  cibuildwheel builds with; the Debian builder has only ``cp313-cp313``), ``system_packages`` =
-  every installed distribution package (``dpkg-query`` on Debian images, ``rpm -qa`` on manylinux
-  ones) as ``name=version``.
+* ``build_environment``: read once per builder image *id* and interpreter (cached under
+  ``$XDG_CACHE_HOME/rocm-buildkit/build-env/``): ``python_packages`` (``pip list`` of the job's
+  interpreter) and ``system_packages`` (``dpkg-query`` or ``rpm -qa``, as ``name=version``).
 * ``build_backend``: the source's declared ``[build-system] requires`` / ``build-backend`` and, when
   the build ran in an isolated environment, the backend that actually wrote the wheel as recorded
   in the wheel's own ``WHEEL`` file (``Generator: setuptools (80.9.0)``). The other packages of
@@ -293,11 +289,8 @@ def attach(
     interpreter: str = BUILDER_PYTHON,
     run_id: str | None = None,
 ) -> dict[str, Any]:
-    """Add ``manifest["provenance"]`` and write the attestation beside ``wheel``; returns the manifest.
-
-    Called by :func:`record` (the build job's hook) just before the manifest is written, in the
-    wheel's staging folder, so the attestation moves into the output together with the wheel.
-    """
+    """Add ``manifest["provenance"]`` and write the attestation beside ``wheel`` (in its staging folder, so
+    it moves into the output with the wheel); returns the manifest."""
     key = signing_key(env)
     provenance: dict[str, Any] = {
         "build_environment": build_environment(client, image.id, image.tag, interpreter, run_id),

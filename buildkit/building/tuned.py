@@ -42,11 +42,8 @@ def _is_inside(path: Path, root: Path) -> bool:
 
 
 def check_tuned_csv(path: str | Path, *, display: str | None = None, root: Path | None = None) -> None:
-    """Raise :class:`RecipeError` at ``file:line`` for a missing key column or a duplicate key.
-
-    With ``root``, ``path`` must resolve (symlinks followed) under ``root``, else nothing of it is
-    read. The file must be a regular file (a FIFO or a device is refused, never read).
-    """
+    """Raise :class:`RecipeError` at ``file:line`` for a missing key column or a duplicate key. With
+    ``root``, ``path`` must resolve under it; a FIFO or a device is refused, never read."""
     p = Path(path)
     name = display or str(path)
     if root is not None and not _is_inside(p, root):

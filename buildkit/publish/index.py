@@ -85,11 +85,8 @@ class _AddResult:
 
 
 def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:
-    """Copy ``source`` to ``target``, hashing the bytes actually copied; other bytes -> PublishRefused.
-
-    Whoever then reads ``target`` (the index, twine) reads exactly the bytes that were checked, even if
-    ``source`` is rewritten afterwards. ``target`` is removed when the check fails.
-    """
+    """Copy ``source`` to ``target``, hashing the bytes actually copied (other bytes: PublishRefused,
+    ``target`` removed), so whoever reads ``target`` reads exactly the bytes checked."""
     digest = hashlib.sha256()
     try:
         with source.open("rb") as src, target.open("xb") as dst:
@@ -110,10 +107,7 @@ def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:
 
 
 def _wheel_metadata(wheel: Path, filename: str | None = None) -> bytes:
-    """The bytes of ``<name>-<version>.dist-info/METADATA`` of ``wheel`` (PEP 658 serves them as is).
-
-    ``filename``: the wheel's file name when ``wheel`` is a copy under another name.
-    """
+    """The bytes of ``wheel``'s ``.dist-info/METADATA`` (``filename``: its name when ``wheel`` is a copy)."""
     filename = filename or wheel.name
     name = parse_wheel_filename(filename)[0]
     try:
@@ -141,11 +135,8 @@ def _requires_python(metadata: bytes) -> str | None:
 
 
 def check_root(root: Path) -> None:
-    """Refuse (:class:`UsageError`) a ``root`` that cannot become an index directory; writes nothing.
-
-    ``root`` must be a directory, or not exist below a writable directory (an existing file, a path
-    through a file, or a parent without write permission is refused).
-    """
+    """Refuse (:class:`UsageError`) a ``root`` that is not a directory and cannot become one below a
+    writable directory; writes nothing."""
     if root.exists():
         if not root.is_dir():
             raise UsageError(f"{root}: exists and is not a directory; the index must be a directory")
