@@ -125,8 +125,7 @@ def keep_containers(env: Mapping[str, str] | None = None) -> bool:
 
 
 def container_labels(purpose: str, run_id: str | None = None) -> dict[str, str]:
-    """The labels of a container made for ``purpose`` (in the build ``run_id``, if any), with its
-    owner: this process (:class:`Owner`)."""
+    """The labels of a container made for ``purpose`` (in the build ``run_id``), with its :class:`Owner`."""
     labels = {CONTAINER_LABEL: purpose, **Owner.this_process().labels()}
     if run_id is not None:
         labels[RUN_LABEL] = run_id
@@ -375,8 +374,7 @@ def remove_run_containers(client: Any, run_id: str) -> bool:
 
 @dataclass(frozen=True)
 class _Pruned:
-    """A labelled container, as :func:`labelled_containers` found it and :func:`prune_containers`
-    removed or left it."""
+    """A labelled container, as :func:`labelled_containers` found it and :func:`prune_containers` left it."""
 
     name: str
     purpose: str

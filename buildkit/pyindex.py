@@ -338,8 +338,7 @@ class IndexClient:
 
     # ---- credentials
     def strip(self, url: str) -> str:
-        """``url`` without its user part, whose credentials are kept for its origin (sent with the
-        first request there)."""
+        """``url`` without its user part, whose credentials are kept for its origin (sent preemptively)."""
         parts = urlsplit(url)
         if "@" not in parts.netloc:
             return url
@@ -516,8 +515,7 @@ def _read_limited(data: bytes, url: str) -> bytes:
 
 @contextlib.contextmanager
 def _network_errors(action: str, url: str) -> Iterator[None]:
-    """A failure while the answer's body is read (reset, timeout, truncated) as :func:`failure`
-    words it."""
+    """A failure while the answer's body is read (reset, timeout, truncated), as :func:`failure` words it."""
     import requests  # about 60 ms: only when an index is asked (start-up time)
     import urllib3
 

@@ -330,9 +330,8 @@ def stats_log(build_id: str) -> str:
 def read_stats(
     client: Any, image: str, volume: str, *, run_id: str | None = None, log: str | None = None
 ) -> CacheStats | None:
-    """The statistics of one build: its ``log`` (:func:`stats_log`) when it wrote one, else the
-    counters of the cache ``volume``; read in a throwaway container of ``image`` (no network,
-    removed afterwards); None when the image has no ccache or its output cannot be read."""
+    """The statistics of one build: its ``log`` (:func:`stats_log`), else the counters of the cache
+    ``volume``, read in a throwaway container of ``image``; None when there are none to read."""
     environment = {"CCACHE_DIR": CONTAINER_DIR, **({"CCACHE_STATSLOG": log} if log else {})}
     with throwaway(
         client,

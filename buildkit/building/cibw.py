@@ -360,9 +360,7 @@ def repair_command(job: Job) -> str:
 
 
 def sdk_link_command(job: Job) -> str:
-    """ROCm from pip: :mod:`buildkit.building.sdk_link` on the repaired wheel (the ``Requires-Dist`` on
-    the release, RPATH entries to the SDK's library folders for each ELF needing one of its SONAMEs:
-    the job's exclude globs)."""
+    """ROCm from pip: :mod:`buildkit.building.sdk_link` on the repaired wheel (the job's exclude globs)."""
     folders = [sdk_link.CORE_LIB]
     if job.rocm_pip is not None and "libraries" in job.rocm_pip.extras:
         folders.append(sdk_link.LIBRARIES_LIB)
@@ -375,9 +373,7 @@ def sdk_link_command(job: Job) -> str:
 
 
 def _sdk_install_command(job: Job, *, network: bool) -> str | None:
-    """ROCm from pip: the SDK installed with the job's Python into :data:`ROCM_SDK_DIR` (from the
-    staged wheelhouse when hermetic), and its ``rocm-sdk path --root``/``--cmake`` linked there;
-    None without ``rocm_pip``."""
+    """ROCm from pip: the SDK installed into :data:`ROCM_SDK_DIR` (module docstring); None without it."""
     requirement = job.rocm_pip_build_requirement
     if requirement is None:
         return None

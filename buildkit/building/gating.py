@@ -40,8 +40,7 @@ class Gated:
 
 
 def waived_lines(findings: Iterable[Finding]) -> tuple[str, ...]:
-    """One line per waiver among ``findings``' waivers, in recipe order: what it waives, how many
-    findings, and its reason."""
+    """One line per waiver used among ``findings``, in recipe order: what, how many findings, and why."""
     counts: dict[int, int] = {}
     waivers = {}
     for f in findings:

@@ -39,10 +39,9 @@ def inputs_key(
     tools: Mapping[str, str | None],
     build_requirements: str | None = None,
 ) -> str:
-    """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by
-    equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.gate.config.gate_key`,
-    ``tools`` :func:`tool_versions`, ``build_requirements`` what a hermetic build requests
-    (:func:`buildkit.building.requirements.request_key`; None with ``network: true``)."""
+    """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by equal
+    rules. ``build_requirements``: :func:`buildkit.building.requirements.request_key` (None with
+    ``network: true``)."""
     payload = {
         "buildkit": __version__,
         "job": job.to_json(),

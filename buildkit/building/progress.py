@@ -132,10 +132,8 @@ class _Row:
 
 
 class LiveBoard:
-    """The build on a terminal (rich.live): one row per running job in plan order with its phase,
-    compile count (a bar for ninja's ``N of M``) and time, and how many jobs are done and waiting.
-    Lines given to :meth:`echo` print above it. Used as a context manager; thread-safe (jobs built
-    side by side report from their own threads)."""
+    """The build on a terminal (rich.live): one row per running job in plan order, and how many jobs are
+    done and waiting; lines given to :meth:`echo` print above it. A context manager; thread-safe."""
 
     def __init__(
         self,

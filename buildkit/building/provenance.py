@@ -314,8 +314,7 @@ def record(
     run_id: str | None = None,
 ) -> Path:
     """Re-write the manifest beside ``wheel`` with its provenance and the attestation (the hook of
-    :mod:`buildkit.building.steps.record`); ``interpreter`` is the job's build Python, whose packages are
-    recorded; ``run_id`` the build the probe container belongs to."""
+    :mod:`buildkit.building.steps.record`); ``interpreter``: the job's Python, whose packages are recorded."""
     data = manifests.read(wheel)
     data.pop("schema", None)
     data.pop("schema_version", None)

@@ -90,8 +90,7 @@ def parse_remote(url: str) -> Remote:
 
 @dataclass(frozen=True)
 class Channel:
-    """What the build containers get: the volume holding the relay's socket, and the URL their
-    ccache uses."""
+    """What the build containers get: the volume of the relay's socket, and the URL their ccache uses."""
 
     volume: str
     url: str

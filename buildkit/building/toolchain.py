@@ -52,9 +52,8 @@ def toolchain_versions(
     python: str = provenance.BUILDER_PYTHON,
     build_id: str | None = None,
 ) -> dict[str, str]:
-    """Versions read inside the builder image (no network, removed afterwards); ``python`` is the
-    job's interpreter (:func:`job_interpreter`), ``build_id`` the build the container belongs to
-    (its ``io.rocm-buildkit.run`` label)."""
+    """Versions of hipcc, clang, ``python``, auditwheel, patchelf, gcc and glibc read inside the builder
+    image (``build_id``: the build the container belongs to)."""
     interpreter = shlex.quote(python)
     script = (
         "echo hipcc=$(hipcc --version 2>/dev/null | grep -m1 -o 'HIP version: .*' || echo none);"

@@ -314,9 +314,8 @@ class Recorded:
 
 
 def read_recorded(wheel: Path, *, recipe: Path | None, cwd: Path, keep: Path | None) -> Recorded:
-    """``--keep`` made (:func:`prepare_keep`), the manifest beside ``wheel`` checked
-    (:func:`check_manifest`) and its recipe found (:func:`_find_recipe`); a wheel whose bytes are not
-    the recorded ones is noted."""
+    """``--keep`` made, the manifest beside ``wheel`` checked and its recipe found; a wheel whose bytes are
+    not the recorded ones is noted."""
     if keep is not None:
         prepare_keep(keep)
     wheel = wheel.absolute()
@@ -344,8 +343,7 @@ def rebuild(
     client: Any = None,
     verbose: bool = False,
 ) -> VerifyResult:
-    """Rebuild ``job`` (the recorded one, as the recipe expands it now) in the recorded image and
-    epoch, and compare; see the module docstring."""
+    """Rebuild ``job`` in the recorded image and epoch, and compare (module docstring)."""
     data, wheel, result = recorded.data, recorded.wheel, recorded.result
     changed = _job_differences(recorded.job, job.to_json())
     if changed:

@@ -279,8 +279,7 @@ class _Staged:
 
 
 def check_additions(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResult]:
-    """What :func:`add_wheels` would do, writing nothing (no lock either: for ``publish --dry-run``);
-    refuses as it does."""
+    """What :func:`add_wheels` would do (and refuse), writing nothing, without the lock (``--dry-run``)."""
     return _plan(root, wheels)[0]
 
 

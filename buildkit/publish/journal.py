@@ -51,9 +51,8 @@ def _replay(root: Path, moves: list[list[str]]) -> None:
 
 
 def recover(root: Path, scan: Sequence[Path]) -> str | None:
-    """Finish or undo an interrupted batch at ``root`` (hold the index lock): replay a committed
-    journal, then remove temporary files left in ``scan`` (folders: a batch's temporary files live
-    there) and each of those folders left empty. Returns what was done (None: nothing to do)."""
+    """Finish or undo an interrupted batch at ``root`` (hold the index lock; ``scan``: the folders where a
+    batch's temporary files live). Returns what was done (None: nothing to do)."""
     done: list[str] = []
     journal = root / _JOURNAL_NAME
     if journal.is_file():

@@ -152,10 +152,8 @@ def project_of(wheel: Path) -> str:
 
 
 def _device_wheel_of(project: str, recipe: Recipe) -> bool:
-    """``project`` names one of the device wheels a ``wheel.split: per-target`` recipe's builds make
-    (``<name>-device-<gfx>``, :func:`buildkit.split.metadata.device_distribution`, of a processor LLVM
-    defines); the gate, run again,
-    then holds it to its target (:mod:`buildkit.publish.trust`)."""
+    """``project`` names a device wheel a ``wheel.split: per-target`` recipe's builds make
+    (:func:`buildkit.split.metadata.device_distribution`, of a processor LLVM defines)."""
     if recipe.wheel.split != "per-target":
         return False
     prefix = canonicalize_name(recipe.name) + "-device-"

@@ -43,9 +43,8 @@ def _client(credentials: Credentials | None, timeout: float) -> pyindex.IndexCli
 
 
 def network_failure(action: str, url: str, exc: BaseException) -> BuildkitError:
-    """The error for a failed read of ``url``: PublishUnavailable (13) when transient (DNS, refused,
-    reset, timeout, 5xx/408/429), PublishRefused (10) otherwise (4xx, a TLS certificate not trusted):
-    :func:`buildkit.pyindex.failure`'s judgement, worded for ``publish``."""
+    """:func:`buildkit.pyindex.failure`'s judgement of a failed read of ``url``, worded for ``publish``:
+    PublishUnavailable (13) when transient, PublishRefused (10) otherwise."""
     judged = (
         exc if isinstance(exc, IndexUnavailable | pyindex.IndexRefused) else pyindex.failure(action, url, exc)
     )
@@ -85,8 +84,7 @@ class RemoteFile:
 def remote_files(
     simple_url: str, project: str, credentials: Credentials | None = None
 ) -> dict[str, RemoteFile]:
-    """Files of ``project`` (its canonical name) on a simple index: filename -> RemoteFile (sha256 None
-    when unhashed)."""
+    """Files of ``project`` on a simple index: filename -> RemoteFile (sha256 None when unhashed)."""
     url = pyindex.simple_page_url(simple_url, project)
     try:
         page = _client(credentials, timeout=60).page(url)

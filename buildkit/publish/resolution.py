@@ -93,10 +93,8 @@ def targets_of(
     planned: Sequence[tuple[str, str, str]] = (),
     pythons: Sequence[str] | None = None,
 ) -> list[Target]:
-    """The targets of the published ``wheels`` and of the ``planned`` (project, Python, platform)
-    jobs; each with the highest version published for it. A wheel's tag stands for each of
-    ``pythons`` (default: the CPythons the installed cibuildwheel builds) it serves (module
-    docstring), within the wheel's ``Requires-Python``."""
+    """The targets of the published ``wheels`` and of the ``planned`` jobs, each with the highest version
+    published for it; a Python-independent tag stands for each of ``pythons`` it serves (module docstring)."""
     found: dict[tuple[str, str, str], str | None] = {
         (canonicalize_name(p), py, plat): None for p, py, plat in planned
     }

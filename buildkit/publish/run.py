@@ -117,8 +117,7 @@ def _publish_directory(
     *,
     dry_run: bool,
 ) -> list[Outcome]:
-    """The wheels into the static index at ``root``, each with the attestation that verified
-    (``provenance``) beside it as ``<wheel>.provenance``."""
+    """The wheels into the static index at ``root``, each with its verified attestation (``provenance``)."""
     pairs = [(c.wheel, c.sha256) for c in candidates]
     if dry_run:
         results = static_index.check_additions(root, pairs)

@@ -147,8 +147,7 @@ def _signed(candidate: Candidate, trust: Trust) -> dict[str, Any] | Refusal:
 
 
 def trusted_config(candidate: Candidate, trust: Trust) -> GateConfig | Refusal:
-    """The configuration to run the gate with again on ``candidate`` (module docstring), or the
-    Refusal naming why none can be trusted."""
+    """The configuration to gate ``candidate`` with again (module docstring), or the Refusal saying why."""
     wheel, data = candidate.wheel, candidate.manifest
     signed: dict[str, Any] | None = None
     if trust.key is not None:
@@ -190,8 +189,7 @@ def trusted_config(candidate: Candidate, trust: Trust) -> GateConfig | Refusal:
 
 
 def _for_split_output(candidate: Candidate, recipe: Recipe, config: GateConfig) -> GateConfig:
-    """The job's ``config`` for the split output ``candidate`` is (module docstring); unchanged for any
-    other wheel."""
+    """The job's ``config`` for the split output ``candidate`` is (module docstring); else unchanged."""
     split = candidate.manifest.get("split")
     if recipe.wheel.split != "per-target" or not isinstance(split, dict):
         return config

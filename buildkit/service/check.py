@@ -42,8 +42,7 @@ def find_job(
 
 
 def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
-    """``build``'s configuration for ``job`` (:meth:`GateConfig.from_recipe_job`) with the options
-    ``flags`` applied by their merge rules."""
+    """``build``'s configuration for ``job`` with the options ``flags`` applied by their merge rules."""
     return apply_options(GateConfig.from_recipe_job(recipe, job), flags)
 
 
@@ -139,10 +138,8 @@ def run_check(
     rocm_sdk: Path | None = None,
     verify_record: bool = True,
 ) -> CheckRun:
-    """``buildkit check``: the configuration of ``flags`` (with ``recipe`` and ``job``: ``build``'s for
-    that job, the runtime images' ceilings read as ``build`` reads them, :func:`gate_config`), ROCm
-    from pip added (:func:`with_rocm_from_pip`), the torch ``--torch-abi`` names read once (an image's
-    through :func:`torch_from_image`), and every wheel judged."""
+    """``buildkit check`` (module docstring): the configuration, ROCm from pip, the torch ``--torch-abi``
+    names read once (an image's through :func:`torch_from_image`), and every wheel judged."""
     reader = None
     if recipe is not None:
         # the recipe layer only with --recipe (runtime images' ceilings, as build reads them): a plain

@@ -22,8 +22,7 @@ from buildkit.recipe import PartialRecipe, Recipe, load_recipe
 
 
 def image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
-    """The ceilings reader the commands inject (:func:`buildkit.image.ceilings.ceilings_from_images`:
-    the runtime images' libraries, read in throwaway containers)."""
+    """The ceilings reader the commands inject (:func:`buildkit.image.ceilings.ceilings_from_images`)."""
     # deferred: the Docker SDK loads only for a recipe that names from_image images, so a plan
     # without them starts as fast as before (bench/plan_matrix.py)
     from buildkit.image.ceilings import ceilings_from_images
@@ -84,10 +83,8 @@ def load_plan(
 def command_plan(
     recipe_path: str | Path, *, cli_archs: str | None, echo: Callable[[str], None], out: Path | None = None
 ) -> Plan:
-    """``buildkit plan``'s plan: :func:`load_plan`, then the source's version rule against the plan's
-    versions (an sdist/url source fetched and cached; ``echo`` shows what is fetched); with ``out`` (the
-    build's output folder), a note on each set of wheels there an edit of the recipe made stale
-    (:func:`stale_notes`)."""
+    """``buildkit plan``'s plan: :func:`load_plan`, the source's version rule against the plan's versions
+    (``echo`` shows what is fetched), and with ``out`` the :func:`stale_notes`."""
     the_plan = with_source_version(load_plan(recipe_path, cli_archs=cli_archs).plan, echo=echo)
     stale = stale_notes(the_plan.recipe, out) if out is not None else ()
     return dataclasses.replace(the_plan, notes=(*the_plan.notes, *stale)) if stale else the_plan

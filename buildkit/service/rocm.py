@@ -63,8 +63,7 @@ def rocm_release_of(version: str) -> str | None:
 
 
 def parse_pypi_json(project: str, data: bytes | str) -> list[WheelFile]:
-    """The wheels of every release of ``project`` in PyPI's JSON API answer (``/pypi/<name>/json``),
-    yanked files left out."""
+    """The unyanked wheels of every release of ``project`` in PyPI's JSON API answer."""
     doc = json.loads(data)
     found = []
     for version, files in (doc.get("releases") or {}).items():

@@ -120,8 +120,7 @@ def _installed(box: Box, py: str) -> tuple[str, dict[str, str]] | Step:
 
 
 def _download(box: Box, py: str, wheel: Path, work: Path, timeout: int) -> tuple[Step | None, list[Path]]:
-    """The wheel's dependencies the image lacks, downloaded on the host into ``work`` (None and no
-    file when there is nothing to download)."""
+    """The dependencies the image lacks, downloaded into ``work`` (None and no file when there are none)."""
     requires = wheel_requirements(wheel)
     if not requires:
         return None, []

@@ -40,8 +40,7 @@ def device_distribution(host: str, target: str) -> str:
 
 
 def filename_part(name: str) -> str:
-    """A distribution name as a wheel's file name and ``.dist-info`` spell it
-    (``amd_aiter_device_gfx942``)."""
+    """A distribution name as a wheel's file name spells it (``amd_aiter_device_gfx942``)."""
     return re.sub(r"[-_.]+", "_", name).lower()
 
 
