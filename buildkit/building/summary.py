@@ -1,7 +1,4 @@
-"""The summary ``buildkit build`` prints after its jobs: per job status, time, verdict and paths
-(a refused wheel's quarantine path and the command that examines it, the waivers that accepted
-findings), the compiler cache's hits and misses, then the next steps (smoke each new wheel, publish
-dry-run)."""
+"""The summary ``buildkit build`` prints after its jobs (:func:`render_summary`), and its JSON."""
 
 from __future__ import annotations
 

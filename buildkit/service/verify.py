@@ -1,7 +1,5 @@
-"""``buildkit verify``'s rebuild as a library call: the manifest's record read and checked
-(:func:`buildkit.building.verify.read_recorded`), the recorded job expanded again from its recipe
-(:func:`recorded_job`, through :func:`buildkit.service.plan.plan_of`), and rebuilt and compared
-(:func:`buildkit.building.verify.rebuild`)."""
+"""``buildkit verify``'s rebuild as a library call: the recorded job expanded again from its recipe
+(:func:`recorded_job`), rebuilt and compared (:mod:`buildkit.building.verify`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The container a smoke test runs in: its runtime image (a profile's built or reused, with extra
-packages), a throwaway container of it with the payload copied in and the GPU passed through, the
-environment its steps run with (:class:`Box`), and its Python: a venv over the image's packages, or
-``pip install --target`` where there is none."""
+"""The container a smoke test runs in: its runtime image, the throwaway container with the payload
+copied in, the environment its steps run with (:class:`Box`), and its Python."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What a smoke test runs: the tests chosen (a recipe's ``smoke:`` entries selected by label, once per
-CPython a Python-independent wheel serves, or one ad-hoc test), the wheel checked before any
-container, and the GPU access this machine can give."""
+"""What a smoke test runs (:func:`choose_specs`), the wheel checked before any container, and the GPU
+access this machine can give."""
 
 from __future__ import annotations
 
