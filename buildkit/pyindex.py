@@ -2,9 +2,7 @@
 ``file://`` folder) and the files they list, for every stage that reads one. No other module parses
 an index page (``tests/unit/test_pyindex.py``).
 
-**Downloading** (:meth:`IndexClient.download`): nothing half-downloaded is ever left under the
-destination's name; it is renamed into place only when its hash is the expected one
-(:class:`DigestMismatch`) and it stayed under the bound (:class:`TooLarge`).
+Nothing half-downloaded is ever left under the destination's name (:meth:`IndexClient.download`).
 
 **Credentials** are bound to one origin (scheme, host, port: :class:`Credentials`): those of an URL's
 user part (:meth:`IndexClient.strip`), of ``~/.netrc`` when the caller asks for it, or given by the

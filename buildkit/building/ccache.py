@@ -40,10 +40,8 @@ from buildkit.records import Key, json_shape
 CONTAINER_DIR = "/ccache"
 #: what every masquerade ends with: the PATH cibuildwheel gave the build (the job's Python first)
 PATH_TAIL = ":$PATH"
-#: the HIP compile launcher (this folder's ``hip_launcher.sh``, :func:`launcher_script`), staged with
-#: the source of every build whose layout routes HIP compiles (:func:`uses_launcher`), with or without
-#: the cache: ``hip-launcher COMPILER ARG...`` adds the ``-cuid=`` a HIP compile lacks, then runs
-#: ccache (with :data:`CCACHE_SWITCH` set) or the compiler
+#: where the HIP launcher is staged in the source (module docstring): ``hip-launcher COMPILER ARG...``
+#: runs ccache (with :data:`CCACHE_SWITCH` set) or the compiler
 STAGED_LAUNCHER = ".buildkit/hip-launcher"
 #: the launcher in the build container (cibuildwheel copies the staged source to /project)
 HIP_LAUNCHER = "/project/" + STAGED_LAUNCHER
@@ -129,10 +127,8 @@ class Layout:
     launchers: bool
     #: a shell command the build runs first (before_build) to make what ``hip`` names; None: nothing
     setup: str | None = None
-    #: the image's pypa/build takes ``--env-dir`` (>= 1.5): its isolated build environment is made
-    #: at :data:`BUILD_ENV_DIR` rather than a random ``/tmp/build-env-*`` (``cibw.build_frontend``).
-    #: The Debian builders' Python tools are docker/debian-rocm.python.txt (build 1.6.1): a builder
-    #: declaring a Debian layout installs them too
+    #: the image's pypa/build takes ``--env-dir`` (>= 1.5: ``cibw.build_frontend``); a builder declaring
+    #: a Debian layout installs docker/debian-rocm.python.txt (build 1.6.1) too
     fixed_build_env: bool = False
 
 
@@ -165,9 +161,8 @@ EL = Layout(
 )
 #: an image buildkit did not make: whichever masquerade directory it has
 ANY = Layout("any", ("/usr/lib/ccache", "/usr/lib64/ccache"), MappingProxyType({}), launchers=False)
-#: the layout of each (``cache_layout``, route to hipcc's clang) a profile may declare
-#: (:data:`buildkit.profiles.CACHE_LAYOUTS`, ``cache_layout`` and ``cache_hip`` of docker/profiles.toml);
-#: an image extended with packages keeps its profile's
+#: the layout of each (``cache_layout``, ``cache_hip``) a profile may declare
+#: (:data:`buildkit.profiles.CACHE_LAYOUTS`); an image extended with packages keeps its profile's
 NAMED: Mapping[tuple[str, str], Layout] = MappingProxyType(
     {
         ("debian", "launcher"): DEBIAN,

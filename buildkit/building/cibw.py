@@ -395,14 +395,10 @@ def _sdk_install_command(job: Job, *, network: bool) -> str | None:
 
 def before_build(job: Job, *, isolation: bool = True, network: bool = True) -> str | None:
     """Install the pinned torch and the recipe's ``build_requires`` into the job's Python before a
-    ``--no-isolation`` build (torch from the torch index with ``network``; offline everything comes
-    from the staged wheelhouse: PIP_FIND_LINKS).
-
-    With build isolation (the default) the build frontend makes a fresh environment from the
-    project's build requirements, which cannot see the target interpreter's packages: the staged
-    source's ``[build-system] requires`` gets both (:mod:`buildkit.building.buildsystem`) and
-    PIP_CONSTRAINT (:func:`constraints`) pins torch there. None with isolation or nothing to add.
-    """
+    ``--no-isolation`` build (offline from the staged wheelhouse). With build isolation the frontend's
+    fresh environment cannot see the interpreter's packages: the staged ``[build-system] requires`` gets
+    both (:mod:`buildkit.building.buildsystem`) and PIP_CONSTRAINT pins torch there; None then, or with
+    nothing to add."""
     if isolation:
         return None
     commands = []
@@ -434,12 +430,9 @@ _ENV_DIR_FRONTENDS = frozenset({"build", "build[uv]"})
 def build_frontend(name: str, isolation: bool, *, fixed_env: bool = False) -> str:
     """``CIBW_BUILD_FRONTEND``: the recipe's frontend, with isolation turned off by ``--no-isolation``.
 
-    With ``fixed_env`` (the image's pypa/build takes ``--env-dir``: ``ccache.Layout.fixed_build_env``)
-    an isolated build by ``build`` or ``build[uv]`` makes its environment at
-    :data:`ccache.BUILD_ENV_DIR`, with or without the compiler cache: what a compile includes from
-    it (torch's, pybind11's, numpy's headers) is then hit by ccache on the next build, and a cached
-    build's wheel is byte for byte the uncached one's (the headers' paths end up in the objects).
-    pip and uv have no such option: their environments stay at random paths."""
+    With ``fixed_env`` (``ccache.Layout.fixed_build_env``) an isolated build by ``build`` or ``build[uv]``
+    makes its environment at :data:`ccache.BUILD_ENV_DIR` (why: there), with or without the compiler
+    cache; pip and uv have no such option: their environments stay at random paths."""
     if not isolation:
         return f"{name}; args: {_NO_ISOLATION[name]}"
     if fixed_env and name in _ENV_DIR_FRONTENDS:
