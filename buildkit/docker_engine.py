@@ -405,9 +405,8 @@ def labelled_containers(client: Any) -> list[_Pruned]:
 
 
 def prune_containers(client: Any, *, only: Collection[str] | None = None) -> list[_Pruned]:
-    """Remove the containers carrying :data:`CONTAINER_LABEL` whose owner is gone (what killed runs
-    left behind; a live owner's, or one that cannot be told gone, is left: the module docstring);
-    ``only``: just those of these names (the ones a listing showed). Engine errors
+    """Remove the containers carrying :data:`CONTAINER_LABEL` whose owner is gone (a live owner's, or one
+    that cannot be told gone, is left); ``only``: just those of these names. Engine errors
     (:data:`ENGINE_ERRORS`) are raised; a container already gone is skipped."""
     removed: list[_Pruned] = []
     for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):

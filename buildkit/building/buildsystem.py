@@ -240,9 +240,8 @@ def torch_evidence(source: Path) -> _TorchEvidence | None:
 
 
 def check_torch_provided(job: Job, source: Path, recipe_path: str) -> None:
-    """Refuse, before any container starts, a job without a torch pin whose source builds against
-    torch: its isolated build environment would have no torch, and a project that tolerates that
-    (aiter) builds a wheel without its kernels."""
+    """Refuse, before any container starts, a job without a torch pin whose source builds against torch
+    (module docstring)."""
     if job.torch_requirement is not None:
         return
     found = torch_evidence(source)

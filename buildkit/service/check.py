@@ -31,9 +31,8 @@ if TYPE_CHECKING:
 def find_job(
     recipe_path: Path, job_id: str, ceilings_reader: CeilingsReader | None = None
 ) -> tuple[Recipe, Job]:
-    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UnknownJob naming the known
-    ones). ``ceilings_reader``: what ``build`` expands with, so that the job's ceilings are the ones its
-    build was gated with (the command injects it: the gate never talks to a Docker engine itself)."""
+    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UnknownJob naming the known ones),
+    expanded with ``ceilings_reader`` as ``build`` does: its ceilings are the ones it was gated with."""
     # only with --recipe: a plain check does not load the recipe layer (PyYAML, jsonschema)
     from buildkit.service.plan import load_plan
 
@@ -53,9 +52,8 @@ def gate_config(
     job: str | None = None,
     ceilings_reader: CeilingsReader | None = None,
 ) -> GateConfig:
-    """The configuration ``check`` gates with: :func:`config_for_job` when a recipe and job are
-    given (both or neither; ``ceilings_reader`` as :func:`find_job` takes it), else the options
-    applied to the defaults."""
+    """The configuration ``check`` gates with: :func:`config_for_job` with a recipe and job (both or
+    neither), else the options applied to the defaults."""
     if recipe is None and job is None:
         return apply_options(GateConfig(), flags)
     if recipe is None or job is None:
@@ -94,9 +92,8 @@ def torch_from_image(image: str) -> TorchExports:
 
 
 def with_rocm_from_pip(config: GateConfig, requirement: str | None, sdk: Path | None) -> GateConfig:
-    """``--rocm-from-pip REQUIREMENT`` with ``--rocm-sdk FOLDER`` (both or neither: UsageError):
-    ``config`` with the SDK's wheels in ``FOLDER`` read into its ROCm-from-pip facts
-    (:func:`buildkit.judge.rocm_pip.gather`); neither: ``config``."""
+    """``config`` with the SDK's wheels in ``sdk`` read into its ROCm-from-pip facts
+    (:func:`buildkit.judge.rocm_pip.gather`); ``requirement`` and ``sdk``: both or neither (UsageError)."""
     if (requirement is None) != (sdk is None):
         raise UsageError("--rocm-from-pip and --rocm-sdk go together")
     if requirement is None or sdk is None:
