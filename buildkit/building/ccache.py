@@ -173,8 +173,7 @@ NAMED: Mapping[tuple[str, str], Layout] = MappingProxyType(
 
 
 def layout(job: Job) -> Layout:
-    """The compiler-cache layout of the job's builder image: its profile's ``cache_layout`` and
-    ``cache_hip``; :data:`ANY` for an image that is not a profile's, or a profile that declares none."""
+    """The compiler-cache layout of the job's builder image's profile; :data:`ANY` when it declares none."""
     try:
         profile = job.image.profile_data
     except UsageError:
@@ -197,8 +196,7 @@ def setup_commands(job: Job, *, cached: bool = True) -> tuple[str, ...]:
 
 
 def uses_launcher(job: Job) -> bool:
-    """The job's layout routes HIP compiles through :data:`HIP_LAUNCHER`: the build stages it
-    (:func:`launcher_script`) at :data:`STAGED_LAUNCHER`, with or without the cache."""
+    """The job's layout routes HIP compiles through :data:`HIP_LAUNCHER`, with or without the cache."""
     chosen = layout(job)
     return bool(chosen.hip) or chosen.launchers
 

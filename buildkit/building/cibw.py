@@ -110,19 +110,14 @@ def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
     """The variables that compile the job's host code against its compatibility sysroot
     (``manylinux.sysroot``; {} without one). Every compiler a build can call is covered:
 
-    * ``PATH``: the sysroot's wrappers (cc, c++, gcc, g++, x86_64-linux-gnu-gcc/g++, clang,
-      clang++: the image's clang with ``--sysroot`` and ``--gcc-install-dir``; a link also gets
-      ``--allow-shlib-undefined``: docker/sysroot.sh) before the image's compilers, which is what
-      setuptools (sysconfig's CC), torch's cpp_extension (``c++``), autotools and meson find; the
-      compiler cache's masquerade stays first and calls them;
+    * ``PATH``: the sysroot's wrappers (docker/sysroot.sh: the image's clang with ``--sysroot`` and
+      ``--gcc-install-dir``) before the image's compilers, which is what setuptools, torch's
+      cpp_extension (``c++``), autotools and meson find; the compiler cache's masquerade stays first;
     * hipcc: ``HIPCC_COMPILE_FLAGS_APPEND`` / ``HIPCC_LINK_FLAGS_APPEND`` (the same flags, the ROCm
-      prefix for the device libraries, the profile's ``rocm_lib_links`` to link the ROCm libraries:
-      the one library folder of the image a sysroot build searches, so that the image's own glibc
-      stays out of reach), and ``HIP_INCLUDE_PATH`` at the sysroot (hipcc would add
-      ``-I/usr/include``, the image's glibc);
-    * CMake: ``CMAKE_TOOLCHAIN_FILE`` (CMake >= 3.21 reads it from the environment): CMAKE_SYSROOT
-      and the wrappers as CMAKE_C/CXX/HIP_COMPILER.
-    """
+      prefix for the device libraries, the profile's ``rocm_lib_links``: the one library folder of the
+      image a sysroot build searches, so that the image's own glibc stays out of reach), and
+      ``HIP_INCLUDE_PATH`` at the sysroot (hipcc would add ``-I/usr/include``, the image's glibc);
+    * CMake: ``CMAKE_TOOLCHAIN_FILE`` (CMake >= 3.21 reads it from the environment)."""
     if not job.sysroot:
         return {}
     profile = job.image.profile_data

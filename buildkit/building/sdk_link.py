@@ -80,8 +80,7 @@ def _patchelf(args: Sequence[str]) -> str:
 def _link_elf(
     path: Path, member: str, folders: Sequence[str], needs: Sequence[str], run: Runner
 ) -> list[str]:
-    """Add the entries to ``folders`` to the ELF at ``path`` (the wheel's ``member``) when it needs a
-    library matching ``needs``; the entries added."""
+    """The entries to ``folders`` added to the ELF at ``path`` (``member``) when it needs one of ``needs``."""
     needed = run(["--print-needed", str(path)]).split()
     if not any(fnmatch.fnmatch(name, glob) for name in needed for glob in needs):
         return []

@@ -407,8 +407,7 @@ def _rebuilt(built: JobResult, job: Job, work: Path, name: str) -> Path:
 
 
 def _compare(result: VerifyResult, data: dict[str, Any], wheel: Path, rebuilt: Path) -> None:
-    """The rebuild against the recorded wheel: its sha256, its recorded inputs, its name and, when it
-    differs, its members and diffoscope's view."""
+    """The rebuild against the recorded wheel: sha256, recorded inputs, name, and when it differs, members."""
     result.rebuilt_sha256 = manifests.sha256_file(rebuilt)
     _compare_inputs(data, manifests.read(rebuilt), result.notes)
     if rebuilt.name != wheel.name:

@@ -419,8 +419,7 @@ def _recover(root: Path) -> str | None:
 
 
 def recover(root: Path) -> str | None:
-    """Finish (committed) or undo (never committed) an update of the index at ``root`` that was
-    interrupted, under the index lock; what was done, or None. :func:`add_wheels` does it first."""
+    """Finish or undo an interrupted update of the index at ``root``, locked (:func:`journal.recover`)."""
     if not root.is_dir():
         return None
     with _locked(root):

@@ -52,8 +52,7 @@ def _runtime(
 
 
 def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) -> list[_PreparedImage]:
-    """Every image ``recipe_path``'s jobs and smoke entries use, built or reused in the engine of
-    ``client``, and their bases (the engine's errors propagate: ENGINE_ERRORS)."""
+    """The images of the module docstring, in the engine of ``client`` (ENGINE_ERRORS propagate)."""
     loaded = load_plan(recipe_path)
     recipe, plan = loaded.recipe, loaded.plan
     found: dict[str, _PreparedImage] = {}

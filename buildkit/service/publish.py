@@ -160,8 +160,8 @@ def _check_install(
 
 
 def _plan_of(recipe: Recipe) -> Plan:
-    """The recipe's plan as ``build`` expands it (runtime images' ceilings read), so that each job's
-    gate configuration is the one its build was gated with."""
+    """The recipe's plan as ``build`` expands it (runtime images' ceilings read): each job's gate
+    configuration is the one its build was gated with."""
     from buildkit.service.plan import plan_of  # the plan stage only with --recipe (start-up time)
 
     return plan_of(recipe)
