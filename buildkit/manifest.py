@@ -1,7 +1,6 @@
 """``<wheel>.manifest.json``: what a wheel was built from and the gate's verdict on it.
 
-A manifest sits beside its wheel. ``publish`` refuses a wheel whose manifest is missing, failed,
-or names another sha256: the manifest is the proof that the gate ran on exactly these bytes.
+The claim that the gate passed on exactly these bytes (``publish`` checks it: :mod:`buildkit.publish.trust`).
 
 Schema version 1 (keys sorted, UTF-8, trailing newline)::
 

@@ -130,10 +130,8 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-#: a job's staging folder inside ``--out``: ``.staging-<job>-<pid>-<random>`` (a dot-folder:
-#: ``publish`` skips it); the swap folders of :func:`~buildkit.building.output.publish_to_out` and
-#: :func:`~buildkit.building.output.discard_output` are
-#: ``.<job>.incoming-<pid>-*``, ``.<job>.previous-<pid>-*`` and ``.<job>.stale-<pid>-*``
+#: a job's staging folder inside ``--out`` (a dot-folder: ``publish`` skips it), and below, the swap
+#: folders of :mod:`buildkit.building.output`
 _STAGING_PREFIX = ".staging-"
 _STAGING = re.compile(r"\.staging-(?P<job>.+)-(?P<pid>\d+)-[^-]+")
 _SWAP = re.compile(r"\.(?P<job>.+)\.(?P<kind>incoming|previous|stale)-(?P<pid>\d+)-[^-]+")

@@ -21,8 +21,8 @@ Targets (:func:`buildkit.publish.target.parse_target`):
 
 Idempotent: before anything is published EVERY checked wheel is compared with the target's state
 (the simple page, or the static index under its lock): the same sha256 is "already published",
-other bytes refuse the whole batch. The bytes published are the bytes checked: each wheel is copied
-(hashed while copied) into the static index, or a private folder twine uploads from."""
+other bytes refuse the whole batch. The bytes published are the bytes checked
+(:func:`buildkit.publish.index.copy_verified`)."""
 
 from __future__ import annotations
 
