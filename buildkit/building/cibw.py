@@ -165,13 +165,9 @@ class CibwSettings:
 
 
 def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
-    """The environment of the build inside the container, in a stable order.
-
-    ``job.env`` (the recipe's env, matrix axis values, and the plan's PYTORCH_ROCM_ARCH/GPU_ARCHS)
-    is added as is; a reserved variable in it must equal what buildkit sets for this job, or this
-    raises a :class:`UsageError` (recipe loading refuses those already: this guards other jobs,
-    such as one read back from an older manifest).
-    """
+    """The environment of the build inside the container, in a stable order; ``job.env`` added by
+    :func:`_add_job_env` (recipe loading refuses reserved variables already: this guards other jobs,
+    such as one read back from an older manifest)."""
     rocm_path = job.env.get("ROCM_PATH", rocm_prefix(job))
     env: dict[str, str] = {
         "HIP_PLATFORM": "amd",

@@ -38,13 +38,9 @@ class Refusal:
 
 
 def collect(dist: Path, target: Target | None = None) -> list[Path]:
-    """Every ``*.whl`` under ``dist`` (recursively, sorted).
-
-    A path with any dot-component below ``dist`` is skipped: temporary dot-files, and dot-folders such
-    as the ``.<job>.incoming-*`` staging folders of ``buildkit build``. With a ``directory`` target
-    inside ``dist`` (``--to dist/index``), the wheels already published there are skipped too: they
-    are the index's copies, not wheels to publish (they have no manifest beside them).
-    """
+    """Every ``*.whl`` under ``dist`` (recursively, sorted), but under a dot-component below ``dist``
+    (temporary files, ``build``'s staging and quarantine folders) or, with a ``directory`` target inside
+    ``dist``, the index's own copies (they have no manifest beside them)."""
     if dist.is_file() and dist.suffix == ".whl":
         return [dist]
     if not dist.is_dir():

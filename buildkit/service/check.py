@@ -70,12 +70,9 @@ def run_time_globs(
     recipe: Path | None = None,
     job: str | None = None,
 ) -> tuple[str, ...]:
-    """The SONAME globs of the libraries provided at run time, exactly as ``buildkit check`` with the
-    same options takes them (:func:`gate_config`): with ``recipe`` and ``job`` (both
-    or neither: UsageError) the job's exclude globs, which ``build`` repairs and gates with, plus
-    ``exclude`` and ``exclude_sets``; the sets expand for ``rocm``, else for the job's ROCm release,
-    else for every release (an unknown ``rocm``: UsageError naming the known ones). ``buildkit diff``
-    compares the wheels' facts with these globs (:func:`buildkit.compare.diff.diff_wheels`)."""
+    """The SONAME globs of the libraries provided at run time, exactly as ``buildkit check`` with the same
+    options takes them (:func:`gate_config`): the sets expand for ``rocm``, else the job's ROCm release,
+    else every release (an unknown ``rocm``: UsageError), for :func:`buildkit.compare.diff.diff_wheels`."""
 
     flags = GateFlags(exclude=tuple(exclude), exclude_sets=tuple(exclude_sets), rocm=rocm)
     return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)
