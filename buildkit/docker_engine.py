@@ -297,15 +297,12 @@ def throwaway(
 ) -> Iterator[Throwaway]:
     """A container of ``image`` created (not started) for ``purpose``, removed when the block ends.
 
-    ``network=False``: the container has no network at all (``--network none``); True: the default
-    bridge; a string names the network mode (``"host"``: the compiler-cache relay only). ``volumes`` maps
-    named volumes to the paths they are mounted at (read-write: the compiler cache's statistics are
-    read and reset in its volume); no host path is ever mounted. The container's
-    name is unique (``buildkit-<purpose>-<random>``) so that one whose creation was interrupted
-    (Ctrl-C between the engine's create and the answer) is still found and removed; a removal that
-    fails is said through ``warn`` (default: stderr), never raised. With
-    ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` it is kept and its name printed on stderr.
-    """
+    ``network``: False, no network at all (``--network none``); True, the default bridge; a string, the
+    network mode (``"host"``: the compiler-cache relay only). ``volumes``: named volumes -> mount paths
+    (read-write: ccache's statistics are reset there); no host path is ever mounted. The name is unique
+    (``buildkit-<purpose>-<random>``) so that a container whose creation was interrupted is still found
+    and removed; a removal that fails is said through ``warn``, never raised.
+    ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` keeps it (its name printed on stderr)."""
     name = f"buildkit-{purpose}-{uuid.uuid4().hex[:12]}"
     create: dict[str, Any] = {
         "name": name,

@@ -301,15 +301,11 @@ REPAIR_LOG = "/tmp/buildkit-auditwheel.err"
 def repair_command(job: Job) -> str:
     """``auditwheel repair --plat <policy>`` with the exclude globs.
 
-    When auditwheel refuses the recipe's policy (symbols too recent), the wheel is repaired to the
-    best policy its symbols allow instead, so that the gate, not auditwheel, has the last word: it
-    fails the job naming the offending file, library and symbol, and nothing reaches ``dist/``.
-    When no policy fits at all (a build against glibc 2.43 without a sysroot), the unrepaired wheel
-    is passed on as it is, for the gate to refuse and the build to keep in quarantine. When auditwheel
-    refuses because a library the wheel needs is not in the image (its "could not be located", kept in
-    :data:`REPAIR_LOG` and passed on), the note says so, not that symbols are too new, and the wheel goes
-    to the gate as it is (no policy would change that).
-    """
+    When auditwheel refuses the recipe's policy (symbols too recent), the wheel is repaired to the best
+    policy its symbols allow, so that the gate, not auditwheel, has the last word (naming the offending
+    file, library and symbol). When no policy fits at all (glibc 2.43 without a sysroot), or a library
+    the wheel needs is not in the image (auditwheel's "could not be located", kept in :data:`REPAIR_LOG`
+    and noted as such), the unrepaired wheel goes to the gate as it is, and to quarantine."""
 
     def attempt(plat: str) -> str:
         parts = ["auditwheel", "repair", "--plat", plat]
