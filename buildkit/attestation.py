@@ -146,12 +146,9 @@ _MAX_PROVENANCE_BYTES = 1 << 20
 def verify_published(
     wheel: Path, public_key: Ed25519PublicKey, index_url: str, client: pyindex.IndexClient | None = None
 ) -> AttestationCheck:
-    """Check ``wheel`` against the provenance the index at ``index_url`` links from its project page
-    (PEP 740 ``data-provenance``: what ``publish`` serves beside each wheel whose attestation verified),
-    downloaded through :mod:`buildkit.pyindex` and checked as :func:`verify_attestation` does.
-
-    NotReproducible (exit 12) when the page, the wheel's entry or its provenance is missing, or the
-    provenance does not hold; IndexUnavailable (exit 13) when the index cannot be reached."""
+    """Check ``wheel`` against the provenance the index at ``index_url`` links from its project page (PEP
+    740 ``data-provenance``), as :func:`verify_attestation` does. NotReproducible (exit 12) when the
+    page, the wheel's entry or its provenance is missing or does not hold; IndexUnavailable (exit 13)."""
     try:
         project = parse_wheel_filename(wheel.name)[0]
     except InvalidWheelFilename as exc:

@@ -1,18 +1,13 @@
 """The Docker engine: connecting to the one the user means, and the one owner of throwaway containers.
 
-Connecting: :func:`connect` reads the current context (``DOCKER_CONTEXT`` or the CLI's
-``config.json``) through the SDK's own context API (``from_env()`` ignores ``docker context use``). A
-daemon that does not answer raises :class:`~buildkit.errors.DockerUnavailable` (exit 8) naming the
-endpoint it tried.
+:func:`connect` reads the current context (``DOCKER_CONTEXT`` or the CLI's ``config.json``) through
+the SDK's own context API (``from_env()`` ignores ``docker context use``); a daemon that does not
+answer raises :class:`~buildkit.errors.DockerUnavailable` (exit 8) naming the endpoint it tried.
 
-Throwaway containers: :func:`throwaway` is the only place buildkit creates a container; cibuildwheel
-creates its own, with :func:`container_labels` passed through its ``create_args``. Every one carries
-:data:`CONTAINER_LABEL` (a build's also :data:`RUN_LABEL`) and its :class:`Owner`, and is removed when
-the ``with`` block ends, also on an exception or Ctrl-C, even one that came while the engine was still
-creating it (it is then found by its unique name). :func:`prune_containers` removes what a hard kill
-left, only where the owner is gone (docs/REFERENCE.md, ``image prune --containers``).
-``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` keeps them (their names printed on stderr).
-"""
+:func:`throwaway` is the only place buildkit creates a container; cibuildwheel creates its own, with
+:func:`container_labels` passed through its ``create_args``. Every one carries :data:`CONTAINER_LABEL`
+(a build's also :data:`RUN_LABEL`) and its :class:`Owner`; :func:`prune_containers` removes what a
+hard kill left, only where the owner is gone (docs/REFERENCE.md, ``image prune --containers``)."""
 
 from __future__ import annotations
 
@@ -130,8 +125,7 @@ def keep_containers(env: Mapping[str, str] | None = None) -> bool:
 
 
 def container_labels(purpose: str, run_id: str | None = None) -> dict[str, str]:
-    """The labels of a container made for ``purpose`` (in the build ``run_id``, if any), with its
-    owner: this process (:class:`Owner`)."""
+    """The labels of a container made for ``purpose`` (in the build ``run_id``), with its :class:`Owner`."""
     labels = {CONTAINER_LABEL: purpose, **Owner.this_process().labels()}
     if run_id is not None:
         labels[RUN_LABEL] = run_id
@@ -303,15 +297,12 @@ def throwaway(
 ) -> Iterator[Throwaway]:
     """A container of ``image`` created (not started) for ``purpose``, removed when the block ends.
 
-    ``network=False``: the container has no network at all (``--network none``); True: the default
-    bridge; a string names the network mode (``"host"``: the compiler-cache relay only). ``volumes`` maps
-    named volumes to the paths they are mounted at (read-write: the compiler cache's statistics are
-    read and reset in its volume); no host path is ever mounted. The container's
-    name is unique (``buildkit-<purpose>-<random>``) so that one whose creation was interrupted
-    (Ctrl-C between the engine's create and the answer) is still found and removed; a removal that
-    fails is said through ``warn`` (default: stderr), never raised. With
-    ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` it is kept and its name printed on stderr.
-    """
+    ``network``: False, no network at all (``--network none``); True, the default bridge; a string, the
+    network mode (``"host"``: the compiler-cache relay only). ``volumes``: named volumes -> mount paths
+    (read-write: ccache's statistics are reset there); no host path is ever mounted. The name is unique
+    (``buildkit-<purpose>-<random>``) so that a container whose creation was interrupted is still found
+    and removed; a removal that fails is said through ``warn``, never raised.
+    ``BUILDKIT_DEBUG_KEEP_CONTAINER=1`` keeps it (its name printed on stderr)."""
     name = f"buildkit-{purpose}-{uuid.uuid4().hex[:12]}"
     create: dict[str, Any] = {
         "name": name,
@@ -380,8 +371,7 @@ def remove_run_containers(client: Any, run_id: str) -> bool:
 
 @dataclass(frozen=True)
 class _Pruned:
-    """A labelled container, as :func:`labelled_containers` found it and :func:`prune_containers`
-    removed or left it."""
+    """A labelled container, as :func:`labelled_containers` found it and :func:`prune_containers` left it."""
 
     name: str
     purpose: str
@@ -412,9 +402,8 @@ def labelled_containers(client: Any) -> list[_Pruned]:
 
 
 def prune_containers(client: Any, *, only: Collection[str] | None = None) -> list[_Pruned]:
-    """Remove the containers carrying :data:`CONTAINER_LABEL` whose owner is gone (what killed runs
-    left behind; a live owner's, or one that cannot be told gone, is left: the module docstring);
-    ``only``: just those of these names (the ones a listing showed). Engine errors
+    """Remove the containers carrying :data:`CONTAINER_LABEL` whose owner is gone (a live owner's, or one
+    that cannot be told gone, is left); ``only``: just those of these names. Engine errors
     (:data:`ENGINE_ERRORS`) are raised; a container already gone is skipped."""
     removed: list[_Pruned] = []
     for container in client.containers.list(all=True, filters={"label": CONTAINER_LABEL}):

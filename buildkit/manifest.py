@@ -1,7 +1,6 @@
 """``<wheel>.manifest.json``: what a wheel was built from and the gate's verdict on it.
 
-A manifest sits beside its wheel. ``publish`` refuses a wheel whose manifest is missing, failed,
-or names another sha256: the manifest is the proof that the gate ran on exactly these bytes.
+The claim that the gate passed on exactly these bytes (``publish`` checks it: :mod:`buildkit.publish.trust`).
 
 Schema version 1 (keys sorted, UTF-8, trailing newline)::
 
@@ -27,14 +26,9 @@ Schema version 1 (keys sorted, UTF-8, trailing newline)::
          manifests of older builds): what ``publish`` runs the gate with again, once the signed
          attestation, which records the same, verifies (``publish --public-key``)}
 
-``build_requirements`` is the lock of a hermetic build (:mod:`buildkit.building.requirements`): every
-file pip installed in the build container, by sha256; ``lock`` names the same as a pip requirements
-file with hashes beside the wheel (``<wheel>.requirements.lock``, :func:`lock_path`).
-
-A wheel the gate refused in ``buildkit build`` gets no manifest: it is kept apart in a quarantine
-folder (``<out>/.refused/<job-id>/``, :data:`REFUSED_DIR`; :mod:`buildkit.building.quarantine`) with
-``<wheel>.refused.json`` (:func:`refused_path`, schema :data:`REFUSED_SCHEMA`), the record of why,
-which ``publish`` recognises and names when such a wheel lies in its tree.
+``build_requirements`` is the lock of a hermetic build (:mod:`buildkit.building.requirements`),
+also written beside the wheel (:func:`lock_path`). A refused wheel gets no manifest but a
+``<wheel>.refused.json`` in the quarantine (:func:`refused_path`, :mod:`buildkit.building.quarantine`).
 """
 
 from __future__ import annotations

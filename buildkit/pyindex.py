@@ -1,30 +1,19 @@
-"""The one client of package indexes: their project pages (PEP 691 JSON, else PEP 503 HTML) and the
-files they list, for every stage that reads one (a recipe's source, ``diff --against-index`` and the
-no-regression baseline, ``publish``).
+"""The one client of package indexes: their project pages (PEP 691 JSON, else PEP 503 HTML, or a
+``file://`` folder) and the files they list, for every stage that reads one. No other module parses
+an index page (``tests/unit/test_pyindex.py``).
 
-**Reading.** :meth:`IndexClient.page` reads a project page over http(s) (``requests``; ``Accept``
-prefers PEP 691 JSON) or from a ``file://`` folder (its ``index.html``, else its files listed as a
-page would) and :func:`parse_page` turns it into :class:`Link` s: the file name, the absolute URL
-without its fragment, the hashes (a PEP 691 ``hashes`` table, a PEP 503 ``#<algo>=<hex>`` fragment)
-and whether it is yanked. No other module parses an index page (``tests/unit/test_pyindex.py``).
-
-**Downloading.** :meth:`IndexClient.download` streams a file into a temporary file beside its
-destination (:func:`buildkit.fsutil.atomic_stream`), hashing and counting it, and renames it into
-place only when its hash is the expected one (:class:`DigestMismatch` otherwise) and it stayed under
-the bound (:class:`TooLarge`). Nothing half-downloaded is ever left under the destination's name.
+Nothing half-downloaded is ever left under the destination's name (:meth:`IndexClient.download`).
 
 **Credentials** are bound to one origin (scheme, host, port: :class:`Credentials`): those of an URL's
-user part (``https://user:token@host/simple``, :meth:`IndexClient.strip`), of ``~/.netrc`` when the
-caller asks for it, or given by the caller (``publish``'s ``TWINE_USERNAME``/``TWINE_PASSWORD``,
-sent only when the origin answers HTTP 401). They are never sent to another origin, not even on a
-redirect, and never shown: :func:`redact` is how an URL is printed.
+user part (:meth:`IndexClient.strip`), of ``~/.netrc`` when the caller asks for it, or given by the
+caller (sent only when the origin answers HTTP 401). They are never sent to another origin, not even
+on a redirect, and never shown: :func:`redact` is how an URL is printed.
 
 **Failures.** Every command gets the same error for "the index cannot be reached":
 :class:`~buildkit.errors.IndexUnavailable` (exit 13: DNS failure, connection refused or reset,
 timeout, a truncated answer, HTTP 5xx/408/429; retrying may help). An index that answers no is
 :class:`IndexRefused` (another 4xx, a TLS certificate not trusted, a page over the bound), which each
-command words in its own terms; HTTP 404/410 is :class:`NotFound`.
-"""
+command words in its own terms; HTTP 404/410 is :class:`NotFound`."""
 
 from __future__ import annotations
 
@@ -347,8 +336,7 @@ class IndexClient:
 
     # ---- credentials
     def strip(self, url: str) -> str:
-        """``url`` without its user part, whose credentials are kept for its origin (sent with the
-        first request there)."""
+        """``url`` without its user part, whose credentials are kept for its origin (sent preemptively)."""
         parts = urlsplit(url)
         if "@" not in parts.netloc:
             return url
@@ -525,8 +513,7 @@ def _read_limited(data: bytes, url: str) -> bytes:
 
 @contextlib.contextmanager
 def _network_errors(action: str, url: str) -> Iterator[None]:
-    """A failure while the answer's body is read (reset, timeout, truncated) as :func:`failure`
-    words it."""
+    """A failure while the answer's body is read (reset, timeout, truncated), as :func:`failure` words it."""
     import requests  # about 60 ms: only when an index is asked (start-up time)
     import urllib3
 

@@ -14,16 +14,9 @@ A record states its JSON once, as data, instead of a hand-written ``to_json``::
     @json_shape("name", "version", Key("python_tag", "python"), Key("wheel_tag", omit="none"))
     class JobIdentity(NamedTuple): ...
 
-``to_data(record)`` is then the dict. Values are converted the way :func:`json.dumps` would see
-them, except that a record is rendered by its shape (or asked for its own ``to_json``): a mapping
-becomes a dict, a list or tuple a list (a NamedTuple without a shape too, as json.dumps writes it),
-each item converted again; ``None``, ``bool``, ``int``, ``float`` and ``str`` stay. Anything else is
-a TypeError naming the record and the key (give the key a ``convert``: ``Key("wheel",
-convert=str)`` for a Path).
-
-A record keeps a hand-written ``to_json`` method only where its JSON is no projection of its
-attributes (computed groups, method calls, arguments); the method says why, and :func:`to_data`
-calls it. ``tests/unit/test_records.py`` checks every declared shape against its class.
+Values are converted as :func:`json.dumps` would see them, a record by its shape (or its own
+``to_json``, kept only where its JSON is no projection of its attributes, saying why); anything else is
+a TypeError naming the record and the key (give the key a ``convert``: ``Key("wheel", convert=str)``).
 
 No import of :mod:`dataclasses` here: ``buildkit check`` defines no dataclass and must not load that
 module for its NamedTuples (``tests/unit/test_check_startup.py``); a dataclass's fields are read

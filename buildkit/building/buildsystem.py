@@ -8,14 +8,9 @@ torch without listing it (aiter: a ROCm torch is not on PyPI) would then build w
 aiter's prints "PREBUILD_KERNELS set but torch not installed, skip precompilation" and makes a wheel
 without its kernels, with no error: so a job of the ``torch`` axis always builds with its pin.
 
-:func:`extra_requires` lists the additions (the torch pin, the recipe's ``build_requires``);
-:func:`add_build_requires` writes them into the *staged copy* of the source: its ``[build-system]``
-table rendered again with them appended, the rest of the file kept byte for byte, the result parsed
-back and compared, so a file this cannot rewrite faithfully is refused rather than built differently.
-A source without ``pyproject.toml`` gets one with PEP 518's defaults plus the additions (no
-``build-backend``: setuptools' legacy backend, as before). :func:`torch_evidence` finds where a project
-shows it builds against torch; :func:`check_torch_provided` refuses a job without a torch pin.
-"""
+:func:`add_build_requires` rewrites only the *staged copy* of the source, and refuses a file it cannot
+rewrite faithfully rather than build differently; a source without ``pyproject.toml`` gets PEP 518's
+defaults (no ``build-backend``: setuptools' legacy backend, as before)."""
 
 from __future__ import annotations
 
@@ -245,9 +240,8 @@ def torch_evidence(source: Path) -> _TorchEvidence | None:
 
 
 def check_torch_provided(job: Job, source: Path, recipe_path: str) -> None:
-    """Refuse, before any container starts, a job without a torch pin whose source builds against
-    torch: its isolated build environment would have no torch, and a project that tolerates that
-    (aiter) builds a wheel without its kernels."""
+    """Refuse, before any container starts, a job without a torch pin whose source builds against torch
+    (module docstring)."""
     if job.torch_requirement is not None:
         return
     found = torch_evidence(source)

@@ -1,17 +1,12 @@
 """The compiler cache carried off the machine: ``buildkit cache export|import DIR|FILE.tar``.
 
-The cache is a set of named Docker volumes (``rocm-buildkit-ccache-<12 hex>``, one per
-:func:`buildkit.building.cibw.cache_key`). Their contents leave and enter the engine through a
-throwaway container (:func:`buildkit.docker_engine.throwaway`) that holds the volumes at
-``/cache/<volume>`` and is never started: the engine's archive API reads and writes a created
-container's mounts, so no host path is mounted and nothing runs. The container's image does not
-matter (nothing of it is read): the first local image of rocm-buildkit or Debian is taken.
-
-The carried form is one tar whose members are ``<volume>/<ccache's files>``: a ``.tar`` file, or a
-folder holding one sub-folder per volume (what a CI cache such as GitHub's ``actions/cache`` saves
-and restores). An import refuses any member that is not a regular file or folder under a cache
-volume's name (no link, no absolute or ``..`` name): ccache's files only.
-"""
+The cache volumes' contents leave and enter the engine through a throwaway container that holds them
+at ``/cache/<volume>`` and is never started: the engine's archive API reads and writes a created
+container's mounts, so no host path is mounted and nothing runs (its image does not matter: the first
+local image of rocm-buildkit or Debian). The carried form is one tar of ``<volume>/<ccache's files>``:
+a ``.tar`` file, or a folder of one sub-folder per volume (what a CI cache such as ``actions/cache``
+saves). An import refuses any member that is not a regular file or folder under a cache volume's
+name (no link, no absolute or ``..`` name)."""
 
 from __future__ import annotations
 

@@ -2,14 +2,11 @@
 doing anything, and the build says how often it hit (what and why: docs/REFERENCE.md, "The compiler
 cache works for any project" and "Device code once per matrix").
 
-A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR` (``cibw.ccache_volume``);
-``--no-cache`` mounts none and routes only HIP compiles, through the launcher. :func:`environment`
-routes the three ways a project calls its compilers: by name through PATH (the image's masquerade
-directory first, ``PATH=<dir>:$PATH``, the one value rendered with an expansion); hipcc by full path
-(``HIP_CLANG_LAUNCHER``, else the clang wrappers :data:`HIP_CLANG_WRAPPERS` of the manylinux image or
-:data:`SID_HIP_WRAPPERS` made by :data:`SID_SETUP`, which exec :data:`LAUNCHER_VARIABLE`); CMake
-(:data:`CMAKE_LAUNCHERS`). A CMake configure probe (``CMakeScratch/TryCompile-XXXXXX/``, a new random
-path at every configure) is run with ``CCACHE_DISABLE=1``: it could never hit.
+A job's cache is a named Docker volume mounted at :data:`CONTAINER_DIR`; ``--no-cache`` mounts none
+and routes only HIP compiles, through the launcher. :func:`environment` routes the three ways a
+project calls its compilers: by name through PATH, hipcc by full path, CMake. A CMake configure probe
+(``CMakeScratch/TryCompile-XXXXXX/``, a new random path at every configure) is run with
+``CCACHE_DISABLE=1``: it could never hit.
 
 **The HIP launcher** (``hip_launcher.sh``, staged at :data:`STAGED_LAUNCHER`, :func:`launcher_script`)
 runs every HIP compile of a build whose layout routes them (:func:`uses_launcher`), with or without
@@ -21,11 +18,8 @@ uncached one's bytes (tests/docker/test_hip_cuid_e2e.py). No ``CCACHE_BASEDIR``:
 are not in :data:`IGNORED_OPTIONS`: the images hold every Python's headers side by side, so a
 direct-mode manifest naming 3.13's ``Python.h`` would match in the 3.14 job.
 
-The layout is the one the image's profile declares (``cache_layout`` and ``cache_hip`` in
-docker/profiles.toml: :data:`NAMED`); an image of the project's own Dockerfile or a ref gets
-:data:`ANY` (both usual masquerade directories, no launcher). The hit rate: :data:`ZERO_STATS` first,
-then :func:`read_stats` in a throwaway container holding the volume (``ccache --print-stats``; ccache
-3's ``-s`` table where that is missing).
+The layout is the one the image's profile declares (:data:`NAMED`); an image of the project's own
+Dockerfile or a ref gets :data:`ANY` (both usual masquerade directories, no launcher).
 """
 
 from __future__ import annotations
@@ -46,10 +40,8 @@ from buildkit.records import Key, json_shape
 CONTAINER_DIR = "/ccache"
 #: what every masquerade ends with: the PATH cibuildwheel gave the build (the job's Python first)
 PATH_TAIL = ":$PATH"
-#: the HIP compile launcher (this folder's ``hip_launcher.sh``, :func:`launcher_script`), staged with
-#: the source of every build whose layout routes HIP compiles (:func:`uses_launcher`), with or without
-#: the cache: ``hip-launcher COMPILER ARG...`` adds the ``-cuid=`` a HIP compile lacks, then runs
-#: ccache (with :data:`CCACHE_SWITCH` set) or the compiler
+#: where the HIP launcher is staged in the source (module docstring): ``hip-launcher COMPILER ARG...``
+#: runs ccache (with :data:`CCACHE_SWITCH` set) or the compiler
 STAGED_LAUNCHER = ".buildkit/hip-launcher"
 #: the launcher in the build container (cibuildwheel copies the staged source to /project)
 HIP_LAUNCHER = "/project/" + STAGED_LAUNCHER
@@ -135,10 +127,8 @@ class Layout:
     launchers: bool
     #: a shell command the build runs first (before_build) to make what ``hip`` names; None: nothing
     setup: str | None = None
-    #: the image's pypa/build takes ``--env-dir`` (>= 1.5): its isolated build environment is made
-    #: at :data:`BUILD_ENV_DIR` rather than a random ``/tmp/build-env-*`` (``cibw.build_frontend``).
-    #: The Debian builders' Python tools are docker/debian-rocm.python.txt (build 1.6.1): a builder
-    #: declaring a Debian layout installs them too
+    #: the image's pypa/build takes ``--env-dir`` (>= 1.5: ``cibw.build_frontend``); a builder declaring
+    #: a Debian layout installs docker/debian-rocm.python.txt (build 1.6.1) too
     fixed_build_env: bool = False
 
 
@@ -171,9 +161,8 @@ EL = Layout(
 )
 #: an image buildkit did not make: whichever masquerade directory it has
 ANY = Layout("any", ("/usr/lib/ccache", "/usr/lib64/ccache"), MappingProxyType({}), launchers=False)
-#: the layout of each (``cache_layout``, route to hipcc's clang) a profile may declare
-#: (:data:`buildkit.profiles.CACHE_LAYOUTS`, ``cache_layout`` and ``cache_hip`` of docker/profiles.toml);
-#: an image extended with packages keeps its profile's
+#: the layout of each (``cache_layout``, ``cache_hip``) a profile may declare
+#: (:data:`buildkit.profiles.CACHE_LAYOUTS`); an image extended with packages keeps its profile's
 NAMED: Mapping[tuple[str, str], Layout] = MappingProxyType(
     {
         ("debian", "launcher"): DEBIAN,
@@ -184,8 +173,7 @@ NAMED: Mapping[tuple[str, str], Layout] = MappingProxyType(
 
 
 def layout(job: Job) -> Layout:
-    """The compiler-cache layout of the job's builder image: its profile's ``cache_layout`` and
-    ``cache_hip``; :data:`ANY` for an image that is not a profile's, or a profile that declares none."""
+    """The compiler-cache layout of the job's builder image's profile; :data:`ANY` when it declares none."""
     try:
         profile = job.image.profile_data
     except UsageError:
@@ -208,8 +196,7 @@ def setup_commands(job: Job, *, cached: bool = True) -> tuple[str, ...]:
 
 
 def uses_launcher(job: Job) -> bool:
-    """The job's layout routes HIP compiles through :data:`HIP_LAUNCHER`: the build stages it
-    (:func:`launcher_script`) at :data:`STAGED_LAUNCHER`, with or without the cache."""
+    """The job's layout routes HIP compiles through :data:`HIP_LAUNCHER`, with or without the cache."""
     chosen = layout(job)
     return bool(chosen.hip) or chosen.launchers
 
@@ -220,11 +207,9 @@ def launcher_script() -> str:
 
 
 def environment(job: Job, *, cached: bool = True) -> dict[str, str]:
-    """The build environment that sends the job's compiles through the cache in :data:`CONTAINER_DIR`
-    (``cached``), or, without the cache, its HIP compiles through the launcher alone.
-
-    ``PATH`` ends with :data:`PATH_TAIL` (rendered as an expansion, see ``cibw.render_environment``);
-    a routing variable the job's env sets itself (:data:`RECIPE_OVERRIDABLE`) is left to it."""
+    """The build environment that sends the job's compiles through the cache (``cached``), else its HIP
+    compiles through the launcher alone; a routing variable the job's env sets itself
+    (:data:`RECIPE_OVERRIDABLE`) is left to it."""
     chosen = layout(job)
     env: dict[str, str] = {}
     if cached:
@@ -338,9 +323,8 @@ def stats_log(build_id: str) -> str:
 def read_stats(
     client: Any, image: str, volume: str, *, run_id: str | None = None, log: str | None = None
 ) -> CacheStats | None:
-    """The statistics of one build: its ``log`` (:func:`stats_log`) when it wrote one, else the
-    counters of the cache ``volume``; read in a throwaway container of ``image`` (no network,
-    removed afterwards); None when the image has no ccache or its output cannot be read."""
+    """The statistics of one build: its ``log`` (:func:`stats_log`), else the counters of the cache
+    ``volume``, read in a throwaway container of ``image``; None when there are none to read."""
     environment = {"CCACHE_DIR": CONTAINER_DIR, **({"CCACHE_STATSLOG": log} if log else {})}
     with throwaway(
         client,

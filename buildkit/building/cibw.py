@@ -1,34 +1,19 @@
 """cibuildwheel options rendered from a plan Job (pure: no Docker, no files touched).
 
-The rendered environment drives ``python -m cibuildwheel`` in a subprocess. It is the only
-channel between the host and the build container, so it is deliberately small:
+The rendered environment is the only channel between the host and the build container, so it is
+deliberately small; what the container may see is REFERENCE.md's "What a build guarantees". Here:
+the build environment is exactly :func:`container_environment`, cibuildwheel's process gets only
+:data:`HOST_PASSTHROUGH`, and ``CIBW_ENVIRONMENT_PASS_LINUX`` is forced empty, which beats a
+project's ``[tool.cibuildwheel] environment-pass`` (an environment variable, even an empty one,
+overrides pyproject.toml in cibuildwheel's option cascade). The recipe's ``env`` reaches the
+container literally (:data:`buildkit.recipe.RESERVED_ENV` refused; its ``MAX_JOBS`` and
+``ROCM_PATH`` win over buildkit's defaults). Repair's exclude globs match versioned SONAMEs
+(``librocblas.so*`` matches ``librocblas.so.5``).
 
-* the container gets no host filesystem mount (``disable_host_mount``), no Docker socket and
-  none of the host's environment (credentials such as ``TWINE_PASSWORD`` or a
-  ``PIP_INDEX_URL`` with a password stay on the host): the build environment is exactly
-  :func:`container_environment`. cibuildwheel's process gets only :data:`HOST_PASSTHROUGH`, and
-  ``CIBW_ENVIRONMENT_PASS_LINUX`` is forced empty, which beats a project's
-  ``[tool.cibuildwheel] environment-pass`` (an environment variable, even an empty one, overrides
-  pyproject.toml in cibuildwheel's option cascade);
-* the recipe's ``env`` reaches the container literally; variables the build sets itself
-  (:data:`buildkit.recipe.RESERVED_ENV`) are refused, ``MAX_JOBS`` and ``ROCM_PATH`` from the
-  recipe win over buildkit's defaults;
-* the container has no network (``--network=none``) unless the recipe says ``network: true``: pip
-  installs only from the wheelhouse staged with the source (``PIP_NO_INDEX=1``,
-  ``PIP_FIND_LINKS``; the build requirements are resolved and downloaded on the host,
-  :mod:`buildkit.building.requirements`);
-* the compiler cache is a named Docker volume (not a host path), one per cache key, and every C,
-  C++ and HIP compile goes through it (:mod:`buildkit.building.ccache`: the image's masquerade directory
-  first on ``PATH``, the one value rendered with an expansion, ``PATH=<dir>:$PATH``);
-* repair is ``auditwheel repair --plat <policy>`` with the job's exclude globs, which match
-  versioned SONAMEs (``librocblas.so*`` matches ``librocblas.so.5``);
-* ROCm from pip (the recipe's ``rocm_pip``): ``before_all`` installs the SDK
-  (``rocm[devel,libraries,device-<gfx>...]==7.2.*``, from the staged wheelhouse) with the job's
-  Python into :data:`ROCM_SDK_DIR` and links ``rocm-sdk path --root`` and ``--cmake`` there, which
-  ``ROCM_HOME`` and ``CMAKE_PREFIX_PATH`` name; the compiler stays the image's hipcc (``ROCM_PATH``:
-  an SDK core wheel carries none in the tests' stand-in). After repair (the SDK's SONAMEs excluded),
-  :mod:`buildkit.building.sdk_link` adds the ``$ORIGIN``-relative RPATHs and the ``Requires-Dist``.
-"""
+ROCm from pip (``rocm_pip``): ``before_all`` installs the SDK from the staged wheelhouse with the
+job's Python into :data:`ROCM_SDK_DIR`, which ``ROCM_HOME`` and ``CMAKE_PREFIX_PATH`` name; the
+compiler stays the image's hipcc (an SDK core wheel carries none in the tests' stand-in); after
+repair :mod:`buildkit.building.sdk_link` adds the RPATHs and the ``Requires-Dist``."""
 
 from __future__ import annotations
 
@@ -125,19 +110,14 @@ def sysroot_environment(job: Job, rocm_path: str) -> dict[str, str]:
     """The variables that compile the job's host code against its compatibility sysroot
     (``manylinux.sysroot``; {} without one). Every compiler a build can call is covered:
 
-    * ``PATH``: the sysroot's wrappers (cc, c++, gcc, g++, x86_64-linux-gnu-gcc/g++, clang,
-      clang++: the image's clang with ``--sysroot`` and ``--gcc-install-dir``; a link also gets
-      ``--allow-shlib-undefined``: docker/sysroot.sh) before the image's compilers, which is what
-      setuptools (sysconfig's CC), torch's cpp_extension (``c++``), autotools and meson find; the
-      compiler cache's masquerade stays first and calls them;
+    * ``PATH``: the sysroot's wrappers (docker/sysroot.sh: the image's clang with ``--sysroot`` and
+      ``--gcc-install-dir``) before the image's compilers, which is what setuptools, torch's
+      cpp_extension (``c++``), autotools and meson find; the compiler cache's masquerade stays first;
     * hipcc: ``HIPCC_COMPILE_FLAGS_APPEND`` / ``HIPCC_LINK_FLAGS_APPEND`` (the same flags, the ROCm
-      prefix for the device libraries, the profile's ``rocm_lib_links`` to link the ROCm libraries:
-      the one library folder of the image a sysroot build searches, so that the image's own glibc
-      stays out of reach), and ``HIP_INCLUDE_PATH`` at the sysroot (hipcc would add
-      ``-I/usr/include``, the image's glibc);
-    * CMake: ``CMAKE_TOOLCHAIN_FILE`` (CMake >= 3.21 reads it from the environment): CMAKE_SYSROOT
-      and the wrappers as CMAKE_C/CXX/HIP_COMPILER.
-    """
+      prefix for the device libraries, the profile's ``rocm_lib_links``: the one library folder of the
+      image a sysroot build searches, so that the image's own glibc stays out of reach), and
+      ``HIP_INCLUDE_PATH`` at the sysroot (hipcc would add ``-I/usr/include``, the image's glibc);
+    * CMake: ``CMAKE_TOOLCHAIN_FILE`` (CMake >= 3.21 reads it from the environment)."""
     if not job.sysroot:
         return {}
     profile = job.image.profile_data
@@ -185,13 +165,9 @@ class CibwSettings:
 
 
 def container_environment(job: Job, settings: CibwSettings) -> dict[str, str]:
-    """The environment of the build inside the container, in a stable order.
-
-    ``job.env`` (the recipe's env, matrix axis values, and the plan's PYTORCH_ROCM_ARCH/GPU_ARCHS)
-    is added as is; a reserved variable in it must equal what buildkit sets for this job, or this
-    raises a :class:`UsageError` (recipe loading refuses those already: this guards other jobs,
-    such as one read back from an older manifest).
-    """
+    """The environment of the build inside the container, in a stable order; ``job.env`` added by
+    :func:`_add_job_env` (recipe loading refuses reserved variables already: this guards other jobs,
+    such as one read back from an older manifest)."""
     rocm_path = job.env.get("ROCM_PATH", rocm_prefix(job))
     env: dict[str, str] = {
         "HIP_PLATFORM": "amd",
@@ -325,15 +301,11 @@ REPAIR_LOG = "/tmp/buildkit-auditwheel.err"
 def repair_command(job: Job) -> str:
     """``auditwheel repair --plat <policy>`` with the exclude globs.
 
-    When auditwheel refuses the recipe's policy (symbols too recent), the wheel is repaired to the
-    best policy its symbols allow instead, so that the gate, not auditwheel, has the last word: it
-    fails the job naming the offending file, library and symbol, and nothing reaches ``dist/``.
-    When no policy fits at all (a build against glibc 2.43 without a sysroot), the unrepaired wheel
-    is passed on as it is, for the gate to refuse and the build to keep in quarantine. When auditwheel
-    refuses because a library the wheel needs is not in the image (its "could not be located", kept in
-    :data:`REPAIR_LOG` and passed on), the note says so, not that symbols are too new, and the wheel goes
-    to the gate as it is (no policy would change that).
-    """
+    When auditwheel refuses the recipe's policy (symbols too recent), the wheel is repaired to the best
+    policy its symbols allow, so that the gate, not auditwheel, has the last word (naming the offending
+    file, library and symbol). When no policy fits at all (glibc 2.43 without a sysroot), or a library
+    the wheel needs is not in the image (auditwheel's "could not be located", kept in :data:`REPAIR_LOG`
+    and noted as such), the unrepaired wheel goes to the gate as it is, and to quarantine."""
 
     def attempt(plat: str) -> str:
         parts = ["auditwheel", "repair", "--plat", plat]
@@ -375,9 +347,7 @@ def repair_command(job: Job) -> str:
 
 
 def sdk_link_command(job: Job) -> str:
-    """ROCm from pip: :mod:`buildkit.building.sdk_link` on the repaired wheel (the ``Requires-Dist`` on
-    the release, RPATH entries to the SDK's library folders for each ELF needing one of its SONAMEs:
-    the job's exclude globs)."""
+    """ROCm from pip: :mod:`buildkit.building.sdk_link` on the repaired wheel (the job's exclude globs)."""
     folders = [sdk_link.CORE_LIB]
     if job.rocm_pip is not None and "libraries" in job.rocm_pip.extras:
         folders.append(sdk_link.LIBRARIES_LIB)
@@ -390,9 +360,7 @@ def sdk_link_command(job: Job) -> str:
 
 
 def _sdk_install_command(job: Job, *, network: bool) -> str | None:
-    """ROCm from pip: the SDK installed with the job's Python into :data:`ROCM_SDK_DIR` (from the
-    staged wheelhouse when hermetic), and its ``rocm-sdk path --root``/``--cmake`` linked there;
-    None without ``rocm_pip``."""
+    """ROCm from pip: the SDK installed into :data:`ROCM_SDK_DIR` (module docstring); None without it."""
     requirement = job.rocm_pip_build_requirement
     if requirement is None:
         return None
@@ -414,14 +382,10 @@ def _sdk_install_command(job: Job, *, network: bool) -> str | None:
 
 def before_build(job: Job, *, isolation: bool = True, network: bool = True) -> str | None:
     """Install the pinned torch and the recipe's ``build_requires`` into the job's Python before a
-    ``--no-isolation`` build (torch from the torch index with ``network``; offline everything comes
-    from the staged wheelhouse: PIP_FIND_LINKS).
-
-    With build isolation (the default) the build frontend makes a fresh environment from the
-    project's build requirements, which cannot see the target interpreter's packages: the staged
-    source's ``[build-system] requires`` gets both (:mod:`buildkit.building.buildsystem`) and
-    PIP_CONSTRAINT (:func:`constraints`) pins torch there. None with isolation or nothing to add.
-    """
+    ``--no-isolation`` build (offline from the staged wheelhouse). With build isolation the frontend's
+    fresh environment cannot see the interpreter's packages: the staged ``[build-system] requires`` gets
+    both (:mod:`buildkit.building.buildsystem`) and PIP_CONSTRAINT pins torch there; None then, or with
+    nothing to add."""
     if isolation:
         return None
     commands = []
@@ -453,12 +417,9 @@ _ENV_DIR_FRONTENDS = frozenset({"build", "build[uv]"})
 def build_frontend(name: str, isolation: bool, *, fixed_env: bool = False) -> str:
     """``CIBW_BUILD_FRONTEND``: the recipe's frontend, with isolation turned off by ``--no-isolation``.
 
-    With ``fixed_env`` (the image's pypa/build takes ``--env-dir``: ``ccache.Layout.fixed_build_env``)
-    an isolated build by ``build`` or ``build[uv]`` makes its environment at
-    :data:`ccache.BUILD_ENV_DIR`, with or without the compiler cache: what a compile includes from
-    it (torch's, pybind11's, numpy's headers) is then hit by ccache on the next build, and a cached
-    build's wheel is byte for byte the uncached one's (the headers' paths end up in the objects).
-    pip and uv have no such option: their environments stay at random paths."""
+    With ``fixed_env`` (``ccache.Layout.fixed_build_env``) an isolated build by ``build`` or ``build[uv]``
+    makes its environment at :data:`ccache.BUILD_ENV_DIR` (why: there), with or without the compiler
+    cache; pip and uv have no such option: their environments stay at random paths."""
     if not isolation:
         return f"{name}; args: {_NO_ISOLATION[name]}"
     if fixed_env and name in _ENV_DIR_FRONTENDS:
@@ -524,11 +485,8 @@ def cibuildwheel_options(job: Job, settings: CibwSettings) -> dict[str, str]:
 
 
 def subprocess_environment(host_env: Mapping[str, str], options: Mapping[str, str]) -> dict[str, str]:
-    """The environment of the cibuildwheel process: :data:`HOST_PASSTHROUGH` plus the options.
-
-    A passed variable whose value carries URL credentials (``scheme://user:secret@host``) is
-    left out: cibuildwheel prints its options, and nothing it runs needs them.
-    """
+    """The environment of the cibuildwheel process: :data:`HOST_PASSTHROUGH` plus the options, less a
+    variable carrying URL credentials (cibuildwheel prints its options, and nothing it runs needs them)."""
     passed = (k for k in HOST_PASSTHROUGH if k in host_env)
     env = {k: host_env[k] for k in passed if not has_url_credentials(host_env[k])}
     env.update(options)

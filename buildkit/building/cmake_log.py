@@ -1,13 +1,10 @@
 """What CMake looked for and did not find, read from a job's build log.
 
-A CMake project's optional packages (``find_package(OpenMP)`` without REQUIRED, ``find_package(CURL)``)
-that are not found leave a build without a feature and only a status line in the log: ``-- Could NOT
-find OpenMP_CXX (missing: OpenMP_CXX_FLAGS OpenMP_CXX_LIB_NAMES)`` (FindPackageHandleStandardArgs, which
-every find module of CMake uses). Under a compatibility sysroot a package the image has may be out of
-reach (the sysroot holds glibc, libstdc++ and libgomp, not the image's other libraries), so a feature
-the same project finds without the sysroot could disappear unseen: the build lists each one in its
-summary and records them in the manifest (``cmake_not_found``).
-"""
+An optional package (``find_package(OpenMP)`` without REQUIRED) that is not found leaves a build
+without a feature and only a ``-- Could NOT find ...`` status line (FindPackageHandleStandardArgs,
+which every find module of CMake uses). Under a compatibility sysroot a package the image has may be
+out of reach (the sysroot holds glibc, libstdc++ and libgomp only), so a feature could disappear
+unseen: the build lists each one in its summary and the manifest (``cmake_not_found``)."""
 
 from __future__ import annotations
 

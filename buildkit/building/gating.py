@@ -1,11 +1,8 @@
 """The gate as ``build`` uses it: the verdict on a wheel.
 
-``build`` gates a job's wheel with :meth:`GateConfig.from_recipe_job
-<buildkit.gate.config.GateConfig.from_recipe_job>` (``check --recipe R --job ID`` uses the same,
-the recipe's waivers included; its plain-data form, :func:`~buildkit.gate.config.gate_key`, is part of
-the inputs key); :func:`gate_wheel` judges a wheel (:func:`buildkit.judge.judge_wheel`) and keeps
-what ``build`` needs of the verdict (:class:`Gated`): the counts, the reports (the text and JSON
-``buildkit check`` gives, kept beside a refused wheel) and a line per waiver used."""
+``build`` gates with :meth:`GateConfig.from_recipe_job <buildkit.gate.config.GateConfig.from_recipe_job>`
+(what ``check --recipe R --job ID`` uses; its :func:`~buildkit.gate.config.gate_key` is part of the
+inputs key), and keeps what it needs of the verdict (:class:`Gated`)."""
 
 from __future__ import annotations
 
@@ -43,8 +40,7 @@ class Gated:
 
 
 def waived_lines(findings: Iterable[Finding]) -> tuple[str, ...]:
-    """One line per waiver among ``findings``' waivers, in recipe order: what it waives, how many
-    findings, and its reason."""
+    """One line per waiver used among ``findings``, in recipe order: what, how many findings, and why."""
     counts: dict[int, int] = {}
     waivers = {}
     for f in findings:

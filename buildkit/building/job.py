@@ -1,12 +1,10 @@
-"""One job: its phases in order (:data:`STEPS`, one module each in :mod:`buildkit.building.steps`),
-the error it ends with and the clean-up; :func:`build_one` is the one path of ``buildkit build`` and
-``buildkit verify``.
+"""One job: its phases in order (:data:`STEPS`), the error it ends with and the clean-up;
+:func:`build_one` is the one path of ``buildkit build`` and ``buildkit verify``.
 
 A failed or gate-refused job removes the previous ``<out>/<job-id>/`` (unless it was built from
 exactly these inputs); an interrupted job (Ctrl-C, SIGTERM) or a lost Docker engine leaves it as it
 was. No job leaves a container behind: every one carries the job's ``io.rocm-buildkit.run`` label
-and is removed by it; when the engine stops answering, the error says how to clean up.
-"""
+and is removed by it; when the engine stops answering, the error says how to clean up."""
 
 from __future__ import annotations
 
@@ -78,12 +76,9 @@ def build_one(
     interrupted: str | None = None,
     board: Board | None = None,
 ) -> JobResult:
-    """Build, repair, gate and publish-to-``out`` one job (the one path of `build_plan` and `verify`).
-
-    Never leaves partial output. A failed or gate-refused job removes the job's previous output
-    (unless it was built from exactly these inputs); Ctrl-C becomes :class:`Interrupted` (message
-    ``interrupted``) and keeps it; an engine that stops answering becomes :class:`DockerUnavailable`
-    naming the endpoint and the step, and keeps it too."""
+    """Build, repair, gate and publish-to-``out`` one job; never leaves partial output (the module's
+    docstring). Ctrl-C becomes :class:`Interrupted`; a lost engine :class:`DockerUnavailable` naming the
+    endpoint and the step."""
     started = time.monotonic()
     log_path = options.log_dir / f"{job.id}.log"
     result = JobResult(job=job.id, status="build-failed", log=log_path)

@@ -1,11 +1,5 @@
-"""The inputs key of a job and the up-to-date check built on it.
-
-:func:`inputs_key` hashes everything a job's wheel and its verdict are made from (the job, the
-builder image id, the staged source's digest, SOURCE_DATE_EPOCH, build isolation, the recipe, the
-gate's rules, the host tools' versions, what a hermetic build requests);
-:func:`up_to_date` finds the wheel in a job's output folder whose manifest records that key and whose
-bytes still match.
-"""
+"""The inputs key of a job (everything its wheel and verdict are made from) and the up-to-date check
+built on it."""
 
 from __future__ import annotations
 
@@ -46,10 +40,9 @@ def inputs_key(
     tools: Mapping[str, str | None],
     build_requirements: str | None = None,
 ) -> str:
-    """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by
-    equal rules (the up-to-date check). ``gate`` is :func:`~buildkit.gate.config.gate_key`,
-    ``tools`` :func:`tool_versions`, ``build_requirements`` what a hermetic build requests
-    (:func:`buildkit.building.requirements.request_key`; None with ``network: true``)."""
+    """Everything a job's wheel and its verdict are made from: equal keys, equal wheels judged by equal
+    rules. ``build_requirements``: :func:`buildkit.building.requirements.request_key` (None with
+    ``network: true``)."""
     payload = {
         "buildkit": __version__,
         "job": to_data(job),

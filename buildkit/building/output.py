@@ -1,13 +1,7 @@
 """A job's output folder ``<out>/<job-id>/``: checked writable, filled all at once, discarded when stale.
 
-:func:`publish_to_out` puts a gated wheel and its companions (manifest, attestation) into the job's
-folder by one rename (under a lock on ``<out>``; a previous folder is set aside for the instant of the
-swap and put back if the swap fails: :func:`locked` and :func:`swap_in`, which the quarantine of
-refused wheels uses too, :mod:`buildkit.building.quarantine`); :func:`discard_output` and
-:func:`drop_stale_output` remove a previous output that no longer matches the recipe or source;
-:func:`check_writable` refuses an ``--out``, ``--log-dir`` or ``--keep-refused`` that cannot be
-written before anything starts.
-"""
+A folder is filled by one rename under a lock on ``<out>``; the previous one is set aside for the
+instant of the swap and put back if the swap fails (:func:`swap_in`, which the quarantine uses too)."""
 
 from __future__ import annotations
 
@@ -89,12 +83,8 @@ def drop_stale_output(dest: Path, job: Job, echo: Echo, *, keep_key: str | None)
 
 def publish_to_out(wheels: Path | Sequence[Path], dest: Path) -> None:
     """Put the wheels (the job's one, or a split's host and device wheels) and their companions
-    (manifest, attestation, lock) into ``dest`` all at once.
-
-    The files are first copied into a hidden folder inside ``dest``'s parent (the same file system
-    as ``dest``, whatever the staging folder's), then that folder is renamed to ``dest``. A previous
-    ``dest`` is set aside for the instant of the swap and put back if the swap fails.
-    """
+    (manifest, attestation, lock) into ``dest`` all at once: copied into :func:`incoming_folder` (the
+    same file system as ``dest``, whatever the staging folder's), then :func:`swap_in`."""
     wheels = [wheels] if isinstance(wheels, Path) else list(wheels)
     files: list[Path] = []
     for wheel in wheels:
@@ -117,11 +107,9 @@ def publish_to_out(wheels: Path | Sequence[Path], dest: Path) -> None:
 
 @contextlib.contextmanager
 def locked(parent: Path) -> Iterator[None]:
-    """An exclusive lock on the folder ``parent`` while its job folders are swapped.
-
-    Two builds of the same job into the same --out (two terminals, two CI steps) swap one at a time:
-    without the lock one of them could find ``dest`` gone between its two renames and fail. The lock
-    is taken on the folder itself (flock works on a directory's descriptor): no lock file is left."""
+    """An exclusive lock on the folder ``parent`` (flock on its descriptor: no lock file is left) while its
+    job folders are swapped: two builds of the same job into one --out could otherwise find ``dest``
+    gone between their two renames."""
     folder = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(folder, fcntl.LOCK_EX)

@@ -1,16 +1,9 @@
 """What a running build is doing, read from cibuildwheel's output: :class:`Phases`, shown by
 :class:`LiveBoard` on a terminal.
 
-cibuildwheel names each step it starts ("Running before_all...", "Building wheel...", "Repairing
-wheel...", "Testing wheel..."); a build tool reports its own count ("[12/240]" from ninja, "[ 45%]"
-from CMake's makefiles) and CMake its configure step ("-- The CXX compiler identification is ...").
 Off a terminal (a pipe, a file, CI=true, ``--json``), the job prints one line when its phase changes
-(with a stderr terminal but no board, the compile count too, at most every ``interval`` seconds);
-each line gives the time since the build began. On a terminal ``buildkit build`` shows a
-:class:`LiveBoard` instead: one row per running job (its phase, the compile count with a bar, the
-time), the phases buildkit runs itself too (image, requirements, gate). ``buildkit build -v``
-streams the whole log instead of either.
-"""
+(with a stderr terminal but no board, the compile count too, at most every ``interval`` seconds).
+``buildkit build -v`` streams the whole log instead of either."""
 
 from __future__ import annotations
 
@@ -139,10 +132,8 @@ class _Row:
 
 
 class LiveBoard:
-    """The build on a terminal (rich.live): one row per running job in plan order with its phase,
-    compile count (a bar for ninja's ``N of M``) and time, and how many jobs are done and waiting.
-    Lines given to :meth:`echo` print above it. Used as a context manager; thread-safe (jobs built
-    side by side report from their own threads)."""
+    """The build on a terminal (rich.live): one row per running job in plan order, and how many jobs are
+    done and waiting; lines given to :meth:`echo` print above it. A context manager; thread-safe."""
 
     def __init__(
         self,

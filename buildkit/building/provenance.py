@@ -2,13 +2,9 @@
 
 What is captured (``manifest["provenance"]``):
 
-* ``build_environment``: read once per builder image *id* and interpreter in a throwaway container
-  (no network, removed afterwards) and cached under
-  ``$XDG_CACHE_HOME/rocm-buildkit/build-env/<image-id>--<cp>-<cp>.json``: ``python_packages`` =
-  ``pip list --format json`` of the job's interpreter ``/opt/python/<cp>-<cp>`` (the one
-  cibuildwheel builds with; the Debian builder has only ``cp313-cp313``), ``system_packages`` =
-  every installed distribution package (``dpkg-query`` on Debian images, ``rpm -qa`` on manylinux
-  ones) as ``name=version``.
+* ``build_environment``: read once per builder image *id* and interpreter (cached under
+  ``$XDG_CACHE_HOME/rocm-buildkit/build-env/``): ``python_packages`` (``pip list`` of the job's
+  interpreter) and ``system_packages`` (``dpkg-query`` or ``rpm -qa``, as ``name=version``).
 * ``build_backend``: the source's declared ``[build-system] requires`` / ``build-backend`` and, when
   the build ran in an isolated environment, the backend that actually wrote the wheel as recorded
   in the wheel's own ``WHEEL`` file (``Generator: setuptools (80.9.0)``). The other packages of
@@ -16,18 +12,14 @@ What is captured (``manifest["provenance"]``):
   container before cibuildwheel returns.
 * ``build_isolation``; ``attestation``: the file name, ``signed`` and the signer's ``keyid``.
 
-The recipe sha256, source commit, image id and toolchain versions are the manifest's own
-``recipe``, ``source``, ``image`` and ``toolchain`` keys. The statement signs the recipe (file, name,
-sha256), the job, the wheel (subject: name + sha256) and the job's gate configuration (the manifest's
-``gate``, ``internalParameters.gate``): ``publish --public-key`` runs the gate again with that
+The statement signs the recipe, the job, the wheel (subject: name + sha256) and the job's gate
+configuration (``internalParameters.gate``): ``publish --public-key`` runs the gate with that
 configuration only once this signature verifies (:mod:`buildkit.publish.trust`).
 
 The attestation ``<wheel>.intoto.json`` is a DSSE envelope (payloadType
-``application/vnd.in-toto+json``) around an in-toto Statement v1 whose subject is the wheel (file
-name + sha256) and whose predicate is SLSA provenance v1. It is signed with an ed25519 key when
-``BUILDKIT_SIGNING_KEY`` names a PEM private key, else written with an empty ``signatures`` list
-(unsigned) and the manifest says ``signed: false``. Sigstore keyless signing (Fulcio certificate +
-Rekor transparency log) needs network access to those services and is not done here.
+``application/vnd.in-toto+json``) around an in-toto Statement v1 with an SLSA provenance v1 predicate;
+unsigned without ``BUILDKIT_SIGNING_KEY`` (empty ``signatures``; the manifest says ``signed: false``).
+Sigstore keyless signing (Fulcio + Rekor) needs network access to those services and is not done here.
 """
 
 from __future__ import annotations
@@ -297,11 +289,8 @@ def attach(
     interpreter: str = BUILDER_PYTHON,
     run_id: str | None = None,
 ) -> dict[str, Any]:
-    """Add ``manifest["provenance"]`` and write the attestation beside ``wheel``; returns the manifest.
-
-    Called by :func:`record` (the build job's hook) just before the manifest is written, in the
-    wheel's staging folder, so the attestation moves into the output together with the wheel.
-    """
+    """Add ``manifest["provenance"]`` and write the attestation beside ``wheel`` (in its staging folder, so
+    it moves into the output with the wheel); returns the manifest."""
     key = signing_key(env)
     provenance: dict[str, Any] = {
         "build_environment": build_environment(client, image.id, image.tag, interpreter, run_id),
@@ -325,8 +314,7 @@ def record(
     run_id: str | None = None,
 ) -> Path:
     """Re-write the manifest beside ``wheel`` with its provenance and the attestation (the hook of
-    :mod:`buildkit.building.steps.record`); ``interpreter`` is the job's build Python, whose packages are
-    recorded; ``run_id`` the build the probe container belongs to."""
+    :mod:`buildkit.building.steps.record`); ``interpreter``: the job's Python, whose packages are recorded."""
     data = manifests.read(wheel)
     data.pop("schema", None)
     data.pop("schema_version", None)

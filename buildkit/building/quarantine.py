@@ -1,15 +1,10 @@
 """Refused wheels kept apart: ``<out>/.refused/<job-id>/``, or ``--keep-refused DIR`` -> ``DIR/<job-id>/``
-(what is kept there and why: docs/REFERENCE.md).
+(what is kept there and why: docs/REFERENCE.md), never with a manifest.
 
-:func:`quarantine` moves the wheel there with its reports (``.check.txt``, ``.check.json``) and the
-record of why (``<wheel>.refused.json``, :func:`buildkit.manifest.refused_path`, schema
-``rocm-buildkit/refused``), never a manifest. The move is all at once: the files are gathered in a
-hidden ``.<job-id>.incoming-<pid>-*`` folder beside the job's quarantine folder (the wheel renamed
-into it on the same file system, else copied), which is renamed into place under a lock on the
-folder (:func:`buildkit.building.output.swap_in`); a newer refusal replaces the older one. Debris of a
-killed build there is swept first (:func:`buildkit.building.staging.sweep_debris`). A job that passes
-removes its stale quarantine folder (:func:`release`).
-"""
+The move is all at once: the files are gathered in a hidden ``.<job-id>.incoming-<pid>-*`` folder
+beside the job's quarantine folder, which is renamed into place under a lock
+(:func:`buildkit.building.output.swap_in`); a newer refusal replaces the older one, and a job that
+passes removes its stale quarantine folder (:func:`release`)."""
 
 from __future__ import annotations
 

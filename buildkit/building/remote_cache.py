@@ -1,19 +1,13 @@
 """``build --ccache-remote redis://HOST:PORT``: ccache's remote storage, reached by a hermetic build
-through one channel to that one address.
+through one channel to that one address (how: docs/REFERENCE.md).
 
-A hermetic build container has no network (``--network=none``), and keeps none with a remote store:
-it gets a Unix socket instead. A *relay*, a throwaway container of the builder image in the host's
-network namespace (``--network host``: it reaches what the host reaches, a store on the host's loopback
-included), listens on :data:`SOCKET` in a named volume made for the build and forwards every
-connection to the store's ``HOST:PORT`` and nowhere else; the build container mounts that volume
-and its ccache gets ``CCACHE_REMOTE_STORAGE=redis+unix:`` :data:`SOCKET` (ccache 4's Redis storage
-over a Unix socket). It reads what the local volume lacks from the store and writes every new result
-to both. The relay and its volume are removed when the build ends (Ctrl-C included). A build with
-``network: true`` reaches the store directly.
-Why not a Docker network with the relay alone on it: an ``internal`` network still reaches every
-address of the host, so the build could talk to any service of the host; a socket reaches one
-address only. URLs with credentials are refused: the build's environment is written to its log.
-"""
+The relay (a throwaway container in the host's network namespace) listens on :data:`SOCKET` in a
+named volume made for the build and forwards every connection to ``HOST:PORT`` and nowhere else; the
+build's ccache gets ``CCACHE_REMOTE_STORAGE=redis+unix:`` :data:`SOCKET`. The relay and its volume are
+removed when the build ends (Ctrl-C included); a build with ``network: true`` reaches the store
+directly. Why not a Docker network with the relay alone on it: an ``internal`` network still reaches
+every address of the host; a socket reaches one address only. URLs with credentials are refused: the
+build's environment is written to its log."""
 
 from __future__ import annotations
 
@@ -96,8 +90,7 @@ def parse_remote(url: str) -> Remote:
 
 @dataclass(frozen=True)
 class Channel:
-    """What the build containers get: the volume holding the relay's socket, and the URL their
-    ccache uses."""
+    """What the build containers get: the volume of the relay's socket, and the URL their ccache uses."""
 
     volume: str
     url: str

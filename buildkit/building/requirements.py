@@ -2,22 +2,16 @@
 and staged with the source as the only package index the build container has (what is requested,
 how, and the lock: docs/REFERENCE.md, "Hermetic builds").
 
-The parts: what is requested (:func:`requested`; markers evaluated for the job's Python and platform,
-not the host's), the ``pip download`` command (:func:`resolve_command`: the host's pip configuration,
-so index credentials never reach the container), the lock (:class:`Lock`) and the files of a lock
-fetched again (:func:`fetch_locked`, for ``buildkit verify``). A requirement pip finds no wheel of
-for the job is refused before any container starts (:func:`resolve`): a
-:class:`~buildkit.errors.RecipeError` at the recipe's ``test_requires`` entry or torch pin when it
-comes from there, else :class:`~buildkit.errors.BuildFailed`, naming it and the fix. sdists are not
-downloaded: ``pip download`` for another Python needs ``--only-binary=:all:``, and an sdist's own build
-requirements would be unknown too.
+Markers are evaluated for the job's Python and platform, not the host's; ``pip download`` runs with
+the host's pip configuration, so index credentials never reach the container. A requirement with no
+wheel for the job is refused before any container starts (:func:`resolve`). sdists are not
+downloaded: ``pip download`` for another Python needs ``--only-binary=:all:``, and an sdist's own
+build requirements would be unknown too.
 
 Not known before the build: what a backend asks for while building (``get_requires_for_build_wheel``,
-e.g. scikit-build-core's cmake and ninja), what a hook installs, a wheel's dynamic dependencies.
-:func:`explain_offline_failure` adds the fix to the build's error when pip in the container misses one
-or a hook tries the network. pip evaluates transitive dependencies' markers for the host's Python
-(pypa/pip#11010).
-"""
+e.g. scikit-build-core's cmake and ninja), what a hook installs, a wheel's dynamic dependencies
+(:func:`explain_offline_failure` adds the fix to the build's error). pip evaluates transitive
+dependencies' markers for the host's Python (pypa/pip#11010)."""
 
 from __future__ import annotations
 

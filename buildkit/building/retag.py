@@ -1,16 +1,12 @@
 """A Python-independent job's wheel retagged to the tag its recipe declares, for any build backend.
 
-``wheel: {abi: py3-none}`` (a library loaded with ctypes) or ``{abi: abi3}``: scikit-build-core tags such
-a wheel itself (``wheel.py-api``), setuptools does not -- a binary makes it ``cp311-cp311``, and
-scikit-build-core's setuptools plugin refuses ``wheel.py_api`` ("not supported in setuptools mode"), so
-the gate's hint could not be followed. Upstream retags with ``wheel tags`` after the build; the build
-does the same once the claim holds, checked the way the gate checks it (:mod:`buildkit.gate.pyabi`: no
-host ELF exports ``PyInit_*`` for ``py3-none``; abi3audit finds no symbol outside the stable ABI of the
-claimed floor for ``abi3``; no member named for one CPython). It rewrites ``WHEEL``'s ``Tag:`` lines and
-the ``RECORD`` row of ``WHEEL`` as ``wheel tags`` does, keeps every other member's bytes, order and
-timestamps, and names the file with the new tags. A wheel whose claim does not hold is left as it is:
-the gate then refuses it, naming the members.
-"""
+scikit-build-core tags a ``py3-none`` or ``abi3`` wheel itself (``wheel.py-api``), setuptools does
+not -- a binary makes it ``cp311-cp311``, and scikit-build-core's setuptools plugin refuses
+``wheel.py_api`` ("not supported in setuptools mode"), so the gate's hint could not be followed.
+Upstream retags with ``wheel tags`` after the build; the build does the same once the claim holds,
+checked the way the gate checks it (:mod:`buildkit.gate.pyabi`), rewriting what ``wheel tags`` does
+and keeping every other member's bytes, order and timestamps. A wheel whose claim does not hold is
+left as it is: the gate then refuses it, naming the members."""
 
 from __future__ import annotations
 

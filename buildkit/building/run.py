@@ -1,11 +1,7 @@
 """``buildkit build``: every job of a plan, each one cibuildwheel run in a pinned builder image, gated.
 
-:func:`build_plan` checks ``--out`` and ``--log-dir``, sweeps what killed builds left there, fetches
-the source once, checks its version rule against the jobs' versions
-(:func:`buildkit.plan.source_version.check_source_version`) and runs its pre-build checks, refuses a
-job its image cannot serve before building anything, prepares one builder image per (profile, ROCm
-release) and builds the jobs one after the other (:func:`buildkit.building.job.build_one`).
-"""
+:func:`build_plan` fetches the source once and refuses a job its image cannot serve before building
+anything, then builds the jobs (:func:`buildkit.building.job.build_one`)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """A standard SBOM of what a wheel needs but does not carry: PEP 770's ``.dist-info/sboms/``, CycloneDX
-(what it lists: docs/REFERENCE.md).
+(what it lists: docs/REFERENCE.md), written into the repaired wheel (RECORD updated) before the gate.
 
-:func:`attach` writes ``<name>-<version>.dist-info/sboms/rocm-buildkit.cdx.json`` into the repaired
-wheel (RECORD updated) before the gate runs. Each component excluded by ``auditwheel repair
---exclude`` that some member needs (DT_NEEDED matched by the job's exclude globs) has its SONAME, a
-version (the job's ROCm release, or the locked torch, else the pin), a ``purl``
-(``pkg:generic/rocm/<library>@<release>``, ``pkg:pypi/torch@<version>``) and the properties
-``rocm-buildkit:soname``, ``rocm-buildkit:provided-by`` (``rocm``, ``torch`` or ``exclude-pattern``)
-and ``rocm-buildkit:needed-by``. The bytes are reproducible (serial number a UUID5 of the wheel's name,
-version and libraries; timestamp ``SOURCE_DATE_EPOCH``); every other member keeps its bytes, name,
-date and attributes (re-deflated at the same level).
-"""
+Each component's properties are ``rocm-buildkit:soname``, ``rocm-buildkit:provided-by`` (``rocm``,
+``torch`` or ``exclude-pattern``) and ``rocm-buildkit:needed-by``. The bytes are reproducible (serial
+number a UUID5 of the wheel's name, version and libraries; timestamp ``SOURCE_DATE_EPOCH``); every
+other member keeps its bytes, name, date and attributes (re-deflated at the same level)."""
 
 from __future__ import annotations
 

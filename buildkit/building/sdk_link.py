@@ -1,14 +1,11 @@
 """ROCm from pip, the wheel's side: after ``auditwheel repair``, in the build container, each ELF that
 needs a library of the SDK gets ``$ORIGIN``-relative RPATH entries to the SDK's folders (depth
-computed per ELF: ``refkernels/_C.so`` gets ``$ORIGIN/../_rocm_sdk_core/lib``), METADATA gets the
-``Requires-Dist`` on the pinned release (``rocm[libraries]==7.2.*``) and RECORD is written again.
+computed per ELF), METADATA the ``Requires-Dist`` on the pinned release, and RECORD is written again.
 
-This file is also a script: the build stages it into the source (``.buildkit/sdk_link.py``) and
-appends ``python .buildkit/sdk_link.py {dest_dir} --requires REQ --rpath DIR... --needs GLOB...`` to
-cibuildwheel's repair command (:func:`buildkit.building.cibw.repair_command`), so it uses the standard
-library alone and the container's ``patchelf`` (the builder contract has it). The gate then judges
-the result (``rocm-pip-*``): nothing here decides whether the wheel is sound.
-"""
+This file is also a script the build stages into the source (``.buildkit/sdk_link.py``) and appends
+to cibuildwheel's repair command (:func:`buildkit.building.cibw.repair_command`), so it uses the
+standard library alone and the container's ``patchelf`` (the builder contract has it). The gate then
+judges the result (``rocm-pip-*``): nothing here decides whether the wheel is sound."""
 
 from __future__ import annotations
 
@@ -83,8 +80,7 @@ def _patchelf(args: Sequence[str]) -> str:
 def _link_elf(
     path: Path, member: str, folders: Sequence[str], needs: Sequence[str], run: Runner
 ) -> list[str]:
-    """Add the entries to ``folders`` to the ELF at ``path`` (the wheel's ``member``) when it needs a
-    library matching ``needs``; the entries added."""
+    """The entries to ``folders`` added to the ELF at ``path`` (``member``) when it needs one of ``needs``."""
     needed = run(["--print-needed", str(path)]).split()
     if not any(fnmatch.fnmatch(name, glob) for name in needed for glob in needs):
         return []

@@ -1,15 +1,8 @@
 """The source of a job: fetched, checked, staged into a private folder, digested; and the folders
 that killed builds left in ``--out``.
 
-:func:`fetch_source` gives the recipe's source as a local folder (a path source as is, a git source
-cloned at its ref, an sdist or url source unpacked from its verified archive);
-:func:`run_prebuild_checks` runs the recipe's checks on it (tuned CSVs) before any compiler starts;
-:func:`stage_source` copies it without build litter into the job's staging
-folder (:func:`staging_folder`, ``<out>/.staging-<job>-<pid>-*``: a dot-folder ``publish`` never
-reads), with the host's CA bundle for pip in the container; :func:`tree_digest` is what the inputs
-key sees of it; :func:`source_date_epoch` the time stamp the wheel is built with.
-:func:`sweep_debris` removes the staging and swap folders of builds that were killed.
-"""
+The staging folder (:func:`staging_folder`, ``<out>/.staging-<job>-<pid>-*``) is a dot-folder
+``publish`` never reads; the recipe's pre-build checks run before any compiler starts."""
 
 from __future__ import annotations
 
@@ -137,10 +130,8 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-#: a job's staging folder inside ``--out``: ``.staging-<job>-<pid>-<random>`` (a dot-folder:
-#: ``publish`` skips it); the swap folders of :func:`~buildkit.building.output.publish_to_out` and
-#: :func:`~buildkit.building.output.discard_output` are
-#: ``.<job>.incoming-<pid>-*``, ``.<job>.previous-<pid>-*`` and ``.<job>.stale-<pid>-*``
+#: a job's staging folder inside ``--out`` (a dot-folder: ``publish`` skips it), and below, the swap
+#: folders of :mod:`buildkit.building.output`
 _STAGING_PREFIX = ".staging-"
 _STAGING = re.compile(r"\.staging-(?P<job>.+)-(?P<pid>\d+)-[^-]+")
 _SWAP = re.compile(r"\.(?P<job>.+)\.(?P<kind>incoming|previous|stale)-(?P<pid>\d+)-[^-]+")
@@ -169,10 +160,9 @@ def _running(pid: int) -> bool:
 
 def sweep_debris(out_dir: Path, echo: Echo) -> list[Path]:
     """Remove the staging and swap folders that killed builds left in ``out_dir`` (their pid no longer
-    runs on this host); a ``.previous`` folder whose job folder is missing (a build killed in the
-    instant of its swap) is put back instead. Returns the folders removed. Nothing else is touched:
-    not the quarantine of refused wheels (``.refused``, whose own swap folders the quarantine sweeps
-    with this function before it swaps: :mod:`buildkit.building.quarantine`), nor any other folder."""
+    runs on this host); a ``.previous`` folder whose job folder is missing (a build killed in the instant
+    of its swap) is put back instead. Nothing else is touched (not ``.refused``: the quarantine sweeps its
+    own with this function). Returns the folders removed."""
     try:
         entries = sorted(out_dir.iterdir())
     except OSError:

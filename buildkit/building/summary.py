@@ -1,7 +1,4 @@
-"""The summary ``buildkit build`` prints after its jobs: per job status, time, verdict and paths
-(a refused wheel's quarantine path and the command that examines it, the waivers that accepted
-findings), the compiler cache's hits and misses, then the next steps (smoke each new wheel, publish
-dry-run)."""
+"""The summary ``buildkit build`` prints after its jobs (:func:`render_summary`), and its JSON."""
 
 from __future__ import annotations
 
@@ -44,11 +41,9 @@ def render_summary(
     cwd: Path | None = None,
     styled: bool = False,
 ) -> str:
-    """Per job: status, time and gate verdict, then where its wheel, manifest and log are (a refused
-    wheel: where it is kept and how to examine it), the compiler cache's hits and hit rate, and each
-    waiver that accepted findings with its reason; next steps (smoke each new wheel, publish dry-run)
-    when a job passed and ``recipe`` is given. ``styled`` (a terminal): the header bold, the
-    statuses coloured."""
+    """Per job: status, time, gate verdict, where its files are (a refused wheel: how to examine it), the
+    compiler cache's hit rate and each waiver used; next steps when a job passed and ``recipe`` is given.
+    ``styled`` (a terminal): the header bold, the statuses coloured."""
     here = cwd or Path.cwd()
     rows = [("job", "status", "time", "gate")]
     rows += [(r.job, r.status, f"{r.seconds:.1f}s", _verdict_cell(r)) for r in results]

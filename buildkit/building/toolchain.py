@@ -1,10 +1,5 @@
-"""What the builder image holds for a job: its interpreter, and the toolchain versions read inside it.
-
-:func:`job_interpreter` is the Python cibuildwheel builds a job with (``/opt/python/<cp>-<cp>``,
-from cibuildwheel's own table); :func:`toolchain_versions` reads hipcc, clang, that Python,
-auditwheel, patchelf, gcc and glibc in a throwaway container of the image
-(:func:`buildkit.docker_engine.throwaway`: no network, removed afterwards) for the manifest.
-"""
+"""What the builder image holds for a job: its interpreter, and the toolchain versions read inside it
+for the manifest."""
 
 from __future__ import annotations
 
@@ -57,9 +52,8 @@ def toolchain_versions(
     python: str = provenance.BUILDER_PYTHON,
     build_id: str | None = None,
 ) -> dict[str, str]:
-    """Versions read inside the builder image (no network, removed afterwards); ``python`` is the
-    job's interpreter (:func:`job_interpreter`), ``build_id`` the build the container belongs to
-    (its ``io.rocm-buildkit.run`` label)."""
+    """Versions of hipcc, clang, ``python``, auditwheel, patchelf, gcc and glibc read inside the builder
+    image (``build_id``: the build the container belongs to)."""
     interpreter = shlex.quote(python)
     script = (
         "echo hipcc=$(hipcc --version 2>/dev/null | grep -m1 -o 'HIP version: .*' || echo none);"

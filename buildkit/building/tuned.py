@@ -1,15 +1,12 @@
 """Pre-build check of tuned-kernel CSV files (recipe ``checks.tuned_csv``).
 
-aiter-style packages ship tuned GEMM configurations as CSV rows keyed by
-``(gfx, cu_num, M, N, K)``. A file without a ``gfx`` column cannot say which GPU a row was tuned
-on, and two rows with the same key make the chosen kernel depend on file order: both are errors,
-reported at ``file:line``.
+aiter-style packages ship tuned GEMM configurations as CSV rows keyed by ``(gfx, cu_num, M, N, K)``.
+A file without a ``gfx`` column cannot say which GPU a row was tuned on, and two rows with the same
+key make the chosen kernel depend on file order: both are errors, reported at ``file:line``.
 
-The patterns come from a recipe, which may be hostile: a pattern must be relative and stay in
-the source (no ``/`` start, no ``..`` component), every matched file must resolve (symlinks
-followed) to a regular file under the source root, and a message never quotes more than
-:data:`MAX_QUOTED` characters of a file's content.
-"""
+The patterns come from a recipe, which may be hostile: a pattern must be relative and stay in the
+source, every matched file must resolve (symlinks followed) to a regular file under the source root,
+and a message never quotes more than :data:`MAX_QUOTED` characters of a file's content."""
 
 from __future__ import annotations
 
@@ -45,11 +42,8 @@ def _is_inside(path: Path, root: Path) -> bool:
 
 
 def check_tuned_csv(path: str | Path, *, display: str | None = None, root: Path | None = None) -> None:
-    """Raise :class:`RecipeError` at ``file:line`` for a missing key column or a duplicate key.
-
-    With ``root``, ``path`` must resolve (symlinks followed) under ``root``, else nothing of it is
-    read. The file must be a regular file (a FIFO or a device is refused, never read).
-    """
+    """Raise :class:`RecipeError` at ``file:line`` for a missing key column or a duplicate key. With
+    ``root``, ``path`` must resolve under it; a FIFO or a device is refused, never read."""
     p = Path(path)
     name = display or str(path)
     if root is not None and not _is_inside(p, root):

@@ -1,21 +1,16 @@
 """``buildkit verify``: rebuild the job a manifest records and compare the bytes.
 
-The manifest beside a wheel names the recipe (file + sha256), the job, the builder image (tag +
-id), the source commit and the ``SOURCE_DATE_EPOCH``. :func:`read_recorded` finds that recipe
-(refusing one with other bytes); :func:`buildkit.service.verify.verify_rebuild` expands the same job
-and :func:`rebuild` rebuilds it with ``force`` in the recorded image (when the engine still has that
-tag) and the recorded epoch into a temporary folder, and compares sha256. When they differ, the
-members that differ are named with their sha256 and sizes (:func:`diff_members`), ``diffoscope`` runs
-on the two wheels when it is installed, and every recorded input that is not the same this time
-(image id, source commit, job fields) is listed: any of those alone can explain a difference.
+:func:`read_recorded` finds the recorded recipe (refusing one with other bytes);
+:func:`buildkit.service.verify.verify_rebuild` expands the same job and :func:`rebuild` rebuilds it
+with ``force`` in the recorded image (when the engine still has that tag) and epoch into a temporary
+folder. When the sha256 differ, the differing members (:func:`diff_members`), ``diffoscope`` when
+installed, and every recorded input not the same this time (image id, source commit, job fields)
+are listed: any of those alone can explain a difference.
 
 Checked before anything is rebuilt (:class:`~buildkit.errors.UsageError`, exit 2, like every other
-problem with verify's inputs): the manifest must be a ``rocm-buildkit/manifest`` document with the
-shape ``publish`` accepts (an object with ``schema``, and ``wheel``/``recipe``/``job`` objects naming
-``wheel.sha256``, ``recipe.sha256`` and ``job.id``; :func:`check_manifest`): ``publish`` refuses
-the same manifests with its own refusal code 10. ``--keep DIR`` must be a creatable, writable folder
-(:func:`prepare_keep`), so a read-only one fails at once, not after the rebuild.
-"""
+problem with verify's inputs): the manifest's shape (:func:`check_manifest`; ``publish`` refuses the
+same manifests with its code 10), and ``--keep DIR`` (:func:`prepare_keep`), so a read-only one fails
+at once, not after the rebuild."""
 
 from __future__ import annotations
 
@@ -319,9 +314,8 @@ class Recorded:
 
 
 def read_recorded(wheel: Path, *, recipe: Path | None, cwd: Path, keep: Path | None) -> Recorded:
-    """``--keep`` made (:func:`prepare_keep`), the manifest beside ``wheel`` checked
-    (:func:`check_manifest`) and its recipe found (:func:`_find_recipe`); a wheel whose bytes are not
-    the recorded ones is noted."""
+    """``--keep`` made, the manifest beside ``wheel`` checked and its recipe found; a wheel whose bytes are
+    not the recorded ones is noted."""
     if keep is not None:
         prepare_keep(keep)
     wheel = wheel.absolute()
@@ -349,8 +343,7 @@ def rebuild(
     client: Any = None,
     verbose: bool = False,
 ) -> VerifyResult:
-    """Rebuild ``job`` (the recorded one, as the recipe expands it now) in the recorded image and
-    epoch, and compare; see the module docstring."""
+    """Rebuild ``job`` in the recorded image and epoch, and compare (module docstring)."""
     data, wheel, result = recorded.data, recorded.wheel, recorded.result
     changed = _job_differences(recorded.job, to_data(job))
     if changed:
@@ -414,8 +407,7 @@ def _rebuilt(built: JobResult, job: Job, work: Path, name: str) -> Path:
 
 
 def _compare(result: VerifyResult, data: dict[str, Any], wheel: Path, rebuilt: Path) -> None:
-    """The rebuild against the recorded wheel: its sha256, its recorded inputs, its name and, when it
-    differs, its members and diffoscope's view."""
+    """The rebuild against the recorded wheel: sha256, recorded inputs, name, and when it differs, members."""
     result.rebuilt_sha256 = manifests.sha256_file(rebuilt)
     _compare_inputs(data, manifests.read(rebuilt), result.notes)
     if rebuilt.name != wheel.name:

@@ -10,21 +10,13 @@ Layout (relative links only, so the tree can be copied anywhere)::
     ROOT/simple/<normalized-name>/index.json   PEP 691 JSON of the same files
     ROOT/simple/<normalized-name>/<wheel>      the wheel
     ROOT/simple/<normalized-name>/<wheel>.metadata   its METADATA file (PEP 658)
-    ROOT/simple/<normalized-name>/<wheel>.provenance the DSSE envelope of its attestation, only when
-                                               publish verified it with the publisher's key; the
-                                               anchor's data-provenance (PEP 740) and index.json's
-                                               "provenance" link it
+    ROOT/simple/<normalized-name>/<wheel>.provenance the verified DSSE envelope, linked by
+                                               data-provenance (PEP 740) and index.json
 
-Every file is written atomically (temporary file in the same folder + ``os.replace``) and the whole
-update holds an exclusive lock on ``ROOT/.buildkit-index.lock``, so two publishers cannot interleave
-and a reader never sees a half-written page. A batch is staged whole and committed through a journal
-(:mod:`buildkit.publish.journal`): killed at any point, the next update finishes or undoes it. A batch
-(:func:`add_wheels`) is checked whole before anything is written: one conflict writes nothing.
-``pip install --index-url file://ROOT/simple/`` works.
-
-Publishing is idempotent: the same file again is reported ``already``; the same file name with other
-bytes raises :class:`~buildkit.errors.PublishRefused` (an index must never change a released file).
-"""
+Locking, atomic pages and the journal: REFERENCE.md ("A static index ..."), :mod:`buildkit.publish.journal`.
+A batch (:func:`add_wheels`) is checked whole before anything is written: the same file again is
+``already``; the same name with other bytes raises :class:`~buildkit.errors.PublishRefused` (an index
+must never change a released file)."""
 
 from __future__ import annotations
 
@@ -93,11 +85,8 @@ class _AddResult:
 
 
 def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:
-    """Copy ``source`` to ``target``, hashing the bytes actually copied; other bytes -> PublishRefused.
-
-    Whoever then reads ``target`` (the index, twine) reads exactly the bytes that were checked, even if
-    ``source`` is rewritten afterwards. ``target`` is removed when the check fails.
-    """
+    """Copy ``source`` to ``target``, hashing the bytes actually copied (other bytes: PublishRefused,
+    ``target`` removed), so whoever reads ``target`` reads exactly the bytes checked."""
     digest = hashlib.sha256()
     try:
         with source.open("rb") as src, target.open("xb") as dst:
@@ -118,10 +107,7 @@ def copy_verified(source: Path, target: Path, expected_sha256: str) -> None:
 
 
 def _wheel_metadata(wheel: Path, filename: str | None = None) -> bytes:
-    """The bytes of ``<name>-<version>.dist-info/METADATA`` of ``wheel`` (PEP 658 serves them as is).
-
-    ``filename``: the wheel's file name when ``wheel`` is a copy under another name.
-    """
+    """The bytes of ``wheel``'s ``.dist-info/METADATA`` (``filename``: its name when ``wheel`` is a copy)."""
     filename = filename or wheel.name
     name = parse_wheel_filename(filename)[0]
     try:
@@ -149,11 +135,8 @@ def _requires_python(metadata: bytes) -> str | None:
 
 
 def check_root(root: Path) -> None:
-    """Refuse (:class:`UsageError`) a ``root`` that cannot become an index directory; writes nothing.
-
-    ``root`` must be a directory, or not exist below a writable directory (an existing file, a path
-    through a file, or a parent without write permission is refused).
-    """
+    """Refuse (:class:`UsageError`) a ``root`` that is not a directory and cannot become one below a
+    writable directory; writes nothing."""
     if root.exists():
         if not root.is_dir():
             raise UsageError(f"{root}: exists and is not a directory; the index must be a directory")
@@ -296,12 +279,7 @@ class _Staged:
 
 
 def check_additions(root: Path, wheels: Sequence[tuple[Path, str]]) -> list[_AddResult]:
-    """What :func:`add_wheels` would do, writing nothing (no lock either: for ``publish --dry-run``).
-
-    ``status`` is "published" for a wheel that would be added, "already" for the same file already
-    there; a file name with other bytes (in the index, or twice in ``wheels``) raises
-    :class:`PublishRefused` naming every such wheel, as :func:`add_wheels` does.
-    """
+    """What :func:`add_wheels` would do (and refuse), writing nothing, without the lock (``--dry-run``)."""
     return _plan(root, wheels)[0]
 
 
@@ -345,22 +323,10 @@ def _plan(root: Path, wheels: Sequence[tuple[Path, str]]) -> tuple[list[_AddResu
 def add_wheels(
     root: Path, wheels: Sequence[tuple[Path, str]], provenance: Mapping[Path, bytes] | None = None
 ) -> list[_AddResult]:
-    """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none.
-    ``provenance``: the verified attestation (DSSE envelope bytes) of a wheel, by its path in
-    ``wheels``, served beside it as ``<wheel>.provenance``; a wheel without one gets none.
-
-    Under the index lock, an interrupted earlier update is finished or undone first
-    (:func:`recover`). Every wheel is then checked against the index (:func:`check_additions`): the
-    same file again is ``status == "already"`` (nothing rewritten); the same file name with other bytes
-    (in the index, or twice in ``wheels``) raises :class:`PublishRefused` naming every such wheel, before
-    anything is written. Then every new wheel is copied to a temporary file beside its final place,
-    hashing the bytes copied (a wheel that changed since it was checked refuses the whole batch, and the
-    temporary files are removed); its ``.metadata`` is read from that copy and staged too, and so are
-    the pages that list them. Only then is the batch committed (:func:`buildkit.publish.journal.commit`):
-    the wheels' ``.metadata`` and ``.provenance`` files, the wheels, the project pages and the root
-    pages renamed into place, in that order. A SIGKILL at any point leaves the index as before or,
-    once the next update (or :func:`recover`) has run, as after.
-    """
+    """Add each ``(wheel, sha256)`` to the static index at ``root``: all of them, or none (the steps: the
+    module's docstring, :mod:`buildkit.publish.journal`). ``provenance``: the verified DSSE envelope of a
+    wheel, by its path in ``wheels``, served beside it as ``<wheel>.provenance``; a wheel changed since it
+    was checked refuses the batch."""
     with _locked(root):
         _recover(root)
         results, pending = _plan(root, wheels)
@@ -453,8 +419,7 @@ def _recover(root: Path) -> str | None:
 
 
 def recover(root: Path) -> str | None:
-    """Finish (committed) or undo (never committed) an update of the index at ``root`` that was
-    interrupted, under the index lock; what was done, or None. :func:`add_wheels` does it first."""
+    """Finish or undo an interrupted update of the index at ``root``, locked (:func:`journal.recover`)."""
     if not root.is_dir():
         return None
     with _locked(root):

@@ -1,20 +1,12 @@
 """All-or-nothing updates of a static index: staged files, one commit record, replayed after a crash.
 
-A batch of :mod:`buildkit.publish.index` writes every new file (wheel copies, ``.metadata`` files,
-pages) as a temporary file beside its final place first. :func:`commit` then writes the list of
-renames (``ROOT/.buildkit-index.journal``, itself written atomically: it exists whole or not at all)
-and only then performs them, in order, and removes the journal. The journal is the commit point:
-
-* killed before it exists: the batch never happened; :func:`recover` removes its temporary files (and
-  the folders it created that hold nothing else): the index is as before;
-* killed once it exists: :func:`recover` performs the renames not done yet (a rename is idempotent:
-  a temporary file already moved is gone): the index is as after.
-
-:func:`recover` runs under the index lock at the start of every update (and on demand), so no
-publisher ever builds on an interrupted one. Between the kill and the next recovery a reader sees,
-per file, the old or the new version (never a partial one), the ``.metadata`` of a wheel before the
-wheel, and the wheels before a page lists them.
-"""
+Every new file of a batch is first a temporary file beside its final place. :func:`commit` writes the
+list of renames (``ROOT/.buildkit-index.journal``, atomically), then performs them in order and
+removes the journal. The journal is the commit point: killed before it exists, :func:`recover`
+removes the temporary files (and the folders created that hold nothing else): the index is as
+before; killed once it exists, :func:`recover` performs the renames not done yet (idempotent: a
+temporary file already moved is gone): the index is as after. :func:`recover` runs under the index
+lock at the start of every update, so no publisher builds on an interrupted one."""
 
 from __future__ import annotations
 
@@ -59,9 +51,8 @@ def _replay(root: Path, moves: list[list[str]]) -> None:
 
 
 def recover(root: Path, scan: Sequence[Path]) -> str | None:
-    """Finish or undo an interrupted batch at ``root`` (hold the index lock): replay a committed
-    journal, then remove temporary files left in ``scan`` (folders: a batch's temporary files live
-    there) and each of those folders left empty. Returns what was done (None: nothing to do)."""
+    """Finish or undo an interrupted batch at ``root`` (hold the index lock; ``scan``: the folders where a
+    batch's temporary files live). Returns what was done (None: nothing to do)."""
     done: list[str] = []
     journal = root / _JOURNAL_NAME
     if journal.is_file():

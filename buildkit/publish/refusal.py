@@ -1,12 +1,8 @@
-"""The refusal rules of ``publish``: which wheels under DIST are candidates, and why one is refused
-(a wheel the gate refused in ``build`` and kept apart, no manifest, a gate verdict that did not pass,
-a sha256 the manifest does not name, another recipe, a local version label for PyPI). :func:`check_all`
-refuses the whole batch for any one refusal.
+"""The refusal rules of ``publish``: which wheels under DIST are candidates, and why one is refused.
+:func:`check_all` refuses the whole batch for any one refusal.
 
-Refused wheels are kept in ``<out>/.refused/<job-id>/`` (a dot-folder: never collected) or in a
-``build --keep-refused DIR`` folder; when that folder lies in the publish tree, each of its wheels is
-refused by name, with the errors its ``<wheel>.refused.json`` records, whatever else lies beside it.
-"""
+A ``build --keep-refused DIR`` folder that lies in the publish tree has each of its wheels refused
+by name, with the errors its ``<wheel>.refused.json`` records, whatever else lies beside it."""
 
 from __future__ import annotations
 
@@ -42,13 +38,9 @@ class Refusal:
 
 
 def collect(dist: Path, target: Target | None = None) -> list[Path]:
-    """Every ``*.whl`` under ``dist`` (recursively, sorted).
-
-    A path with any dot-component below ``dist`` is skipped: temporary dot-files, and dot-folders such
-    as the ``.<job>.incoming-*`` staging folders of ``buildkit build``. With a ``directory`` target
-    inside ``dist`` (``--to dist/index``), the wheels already published there are skipped too: they
-    are the index's copies, not wheels to publish (they have no manifest beside them).
-    """
+    """Every ``*.whl`` under ``dist`` (recursively, sorted), but under a dot-component below ``dist``
+    (temporary files, ``build``'s staging and quarantine folders) or, with a ``directory`` target inside
+    ``dist``, the index's own copies (they have no manifest beside them)."""
     if dist.is_file() and dist.suffix == ".whl":
         return [dist]
     if not dist.is_dir():
@@ -156,10 +148,8 @@ def project_of(wheel: Path) -> str:
 
 
 def _device_wheel_of(project: str, recipe: Recipe) -> bool:
-    """``project`` names one of the device wheels a ``wheel.split: per-target`` recipe's builds make
-    (``<name>-device-<gfx>``, :func:`buildkit.split.metadata.device_distribution`, of a processor LLVM
-    defines); the gate, run again,
-    then holds it to its target (:mod:`buildkit.publish.trust`)."""
+    """``project`` names a device wheel a ``wheel.split: per-target`` recipe's builds make
+    (:func:`buildkit.split.metadata.device_distribution`, of a processor LLVM defines)."""
     if recipe.wheel.split != "per-target":
         return False
     prefix = canonicalize_name(recipe.name) + "-device-"

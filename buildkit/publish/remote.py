@@ -1,14 +1,9 @@
-"""Index servers over HTTP: their simple pages (read by :mod:`buildkit.pyindex`, PEP 691 or PEP 503),
-and ``twine upload``.
+"""Index servers over HTTP: their simple pages (read by :mod:`buildkit.pyindex`), and ``twine upload``.
 
-Credentials (``TWINE_USERNAME``/``TWINE_PASSWORD``) are sent only to the exact origin (scheme,
-host, port) of the upload URL (:class:`~buildkit.pyindex.Credentials`), and only over https or to a
-loopback http host; a simple page is read without them first, and they are added only when that
-origin answers HTTP 401; a redirect never carries them to another origin. A network failure is
-:class:`~buildkit.errors.PublishUnavailable` (exit 13, the code every command gives for an index it
-cannot reach) when retrying may help, else :class:`~buildkit.errors.PublishRefused`
-(:func:`network_failure`).
-"""
+Credentials (``TWINE_USERNAME``/``TWINE_PASSWORD``) are sent only to the exact origin of the upload
+URL (:class:`~buildkit.pyindex.Credentials`), and only over https or to a loopback http host. A
+network failure is :class:`~buildkit.errors.PublishUnavailable` (exit 13) when retrying may help,
+else :class:`~buildkit.errors.PublishRefused` (:func:`network_failure`)."""
 
 from __future__ import annotations
 
@@ -48,9 +43,8 @@ def _client(credentials: Credentials | None, timeout: float) -> pyindex.IndexCli
 
 
 def network_failure(action: str, url: str, exc: BaseException) -> BuildkitError:
-    """The error for a failed read of ``url``: PublishUnavailable (13) when transient (DNS, refused,
-    reset, timeout, 5xx/408/429), PublishRefused (10) otherwise (4xx, a TLS certificate not trusted):
-    :func:`buildkit.pyindex.failure`'s judgement, worded for ``publish``."""
+    """:func:`buildkit.pyindex.failure`'s judgement of a failed read of ``url``, worded for ``publish``:
+    PublishUnavailable (13) when transient, PublishRefused (10) otherwise."""
     judged = (
         exc if isinstance(exc, IndexUnavailable | pyindex.IndexRefused) else pyindex.failure(action, url, exc)
     )
@@ -90,8 +84,7 @@ class RemoteFile:
 def remote_files(
     simple_url: str, project: str, credentials: Credentials | None = None
 ) -> dict[str, RemoteFile]:
-    """Files of ``project`` (its canonical name) on a simple index: filename -> RemoteFile (sha256 None
-    when unhashed)."""
+    """Files of ``project`` on a simple index: filename -> RemoteFile (sha256 None when unhashed)."""
     url = pyindex.simple_page_url(simple_url, project)
     try:
         page = _client(credentials, timeout=60).page(url)

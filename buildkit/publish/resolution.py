@@ -3,35 +3,20 @@ job's Python and platform, the two ways users configure the index.
 
 The classic failure (vLLM #44660): an index that serves only cp312 wheels, and ``pip install
 --extra-index-url <index> vllm`` on Python 3.11 silently installs PyPI's wheel of the same name; so
-does a newer version on PyPI, or a local label a resolver ranks otherwise. For each (project, Python,
-platform) a job of the publish covers (with ``--recipe``, every job the recipe plans: a Python whose
-job published nothing is checked too), each tool is asked in two configurations:
+does a newer version on PyPI, or a local label a resolver ranks otherwise. Each (project, Python,
+platform) a job covers (with ``--recipe``, every planned job: a Python whose job published nothing is
+checked too) is asked of each tool with ``--index-url INDEX --extra-index-url PYPI`` and with
+``--extra-index-url INDEX`` alone. uv resolves every extra the published wheel provides and each
+Requires-Dist, so a dependency no index serves fails; uv takes an ``--extra-index-url`` before the
+``--index-url``, and by default only the first index that has the project. A configuration fails when
+the resolver would install a file from another index, another version, or nothing (no file for that
+Python, or a METADATA that contradicts the file name); a tool not installed is skipped, and a check
+where nothing was asked fails (``service.publish``). A Python-independent wheel is asked about under
+every CPython it serves within its ``Requires-Python``; a ``-any`` wheel on :data:`ANY_PLATFORM`.
 
-* ``index-url``: ``--index-url INDEX --extra-index-url PYPI``;
-* ``extra-index-url``: ``--extra-index-url INDEX`` (PyPI the default index).
-
-pip: ``pip install --isolated --dry-run --no-deps --ignore-installed --report`` with the job's
-``--python-version``/``--implementation cp``/``--abi``/``--platform`` (the report names the file's
-URL). uv: ``uv pip compile --no-config --python-version --python-platform --emit-index-annotation``
-of the project with every extra its published wheel provides (``demo[device-gfx942]``), resolving
-each Requires-Dist of the release too, so a dependency or an extra's package that no index serves
-fails (the version and the index it came from; uv takes an ``--extra-index-url`` before the
-``--index-url``, and by default only the first index that has the project). A configuration fails when
-the resolver would install a file from another index than INDEX, or another version than the
-published one, or nothing at all (no file serves that Python, or pip or uv refuses the published one:
-a METADATA that contradicts the file name); a tool that is not installed is skipped, and a check where
-nothing was asked fails (``service.publish``).
-
-A Python-independent wheel is asked about under every CPython it serves: ``cp39-abi3`` under each
-CPython from 3.9 on, ``py3-none`` under each (the recipe's planned ones with ``--recipe``, else those
-the installed cibuildwheel builds), within its ``Requires-Python``; a ``-any`` wheel on
-:data:`ANY_PLATFORM`.
-
-The public index must answer (:func:`public_index_problem`) for the two modes to mean anything: pip
-skips an unreachable extra index with a warning. When it does not, only ``local`` is asked
-(``--index-url INDEX`` alone: the wheels resolve and pip and uv accept them) and the check is
-inconclusive unless the user asked for that local check (``--local-only``).
-"""
+The public index must answer (:func:`public_index_problem`): pip skips an unreachable extra index with
+a warning. When it does not, only ``--index-url INDEX`` alone is asked and the check is inconclusive
+unless the user asked for that alone (``--local-only``)."""
 
 from __future__ import annotations
 
@@ -108,10 +93,8 @@ def targets_of(
     planned: Sequence[tuple[str, str, str]] = (),
     pythons: Sequence[str] | None = None,
 ) -> list[Target]:
-    """The targets of the published ``wheels`` and of the ``planned`` (project, Python, platform)
-    jobs; each with the highest version published for it. A wheel's tag stands for each of
-    ``pythons`` (default: the CPythons the installed cibuildwheel builds) it serves (module
-    docstring), within the wheel's ``Requires-Python``."""
+    """The targets of the published ``wheels`` and of the ``planned`` jobs, each with the highest version
+    published for it; a Python-independent tag stands for each of ``pythons`` it serves (module docstring)."""
     found: dict[tuple[str, str, str], str | None] = {
         (canonicalize_name(p), py, plat): None for p, py, plat in planned
     }

@@ -1,55 +1,28 @@
 """``publish``: put gated wheels on an index, only when their manifest proves the gate passed.
 
-The manifest beside each wheel (``<wheel>.manifest.json``, :mod:`buildkit.manifest`) is a claim, not
-a proof: the wheel's sha256 is recomputed and must be the one the manifest names, and the gate runs
-again on every wheel with a configuration ``publish`` trusts (the recipe's, or the one the build's
-signed attestation records: :mod:`buildkit.publish.trust`), before anything is written or uploaded.
-Every wheel under DIST is checked before any is published: one refusal publishes nothing
-(:class:`~buildkit.errors.PublishRefused`, exit 10, naming each wheel and its reason).
+The manifest (:mod:`buildkit.manifest`) is a claim, not a proof: each wheel's sha256 is recomputed,
+and the gate runs again with a configuration ``publish`` trusts (:mod:`buildkit.publish.trust`)
+before anything is written or uploaded. One refusal among the wheels under DIST publishes nothing
+(:class:`~buildkit.errors.PublishRefused`, exit 10). With ``--recipe`` every wheel must have been built
+from that very recipe file (its manifest's recipe sha256); ``--to`` takes wheels of any recipe.
+``dry_run`` does every check and reads the target's state, and writes nothing.
 
-With a recipe (``publish DIST --recipe R``: the target is the recipe's ``publish`` section), every
-wheel must also have been built from that very recipe file: a wheel whose manifest records another
-recipe sha256 (another recipe, or this one edited since the build) is refused, naming both recipes.
-``--to TARGET`` publishes wheels of any recipe.
-
-``dry_run``: every check above and the target's state (the static index read without its lock, or the
-index's simple pages) is done; nothing is written or uploaded, and each wheel's outcome is "would
-publish" or "already published".
-
-A network failure (DNS, connection refused or reset, timeout, HTTP 5xx / 408 / 429) while reading the
-index or uploading is :class:`~buildkit.errors.PublishUnavailable` (exit 13: transient, retry), never
-a refusal (exit 10: retrying gives the same answer). A TLS certificate that does not verify is a
-refusal.
+A network failure is :class:`~buildkit.errors.PublishUnavailable` (exit 13: retry), never a refusal
+(retrying gives the same answer); a TLS certificate that does not verify is a refusal.
 
 Targets (:func:`buildkit.publish.target.parse_target`):
 
-- ``directory``: a path or ``file://`` URL: a static PEP 503 index written by :mod:`buildkit.publish.index`;
-  each wheel whose attestation verified with ``--public-key`` gets it served beside it
-  (``<wheel>.provenance``, linked by the page's ``data-provenance``).
-  An empty path (``--to ''``, ``file://``) or a path that cannot become a writable directory (an
-  existing file, a path through a file, ``/proc/...``) is a :class:`~buildkit.errors.UsageError`
-  (exit 2), raised before anything is written.
-- ``index``: an ``http(s)://`` upload URL of an index server (pypiserver, devpi, ...): uploaded with
-  ``twine upload --repository-url``. Credentials: ``TWINE_USERNAME``/``TWINE_PASSWORD`` in the
-  environment, or twine's keyring lookup; they reach twine only through its environment and every
-  line echoed back is scrubbed of them.
-- ``pypi``: ``pypi`` or an ``upload.pypi.org``/``test.pypi.org`` URL: like ``index``, but wheels with a
-  PEP 440 local label are refused (PyPI rejects them).
+- ``directory``: a path or ``file://`` URL, a static PEP 503 index (:mod:`buildkit.publish.index`).
+  An empty path or one that cannot become a writable directory is a
+  :class:`~buildkit.errors.UsageError` (exit 2), raised before anything is written.
+- ``index``: an ``http(s)://`` upload URL, ``twine upload --repository-url`` (credentials:
+  :mod:`buildkit.publish.remote`).
+- ``pypi``: like ``index``, but a wheel with a PEP 440 local label is refused (PyPI rejects them).
 
-Idempotent: before anything is uploaded or written, EVERY checked wheel is compared with the
-target's current state (the index's simple page, or the static index under its lock): a file already
-there with the same sha256 is reported "already published"; one with other bytes refuses the whole
-batch, so nothing is published.
-
-The bytes published are the bytes checked: each wheel is copied (and hashed while copied) into the
-static index, or into a private temporary folder that twine then uploads from.
-
-Credentials (``TWINE_USERNAME``/``TWINE_PASSWORD``) are sent by this module only to the exact origin
-(scheme, host, port) of the upload URL, and only over https or to a loopback http host (127.0.0.0/8,
-::1, localhost): never to another host the simple page links to, never across a redirect to another
-origin, never to pypi.org for an upload.pypi.org target. A simple page is read without credentials
-first; they are added only when that origin answers HTTP 401.
-"""
+Idempotent: before anything is published EVERY checked wheel is compared with the target's state
+(the simple page, or the static index under its lock): the same sha256 is "already published",
+other bytes refuse the whole batch. The bytes published are the bytes checked
+(:func:`buildkit.publish.index.copy_verified`)."""
 
 from __future__ import annotations
 
@@ -102,16 +75,10 @@ def publish(
 ) -> list[Outcome]:
     """Check every wheel under ``dist`` and the target's state, then publish; returns what happened.
 
-    ``recipe``: every wheel must have been built from that recipe file (manifest ``recipe.sha256``),
-    and the gate runs again with its job's configuration. ``public_key``: the PEM ed25519 key the
-    wheels' attestations must verify with (default: ``BUILDKIT_PUBLISH_KEY`` of ``env``); the gate
-    runs again with the configuration they sign. Neither: every wheel is refused
+    ``recipe``/``public_key`` (default: ``BUILDKIT_PUBLISH_KEY`` of ``env``): what is trusted
     (:mod:`buildkit.publish.trust`). ``expand``: how the recipe's plan is made (the CLI reads runtime
-    images' ceilings as ``build`` does). ``dry_run``: all the checks and the target's state, nothing
-    written or uploaded ("would publish"). ``require_signature`` (or the recipe's
-    ``publish.require_signature``): a key is required, so that every wheel's bytes are the ones a
-    signed attestation names, with ``recipe`` too (UsageError without one, before anything is read).
-    """
+    images' ceilings as ``build`` does). ``require_signature``: a key is required, with ``recipe`` too
+    (UsageError without one, before anything is read)."""
     environ = dict(os.environ if env is None else env)
     key = public_key or key_from_env(environ)
     signed_by_recipe = recipe is not None and recipe.publish is not None and recipe.publish.require_signature
@@ -150,8 +117,7 @@ def _publish_directory(
     *,
     dry_run: bool,
 ) -> list[Outcome]:
-    """The wheels into the static index at ``root``, each with the attestation that verified
-    (``provenance``) beside it as ``<wheel>.provenance``."""
+    """The wheels into the static index at ``root``, each with its verified attestation (``provenance``)."""
     pairs = [(c.wheel, c.sha256) for c in candidates]
     if dry_run:
         results = static_index.check_additions(root, pairs)

@@ -1,6 +1,5 @@
-"""Where ``publish`` puts wheels: a :class:`Target` parsed from ``--to`` (:func:`parse_target`) or
-a recipe's ``publish`` section (:func:`target_of`). The kinds (``directory``, ``index``, ``pypi``) are
-described in :mod:`buildkit.publish.run`."""
+"""Where ``publish`` puts wheels: a :class:`Target` parsed from ``--to`` (:func:`parse_target`) or a
+recipe's ``publish`` section (:func:`target_of`); the kinds: :mod:`buildkit.publish.run`."""
 
 from __future__ import annotations
 

@@ -1,27 +1,16 @@
 """What ``publish`` trusts: it runs the gate again on every wheel, with a configuration it can trust.
 
-A manifest is a file anyone can write beside a wheel; a ``verdict.passed: true`` in it proves nothing.
-Before anything is written or uploaded, each wheel is inspected and gated again
-(:func:`~buildkit.judge.judge_wheels`, the judgement ``build`` and ``check`` run) with one of:
+A manifest is a file anyone can write; each wheel is judged again (:func:`~buildkit.judge.judge_wheels`)
+with the configuration of ``--recipe R``'s job that built it, or the one the manifest records once
+its attestation (:mod:`buildkit.attestation`) verifies with ``--public-key K`` and signs the same
+recipe sha256, job and gate configuration (REFERENCE.md, "Who is trusted when publishing").
+With both, both are checked; with neither, every wheel is refused.
 
-* ``--recipe R``: the configuration of the recipe and the job that built the wheel (the job id the
-  manifest records, found in R's plan; the manifest must record R's sha256). A manifest that records
-  another gate configuration than R gives that job now is stale and refused.
-* ``--public-key K``: the configuration the manifest records, once the wheel's attestation
-  (``<wheel>.intoto.json``, :mod:`buildkit.attestation`) verifies with K, its subject is the
-  wheel's name and sha256, and it signs the same recipe sha256, job and gate configuration as the
-  manifest (any difference: forged or stale, refused).
-
-A wheel of a recipe with ``wheel.split: per-target`` whose manifest says it is one of a split's outputs
-(``split``: host, or the device wheel of a processor) is gated as ``build`` gated it
-(:func:`buildkit.split.output_config`): what the recipe's job gives, for that role, the device wheel's
-name derived from the recipe's, never taken from the manifest, and whether a host still has offload
-bundles read from the wheel itself. The ``device-wheel`` rule then holds whatever the manifest says.
-
-With both, both are checked. With neither, no configuration is trusted and every wheel is refused.
-A wheel the gate fails now, or that cannot be read, is refused with the findings. The ``torch-abi``
-rule is not run again (it needs the torch wheel the build locked, which is not beside the wheel).
-"""
+A split output of a ``wheel.split: per-target`` recipe is gated as ``build`` gated it
+(:func:`buildkit.split.output_config`): the role and the device wheel's name come from the recipe
+and the wheel itself, never from the manifest, so the ``device-wheel`` rule holds whatever the
+manifest says. The ``torch-abi`` rule is not run again (the torch wheel the build locked is not
+beside the wheel)."""
 
 from __future__ import annotations
 
@@ -158,8 +147,7 @@ def _signed(candidate: Candidate, trust: Trust) -> dict[str, Any] | Refusal:
 
 
 def trusted_config(candidate: Candidate, trust: Trust) -> GateConfig | Refusal:
-    """The configuration to run the gate with again on ``candidate`` (module docstring), or the
-    Refusal naming why none can be trusted."""
+    """The configuration to gate ``candidate`` with again (module docstring), or the Refusal saying why."""
     wheel, data = candidate.wheel, candidate.manifest
     signed: dict[str, Any] | None = None
     if trust.key is not None:
@@ -201,8 +189,7 @@ def trusted_config(candidate: Candidate, trust: Trust) -> GateConfig | Refusal:
 
 
 def _for_split_output(candidate: Candidate, recipe: Recipe, config: GateConfig) -> GateConfig:
-    """The job's ``config`` for the split output ``candidate`` is (module docstring); unchanged for any
-    other wheel."""
+    """The job's ``config`` for the split output ``candidate`` is (module docstring); else unchanged."""
     split = candidate.manifest.get("split")
     if recipe.wheel.split != "per-target" or not isinstance(split, dict):
         return config

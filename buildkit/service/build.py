@@ -1,6 +1,5 @@
-"""``buildkit build`` as a library call: the recipe's plan (:func:`buildkit.service.plan.load_plan`),
-its notes, ``--strict``, the checks of the output folders, and every selected job built and gated
-(:func:`buildkit.building.run.build_plan`); :meth:`_BuildRun.failure` is the command's verdict."""
+"""``buildkit build`` as a library call: the recipe's plan, its notes, ``--strict``, the output folders
+checked, every selected job built and gated; :meth:`_BuildRun.failure` is the command's verdict."""
 
 from __future__ import annotations
 

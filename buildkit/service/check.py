@@ -1,22 +1,12 @@
-"""What ``buildkit check`` does, as library calls (:func:`run_check`): its gate options and
-``--recipe``/``--job`` -> a :class:`~buildkit.gate.config.GateConfig` (:func:`gate_config`), with
-``--rocm-from-pip``/``--rocm-sdk`` the SDK's wheels read into it (:func:`with_rocm_from_pip`); then
-every wheel is judged (:func:`buildkit.judge.judge_wheels`, the one way ``build``, ``check``,
-``publish`` and ``split`` judge wheel files); :meth:`CheckRun.failure` is the command's verdict.
-
-With ``recipe`` and ``job`` the configuration is the one ``build`` uses,
-:meth:`GateConfig.from_recipe_job` (each option's value where its row of the options table says: the
-job's policy, ceilings, exclude globs, archs, torch pin and ROCm, the recipe's ``size_budget``,
-required members and ``host_isa``; with the job's ROCm SONAMEs and the recipe's waivers), and the
-options given adjust it, each by its merge rule (replace, add, tighten: the table of
-:mod:`buildkit.gate.options`, :func:`~buildkit.gate.options.apply_options`). Without a recipe the
-options apply to the defaults by the same rules. RECORD hashes are verified by default, with or
-without a recipe and job (what ``build`` does); ``--no-verify-record`` skips the hashing.
+"""What ``buildkit check`` does, as library calls (:func:`run_check`): its options ->
+a :class:`~buildkit.gate.config.GateConfig` (:func:`gate_config`; with ``--recipe``/``--job`` the one
+``build`` uses, :meth:`GateConfig.from_recipe_job`, adjusted by the options' merge rules of
+:mod:`buildkit.gate.options`), then every wheel judged (:func:`buildkit.judge.judge_wheels`);
+:meth:`CheckRun.failure` is the command's verdict.
 
 Light on purpose (``tests/unit/test_check_startup.py``): the recipe layer, the SDK's wheels, the
 Docker SDK and the torch's exports load only for the options that need them, and the result is a
-NamedTuple (a dataclass on check's path costs its start-up).
-"""
+NamedTuple (a dataclass on check's path costs its start-up)."""
 
 from __future__ import annotations
 
@@ -41,9 +31,8 @@ if TYPE_CHECKING:
 def find_job(
     recipe_path: Path, job_id: str, ceilings_reader: CeilingsReader | None = None
 ) -> tuple[Recipe, Job]:
-    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UnknownJob naming the known
-    ones). ``ceilings_reader``: what ``build`` expands with, so that the job's ceilings are the ones its
-    build was gated with (the command injects it: the gate never talks to a Docker engine itself)."""
+    """The recipe at ``recipe_path`` and the job ``job_id`` of its plan (UnknownJob naming the known ones),
+    expanded with ``ceilings_reader`` as ``build`` does: its ceilings are the ones it was gated with."""
     # only with --recipe: a plain check does not load the recipe layer (PyYAML, jsonschema)
     from buildkit.service.plan import load_plan
 
@@ -52,8 +41,7 @@ def find_job(
 
 
 def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
-    """``build``'s configuration for ``job`` (:meth:`GateConfig.from_recipe_job`) with the options
-    ``flags`` applied by their merge rules."""
+    """``build``'s configuration for ``job`` with the options ``flags`` applied by their merge rules."""
     return apply_options(GateConfig.from_recipe_job(recipe, job), flags)
 
 
@@ -64,9 +52,8 @@ def gate_config(
     job: str | None = None,
     ceilings_reader: CeilingsReader | None = None,
 ) -> GateConfig:
-    """The configuration ``check`` gates with: :func:`config_for_job` when a recipe and job are
-    given (both or neither; ``ceilings_reader`` as :func:`find_job` takes it), else the options
-    applied to the defaults."""
+    """The configuration ``check`` gates with: :func:`config_for_job` with a recipe and job (both or
+    neither), else the options applied to the defaults."""
     if recipe is None and job is None:
         return apply_options(GateConfig(), flags)
     if recipe is None or job is None:
@@ -83,12 +70,9 @@ def run_time_globs(
     recipe: Path | None = None,
     job: str | None = None,
 ) -> tuple[str, ...]:
-    """The SONAME globs of the libraries provided at run time, exactly as ``buildkit check`` with the
-    same options takes them (:func:`gate_config`): with ``recipe`` and ``job`` (both
-    or neither: UsageError) the job's exclude globs, which ``build`` repairs and gates with, plus
-    ``exclude`` and ``exclude_sets``; the sets expand for ``rocm``, else for the job's ROCm release,
-    else for every release (an unknown ``rocm``: UsageError naming the known ones). ``buildkit diff``
-    compares the wheels' facts with these globs (:func:`buildkit.compare.diff.diff_wheels`)."""
+    """The SONAME globs of the libraries provided at run time, exactly as ``buildkit check`` with the same
+    options takes them (:func:`gate_config`): the sets expand for ``rocm``, else the job's ROCm release,
+    else every release (an unknown ``rocm``: UsageError), for :func:`buildkit.compare.diff.diff_wheels`."""
 
     flags = GateFlags(exclude=tuple(exclude), exclude_sets=tuple(exclude_sets), rocm=rocm)
     return tuple(gate_config(flags, recipe=recipe, job=job).exclude_globs)
@@ -105,9 +89,8 @@ def torch_from_image(image: str) -> TorchExports:
 
 
 def with_rocm_from_pip(config: GateConfig, requirement: str | None, sdk: Path | None) -> GateConfig:
-    """``--rocm-from-pip REQUIREMENT`` with ``--rocm-sdk FOLDER`` (both or neither: UsageError):
-    ``config`` with the SDK's wheels in ``FOLDER`` read into its ROCm-from-pip facts
-    (:func:`buildkit.judge.rocm_pip.gather`); neither: ``config``."""
+    """``config`` with the SDK's wheels in ``sdk`` read into its ROCm-from-pip facts
+    (:func:`buildkit.judge.rocm_pip.gather`); ``requirement`` and ``sdk``: both or neither (UsageError)."""
     if (requirement is None) != (sdk is None):
         raise UsageError("--rocm-from-pip and --rocm-sdk go together")
     if requirement is None or sdk is None:
@@ -149,10 +132,8 @@ def run_check(
     rocm_sdk: Path | None = None,
     verify_record: bool = True,
 ) -> CheckRun:
-    """``buildkit check``: the configuration of ``flags`` (with ``recipe`` and ``job``: ``build``'s for
-    that job, the runtime images' ceilings read as ``build`` reads them, :func:`gate_config`), ROCm
-    from pip added (:func:`with_rocm_from_pip`), the torch ``--torch-abi`` names read once (an image's
-    through :func:`torch_from_image`), and every wheel judged."""
+    """``buildkit check`` (module docstring): the configuration, ROCm from pip, the torch ``--torch-abi``
+    names read once (an image's through :func:`torch_from_image`), and every wheel judged."""
     reader = None
     if recipe is not None:
         # the recipe layer only with --recipe (runtime images' ceilings, as build reads them): a plain

@@ -1,8 +1,5 @@
-"""``buildkit diff`` as a library call (:func:`run_diff`): the libraries provided at run time, taken
-as ``buildkit check`` takes them with the same options (:func:`buildkit.service.check.run_time_globs`),
-then two wheels compared (:func:`buildkit.compare.diff.diff_wheels`) or a wheel against the newest
-earlier release on an index (:func:`buildkit.compare.diff.diff_against_index`, downloaded into a
-temporary folder)."""
+"""``buildkit diff`` as a library call (:func:`run_diff`): the run-time libraries as ``check`` takes
+them (:func:`buildkit.service.check.run_time_globs`), then :mod:`buildkit.compare.diff`."""
 
 from __future__ import annotations
 

@@ -1,13 +1,9 @@
-"""``buildkit image prepare RECIPE`` as a library call (:func:`prepare_images`): every image a recipe's
-jobs build in (one per ROCm release of its plan, as ``buildkit build`` makes it:
-:func:`buildkit.image.builder.ensure_builder`) and every runtime image its smoke entries name as a
-profile (``rocm-buildkit/<profile>``, for each job: :func:`buildkit.smoke.resolve_image`), built or
-reused, with the base images their content tags are computed from (pulled when missing; offline,
-``buildkit image seed`` makes a Debian one).
+"""``buildkit image prepare RECIPE`` as a library call (:func:`prepare_images`): every builder image a
+recipe's jobs build in and every runtime image its smoke entries name as a profile, built or reused.
 
 A CI workflow prepares the images once and hands the engine's copies (``docker save`` of the refs
-returned) to every build and smoke job, whose ``buildkit build``/``smoke`` then reuse them by their
-content tags instead of building them again (``.github/workflows/buildkit.yml``)."""
+returned) to every build and smoke job, which then reuse them by their content tags
+(``.github/workflows/buildkit.yml``)."""
 
 from __future__ import annotations
 
@@ -56,8 +52,7 @@ def _runtime(
 
 
 def prepare_images(recipe_path: str | Path, *, client: Any, progress: Progress) -> list[_PreparedImage]:
-    """Every image ``recipe_path``'s jobs and smoke entries use, built or reused in the engine of
-    ``client``, and their bases (the engine's errors propagate: ENGINE_ERRORS)."""
+    """The images of the module docstring, in the engine of ``client`` (ENGINE_ERRORS propagate)."""
     loaded = load_plan(recipe_path)
     recipe, plan = loaded.recipe, loaded.plan
     found: dict[str, _PreparedImage] = {}

@@ -1,11 +1,7 @@
 """A recipe's plan as every command makes it: the recipe loaded, expanded into jobs, with the runtime
 images' ceilings read through the one reader a command injects (the plan stage never talks to a
-Docker engine itself).
-
-:func:`load_plan` is that sequence, written once: ``build``, ``plan``, ``check --recipe --job``,
-``verify`` and ``publish --recipe`` all go through it (or :func:`plan_of`, for a recipe already
-loaded), so that a job's ceilings are the same whichever command expands it.
-"""
+Docker engine itself). :func:`load_plan` (or :func:`plan_of`) is that sequence, written once, so that
+a job's ceilings are the same whichever command expands it."""
 
 from __future__ import annotations
 
@@ -26,8 +22,7 @@ from buildkit.recipe import PartialRecipe, Recipe, load_recipe
 
 
 def image_ceilings(images: Sequence[str]) -> Mapping[str, str]:
-    """The ceilings reader the commands inject (:func:`buildkit.image.ceilings.ceilings_from_images`:
-    the runtime images' libraries, read in throwaway containers)."""
+    """The ceilings reader the commands inject (:func:`buildkit.image.ceilings.ceilings_from_images`)."""
     # deferred: the Docker SDK loads only for a recipe that names from_image images, so a plan
     # without them starts as fast as before (bench/plan_matrix.py)
     from buildkit.image.ceilings import ceilings_from_images
@@ -88,10 +83,8 @@ def load_plan(
 def command_plan(
     recipe_path: str | Path, *, cli_archs: str | None, echo: Callable[[str], None], out: Path | None = None
 ) -> Plan:
-    """``buildkit plan``'s plan: :func:`load_plan`, then the source's version rule against the plan's
-    versions (an sdist/url source fetched and cached; ``echo`` shows what is fetched); with ``out`` (the
-    build's output folder), a note on each set of wheels there an edit of the recipe made stale
-    (:func:`stale_notes`)."""
+    """``buildkit plan``'s plan: :func:`load_plan`, the source's version rule against the plan's versions
+    (``echo`` shows what is fetched), and with ``out`` the :func:`stale_notes`."""
     the_plan = with_source_version(load_plan(recipe_path, cli_archs=cli_archs).plan, echo=echo)
     stale = stale_notes(the_plan.recipe, out) if out is not None else ()
     return dataclasses.replace(the_plan, notes=(*the_plan.notes, *stale)) if stale else the_plan
@@ -108,16 +101,11 @@ def _recorded_recipe(wheel: Path) -> Mapping[str, Any] | None:
 
 
 def stale_notes(recipe: Recipe, out: Path) -> tuple[str, ...]:
-    """One note per set of changed keys, naming the wheels under ``out`` (the build's output folder) that an
-    edit of ``recipe`` made stale: ``buildkit plan``'s note.
-
-    A wheel's manifest records the recipe it was built from (:meth:`buildkit.recipe.Recipe.record`): its
-    ``build_sha256`` (the recipe less ``publish:`` and ``smoke:``) and the digest of each top-level key
-    (``build_keys``). A wheel of the recipe's project whose ``build_sha256`` is not the recipe's now was built
-    from an earlier version of it, and ``publish --recipe`` refuses it until ``build`` makes it again; the
-    note names the keys that changed (a manifest of an older build records none: the note says so). An edit
-    of ``publish:`` or ``smoke:`` alone is no note. Wheels in dot-folders (the quarantine ``.refused/``) and
-    wheels without a readable manifest are not read."""
+    """One note per set of changed keys, naming the wheels under ``out`` that an edit of ``recipe`` made
+    stale: ``buildkit plan``'s note. A wheel of the recipe's project whose manifest's ``build_sha256``
+    is not the recipe's now is stale (``publish --recipe`` refuses it until ``build`` makes it again); the
+    note names the changed ``build_keys`` (an older manifest records none: the note says so). Wheels in
+    dot-folders and wheels without a readable manifest are not read."""
     if not out.is_dir():
         return ()
     groups: dict[tuple[str, ...] | None, list[str]] = {}

@@ -1,10 +1,7 @@
-"""``buildkit publish`` as a library call (:func:`run_publish`): the target (``--to``, or the
-recipe's ``publish`` section), the publish log (credentials scrubbed, appended to a file and given to
-``echo``), every wheel under DIST published or refused (:func:`buildkit.publish.run.publish`, the
-gate run again with the recipe's jobs as ``build`` expands them, through
-:func:`buildkit.service.plan.plan_of`), and with ``check_install`` what pip and uv resolve from the
-published index (:mod:`buildkit.publish.resolution`); :meth:`PublishRun.failure` is the command's
-verdict after publishing."""
+"""``buildkit publish`` as a library call (:func:`run_publish`): the target, the publish log
+(credentials scrubbed), :func:`buildkit.publish.run.publish` with the recipe's jobs as ``build``
+expands them (:func:`buildkit.service.plan.plan_of`), and with ``check_install`` what pip and uv
+resolve (:mod:`buildkit.publish.resolution`)."""
 
 from __future__ import annotations
 
@@ -83,12 +80,9 @@ def run_publish(
     on_refused: _OnRefused | None = None,
 ) -> PublishRun:
     """Publish every wheel under ``dist`` to ``to``, else to ``recipe``'s publish target (neither:
-    UsageError); with ``recipe``, only wheels built from it (``refuse_for_recipe``), as
-    :func:`buildkit.publish.run.publish` checks them. Each line of the log, scrubbed of the environment's
-    credentials, goes to ``echo`` and is appended to ``log_file``, which also
-    keeps the error when one is raised (``on_refused`` is called first for a PublishRefused).
-    ``check_install`` (not on a dry run: UsageError): then ask pip and uv what they resolve from the
-    published index beside ``pypi_url``, for every wheel published and, with a recipe, every job."""
+    UsageError). The log, scrubbed of the environment's credentials, goes to ``echo`` and ``log_file``,
+    which also keeps the error (``on_refused`` is called first for a PublishRefused). ``check_install``
+    (not on a dry run: UsageError): then ask pip and uv what they resolve beside ``pypi_url``."""
     if check_install and dry_run:
         raise UsageError(CHECK_INSTALL_DRY_RUN)
     if to is None and recipe is None:
@@ -166,8 +160,8 @@ def _check_install(
 
 
 def _plan_of(recipe: Recipe) -> Plan:
-    """The recipe's plan as ``build`` expands it (runtime images' ceilings read), so that each job's
-    gate configuration is the one its build was gated with."""
+    """The recipe's plan as ``build`` expands it (runtime images' ceilings read): each job's gate
+    configuration is the one its build was gated with."""
     from buildkit.service.plan import plan_of  # the plan stage only with --recipe (start-up time)
 
     return plan_of(recipe)

@@ -7,14 +7,8 @@ Their files say what the release ships: ``HIP_VERSION_NAME``/``ROCM_VERSION_NAME
 version module, ``LLVM version X`` (and ``X <commit>``) in the LLVM library the compiler bindings
 carry, and ``librocm_sysdeps_*`` in what an ELF needs (TheRock's system dependencies).
 
-The refresh reads PyPI's JSON API for those projects (:func:`parse_pypi_json`), takes the newest
-wheel of every ROCm patch release not yet in ``buildkit/rocm/observed.yaml`` (or all, ``--all``),
-reads it without unpacking (:func:`read_wheel`), and gives the diff against the stored data
-(:func:`diff`): new patch releases, facts that changed, and releases ``releases.yaml`` has no row
-for. ``--write`` stores the new observations; the weekly workflow (.github/workflows/rocm-data.yml)
-opens a pull request with that diff. Parsing is tested on stored copies of those sources
-(tests/data/rocm-sources/).
-"""
+The weekly workflow (.github/workflows/rocm-data.yml) opens a pull request with :func:`diff`'s
+output. Parsing is tested on stored copies of those sources (tests/data/rocm-sources/)."""
 
 from __future__ import annotations
 
@@ -69,8 +63,7 @@ def rocm_release_of(version: str) -> str | None:
 
 
 def parse_pypi_json(project: str, data: bytes | str) -> list[WheelFile]:
-    """The wheels of every release of ``project`` in PyPI's JSON API answer (``/pypi/<name>/json``),
-    yanked files left out."""
+    """The unyanked wheels of every release of ``project`` in PyPI's JSON API answer."""
     doc = json.loads(data)
     found = []
     for version, files in (doc.get("releases") or {}).items():

@@ -1,8 +1,4 @@
-"""``buildkit smoke`` as a library call (:func:`run_smoke_tests`): the wheel checked before any
-container (:func:`buildkit.smoke.check_wheel`), the smoke tests chosen (a recipe's entries or one
-ad-hoc test, :func:`buildkit.smoke.choose_specs`), the GPU passthrough decided, and each test run in a
-throwaway container of its runtime image (:func:`buildkit.smoke.run_smoke`);
-:func:`buildkit.smoke.raise_on_failure` is the command's verdict.
+"""``buildkit smoke`` as a library call (:func:`run_smoke_tests`).
 
 Imported only when the command runs: the Docker SDK is its start-up's heaviest part."""
 

@@ -1,7 +1,5 @@
-"""``buildkit verify``'s rebuild as a library call: the manifest's record read and checked
-(:func:`buildkit.building.verify.read_recorded`), the recorded job expanded again from its recipe
-(:func:`recorded_job`, through :func:`buildkit.service.plan.plan_of`), and rebuilt and compared
-(:func:`buildkit.building.verify.rebuild`)."""
+"""``buildkit verify``'s rebuild as a library call: the recorded job expanded again from its recipe
+(:func:`recorded_job`), rebuilt and compared (:mod:`buildkit.building.verify`)."""
 
 from __future__ import annotations
 
@@ -51,11 +49,8 @@ def verify_rebuild(
     client: Any = None,
     verbose: bool = False,
 ) -> VerifyResult:
-    """Rebuild the job recorded beside ``wheel`` and compare (:mod:`buildkit.building.verify`).
-
-    A ``recipe`` given is checked first as every command checks one (a missing or malformed recipe is
-    load_recipe's error), in this order: ``keep``, then the manifest, then the recipe; only then is
-    it compared with the recorded bytes."""
+    """Rebuild the job recorded beside ``wheel`` and compare (:mod:`buildkit.building.verify`). A ``recipe``
+    given is checked as every command checks one, after ``keep`` and the manifest, before its bytes are."""
     if recipe is not None:
         if keep is not None:
             prepare_keep(keep)

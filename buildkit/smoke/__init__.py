@@ -1,21 +1,12 @@
 """Smoke tests: install a wheel in a throwaway container of a runtime image, import it, run commands.
 
 The runtime image must have a ``python3`` (or ``--python``) with ``venv`` or pip. Nothing of the host
-is mounted: the wheel, the wheelhouse and (with an index) the host's CA bundle are copied in as
-``/bk-smoke`` (put at ``/``, which every image has; ``TMPDIR`` is ``/bk-smoke/tmp``). A file that is
-not a readable wheel is refused (exit 6) before any container is created. Steps, each with its exit
-code and captured output: ``setup`` (a ``--system-site-packages`` venv, so the image's torch stays
-visible; without venv, ``pip install --target`` + ``PYTHONPATH``); ``deps`` (neither ``--wheelhouse``
-nor ``--index-url``: the ``Requires-Dist`` the image lacks, downloaded on the host at the build lock's
-versions, :mod:`.dependencies`; the container still has no network); ``install``; one ``import`` step
-per module and one ``command`` step per shell command (``sh -c``, the venv first on ``PATH``). A wheel
-serving several CPythons runs each test once per CPython.
-
-The container is removed in every case (failure, exception, Ctrl-C). GPU: ``/dev/kfd`` and ``/dev/dri``
-are passed through with the groups owning them when they exist on the machine running buildkit (with a
-remote engine on a GPU host, run buildkit there); otherwise tests labelled ``gpu`` are skipped and the
-reason reported. The modules: docs/ARCHITECTURE.md.
-"""
+is mounted: the payload is copied in (:mod:`buildkit.smoke.payload`). Steps, each with its exit code
+and captured output: ``setup`` (a ``--system-site-packages`` venv, so the image's torch stays
+visible; without venv, ``pip install --target`` + ``PYTHONPATH``), ``deps`` (:mod:`.dependencies`;
+the container still has no network), ``install``, then one ``import`` step per module and one
+``command`` step per shell command. The container is removed in every case (failure, exception,
+Ctrl-C). GPU passthrough: :mod:`buildkit.smoke.spec`. The modules: docs/ARCHITECTURE.md."""
 
 from buildkit.smoke.container import resolve_image
 from buildkit.smoke.dependencies import download_command, locked_versions, missing_requirements

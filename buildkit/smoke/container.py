@@ -1,7 +1,5 @@
-"""The container a smoke test runs in: its runtime image (a profile's built or reused, with extra
-packages), a throwaway container of it with the payload copied in and the GPU passed through, the
-environment its steps run with (:class:`Box`), and its Python: a venv over the image's packages, or
-``pip install --target`` where there is none."""
+"""The container a smoke test runs in: its runtime image, the throwaway container with the payload
+copied in, the environment its steps run with (:class:`Box`), and its Python."""
 
 from __future__ import annotations
 
@@ -132,9 +130,8 @@ def started(
 
 
 def prepare_python(box: Box, python: str, wheel: Path, steps: list[Step]) -> tuple[str, list[str]] | str:
-    """The Python the wheel is installed for (step 1, ``setup``, of the package's docstring), its
-    steps added to ``steps`` and ``box.env`` set for it: the interpreter and pip's ``--target`` (none
-    in a venv); the reason, a string, when the image has no usable ``python`` with venv or pip."""
+    """The Python the wheel is installed for (the ``setup`` step), its steps added to ``steps`` and
+    ``box.env`` set for it; the reason, a string, when the image has no usable ``python`` with venv or pip."""
     if python == "python3":  # the wheel's own CPython when the image has several (python3.14)
         own = wheel_python(wheel)
         if own and box.has(f"command -v {own}"):

@@ -1,7 +1,5 @@
-"""The wheel's dependencies the runtime image lacks (step 2, ``deps``, of the package's docstring):
-its ``Requires-Dist`` that ``pip list`` in the container does not satisfy, downloaded on the host
-(wheels only, for the container's CPython and the wheel's platform, at the versions the build's lock
-pins) and copied in; the container keeps no network."""
+"""The wheel's dependencies the runtime image lacks (the ``deps`` step of the package's docstring; what
+is downloaded: docs/REFERENCE.md, ``buildkit smoke``), copied in: the container keeps no network."""
 
 from __future__ import annotations
 
@@ -120,8 +118,7 @@ def _installed(box: Box, py: str) -> tuple[str, dict[str, str]] | Step:
 
 
 def _download(box: Box, py: str, wheel: Path, work: Path, timeout: int) -> tuple[Step | None, list[Path]]:
-    """The wheel's dependencies the image lacks, downloaded on the host into ``work`` (None and no
-    file when there is nothing to download)."""
+    """The dependencies the image lacks, downloaded into ``work`` (None and no file when there are none)."""
     requires = wheel_requirements(wheel)
     if not requires:
         return None, []

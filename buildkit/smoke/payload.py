@@ -48,10 +48,7 @@ def _add_dir(tar: tarfile.TarFile, arcname: str, mode: int = 0o777) -> None:
 
 
 def write_payload(stream: IO[bytes], wheel: Path, wheelhouse: Path | None, ca_bundle: Path | None) -> None:
-    """Write to ``stream`` (a temporary file: wheels can be large) the tar of what the container gets.
-
-    One top-level folder, ``bk-smoke`` (:data:`WORKDIR` once extracted at ``/``).
-    """
+    """Write to ``stream`` (a temporary file: wheels can be large) the tar of :data:`WORKDIR`."""
     with tarfile.open(fileobj=stream, mode="w") as tar:
         _add_dir(tar, _TOP)
         _add_dir(tar, f"{_TOP}/tmp", 0o1777)

@@ -1,6 +1,5 @@
-"""What a smoke test says: each step with its exit code and output (:class:`Step`), the test's
-outcome (:class:`SmokeResult`), the line that says what went wrong (:func:`summarize_error`), and the
-results rendered for a person or as JSON, and as the command's verdict."""
+"""What a smoke test says: each step (:class:`Step`), the outcome (:class:`SmokeResult`), the line that
+says what went wrong (:func:`summarize_error`), rendered for a person or as JSON."""
 
 from __future__ import annotations
 

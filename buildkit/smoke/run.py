@@ -1,6 +1,4 @@
-"""One smoke test from start to end (:func:`run_smoke`): skipped when it needs a GPU this machine
-cannot give, else its image resolved, a container started, the wheel's Python prepared, its missing
-dependencies fetched, the wheel installed, then each import and command; the result."""
+"""One smoke test from start to end (:func:`run_smoke`), the steps of the package's docstring."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What a smoke test runs: the tests chosen (a recipe's ``smoke:`` entries selected by label, once per
-CPython a Python-independent wheel serves, or one ad-hoc test), the wheel checked before any
-container, and the GPU access this machine can give."""
+"""What a smoke test runs (:func:`choose_specs`), the wheel checked before any container, and the GPU
+access this machine can give."""
 
 from __future__ import annotations
 
@@ -51,7 +50,8 @@ class GpuAccess:
 
 
 def gpu_access(dev: Path = Path("/dev")) -> GpuAccess | None:
-    """The AMD GPU device nodes of this machine (``/dev/kfd`` + ``/dev/dri``), None when absent."""
+    """The AMD GPU device nodes of this machine (``/dev/kfd`` + ``/dev/dri``), None when absent (with a
+    remote engine on a GPU host, run buildkit there)."""
     kfd, dri = dev / "kfd", dev / "dri"
     if not kfd.exists() or not dri.is_dir():
         return None
@@ -127,11 +127,9 @@ def choose_specs(
     commands: Iterable[str] = (),
     python: str | None = None,
 ) -> list[SmokeSpec]:
-    """The smoke tests to run: the recipe's entries (selected by label; their image placeholders
-    filled from the wheel's manifest), or one ad-hoc test of ``image`` with the given imports and
-    commands (default: import the wheel's top-level packages). A Python-independent wheel
-    (:func:`served_pythons`) gets each recipe entry once per CPython it serves, with that CPython's
-    interpreter, unless ``python`` names the interpreter."""
+    """The smoke tests to run: the recipe's entries (selected by label, image placeholders filled from the
+    wheel's manifest), or one ad-hoc test of ``image`` (default: import the wheel's top-level packages).
+    A Python-independent wheel gets each recipe entry once per CPython it serves, unless ``python``."""
     labels, imports, commands = tuple(labels), tuple(imports), tuple(commands)
     if labels and recipe is None:
         raise UsageError("--label selects recipe entries: give --recipe")

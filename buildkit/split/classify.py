@@ -1,16 +1,11 @@
 """Which member of a wheel goes where: each standalone code object to the device wheel of the processor
-its ELF header names, everything else to the host wheel.
+its ELF header names (``e_flags``), never guessed from its name; everything else to the host wheel.
 
-The target of a code object is read from its own header (``e_flags``: the ``EF_AMDGPU_MACH`` number,
-:mod:`buildkit.inspect.codeobject`), never guessed from its name. Its path is a cross-check: a
-directory named after a processor (``aiter_meta/hsa/gfx942/fmoe/x.co``) must name the same one, else
-the wheel is refused naming the file (a kernel built for the wrong GPU sits where the loader looks for
-the right one; splitting would hide it in another device wheel). A code object whose path names no
-processor (aiter's Triton AOT kernels under ``aiter/ops/triton/configs/``) goes by its header alone.
-
-Device code inside a host ELF's offload bundles (``.hip_fatbin``) stays in the host wheel: see
-:data:`BUNDLE_REASON`.
-"""
+Its path is a cross-check: a directory named after a processor must name the same one, else the wheel
+is refused naming the file (a kernel built for the wrong GPU sits where the loader looks for the right
+one; splitting would hide it in another device wheel). A code object whose path names no processor
+(aiter's Triton AOT kernels) goes by its header alone. Device code inside a host ELF's offload bundles
+stays in the host wheel: see :data:`BUNDLE_REASON`."""
 
 from __future__ import annotations
 

@@ -2,13 +2,9 @@
 gains, and the ``METADATA`` and ``WHEEL`` files of every output (what a user sees: docs/REFERENCE.md,
 ``buildkit split``).
 
-A device wheel of ``gfx942`` for ``amd-aiter`` is the distribution ``amd-aiter-device-gfx942`` (PEP 503
-normalized; ``amd_aiter_device_gfx942`` in its file name and ``.dist-info``). There is no cycle: the
-host's own requirements never name a device wheel (only its extras do), and a device wheel requires
-the host without extras. The host's ``METADATA`` is otherwise kept byte for byte: the two header
-lines per target are added at the end of its header block, and ``Metadata-Version`` is raised to 2.1
-(the first with ``Provides-Extra``) when it is lower.
-"""
+There is no cycle: the host's own requirements never name a device wheel (only its extras do), and a
+device wheel requires the host without extras. The host's ``METADATA`` is otherwise kept byte for
+byte, and ``Metadata-Version`` is raised to 2.1 (the first with ``Provides-Extra``) when it is lower."""
 
 from __future__ import annotations
 
@@ -44,8 +40,7 @@ def device_distribution(host: str, target: str) -> str:
 
 
 def filename_part(name: str) -> str:
-    """A distribution name as a wheel's file name and ``.dist-info`` spell it
-    (``amd_aiter_device_gfx942``)."""
+    """A distribution name as a wheel's file name spells it (``amd_aiter_device_gfx942``)."""
     return re.sub(r"[-_.]+", "_", name).lower()
 
 

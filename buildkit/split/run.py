@@ -1,27 +1,22 @@
 """``buildkit split``: one wheel in, a host wheel and one device wheel per gfx processor out, each gated.
 
-:func:`split_wheel` inspects the input (streaming, every member hashed against its RECORD) and gates
-it with the configuration given (a wheel the gate refuses, one whose files are not the ones its RECORD
-lists among others, is not split: ``GateFailed``), places each member
-(:func:`~buildkit.split.classify.classify`), writes the outputs (:mod:`~buildkit.split.writer`) into a
-hidden staging folder inside ``out`` and gates each one:
+The input is gated first with the configuration given (a refused wheel, or one whose files are not
+the ones its RECORD lists, is not split: ``GateFailed``). Each output is then gated
+(:func:`output_config`):
 
-* the host wheel with the configuration given (``check``'s defaults when none): what it lost is only
-  standalone code objects, so the rules it passed before still apply, except the two that speak of
-  the whole of the device code: ``gfx-arch`` keeps the requested archs only when the host still has HIP
-  objects (their offload bundles must carry them all, as before), and ``required-member`` globs are
-  judged on the input wheel (they may name code objects now in a device wheel), and so is the torch
-  ABI (the caller judges the input with it: ``build`` does, before it splits; reading a torch's
-  exports is ``compare``'s, beside this stage), and the outputs' host code is the input's;
+* the host wheel with the configuration given: it lost only standalone code objects, so the rules
+  it passed still apply, except the two that speak of the whole of the device code: ``gfx-arch``
+  keeps the requested archs only when the host still has HIP objects (their offload bundles must
+  carry them all), and ``required-member`` globs are judged on the input wheel (they may name code
+  objects now in a device wheel), and so is the torch ABI (the caller judges the input with it);
 * each device wheel with the same configuration for its own name and ``device_target`` set: the
   ``device-wheel`` rule then requires every member but its metadata to be a code object of its
   processor (``gfx-arch`` is left to that rule).
 
 The outputs are moved into ``out`` only together, once every one passed (the device wheels first, the
 host last, so that no host in ``out`` names a device wheel that is not there yet); else all of them,
-with their reports, go to ``<out>/.refused/split-<input stem>/`` (docs/REFERENCE.md). The staging
-folder is removed whatever happens (an error, Ctrl-C).
-"""
+with their reports, go to ``<out>/.refused/split-<input stem>/``. The staging folder is removed
+whatever happens (an error, Ctrl-C)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,10 @@
 """Writing one output wheel of a split, deterministically: the same input gives the same bytes.
 
-Members are copied from the input wheel (inflated and deflated again, streamed, hashed on the way),
-new ones (``METADATA``, ``WHEEL``, ``RECORD``) written from memory. What makes the bytes repeatable:
-the members in a fixed order (the package's files sorted, then the ``.dist-info`` files sorted with
-``RECORD`` last, as the wheel spec recommends), one timestamp for all (1980-01-01 00:00, the zip
-format's first day: installers do not keep it), the input's compression method and permission bits
-(``external_attr``: pip keeps the executable bit), zlib's default level, no zip comment. ``RECORD``
-lists every file with its sha256 and size.
-
-The wheel is written to the path given (a temporary name in the split's staging folder: :mod:`.run`
-moves it into place only once every output passed its gate).
-"""
+What makes the bytes repeatable: the members in a fixed order (the package's files sorted, then the
+``.dist-info`` files sorted with ``RECORD`` last, as the wheel spec recommends), one timestamp for all
+(1980-01-01 00:00, the zip format's first day: installers do not keep it), the input's compression
+method and permission bits (``external_attr``: pip keeps the executable bit), zlib's default level, no
+zip comment. The wheel is written to a temporary name in the split's staging folder."""
 
 from __future__ import annotations
 

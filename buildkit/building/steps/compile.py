@@ -1,6 +1,5 @@
-"""Compile: cibuildwheel builds (and repairs, in its container) the staged source with the job's
-options, through the compiler cache; its output read for the CMake packages not found and the cache's
-statistics; the one wheel it made."""
+"""Compile: cibuildwheel builds (and repairs, in its container) the staged source through the compiler
+cache; the one wheel it made, and what its output says."""
 
 from __future__ import annotations
 

@@ -1,6 +1,4 @@
-"""Quarantine: the wheel a phase refused (``run.refusal``) kept in the job's quarantine folder with its
-reports and the record of why (``<out>/.refused/<job-id>/`` or ``--keep-refused DIR``:
-:mod:`buildkit.building.quarantine`), never in ``<out>/<job-id>/``;
+"""Quarantine: the wheel a phase refused (``run.refusal``) kept apart (:mod:`buildkit.building.quarantine`);
 the job then fails (GateFailed) with where it is and how to examine it."""
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Record: a manifest and provenance beside each wheel (the job's one, or a split's host and device
-wheels), then all of them into ``--out/<job-id>/`` at once, and the job's superseded quarantine folder
-removed. Each manifest's ``gate`` is the configuration that wheel was gated with
-(:func:`~buildkit.gate.config.gate_key`), recorded (and signed in the attestation) for
-``publish`` to run the gate again with."""
+"""Record: a manifest and provenance beside each wheel, then all of them into ``--out/<job-id>/`` at
+once. Each manifest's ``gate`` is the configuration that wheel was gated with, recorded (and signed)
+for ``publish`` to run the gate again with."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The regression check: the recipe's no-regression rule, the gated wheel against the last release on
-the recipe's index (:func:`buildkit.compare.baseline.compare_with_last_release`), the recipe's waivers
-applied; a refusal for ``quarantine`` when it regresses."""
+"""The regression check: the gated wheel against the last release on the recipe's index
+(:func:`buildkit.compare.baseline.compare_with_last_release`); a refusal for ``quarantine``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Repair, on the host: the wheel cibuildwheel made checked for the plan's version, retagged to the
-recipe's claim (a Python-independent job's ``py3-none``/``abi3``, whatever the backend tagged) and
-given the SBOM of the runtime libraries the repair excluded."""
+"""Repair, on the host: the wheel checked for the plan's version, retagged to the recipe's claim
+(:mod:`buildkit.building.retag`) and given its SBOM (:mod:`buildkit.building.sbom`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Requirements: a hermetic build's build requirements (a recipe without ``network: true``),
-downloaded on the host into the staged source's ``.buildkit/wheelhouse``: resolved
-(:func:`buildkit.building.requirements.resolve`), or exactly the files of ``BuildOptions.lock``
-(``buildkit verify``: the manifest's lock, :func:`~buildkit.building.requirements.fetch_locked`)."""
+"""Requirements: a hermetic build's requirements downloaded into the staged ``.buildkit/wheelhouse``,
+resolved, or exactly the files of ``BuildOptions.lock`` (``buildkit verify``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The split: the recipe's ``wheel.split: per-target``, the gated wheel split as ``buildkit split``
-does (:func:`buildkit.split.split_wheel`, every output gated), the host first; a refusal for
-``quarantine`` when an output fails its gate (the first such wheel)."""
+"""The split: the recipe's ``wheel.split: per-target`` (:func:`buildkit.split.split_wheel`), the host
+first; a refusal for ``quarantine`` when an output fails its gate."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Staging: the source copied into the job's private folder inside ``<out>`` (cibuildwheel copies it
-to ``/project`` of a container that gets no host mount) with what the build container runs beside it
-(the constraints, the HIP launcher, the SDK link script), then the job's inputs key."""
+"""Staging: the source copied into the job's private folder (cibuildwheel copies it to ``/project`` of
+a container that gets no host mount) with what the build container runs beside it; the inputs key."""
 
 from __future__ import annotations
 
