@@ -116,13 +116,15 @@ def assert_readable(root: Path) -> dict[str, set[str]]:
             assert sha256_file(folder / name) == digest
             meta = (folder / (name + ".metadata")).read_bytes()
             assert link["data-core-metadata"] == f"sha256={hashlib.sha256(meta).hexdigest()}"
+            if link.get("data-provenance"):  # the attestation a page names is there, whole
+                json.loads((folder / str(link["data-provenance"])).read_bytes())
         listed[project] = set(files)
     return listed
 
 
 def assert_consistent(root: Path) -> dict[str, set[str]]:
-    """:func:`assert_readable`, and nothing else in the tree: every wheel listed, every .metadata a
-    wheel's, no temporary file, no journal."""
+    """:func:`assert_readable`, and nothing else in the tree: every wheel listed, every .metadata and
+    .provenance a wheel's, no temporary file, no journal."""
     listed = assert_readable(root)
     simple = root / "simple"
     if listed:  # the HTML and JSON pages agree
@@ -142,7 +144,7 @@ def assert_consistent(root: Path) -> dict[str, set[str]]:
             assert rel.name in ("index.html", "index.json"), rel
             continue
         project, name = rel.parts[1], rel.parts[2]
-        wheel = name.removesuffix(".metadata")
+        wheel = name.removesuffix(".metadata").removesuffix(".provenance")
         assert name in ("index.html", "index.json") or wheel in listed.get(project, set()), rel
     return listed
 
