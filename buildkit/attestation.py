@@ -81,9 +81,6 @@ def verify_attestation(
     Raises :class:`NotReproducible` (exit 12) naming what failed: no signature, a signature that
     does not verify, a statement of another type, or a subject whose name/sha256 is not the wheel's.
     """
-    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
-    from cryptography.exceptions import InvalidSignature
-
     path = path or attestation_path(wheel)
     payload_type, payload, signatures, envelope = _read_envelope(path)
     if payload_type != PAYLOAD_TYPE:
@@ -91,36 +88,8 @@ def verify_attestation(
     if not signatures:
         raise NotReproducible(f"{path}: the attestation is unsigned (no BUILDKIT_SIGNING_KEY at build time)")
     wanted = keyid(public_key)
-    message = pae(payload_type, payload)
-    good = None
-    for sig in signatures:
-        value = sig.get("sig")
-        if not isinstance(value, str):
-            continue  # malformed: cannot verify (named below)
-        try:
-            public_key.verify(base64.b64decode(value, validate=True), message)
-        except (InvalidSignature, ValueError):
-            continue
-        good = sig
-        break
-    if good is None:
-        ids = ", ".join(_describe_signature(s) for s in signatures)
-        raise NotReproducible(
-            f"{path}: no signature verifies with the given public key (keyid {wanted}); the envelope "
-            f"has {len(signatures)} signature(s): {ids}; the payload or signature was altered, or the key "
-            "is another one"
-        )
-    try:
-        stmt = json.loads(payload)
-    except ValueError as exc:
-        raise NotReproducible(f"{path}: the signed payload is not JSON ({exc})") from None
-    if not isinstance(stmt, dict):
-        raise NotReproducible(f"{path}: the signed payload is not an in-toto statement (a JSON object)")
-    if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
-        raise NotReproducible(
-            f"{path}: statement type {stmt.get('_type')!r} / predicate {stmt.get('predicateType')!r}, "
-            f"expected {STATEMENT_TYPE} / {PREDICATE_TYPE}"
-        )
+    _check_signatures(path, signatures, public_key, pae(payload_type, payload))
+    stmt = _statement(path, payload)
     subjects = stmt.get("subject")
     if not isinstance(subjects, list):
         raise NotReproducible(f"{path}: the statement's subject is not a list")
@@ -137,6 +106,46 @@ def verify_attestation(
         f"{wheel.name} (sha256:{actual}) is not the attested subject ({', '.join(named)}): the wheel was "
         "changed after it was built, or the attestation belongs to another wheel"
     )
+
+
+def _check_signatures(
+    path: Path, signatures: list[dict[str, Any]], public_key: Ed25519PublicKey, message: bytes
+) -> None:
+    """NotReproducible unless one of the envelope's signatures verifies ``message`` with the key."""
+    # cryptography (~60 ms to import) is imported only when a build signs or verify checks
+    from cryptography.exceptions import InvalidSignature
+
+    for sig in signatures:
+        value = sig.get("sig")
+        if not isinstance(value, str):
+            continue  # malformed: cannot verify (named below)
+        try:
+            public_key.verify(base64.b64decode(value, validate=True), message)
+        except (InvalidSignature, ValueError):
+            continue
+        return
+    ids = ", ".join(_describe_signature(s) for s in signatures)
+    raise NotReproducible(
+        f"{path}: no signature verifies with the given public key (keyid {keyid(public_key)}); the envelope "
+        f"has {len(signatures)} signature(s): {ids}; the payload or signature was altered, or the key "
+        "is another one"
+    )
+
+
+def _statement(path: Path, payload: bytes) -> dict[str, Any]:
+    """The signed payload as an in-toto statement of our predicate type; NotReproducible otherwise."""
+    try:
+        stmt = json.loads(payload)
+    except ValueError as exc:
+        raise NotReproducible(f"{path}: the signed payload is not JSON ({exc})") from None
+    if not isinstance(stmt, dict):
+        raise NotReproducible(f"{path}: the signed payload is not an in-toto statement (a JSON object)")
+    if stmt.get("_type") != STATEMENT_TYPE or stmt.get("predicateType") != PREDICATE_TYPE:
+        raise NotReproducible(
+            f"{path}: statement type {stmt.get('_type')!r} / predicate {stmt.get('predicateType')!r}, "
+            f"expected {STATEMENT_TYPE} / {PREDICATE_TYPE}"
+        )
+    return stmt
 
 
 #: the largest provenance file downloaded (an envelope is a few kB)

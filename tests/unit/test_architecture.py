@@ -28,7 +28,6 @@ LONG_FUNCTIONS: dict[str, str] = {
     "buildkit/cli/publish.py:publish_cmd": "a command's options and its printing",
     "buildkit/service/publish.py:run_publish": "the publish command's sequence of stage calls",
     "buildkit/plan/expansion.py:_Expansion.job": "the Job's fields, one per line",
-    "buildkit/attestation.py:verify_attestation": "the attestation's checks, in order",
 }
 
 
