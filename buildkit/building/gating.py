@@ -1,6 +1,6 @@
 """The gate as ``build`` uses it: the verdict on a wheel.
 
-``build`` gates with :meth:`GateConfig.from_recipe_job <buildkit.gate.config.GateConfig.from_recipe_job>`
+``build`` gates with :meth:`GateConfig.from_job <buildkit.gate.config.GateConfig.from_job>`
 (what ``check --recipe R --job ID`` uses; its :func:`~buildkit.gate.config.gate_key` is part of the
 inputs key), and keeps what it needs of the verdict (:class:`Gated`)."""
 

@@ -116,10 +116,11 @@ def verify(
         if check_attestation:
             check = _attestation(wheel, public_key, attestation_file, index_url)
             if as_json:
-                document = {"schema": "rocm-buildkit/verify", "schema_version": 1, "ok": True}
                 out.echo(
                     {
-                        **document,
+                        "schema": "rocm-buildkit/verify",
+                        "schema_version": 1,
+                        "ok": True,
                         "attestation": True,
                         "wheel": check.wheel,
                         "sha256": check.sha256,

@@ -39,7 +39,7 @@ class JobIdentity(NamedTuple):
     """Which wheel a plan job makes: the ``job-identity`` rule holds the wheel's file name to it.
 
     Set by :meth:`GateConfig.from_job` (``name`` and the recipe fields None: no recipe at hand) and
-    :meth:`GateConfig.from_recipe_job`; never by the command line's options alone."""
+    :meth:`GateConfig.from_job` with the job's recipe; never by the command line's options alone."""
 
     job: str  # "cp312-rocm7.2-torch2.10"
     version: str  # the plan's version, "0.1.12.post2+rocm7.2.manylinux.2.28"
@@ -116,7 +116,7 @@ _READERS: dict[str, Callable[[Any], Any]] = {
 class GateConfig(NamedTuple):
     """What the gate enforces. Build it directly (then :meth:`validated`), from the command line's
     options (:func:`~buildkit.gate.options.apply_options` over the defaults), a plan Job
-    (:meth:`from_job`) or, as ``build`` does, a recipe and one of its jobs (:meth:`from_recipe_job`).
+    (:meth:`from_job`), with its recipe as ``build`` does.
 
     ``policy`` None: the tags in the wheel's file name are still checked against the symbols, and the
     ceilings default to the strictest manylinux tag the file name claims (none if it claims none).
@@ -247,11 +247,6 @@ class GateConfig(NamedTuple):
             identity=JobIdentity.of(job, recipe),
             waivers=() if recipe is None else recipe.gate.waive,
         ).validated()
-
-    @classmethod
-    def from_recipe_job(cls, recipe: Recipe, job: Job) -> GateConfig:
-        """:meth:`from_job` with the job's recipe: ``build``'s configuration."""
-        return cls.from_job(job, recipe)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> GateConfig:

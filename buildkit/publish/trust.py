@@ -164,7 +164,7 @@ def trusted_config(candidate: Candidate, trust: Trust) -> GateConfig | Refusal:
         except UsageError:
             where = trust.recipe.display_path
             return Refusal(wheel, f"job {job_id} (the manifest's) is not in the plan of {where}")
-        config = _for_split_output(candidate, trust.recipe, GateConfig.from_recipe_job(trust.recipe, job))
+        config = _for_split_output(candidate, trust.recipe, GateConfig.from_job(job, trust.recipe))
         expected = gate_key(config)
         recorded = data.get("gate")
         if recorded is not None and recorded != expected:

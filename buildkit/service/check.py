@@ -1,6 +1,6 @@
 """What ``buildkit check`` does, as library calls (:func:`run_check`): its options ->
 a :class:`~buildkit.gate.config.GateConfig` (:func:`gate_config`; with ``--recipe``/``--job`` the one
-``build`` uses, :meth:`GateConfig.from_recipe_job`, adjusted by the options' merge rules of
+``build`` uses, :meth:`GateConfig.from_job` with the recipe, adjusted by the options' merge rules of
 :mod:`buildkit.gate.options`), then every wheel judged (:func:`buildkit.judge.judge_wheels`);
 :meth:`CheckRun.failure` is the command's verdict.
 
@@ -42,7 +42,7 @@ def find_job(
 
 def config_for_job(recipe: Recipe, job: Job, flags: GateFlags) -> GateConfig:
     """``build``'s configuration for ``job`` with the options ``flags`` applied by their merge rules."""
-    return apply_options(GateConfig.from_recipe_job(recipe, job), flags)
+    return apply_options(GateConfig.from_job(job, recipe), flags)
 
 
 def gate_config(

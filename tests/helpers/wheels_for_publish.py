@@ -192,7 +192,7 @@ def job_wheel(
             "recipe": loaded.record(),
             "job": to_data(job),
             "verdict": PASSING if verdict is None else verdict,
-            "gate": gate_key(GateConfig.from_recipe_job(loaded, job)),
+            "gate": gate_key(GateConfig.from_job(job, loaded)),
         },
     )
     sign(path, key)

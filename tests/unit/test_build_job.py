@@ -379,7 +379,7 @@ def test_up_to_date_wheel_is_gated_again(h: Harness, monkeypatch: pytest.MonkeyP
 def test_inputs_key_covers_recipe_gate_and_tools(h: Harness) -> None:
     recipe, job = h.recipe()
     tight, _ = h.recipe(limit="10KiB", name="tight.yaml")
-    gate = gate_key(GateConfig.from_recipe_job(recipe, job))
+    gate = gate_key(GateConfig.from_job(job, recipe))
     tools = {"cibuildwheel": "3.1.4", "auditwheel": "6.4.2"}
 
     def key(**changes: Any) -> str:
@@ -393,7 +393,7 @@ def test_inputs_key_covers_recipe_gate_and_tools(h: Harness) -> None:
 
     assert key() == key()
     assert key(recipe_sha256=tight.sha256) != key()
-    assert key(gate=gate_key(GateConfig.from_recipe_job(tight, job))) != key()
+    assert key(gate=gate_key(GateConfig.from_job(job, tight))) != key()
     assert key(tools={**tools, "cibuildwheel": "3.2.0"}) != key()
     assert key(tools={**tools, "auditwheel": "6.5.0"}) != key()
     assert set(tool_versions()) == {"cibuildwheel", "auditwheel"}
@@ -402,8 +402,8 @@ def test_inputs_key_covers_recipe_gate_and_tools(h: Harness) -> None:
 def test_gate_key_is_deterministic_and_ignores_the_path_as_typed(h: Harness) -> None:
     recipe, job = h.recipe()
     other = load_recipe(Path(os.path.relpath(h.tmp / "recipe.yaml")))  # the same file, another spelling
-    a = gate_key(GateConfig.from_recipe_job(recipe, job))
-    b = gate_key(GateConfig.from_recipe_job(other, expand(other, env={}).jobs[0]))
+    a = gate_key(GateConfig.from_job(job, recipe))
+    b = gate_key(GateConfig.from_job(expand(other, env={}).jobs[0], other))
     assert recipe.display_path != other.display_path
     assert a == b
     assert a["size_limit"] == 20 * 1024 * 1024

@@ -322,7 +322,7 @@ def budget_recipe(tmp_path: Path, budget: str) -> Path:
 def test_recipe_job_applies_the_size_budget_exactly_as_build(
     capsys: pytest.CaptureFixture[str], built: dict[str, Path], tmp_path: Path
 ) -> None:
-    """``build`` gates with GateConfig.from_recipe_job; ``check --recipe --job`` must give the same
+    """``build`` gates with GateConfig.from_job(job, recipe); ``check --recipe --job`` must give the same
     configuration and the same findings, including the recipe's size limit (1 KiB < the wheel)."""
     from buildkit.gate.config import GateConfig
     from buildkit.gate.evaluate import evaluate
@@ -334,7 +334,7 @@ def test_recipe_job_applies_the_size_budget_exactly_as_build(
     recipe = load_recipe(path)
     job = expand(recipe).jobs[0]
     wheel = built["hip_like"]
-    as_build = GateConfig.from_recipe_job(recipe, job)
+    as_build = GateConfig.from_job(job, recipe)
     assert as_build.size_limit == 1024 and as_build.size_warn == 512
     expected = evaluate(inspect_wheel(wheel), as_build)
 

@@ -181,9 +181,9 @@ def test_the_recipe_budget_per_target_and_the_check_flag_reach_the_configuration
     )
     loaded = load_recipe(recipe)
     job = expand(loaded).jobs[0]
-    assert GateConfig.from_recipe_job(loaded, job).size_per_target == 40 * 1024 * 1024
+    assert GateConfig.from_job(job, loaded).size_per_target == 40 * 1024 * 1024
     assert config_for_job(loaded, job, GateFlags(size_per_target="2MiB")).size_per_target == 2 * 1024 * 1024
-    config = GateConfig.from_recipe_job(loaded, job)
+    config = GateConfig.from_job(job, loaded)
     assert GateConfig.from_json(to_data(config)) == config._replace(identity=config.identity)
 
 

@@ -395,13 +395,13 @@ def test_wheel_pythons(filename: str, spec: str) -> None:
     assert str(wheel_pythons(filename)) == spec
 
 
-def test_from_recipe_job_adds_the_size_budget_to_the_jobs_fields() -> None:
+def test_from_job_with_its_recipe_adds_the_size_budget_to_the_jobs_fields() -> None:
     from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = load_recipe(Path(__file__).parents[2] / "recipes" / "reference-trixie.yaml")
     job = expand(recipe).jobs[0]
-    cfg = GateConfig.from_recipe_job(recipe, job)
+    cfg = GateConfig.from_job(job, recipe)
     assert cfg.size_limit == recipe.size_budget["limit"] == 20 * MiB
     # the same rules as the job's; the identity gains the recipe's name, file and sha256
     bare = GateConfig.from_job(job)
@@ -508,13 +508,13 @@ def test_no_job_identity_rule_without_a_job() -> None:
     assert job_findings(other, GateConfig().identity) == []
 
 
-def test_from_recipe_job_takes_the_identity_the_plan_gives() -> None:
+def test_from_job_with_its_recipe_takes_the_identity_the_plan_gives() -> None:
     from buildkit.plan.expansion import expand
     from buildkit.recipe import load_recipe
 
     recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "aiter.yaml")
     job = expand(recipe, env={}).job("cp312-rocm7.2-torch2.10")
-    cfg = GateConfig.from_recipe_job(recipe, job)
+    cfg = GateConfig.from_job(job, recipe)
     assert cfg.identity == JobIdentity(
         job=job.id,
         version=job.version,
@@ -542,7 +542,7 @@ def test_reference_jobs_repaired_wheel_name_passes_the_identity_rule() -> None:
     recipe = load_recipe(Path(__file__).resolve().parents[2] / "recipes" / "reference-trixie.yaml")
     job = expand(recipe, env={}).job("cp313-rocm5.7")
     name = f"buildkit_refkernels-{job.version}-cp313-cp313-manylinux_2_34_x86_64.manylinux_2_41_x86_64.whl"
-    v = evaluate(named(report(elf()), name), GateConfig.from_recipe_job(recipe, job))
+    v = evaluate(named(report(elf()), name), GateConfig.from_job(job, recipe))
     assert not [f for f in v.errors if f.rule == "job-identity"], v.findings
 
 

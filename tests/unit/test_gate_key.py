@@ -69,7 +69,7 @@ def test_a_jobs_key_is_the_one_the_listed_fields_gave(tmp_path: Path) -> None:
     (tmp_path / "r.yaml").write_text(RECIPE)
     recipe = load_recipe(tmp_path / "r.yaml")
     configs = [
-        GateConfig.from_recipe_job(recipe, expand(recipe).jobs[0]),
+        GateConfig.from_job(expand(recipe).jobs[0], recipe),
         GateConfig(
             policy="manylinux_2_28", archs=("gfx90a", "gfx942"), ceilings={"GLIBC": "2.28"}, **rocm_pin("6.4")
         ),

@@ -145,12 +145,12 @@ def test_a_recipes_host_isa_sets_the_jobs_gate(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
     path.write_text(text + "host_isa:\n  level: x86-64-v2\n  strict: true\n")
     recipe = load_recipe(path)
-    config = GateConfig.from_recipe_job(recipe, expand(recipe).jobs[0])
+    config = GateConfig.from_job(expand(recipe).jobs[0], recipe)
     assert config.isa_strict and config.isa_scan and config.isa_baseline == "x86-64-v2"
     plain = tmp_path / "plain.yaml"
     plain.write_text(text)
     recipe = load_recipe(plain)
-    config = GateConfig.from_recipe_job(recipe, expand(recipe).jobs[0])
+    config = GateConfig.from_job(expand(recipe).jobs[0], recipe)
     assert not config.isa_scan and config.isa_baseline is None  # the policy's baseline, x86-64
     # the command line tightens the job's: --isa-strict over a silent recipe
     assert apply_options(config, GateFlags(isa_strict=True)).isa_strict

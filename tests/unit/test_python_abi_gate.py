@@ -215,7 +215,7 @@ def test_a_signed_configuration_keeps_the_wheel_tag() -> None:
     for name, tag in (("ctypes.yaml", "py3-none"), ("abi3.yaml", "cp312-abi3")):
         recipe = load_recipe(root / name)
         (job,) = expand(recipe, env={}, enumerator=lambda: []).jobs
-        config = GateConfig.from_recipe_job(recipe, job)
+        config = GateConfig.from_job(job, recipe)
         back = GateConfig.from_json(to_data(config))
         assert config.identity is not None and back.identity is not None
         assert back.identity.wheel_tag == config.identity.wheel_tag == tag

@@ -58,7 +58,7 @@ from buildkit.recipe import load_recipe
 from buildkit.records import to_data
 recipe = load_recipe(Path(sys.argv[1]))
 job = expand(recipe, env={}).jobs[0]
-config = GateConfig.from_recipe_job(recipe, job)
+config = GateConfig.from_job(job, recipe)
 given = apply_options(config, GateFlags(example_mode="strict"))
 print(json.dumps({"job": job.example_mode, "json": to_data(job).get("example_mode"),
                   "config": config.example_mode, "key": gate_key(config).get("example_mode"),

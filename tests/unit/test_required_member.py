@@ -96,5 +96,5 @@ def test_required_members_are_never_waived_and_change_the_gate_key(tmp_path: Pat
     keys = []
     for gate in ("", "gate:\n  require: ['a/*.co']\n", "gate:\n  require: ['a/*.co', 'b/*.co']\n"):
         recipe = load_recipe(recipe_copy(tmp_path, gate))
-        keys.append(repr(gate_key(GateConfig.from_recipe_job(recipe, job_of(recipe)))))
+        keys.append(repr(gate_key(GateConfig.from_job(job_of(recipe), recipe))))
     assert len(set(keys)) == 3

@@ -47,7 +47,7 @@ def test_the_torch_recipe_plans_one_python_311_job_on_the_bookworm_builder() -> 
     assert job.torch_index_url is None  # pip_config: true, no --extra-index-url of its own
     globs = set(job.exclude_globs)
     assert {"libtorch*.so*", "libc10*.so*", "libamdhip64.so*"} <= globs
-    config = GateConfig.from_recipe_job(load_recipe(RECIPE), job)
+    config = GateConfig.from_job(job, load_recipe(RECIPE))
     assert config.torch == "2.13"
 
 

@@ -221,7 +221,7 @@ def test_the_stable_reference_plans_one_job_without_torch_with_the_stable_only_f
     assert env["CXXFLAGS"] == env["CPPFLAGS"] == flags
     assert env["HIPCC_COMPILE_FLAGS_APPEND"].startswith("--sysroot=")  # the sysroot's, then torch's
     assert env["HIPCC_COMPILE_FLAGS_APPEND"].endswith(flags)
-    config = GateConfig.from_recipe_job(recipe, job)
+    config = GateConfig.from_job(job, recipe)
     assert (config.torch, config.torch_stable, config.torch_below) == (None, "2.13", None)
     assert to_data(job)["torch_stable"] == {"from": "2.13", "requirement": "torch>=2.13"}
 

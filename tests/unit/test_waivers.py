@@ -209,7 +209,7 @@ def test_build_gate_summary_and_manifest_verdict_carry_the_waived_findings(
     recipe = load_recipe(
         recipe_copy(tmp_path, "gate:\n  waive:\n    - {rule: size, reason: agreed}\n", limit="1KiB")
     )
-    gated = gate_wheel(wheel, GateConfig.from_recipe_job(recipe, job_of(recipe)))
+    gated = gate_wheel(wheel, GateConfig.from_job(job_of(recipe), recipe))
     assert gated.passed and (gated.errors, gated.warnings) == (0, 0)
     assert gated.waived == 1 and gated.waivers == ("gate.waive[0] (size): 1 finding waived: agreed",)
     [finding] = gated.verdict["findings"]
@@ -226,6 +226,6 @@ def test_the_gate_key_changes_with_the_waivers(tmp_path: Path) -> None:
         "gate:\n  waive:\n    - {rule: size, file: '*.so', reason: agreed}\n",
     ):
         recipe = load_recipe(recipe_copy(tmp_path, gate))
-        keys.append(gate_key(GateConfig.from_recipe_job(recipe, job_of(recipe))))
+        keys.append(gate_key(GateConfig.from_job(job_of(recipe), recipe)))
     assert all(k["waivers"] for k in keys[1:]) and keys[0]["waivers"] == []
     assert len({repr(k) for k in keys}) == 4

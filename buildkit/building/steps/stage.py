@@ -35,7 +35,7 @@ def perform(run: Run, log: TextIO) -> None:
     isolation = options.build_isolation
     request = requirements.request_key(run.recipe, run.job, staged, isolation=isolation) if hermetic else None
     run.epoch = source_date_epoch(run.source, options.source_date_epoch)
-    run.config = GateConfig.from_recipe_job(run.recipe, run.job)
+    run.config = GateConfig.from_job(run.job, run.recipe)
     run.key = inputs_key(
         run.job,
         run.image.id,
